@@ -1,0 +1,1 @@
+"""Analysis of stored trials: statistics now; verdicts and relative figures later."""

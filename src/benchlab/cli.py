@@ -1,0 +1,164 @@
+"""The benchlab command line: run, report, stacks, doctor, build."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from benchlab.errors import UserError
+from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
+from benchlab.store import DEFAULT_RESULTS, Store
+
+app = typer.Typer(
+    help="Benchmark web stacks fairly: real services, verified responses, honest statistics.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+errors = Console(stderr=True)
+
+ResultsOption = Annotated[Path, typer.Option("--results", help="SQLite results store.")]
+
+
+@app.command()
+def run(
+    recipe: Annotated[Path, typer.Argument(help="Recipe TOML file.")] = DEFAULT_RECIPE,
+    duration: Annotated[
+        int | None, typer.Option(min=1, help="Seconds per trial (all load profiles).")
+    ] = None,
+    trials: Annotated[int | None, typer.Option(min=1, help="Trials per cell.")] = None,
+    connections: Annotated[
+        int | None, typer.Option(min=1, help="Connections (all load profiles).")
+    ] = None,
+    results: ResultsOption = DEFAULT_RESULTS,
+) -> None:
+    """Run a recipe: verify every cell, measure interleaved trials, store them, show the table."""
+    from benchlab.report.formats import render_table
+    from benchlab.report.progress import BarReporter, LineReporter
+    from benchlab.report.summary import summarise
+    from benchlab.runner import Execution
+
+    loaded, text = load_recipe(recipe)
+    loaded = apply_overrides(loaded, duration=duration, trials=trials, connections=connections)
+    plan = build_plan(recipe, loaded, text)
+    if not plan.cells:
+        raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
+    store = Store(results)
+    reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
+    command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    outcome = Execution(plan, store, reporter, command).run()
+    render_table(summarise(store, outcome.run_id), console)
+    console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    if outcome.status == "interrupted":
+        raise typer.Exit(130)
+
+
+@app.command()
+def report(
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="[RUN]", help="Run id (default: latest).")
+    ] = None,
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or csv.")] = "table",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file.")
+    ] = None,
+) -> None:
+    """Report a stored run (the latest by default)."""
+    from benchlab.report.formats import (
+        FORMATS,
+        render_csv,
+        render_json,
+        render_markdown,
+        render_table,
+    )
+    from benchlab.report.summary import summarise
+
+    if fmt not in FORMATS:
+        raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(FORMATS)}")
+    summary = summarise(Store(results, create=False), run_id)
+    if fmt == "table":
+        if output is not None:
+            with output.open("w") as handle:
+                render_table(summary, Console(file=handle, width=200))
+        else:
+            render_table(summary, console)
+        return
+    text = {"md": render_markdown, "json": render_json, "csv": render_csv}[fmt](summary)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+        console.print(f"wrote {output}")
+
+
+@app.command()
+def stacks() -> None:
+    """The catalogue: every stack, its scenarios, and whether it can run here."""
+    from benchlab.stacks import CATALOGUE
+
+    table = Table(title="benchlab stacks")
+    for column in ("stack", "framework", "server", "worker model", "scenarios", "status"):
+        table.add_column(column, overflow="fold")
+    for stack in CATALOGUE.values():
+        available = stack.availability()
+        status = (
+            "[green]available[/]"
+            if available.ok
+            else f"[red]unavailable[/]: {available.reason}; fix: {available.fix}"
+        )
+        table.add_row(
+            stack.name,
+            stack.framework,
+            stack.server,
+            stack.worker_model,
+            ", ".join(stack.scenarios),
+            status,
+        )
+    console.print(table)
+
+
+@app.command()
+def doctor() -> None:
+    """Check this machine: tools, cores, CPU frequency scaling, pinning."""
+    from benchlab.machine import doctor_checks
+
+    problems = 0
+    for check in doctor_checks():
+        mark = (
+            "[green]ok[/]"
+            if check.ok
+            else ("[red]missing[/]" if check.required else "[yellow]warn[/]")
+        )
+        fix = f" → {check.fix}" if check.fix else ""
+        console.print(f"{mark:>20}  {check.name:<14} {check.detail}{fix}")
+        problems += (not check.ok) and check.required
+    if problems:
+        console.print(f"{problems} required item(s) missing; ./lab setup installs them on Debian")
+        raise typer.Exit(1)
+
+
+@app.command()
+def build() -> None:
+    """Build the Go stacks from the project's sources (cached by content)."""
+    from benchlab.stacks import CATALOGUE
+
+    for stack in CATALOGUE.values():
+        if stack.build is not None and stack.availability().ok:
+            console.print(f"building {stack.name}")
+            stack.build()
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,84 @@
+"""Sampling of a server's whole process tree during a trial: CPU % and peak RSS."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from benchlab.process import ManagedProcess
+
+SAMPLE_INTERVAL_S = 0.2
+
+
+@dataclass(frozen=True)
+class TreeUsage:
+    cpu_pct: float  # 100 = one core busy for the whole trial
+    peak_rss_mb: float
+    processes: int
+    root_exited: bool
+
+
+class ProcessTreeSampler:
+    """Samples in a background thread; CPU comes from cpu_times deltas, so it is exact for
+    every process alive at both ends, whatever the sampling interval."""
+
+    def __init__(self, process: ManagedProcess, interval: float = SAMPLE_INTERVAL_S) -> None:
+        self._process = process
+        self._interval = interval
+        self._first_cpu: dict[tuple[int, float], float] = {}
+        self._last_cpu: dict[tuple[int, float], float] = {}
+        self._peak_rss = 0
+        self._root_exited = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tree-sampler", daemon=True)
+        self._started_at = 0.0
+        self._ended_at = 0.0
+
+    def __enter__(self) -> ProcessTreeSampler:
+        self._started_at = time.monotonic()
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._ended_at = time.monotonic()
+
+    def usage(self) -> TreeUsage:
+        wall = max(self._ended_at - self._started_at, 1e-9)
+        used = sum(self._last_cpu[k] - self._first_cpu[k] for k in self._last_cpu)
+        return TreeUsage(
+            cpu_pct=100.0 * used / wall,
+            peak_rss_mb=self._peak_rss / 2**20,
+            processes=len(self._last_cpu),
+            root_exited=self._root_exited,
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        procs = self._process.tree()
+        if not procs:
+            self._root_exited = True
+            return
+        self._process.remember_tree()
+        rss = 0
+        for proc in procs:
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    key = (proc.pid, proc.create_time())
+                    rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+            cpu = times.user + times.system
+            self._first_cpu.setdefault(key, cpu)
+            self._last_cpu[key] = cpu
+        self._peak_rss = max(self._peak_rss, rss)

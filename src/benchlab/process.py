@@ -1,0 +1,151 @@
+"""Processes benchlab starts: pinned to cores, in their own session, always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+
+class ManagedProcess:
+    """A child process (and everything it forks), pinned with taskset, logging to a file.
+
+    It runs in a session of its own, so a Ctrl-C in the terminal reaches only benchlab,
+    which then stops every child in order instead of leaving half-dead servers behind.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cores: Sequence[int],
+        log_path: Path,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.log_path = log_path
+        cpu_list = ",".join(str(c) for c in cores)
+        full_env = {**os.environ, **(env or {})}
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(
+            ["taskset", "--cpu-list", cpu_list, *self.argv],
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.pid = self.popen.pid
+        self.rusage: resource.struct_rusage | None = None
+        self._known: dict[int, psutil.Process] = {}
+        self.remember_tree()
+
+    # --- state ----------------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def tree(self) -> list[psutil.Process]:
+        """The root and its living descendants."""
+        try:
+            root = psutil.Process(self.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def remember_tree(self) -> None:
+        """Remember descendants, so they are stopped even if their parent died first."""
+        for proc in self.tree():
+            self._known.setdefault(proc.pid, proc)
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    # --- ending ---------------------------------------------------------------------------
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait for exit and keep the resource usage of the whole child (for load tools)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.popen.returncode is not None:
+                return self.popen.returncode
+            try:
+                pid, status, rusage = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.popen.poll()
+            if pid == self.pid:
+                self.rusage = rusage
+                self.popen.returncode = os.waitstatus_to_exitcode(status)
+                return self.popen.returncode
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM to the whole session, then SIGKILL what is left after `grace` seconds."""
+        self.remember_tree()
+        self._signal_all(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self._survivors():
+            self.wait(0.05)
+        if self._survivors():
+            self._signal_all(signal.SIGKILL)
+            psutil.wait_procs(self._survivors(), timeout=2.0)
+        self.wait(1.0)
+        with contextlib.suppress(OSError):
+            self._log.close()
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for proc in self._survivors():
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+
+    def _survivors(self) -> list[psutil.Process]:
+        alive = []
+        for proc in self._known.values():
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                continue
+        return alive
+
+
+class ProcessRegistry:
+    """Every process of a run, so that one call stops them all on any exit path."""
+
+    def __init__(self) -> None:
+        self._processes: list[ManagedProcess] = []
+
+    def start(self, argv: Sequence[str], **kwargs) -> ManagedProcess:
+        process = ManagedProcess(argv, **kwargs)
+        self._processes.append(process)
+        return process
+
+    def stop(self, process: ManagedProcess) -> None:
+        process.stop()
+        if process in self._processes:
+            self._processes.remove(process)
+
+    def stop_all(self) -> None:
+        while self._processes:
+            self.stop(self._processes[-1])

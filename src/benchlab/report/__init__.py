@@ -1,0 +1,1 @@
+"""Reports read only the results store."""

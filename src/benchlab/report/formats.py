@@ -1,0 +1,188 @@
+"""Report formats: terminal table, Markdown, JSON, CSV — all from one RunSummary."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from benchlab.analysis.stats import METHOD
+from benchlab.report.summary import CellSummary, RunSummary
+
+FORMATS = ("table", "md", "json", "csv")
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def throughput_text(cell: CellSummary) -> str:
+    t = cell.throughput
+    if t is None:
+        return "–"
+    if t.n == 1:
+        return f"{t.median:,.0f} (1 trial)"
+    return f"{t.median:,.0f} [{t.low:,.0f}–{t.high:,.0f}]"
+
+
+def note_text(cell: CellSummary, footnote: int | None = None) -> str:
+    ref = f" [{footnote}]" if footnote is not None else ""
+    if cell.status == "failed":
+        return f"failed{ref}"
+    if cell.status == "pending":
+        return "not measured: run stopped first"
+    if cell.status == "incomplete":
+        return "incomplete: run stopped early"
+    return ""
+
+
+def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
+    """Failed cells, numbered, so long reasons go under the table instead of inside it."""
+    failed = [c for c in summary.cells if c.status == "failed"]
+    return [(i + 1, c) for i, c in enumerate(failed)]
+
+
+def _interval_note(summary: RunSummary) -> str:
+    measured = [c.throughput for c in summary.cells if c.throughput and c.throughput.n > 1]
+    if not measured:
+        return f"Intervals: {METHOD}."
+    levels = sorted({round(t.confidence * 100) for t in measured})
+    text = ", ".join(f"{level}%" for level in levels)
+    note = f"Throughput: median over trials with its interval (coverage {text}); {METHOD}."
+    if levels[0] < 95:
+        note += (
+            " Fewer than 6 trials cannot reach 95%: the interval is min–max with its real coverage."
+        )
+    return note
+
+
+COLUMNS = (
+    "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
+    "errors", "server CPU %", "server RSS MB", "note",
+)  # fmt: skip
+
+
+def _rows(summary: RunSummary) -> list[list[str]]:
+    numbers = {id(cell): n for n, cell in footnotes(summary)}
+    return [
+        [
+            cell.stack_label,
+            cell.scenario,
+            str(cell.connections),
+            str(cell.trials),
+            throughput_text(cell),
+            _ms(cell.latency_ms["p50"]),
+            _ms(cell.latency_ms["p99"]),
+            f"{cell.errors['total']:,}",
+            _num(cell.server_cpu_pct),
+            _num(cell.server_rss_mb, 1),
+            note_text(cell, numbers.get(id(cell))),
+        ]
+        for cell in summary.cells
+    ]
+
+
+def _run_lines(summary: RunSummary) -> list[str]:
+    run = summary.run
+    machine = run["machine"]
+    lines = [
+        f"run {run['id']} · recipe {run['recipe_name']} ({run['recipe_path']})"
+        f" · status {run['status']}",
+        f"{machine.get('cpu')} · {machine.get('cores')} cores · kernel {machine.get('kernel')} · "
+        f"server cores {run['server_cores']} · load cores {run['load_cores']}",
+    ]
+    if summary.partial_note:
+        lines.append(f"NOTE: {summary.partial_note}")
+    return lines
+
+
+def render_table(summary: RunSummary, console: Console) -> None:
+    table = Table(title=f"benchlab · {summary.run['recipe_name']}", title_justify="left")
+    for name in COLUMNS:
+        left = name in ("stack", "scenario", "note")
+        table.add_column(name, justify="left" if left else "right", overflow="fold")
+    for cell, row in zip(summary.cells, _rows(summary), strict=True):
+        style = "red" if cell.status == "failed" else "yellow" if cell.status != "ok" else None
+        table.add_row(*row, style=style)
+    for line in _run_lines(summary):
+        console.print(line, markup=False, highlight=False)
+    console.print(table)
+    for number, cell in footnotes(summary):
+        console.print(
+            f"[{number}] {cell.stack_label} {cell.scenario}: {cell.reason}",
+            style="red",
+            markup=False,
+            highlight=False,
+        )
+    console.print(_interval_note(summary), style="dim", markup=False, highlight=False)
+
+
+def render_markdown(summary: RunSummary) -> str:
+    out = [f"# benchlab run {summary.run['id']}", ""]
+    if summary.run.get("question"):
+        out += [f"> {summary.run['question']}", ""]
+    out += [f"- {line}" for line in _run_lines(summary)]
+    out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    for row in _rows(summary):
+        out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
+    notes = footnotes(summary)
+    if notes:
+        out.append("")
+        out += [f"{n}. {c.stack_label} {c.scenario}: {c.reason}" for n, c in notes]
+    out += ["", _interval_note(summary), ""]
+    return "\n".join(out)
+
+
+def render_json(summary: RunSummary) -> str:
+    return json.dumps(summary.to_json(), indent=2) + "\n"
+
+
+CSV_FIELDS = (
+    "stack", "stack_label", "scenario", "tool", "connections", "threads", "duration_s",
+    "workers", "trials", "requests", "throughput_median", "throughput_low", "throughput_high",
+    "throughput_confidence", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms",
+    "latency_p999_ms", "latency_max_ms", "errors", "errors_connect", "errors_read",
+    "errors_write", "errors_timeout", "errors_non_2xx", "server_cpu_pct", "server_rss_mb",
+    "load_cpu_pct", "status", "reason",
+)  # fmt: skip
+
+
+def render_csv(summary: RunSummary) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS)
+    writer.writeheader()
+    for cell in summary.cells:
+        t = cell.throughput
+        writer.writerow(
+            {
+                **{k: getattr(cell, k) for k in CSV_FIELDS[:10]},
+                "throughput_median": t and t.median,
+                "throughput_low": t and t.low,
+                "throughput_high": t and t.high,
+                "throughput_confidence": t and t.confidence,
+                **{
+                    f"latency_{k}_ms": cell.latency_ms[k]
+                    for k in ("p50", "p90", "p99", "p999", "max")
+                },
+                "errors": cell.errors["total"],
+                **{
+                    f"errors_{k}": cell.errors[k]
+                    for k in ("connect", "read", "write", "timeout", "non_2xx")
+                },
+                "server_cpu_pct": cell.server_cpu_pct,
+                "server_rss_mb": cell.server_rss_mb,
+                "load_cpu_pct": cell.load_cpu_pct,
+                "status": cell.status,
+                "reason": cell.reason,
+            }
+        )
+    return buffer.getvalue()

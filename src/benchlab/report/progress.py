@@ -1,0 +1,115 @@
+"""Live progress of a run: a rich progress bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from benchlab.load import LoadResult
+from benchlab.recipe import Cell, Plan
+
+
+def _cell_text(cell: Cell) -> str:
+    return f"{cell.stack} {cell.scenario} c={cell.connections}"
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = 0
+        self.started = time.monotonic()
+
+    def remaining_text(self) -> str:
+        if self.done == 0:
+            return "?"
+        per_trial = (time.monotonic() - self.started) / self.done
+        seconds = int(per_trial * (self.total - self.done))
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class LineReporter:
+    """For logs and CI: one line per event."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.counter = _Counter()
+        self.rounds = 1
+
+    def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
+        self.counter.total = total_trials
+        self.rounds = plan.recipe.trials
+        self.console.print(
+            f"run {run_id}: {len(plan.cells)} cells × {plan.recipe.trials} trials; "
+            f"server cores {list(plan.cores.server)}, load cores {list(plan.cores.load)}"
+        )
+
+    def status(self, message: str) -> None:
+        self.console.print(f"  {message}")
+
+    def trial(
+        self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
+    ) -> None:
+        self.counter.done += 1
+        self.console.print(
+            f"[{self.counter.done}/{self.counter.total}] round {round_index + 1}/{self.rounds} "
+            f"cell {position + 1}/{cells} {_cell_text(cell)}: {result.throughput_rps:,.0f} req/s, "
+            f"errors {result.errors.total} — about {self.counter.remaining_text()} left"
+        )
+
+    def cell_failed(self, cell: Cell, reason: str) -> None:
+        self.counter.total -= 1
+        self.console.print(f"  FAILED {_cell_text(cell)}: {reason}", style="red", markup=False)
+
+    def finish(self) -> None:
+        pass
+
+
+class BarReporter(LineReporter):
+    """For a terminal: a bar with cell i of N, the last throughput and the time left."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials · last {task.fields[last]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.progress.add_task("starting", total=1, last="–")
+
+    def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
+        super().start(run_id, total_trials, plan)
+        self.progress.update(self.task, total=total_trials)
+        self.progress.start()
+
+    def status(self, message: str) -> None:
+        self.progress.update(self.task, description=message)
+
+    def trial(
+        self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
+    ) -> None:
+        self.counter.done += 1
+        self.progress.update(
+            self.task,
+            advance=1,
+            description=(
+                f"round {round_index + 1}/{self.rounds} · cell {position + 1}/{cells}"
+                f" {_cell_text(cell)}"
+            ),
+            last=f"{result.throughput_rps:,.0f} req/s",
+        )
+
+    def cell_failed(self, cell: Cell, reason: str) -> None:
+        self.counter.total -= 1
+        self.progress.update(self.task, total=self.counter.total)
+        self.progress.console.print(
+            f"FAILED {_cell_text(cell)}: {reason}", style="red", markup=False
+        )
+
+    def finish(self) -> None:
+        self.progress.stop()

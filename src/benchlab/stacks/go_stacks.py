@@ -1,0 +1,86 @@
+"""Go stacks, built with `go build` from the project's own sources into a cache by content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from benchlab.errors import UserError
+from benchlab.stacks.base import APPS_DIR, Launch, LaunchContext, Stack
+
+GO_APPS = APPS_DIR / "go"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
+    return Path(root) / "bin"
+
+
+def binary_path(app: str) -> Path:
+    """The binary's name carries a hash of its sources: a change to them means a rebuild."""
+    source = GO_APPS / app
+    digest = hashlib.sha256()
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(source).as_posix().encode())
+            digest.update(path.read_bytes())
+    return cache_dir() / f"{app}-{digest.hexdigest()[:12]}"
+
+
+def build(app: str) -> Path:
+    target = binary_path(app)
+    if target.exists():
+        return target
+    go = shutil.which("go")
+    if go is None:
+        raise UserError(
+            f"cannot build the '{app}' stack: 'go' is not installed (apt-get install golang)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    result = subprocess.run(
+        [go, "build", "-trimpath", "-o", str(partial), "."],
+        cwd=GO_APPS / app,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise UserError(f"go build of '{app}' failed:\n{result.stderr.strip()[-2000:]}")
+    partial.rename(target)
+    return target
+
+
+def _build_quietly(app: str) -> None:
+    build(app)
+
+
+def _gin(ctx: LaunchContext) -> Launch:
+    return Launch(
+        argv=[str(binary_path("gin"))],
+        env={
+            "BENCHLAB_ADDR": f"{ctx.host}:{ctx.port}",
+            # Go would use every core it may run on; say explicitly how many (fairness).
+            "GOMAXPROCS": str(ctx.workers),
+            "GODEBUG": "containermaxprocs=0",
+            "GIN_MODE": "release",
+        },
+    )
+
+
+GO_STACKS = (
+    Stack(
+        name="gin",
+        framework="Gin",
+        server="Go net/http",
+        worker_model="goroutines over GOMAXPROCS threads",
+        scenarios=("plaintext", "json"),
+        launch=_gin,
+        needs_programs=("go",),
+        fix="apt-get install golang, or install Go from go.dev",
+        build=lambda: _build_quietly("gin"),
+    ),
+)

@@ -1,0 +1,62 @@
+"""nginx returning the contract's bytes itself: the ceiling of this machine."""
+
+from __future__ import annotations
+
+from benchlab.scenarios import JSON, PLAINTEXT
+from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
+
+NGINX_BINARY = "/usr/sbin/nginx"
+
+
+def static_config(ctx: LaunchContext) -> str:
+    work = ctx.workdir
+    return f"""
+daemon off;
+master_process on;
+worker_processes {ctx.workers};
+pid {work}/nginx.pid;
+error_log {work}/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    client_body_temp_path {work}/body;
+    proxy_temp_path {work}/proxy;
+    fastcgi_temp_path {work}/fastcgi;
+    uwsgi_temp_path {work}/uwsgi;
+    scgi_temp_path {work}/scgi;
+    keepalive_requests 10000000;
+    keepalive_timeout 120s;
+    server {{
+        listen {ctx.host}:{ctx.port} backlog={LISTEN_BACKLOG};
+        location = {PLAINTEXT.path} {{
+            default_type {PLAINTEXT.content_type};
+            return 200 '{PLAINTEXT.body.decode()}';
+        }}
+        location = {JSON.path} {{
+            default_type {JSON.content_type};
+            return 200 '{JSON.body.decode()}';
+        }}
+    }}
+}}
+"""
+
+
+def _nginx_static(ctx: LaunchContext) -> Launch:
+    config = ctx.workdir / "nginx.conf"
+    config.write_text(static_config(ctx))
+    return Launch(argv=[NGINX_BINARY, "-p", str(ctx.workdir), "-c", str(config), "-e", "stderr"])
+
+
+NGINX_STACKS = (
+    Stack(
+        name="nginx-static",
+        framework="none (nginx return)",
+        server="nginx",
+        worker_model="event loop per worker process",
+        scenarios=("plaintext", "json"),
+        launch=_nginx_static,
+        needs_programs=(NGINX_BINARY,),
+        fix="apt-get install nginx-light",
+        note="ceiling",
+    ),
+)
