@@ -22,7 +22,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-errors = Console(stderr=True)
 
 ResultsOption = Annotated[Path, typer.Option("--results", help="SQLite results store.")]
 
@@ -160,5 +159,6 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        errors.print(f"error: {exc}", markup=False, highlight=False)
+        # One plain line, never wrapped: it names the file, the key and the fix.
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

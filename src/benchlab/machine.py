@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGES = (
     "benchlab", "fastapi", "starlette", "uvicorn", "uvloop", "httptools", "gunicorn",
-    "flask", "werkzeug", "sanic", "tornado", "psutil", "numpy", "scipy",
+    "flask", "werkzeug", "sanic", "tornado", "psutil",
 )  # fmt: skip
 TOOL_VERSION_COMMANDS = {
     "wrk": ["wrk", "-v"],

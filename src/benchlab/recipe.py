@@ -271,7 +271,9 @@ def _check_names(path: Path, recipe: Recipe) -> None:
 
 
 def _did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    options = list(choices)
+    close = [o for o in options if o.startswith(word) or word in o.split("+")]
+    close = close or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
@@ -289,18 +291,33 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
 def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The model class that holds the key at `loc` (to list the keys allowed there)."""
     model: Any = Recipe
+    skip_next = False  # the next part is a list index or a dict key, not a field name
     for part in loc:
+        if skip_next:
+            skip_next = False
+            continue
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        skip_next = _is_container(field.annotation)
+        model = _unwrap(field.annotation)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             return None
-        if isinstance(part, int):
-            return None
-        field = model.model_fields.get(part)
-        if field is None:
-            return model
-        model = _unwrap(field.annotation)
-        if model is dict or typing.get_origin(model) is dict:
-            continue
-    return None
+    return model
+
+
+def _is_container(annotation: Any) -> bool:
+    while typing.get_origin(annotation) is Annotated or typing.get_origin(annotation) in (
+        typing.Union,
+        types.UnionType,
+    ):
+        args = typing.get_args(annotation)
+        annotation = (
+            args[0]
+            if typing.get_origin(annotation) is Annotated
+            else next(a for a in args if a is not type(None))
+        )
+    return typing.get_origin(annotation) in (list, dict)
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -324,7 +341,7 @@ def _describe_validation_error(path: Path, exc: ValidationError) -> str:
     key = _key_path(loc)
     more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
     if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1]) if loc[:-1] else Recipe
+        parent = _model_at(loc[:-1])
         allowed = list(parent.model_fields) if parent else []
         name = str(loc[-1])
         hint = _did_you_mean(name, allowed)

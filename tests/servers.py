@@ -1,0 +1,68 @@
+"""Real servers for tests, started through benchlab's own stack and process code."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.runner import HOST, free_port
+from benchlab.stacks import CATALOGUE, LaunchContext
+from benchlab.verify import wait_until_answering
+
+
+@contextlib.contextmanager
+def running_stack(
+    name: str, workdir: Path, cores: tuple[int, ...] = (0,), workers: int = 1
+) -> Iterator[tuple[ManagedProcess, int]]:
+    stack = CATALOGUE[name]
+    if stack.build is not None:
+        stack.build()
+    ctx = LaunchContext(HOST, free_port(), workdir, cores, workers)
+    spec = stack.launch(ctx)
+    registry = ProcessRegistry()
+    process = registry.start(
+        spec.argv, cores=cores, log_path=workdir / "server.log", cwd=spec.cwd, env=spec.env
+    )
+    try:
+        problem = wait_until_answering(HOST, ctx.port, process.alive, stack.start_timeout)
+        assert problem is None, f"{name}: {problem}: {process.log_tail()}"
+        yield process, ctx.port
+    finally:
+        registry.stop_all()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Answers by path: what a broken stack might send."""
+
+    protocol_version = "HTTP/1.1"
+    responses_by_path: ClassVar[dict[str, tuple[int, dict[str, str], bytes]]] = {}
+
+    def do_GET(self) -> None:
+        status, headers, body = self.responses_by_path.get(self.path, (404, {}, b"no"))
+        self.send_response_only(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def scripted_server(responses: dict[str, tuple[int, dict[str, str], bytes]]) -> Iterator[int]:
+    """A real HTTP server on loopback whose answers the test chooses (a stack gone wrong)."""
+    handler = type("Handler", (_Handler,), {"responses_by_path": responses})
+    server = http.server.ThreadingHTTPServer((HOST, 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

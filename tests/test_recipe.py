@@ -1,0 +1,172 @@
+"""Recipe parsing, matrix expansion and every kind of recipe error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import REPO, benchlab, write_recipe
+
+from benchlab.errors import UserError
+from benchlab.recipe import apply_overrides, build_plan, load_recipe
+
+GOOD = """
+name = "t"
+stacks = ["gin", "nginx-static"]
+scenarios = ["plaintext", "json"]
+trials = 2
+
+[cores]
+server = [0]
+load = [1]
+
+[[load]]
+connections = 16
+duration = 1
+
+[[load]]
+connections = 64
+threads = 2
+duration = 1
+
+[[exclude]]
+stack = "nginx-static"
+connections = 64
+
+[stack.gin]
+workers = 1
+"""
+
+
+def test_good_recipe_expands_to_the_product_minus_exclusions(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, GOOD)
+    recipe, text = load_recipe(path)
+    plan = build_plan(path, recipe, text, cpu_count=2)
+    keys = {(c.stack, c.scenario, c.connections) for c in plan.cells}
+    assert keys == {
+        ("gin", "plaintext", 16),
+        ("gin", "json", 16),
+        ("gin", "plaintext", 64),
+        ("gin", "json", 64),
+        ("nginx-static", "plaintext", 16),
+        ("nginx-static", "json", 16),
+    }
+    assert plan.cores.server == (0,) and plan.cores.load == (1,)
+    gin64 = next(c for c in plan.cells if c.stack == "gin" and c.connections == 64)
+    assert gin64.threads == 2 and gin64.workers == 1 and gin64.duration == 1
+
+
+def test_overrides_replace_every_profile(tmp_path: Path) -> None:
+    recipe, _ = load_recipe(write_recipe(tmp_path, GOOD))
+    changed = apply_overrides(recipe, duration=7, trials=5, connections=3)
+    assert changed.trials == 5
+    assert {(p.duration, p.connections) for p in changed.load} == {(7, 3)}
+
+
+def test_default_cores_split_the_machine(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, GOOD.replace("[cores]\nserver = [0]\nload = [1]\n", ""))
+    recipe, text = load_recipe(path)
+    assert build_plan(path, recipe, text, cpu_count=2).cores.server == (0,)
+    assert build_plan(path, recipe, text, cpu_count=8).cores.load == (4, 5, 6, 7)
+
+
+def test_threads_never_exceed_connections(tmp_path: Path) -> None:
+    path = write_recipe(
+        tmp_path, GOOD.replace("connections = 64\nthreads = 2", "connections = 1\nthreads = 4")
+    )
+    recipe, text = load_recipe(path)
+    plan = build_plan(path, recipe, text, cpu_count=2)
+    assert all(c.threads <= c.connections for c in plan.cells)
+
+
+def test_every_shipped_recipe_loads() -> None:
+    for path in sorted((REPO / "recipes").glob("*.toml")):
+        recipe, text = load_recipe(path)
+        assert build_plan(path, recipe, text, cpu_count=2).cells, path
+
+
+BAD_RECIPES = [
+    # (what to change, the key the message must name, a phrase of the fix)
+    (GOOD.replace("trials = 2", "trails = 2"), "'trails'", "did you mean 'trials'"),
+    (
+        GOOD.replace('"gin", "nginx-static"', '"gni", "nginx-static"'),
+        "stacks[0]",
+        "did you mean 'gin'",
+    ),
+    (
+        GOOD.replace('"plaintext", "json"', '"plaintext", "jsn"'),
+        "scenarios[1]",
+        "did you mean 'json'",
+    ),
+    (
+        GOOD.replace("connections = 16", 'connections = "many"'),
+        "load[0].connections",
+        "whole number",
+    ),
+    (GOOD.replace("connections = 16", "connections = 0"), "load[0].connections", ">= 1"),
+    (
+        GOOD.replace("connections = 16\n", "connections = 16\nconections = 3\n"),
+        "load[0].conections",
+        "did you mean 'connections'",
+    ),
+    (GOOD.replace('name = "t"\n', ""), "'name'", "required key is missing"),
+    (
+        GOOD.replace("[[load]]\nconnections = 16", '[[load]]\ntool = "curl"\nconnections = 16'),
+        "load[0].tool",
+        "'wrk'",
+    ),
+    (GOOD.replace("load = [1]", "load = [0]"), "'cores'", "must not share a core"),
+    (GOOD.replace("load = [1]", "load = [9]"), "cores.load[0]", "does not exist"),
+    (GOOD.replace("[stack.gin]", "[stack.sanic]"), 'stack."sanic"', "not in 'stacks'"),
+    (
+        GOOD.replace("workers = 1", "workers = 1\nthreads = 2"),
+        "stack.gin.threads",
+        "allowed keys here: workers",
+    ),
+    (
+        GOOD.replace('stack = "nginx-static"', 'stack = "nginx"'),
+        "exclude[0].stack",
+        "did you mean 'nginx-static'",
+    ),
+    (GOOD.replace("trials = 2", "trials = 2.5"), "'trials'", "whole number"),
+    (
+        GOOD.replace('scenarios = ["plaintext", "json"]', "scenarios = []"),
+        "'scenarios'",
+        "at least one",
+    ),
+    (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "line"),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "fix"), BAD_RECIPES)
+def test_bad_recipe_message_names_file_key_and_fix(
+    tmp_path: Path, text: str, key: str, fix: str
+) -> None:
+    path = write_recipe(tmp_path, text)
+    with pytest.raises(UserError) as caught:
+        recipe, text_ = load_recipe(path)
+        build_plan(path, recipe, text_, cpu_count=2)
+    message = str(caught.value)
+    assert str(path) in message
+    assert key in message
+    assert fix in message
+    assert "\n" not in message
+
+
+def test_missing_recipe_file_lists_the_available_ones(tmp_path: Path) -> None:
+    with pytest.raises(
+        UserError, match=r"recipe file 'nope.toml' not found; available recipes: .*quick.toml"
+    ):
+        load_recipe(Path("nope.toml"))
+
+
+def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, GOOD.replace("trials = 2", "trials = -1"))
+    result = benchlab("run", str(path), "--results", str(tmp_path / "r.db"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'trials'" in lines[0] and str(path) in lines[0], result.stderr
+    missing = benchlab("run", str(tmp_path / "absent.toml"), "--results", str(tmp_path / "r.db"))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    assert "Traceback" not in missing.stderr

@@ -1,0 +1,56 @@
+"""Statistics on data with known answers."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from benchlab.analysis.stats import median_interval, order_statistic_coverage
+
+
+def test_ten_trials_give_the_second_and_ninth_order_statistics() -> None:
+    estimate = median_interval([float(v) for v in [7, 3, 10, 1, 5, 2, 9, 4, 8, 6]])
+    assert estimate is not None
+    assert estimate.median == 5.5
+    assert (estimate.low, estimate.high) == (2.0, 9.0)
+    # 1 - 2 * (C(10,0) + C(10,1)) / 2**10
+    assert estimate.confidence == pytest.approx(1 - 2 * 11 / 1024)
+
+
+def test_few_trials_widen_to_min_max_and_say_their_real_coverage() -> None:
+    estimate = median_interval([3.0, 1.0, 2.0])
+    assert estimate is not None
+    assert (estimate.median, estimate.low, estimate.high) == (2.0, 1.0, 3.0)
+    assert estimate.confidence == pytest.approx(0.75)
+    six = median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert six is not None and six.confidence == pytest.approx(1 - 2 / 64)
+
+
+def test_coverage_formula_matches_the_binomial() -> None:
+    assert order_statistic_coverage(5, 1) == pytest.approx(1 - 2 / 32)
+    assert order_statistic_coverage(20, 6) == pytest.approx(
+        1 - 2 * sum(math.comb(20, i) for i in range(6)) / 2**20
+    )
+
+
+def test_missing_values_are_ignored_and_nothing_gives_none() -> None:
+    assert median_interval([]) is None
+    assert median_interval([None, float("nan")]) is None
+    one = median_interval([None, 4.0])
+    assert one is not None and (one.median, one.low, one.high, one.n) == (4.0, 4.0, 4.0, 1)
+
+
+def test_interval_covers_the_true_median_at_least_95_percent_of_the_time() -> None:
+    rng = random.Random(1234)
+    true_median = math.log(2)  # exponential(1): skewed, so a normal interval would be wrong
+    samples, covered = 3000, 0
+    for _ in range(samples):
+        estimate = median_interval([rng.expovariate(1.0) for _ in range(15)])
+        assert estimate is not None
+        covered += estimate.low <= true_median <= estimate.high
+    assert estimate.confidence >= 0.95
+    # The binomial standard error over 3000 draws is about 0.4 %.
+    assert covered / samples >= 0.95 - 0.012
+    assert covered / samples <= estimate.confidence + 0.012
