@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -57,9 +60,17 @@ def living(processes: list[psutil.Process]) -> list[psutil.Process]:
     return alive
 
 
+def short_tmp() -> Path:
+    """A TMPDIR of a test's own, to check that benchlab leaves no temp directory behind.
+
+    Short, under /tmp: servers put Unix sockets in TMPDIR, and pytest's own tmp paths
+    would push those past the 107-byte limit of a socket path.
+    """
+    return Path(tempfile.mkdtemp(prefix="blt-", dir="/tmp"))
+
+
 @pytest.fixture
-def isolated_tmp(tmp_path: Path) -> Path:
-    """A TMPDIR of the test's own, to check that benchlab leaves no temp directory."""
-    directory = tmp_path / "tmp"
-    directory.mkdir()
-    return directory
+def isolated_tmp() -> Iterator[Path]:
+    directory = short_tmp()
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)

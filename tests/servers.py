@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from benchlab.process import ManagedProcess, ProcessRegistry
-from benchlab.runner import HOST, free_port
+from benchlab.runner import HOST, free_port, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
 
@@ -23,11 +23,8 @@ def running_stack(
     if stack.build is not None:
         stack.build()
     ctx = LaunchContext(HOST, free_port(), workdir, cores, workers)
-    spec = stack.launch(ctx)
     registry = ProcessRegistry()
-    process = registry.start(
-        spec.argv, cores=cores, log_path=workdir / "server.log", cwd=spec.cwd, env=spec.env
-    )
+    process = start_stack(registry, stack, ctx, cores)
     try:
         problem = wait_until_answering(HOST, ctx.port, process.alive, stack.start_timeout)
         assert problem is None, f"{name}: {problem}: {process.log_tail()}"

@@ -103,6 +103,26 @@ def _pinned_to(cores: tuple[int, ...]) -> Iterator[None]:
             os.sched_setaffinity(0, before)
 
 
+def start_stack(
+    registry: ProcessRegistry, stack: Stack, ctx: LaunchContext, cores: tuple[int, ...]
+) -> ManagedProcess:
+    """Launch a stack pinned to `cores`; anything it writes to TMPDIR stays in its workdir.
+
+    Paths stay short on purpose: servers put Unix sockets in TMPDIR (Sanic's and uvicorn's
+    multiprocessing do), and a socket path may not exceed 107 bytes.
+    """
+    spec = stack.launch(ctx)
+    private_tmp = ctx.workdir / "t"
+    private_tmp.mkdir(exist_ok=True)
+    return registry.start(
+        spec.argv,
+        cores=cores,
+        log_path=ctx.workdir / "server.log",
+        cwd=spec.cwd,
+        env={"TMPDIR": str(private_tmp), **spec.env},
+    )
+
+
 class Execution:
     def __init__(self, plan: Plan, store: Store, reporter: Reporter, command: str) -> None:
         self.plan = plan
@@ -136,7 +156,7 @@ class Execution:
             label = CATALOGUE[cell.stack].label(cell.workers)
             self.cell_ids[cell] = self.store.add_cell(run_id, position, cell, label)
         outcome = RunOutcome(run_id=run_id, status="running")
-        self.workroot = Path(tempfile.mkdtemp(prefix=f"benchlab-{run_id}-"))
+        self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
         self.reporter.start(run_id, len(plan.cells) * plan.recipe.trials, plan)
         try:
             with _signals_raise(), _pinned_to(plan.cores.load):
@@ -204,7 +224,8 @@ class Execution:
     # --- one stack, one round ---------------------------------------------------------------
 
     def _run_stack(self, stack: Stack, cells: list[Cell], round_index: int, position: int) -> None:
-        workdir = self.workroot / f"{stack.name.replace('+', '_')}-r{round_index}"
+        stack_index = list(CATALOGUE).index(stack.name)
+        workdir = self.workroot / f"s{stack_index}r{round_index}"
         workdir.mkdir()
         ctx = LaunchContext(
             host=HOST,
@@ -216,14 +237,7 @@ class Execution:
         self.reporter.status(
             f"round {round_index + 1}/{self.plan.recipe.trials}: starting {stack.name}"
         )
-        spec = stack.launch(ctx)
-        server = self.registry.start(
-            spec.argv,
-            cores=self.plan.cores.server,
-            log_path=workdir / "server.log",
-            cwd=spec.cwd,
-            env=spec.env,
-        )
+        server = start_stack(self.registry, stack, ctx, self.plan.cores.server)
         try:
             problem = wait_until_answering(HOST, ctx.port, server.alive, stack.start_timeout)
             if problem:

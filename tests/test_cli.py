@@ -1,0 +1,45 @@
+"""The catalogue and machine checks, as a user sees them."""
+
+from __future__ import annotations
+
+from tests.conftest import ALL_CORE_STACKS, benchlab
+
+from benchlab.machine import doctor_checks
+from benchlab.stacks import CATALOGUE
+
+
+def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:
+    result = benchlab("stacks")
+    assert result.returncode == 0, result.stderr
+    for name in ALL_CORE_STACKS:
+        assert name in result.stdout
+    assert "plaintext, json" in result.stdout
+    assert "available" in result.stdout
+    assert set(ALL_CORE_STACKS) <= set(CATALOGUE)
+
+
+def test_a_stack_without_its_program_says_why_and_how_to_fix(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    gin = CATALOGUE["gin"].availability()
+    assert not gin.ok and "'go' is not installed" in gin.reason and "golang" in gin.fix
+
+
+def test_doctor_checks_tools_cores_and_pinning() -> None:
+    names = {c.name: c for c in doctor_checks()}
+    assert {"wrk", "taskset", "nginx", "go", "cores", "pinning", "cpu frequency"} <= set(names)
+    assert names["wrk"].ok and names["pinning"].ok
+    result = benchlab("doctor")
+    assert result.returncode == 0, result.stdout
+    assert "pinning" in result.stdout and "cores" in result.stdout
+
+
+def test_doctor_names_the_package_to_install(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    wrk = next(c for c in doctor_checks() if c.name == "wrk")
+    assert not wrk.ok and wrk.fix == "apt-get install wrk"
+
+
+def test_unknown_command_and_option_exit_2() -> None:
+    assert benchlab("frobnicate").returncode == 2
+    result = benchlab("run", "--trials", "0")
+    assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -1,0 +1,232 @@
+"""Failures mid-run: nothing finished is lost, nothing started is left running."""
+
+from __future__ import annotations
+
+import io
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from rich.console import Console
+from tests.conftest import benchlab_process, living, write_recipe
+
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.progress import LineReporter
+from benchlab.runner import Execution
+from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
+from benchlab.store import Store
+
+MISBEHAVING = Path(__file__).with_name("apps") / "misbehaving.py"
+
+
+def _misbehaving_stack(name: str, mode: str) -> Stack:
+    def launch(ctx: LaunchContext) -> Launch:
+        return Launch(argv=[sys.executable, str(MISBEHAVING), mode, ctx.host, str(ctx.port)])
+
+    return Stack(
+        name=name,
+        framework="test",
+        server="http.server",
+        worker_model="threads",
+        scenarios=("plaintext", "json"),
+        launch=launch,
+        start_timeout=10,
+    )
+
+
+def _processes_under(directory: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
+        if str(directory) in text:
+            found.append(proc)
+    return living(found)
+
+
+def _db(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CATALOGUE, "wrong-body", _misbehaving_stack("wrong-body", "wrong-body"))
+    monkeypatch.setitem(CATALOGUE, "crashes", _misbehaving_stack("crashes", "crash"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    path = write_recipe(
+        tmp_path,
+        """
+        name = "broken"
+        stacks = ["wrong-body", "crashes", "nginx-static"]
+        scenarios = ["plaintext", "json"]
+        trials = 2
+        warmup = 0
+        [[load]]
+        connections = 4
+        duration = 1
+        """,
+    )
+    recipe, text = load_recipe(path)
+    store = Store(tmp_path / "r.db")
+    output = io.StringIO()
+    outcome = Execution(
+        build_plan(path, recipe, text), store, LineReporter(Console(file=output)), "test"
+    ).run()
+    assert outcome.status == "partial"
+    cells = {(c["stack"], c["scenario"]): c for c in store.cells(outcome.run_id)}
+    wrong = cells[("wrong-body", "plaintext")]
+    assert wrong["status"] == "failed"
+    assert "verification failed: GET /plaintext: body b'Hello, World'" in wrong["reason"]
+    assert not store.trials(wrong["id"])
+    assert cells[("wrong-body", "json")]["status"] == "ok"
+    assert len(store.trials(cells[("wrong-body", "json")]["id"])) == 2
+    for scenario in ("plaintext", "json"):
+        crashed = cells[("crashes", scenario)]
+        assert crashed["status"] == "failed"
+        assert "exited while starting" in crashed["reason"]
+        assert "boom: cannot start" in crashed["reason"]
+        assert cells[("nginx-static", scenario)]["status"] == "ok"
+    assert "FAILED" in output.getvalue()
+    assert list(isolated_tmp.iterdir()) == []
+    assert _processes_under(MISBEHAVING.parent) == []
+
+
+def _wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _named(processes: list[psutil.Process], word: str) -> list[psutil.Process]:
+    found = []
+    for proc in processes:
+        try:
+            if word in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_stack_killed_mid_trial_fails_its_cells_and_the_run_goes_on(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "kill"
+        stacks = ["flask+gunicorn", "nginx-static"]
+        scenarios = ["plaintext"]
+        trials = 2
+        warmup = 0
+        [[load]]
+        connections = 8
+        duration = 3
+        """,
+    )
+    results = tmp_path / "r.db"
+    run = benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    )
+    try:
+        # flask+gunicorn comes first in round 1; kill its master while wrk measures it.
+        master = _wait_for(
+            lambda: (
+                _named(_children(run.pid), "wrk")
+                and [p for p in _named(_children(run.pid), "gunicorn") if p.ppid() == run.pid]
+            ),
+            60,
+            "a trial of flask+gunicorn",
+        )[0]
+        workers = master.children(recursive=True)
+        master.kill()
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, output
+    db = _db(results)
+    assert db.execute("SELECT status FROM runs").fetchone()["status"] == "partial"
+    flask = db.execute("SELECT * FROM cells WHERE stack = 'flask+gunicorn'").fetchone()
+    assert flask["status"] == "failed"
+    assert "flask+gunicorn exited with code -9 during the plaintext trial" in flask["reason"]
+    nginx = db.execute("SELECT * FROM cells WHERE stack = 'nginx-static'").fetchone()
+    assert nginx["status"] == "ok"
+    assert (
+        db.execute("SELECT COUNT(*) FROM trials WHERE cell_id = ?", (nginx["id"],)).fetchone()[0]
+        == 2
+    )
+    assert living([master, *workers]) == [], "gunicorn's orphaned workers are still running"
+    assert _processes_under(isolated_tmp) == []
+    assert list(isolated_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
+    tmp_path: Path, isolated_tmp: Path, sig: signal.Signals
+) -> None:
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "interrupt"
+        stacks = ["nginx-static", "fastapi+uvicorn"]
+        scenarios = ["plaintext", "json"]
+        trials = 5
+        warmup = 0
+        [[load]]
+        connections = 8
+        duration = 2
+        """,
+    )
+    results = tmp_path / "r.db"
+    run = benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    )
+    try:
+        _wait_for(
+            lambda: (
+                results.exists()
+                and _db(results).execute("SELECT COUNT(*) FROM trials").fetchone()[0] >= 3
+            ),
+            90,
+            "three stored trials",
+        )
+        started = _children(run.pid)
+        assert started, "benchlab should have a server and wrk running"
+        sent = time.monotonic()
+        run.send_signal(sig)
+        output, _ = run.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert took < 10, f"took {took:.1f} s to stop"
+    assert run.returncode == 130, output
+    assert "Traceback" not in output
+    db = _db(results)
+    run_row = db.execute("SELECT * FROM runs").fetchone()
+    assert run_row["status"] == "interrupted"
+    assert run_row["ended_at"] is not None
+    assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] >= 3
+    assert living(started) == []
+    assert list(isolated_tmp.iterdir()) == []
+    report = benchlab_process("report", "--results", str(results), "--format", "md", env={})
+    text, _ = report.communicate(timeout=60)
+    assert "interrupted" in text
