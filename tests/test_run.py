@@ -64,6 +64,7 @@ def test_every_core_stack_is_verified_measured_and_stored(all_stacks) -> None:
         assert trial["server_cpu_pct"] > 5, cell["stack"]
         assert trial["server_rss_mb"] > 1, cell["stack"]
         assert trial["load_cpu_pct"] > 0, cell["stack"]
+        assert 0 <= trial["server_steal_pct"] <= 100 and 0 <= trial["load_steal_pct"] <= 100
         assert trial["latency_p50_ms"] <= trial["latency_p99_ms"]
     assert f"w={1}" in cells[0]["stack_label"]
     assert list(tmp.iterdir()) == [], "the run left a temp directory behind"

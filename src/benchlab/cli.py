@@ -145,6 +145,40 @@ def doctor() -> None:
 
 
 @app.command()
+def selfcheck(
+    pairs: Annotated[int, typer.Option(min=1, max=50, help="Alternated bare/benchlab pairs.")] = 6,
+    duration: Annotated[int, typer.Option(min=1, max=60, help="Seconds per measurement.")] = 2,
+    connections: Annotated[int, typer.Option(min=1, help="Connections.")] = 64,
+) -> None:
+    """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
+    import os
+
+    from benchlab.recipe import CoreAssignment
+    from benchlab.selfcheck import run_selfcheck
+
+    cpu_count = os.cpu_count() or 1
+    half = max(cpu_count // 2, 1)
+    cores = CoreAssignment(tuple(range(half)), tuple(range(half, cpu_count)) or (0,))
+    check = run_selfcheck(
+        pairs=pairs,
+        duration=duration,
+        connections=connections,
+        server_cores=cores.server,
+        load_cores=cores.load,
+        progress=console.print,
+    )
+    for name, estimate in (("bare wrk", check.bare), ("benchlab", check.harness)):
+        console.print(
+            f"{name:<11}: {estimate.median:,.0f} req/s [{estimate.low:,.0f}–{estimate.high:,.0f}]"
+        )
+    console.print(
+        f"ratio      : {check.ratio.median:.3f} [{check.ratio.low:.3f}–{check.ratio.high:.3f}] "
+        f"({check.ratio.confidence:.0%} interval over {check.ratio.n} pairs)"
+    )
+    console.print(f"bare command: {check.command}", markup=False)
+
+
+@app.command()
 def build() -> None:
     """Build the Go stacks from the project's sources (cached by content)."""
     from benchlab.stacks import CATALOGUE

@@ -14,6 +14,45 @@ SAMPLE_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True)
+class CoreSteal:
+    """Share of the cores' time the hypervisor gave to someone else (steal), in %."""
+
+    server_pct: float | None
+    load_pct: float | None
+
+
+class StealSampler:
+    """CPU steal on given cores between enter and exit, from /proc/stat (via psutil).
+
+    On a shared virtual machine, steal is time the cores were taken away: a trial with
+    much of it measured the neighbours as much as the server.
+    """
+
+    def __init__(self, server_cores: tuple[int, ...], load_cores: tuple[int, ...]) -> None:
+        self._groups = {"server": server_cores, "load": load_cores}
+        self._start: list = []
+        self.result = CoreSteal(None, None)
+
+    def __enter__(self) -> StealSampler:
+        self._start = psutil.cpu_times(percpu=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        end = psutil.cpu_times(percpu=True)
+        shares = {}
+        for name, cores in self._groups.items():
+            steal = total = 0.0
+            for core in cores:
+                if core >= len(end) or not hasattr(end[core], "steal"):
+                    continue
+                before, after = self._start[core], end[core]
+                steal += after.steal - before.steal
+                total += sum(after) - sum(before)
+            shares[name] = 100.0 * steal / total if total > 0 else None
+        self.result = CoreSteal(shares["server"], shares["load"])
+
+
+@dataclass(frozen=True)
 class TreeUsage:
     cpu_pct: float  # 100 = one core busy for the whole trial
     peak_rss_mb: float

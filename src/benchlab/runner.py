@@ -21,7 +21,7 @@ from typing import Protocol
 from benchlab import machine
 from benchlab.errors import RunInterrupted, UserError
 from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_wrk
-from benchlab.monitor import ProcessTreeSampler
+from benchlab.monitor import ProcessTreeSampler, StealSampler
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.recipe import Cell, Plan
 from benchlab.scenarios import SCENARIOS
@@ -283,7 +283,11 @@ class Execution:
                 warmup = LoadRequest(**{**request.__dict__, "duration_s": self.plan.recipe.warmup})
                 run_wrk(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
-            with ProcessTreeSampler(server) as sampler:
+            cores = self.plan.cores
+            with (
+                ProcessTreeSampler(server) as sampler,
+                StealSampler(cores.server, cores.load) as steal,
+            ):
                 started_at = now()
                 result = run_wrk(request, self.registry, workdir)
         except LoadToolError as exc:
@@ -291,7 +295,9 @@ class Execution:
             self._fail(cell, f"load tool failed: {exc}")
             return
         self._check_alive(server, cell)
-        self.store.add_trial(self.cell_ids[cell], round_index, started_at, result, sampler.usage())
+        self.store.add_trial(
+            self.cell_ids[cell], round_index, started_at, result, sampler.usage(), steal.result
+        )
         self.measured.add(cell)
         self.reporter.trial(position, len(self.plan.cells), round_index, cell, result)
 

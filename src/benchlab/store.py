@@ -12,7 +12,7 @@ from typing import Any
 
 from benchlab.errors import UserError
 from benchlab.load.result import LoadResult
-from benchlab.monitor import TreeUsage
+from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
@@ -68,7 +68,8 @@ CREATE TABLE IF NOT EXISTS trials (
     errors_write INTEGER NOT NULL, errors_timeout INTEGER NOT NULL,
     errors_non_2xx INTEGER NOT NULL,
     server_cpu_pct REAL, server_rss_mb REAL, server_processes INTEGER,
-    load_cpu_pct REAL
+    load_cpu_pct REAL,
+    server_steal_pct REAL, load_steal_pct REAL
 );
 """
 
@@ -162,7 +163,13 @@ class Store:
         )
 
     def add_trial(
-        self, cell_id: int, round_index: int, started_at: str, load: LoadResult, server: TreeUsage
+        self,
+        cell_id: int,
+        round_index: int,
+        started_at: str,
+        load: LoadResult,
+        server: TreeUsage,
+        steal: CoreSteal,
     ) -> None:
         lat, err = load.latency, load.errors
         self.db.execute(
@@ -170,8 +177,9 @@ class Store:
             " bytes, latency_min_ms, latency_mean_ms, latency_stdev_ms, latency_p50_ms,"
             " latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms,"
             " latency_percentiles, errors_connect, errors_read, errors_write, errors_timeout,"
-            " errors_non_2xx, server_cpu_pct, server_rss_mb, server_processes, load_cpu_pct)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " errors_non_2xx, server_cpu_pct, server_rss_mb, server_processes, load_cpu_pct,"
+            " server_steal_pct, load_steal_pct)"
+            f" VALUES ({', '.join('?' * 27)})",
             (
                 cell_id,
                 round_index,
@@ -198,6 +206,8 @@ class Store:
                 server.peak_rss_mb,
                 server.processes,
                 load.load_cpu_pct,
+                steal.server_pct,
+                steal.load_pct,
             ),
         )
 

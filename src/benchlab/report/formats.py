@@ -67,8 +67,9 @@ def _interval_note(summary: RunSummary) -> str:
 
 COLUMNS = (
     "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
-    "errors", "server CPU %", "server RSS MB", "note",
+    "errors", "server CPU %", "server RSS MB", "steal %", "note",
 )  # fmt: skip
+STEAL_WARNING_PCT = 5.0
 
 
 def _rows(summary: RunSummary) -> list[list[str]]:
@@ -85,6 +86,7 @@ def _rows(summary: RunSummary) -> list[list[str]]:
             f"{cell.errors['total']:,}",
             _num(cell.server_cpu_pct),
             _num(cell.server_rss_mb, 1),
+            _num(cell.server_steal_pct),
             note_text(cell, numbers.get(id(cell))),
         ]
         for cell in summary.cells
@@ -102,6 +104,13 @@ def _run_lines(summary: RunSummary) -> list[str]:
     ]
     if summary.partial_note:
         lines.append(f"NOTE: {summary.partial_note}")
+    steals = [c.server_steal_pct for c in summary.cells if c.server_steal_pct is not None]
+    if steals and max(steals) > STEAL_WARNING_PCT:
+        lines.append(
+            f"WARNING: the hypervisor took up to {max(steals):.0f}% of the server cores' time "
+            "during trials (CPU steal): figures from this machine are noisy; compare only "
+            "interleaved cells of one run, and prefer more trials"
+        )
     return lines
 
 
@@ -152,7 +161,7 @@ CSV_FIELDS = (
     "throughput_confidence", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "errors", "errors_connect", "errors_read",
     "errors_write", "errors_timeout", "errors_non_2xx", "server_cpu_pct", "server_rss_mb",
-    "load_cpu_pct", "status", "reason",
+    "load_cpu_pct", "server_steal_pct", "status", "reason",
 )  # fmt: skip
 
 
@@ -181,6 +190,7 @@ def render_csv(summary: RunSummary) -> str:
                 "server_cpu_pct": cell.server_cpu_pct,
                 "server_rss_mb": cell.server_rss_mb,
                 "load_cpu_pct": cell.load_cpu_pct,
+                "server_steal_pct": cell.server_steal_pct,
                 "status": cell.status,
                 "reason": cell.reason,
             }

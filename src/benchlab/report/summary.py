@@ -31,6 +31,7 @@ class CellSummary:
     server_cpu_pct: float | None
     server_rss_mb: float | None
     load_cpu_pct: float | None
+    server_steal_pct: float | None
     transfer_bytes: int
 
     def to_json(self) -> dict[str, Any]:
@@ -54,6 +55,7 @@ class CellSummary:
             "server_cpu_pct": self.server_cpu_pct,
             "server_rss_mb": self.server_rss_mb,
             "load_cpu_pct": self.load_cpu_pct,
+            "server_steal_pct": self.server_steal_pct,
             "transfer_bytes": self.transfer_bytes,
             "status": self.status,
             "reason": self.reason,
@@ -122,6 +124,7 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         server_cpu_pct=_median([t["server_cpu_pct"] for t in trials]),
         server_rss_mb=max(rss) if rss else None,
         load_cpu_pct=_median([t["load_cpu_pct"] for t in trials]),
+        server_steal_pct=_median([t["server_steal_pct"] for t in trials]),
         transfer_bytes=sum(t["bytes"] for t in trials),
     )
 

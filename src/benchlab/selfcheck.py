@@ -1,0 +1,87 @@
+"""Does the harness cost throughput? Bare wrk vs benchlab's measurement path, alternated.
+
+Both drive the same nginx-static on the same cores with the same connections, threads and
+duration; pairs alternate so the machine's drift falls on both sides equally.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.analysis.stats import Estimate, median_interval
+from benchlab.load import LoadRequest, run_wrk
+from benchlab.load.wrk import LoadToolError
+from benchlab.monitor import ProcessTreeSampler
+from benchlab.process import ProcessRegistry
+from benchlab.runner import HOST, _pinned_to, free_port, start_stack
+from benchlab.stacks import CATALOGUE, LaunchContext
+from benchlab.verify import wait_until_answering
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    bare: Estimate
+    harness: Estimate
+    ratio: Estimate  # harness / bare, pair by pair
+    command: str
+
+
+def bare_wrk(request: LoadRequest) -> float:
+    """Plain wrk, no script, pinned like benchlab's; its own 'Requests/sec' line."""
+    argv = [
+        "taskset", "--cpu-list", ",".join(map(str, request.cores)), "wrk",
+        f"--threads={request.threads}", f"--connections={request.connections}",
+        f"--duration={request.duration_s}s", request.url,
+    ]  # fmt: skip
+    output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if match is None:
+        raise LoadToolError(f"bare wrk printed no Requests/sec: {output[-300:]}")
+    return float(match.group(1))
+
+
+def run_selfcheck(
+    *, pairs: int, duration: int, connections: int, server_cores: tuple[int, ...],
+    load_cores: tuple[int, ...], progress=print,
+) -> SelfCheck:  # fmt: skip
+    registry = ProcessRegistry()
+    with tempfile.TemporaryDirectory(prefix="bl-") as tmp:
+        workdir = Path(tmp)
+        ctx = LaunchContext(HOST, free_port(), workdir, server_cores, len(server_cores))
+        server = start_stack(registry, CATALOGUE["nginx-static"], ctx, server_cores)
+        try:
+            problem = wait_until_answering(HOST, ctx.port, server.alive, 10)
+            if problem:
+                raise LoadToolError(f"nginx-static {problem}")
+            request = LoadRequest(
+                url=f"http://{HOST}:{ctx.port}/plaintext",
+                connections=connections,
+                threads=len(load_cores),
+                duration_s=duration,
+                timeout_s=5,
+                cores=load_cores,
+            )
+            bare, harness = [], []
+            with _pinned_to(load_cores):
+                run_wrk(LoadRequest(**{**request.__dict__, "duration_s": 1}), registry, workdir)
+                for i in range(pairs):
+                    bare.append(bare_wrk(request))
+                    with ProcessTreeSampler(server):
+                        harness.append(run_wrk(request, registry, workdir).throughput_rps)
+                    progress(
+                        f"pair {i + 1}/{pairs}: bare {bare[-1]:,.0f}  benchlab {harness[-1]:,.0f}"
+                    )
+        finally:
+            registry.stop_all()
+    ratios = [h / b for h, b in zip(harness, bare, strict=True)]
+    estimates = [median_interval(v) for v in (bare, harness, ratios)]
+    assert all(e is not None for e in estimates)
+    cores = ",".join(map(str, load_cores))
+    command = (
+        f"taskset --cpu-list {cores} wrk -t{len(load_cores)} -c{connections} -d{duration}s URL"
+    )
+    return SelfCheck(*estimates, command=command)  # type: ignore[arg-type]
