@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import ALL_CORE_STACKS, benchlab, short_tmp, write_recipe
 
 RECIPE = f"""
