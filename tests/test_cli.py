@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tests.conftest import ALL_CORE_STACKS, benchlab
-
 from benchlab.machine import doctor_checks
 from benchlab.stacks import CATALOGUE
+from tests.conftest import ALL_CORE_STACKS, benchlab
 
 
 def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:

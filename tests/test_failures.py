@@ -12,13 +12,13 @@ from pathlib import Path
 import psutil
 import pytest
 from rich.console import Console
-from tests.conftest import benchlab_process, living, write_recipe
 
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import Execution
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
 from benchlab.store import Store
+from tests.conftest import benchlab_process, living, write_recipe
 
 MISBEHAVING = Path(__file__).with_name("apps") / "misbehaving.py"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import REPO, benchlab, write_recipe
 
 from benchlab.errors import UserError
 from benchlab.recipe import apply_overrides, build_plan, load_recipe
+from tests.conftest import REPO, benchlab, write_recipe
 
 GOOD = """
 name = "t"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.servers import running_stack, scripted_server
 
 from benchlab.runner import HOST
 from benchlab.scenarios import JSON, PLAINTEXT
 from benchlab.verify import verify
+from tests.servers import running_stack, scripted_server
 
 DATE = {"Date": "Sat, 21 Nov 2026 10:00:00 GMT"}
 GOOD_JSON = JSON.body

@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.servers import running_stack, scripted_server
 
 from benchlab.load import LoadRequest, LoadToolError, run_wrk
 from benchlab.load.wrk import parse_wrk_output
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
+from tests.servers import running_stack, scripted_server
 
 
 def _request(port: int, path: str, connections: int = 8) -> LoadRequest:
