@@ -77,10 +77,11 @@ class BarReporter(LineReporter):
             MofNCompleteColumn(),
             TextColumn("trials · last {task.fields[last]}"),
             TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[phase]}"),
             console=console,
             transient=False,
         )
-        self.task = self.progress.add_task("starting", total=1, last="–")
+        self.task = self.progress.add_task("starting", total=1, last="–", phase="")
 
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
         super().start(run_id, total_trials, plan)
@@ -88,7 +89,7 @@ class BarReporter(LineReporter):
         self.progress.start()
 
     def status(self, message: str) -> None:
-        self.progress.update(self.task, description=message)
+        self.progress.update(self.task, phase=message)
 
     def trial(
         self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
@@ -102,6 +103,7 @@ class BarReporter(LineReporter):
                 f" {_cell_text(cell)}"
             ),
             last=f"{result.throughput_rps:,.0f} req/s",
+            phase="",
         )
 
     def cell_failed(self, cell: Cell, reason: str) -> None:
