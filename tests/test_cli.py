@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchlab.machine import doctor_checks
 from benchlab.stacks import CATALOGUE
 from tests.conftest import ALL_CORE_STACKS, benchlab
@@ -42,3 +44,22 @@ def test_unknown_command_and_option_exit_2() -> None:
     assert benchlab("frobnicate").returncode == 2
     result = benchlab("run", "--trials", "0")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
+    from benchlab.selfcheck import run_selfcheck
+
+    lines: list[str] = []
+    check = run_selfcheck(
+        pairs=2,
+        duration=1,
+        connections=8,
+        server_cores=(0,),
+        load_cores=(1,),
+        progress=lines.append,
+    )
+    assert check.bare.n == check.harness.n == check.ratio.n == 2
+    assert check.bare.median > 100 and check.harness.median > 100
+    assert check.ratio.median == pytest.approx(check.harness.median / check.bare.median, rel=0.5)
+    assert len(lines) == 2 and "bare" in lines[0]
+    assert "taskset --cpu-list 1 wrk -t1 -c8 -d1s" in check.command

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -49,6 +50,20 @@ def run(
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
+    for program, package in (
+        ("taskset", "util-linux"),
+        *((t, t) for t in {c.tool for c in plan.cells}),
+    ):
+        if shutil.which(program) is None:
+            raise UserError(
+                f"'{program}' is not installed; run ./lab setup or apt-get install {package}"
+            )
+    if set(plan.cores.server) & set(plan.cores.load):
+        console.print(
+            "WARNING: server and load tool share a core on this machine: the figures will "
+            "measure their fight for it, not the server",
+            style="yellow",
+        )
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
