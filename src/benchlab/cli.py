@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -12,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from benchlab.errors import UserError
+from benchlab.errors import BenchlabError, UserError
 from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
 from benchlab.store import DEFAULT_RESULTS, Store
 
@@ -22,7 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+# Piped or logged output is not wrapped at 80 columns: the tables would become unreadable.
+console = Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Console(width=240)
 
 ResultsOption = Annotated[Path, typer.Option("--results", help="SQLite results store.")]
 
@@ -207,7 +209,7 @@ def build() -> None:
 def main() -> None:
     try:
         app()
-    except UserError as exc:
-        # One plain line, never wrapped: it names the file, the key and the fix.
+    except BenchlabError as exc:
+        # Plain text, never wrapped: it names the file, the key and the fix.
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -1,10 +1,20 @@
-"""Errors that are the user's to fix: shown as one line, exit code 2, never a traceback."""
+"""Errors with a one-line message for the user: never a traceback."""
 
 
-class UserError(Exception):
-    """A mistake in the user's input (recipe, arguments, results path)."""
+class BenchlabError(Exception):
+    """A failure benchlab can explain in one message (exit code 1)."""
+
+    exit_code = 1
+
+
+class UserError(BenchlabError):
+    """A mistake in the user's input (recipe, arguments, results path): exit code 2."""
 
     exit_code = 2
+
+
+class ServiceError(BenchlabError):
+    """A real service (PostgreSQL, Redis, …) failed to start or to answer."""
 
 
 class RunInterrupted(Exception):

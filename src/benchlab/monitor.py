@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
@@ -121,3 +122,41 @@ class ProcessTreeSampler:
             self._first_cpu.setdefault(key, cpu)
             self._last_cpu[key] = cpu
         self._peak_rss = max(self._peak_rss, rss)
+
+
+class PeakSampler:
+    """Polls counting probes (database sessions in use, pgbouncer's active server
+    connections) in a thread and keeps the peak of each; a probe that fails stops counting
+    and says why, and never ends the trial."""
+
+    def __init__(self, probes: dict[str, Callable[[], int] | None], interval: float = 0.05) -> None:
+        self._probes = {name: probe for name, probe in probes.items() if probe is not None}
+        self.peaks: dict[str, int | None] = {name: None for name in probes}
+        self.errors: dict[str, str] = {}
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="peak-sampler", daemon=True)
+
+    def __enter__(self) -> PeakSampler:
+        if self._probes:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            for name, probe in list(self._probes.items()):
+                try:
+                    value = probe()
+                except Exception as exc:
+                    self.errors[name] = f"{type(exc).__name__}: {exc}"
+                    del self._probes[name]
+                    continue
+                current = self.peaks[name]
+                self.peaks[name] = value if current is None else max(current, value)
+            if not self._probes or self._stop.wait(self._interval):
+                return

@@ -29,8 +29,11 @@ class ManagedProcess:
         log_path: Path,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
+        user: str | None = None,
+        stop_signal: signal.Signals = signal.SIGTERM,
     ) -> None:
         self.argv = list(argv)
+        self.stop_signal = stop_signal
         self.log_path = log_path
         cpu_list = ",".join(str(c) for c in cores)
         full_env = {**os.environ, **(env or {})}
@@ -43,6 +46,7 @@ class ManagedProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            user=user,
         )
         self.pid = self.popen.pid
         self.rusage: resource.struct_rusage | None = None
@@ -99,9 +103,9 @@ class ManagedProcess:
             time.sleep(0.02)
 
     def stop(self, grace: float = 5.0) -> None:
-        """SIGTERM to the whole session, then SIGKILL what is left after `grace` seconds."""
+        """Stop signal to the whole session, then SIGKILL what is left after `grace` seconds."""
         self.remember_tree()
-        self._signal_all(signal.SIGTERM)
+        self._signal_all(self.stop_signal)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self._survivors():
             self.wait(0.05)

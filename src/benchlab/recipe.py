@@ -7,6 +7,7 @@ right, so `benchlab run` never shows a traceback for a bad recipe.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import tomllib
 import types
@@ -44,10 +45,38 @@ class LoadProfile(_Strict):
 class Cores(_Strict):
     server: CoreList
     load: CoreList
+    services: CoreList | None = None  # databases, Redis, pgbouncer; default: the server cores
 
 
 class StackParams(_Strict):
     workers: PositiveInt | None = None
+    flavour: str | None = None
+    pool_size: PositiveInt | None = None
+
+
+NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
+
+
+class Services(_Strict):
+    database: Literal["postgres", "mariadb"] = "postgres"
+    pgbouncer: bool = False
+    pool_mode: Literal["session", "transaction", "statement"] = "transaction"
+    pgbouncer_pool_size: PositiveInt = 20
+    max_connections: Annotated[int, Field(ge=10, le=10_000)] = 200
+    proxy: Literal["none", "nginx"] = "none"
+
+
+class Params(_Strict):
+    """Cell parameters; a list gives one cell per value."""
+
+    flavour: str | list[str] | None = None
+    pool_size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 10
+    db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
+    sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
 
 
 class Exclusion(_Strict):
@@ -72,6 +101,8 @@ class Recipe(_Strict):
     trials: Annotated[int, Field(ge=1, le=1000)] = 3
     warmup: Annotated[int, Field(ge=0, le=600)] = 1
     cores: Cores | None = None
+    services: Services = Field(default_factory=Services)
+    params: Params = Field(default_factory=Params)
     stack: dict[str, StackParams] = Field(default_factory=dict)
     exclude: list[Exclusion] = Field(default_factory=list)
 
@@ -80,6 +111,11 @@ class Recipe(_Strict):
 class CoreAssignment:
     server: tuple[int, ...]
     load: tuple[int, ...]
+    services: tuple[int, ...] = ()
+
+    @property
+    def service_cores(self) -> tuple[int, ...]:
+        return self.services or self.server
 
 
 @dataclass(frozen=True)
@@ -94,13 +130,22 @@ class Cell:
     duration: int
     timeout: int
     workers: int
+    flavour: str | None = None
+    pool_size: int | None = None  # per worker; only for scenarios that use the database
+    ms: int | None = None  # db-delay's query delay or sleep's wait
 
     @property
     def key(self) -> str:
         return (
-            f"{self.stack}|{self.scenario}|{self.tool}|c{self.connections}"
-            f"|t{self.threads}|d{self.duration}|w{self.workers}"
+            f"{self.stack}|{self.flavour or '-'}|{self.scenario}|{self.tool}|c{self.connections}"
+            f"|t{self.threads}|d{self.duration}|w{self.workers}|p{self.pool_size or '-'}"
+            f"|ms{self.ms if self.ms is not None else '-'}"
         )
+
+    @property
+    def launch_key(self) -> tuple[str, str | None, int, int | None]:
+        """Cells with the same launch key are served by one launch of their stack."""
+        return (self.stack, self.flavour, self.workers, self.pool_size)
 
 
 @dataclass(frozen=True)
@@ -169,8 +214,8 @@ def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
             return CoreAssignment(server=(0,), load=(0,))
         half = cpu_count // 2
         return CoreAssignment(server=tuple(range(half)), load=tuple(range(half, cpu_count)))
-    for role in ("server", "load"):
-        for i, core in enumerate(getattr(recipe.cores, role)):
+    for role in ("server", "load", "services"):
+        for i, core in enumerate(getattr(recipe.cores, role) or ()):
             if core >= cpu_count:
                 raise UserError(
                     f"{path}: key 'cores.{role}[{i}]': core {core} does not exist; "
@@ -182,40 +227,66 @@ def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
             f"{path}: key 'cores': core(s) {shared} are in both 'server' and 'load'; "
             "the server and the load tool must not share a core"
         )
-    return CoreAssignment(server=tuple(recipe.cores.server), load=tuple(recipe.cores.load))
+    return CoreAssignment(
+        server=tuple(recipe.cores.server),
+        load=tuple(recipe.cores.load),
+        services=tuple(recipe.cores.services or ()),
+    )
 
 
 def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
-    """The matrix: stacks × scenarios × load profiles, minus exclusions and unserved pairs."""
+    """The matrix: stacks × scenarios × parameters × load profiles, minus exclusions and
+    the pairs a stack does not serve."""
     from benchlab.stacks import CATALOGUE
 
     cells: list[Cell] = []
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
-        params = recipe.stack.get(stack_name, StackParams())
-        workers = params.workers or len(cores.server)
-        for scenario in recipe.scenarios:
-            if scenario not in stack.scenarios:
-                continue
-            for profile in recipe.load:
-                if any(
-                    e.matches(stack_name, scenario, profile.connections) for e in recipe.exclude
-                ):
+        overrides = recipe.stack.get(stack_name, StackParams())
+        workers = overrides.workers or len(cores.server)
+        pools = [overrides.pool_size] if overrides.pool_size else as_list(recipe.params.pool_size)
+        for flavour in _flavours(recipe, stack_name, stack.flavours):
+            for scenario_name in recipe.scenarios:
+                if scenario_name not in stack.scenarios:
                     continue
-                threads = min(profile.threads or len(cores.load), profile.connections)
-                cells.append(
-                    Cell(
-                        stack=stack_name,
-                        scenario=scenario,
-                        tool=profile.tool,
-                        connections=profile.connections,
-                        threads=threads,
-                        duration=profile.duration,
-                        timeout=profile.timeout,
-                        workers=workers,
-                    )
+                scenario = SCENARIOS[scenario_name]
+                pool_values = pools if scenario.needs_database else [None]
+                ms_values = (
+                    as_list(getattr(recipe.params, scenario.param)) if scenario.param else [None]
                 )
+                for pool, ms, profile in itertools.product(pool_values, ms_values, recipe.load):
+                    if any(
+                        e.matches(stack_name, scenario_name, profile.connections)
+                        for e in recipe.exclude
+                    ):
+                        continue
+                    cells.append(
+                        Cell(
+                            stack=stack_name,
+                            scenario=scenario_name,
+                            tool=profile.tool,
+                            connections=profile.connections,
+                            threads=min(profile.threads or len(cores.load), profile.connections),
+                            duration=profile.duration,
+                            timeout=profile.timeout,
+                            workers=workers,
+                            flavour=flavour,
+                            pool_size=pool,
+                            ms=ms,
+                        )
+                    )
     return tuple(dict.fromkeys(cells))
+
+
+def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:
+    if not offered:
+        return [None]
+    override = recipe.stack.get(stack_name, StackParams()).flavour
+    if override:
+        return [override]
+    if recipe.params.flavour is None:
+        return [offered[0]]
+    return [f for f in as_list(recipe.params.flavour) if f in offered]
 
 
 # --- error messages ------------------------------------------------------------------------
@@ -261,6 +332,30 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'exclude[{i}].scenario': '{exclusion.scenario}' is not in "
                 f"'scenarios'{_did_you_mean(exclusion.scenario, recipe.scenarios)}"
             )
+    for name, params in recipe.stack.items():
+        offered = CATALOGUE[name].flavours
+        if params.flavour is not None and params.flavour not in offered:
+            choices = ", ".join(offered) or "none (it has no driver flavours)"
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".flavour': '{params.flavour}' is not a flavour of "
+                f"'{name}'; it offers: {choices}"
+            )
+    if recipe.params.flavour is not None:
+        wanted = as_list(recipe.params.flavour)
+        for name in recipe.stacks:
+            offered = CATALOGUE[name].flavours
+            explicit = recipe.stack.get(name, StackParams()).flavour
+            if offered and not explicit and not set(wanted) & set(offered):
+                raise UserError(
+                    f"{path}: key 'params.flavour': stack '{name}' offers none of "
+                    f"{', '.join(wanted)} (it offers {', '.join(offered)}); add that flavour "
+                    f'or set [stack."{name}"] flavour'
+                )
+    if recipe.services.pgbouncer and recipe.services.database != "postgres":
+        raise UserError(
+            f"{path}: key 'services.pgbouncer': pgbouncer fronts PostgreSQL only; "
+            'set database = "postgres" or pgbouncer = false'
+        )
     for name in recipe.stacks:
         served = [s for s in recipe.scenarios if s in CATALOGUE[name].scenarios]
         if not served:

@@ -11,7 +11,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,15 +18,21 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab import machine
-from benchlab.errors import RunInterrupted, UserError
+from benchlab.errors import RunInterrupted, ServiceError, UserError
 from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_wrk
-from benchlab.monitor import ProcessTreeSampler, StealSampler
+from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.recipe import Cell, Plan
 from benchlab.scenarios import SCENARIOS
+from benchlab.services import Services
+from benchlab.services.base import RunningService
+from benchlab.services.nginx_proxy import start_proxy
+from benchlab.services.ports import free_port
 from benchlab.stacks import CATALOGUE, LaunchContext, Stack
-from benchlab.store import RunInfo, Store, now
+from benchlab.store import RunInfo, Store, TrialExtras, now
 from benchlab.verify import verify, wait_until_answering
+
+DEFAULT_POOL_SIZE = 10
 
 HOST = "127.0.0.1"
 
@@ -54,10 +59,10 @@ class _StackDied(Exception):
     pass
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+class _ServiceDied(Exception):
+    def __init__(self, service: RunningService) -> None:
+        super().__init__(service.name)
+        self.service = service
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -104,7 +109,11 @@ def _pinned_to(cores: tuple[int, ...]) -> Iterator[None]:
 
 
 def start_stack(
-    registry: ProcessRegistry, stack: Stack, ctx: LaunchContext, cores: tuple[int, ...]
+    registry: ProcessRegistry,
+    stack: Stack,
+    ctx: LaunchContext,
+    cores: tuple[int, ...],
+    env: dict[str, str] | None = None,
 ) -> ManagedProcess:
     """Launch a stack pinned to `cores`; anything it writes to TMPDIR stays in its workdir.
 
@@ -119,7 +128,7 @@ def start_stack(
         cores=cores,
         log_path=ctx.workdir / "server.log",
         cwd=spec.cwd,
-        env={"TMPDIR": str(private_tmp), **spec.env},
+        env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
     )
 
 
@@ -134,6 +143,9 @@ class Execution:
         self.measured: set[Cell] = set()
         self.cell_ids: dict[Cell, int] = {}
         self.workroot = Path(".")
+        self.services: Services | None = None
+        self.probes: dict = {}
+        self.cache = None
 
     # --- the whole run ----------------------------------------------------------------------
 
@@ -153,7 +165,7 @@ class Execution:
             )
         )
         for position, cell in enumerate(plan.cells):
-            label = CATALOGUE[cell.stack].label(cell.workers)
+            label = CATALOGUE[cell.stack].label(cell.workers, cell.flavour)
             self.cell_ids[cell] = self.store.add_cell(run_id, position, cell, label)
         outcome = RunOutcome(run_id=run_id, status="running")
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
@@ -161,16 +173,22 @@ class Execution:
         try:
             with _signals_raise(), _pinned_to(plan.cores.load):
                 self._prepare_stacks()
+                self._start_services(run_id)
                 for round_index in range(plan.recipe.trials):
                     self._run_round(round_index)
             outcome.status = "partial" if self.failed else "complete"
         except (KeyboardInterrupt, RunInterrupted) as exc:
             outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
+        except ServiceError as exc:
+            outcome.status, outcome.reason = "failed", str(exc)
+            raise
         except BaseException as exc:
             outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
             with _uninterruptible():
+                if self.services is not None:
+                    self.services.close_monitors()
                 self.registry.stop_all()
                 shutil.rmtree(self.workroot, ignore_errors=True)
                 for cell in self.measured - set(self.failed):
@@ -187,14 +205,16 @@ class Execution:
         self.store.mark_cell(self.cell_ids[cell], "failed", reason)
         self.reporter.cell_failed(cell, reason)
 
-    def _cells_by_stack(self) -> dict[str, list[Cell]]:
-        grouped: dict[str, list[Cell]] = {}
+    def _launches(self) -> dict[tuple, list[Cell]]:
+        """Cells grouped by the launch that serves them, in the recipe's order."""
+        grouped: dict[tuple, list[Cell]] = {}
         for cell in self.plan.cells:
-            grouped.setdefault(cell.stack, []).append(cell)
+            grouped.setdefault(cell.launch_key, []).append(cell)
         return grouped
 
     def _prepare_stacks(self) -> None:
-        for name, cells in self._cells_by_stack().items():
+        for name in dict.fromkeys(cell.stack for cell in self.plan.cells):
+            cells = [c for c in self.plan.cells if c.stack == name]
             stack = CATALOGUE[name]
             available = stack.availability()
             if not available.ok:
@@ -209,35 +229,54 @@ class Execution:
                     for cell in cells:
                         self._fail(cell, f"build failed: {exc}")
 
+    def _start_services(self, run_id: str) -> None:
+        live = [c for c in self.plan.cells if c not in self.failed]
+        need_database = any(SCENARIOS[c.scenario].needs_database for c in live)
+        need_cache = any(SCENARIOS[c.scenario].needs_cache for c in live)
+        self.services = Services(self.registry, self.workroot, self.plan.cores.service_cores)
+        self.services.start(
+            self.plan.recipe.services,
+            need_database=need_database,
+            need_cache=need_cache,
+            status=self.reporter.status,
+        )
+        self.probes = {"db": self.services.session_probe(), "pool": self.services.pool_probe()}
+        self.cache = self.services.cache_client()
+        self.store.set_run_services(run_id, self.services.describe(), self.services.database_kind)
+
     def _run_round(self, round_index: int) -> None:
-        groups = list(self._cells_by_stack().items())
+        launches = list(self._launches().items())
         # Rotate the order each round so no stack always runs first (or last) in a round.
-        shift = round_index % len(groups)
-        groups = groups[shift:] + groups[:shift]
-        position = 0
-        for name, cells in groups:
+        shift = round_index % len(launches)
+        positions = {cell: i for i, cell in enumerate(self.plan.cells)}
+        for _, cells in launches[shift:] + launches[:shift]:
             live = [c for c in cells if c not in self.failed]
             if live:
-                self._run_stack(CATALOGUE[name], live, round_index, position)
-            position += len(cells)
+                self._run_launch(live, round_index, positions)
 
-    # --- one stack, one round ---------------------------------------------------------------
+    # --- one launch of a stack, one round ---------------------------------------------------
 
-    def _run_stack(self, stack: Stack, cells: list[Cell], round_index: int, position: int) -> None:
-        stack_index = list(CATALOGUE).index(stack.name)
-        workdir = self.workroot / f"s{stack_index}r{round_index}"
+    def _run_launch(self, cells: list[Cell], round_index: int, positions: dict[Cell, int]) -> None:
+        first = cells[0]
+        stack = CATALOGUE[first.stack]
+        workdir = self.workroot / f"s{positions[first]}r{round_index}"
         workdir.mkdir()
         ctx = LaunchContext(
             host=HOST,
             port=free_port(),
             workdir=workdir,
             server_cores=self.plan.cores.server,
-            workers=cells[0].workers,
+            workers=first.workers,
         )
-        self.reporter.status(
-            f"round {round_index + 1}/{self.plan.recipe.trials}: starting {stack.name}"
-        )
-        server = start_stack(self.registry, stack, ctx, self.plan.cores.server)
+        env = {
+            **(self.services.stack_env() if self.services else {}),
+            "BENCHLAB_POOL_SIZE": str(first.pool_size or DEFAULT_POOL_SIZE),
+            **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
+        }
+        trials = self.plan.recipe.trials
+        self.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
+        server = start_stack(self.registry, stack, ctx, self.plan.cores.server, env)
+        proxy = None
         try:
             problem = wait_until_answering(HOST, ctx.port, server.alive, stack.start_timeout)
             if problem:
@@ -245,33 +284,57 @@ class Execution:
                 for cell in cells:
                     self._fail(cell, reason)
                 return
-            for offset, cell in enumerate(cells):
-                if cell in self.failed:
-                    continue
-                self._run_cell(server, ctx, cell, round_index, position + offset, workdir)
+            port = ctx.port
+            if self.plan.recipe.services.proxy == "nginx":
+                proxy, port = start_proxy(self.registry, workdir, self.plan.cores.server, ctx.port)
+            for cell in cells:
+                if cell not in self.failed:
+                    self._run_cell(server, port, cell, round_index, positions[cell], workdir)
         except _StackDied as died:
-            for cell in self._cells_by_stack()[stack.name]:
-                self._fail(cell, str(died))
+            for cell in self.plan.cells:
+                if cell.launch_key == first.launch_key:
+                    self._fail(cell, str(died))
+        except _ServiceDied as died:
+            self._service_died(died.service)
         finally:
+            if proxy is not None:
+                self.registry.stop(proxy)
             self.registry.stop(server)
+
+    def _service_died(self, service: RunningService) -> None:
+        """Fail every cell that needs the dead service; the others go on without it."""
+        assert self.services is not None
+        self.services.running.pop(service.name, None)
+        tail = service.log_tail(3) or "(empty log)"
+        reason = (
+            f"{service.name} exited with code {service.process.returncode} during a trial; "
+            f"last log lines: {tail}"
+        )
+        for cell in self.plan.cells:
+            scenario = SCENARIOS[cell.scenario]
+            needs = scenario.needs_cache if service.name == "redis" else scenario.needs_database
+            if needs:
+                self._fail(cell, reason)
 
     def _run_cell(
         self,
         server: ManagedProcess,
-        ctx: LaunchContext,
+        port: int,
         cell: Cell,
         round_index: int,
         position: int,
         workdir: Path,
     ) -> None:
-        problem = verify(HOST, ctx.port, SCENARIOS[cell.scenario])
+        scenario = SCENARIOS[cell.scenario]
+        problem = verify(HOST, port, scenario.expectations(cell.ms))
         if problem:
             self._check_alive(server, cell)
             self._fail(cell, f"verification failed: {problem}")
             return
-        url = f"http://{HOST}:{ctx.port}{SCENARIOS[cell.scenario].path}"
+        if self.cache is not None:
+            self.cache.flushall()  # the load of every cell starts on a cold cache
         request = LoadRequest(
-            url=url,
+            url=f"http://{HOST}:{port}{scenario.load_path(cell.ms)}",
             connections=cell.connections,
             threads=cell.threads,
             duration_s=cell.duration,
@@ -283,10 +346,13 @@ class Execution:
                 warmup = LoadRequest(**{**request.__dict__, "duration_s": self.plan.recipe.warmup})
                 run_wrk(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
+            cache_before = self._cache_counters(scenario.needs_cache)
             cores = self.plan.cores
+            probes = self.probes if scenario.needs_database else {}
             with (
                 ProcessTreeSampler(server) as sampler,
                 StealSampler(cores.server, cores.load) as steal,
+                PeakSampler(probes) as peaks,
             ):
                 started_at = now()
                 result = run_wrk(request, self.registry, workdir)
@@ -295,13 +361,37 @@ class Execution:
             self._fail(cell, f"load tool failed: {exc}")
             return
         self._check_alive(server, cell)
+        cache_after = self._cache_counters(scenario.needs_cache)
+        extras = TrialExtras(
+            db_sessions_peak=peaks.peaks.get("db"),
+            pool_active_peak=peaks.peaks.get("pool"),
+            cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
+            cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+        )
         self.store.add_trial(
-            self.cell_ids[cell], round_index, started_at, result, sampler.usage(), steal.result
+            self.cell_ids[cell],
+            round_index,
+            started_at,
+            result,
+            sampler.usage(),
+            steal.result,
+            extras,
         )
         self.measured.add(cell)
         self.reporter.trial(position, len(self.plan.cells), round_index, cell, result)
 
+    def _cache_counters(self, needed: bool) -> tuple[int, int] | None:
+        if not needed or self.cache is None:
+            return None
+        from benchlab.services.redis_service import hit_counters
+
+        return hit_counters(self.cache)
+
     def _check_alive(self, server: ManagedProcess, cell: Cell) -> None:
+        if self.services is not None:
+            dead = self.services.dead()
+            if dead is not None:
+                raise _ServiceDied(dead)
         if server.alive():
             return
         tail = server.log_tail(3) or "(empty log)"

@@ -1,30 +1,87 @@
 """The endpoint contract (DESIGN.md): what each scenario requests and what it must answer."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+
+from benchlab.dataset import HUI_ID, HUI_ROLE
+
+HUI_BODY = (
+    f'{{"code":0,"message":"ok","data":{{"id":{HUI_ID},"username":"hui","role":"{HUI_ROLE}"}}}}'
+).encode()
+NOT_FOUND_BODY = b'{"code":404,"message":"not found","data":{}}'
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One request of the contract and the exact answer it must get."""
+
+    path: str
+    content_type: str
+    body: bytes
+    status: int = 200
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    path: str
-    content_type: str
-    body: bytes
     description: str
+    needs_database: bool = False
+    needs_cache: bool = False
+    param: str | None = None  # the cell parameter that goes into the URL (ms)
+
+    def load_path(self, value: int | None = None) -> str:
+        return self.expectations(value)[0].path
+
+    def expectations(self, value: int | None = None) -> list[Expectation]:
+        """The requests verification makes; the first is also the one the load tool sends."""
+        return _EXPECTATIONS[self.name](value)
 
 
-PLAINTEXT = Scenario(
-    name="plaintext",
-    path="/plaintext",
-    content_type="text/plain",
-    body=b"Hello, World!",
-    description="GET /plaintext: text/plain 'Hello, World!'",
-)
-JSON = Scenario(
-    name="json",
-    path="/json",
-    content_type="application/json",
-    body=b'{"code":0,"message":"ok","data":{}}',
-    description='GET /json: application/json {"code":0,"message":"ok","data":{}}',
-)
+def _not_found(path: str) -> Expectation:
+    return Expectation(path, "application/json", NOT_FOUND_BODY, status=404)
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (PLAINTEXT, JSON)}
+
+_EXPECTATIONS = {
+    "plaintext": lambda _: [Expectation("/plaintext", "text/plain", b"Hello, World!")],
+    "json": lambda _: [
+        Expectation("/json", "application/json", b'{"code":0,"message":"ok","data":{}}')
+    ],
+    "db": lambda _: [
+        Expectation("/db?username=hui", "application/json", HUI_BODY),
+        _not_found("/db?username=nobody"),
+    ],
+    "db-delay": lambda ms: [
+        Expectation(f"/db-delay?username=hui&ms={ms}", "application/json", HUI_BODY),
+        _not_found(f"/db-delay?username=nobody&ms={ms}"),
+    ],
+    # Twice: the first answer comes from a miss (database), the second from a hit (Redis).
+    "cache": lambda _: [
+        Expectation("/cache/hui", "application/json", HUI_BODY),
+        Expectation("/cache/hui", "application/json", HUI_BODY),
+        _not_found("/cache/nobody"),
+    ],
+    "sleep": lambda ms: [Expectation(f"/sleep?ms={ms}", "text/plain", b"ok")],
+}
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("plaintext", "GET /plaintext: text/plain 'Hello, World!'"),
+        Scenario("json", 'GET /json: application/json {"code":0,"message":"ok","data":{}}'),
+        Scenario("db", "GET /db?username=hui: one row by a bound parameter", needs_database=True),
+        Scenario(
+            "db-delay",
+            "GET /db-delay?username=hui&ms=N: the query holds its session N ms",
+            needs_database=True,
+            param="db_delay_ms",
+        ),
+        Scenario(
+            "cache",
+            "GET /cache/hui: Redis cache-aside, 180 s TTL",
+            needs_database=True,
+            needs_cache=True,
+        ),
+        Scenario("sleep", "GET /sleep?ms=N: 'ok' after N ms without a CPU", param="sleep_ms"),
+    )
+}

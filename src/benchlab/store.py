@@ -17,61 +17,98 @@ from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    recipe_path TEXT NOT NULL,
-    recipe_name TEXT NOT NULL,
-    recipe_text TEXT NOT NULL,
-    question TEXT NOT NULL,
-    command TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    status TEXT NOT NULL,          -- running, complete, partial, interrupted, failed
-    status_reason TEXT,
-    git_commit TEXT,
-    server_cores TEXT NOT NULL,
-    load_cores TEXT NOT NULL,
-    machine TEXT NOT NULL          -- JSON: cpu, cores, kernel, python, packages, tools
-);
-CREATE TABLE IF NOT EXISTS cells (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    position INTEGER NOT NULL,
-    key TEXT NOT NULL,
-    stack TEXT NOT NULL,
-    stack_label TEXT NOT NULL,
-    scenario TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    connections INTEGER NOT NULL,
-    threads INTEGER NOT NULL,
-    duration_s REAL NOT NULL,
-    workers INTEGER NOT NULL,
-    status TEXT NOT NULL,          -- pending, ok, failed
-    reason TEXT,
-    UNIQUE (run_id, key)
-);
-CREATE TABLE IF NOT EXISTS trials (
-    id INTEGER PRIMARY KEY,
-    cell_id INTEGER NOT NULL REFERENCES cells(id),
-    round INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    requests INTEGER NOT NULL,
-    duration_s REAL NOT NULL,
-    throughput_rps REAL NOT NULL,
-    bytes INTEGER NOT NULL,
-    latency_min_ms REAL, latency_mean_ms REAL, latency_stdev_ms REAL,
-    latency_p50_ms REAL, latency_p90_ms REAL, latency_p99_ms REAL,
-    latency_p999_ms REAL, latency_max_ms REAL,
-    latency_percentiles TEXT NOT NULL,
-    errors_connect INTEGER NOT NULL, errors_read INTEGER NOT NULL,
-    errors_write INTEGER NOT NULL, errors_timeout INTEGER NOT NULL,
-    errors_non_2xx INTEGER NOT NULL,
-    server_cpu_pct REAL, server_rss_mb REAL, server_processes INTEGER,
-    load_cpu_pct REAL,
-    server_steal_pct REAL, load_steal_pct REAL
-);
-"""
+# Columns are only ever added, never changed: an older results file is brought up to date
+# in place (missing columns added) and every run in it stays readable.
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "runs": [
+        ("id", "TEXT PRIMARY KEY"),
+        ("recipe_path", "TEXT NOT NULL"),
+        ("recipe_name", "TEXT NOT NULL"),
+        ("recipe_text", "TEXT NOT NULL"),
+        ("question", "TEXT NOT NULL"),
+        ("command", "TEXT NOT NULL"),
+        ("started_at", "TEXT NOT NULL"),
+        ("ended_at", "TEXT"),
+        ("status", "TEXT NOT NULL"),  # running, complete, partial, interrupted, failed
+        ("status_reason", "TEXT"),
+        ("git_commit", "TEXT"),
+        ("server_cores", "TEXT NOT NULL"),
+        ("load_cores", "TEXT NOT NULL"),
+        ("machine", "TEXT NOT NULL"),  # JSON: cpu, cores, kernel, python, packages, tools
+        ("services", "TEXT"),  # JSON: name -> port, dsn
+        ("database", "TEXT"),  # postgres, mariadb or NULL
+    ],
+    "cells": [
+        ("id", "INTEGER PRIMARY KEY"),
+        ("run_id", "TEXT NOT NULL REFERENCES runs(id)"),
+        ("position", "INTEGER NOT NULL"),
+        ("key", "TEXT NOT NULL"),
+        ("stack", "TEXT NOT NULL"),
+        ("stack_label", "TEXT NOT NULL"),
+        ("scenario", "TEXT NOT NULL"),
+        ("tool", "TEXT NOT NULL"),
+        ("connections", "INTEGER NOT NULL"),
+        ("threads", "INTEGER NOT NULL"),
+        ("duration_s", "REAL NOT NULL"),
+        ("workers", "INTEGER NOT NULL"),
+        ("status", "TEXT NOT NULL"),  # pending, ok, failed
+        ("reason", "TEXT"),
+        ("flavour", "TEXT"),
+        ("pool_size", "INTEGER"),
+        ("ms", "INTEGER"),
+    ],
+    "trials": [
+        ("id", "INTEGER PRIMARY KEY"),
+        ("cell_id", "INTEGER NOT NULL REFERENCES cells(id)"),
+        ("round", "INTEGER NOT NULL"),
+        ("started_at", "TEXT NOT NULL"),
+        ("requests", "INTEGER NOT NULL"),
+        ("duration_s", "REAL NOT NULL"),
+        ("throughput_rps", "REAL NOT NULL"),
+        ("bytes", "INTEGER NOT NULL"),
+        *(
+            (f"latency_{k}_ms", "REAL")
+            for k in ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
+        ),
+        ("latency_percentiles", "TEXT NOT NULL"),
+        *(
+            (f"errors_{k}", "INTEGER NOT NULL")
+            for k in ("connect", "read", "write", "timeout", "non_2xx")
+        ),
+        ("server_cpu_pct", "REAL"),
+        ("server_rss_mb", "REAL"),
+        ("server_processes", "INTEGER"),
+        ("load_cpu_pct", "REAL"),
+        ("server_steal_pct", "REAL"),
+        ("load_steal_pct", "REAL"),
+        ("db_sessions_peak", "INTEGER"),
+        ("pool_active_peak", "INTEGER"),
+        ("cache_hits", "INTEGER"),
+        ("cache_misses", "INTEGER"),
+    ],
+}
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    for table, columns in TABLES.items():
+        body = ", ".join(f"{name} {kind}" for name, kind in columns)
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns:
+            if name not in present:
+                # SQLite cannot add a NOT NULL column without a default: added ones are nullable.
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' NOT NULL', '')}")
+    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS cells_run_key ON cells (run_id, key)")
+
+
+@dataclass(frozen=True)
+class TrialExtras:
+    """What some scenarios add to a trial: database sessions in use, cache hits."""
+
+    db_sessions_peak: int | None = None
+    pool_active_peak: int | None = None
+    cache_hits: int | None = None
+    cache_misses: int | None = None
 
 
 def now() -> str:
@@ -105,7 +142,7 @@ class Store:
             self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(SCHEMA)
+            _migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise UserError(f"cannot open results store '{path}': {exc}") from None
 
@@ -139,8 +176,8 @@ class Store:
     def add_cell(self, run_id: str, position: int, cell: Cell, label: str) -> int:
         cursor = self.db.execute(
             "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
-            " connections, threads, duration_s, workers, status)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+            " connections, threads, duration_s, workers, status, flavour, pool_size, ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
             (
                 run_id,
                 position,
@@ -153,9 +190,18 @@ class Store:
                 cell.threads,
                 cell.duration,
                 cell.workers,
+                cell.flavour,
+                cell.pool_size,
+                cell.ms,
             ),
         )
         return int(cursor.lastrowid or 0)
+
+    def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
+        self.db.execute(
+            "UPDATE runs SET services = ?, database = ? WHERE id = ?",
+            (json.dumps(services), database, run_id),
+        )
 
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         self.db.execute(
@@ -170,7 +216,9 @@ class Store:
         load: LoadResult,
         server: TreeUsage,
         steal: CoreSteal,
+        extras: TrialExtras | None = None,
     ) -> None:
+        extras = extras or TrialExtras()
         lat, err = load.latency, load.errors
         self.db.execute(
             "INSERT INTO trials (cell_id, round, started_at, requests, duration_s, throughput_rps,"
@@ -178,8 +226,9 @@ class Store:
             " latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms,"
             " latency_percentiles, errors_connect, errors_read, errors_write, errors_timeout,"
             " errors_non_2xx, server_cpu_pct, server_rss_mb, server_processes, load_cpu_pct,"
-            " server_steal_pct, load_steal_pct)"
-            f" VALUES ({', '.join('?' * 27)})",
+            " server_steal_pct, load_steal_pct, db_sessions_peak, pool_active_peak, cache_hits,"
+            " cache_misses)"
+            f" VALUES ({', '.join('?' * 31)})",
             (
                 cell_id,
                 round_index,
@@ -208,6 +257,10 @@ class Store:
                 load.load_cpu_pct,
                 steal.server_pct,
                 steal.load_pct,
+                extras.db_sessions_peak,
+                extras.pool_active_peak,
+                extras.cache_hits,
+                extras.cache_misses,
             ),
         )
 

@@ -5,23 +5,33 @@ from __future__ import annotations
 import http.client
 import time
 
-from benchlab.scenarios import Scenario
+from benchlab.scenarios import Expectation
 
 
-def verify(host: str, port: int, scenario: Scenario, timeout: float = 10.0) -> str | None:
-    """Return None when the response honours the contract, else the reason it does not."""
+def verify(
+    host: str, port: int, expectations: list[Expectation], timeout: float = 10.0
+) -> str | None:
+    """Return None when every response honours the contract, else the first reason it does not."""
+    for expected in expectations:
+        problem = _verify_one(host, port, expected, timeout)
+        if problem:
+            return problem
+    return None
+
+
+def _verify_one(host: str, port: int, expected: Expectation, timeout: float) -> str | None:
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
-            conn.request("GET", scenario.path)
+            conn.request("GET", expected.path)
             response = conn.getresponse()
             body = response.read()
         finally:
             conn.close()
     except (OSError, http.client.HTTPException) as exc:
-        return f"GET {scenario.path} failed: {exc.__class__.__name__}: {exc}"
+        return f"GET {expected.path} failed: {exc.__class__.__name__}: {exc}"
     return check_response(
-        scenario,
+        expected,
         status=response.status,
         headers={k.lower(): v for k, v in response.getheaders()},
         body=body,
@@ -29,15 +39,15 @@ def verify(host: str, port: int, scenario: Scenario, timeout: float = 10.0) -> s
 
 
 def check_response(
-    scenario: Scenario, *, status: int, headers: dict[str, str], body: bytes
+    expected: Expectation, *, status: int, headers: dict[str, str], body: bytes
 ) -> str | None:
-    where = f"GET {scenario.path}"
-    if status != 200:
-        return f"{where}: status {status}, expected 200"
+    where = f"GET {expected.path}"
+    if status != expected.status:
+        return f"{where}: status {status}, expected {expected.status} (body {body[:200]!r})"
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != scenario.content_type:
+    if media_type != expected.content_type:
         got = headers.get("content-type", "none")
-        return f"{where}: Content-Type {got!r}, expected {scenario.content_type!r}"
+        return f"{where}: Content-Type {got!r}, expected {expected.content_type!r}"
     chunked = "chunked" in headers.get("transfer-encoding", "").lower()
     if "content-length" not in headers and not chunked:
         return f"{where}: neither Content-Length nor chunked Transfer-Encoding"
@@ -45,8 +55,8 @@ def check_response(
         return f"{where}: Content-Length {headers['content-length']} but {len(body)} body bytes"
     if "date" not in headers:
         return f"{where}: no Date header"
-    if body != scenario.body:
-        return f"{where}: body {body[:120]!r}, expected {scenario.body!r}"
+    if body != expected.body:
+        return f"{where}: body {body[:120]!r}, expected {expected.body!r}"
     return None
 
 

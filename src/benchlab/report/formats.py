@@ -65,31 +65,67 @@ def _interval_note(summary: RunSummary) -> str:
     return note
 
 
-COLUMNS = (
+BASE_COLUMNS = (
     "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
-    "errors", "server CPU %", "server RSS MB", "steal %", "note",
+    "errors", "server CPU %", "server RSS MB", "steal %",
 )  # fmt: skip
+
+
+def params_text(cell: CellSummary) -> str:
+    parts = []
+    if cell.pool_size is not None:
+        parts.append(f"pool={cell.pool_size}")
+    if cell.ms is not None:
+        parts.append(f"{'delay' if cell.scenario == 'db-delay' else 'sleep'}={cell.ms}ms")
+    return " ".join(parts)
+
+
+# Optional columns: shown only when some cell has a value for them.
+OPTIONAL_COLUMNS = (
+    ("params", params_text),
+    ("#DB", lambda c: "" if c.db_sessions_peak is None else str(c.db_sessions_peak)),
+    ("pool active", lambda c: "" if c.pool_active_peak is None else str(c.pool_active_peak)),
+    (
+        "cache hit %",
+        lambda c: "" if c.cache_hit_ratio is None else f"{100 * c.cache_hit_ratio:.1f}",
+    ),
+)
+
+
+def columns(summary: RunSummary) -> list[str]:
+    shown = [name for name, value in OPTIONAL_COLUMNS if any(value(c) for c in summary.cells)]
+    return [*BASE_COLUMNS[:2], *shown[:1], *BASE_COLUMNS[2:], *shown[1:], "note"]
+
+
 STEAL_WARNING_PCT = 5.0
 
 
 def _rows(summary: RunSummary) -> list[list[str]]:
     numbers = {id(cell): n for n, cell in footnotes(summary)}
+    shown = columns(summary)
+    optional = dict(OPTIONAL_COLUMNS)
+    rows = []
+    for cell in summary.cells:
+        values = dict(zip(BASE_COLUMNS, _base_values(cell), strict=True))
+        values.update({name: optional[name](cell) for name in shown if name in optional})
+        values["note"] = note_text(cell, numbers.get(id(cell)))
+        rows.append([values[name] for name in shown])
+    return rows
+
+
+def _base_values(cell: CellSummary) -> list[str]:
     return [
-        [
-            cell.stack_label,
-            cell.scenario,
-            str(cell.connections),
-            str(cell.trials),
-            throughput_text(cell),
-            _ms(cell.latency_ms["p50"]),
-            _ms(cell.latency_ms["p99"]),
-            f"{cell.errors['total']:,}",
-            _num(cell.server_cpu_pct),
-            _num(cell.server_rss_mb, 1),
-            _num(cell.server_steal_pct),
-            note_text(cell, numbers.get(id(cell))),
-        ]
-        for cell in summary.cells
+        cell.stack_label,
+        cell.scenario,
+        str(cell.connections),
+        str(cell.trials),
+        throughput_text(cell),
+        _ms(cell.latency_ms["p50"]),
+        _ms(cell.latency_ms["p99"]),
+        f"{cell.errors['total']:,}",
+        _num(cell.server_cpu_pct),
+        _num(cell.server_rss_mb, 1),
+        _num(cell.server_steal_pct),
     ]
 
 
@@ -102,6 +138,13 @@ def _run_lines(summary: RunSummary) -> list[str]:
         f"{machine.get('cpu')} · {machine.get('cores')} cores · kernel {machine.get('kernel')} · "
         f"server cores {run['server_cores']} · load cores {run['load_cores']}",
     ]
+    services = run.get("services") or {}
+    if services:
+        chain = " → ".join(
+            f"{name} :{info['port']}" for name, info in services.items() if name != "redis"
+        )
+        cache = f" · redis :{services['redis']['port']}" if "redis" in services else ""
+        lines.append(f"services (loopback): {chain or 'none'}{cache}")
     if summary.partial_note:
         lines.append(f"NOTE: {summary.partial_note}")
     steals = [c.server_steal_pct for c in summary.cells if c.server_steal_pct is not None]
@@ -116,8 +159,8 @@ def _run_lines(summary: RunSummary) -> list[str]:
 
 def render_table(summary: RunSummary, console: Console) -> None:
     table = Table(title=f"benchlab · {summary.run['recipe_name']}", title_justify="left")
-    for name in COLUMNS:
-        left = name in ("stack", "scenario", "note")
+    for name in columns(summary):
+        left = name in ("stack", "scenario", "params", "note")
         table.add_column(name, justify="left" if left else "right", overflow="fold")
     for cell, row in zip(summary.cells, _rows(summary), strict=True):
         style = "red" if cell.status == "failed" else "yellow" if cell.status != "ok" else None
@@ -140,7 +183,8 @@ def render_markdown(summary: RunSummary) -> str:
     if summary.run.get("question"):
         out += [f"> {summary.run['question']}", ""]
     out += [f"- {line}" for line in _run_lines(summary)]
-    out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    names = columns(summary)
+    out += ["", "| " + " | ".join(names) + " |", "|" + "|".join("---" for _ in names) + "|"]
     for row in _rows(summary):
         out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     notes = footnotes(summary)
@@ -157,11 +201,13 @@ def render_json(summary: RunSummary) -> str:
 
 CSV_FIELDS = (
     "stack", "stack_label", "scenario", "tool", "connections", "threads", "duration_s",
-    "workers", "trials", "requests", "throughput_median", "throughput_low", "throughput_high",
+    "workers", "flavour", "pool_size", "ms", "trials", "requests", "throughput_median",
+    "throughput_low", "throughput_high",
     "throughput_confidence", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "errors", "errors_connect", "errors_read",
     "errors_write", "errors_timeout", "errors_non_2xx", "server_cpu_pct", "server_rss_mb",
-    "load_cpu_pct", "server_steal_pct", "status", "reason",
+    "load_cpu_pct", "server_steal_pct", "db_sessions_peak", "pool_active_peak",
+    "cache_hit_ratio", "status", "reason",
 )  # fmt: skip
 
 
@@ -173,7 +219,7 @@ def render_csv(summary: RunSummary) -> str:
         t = cell.throughput
         writer.writerow(
             {
-                **{k: getattr(cell, k) for k in CSV_FIELDS[:10]},
+                **{k: getattr(cell, k) for k in CSV_FIELDS[:13]},
                 "throughput_median": t and t.median,
                 "throughput_low": t and t.low,
                 "throughput_high": t and t.high,
@@ -191,6 +237,9 @@ def render_csv(summary: RunSummary) -> str:
                 "server_rss_mb": cell.server_rss_mb,
                 "load_cpu_pct": cell.load_cpu_pct,
                 "server_steal_pct": cell.server_steal_pct,
+                "db_sessions_peak": cell.db_sessions_peak,
+                "pool_active_peak": cell.pool_active_peak,
+                "cache_hit_ratio": cell.cache_hit_ratio,
                 "status": cell.status,
                 "reason": cell.reason,
             }

@@ -21,6 +21,9 @@ class CellSummary:
     threads: int
     duration_s: float
     workers: int
+    flavour: str | None
+    pool_size: int | None
+    ms: int | None
     status: str
     reason: str | None
     trials: int
@@ -33,6 +36,9 @@ class CellSummary:
     load_cpu_pct: float | None
     server_steal_pct: float | None
     transfer_bytes: int
+    db_sessions_peak: int | None
+    pool_active_peak: int | None
+    cache_hit_ratio: float | None
 
     def to_json(self) -> dict[str, Any]:
         t = self.throughput
@@ -45,6 +51,9 @@ class CellSummary:
             "threads": self.threads,
             "duration_s": self.duration_s,
             "workers": self.workers,
+            "flavour": self.flavour,
+            "pool_size": self.pool_size,
+            "ms": self.ms,
             "trials": self.trials,
             "requests": self.requests,
             "throughput_rps": None
@@ -57,6 +66,9 @@ class CellSummary:
             "load_cpu_pct": self.load_cpu_pct,
             "server_steal_pct": self.server_steal_pct,
             "transfer_bytes": self.transfer_bytes,
+            "db_sessions_peak": self.db_sessions_peak,
+            "pool_active_peak": self.pool_active_peak,
+            "cache_hit_ratio": self.cache_hit_ratio,
             "status": self.status,
             "reason": self.reason,
         }
@@ -87,6 +99,19 @@ def _median(values: list[float | None]) -> float | None:
     return None if estimate is None else estimate.median
 
 
+def _peak(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _hit_ratio(trials: list[sqlite3.Row]) -> float | None:
+    hits = sum(t["cache_hits"] or 0 for t in trials)
+    misses = sum(t["cache_misses"] or 0 for t in trials)
+    if all(t["cache_hits"] is None for t in trials) or hits + misses == 0:
+        return None
+    return hits / (hits + misses)
+
+
 def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary:
     status = cell["status"]
     if status == "pending" and trials:
@@ -107,6 +132,9 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         threads=cell["threads"],
         duration_s=cell["duration_s"],
         workers=cell["workers"],
+        flavour=cell["flavour"],
+        pool_size=cell["pool_size"],
+        ms=cell["ms"],
         status=status,
         reason=cell["reason"],
         trials=len(trials),
@@ -126,13 +154,16 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         load_cpu_pct=_median([t["load_cpu_pct"] for t in trials]),
         server_steal_pct=_median([t["server_steal_pct"] for t in trials]),
         transfer_bytes=sum(t["bytes"] for t in trials),
+        db_sessions_peak=_peak([t["db_sessions_peak"] for t in trials]),
+        pool_active_peak=_peak([t["pool_active_peak"] for t in trials]),
+        cache_hit_ratio=_hit_ratio(trials),
     )
 
 
 def summarise(store: Store, run_id: str | None) -> RunSummary:
     row = store.run(run_id)
     run = {key: row[key] for key in row.keys() if key != "recipe_text"}  # noqa: SIM118 (sqlite3.Row iterates values)
-    for key in ("machine", "server_cores", "load_cores"):
-        run[key] = json.loads(run[key])
+    for key in ("machine", "server_cores", "load_cores", "services"):
+        run[key] = json.loads(run[key]) if run.get(key) else None
     cells = [_summarise_cell(c, store.trials(c["id"])) for c in store.cells(row["id"])]
     return RunSummary(run=run, cells=cells)

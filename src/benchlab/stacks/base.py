@@ -10,6 +10,7 @@ from pathlib import Path
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
+ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Stack:
     worker_model: str
     scenarios: tuple[str, ...]
     launch: Callable[[LaunchContext], Launch]
+    flavours: tuple[str, ...] = ()  # driver flavours (sync, async); the first is the default
     needs_modules: tuple[str, ...] = ()
     needs_programs: tuple[str, ...] = ()
     fix: str = "run ./lab setup"
@@ -63,6 +65,7 @@ class Stack:
                 )
         return Availability(True)
 
-    def label(self, workers: int) -> str:
+    def label(self, workers: int, flavour: str | None = None) -> str:
         note = f" ({self.note})" if self.note else ""
-        return f"{self.name} w={workers}{note}"
+        shown = f"[{flavour}]" if flavour else ""
+        return f"{self.name}{shown} w={workers}{note}"

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from benchlab.errors import UserError
-from benchlab.stacks.base import APPS_DIR, Launch, LaunchContext, Stack
+from benchlab.stacks.base import ALL_SCENARIOS, APPS_DIR, Launch, LaunchContext, Stack
 
 GO_APPS = APPS_DIR / "go"
 
@@ -76,8 +76,8 @@ GO_STACKS = (
         name="gin",
         framework="Gin",
         server="Go net/http",
-        worker_model="goroutines over GOMAXPROCS threads",
-        scenarios=("plaintext", "json"),
+        worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
+        scenarios=ALL_SCENARIOS,
         launch=_gin,
         needs_programs=("go",),
         fix="apt-get install golang, or install Go from go.dev",

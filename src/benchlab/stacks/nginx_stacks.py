@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from benchlab.scenarios import JSON, PLAINTEXT
+from benchlab.scenarios import SCENARIOS
 from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
 
 NGINX_BINARY = "/usr/sbin/nginx"
+
+
+PLAINTEXT = SCENARIOS["plaintext"].expectations()[0]
+JSON = SCENARIOS["json"].expectations()[0]
+
+
+def temp_paths(work) -> str:
+    return "\n".join(
+        f"    {kind}_temp_path {work}/{kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
 
 
 def static_config(ctx: LaunchContext) -> str:
@@ -19,11 +30,7 @@ error_log {work}/error.log warn;
 events {{ worker_connections 16384; }}
 http {{
     access_log off;
-    client_body_temp_path {work}/body;
-    proxy_temp_path {work}/proxy;
-    fastcgi_temp_path {work}/fastcgi;
-    uwsgi_temp_path {work}/uwsgi;
-    scgi_temp_path {work}/scgi;
+{temp_paths(work)}
     keepalive_requests 10000000;
     keepalive_timeout 120s;
     server {{

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from benchlab.stacks.base import APPS_DIR, LISTEN_BACKLOG, Launch, LaunchContext, Stack
+from benchlab.stacks.base import (
+    ALL_SCENARIOS,
+    APPS_DIR,
+    LISTEN_BACKLOG,
+    Launch,
+    LaunchContext,
+    Stack,
+)
 
 PYTHON_APPS = APPS_DIR / "python"
-HELLO = ("plaintext", "json")
+DRIVERS_SYNC = ("psycopg", "psycopg_pool", "pymysql", "redis")
+DRIVERS_ASYNC = ("asyncpg", "aiomysql", "redis")
 
 
 def _uvicorn(ctx: LaunchContext) -> Launch:
@@ -61,18 +69,20 @@ PYTHON_STACKS = (
         framework="FastAPI",
         server="uvicorn (uvloop, httptools)",
         worker_model="asyncio event loop per process",
-        scenarios=HELLO,
+        scenarios=ALL_SCENARIOS,
         launch=_uvicorn,
-        needs_modules=("fastapi", "uvicorn", "uvloop", "httptools"),
+        flavours=("async", "sync"),
+        needs_modules=("fastapi", "uvicorn", "uvloop", "httptools", *DRIVERS_ASYNC, *DRIVERS_SYNC),
     ),
     Stack(
         name="flask+gunicorn",
         framework="Flask",
         server="gunicorn (sync workers)",
         worker_model="one request at a time per process",
-        scenarios=HELLO,
+        scenarios=ALL_SCENARIOS,
         launch=_gunicorn_sync,
-        needs_modules=("flask", "gunicorn"),
+        flavours=("sync",),
+        needs_modules=("flask", "gunicorn", *DRIVERS_SYNC),
         note="sync: no keep-alive",
     ),
     Stack(
@@ -80,9 +90,10 @@ PYTHON_STACKS = (
         framework="Sanic",
         server="Sanic's own server",
         worker_model="asyncio event loop per process",
-        scenarios=HELLO,
+        scenarios=ALL_SCENARIOS,
         launch=_sanic,
-        needs_modules=("sanic",),
+        flavours=("async",),
+        needs_modules=("sanic", *DRIVERS_ASYNC),
         start_timeout=60.0,
     ),
     Stack(
@@ -90,8 +101,9 @@ PYTHON_STACKS = (
         framework="Tornado",
         server="Tornado's own HTTPServer (fork_processes)",
         worker_model="asyncio event loop per process",
-        scenarios=HELLO,
+        scenarios=ALL_SCENARIOS,
         launch=_tornado,
-        needs_modules=("tornado",),
+        flavours=("async",),
+        needs_modules=("tornado", *DRIVERS_ASYNC),
     ),
 )

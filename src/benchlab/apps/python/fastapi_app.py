@@ -1,16 +1,108 @@
-"""FastAPI reference app (DESIGN.md endpoint contract)."""
+"""FastAPI reference app (DESIGN.md endpoint contract).
 
+BENCHLAB_FLAVOUR=async: `async def` endpoints, asyncpg / aiomysql / redis.asyncio.
+BENCHLAB_FLAVOUR=sync: plain `def` endpoints, which FastAPI runs in its thread pool (anyio's
+default 40 threads), with psycopg 3 / PyMySQL / redis-py: the threadpool case of article 003.
+"""
+
+import asyncio
+import os
+import time
+from contextlib import asynccontextmanager
+
+import benchlab_backend as backend
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-
-
-@app.get("/plaintext")
-async def plaintext() -> PlainTextResponse:
-    return PlainTextResponse("Hello, World!")
+FLAVOUR = os.environ.get("BENCHLAB_FLAVOUR", "async")
+state: dict = {}
 
 
-@app.get("/json")
-async def json_endpoint() -> JSONResponse:
-    return JSONResponse({"code": 0, "message": "ok", "data": {}})
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    # Pools are made here, in each worker process, after uvicorn has started it.
+    if FLAVOUR == "async":
+        state["db"] = await backend.AsyncBackend().start()
+    else:
+        state["db"] = backend.SyncBackend()
+    yield
+
+
+app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
+
+
+def user_response(body: bytes | None) -> Response:
+    if body is None:
+        return Response(backend.NOT_FOUND, status_code=404, media_type="application/json")
+    return Response(body, media_type="application/json")
+
+
+def bad_request() -> Response:
+    return Response(backend.BAD_REQUEST, status_code=400, media_type="application/json")
+
+
+if FLAVOUR == "async":
+
+    @app.get("/plaintext")
+    async def plaintext() -> PlainTextResponse:
+        return PlainTextResponse("Hello, World!")
+
+    @app.get("/json")
+    async def json_endpoint() -> JSONResponse:
+        return JSONResponse({"code": 0, "message": "ok", "data": {}})
+
+    @app.get("/db")
+    async def db(username: str = "") -> Response:
+        return user_response(await state["db"].user_body(username))
+
+    @app.get("/db-delay")
+    async def db_delay(username: str = "", ms: str | None = None) -> Response:
+        delay = backend.parse_ms(ms)
+        if delay is None:
+            return bad_request()
+        return user_response(await state["db"].user_body(username, delay))
+
+    @app.get("/cache/{username}")
+    async def cache(username: str) -> Response:
+        return user_response(await state["db"].cached_user_body(username))
+
+    @app.get("/sleep")
+    async def sleep(ms: str | None = None) -> Response:
+        delay = backend.parse_ms(ms)
+        if delay is None:
+            return bad_request()
+        await asyncio.sleep(delay)
+        return PlainTextResponse("ok")
+
+else:
+
+    @app.get("/plaintext")
+    def plaintext() -> PlainTextResponse:
+        return PlainTextResponse("Hello, World!")
+
+    @app.get("/json")
+    def json_endpoint() -> JSONResponse:
+        return JSONResponse({"code": 0, "message": "ok", "data": {}})
+
+    @app.get("/db")
+    def db(username: str = "") -> Response:
+        return user_response(state["db"].user_body(username))
+
+    @app.get("/db-delay")
+    def db_delay(username: str = "", ms: str | None = None) -> Response:
+        delay = backend.parse_ms(ms)
+        if delay is None:
+            return bad_request()
+        return user_response(state["db"].user_body(username, delay))
+
+    @app.get("/cache/{username}")
+    def cache(username: str) -> Response:
+        return user_response(state["db"].cached_user_body(username))
+
+    @app.get("/sleep")
+    def sleep(ms: str | None = None) -> Response:
+        delay = backend.parse_ms(ms)
+        if delay is None:
+            return bad_request()
+        time.sleep(delay)
+        return PlainTextResponse("ok")

@@ -1,10 +1,30 @@
-"""Flask reference app (DESIGN.md endpoint contract)."""
+"""Flask reference app (DESIGN.md endpoint contract): sync views, psycopg 3 / PyMySQL / redis-py."""
 
 import json
+import time
 
-from flask import Flask, Response
+import benchlab_backend as backend
+from flask import Flask, Response, request
 
 app = Flask(__name__)
+_backend: list = []
+
+
+def db() -> backend.SyncBackend:
+    # Made on first use, in the worker process (gunicorn forks workers without --preload).
+    if not _backend:
+        _backend.append(backend.SyncBackend())
+    return _backend[0]
+
+
+def user_response(body: bytes | None) -> Response:
+    if body is None:
+        return Response(backend.NOT_FOUND, status=404, mimetype="application/json")
+    return Response(body, mimetype="application/json")
+
+
+def bad_request() -> Response:
+    return Response(backend.BAD_REQUEST, status=400, mimetype="application/json")
 
 
 @app.get("/plaintext")
@@ -17,3 +37,30 @@ def json_endpoint() -> Response:
     # jsonify() sorts keys and appends a newline; the contract's body is compact, in order.
     body = json.dumps({"code": 0, "message": "ok", "data": {}}, separators=(",", ":"))
     return Response(body, mimetype="application/json")
+
+
+@app.get("/db")
+def db_endpoint() -> Response:
+    return user_response(db().user_body(request.args.get("username", "")))
+
+
+@app.get("/db-delay")
+def db_delay() -> Response:
+    delay = backend.parse_ms(request.args.get("ms"))
+    if delay is None:
+        return bad_request()
+    return user_response(db().user_body(request.args.get("username", ""), delay))
+
+
+@app.get("/cache/<username>")
+def cache(username: str) -> Response:
+    return user_response(db().cached_user_body(username))
+
+
+@app.get("/sleep")
+def sleep() -> Response:
+    delay = backend.parse_ms(request.args.get("ms"))
+    if delay is None:
+        return bad_request()
+    time.sleep(delay)
+    return Response("ok", mimetype="text/plain")

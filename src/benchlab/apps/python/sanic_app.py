@@ -1,12 +1,14 @@
 """Sanic reference app on Sanic's own server: python sanic_app.py HOST PORT WORKERS."""
 
+import asyncio
 import os
 import sys
 import time
 from email.utils import formatdate
 
+import benchlab_backend as backend
 from sanic import Sanic
-from sanic.response import json, text
+from sanic.response import HTTPResponse, json, text
 
 app = Sanic("benchlab")
 app.config.ACCESS_LOG = False
@@ -34,6 +36,49 @@ async def plaintext(request):
 @app.get("/json")
 async def json_endpoint(request):
     return json({"code": 0, "message": "ok", "data": {}})
+
+
+@app.before_server_start
+async def open_pools(app, _loop):
+    # In each worker process, on its own event loop.
+    app.ctx.db = await backend.AsyncBackend().start()
+
+
+def user_response(body):
+    if body is None:
+        return HTTPResponse(backend.NOT_FOUND, status=404, content_type="application/json")
+    return HTTPResponse(body, content_type="application/json")
+
+
+def bad_request():
+    return HTTPResponse(backend.BAD_REQUEST, status=400, content_type="application/json")
+
+
+@app.get("/db")
+async def db(request):
+    return user_response(await app.ctx.db.user_body(request.args.get("username", "")))
+
+
+@app.get("/db-delay")
+async def db_delay(request):
+    delay = backend.parse_ms(request.args.get("ms"))
+    if delay is None:
+        return bad_request()
+    return user_response(await app.ctx.db.user_body(request.args.get("username", ""), delay))
+
+
+@app.get("/cache/<username:str>")
+async def cache(request, username):
+    return user_response(await app.ctx.db.cached_user_body(username))
+
+
+@app.get("/sleep")
+async def sleep(request):
+    delay = backend.parse_ms(request.args.get("ms"))
+    if delay is None:
+        return bad_request()
+    await asyncio.sleep(delay)
+    return text("ok")
 
 
 if __name__ == "__main__":

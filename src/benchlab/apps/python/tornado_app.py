@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+import benchlab_backend as backend
 import tornado.httpserver
 import tornado.netutil
 import tornado.process
@@ -24,8 +25,65 @@ class Json(tornado.web.RequestHandler):
         self.write(json.dumps({"code": 0, "message": "ok", "data": {}}, separators=(",", ":")))
 
 
+class UserHandler(tornado.web.RequestHandler):
+    def reply(self, body: bytes | None) -> None:
+        self.set_header("Content-Type", "application/json")
+        if body is None:
+            self.set_status(404)
+            body = backend.NOT_FOUND
+        self.write(body)
+
+    def bad_request(self) -> None:
+        self.set_status(400)
+        self.set_header("Content-Type", "application/json")
+        self.write(backend.BAD_REQUEST)
+
+
+class Db(UserHandler):
+    async def get(self) -> None:
+        db = self.application.settings["db"]
+        self.reply(await db.user_body(self.get_query_argument("username", "")))
+
+
+class DbDelay(UserHandler):
+    async def get(self) -> None:
+        delay = backend.parse_ms(self.get_query_argument("ms", None))
+        if delay is None:
+            return self.bad_request()
+        db = self.application.settings["db"]
+        self.reply(await db.user_body(self.get_query_argument("username", ""), delay))
+
+
+class Cache(UserHandler):
+    async def get(self, username: str) -> None:
+        self.reply(await self.application.settings["db"].cached_user_body(username))
+
+
+class Sleep(tornado.web.RequestHandler):
+    async def get(self) -> None:
+        delay = backend.parse_ms(self.get_query_argument("ms", None))
+        if delay is None:
+            self.set_status(400)
+            self.write(backend.BAD_REQUEST)
+            return
+        await asyncio.sleep(delay)
+        self.set_header("Content-Type", "text/plain")
+        self.write(b"ok")
+
+
 async def serve(sockets) -> None:
-    app = tornado.web.Application([(r"/plaintext", Plaintext), (r"/json", Json)])
+    db = await backend.AsyncBackend().start()  # after the fork: one pool per process
+    app = tornado.web.Application(
+        [
+            (r"/plaintext", Plaintext),
+            (r"/json", Json),
+            (r"/db", Db),
+            (r"/db-delay", DbDelay),
+            (r"/cache/([^/]+)", Cache),
+            (r"/sleep", Sleep),
+        ],
+        db=db,
+    )
     server = tornado.httpserver.HTTPServer(app)
     server.add_sockets(sockets)
     await asyncio.Event().wait()

@@ -1,0 +1,219 @@
+"""The data layer every Python reference app shares, so that all stacks run the same SQL.
+
+Configured by the environment benchlab sets: BENCHLAB_DB (postgres | mariadb),
+BENCHLAB_POOL_SIZE (per worker process), BENCHLAB_PG_HOST/PORT (PostgreSQL or pgbouncer),
+BENCHLAB_PGBOUNCER, BENCHLAB_MY_HOST/PORT, BENCHLAB_REDIS_URL. Queries always bind their
+parameters; nothing user-supplied is ever formatted into SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import time
+
+DB = os.environ.get("BENCHLAB_DB", "postgres")
+POOL_SIZE = int(os.environ.get("BENCHLAB_POOL_SIZE", "10"))
+PGBOUNCER = os.environ.get("BENCHLAB_PGBOUNCER") == "1"
+REDIS_URL = os.environ.get("BENCHLAB_REDIS_URL", "")
+CACHE_TTL_S = 180
+MAX_MS = 60_000
+
+NOT_FOUND = b'{"code":404,"message":"not found","data":{}}'
+BAD_REQUEST = b'{"code":400,"message":"bad request","data":{}}'
+
+# %s placeholders (psycopg, PyMySQL, aiomysql); asyncpg gets $n versions below.
+PG_USER = "SELECT id, username, role FROM user_basic WHERE username = %s"
+PG_USER_DELAY = "SELECT id, username, role, pg_sleep(%s)::text FROM user_basic WHERE username = %s"
+MY_USER = PG_USER
+MY_USER_DELAY = "SELECT id, username, role, SLEEP(%s) FROM user_basic WHERE username = %s"
+ASYNCPG_USER = "SELECT id, username, role FROM user_basic WHERE username = $1"
+ASYNCPG_USER_DELAY = (
+    "SELECT id, username, role, pg_sleep($1)::text FROM user_basic WHERE username = $2"
+)
+
+
+def user_body(row) -> bytes:
+    data = {"id": row[0], "username": row[1], "role": row[2]}
+    return json.dumps({"code": 0, "message": "ok", "data": data}, separators=(",", ":")).encode()
+
+
+def parse_ms(value: str | None) -> float | None:
+    """Milliseconds from the query string as seconds; None when missing or not a number."""
+    if value is None or not value.isdigit() or int(value) > MAX_MS:
+        return None
+    return int(value) / 1000.0
+
+
+def pg_conninfo() -> str:
+    host = os.environ.get("BENCHLAB_PG_HOST", "127.0.0.1")
+    port = os.environ.get("BENCHLAB_PG_PORT", "5432")
+    return f"host={host} port={port} user=benchlab dbname=benchlab"
+
+
+def mysql_kwargs() -> dict:
+    return {
+        "host": os.environ.get("BENCHLAB_MY_HOST", "127.0.0.1"),
+        "port": int(os.environ.get("BENCHLAB_MY_PORT", "3306")),
+        "user": "benchlab",
+        "password": "benchlab",
+        "autocommit": True,
+    }
+
+
+def _delay_query(delay_s: float | None, username: str, mysql: bool) -> tuple[str, tuple]:
+    if delay_s is None:
+        return (MY_USER if mysql else PG_USER), (username,)
+    return (MY_USER_DELAY if mysql else PG_USER_DELAY), (delay_s, username)
+
+
+# --- async: asyncpg / aiomysql / redis.asyncio ---------------------------------------------
+
+
+class AsyncBackend:
+    def __init__(self) -> None:
+        self.pg = None
+        self.my = None
+        self.redis = None
+
+    async def start(self) -> AsyncBackend:
+        if DB == "postgres" and "BENCHLAB_PG_PORT" in os.environ:
+            import asyncpg
+
+            self.pg = await asyncpg.create_pool(
+                host=os.environ["BENCHLAB_PG_HOST"],
+                port=int(os.environ["BENCHLAB_PG_PORT"]),
+                user="benchlab",
+                database="benchlab",
+                min_size=POOL_SIZE,
+                max_size=POOL_SIZE,
+                # Through a transaction-mode pgbouncer (< 1.21) prepared statements cannot be
+                # cached (asyncpg FAQ).
+                statement_cache_size=0 if PGBOUNCER else 100,
+            )
+        elif DB == "mariadb" and "BENCHLAB_MY_PORT" in os.environ:
+            import aiomysql
+
+            kwargs = mysql_kwargs()
+            self.my = await aiomysql.create_pool(
+                host=kwargs["host"],
+                port=kwargs["port"],
+                user=kwargs["user"],
+                password=kwargs["password"],
+                db="benchlab",
+                minsize=POOL_SIZE,
+                maxsize=POOL_SIZE,
+                autocommit=True,
+            )
+        if REDIS_URL:
+            import redis.asyncio
+
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                REDIS_URL, max_connections=POOL_SIZE
+            )
+            self.redis = redis.asyncio.Redis(connection_pool=pool)
+        return self
+
+    async def user(self, username: str, delay_s: float | None = None):
+        if self.pg is not None:
+            if delay_s is None:
+                return await self.pg.fetchrow(ASYNCPG_USER, username)
+            return await self.pg.fetchrow(ASYNCPG_USER_DELAY, delay_s, username)
+        if self.my is not None:
+            sql, args = _delay_query(delay_s, username, mysql=True)
+            async with self.my.acquire() as conn, conn.cursor() as cursor:
+                await cursor.execute(sql, args)
+                return await cursor.fetchone()
+        raise RuntimeError("no database configured (BENCHLAB_DB and its port)")
+
+    async def user_body(self, username: str, delay_s: float | None = None) -> bytes | None:
+        row = await self.user(username, delay_s)
+        return None if row is None else user_body(row)
+
+    async def cached_user_body(self, username: str) -> bytes | None:
+        key = f"user:{username}"
+        cached = await self.redis.get(key)
+        if cached is not None:
+            return cached
+        body = await self.user_body(username)
+        if body is not None:
+            await self.redis.set(key, body, ex=CACHE_TTL_S)
+        return body
+
+
+# --- sync: psycopg 3 pool / PyMySQL / redis-py -----------------------------------------------
+
+
+class _PyMySQLPool:
+    """A fixed-size pool: PyMySQL ships none."""
+
+    def __init__(self, size: int) -> None:
+        import pymysql
+
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        for _ in range(size):
+            self._idle.put(pymysql.connect(database="benchlab", **mysql_kwargs()))
+
+    def fetchone(self, sql: str, args: tuple):
+        conn = self._idle.get(timeout=30)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(sql, args)
+                return cursor.fetchone()
+        finally:
+            self._idle.put(conn)
+
+
+class SyncBackend:
+    def __init__(self) -> None:
+        self.pg = None
+        self.my = None
+        self.redis = None
+        if DB == "postgres" and "BENCHLAB_PG_PORT" in os.environ:
+            from psycopg_pool import ConnectionPool
+
+            self.pg = ConnectionPool(
+                pg_conninfo(),
+                min_size=POOL_SIZE,
+                max_size=POOL_SIZE,
+                open=True,
+                # No server-side prepared statements through pgbouncer (< 1.22).
+                kwargs={"autocommit": True, "prepare_threshold": None if PGBOUNCER else 5},
+            )
+            self.pg.wait(timeout=30)
+        elif DB == "mariadb" and "BENCHLAB_MY_PORT" in os.environ:
+            self.my = _PyMySQLPool(POOL_SIZE)
+        if REDIS_URL:
+            import redis
+
+            pool = redis.BlockingConnectionPool.from_url(REDIS_URL, max_connections=POOL_SIZE)
+            self.redis = redis.Redis(connection_pool=pool)
+
+    def user(self, username: str, delay_s: float | None = None):
+        if self.pg is not None:
+            sql, args = _delay_query(delay_s, username, mysql=False)
+            with self.pg.connection() as conn:
+                return conn.execute(sql, args).fetchone()
+        if self.my is not None:
+            sql, args = _delay_query(delay_s, username, mysql=True)
+            return self.my.fetchone(sql, args)
+        raise RuntimeError("no database configured (BENCHLAB_DB and its port)")
+
+    def user_body(self, username: str, delay_s: float | None = None) -> bytes | None:
+        row = self.user(username, delay_s)
+        return None if row is None else user_body(row)
+
+    def cached_user_body(self, username: str) -> bytes | None:
+        key = f"user:{username}"
+        cached = self.redis.get(key)
+        if cached is not None:
+            return cached
+        body = self.user_body(username)
+        if body is not None:
+            self.redis.set(key, body, ex=CACHE_TTL_S)
+        return body
+
+
+def blocking_sleep(seconds: float) -> None:
+    time.sleep(seconds)

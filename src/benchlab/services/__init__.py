@@ -1,0 +1,121 @@
+"""The real services of a run: started once, shared by every cell, stopped on any exit."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlab.process import ProcessRegistry
+from benchlab.recipe import Services as ServicesConfig
+from benchlab.services.base import RunningService
+
+SessionProbe = Callable[[], int]
+
+
+class Services:
+    def __init__(self, registry: ProcessRegistry, workroot: Path, cores: tuple[int, ...]) -> None:
+        self.registry = registry
+        self.workroot = workroot
+        self.cores = cores
+        self.running: dict[str, RunningService] = {}
+        self.database_kind: str | None = None
+        self._closers: list[Callable[[], None]] = []
+
+    def start(
+        self,
+        config: ServicesConfig,
+        *,
+        need_database: bool,
+        need_cache: bool,
+        status: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        from benchlab.services.mariadb import start_mariadb
+        from benchlab.services.pgbouncer import start_pgbouncer
+        from benchlab.services.postgres import start_postgres
+        from benchlab.services.redis_service import start_redis
+
+        base = self.workroot / "services"
+        base.mkdir(exist_ok=True)
+        for directory in (self.workroot, base):
+            directory.chmod(0o711)  # the postgres user must reach its own directory below
+        if need_database and config.database == "postgres":
+            status("starting PostgreSQL")
+            postgres = start_postgres(self.registry, base, self.cores, config.max_connections)
+            self.running["postgresql"] = postgres
+            if config.pgbouncer:
+                status("starting pgbouncer")
+                self.running["pgbouncer"] = start_pgbouncer(
+                    self.registry, base, self.cores, postgres.port, config.pool_mode,
+                    config.pgbouncer_pool_size,
+                )  # fmt: skip
+            self.database_kind = "postgres"
+        elif need_database:
+            status("starting MariaDB")
+            self.running["mariadb"] = start_mariadb(
+                self.registry, base, self.cores, config.max_connections
+            )
+            self.database_kind = "mariadb"
+        if need_cache:
+            status("starting Redis")
+            self.running["redis"] = start_redis(self.registry, base, self.cores)
+
+    def stack_env(self) -> dict[str, str]:
+        """What a stack needs to reach the services (pgbouncer, when there, stands in front)."""
+        env: dict[str, str] = {}
+        for name in ("postgresql", "pgbouncer", "mariadb", "redis"):
+            if name in self.running:
+                env.update(self.running[name].env)
+        if self.database_kind:
+            env["BENCHLAB_DB"] = self.database_kind
+        return env
+
+    def dead(self) -> RunningService | None:
+        return next((s for s in self.running.values() if not s.process.alive()), None)
+
+    def describe(self) -> dict[str, dict[str, object]]:
+        return {name: {"port": s.port, "dsn": s.dsn} for name, s in self.running.items()}
+
+    # --- monitoring ---------------------------------------------------------------------------
+
+    def session_probe(self) -> SessionProbe | None:
+        """Counts the database's sessions running a query (its own view, behind any pool)."""
+        if "postgresql" in self.running:
+            import psycopg
+
+            from benchlab.services.postgres import active_sessions
+
+            conn = psycopg.connect(self.running["postgresql"].dsn, autocommit=True)
+            self._closers.append(conn.close)
+            return lambda: active_sessions(conn)
+        if "mariadb" in self.running:
+            from benchlab.services.mariadb import active_sessions, connect
+
+            my = connect(self.running["mariadb"].port)
+            self._closers.append(my.close)
+            return lambda: active_sessions(my)
+        return None
+
+    def pool_probe(self) -> SessionProbe | None:
+        """Server connections pgbouncer has handed to clients right now."""
+        if "pgbouncer" not in self.running:
+            return None
+        from benchlab.services.pgbouncer import active_server_connections, admin_connection
+
+        admin = admin_connection(self.running["pgbouncer"].port)
+        self._closers.append(admin.close)
+        return lambda: active_server_connections(admin)
+
+    def cache_client(self):
+        if "redis" not in self.running:
+            return None
+        import redis
+
+        client = redis.Redis.from_url(self.running["redis"].dsn, socket_timeout=5)
+        self._closers.append(client.close)
+        return client
+
+    def close_monitors(self) -> None:
+        while self._closers:
+            with contextlib.suppress(Exception):
+                self._closers.pop()()

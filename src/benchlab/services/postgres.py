@@ -1,0 +1,115 @@
+"""PostgreSQL: a throwaway cluster from Debian's binaries, seeded with user_basic."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import psycopg
+
+from benchlab.dataset import users
+from benchlab.errors import ServiceError
+from benchlab.process import ProcessRegistry
+from benchlab.services.base import (
+    HOST,
+    RunningService,
+    owned_dir,
+    service_error,
+    service_user,
+    wait_until,
+)
+from benchlab.services.ports import free_port
+
+DATABASE = "benchlab"
+USER = "benchlab"
+
+
+def postgres_bin() -> Path:
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name)
+    )
+    if not versions:
+        raise ServiceError(
+            "PostgreSQL is not installed; run ./lab setup (apt-get install postgresql-15)"
+        )
+    return versions[-1].parent
+
+
+def dsn(port: int, database: str = DATABASE) -> str:
+    return f"postgresql://{USER}@{HOST}:{port}/{database}"
+
+
+def start_postgres(
+    registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...], max_connections: int
+) -> RunningService:
+    user = service_user("postgres")
+    base = owned_dir(workdir / "pg", user)
+    data = base / "data"
+    bindir = postgres_bin()
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8",
+              "--no-sync", "--no-instructions"]  # fmt: skip
+    result = subprocess.run(initdb, capture_output=True, text=True, user=user, check=False)
+    if result.returncode != 0:
+        raise service_error(
+            "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr
+        )
+    port = free_port()
+    argv = [
+        str(bindir / "postgres"), "-D", str(data),
+        "-c", f"port={port}", "-c", f"listen_addresses={HOST}",
+        "-c", "unix_socket_directories=",
+        "-c", f"max_connections={max_connections}",
+        # A throwaway cluster: durability costs I/O that no scenario is about.
+        "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+        "-c", "shared_buffers=128MB",
+    ]  # fmt: skip
+    # In the foreground (not pg_ctl's daemon) so benchlab owns it and stops it on any exit;
+    # SIGINT is PostgreSQL's fast shutdown.
+    process = registry.start(
+        argv, cores=cores, log_path=base / "postgres.log", user=user, stop_signal=signal.SIGINT
+    )
+    wait_until("postgresql", process, lambda: _answers(dsn(port, "postgres")))
+    with psycopg.connect(dsn(port, "postgres"), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {DATABASE}")
+    with psycopg.connect(dsn(port)) as conn:
+        seed(conn)
+    return RunningService(
+        name="postgresql",
+        port=port,
+        dsn=dsn(port),
+        process=process,
+        env={"BENCHLAB_PG_HOST": HOST, "BENCHLAB_PG_PORT": str(port)},
+    )
+
+
+def _answers(conninfo: str) -> bool:
+    with psycopg.connect(conninfo, connect_timeout=2) as conn:
+        conn.execute("SELECT 1")
+    return True
+
+
+def seed(conn: psycopg.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE user_basic (id serial PRIMARY KEY, username text UNIQUE NOT NULL,"
+        " role text NOT NULL)"
+    )
+    with (
+        conn.cursor() as cursor,
+        cursor.copy("COPY user_basic (id, username, role) FROM STDIN") as copy,
+    ):
+        for row in users():
+            copy.write_row(row)
+    conn.execute("SELECT setval('user_basic_id_seq', (SELECT max(id) FROM user_basic))")
+    conn.execute("ANALYZE user_basic")
+    conn.commit()
+
+
+def active_sessions(conn: psycopg.Connection) -> int:
+    """Client sessions of the benchmark database that are running a query right now."""
+    row = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active'"
+        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        (DATABASE,),
+    ).fetchone()
+    return int(row[0]) if row else 0
