@@ -17,14 +17,18 @@ from benchlab.verify import wait_until_answering
 
 @contextlib.contextmanager
 def running_stack(
-    name: str, workdir: Path, cores: tuple[int, ...] = (0,), workers: int = 1
+    name: str,
+    workdir: Path,
+    cores: tuple[int, ...] = (0,),
+    workers: int = 1,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[ManagedProcess, int]]:
     stack = CATALOGUE[name]
     if stack.build is not None:
         stack.build()
     ctx = LaunchContext(HOST, free_port(), workdir, cores, workers)
     registry = ProcessRegistry()
-    process = start_stack(registry, stack, ctx, cores)
+    process = start_stack(registry, stack, ctx, cores, env)
     try:
         problem = wait_until_answering(HOST, ctx.port, process.alive, stack.start_timeout)
         assert problem is None, f"{name}: {problem}: {process.log_tail()}"

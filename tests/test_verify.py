@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from benchlab.runner import HOST
-from benchlab.scenarios import JSON, PLAINTEXT
+from benchlab.scenarios import SCENARIOS
 from benchlab.verify import verify
 from tests.servers import running_stack, scripted_server
 
+JSON = SCENARIOS["json"].expectations()[0]
+PLAINTEXT = SCENARIOS["plaintext"].expectations()[0]
 DATE = {"Date": "Sat, 21 Nov 2026 10:00:00 GMT"}
 GOOD_JSON = JSON.body
 
@@ -47,7 +49,7 @@ def _json(headers: dict[str, str], body: bytes = GOOD_JSON, status: int = 200):
 )
 def test_each_clause_of_the_contract(responses, reason) -> None:
     with scripted_server(responses) as port:
-        problem = verify(HOST, port, JSON)
+        problem = verify(HOST, port, [JSON])
     if reason is None:
         assert problem is None
     else:
@@ -57,11 +59,10 @@ def test_each_clause_of_the_contract(responses, reason) -> None:
 def test_nothing_listening_is_a_reason_not_a_crash() -> None:
     with scripted_server({}) as port:
         pass
-    problem = verify(HOST, port, PLAINTEXT, timeout=2)
+    problem = verify(HOST, port, [PLAINTEXT], timeout=2)
     assert problem is not None and "failed" in problem
 
 
 def test_nginx_static_honours_the_contract(tmp_path: Path) -> None:
     with running_stack("nginx-static", tmp_path) as (_, port):
-        assert verify(HOST, port, PLAINTEXT) is None
-        assert verify(HOST, port, JSON) is None
+        assert verify(HOST, port, [PLAINTEXT, JSON]) is None

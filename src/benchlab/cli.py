@@ -161,6 +161,39 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+services_app = typer.Typer(help="Real services for exploration by hand.", no_args_is_help=True)
+app.add_typer(services_app, name="services")
+
+
+@services_app.command("up")
+def services_up(
+    postgres: Annotated[bool, typer.Option(help="PostgreSQL.")] = True,
+    pgbouncer: Annotated[bool, typer.Option(help="pgbouncer in front of PostgreSQL.")] = True,
+    mariadb: Annotated[bool, typer.Option(help="MariaDB.")] = True,
+    redis: Annotated[bool, typer.Option(help="Redis.")] = True,
+) -> None:
+    """Start the services (seeded, on loopback) and print their connection strings."""
+    from benchlab.services.manual import services_up as start
+
+    cpu_count = os.cpu_count() or 1
+    started = start(
+        tuple(range(max(cpu_count // 2, 1))),
+        postgres=postgres, pgbouncer=pgbouncer, mariadb=mariadb, redis=redis,
+    )  # fmt: skip
+    for service in started:
+        console.print(f"{service.name:<11} {service.dsn}", markup=False, highlight=False)
+    console.print("stop them with: benchlab services down")
+
+
+@services_app.command("down")
+def services_down() -> None:
+    """Stop the services started by 'benchlab services up' and remove their data."""
+    from benchlab.services.manual import services_down as stop
+
+    stopped = stop()
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "no services were up")
+
+
 @app.command()
 def selfcheck(
     pairs: Annotated[int, typer.Option(min=1, max=50, help="Alternated bare/benchlab pairs.")] = 6,

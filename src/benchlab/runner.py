@@ -190,6 +190,8 @@ class Execution:
                 if self.services is not None:
                     self.services.close_monitors()
                 self.registry.stop_all()
+                if self.services is not None:
+                    self.services.remove_data()
                 shutil.rmtree(self.workroot, ignore_errors=True)
                 for cell in self.measured - set(self.failed):
                     self.store.mark_cell(self.cell_ids[cell], "ok")

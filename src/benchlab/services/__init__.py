@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +25,25 @@ class Services:
         self.running: dict[str, RunningService] = {}
         self.database_kind: str | None = None
         self._closers: list[Callable[[], None]] = []
+        self._own_dir: Path | None = None
+
+    def _base_dir(self) -> Path:
+        """Where service data goes: under the run's directory, unless the daemons' own
+        users (postgres) could not reach it there; then in a private directory of /tmp."""
+        if os.geteuid() != 0 or _traversable_by_others(self.workroot.parent):
+            base = self.workroot / "services"
+            base.mkdir(exist_ok=True)
+            for directory in (self.workroot, base):
+                directory.chmod(0o711)  # the postgres user must reach its own directory below
+            return base
+        self._own_dir = Path(tempfile.mkdtemp(prefix="bl-svc-", dir="/tmp"))
+        self._own_dir.chmod(0o711)
+        return self._own_dir
+
+    def remove_data(self) -> None:
+        """Remove service data kept outside the run's directory (after the services stop)."""
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
 
     def start(
         self,
@@ -35,10 +58,9 @@ class Services:
         from benchlab.services.postgres import start_postgres
         from benchlab.services.redis_service import start_redis
 
-        base = self.workroot / "services"
-        base.mkdir(exist_ok=True)
-        for directory in (self.workroot, base):
-            directory.chmod(0o711)  # the postgres user must reach its own directory below
+        if not (need_database or need_cache):
+            return
+        base = self._base_dir()
         if need_database and config.database == "postgres":
             status("starting PostgreSQL")
             postgres = start_postgres(self.registry, base, self.cores, config.max_connections)
@@ -119,3 +141,7 @@ class Services:
         while self._closers:
             with contextlib.suppress(Exception):
                 self._closers.pop()()
+
+
+def _traversable_by_others(path: Path) -> bool:
+    return all(directory.stat().st_mode & stat.S_IXOTH for directory in (path, *path.parents))

@@ -1,0 +1,113 @@
+"""`benchlab services up` / `down`: the real services, kept running for exploration by hand."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from benchlab.errors import UserError
+from benchlab.process import ProcessRegistry
+from benchlab.services.base import RunningService
+
+
+def state_file() -> Path:
+    root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
+    return Path(root) / "services.json"
+
+
+def _alive(pid: int, create_time: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() == create_time and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def services_up(
+    cores: tuple[int, ...], *, postgres: bool, pgbouncer: bool, mariadb: bool, redis: bool
+) -> list[RunningService]:
+    from benchlab.services.mariadb import start_mariadb
+    from benchlab.services.pgbouncer import start_pgbouncer
+    from benchlab.services.postgres import start_postgres
+    from benchlab.services.redis_service import start_redis
+
+    path = state_file()
+    if path.exists():
+        state = json.loads(path.read_text())
+        if any(_alive(p["pid"], p["create_time"]) for p in state["processes"]):
+            raise UserError(
+                f"services are already up (see {path}); run 'benchlab services down' first"
+            )
+        _remove(state)
+    workroot = Path(tempfile.mkdtemp(prefix="bl-services-"))
+    workroot.chmod(0o711)
+    registry = ProcessRegistry()
+    started: list[RunningService] = []
+    try:
+        if postgres or pgbouncer:
+            started.append(start_postgres(registry, workroot, cores, max_connections=200))
+            if pgbouncer:
+                started.append(
+                    start_pgbouncer(registry, workroot, cores, started[-1].port, "transaction", 20)
+                )
+        if mariadb:
+            started.append(start_mariadb(registry, workroot, cores, max_connections=200))
+        if redis:
+            started.append(start_redis(registry, workroot, cores))
+    except BaseException:
+        registry.stop_all()
+        shutil.rmtree(workroot, ignore_errors=True)
+        raise
+    processes = [
+        {
+            "name": s.name,
+            "pid": s.process.pid,
+            "create_time": psutil.Process(s.process.pid).create_time(),
+            "stop_signal": int(s.process.stop_signal),
+        }
+        for s in started
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {
+        "workroot": str(workroot),
+        "processes": processes,
+        "services": {s.name: s.dsn for s in started},
+    }
+    path.write_text(json.dumps(state, indent=2))
+    return started
+
+
+def services_down() -> list[str]:
+    path = state_file()
+    if not path.exists():
+        return []
+    state = json.loads(path.read_text())
+    stopped = _remove(state)
+    path.unlink()
+    return stopped
+
+
+def _remove(state: dict) -> list[str]:
+    stopped = []
+    for entry in state["processes"]:
+        if not _alive(entry["pid"], entry["create_time"]):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(entry["pid"], signal.Signals(entry["stop_signal"]))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(entry["pid"], entry["create_time"]):
+            time.sleep(0.1)
+        if _alive(entry["pid"], entry["create_time"]):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(entry["pid"], signal.SIGKILL)
+        stopped.append(entry["name"])
+    shutil.rmtree(state["workroot"], ignore_errors=True)
+    return stopped
