@@ -135,6 +135,20 @@ BAD_RECIPES = [
         "at least one",
     ),
     (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "line"),
+    (GOOD + '[services]\ndatabase = "mysql"\n', "services.database", "'postgres' or 'mariadb'"),
+    (
+        GOOD + '[services]\ndatabase = "mariadb"\npgbouncer = true\n',
+        "services.pgbouncer",
+        "fronts PostgreSQL only",
+    ),
+    (GOOD + "[params]\npool_size = [4, 0]\n", "params.pool_size", ">= 1"),
+    (GOOD + "[params]\nsleep_ms = -5\n", "params.sleep_ms", ">= 0"),
+    (GOOD + "[params]\ndelay = 5\n", "params.delay", "did you mean 'db_delay_ms'"),
+    (
+        GOOD.replace("workers = 1", 'workers = 1\nflavour = "async"'),
+        'stack."gin".flavour',
+        "no driver flavours",
+    ),
 ]
 
 
@@ -170,3 +184,53 @@ def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     missing = benchlab("run", str(tmp_path / "absent.toml"), "--results", str(tmp_path / "r.db"))
     assert missing.returncode == 2 and "not found" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+DB_RECIPE = """
+name = "db"
+stacks = ["fastapi+uvicorn", "flask+gunicorn", "nginx-static"]
+scenarios = ["plaintext", "db", "db-delay", "sleep"]
+
+[params]
+flavour = ["sync", "async"]
+pool_size = [2, 8]
+db_delay_ms = [10, 40]
+sleep_ms = 100
+
+[[load]]
+connections = 16
+duration = 1
+"""
+
+
+def test_parameters_multiply_only_the_cells_they_apply_to(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, DB_RECIPE)
+    recipe, text = load_recipe(path)
+    cells = build_plan(path, recipe, text, cpu_count=2).cells
+    fastapi = [c for c in cells if c.stack == "fastapi+uvicorn"]
+    # per flavour: plaintext 1 + db 2 pools + db-delay 2 pools x 2 delays + sleep 1 = 8
+    assert len(fastapi) == 16
+    assert {c.flavour for c in fastapi} == {"sync", "async"}
+    flask = [c for c in cells if c.stack == "flask+gunicorn"]
+    assert {c.flavour for c in flask} == {"sync"} and len(flask) == 8
+    nginx = [c for c in cells if c.stack == "nginx-static"]
+    assert [(c.scenario, c.flavour, c.pool_size, c.ms) for c in nginx] == [
+        ("plaintext", None, None, None)
+    ]
+    plaintext = next(c for c in fastapi if c.scenario == "plaintext")
+    assert plaintext.pool_size is None and plaintext.ms is None
+    delays = {(c.pool_size, c.ms) for c in fastapi if c.scenario == "db-delay"}
+    assert delays == {(2, 10), (2, 40), (8, 10), (8, 40)}
+    assert {c.ms for c in fastapi if c.scenario == "sleep"} == {100}
+    # One launch per stack x flavour x workers x pool; plaintext rides with the first pool.
+    assert len({c.launch_key for c in fastapi}) == 6
+
+
+def test_a_flavour_no_stack_offers_is_an_error(tmp_path: Path) -> None:
+    path = write_recipe(
+        tmp_path, DB_RECIPE.replace('flavour = ["sync", "async"]', 'flavour = "async"')
+    )
+    with pytest.raises(
+        UserError, match=r"key 'params.flavour': stack 'flask\+gunicorn' offers none of async"
+    ):
+        load_recipe(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
+import re
 import tomllib
 import types
 import typing
@@ -429,12 +430,22 @@ def _unwrap(annotation: Any) -> Any:
             return annotation
 
 
+_UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool)$|^list\[")
+
+
 def _describe_validation_error(path: Path, exc: ValidationError) -> str:
-    error = exc.errors()[0]
+    # A value that may be one thing or a list of them fails once per branch, with the branch
+    # named in its location; the deepest location is the one that says what is wrong.
+    errors = [
+        {**e, "loc": tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))}
+        for e in exc.errors()
+    ]
+    error = max(errors, key=lambda e: len(e["loc"]))
     loc = tuple(error["loc"])
     kind = error["type"]
     key = _key_path(loc)
-    more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+    others = {e["loc"] for e in errors if loc[: len(e["loc"])] != e["loc"]}
+    more = f" (and {len(others)} more problem(s))" if others else ""
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         allowed = list(parent.model_fields) if parent else []
