@@ -4,6 +4,7 @@ database that dies mid-trial fails its cells without taking the run down."""
 from __future__ import annotations
 
 import http.client
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -101,6 +102,7 @@ def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
                 assert ms <= elapsed_ms < ms + 200, elapsed_ms
     finally:
         registry.stop_all()
+        shutil.rmtree(workroot, ignore_errors=True)
 
 
 def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
