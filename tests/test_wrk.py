@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.load import LoadRequest, LoadToolError, run_wrk
+from benchlab.load import LoadRequest, LoadToolError, run_tool
 from benchlab.load.wrk import parse_wrk_output
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
@@ -29,7 +29,7 @@ def _request(port: int, path: str, connections: int = 8) -> LoadRequest:
 def test_wrk_against_nginx_gives_a_complete_result(tmp_path: Path) -> None:
     registry = ProcessRegistry()
     with running_stack("nginx-static", tmp_path) as (_, port):
-        result = run_wrk(_request(port, "/plaintext"), registry, tmp_path)
+        result = run_tool(_request(port, "/plaintext"), registry, tmp_path)
     assert result.tool == "wrk"
     assert result.requests > 100
     assert 0.9 < result.duration_s < 2.0
@@ -48,7 +48,7 @@ def test_non_2xx_responses_are_counted_as_errors(tmp_path: Path) -> None:
     registry = ProcessRegistry()
     failing = {"/boom": (500, {"Content-Length": "4", "Date": "x"}, b"boom")}
     with scripted_server(failing) as port:
-        result = run_wrk(_request(port, "/boom", connections=2), registry, tmp_path)
+        result = run_tool(_request(port, "/boom", connections=2), registry, tmp_path)
     assert result.requests > 0
     assert result.errors.non_2xx == result.requests
 
@@ -57,7 +57,7 @@ def test_nothing_listening_is_a_clear_load_tool_error(tmp_path: Path) -> None:
     with scripted_server({}) as port:
         pass  # closed again: nothing listens on the port now
     with pytest.raises(LoadToolError, match="unable to connect"):
-        run_wrk(_request(port, "/"), ProcessRegistry(), tmp_path)
+        run_tool(_request(port, "/"), ProcessRegistry(), tmp_path)
 
 
 def test_a_server_that_goes_away_mid_run_gives_socket_errors(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_server_that_goes_away_mid_run_gives_socket_errors(tmp_path: Path) -> 
         request = LoadRequest(**{**request.__dict__, "url": f"http://{HOST}:{port}/bye"})
         result_box: list = []
         worker = threading.Thread(
-            target=lambda: result_box.append(run_wrk(request, ProcessRegistry(), tmp_path))
+            target=lambda: result_box.append(run_tool(request, ProcessRegistry(), tmp_path))
         )
         worker.start()
         time.sleep(0.7)

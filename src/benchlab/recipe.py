@@ -23,7 +23,7 @@ from benchlab.errors import UserError
 from benchlab.scenarios import SCENARIOS
 
 DEFAULT_RECIPE = Path("recipes/quick.toml")
-LOAD_TOOLS = ("wrk",)
+LOAD_TOOLS = ("wrk", "ab", "hey", "siege")
 
 
 class _Strict(BaseModel):
@@ -35,7 +35,7 @@ CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 
 
 class LoadProfile(_Strict):
-    tool: Literal["wrk"] = "wrk"
+    tool: Literal["wrk", "ab", "hey", "siege"] = "wrk"
     connections: PositiveInt = 64
     threads: PositiveInt | None = None
     # wrk takes whole seconds
@@ -267,7 +267,7 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             scenario=scenario_name,
                             tool=profile.tool,
                             connections=profile.connections,
-                            threads=min(profile.threads or len(cores.load), profile.connections),
+                            threads=_threads(profile, cores),
                             duration=profile.duration,
                             timeout=profile.timeout,
                             workers=workers,
@@ -277,6 +277,12 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                         )
                     )
     return tuple(dict.fromkeys(cells))
+
+
+def _threads(profile: LoadProfile, cores: CoreAssignment) -> int:
+    if profile.tool == "ab":
+        return 1  # ab is single-threaded whatever it is told
+    return min(profile.threads or len(cores.load), profile.connections)
 
 
 def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:

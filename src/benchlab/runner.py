@@ -19,7 +19,7 @@ from typing import Protocol
 
 from benchlab import machine
 from benchlab.errors import RunInterrupted, ServiceError, UserError
-from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_wrk
+from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_tool
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.recipe import Cell, Plan
@@ -342,11 +342,12 @@ class Execution:
             duration_s=cell.duration,
             timeout_s=cell.timeout,
             cores=self.plan.cores.load,
+            tool=cell.tool,
         )
         try:
             if self.plan.recipe.warmup > 0:
                 warmup = LoadRequest(**{**request.__dict__, "duration_s": self.plan.recipe.warmup})
-                run_wrk(warmup, self.registry, workdir)
+                run_tool(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
             cache_before = self._cache_counters(scenario.needs_cache)
             cores = self.plan.cores
@@ -357,7 +358,7 @@ class Execution:
                 PeakSampler(probes) as peaks,
             ):
                 started_at = now()
-                result = run_wrk(request, self.registry, workdir)
+                result = run_tool(request, self.registry, workdir)
         except LoadToolError as exc:
             self._check_alive(server, cell)
             self._fail(cell, f"load tool failed: {exc}")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.stats import Estimate, median_interval
-from benchlab.load import LoadRequest, run_wrk
-from benchlab.load.wrk import LoadToolError
+from benchlab.load import LoadRequest, run_tool
+from benchlab.load.base import LoadToolError
 from benchlab.monitor import ProcessTreeSampler
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST, _pinned_to, free_port, start_stack
@@ -67,11 +67,11 @@ def run_selfcheck(
             )
             bare, harness = [], []
             with _pinned_to(load_cores):
-                run_wrk(LoadRequest(**{**request.__dict__, "duration_s": 1}), registry, workdir)
+                run_tool(LoadRequest(**{**request.__dict__, "duration_s": 1}), registry, workdir)
                 for i in range(pairs):
                     bare.append(bare_wrk(request))
                     with ProcessTreeSampler(server):
-                        harness.append(run_wrk(request, registry, workdir).throughput_rps)
+                        harness.append(run_tool(request, registry, workdir).throughput_rps)
                     progress(
                         f"pair {i + 1}/{pairs}: bare {bare[-1]:,.0f}  benchlab {harness[-1]:,.0f}"
                     )

@@ -225,10 +225,11 @@ class Store:
             " bytes, latency_min_ms, latency_mean_ms, latency_stdev_ms, latency_p50_ms,"
             " latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms,"
             " latency_percentiles, errors_connect, errors_read, errors_write, errors_timeout,"
-            " errors_non_2xx, server_cpu_pct, server_rss_mb, server_processes, load_cpu_pct,"
+            " errors_non_2xx, errors_other, server_cpu_pct, server_rss_mb, server_processes,"
+            " load_cpu_pct,"
             " server_steal_pct, load_steal_pct, db_sessions_peak, pool_active_peak, cache_hits,"
             " cache_misses)"
-            f" VALUES ({', '.join('?' * 31)})",
+            f" VALUES ({', '.join('?' * 32)})",
             (
                 cell_id,
                 round_index,
@@ -251,6 +252,7 @@ class Store:
                 err.write,
                 err.timeout,
                 err.non_2xx,
+                err.other,
                 server.cpu_pct,
                 server.peak_rss_mb,
                 server.processes,

@@ -12,10 +12,11 @@ class Errors:
     write: int = 0
     timeout: int = 0
     non_2xx: int = 0
+    other: int = 0  # failures the tool does not classify (siege's failed transactions)
 
     @property
     def total(self) -> int:
-        return self.connect + self.read + self.write + self.timeout + self.non_2xx
+        return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.other
 
 
 @dataclass(frozen=True)

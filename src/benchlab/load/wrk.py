@@ -1,67 +1,34 @@
-"""wrk adapter: runs wrk pinned to the load cores and reads the JSON its Lua done() prints."""
+"""wrk: its Lua done() hook prints one JSON line; its human text is never parsed."""
 
 from __future__ import annotations
 
 import json
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.load.base import LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
-from benchlab.process import ProcessRegistry
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 MARKER = "BENCHLAB_WRK_JSON "
 
 
-class LoadToolError(RuntimeError):
-    """The load tool failed to run or printed no result."""
+class Wrk:
+    name = "wrk"
+    package = "wrk"
 
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        return [
+            "wrk",
+            f"--threads={request.threads}",
+            f"--connections={request.connections}",
+            f"--duration={request.duration_s}s",
+            f"--timeout={request.timeout_s}s",
+            f"--script={REPORT_SCRIPT}",
+            request.url,
+        ]
 
-@dataclass(frozen=True)
-class LoadRequest:
-    url: str
-    connections: int
-    threads: int
-    duration_s: float
-    timeout_s: float
-    cores: tuple[int, ...]
-
-
-def wrk_command(request: LoadRequest) -> list[str]:
-    return [
-        "wrk",
-        f"--threads={request.threads}",
-        f"--connections={request.connections}",
-        f"--duration={max(1, round(request.duration_s))}s",
-        f"--timeout={max(1, round(request.timeout_s))}s",
-        f"--script={REPORT_SCRIPT}",
-        request.url,
-    ]
-
-
-def run_wrk(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> LoadResult:
-    if shutil.which("wrk") is None:
-        raise LoadToolError("wrk is not installed (apt-get install wrk)")
-    log = workdir / "wrk.out"
-    log.unlink(missing_ok=True)
-    process = registry.start(wrk_command(request), cores=request.cores, log_path=log)
-    try:
-        # wrk stops itself after --duration; the margin covers connection set-up and --timeout.
-        code = process.wait(timeout=request.duration_s + request.timeout_s + 15)
-        if code is None:
-            raise LoadToolError(f"wrk did not finish within its duration + margin ({request.url})")
-    finally:
-        registry.stop(process)
-    output = log.read_text(errors="replace")
-    if code != 0:
-        raise LoadToolError(f"wrk exited with {code}: {output.strip()[-500:]}")
-    result = parse_wrk_output(output)
-    cpu_pct = None
-    if process.rusage is not None and result.duration_s > 0:
-        used = process.rusage.ru_utime + process.rusage.ru_stime
-        cpu_pct = 100.0 * used / result.duration_s
-    return LoadResult(**{**result.__dict__, "load_cpu_pct": cpu_pct})
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        return parse_wrk_output(output)
 
 
 def parse_wrk_output(output: str) -> LoadResult:

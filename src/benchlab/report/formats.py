@@ -205,7 +205,8 @@ CSV_FIELDS = (
     "throughput_low", "throughput_high",
     "throughput_confidence", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "errors", "errors_connect", "errors_read",
-    "errors_write", "errors_timeout", "errors_non_2xx", "server_cpu_pct", "server_rss_mb",
+    "errors_write", "errors_timeout", "errors_non_2xx", "errors_other", "server_cpu_pct",
+    "server_rss_mb",
     "load_cpu_pct", "server_steal_pct", "db_sessions_peak", "pool_active_peak",
     "cache_hit_ratio", "status", "reason",
 )  # fmt: skip

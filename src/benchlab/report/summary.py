@@ -117,8 +117,8 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
     if status == "pending" and trials:
         status = "incomplete"
     errors = {
-        kind: sum(t[f"errors_{kind}"] for t in trials)
-        for kind in ("connect", "read", "write", "timeout", "non_2xx")
+        kind: sum(t[f"errors_{kind}"] or 0 for t in trials)
+        for kind in ("connect", "read", "write", "timeout", "non_2xx", "other")
     }
     errors = {"total": sum(errors.values()), **errors}
     maxima = [t["latency_max_ms"] for t in trials if t["latency_max_ms"] is not None]

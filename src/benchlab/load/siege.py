@@ -1,0 +1,62 @@
+"""siege: simulated users with keep-alive (set in its rc file), JSON summary (-j). It reports
+no percentiles and times to 10 ms (two decimals of a second): those stay as given or empty.
+It counts 5xx answers and socket failures together as 'failed transactions', so those are
+reported as unclassified errors; 4xx answers are transactions that were not successful.
+Its -t stops early on short runs: the duration is its own elapsed time, not the one asked."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.result import Errors, Latency, LoadResult
+
+MB = 1024 * 1024
+
+
+class Siege:
+    name = "siege"
+    package = "siege"
+
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        rc = workdir / "siegerc"
+        rc.write_text(
+            "connection = keep-alive\nprotocol = HTTP/1.1\nparser = false\nlogging = false\n"
+            "show-logfile = false\njson_output = true\nbenchmark = true\nverbose = false\n"
+            f"quiet = true\ntimeout = {request.timeout_s}\nfailures = 1000000000\n"
+            f"limit = {max(request.connections, 255)}\n"
+        )
+        return [
+            "siege", f"--rc={rc}", "-c", str(request.connections),
+            "-t", f"{request.duration_s}S", request.url,
+        ]  # fmt: skip
+
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        match = re.search(r"\{.*\}", output, re.DOTALL)
+        if match is None:
+            raise LoadToolError(f"siege printed no JSON summary: {output.strip()[-300:]}")
+        data = json.loads(match.group(0))
+        transactions = int(data["transactions"])
+        has = transactions > 0
+        return LoadResult(
+            tool="siege",
+            requests=transactions,
+            duration_s=float(data["elapsed_time"]),
+            bytes=int(float(data["data_transferred"]) * MB),
+            latency=Latency(
+                min=1000.0 * data["shortest_transaction"] if has else None,
+                mean=1000.0 * data["response_time"] if has else None,
+                stdev=None,
+                p50=None,
+                p90=None,
+                p99=None,
+                p999=None,
+                max=1000.0 * data["longest_transaction"] if has else None,
+            ),
+            errors=Errors(
+                other=int(data["failed_transactions"]),
+                non_2xx=transactions - int(data["successful_transactions"]),
+            ),
+        )

@@ -1,0 +1,77 @@
+"""ab, hey and siege adapters against real servers: one result type, errors counted,
+and what a tool cannot report left empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlab.load import LoadRequest, run_tool
+from benchlab.process import ProcessRegistry
+from benchlab.runner import HOST
+from tests.servers import running_stack, scripted_server
+
+TOOLS = ["wrk", "ab", "hey", "siege"]
+# What each tool cannot report: never invented.
+EMPTY = {
+    "wrk": set(),
+    "ab": {"p999"},
+    "hey": {"p999", "stdev"},
+    "siege": {"p50", "p90", "p99", "p999", "stdev"},
+}
+
+
+def _request(tool: str, port: int, path: str, connections: int = 4) -> LoadRequest:
+    return LoadRequest(
+        url=f"http://{HOST}:{port}{path}",
+        connections=connections,
+        threads=1,
+        duration_s=1,
+        timeout_s=2,
+        cores=(1,),
+        tool=tool,
+    )
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory: pytest.TempPathFactory):
+    with running_stack("nginx-static", tmp_path_factory.mktemp("nginx")) as (_, port):
+        yield port
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path) -> None:
+    result = run_tool(_request(tool, nginx, "/plaintext"), ProcessRegistry(), tmp_path)
+    assert result.tool == tool
+    assert result.requests > 100, result
+    # siege's -t stops early on short runs; its duration is its own elapsed time.
+    assert (0.05 if tool == "siege" else 0.5) < result.duration_s < 3
+    assert result.throughput_rps == pytest.approx(result.requests / result.duration_s)
+    assert result.errors.total == 0
+    assert result.bytes >= result.requests * 13
+    assert result.load_cpu_pct is not None and result.load_cpu_pct > 0
+    lat = result.latency
+    for field in ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max"):
+        value = getattr(lat, field)
+        if field in EMPTY[tool]:
+            assert value is None, f"{tool} cannot report {field}, yet it is {value}"
+        else:
+            assert value is not None and value >= 0, (tool, field)
+    ordered = [v for v in (lat.min, lat.p50, lat.p90, lat.p99, lat.max) if v is not None]
+    assert ordered == sorted(ordered)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
+    # ab asks HTTP/1.0 keep-alive and waits for the server to close unless the answer says
+    # keep-alive, as every real server does.
+    headers = {"Content-Length": "4", "Date": "x", "Connection": "keep-alive"}
+    with scripted_server({"/boom": (500, headers, b"boom")}) as port:
+        result = run_tool(_request(tool, port, "/boom", connections=2), ProcessRegistry(), tmp_path)
+    if tool == "siege":
+        # siege counts a 5xx as a failed transaction, not as a transaction.
+        assert result.requests == 0 and result.errors.other > 0, result
+        return
+    assert result.requests > 0
+    assert result.errors.non_2xx == result.requests, result.errors
