@@ -22,11 +22,13 @@ def running_stack(
     cores: tuple[int, ...] = (0,),
     workers: int = 1,
     env: dict[str, str] | None = None,
+    threads: int | None = None,
 ) -> Iterator[tuple[ManagedProcess, int]]:
     stack = CATALOGUE[name]
     if stack.build is not None:
         stack.build()
-    ctx = LaunchContext(HOST, free_port(), workdir, cores, workers)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ctx = LaunchContext(HOST, free_port(), workdir, cores, workers, threads)
     registry = ProcessRegistry()
     process = start_stack(registry, stack, ctx, cores, env)
     try:

@@ -51,6 +51,7 @@ class Cores(_Strict):
 
 class StackParams(_Strict):
     workers: PositiveInt | None = None
+    threads: PositiveInt | None = None  # threads (gthread, waitress, uWSGI) or greenlets (gevent)
     flavour: str | None = None
     pool_size: PositiveInt | None = None
 
@@ -132,6 +133,7 @@ class Cell:
     timeout: int
     workers: int
     flavour: str | None = None
+    server_threads: int | None = None  # threads or greenlets per worker
     pool_size: int | None = None  # per worker; only for scenarios that use the database
     ms: int | None = None  # db-delay's query delay or sleep's wait
 
@@ -139,14 +141,15 @@ class Cell:
     def key(self) -> str:
         return (
             f"{self.stack}|{self.flavour or '-'}|{self.scenario}|{self.tool}|c{self.connections}"
-            f"|t{self.threads}|d{self.duration}|w{self.workers}|p{self.pool_size or '-'}"
+            f"|t{self.threads}|d{self.duration}|w{self.workers}|st{self.server_threads or '-'}"
+            f"|p{self.pool_size or '-'}"
             f"|ms{self.ms if self.ms is not None else '-'}"
         )
 
     @property
-    def launch_key(self) -> tuple[str, str | None, int, int | None]:
+    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None]:
         """Cells with the same launch key are served by one launch of their stack."""
-        return (self.stack, self.flavour, self.workers, self.pool_size)
+        return (self.stack, self.flavour, self.workers, self.server_threads, self.pool_size)
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,10 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
         overrides = recipe.stack.get(stack_name, StackParams())
-        workers = overrides.workers or len(cores.server)
+        workers = 1 if stack.fixed_workers else overrides.workers or len(cores.server)
+        server_threads = (
+            (overrides.threads or stack.default_concurrency) if stack.concurrency else None
+        )
         pools = [overrides.pool_size] if overrides.pool_size else as_list(recipe.params.pool_size)
         for flavour in _flavours(recipe, stack_name, stack.flavours):
             for scenario_name in recipe.scenarios:
@@ -272,6 +278,7 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             timeout=profile.timeout,
                             workers=workers,
                             flavour=flavour,
+                            server_threads=server_threads,
                             pool_size=pool,
                             ms=ms,
                         )
@@ -340,7 +347,18 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                 f"'scenarios'{_did_you_mean(exclusion.scenario, recipe.scenarios)}"
             )
     for name, params in recipe.stack.items():
-        offered = CATALOGUE[name].flavours
+        stack = CATALOGUE[name]
+        if params.workers not in (None, 1) and stack.fixed_workers:
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".workers': '{name}' runs one process only; "
+                "remove 'workers' or pick a stack with worker processes"
+            )
+        if params.threads is not None and not stack.concurrency:
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".threads': '{name}' has no threads or greenlets "
+                "per worker to set; remove 'threads'"
+            )
+        offered = stack.flavours
         if params.flavour is not None and params.flavour not in offered:
             choices = ", ".join(offered) or "none (it has no driver flavours)"
             raise UserError(

@@ -165,7 +165,7 @@ class Execution:
             )
         )
         for position, cell in enumerate(plan.cells):
-            label = CATALOGUE[cell.stack].label(cell.workers, cell.flavour)
+            label = CATALOGUE[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
             self.cell_ids[cell] = self.store.add_cell(run_id, position, cell, label)
         outcome = RunOutcome(run_id=run_id, status="running")
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
@@ -269,6 +269,7 @@ class Execution:
             workdir=workdir,
             server_cores=self.plan.cores.server,
             workers=first.workers,
+            threads=first.server_threads,
         )
         env = {
             **(self.services.stack_env() if self.services else {}),

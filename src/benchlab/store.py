@@ -54,6 +54,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("status", "TEXT NOT NULL"),  # pending, ok, failed
         ("reason", "TEXT"),
         ("flavour", "TEXT"),
+        ("server_threads", "INTEGER"),
         ("pool_size", "INTEGER"),
         ("ms", "INTEGER"),
     ],
@@ -176,8 +177,8 @@ class Store:
     def add_cell(self, run_id: str, position: int, cell: Cell, label: str) -> int:
         cursor = self.db.execute(
             "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
-            " connections, threads, duration_s, workers, status, flavour, pool_size, ms)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+            " connections, threads, duration_s, workers, status, flavour, server_threads,"
+            " pool_size, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
             (
                 run_id,
                 position,
@@ -191,6 +192,7 @@ class Store:
                 cell.duration,
                 cell.workers,
                 cell.flavour,
+                cell.server_threads,
                 cell.pool_size,
                 cell.ms,
             ),

@@ -29,6 +29,7 @@ class LaunchContext:
     workdir: Path
     server_cores: tuple[int, ...]
     workers: int
+    threads: int | None = None  # threads (or greenlets) per worker, for stacks that have them
 
 
 @dataclass(frozen=True)
@@ -47,17 +48,28 @@ class Stack:
     scenarios: tuple[str, ...]
     launch: Callable[[LaunchContext], Launch]
     flavours: tuple[str, ...] = ()  # driver flavours (sync, async); the first is the default
+    # Threads or greenlets per worker: always passed explicitly and shown in the label.
+    concurrency: str | None = None  # "threads" (label t=N) or "greenlets" (label c=N)
+    default_concurrency: int = 1
+    fixed_workers: bool = False  # one process only (a dev server, waitress, gevent's server)
+    unavailable: str | None = None  # why it cannot run anywhere (e.g. does not install on 3.11)
     needs_modules: tuple[str, ...] = ()
     needs_programs: tuple[str, ...] = ()
+    needs_files: tuple[str, ...] = ()  # e.g. nginx modules
     fix: str = "run ./lab setup"
     note: str = ""
     build: Callable[[], None] | None = None
     start_timeout: float = 30.0
 
     def availability(self) -> Availability:
+        if self.unavailable:
+            return Availability(False, self.unavailable, "none: kept in the catalogue as a record")
         for program in self.needs_programs:
             if shutil.which(program) is None:
                 return Availability(False, f"'{program}' is not installed", self.fix)
+        for path in self.needs_files:
+            if not Path(path).exists():
+                return Availability(False, f"'{path}' is missing", self.fix)
         for module in self.needs_modules:
             if importlib.util.find_spec(module) is None:
                 return Availability(
@@ -65,7 +77,10 @@ class Stack:
                 )
         return Availability(True)
 
-    def label(self, workers: int, flavour: str | None = None) -> str:
+    def label(self, workers: int, flavour: str | None = None, threads: int | None = None) -> str:
         note = f" ({self.note})" if self.note else ""
         shown = f"[{flavour}]" if flavour else ""
-        return f"{self.name}{shown} w={workers}{note}"
+        per_worker = ""
+        if self.concurrency and threads is not None:
+            per_worker = f" {'t' if self.concurrency == 'threads' else 'c'}={threads}"
+        return f"{self.name}{shown} w={workers}{per_worker}{note}"

@@ -20,12 +20,11 @@ def cache_dir() -> Path:
 
 
 def binary_path(app: str) -> Path:
-    """The binary's name carries a hash of its sources: a change to them means a rebuild."""
-    source = GO_APPS / app
+    """The binary's name carries a hash of the module's sources: any change means a rebuild."""
     digest = hashlib.sha256()
-    for path in sorted(source.rglob("*")):
+    for path in sorted(GO_APPS.rglob("*")):
         if path.is_file():
-            digest.update(path.relative_to(source).as_posix().encode())
+            digest.update(path.relative_to(GO_APPS).as_posix().encode())
             digest.update(path.read_bytes())
     return cache_dir() / f"{app}-{digest.hexdigest()[:12]}"
 
@@ -42,8 +41,8 @@ def build(app: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
     result = subprocess.run(
-        [go, "build", "-trimpath", "-o", str(partial), "."],
-        cwd=GO_APPS / app,
+        [go, "build", "-trimpath", "-o", str(partial), f"./{app}"],
+        cwd=GO_APPS,
         capture_output=True,
         text=True,
         check=False,
@@ -51,6 +50,9 @@ def build(app: str) -> Path:
     if result.returncode != 0:
         raise UserError(f"go build of '{app}' failed:\n{result.stderr.strip()[-2000:]}")
     partial.rename(target)
+    for stale in target.parent.glob(f"{app}-*"):
+        if stale != target:
+            stale.unlink(missing_ok=True)  # binaries of sources that no longer exist
     return target
 
 
@@ -58,17 +60,20 @@ def _build_quietly(app: str) -> None:
     build(app)
 
 
-def _gin(ctx: LaunchContext) -> Launch:
-    return Launch(
-        argv=[str(binary_path("gin"))],
-        env={
-            "BENCHLAB_ADDR": f"{ctx.host}:{ctx.port}",
-            # Go would use every core it may run on; say explicitly how many (fairness).
-            "GOMAXPROCS": str(ctx.workers),
-            "GODEBUG": "containermaxprocs=0",
-            "GIN_MODE": "release",
-        },
-    )
+def _go_launch(app: str):
+    def launch(ctx: LaunchContext) -> Launch:
+        return Launch(
+            argv=[str(binary_path(app))],
+            env={
+                "BENCHLAB_ADDR": f"{ctx.host}:{ctx.port}",
+                # Go would use every core it may run on; say explicitly how many (fairness).
+                "GOMAXPROCS": str(ctx.workers),
+                "GODEBUG": "containermaxprocs=0",
+                "GIN_MODE": "release",
+            },
+        )
+
+    return launch
 
 
 GO_STACKS = (
@@ -78,9 +83,20 @@ GO_STACKS = (
         server="Go net/http",
         worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
         scenarios=ALL_SCENARIOS,
-        launch=_gin,
+        launch=_go_launch("gin"),
         needs_programs=("go",),
         fix="apt-get install golang, or install Go from go.dev",
         build=lambda: _build_quietly("gin"),
+    ),
+    Stack(
+        name="go-nethttp",
+        framework="none (standard library)",
+        server="Go net/http",
+        worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
+        scenarios=ALL_SCENARIOS,
+        launch=_go_launch("nethttp"),
+        needs_programs=("go",),
+        fix="apt-get install golang, or install Go from go.dev",
+        build=lambda: _build_quietly("nethttp"),
     ),
 )

@@ -67,3 +67,78 @@ NGINX_STACKS = (
         note="ceiling",
     ),
 )
+
+
+LUA_MODULES = (
+    "/usr/lib/nginx/modules/ndk_http_module.so",
+    "/usr/lib/nginx/modules/ngx_http_lua_module.so",
+)
+
+
+def lua_config(ctx: LaunchContext) -> str:
+    work = ctx.workdir
+    modules = "\n".join(f"load_module {m};" for m in LUA_MODULES)
+    json_body = JSON.body.decode()
+    return f"""
+{modules}
+daemon off;
+master_process on;
+worker_processes {ctx.workers};
+pid {work}/nginx.pid;
+error_log {work}/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+{temp_paths(work)}
+    keepalive_requests 10000000;
+    keepalive_timeout 120s;
+    lua_code_cache on;
+    server {{
+        listen {ctx.host}:{ctx.port} backlog={LISTEN_BACKLOG};
+        location = /plaintext {{
+            default_type text/plain;
+            content_by_lua_block {{ ngx.print("Hello, World!") }}
+        }}
+        location = /json {{
+            default_type application/json;
+            content_by_lua_block {{ ngx.print('{json_body}') }}
+        }}
+        location = /sleep {{
+            content_by_lua_block {{
+                local ms = tonumber(ngx.var.arg_ms)
+                if not ms or ms < 0 or ms > 60000 or ms % 1 ~= 0 then
+                    ngx.status = 400
+                    ngx.header["Content-Type"] = "application/json"
+                    ngx.print('{{"code":400,"message":"bad request","data":{{}}}}')
+                    return
+                end
+                ngx.sleep(ms / 1000)
+                ngx.header["Content-Type"] = "text/plain"
+                ngx.print("ok")
+            }}
+        }}
+    }}
+}}
+"""
+
+
+def _nginx_lua(ctx: LaunchContext) -> Launch:
+    config = ctx.workdir / "nginx.conf"
+    config.write_text(lua_config(ctx))
+    return Launch(argv=[NGINX_BINARY, "-p", str(ctx.workdir), "-c", str(config), "-e", "stderr"])
+
+
+NGINX_STACKS = (
+    *NGINX_STACKS,
+    Stack(
+        name="nginx-lua",
+        framework="Lua (lua-nginx-module: the OpenResty stack)",
+        server="nginx",
+        worker_model="event loop per worker process, Lua coroutines",
+        scenarios=("plaintext", "json", "sleep"),
+        launch=_nginx_lua,
+        needs_programs=(NGINX_BINARY,),
+        needs_files=LUA_MODULES,
+        fix="apt-get install nginx-light libnginx-mod-http-lua",
+    ),
+)

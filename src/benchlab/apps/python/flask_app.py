@@ -1,7 +1,7 @@
 """Flask reference app (DESIGN.md endpoint contract): sync views, psycopg 3 / PyMySQL / redis-py."""
 
 import json
-import time
+from time import sleep as blocking_sleep  # bound at import: a late gevent patch misses it
 
 import benchlab_backend as backend
 from flask import Flask, Response, request
@@ -62,5 +62,5 @@ def sleep() -> Response:
     delay = backend.parse_ms(request.args.get("ms"))
     if delay is None:
         return bad_request()
-    time.sleep(delay)
+    blocking_sleep(delay)
     return Response("ok", mimetype="text/plain")

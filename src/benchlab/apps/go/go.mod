@@ -1,4 +1,4 @@
-module benchlab/apps/gin
+module benchlab/apps/go
 
 go 1.26.0
 

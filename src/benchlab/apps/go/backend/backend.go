@@ -1,0 +1,178 @@
+// Package backend is the data layer both Go stacks share, so they run the same queries:
+// PostgreSQL through pgxpool, MariaDB through database/sql, Redis through go-redis, with the
+// pool size of $BENCHLAB_POOL_SIZE. Parameters are always bound.
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	pgUser      = "SELECT id, username, role FROM user_basic WHERE username = $1"
+	pgUserDelay = "SELECT id, username, role, pg_sleep($1)::text FROM user_basic WHERE username = $2"
+	myUser      = "SELECT id, username, role FROM user_basic WHERE username = ?"
+	myUserDelay = "SELECT id, username, role, SLEEP(?) FROM user_basic WHERE username = ?"
+	maxMs       = 60000
+	cacheTTL    = 180 * time.Second
+)
+
+// Reply is the contract's envelope; Data is a user or an empty object.
+type Reply struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+// User is one row of user_basic.
+type User struct {
+	ID       int    `json:"id"`
+	Username string `json:"username"`
+	Role     string `json:"role"`
+}
+
+var (
+	OK         = Reply{Code: 0, Message: "ok", Data: map[string]any{}}
+	NotFound   = Reply{Code: 404, Message: "not found", Data: map[string]any{}}
+	BadRequest = Reply{Code: 400, Message: "bad request", Data: map[string]any{}}
+)
+
+// Backend holds the pools of one server process.
+type Backend struct {
+	pg    *pgxpool.Pool
+	my    *sql.DB
+	cache *redis.Client
+}
+
+func poolSize() int {
+	size, err := strconv.Atoi(os.Getenv("BENCHLAB_POOL_SIZE"))
+	if err != nil || size < 1 {
+		return 10
+	}
+	return size
+}
+
+// Open connects to what the environment names; nothing when no service is configured.
+func Open(ctx context.Context) (*Backend, error) {
+	b := &Backend{}
+	size := poolSize()
+	switch {
+	case os.Getenv("BENCHLAB_DB") == "postgres" && os.Getenv("BENCHLAB_PG_PORT") != "":
+		dsn := fmt.Sprintf("host=%s port=%s user=benchlab dbname=benchlab",
+			os.Getenv("BENCHLAB_PG_HOST"), os.Getenv("BENCHLAB_PG_PORT"))
+		config, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			return nil, err
+		}
+		config.MaxConns = int32(size)
+		config.MinConns = int32(size)
+		if os.Getenv("BENCHLAB_PGBOUNCER") == "1" {
+			// No server-side prepared statements through a transaction-mode pgbouncer.
+			config.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+		}
+		if b.pg, err = pgxpool.NewWithConfig(ctx, config); err != nil {
+			return nil, err
+		}
+	case os.Getenv("BENCHLAB_DB") == "mariadb" && os.Getenv("BENCHLAB_MY_PORT") != "":
+		dsn := fmt.Sprintf("benchlab:benchlab@tcp(%s:%s)/benchlab",
+			os.Getenv("BENCHLAB_MY_HOST"), os.Getenv("BENCHLAB_MY_PORT"))
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return nil, err
+		}
+		// database/sql keeps 2 idle connections and opens unlimited ones unless told.
+		db.SetMaxOpenConns(size)
+		db.SetMaxIdleConns(size)
+		b.my = db
+	}
+	if url := os.Getenv("BENCHLAB_REDIS_URL"); url != "" {
+		options, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, err
+		}
+		options.PoolSize = size
+		b.cache = redis.NewClient(options)
+	}
+	return b, nil
+}
+
+// ParseMs reads the ms query parameter as seconds.
+func ParseMs(value string) (*float64, bool) {
+	ms, err := strconv.Atoi(value)
+	if err != nil || ms < 0 || ms > maxMs {
+		return nil, false
+	}
+	seconds := float64(ms) / 1000.0
+	return &seconds, true
+}
+
+// Lookup returns the user, or nil when there is none.
+func (b *Backend) Lookup(ctx context.Context, username string, delay *float64) (*User, error) {
+	var u User
+	var ignored sql.NullString
+	var err error
+	switch {
+	case b.pg != nil && delay == nil:
+		err = b.pg.QueryRow(ctx, pgUser, username).Scan(&u.ID, &u.Username, &u.Role)
+	case b.pg != nil:
+		err = b.pg.QueryRow(ctx, pgUserDelay, *delay, username).Scan(&u.ID, &u.Username, &u.Role, &ignored)
+	case b.my != nil && delay == nil:
+		err = b.my.QueryRowContext(ctx, myUser, username).Scan(&u.ID, &u.Username, &u.Role)
+	case b.my != nil:
+		err = b.my.QueryRowContext(ctx, myUserDelay, *delay, username).Scan(&u.ID, &u.Username, &u.Role, &ignored)
+	default:
+		return nil, errors.New("no database configured")
+	}
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// UserReply answers a lookup: status and JSON body.
+func UserReply(u *User, err error) (int, []byte) {
+	switch {
+	case err != nil:
+		body, _ := json.Marshal(Reply{Code: 500, Message: err.Error(), Data: map[string]any{}})
+		return 500, body
+	case u == nil:
+		body, _ := json.Marshal(NotFound)
+		return 404, body
+	default:
+		body, _ := json.Marshal(Reply{Code: 0, Message: "ok", Data: *u})
+		return 200, body
+	}
+}
+
+// CachedUser is cache-aside: Redis GET, on a miss the query, then SET with a 180 s TTL.
+func (b *Backend) CachedUser(ctx context.Context, username string) (int, []byte) {
+	key := "user:" + username
+	if cached, err := b.cache.Get(ctx, key).Bytes(); err == nil {
+		return 200, cached
+	}
+	u, err := b.Lookup(ctx, username, nil)
+	status, body := UserReply(u, err)
+	if status == 200 {
+		b.cache.Set(ctx, key, body, cacheTTL)
+	}
+	return status, body
+}
+
+// Sleep waits without holding a CPU.
+func Sleep(seconds float64) {
+	time.Sleep(time.Duration(seconds * float64(time.Second)))
+}

@@ -1,0 +1,45 @@
+"""Django settings for the reference app: DEBUG off, no middleware, the database of the run.
+
+Under WSGI (gunicorn) connections persist (CONN_MAX_AGE=None); under ASGI (uvicorn) Django's
+docs say to turn persistence off and use the connection pool instead (Django 5.1+, psycopg 3).
+"""
+
+import os
+
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+SECRET_KEY = "benchlab-reference-app-not-a-secret"
+ROOT_URLCONF = "django_app.urls"
+INSTALLED_APPS: list[str] = []
+MIDDLEWARE: list[str] = []  # none: under ASGI, any sync middleware forces a thread per request
+USE_TZ = True
+LOGGING_CONFIG = None
+
+ASGI = os.environ.get("BENCHLAB_DJANGO_ASGI") == "1"
+POOL_SIZE = int(os.environ.get("BENCHLAB_POOL_SIZE", "10"))
+DB = os.environ.get("BENCHLAB_DB")
+
+DATABASES: dict = {}
+if DB == "postgres" and os.environ.get("BENCHLAB_PG_PORT"):
+    DATABASES["default"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "HOST": os.environ["BENCHLAB_PG_HOST"],
+        "PORT": os.environ["BENCHLAB_PG_PORT"],
+        "NAME": "benchlab",
+        "USER": "benchlab",
+        "CONN_MAX_AGE": 0 if ASGI else None,
+        "OPTIONS": {"pool": {"min_size": POOL_SIZE, "max_size": POOL_SIZE}} if ASGI else {},
+    }
+elif DB == "mariadb" and os.environ.get("BENCHLAB_MY_PORT"):
+    import pymysql
+
+    pymysql.install_as_MySQLdb()  # Django's MySQL backend on PyMySQL instead of mysqlclient
+    DATABASES["default"] = {
+        "ENGINE": "django.db.backends.mysql",
+        "HOST": os.environ["BENCHLAB_MY_HOST"],
+        "PORT": os.environ["BENCHLAB_MY_PORT"],
+        "NAME": "benchlab",
+        "USER": "benchlab",
+        "PASSWORD": "benchlab",
+        "CONN_MAX_AGE": None,
+    }

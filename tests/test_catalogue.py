@@ -1,0 +1,70 @@
+"""Every available stack of the catalogue starts, answers every scenario it declares by the
+contract (against real PostgreSQL and Redis), and stops leaving nothing behind."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from benchlab.process import ProcessRegistry
+from benchlab.scenarios import SCENARIOS
+from benchlab.services.postgres import start_postgres
+from benchlab.services.redis_service import start_redis
+from benchlab.stacks import CATALOGUE
+from benchlab.verify import verify
+from tests.conftest import living, short_tmp
+from tests.servers import running_stack
+
+MS = {"db-delay": 5, "sleep": 5}
+RUNNABLE = [name for name, stack in CATALOGUE.items() if not stack.unavailable]
+
+
+@pytest.fixture(scope="module")
+def services_env() -> Iterator[dict[str, str]]:
+    workroot = short_tmp()
+    workroot.chmod(0o711)
+    registry = ProcessRegistry()
+    try:
+        postgres = start_postgres(registry, workroot, (0,), max_connections=200)
+        cache = start_redis(registry, workroot, (0,))
+        yield {**postgres.env, **cache.env, "BENCHLAB_DB": "postgres", "BENCHLAB_POOL_SIZE": "2"}
+    finally:
+        registry.stop_all()
+        shutil.rmtree(workroot, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_stack_serves_every_declared_scenario_and_stops(name: str, services_env) -> None:
+    stack = CATALOGUE[name]
+    assert stack.availability().ok, stack.availability()
+    workdir = short_tmp()
+    try:
+        for flavour in stack.flavours or (None,):
+            env = {**services_env, **({"BENCHLAB_FLAVOUR": flavour} if flavour else {})}
+            threads = stack.default_concurrency if stack.concurrency else None
+            with running_stack(name, workdir / (flavour or "x"), env=env, threads=threads) as (
+                process,
+                port,
+            ):
+                for scenario in stack.scenarios:
+                    problem = verify(
+                        "127.0.0.1", port, SCENARIOS[scenario].expectations(MS.get(scenario))
+                    )
+                    assert problem is None, (
+                        f"{name}[{flavour}] {scenario}: {problem}\n{process.log_tail(15)}"
+                    )
+                tree = process.tree()
+            assert living(tree) == [], f"{name} left processes behind"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_unavailable_stacks_say_why() -> None:
+    unavailable = {name: s.availability() for name, s in CATALOGUE.items() if s.unavailable}
+    assert {"flask+meinheld", "bottle+meinheld", "falcon+meinheld", "aioflask+uvicorn"} <= set(
+        unavailable
+    )
+    for availability in unavailable.values():
+        assert not availability.ok and "unmaintained" in availability.reason
