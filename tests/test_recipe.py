@@ -119,9 +119,14 @@ BAD_RECIPES = [
     (GOOD.replace("load = [1]", "load = [9]"), "cores.load[0]", "does not exist"),
     (GOOD.replace("[stack.gin]", "[stack.sanic]"), 'stack."sanic"', "not in 'stacks'"),
     (
+        GOOD.replace("workers = 1", "workers = 1\nthreds = 2"),
+        "stack.gin.threds",
+        "did you mean 'threads'",
+    ),
+    (
         GOOD.replace("workers = 1", "workers = 1\nthreads = 2"),
-        "stack.gin.threads",
-        "allowed keys here: workers",
+        'stack."gin".threads',
+        "no threads or greenlets",
     ),
     (
         GOOD.replace('stack = "nginx-static"', 'stack = "nginx"'),
@@ -223,7 +228,8 @@ def test_parameters_multiply_only_the_cells_they_apply_to(tmp_path: Path) -> Non
     assert delays == {(2, 10), (2, 40), (8, 10), (8, 40)}
     assert {c.ms for c in fastapi if c.scenario == "sleep"} == {100}
     # One launch per stack x flavour x workers x pool; plaintext rides with the first pool.
-    assert len({c.launch_key for c in fastapi}) == 6
+    assert len({c.launch_key for c in fastapi}) == 4
+    assert plaintext.launch_pool == 2
 
 
 def test_a_flavour_no_stack_offers_is_an_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import re
 import tomllib
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -49,9 +49,14 @@ class Cores(_Strict):
     services: CoreList | None = None  # databases, Redis, pgbouncer; default: the server cores
 
 
+PositiveInts = PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)]
+
+
 class StackParams(_Strict):
-    workers: PositiveInt | None = None
-    threads: PositiveInt | None = None  # threads (gthread, waitress, uWSGI) or greenlets (gevent)
+    """Per-stack settings; a list for workers or threads gives one launch per value."""
+
+    workers: PositiveInts | None = None
+    threads: PositiveInts | None = None  # threads (gthread, waitress, uWSGI) or greenlets (gevent)
     flavour: str | None = None
     pool_size: PositiveInt | None = None
 
@@ -136,6 +141,9 @@ class Cell:
     server_threads: int | None = None  # threads or greenlets per worker
     pool_size: int | None = None  # per worker; only for scenarios that use the database
     ms: int | None = None  # db-delay's query delay or sleep's wait
+    # The pool the serving launch is started with: cells that use no database ride along
+    # with the stack's first pool size instead of needing a launch of their own.
+    launch_pool: int | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -149,7 +157,7 @@ class Cell:
     @property
     def launch_key(self) -> tuple[str, str | None, int, int | None, int | None]:
         """Cells with the same launch key are served by one launch of their stack."""
-        return (self.stack, self.flavour, self.workers, self.server_threads, self.pool_size)
+        return (self.stack, self.flavour, self.workers, self.server_threads, self.launch_pool)
 
 
 @dataclass(frozen=True)
@@ -247,12 +255,17 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
         overrides = recipe.stack.get(stack_name, StackParams())
-        workers = 1 if stack.fixed_workers else overrides.workers or len(cores.server)
-        server_threads = (
-            (overrides.threads or stack.default_concurrency) if stack.concurrency else None
+        worker_counts = (
+            [1] if stack.fixed_workers else as_list(overrides.workers or len(cores.server))
+        )
+        thread_counts = (
+            as_list(overrides.threads or stack.default_concurrency) if stack.concurrency else [None]
         )
         pools = [overrides.pool_size] if overrides.pool_size else as_list(recipe.params.pool_size)
-        for flavour in _flavours(recipe, stack_name, stack.flavours):
+        launches = itertools.product(
+            _flavours(recipe, stack_name, stack.flavours), worker_counts, thread_counts
+        )
+        for flavour, workers, server_threads in launches:
             for scenario_name in recipe.scenarios:
                 if scenario_name not in stack.scenarios:
                     continue
@@ -281,6 +294,7 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             server_threads=server_threads,
                             pool_size=pool,
                             ms=ms,
+                            launch_pool=pool if pool is not None else pools[0],
                         )
                     )
     return tuple(dict.fromkeys(cells))
@@ -348,7 +362,7 @@ def _check_names(path: Path, recipe: Recipe) -> None:
             )
     for name, params in recipe.stack.items():
         stack = CATALOGUE[name]
-        if params.workers not in (None, 1) and stack.fixed_workers:
+        if params.workers not in (None, 1, [1]) and stack.fixed_workers:
             raise UserError(
                 f"{path}: key 'stack.\"{name}\".workers': '{name}' runs one process only; "
                 "remove 'workers' or pick a stack with worker processes"

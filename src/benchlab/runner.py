@@ -273,7 +273,7 @@ class Execution:
         )
         env = {
             **(self.services.stack_env() if self.services else {}),
-            "BENCHLAB_POOL_SIZE": str(first.pool_size or DEFAULT_POOL_SIZE),
+            "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
         }
         trials = self.plan.recipe.trials
