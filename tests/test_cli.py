@@ -63,3 +63,13 @@ def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     assert check.ratio.median == pytest.approx(check.harness.median / check.bare.median, rel=0.5)
     assert len(lines) == 2 and "bare" in lines[0]
     assert "taskset --cpu-list 1 wrk -t1 -c8 -d1s" in check.command
+
+
+def test_readme_stacks_table_is_the_catalogue() -> None:
+    from benchlab.stacks import catalogue_markdown
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    begin, end = readme.index("<!-- stacks:begin"), readme.index("<!-- stacks:end -->")
+    table = readme[readme.index("\n", begin) + 1 : end]
+    assert table == catalogue_markdown(), "regenerate it: benchlab stacks --format md"

@@ -116,10 +116,17 @@ def report(
 
 
 @app.command()
-def stacks() -> None:
+def stacks(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or md.")] = "table",
+) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
-    from benchlab.stacks import CATALOGUE
+    from benchlab.stacks import CATALOGUE, catalogue_markdown
 
+    if fmt == "md":
+        sys.stdout.write(catalogue_markdown())
+        return
+    if fmt != "table":
+        raise UserError(f"--format '{fmt}' is not known; use table or md")
     table = Table(title="benchlab stacks")
     for column in ("stack", "framework", "server", "worker model", "scenarios", "status"):
         table.add_column(column, overflow="fold")

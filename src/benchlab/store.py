@@ -74,7 +74,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("latency_percentiles", "TEXT NOT NULL"),
         *(
             (f"errors_{k}", "INTEGER NOT NULL")
-            for k in ("connect", "read", "write", "timeout", "non_2xx")
+            for k in ("connect", "read", "write", "timeout", "non_2xx", "other")
         ),
         ("server_cpu_pct", "REAL"),
         ("server_rss_mb", "REAL"),
