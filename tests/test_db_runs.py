@@ -152,3 +152,31 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     assert _processes_under(isolated_tmp) == []
     assert list(isolated_tmp.iterdir()) == []
     assert not data_dir.exists() and not data_dir.parent.parent.exists()
+
+
+def test_mariadb_sessions_are_counted_for_prepared_statements_too(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    # go-sql-driver prepares its statements: MariaDB lists them as 'Execute', not 'Query'.
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "mariadb-sessions"
+        stacks = ["gin", "fastapi+uvicorn"]
+        scenarios = ["db-delay"]
+        trials = 1
+        warmup = 0
+        [services]
+        database = "mariadb"
+        [params]
+        db_delay_ms = 50
+        pool_size = 4
+        [[load]]
+        connections = 16
+        duration = 2
+        """,
+    )
+    results = tmp_path / "r.db"
+    run = benchlab("run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert {c["stack"]: c["peak"] for c in _cells(results)} == {"gin": 4, "fastapi+uvicorn": 4}

@@ -365,6 +365,10 @@ class Execution:
             self._fail(cell, f"load tool failed: {exc}")
             return
         self._check_alive(server, cell)
+        for name, error in peaks.errors.items():
+            self.reporter.status(
+                f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
+            )
         cache_after = self._cache_counters(scenario.needs_cache)
         extras = TrialExtras(
             db_sessions_peak=peaks.peaks.get("db"),

@@ -13,6 +13,7 @@ and its real coverage (75 % for 3 trials) is reported instead of pretending.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,3 +57,50 @@ def median_interval(
     while k + 1 <= (n + 1) // 2 and order_statistic_coverage(n, k + 1) >= confidence:
         k += 1
     return Estimate(median, data[k - 1], data[n - k], order_statistic_coverage(n, k), n)
+
+
+BOOTSTRAP_RESAMPLES = 4000
+RATIO_METHOD = "percentile bootstrap of the ratio of medians (trials resampled in each cell)"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    value: float  # median(b) / median(a)
+    low: float
+    high: float
+    confidence: float
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 1: the two differ beyond what their trials' spread allows."""
+        return self.low > 1.0 or self.high < 1.0
+
+
+def ratio_interval(
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    confidence: float = TARGET_CONFIDENCE,
+    seed: int = 20261121,
+) -> Ratio | None:
+    """median(numerator) / median(denominator) with a bootstrap interval.
+
+    Each cell's trials are resampled on their own (the cells were measured independently);
+    the seed is fixed so a report of the same data always shows the same interval.
+    """
+    top = [v for v in numerator if v is not None and math.isfinite(v)]
+    bottom = [v for v in denominator if v is not None and math.isfinite(v) and v > 0]
+    if not top or not bottom:
+        return None
+    value = statistics.median(top) / statistics.median(bottom)
+    if len(top) == 1 and len(bottom) == 1:
+        return Ratio(value, value, value, 0.0)
+    rng = random.Random(seed)
+    ratios = sorted(
+        statistics.median(rng.choices(top, k=len(top)))
+        / statistics.median(rng.choices(bottom, k=len(bottom)))
+        for _ in range(BOOTSTRAP_RESAMPLES)
+    )
+    tail = (1.0 - confidence) / 2.0
+    low = ratios[int(tail * (len(ratios) - 1))]
+    high = ratios[int((1.0 - tail) * (len(ratios) - 1))]
+    return Ratio(value, low, high, confidence)

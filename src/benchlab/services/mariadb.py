@@ -89,11 +89,12 @@ def connect(port: int) -> pymysql.connections.Connection:
 
 
 def active_sessions(conn: pymysql.connections.Connection) -> int:
-    """Sessions of the benchmark database running a query right now (not this one)."""
+    """Sessions of the benchmark database busy right now (not idle, not this one): a text
+    query shows as 'Query', a prepared one (go-sql-driver, aiomysql) as 'Execute'."""
     with conn.cursor() as cursor:
         cursor.execute(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = %s"
-            " AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+            " AND COMMAND <> 'Sleep' AND ID <> CONNECTION_ID()",
             (DATABASE,),
         )
         row = cursor.fetchone()
