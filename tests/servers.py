@@ -43,6 +43,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     """Answers by path: what a broken stack might send."""
 
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: headers and body go out in separate writes, and without it Nagle's
+    # algorithm waits for the client's delayed ACK (about 40 ms a response).
+    disable_nagle_algorithm = True
     responses_by_path: ClassVar[dict[str, tuple[int, dict[str, str], bytes]]] = {}
 
     def do_GET(self) -> None:

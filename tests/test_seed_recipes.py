@@ -50,13 +50,17 @@ def test_seed_002_ignore_benchmarks() -> None:
     path = REPO / "recipes" / "seed-002-ignore-benchmarks.toml"
     recipe, _ = load_recipe(path)
     cells = _cells("seed-002-ignore-benchmarks")
-    assert len(recipe.stacks) == 21 and len(cells) == 21
+    assert len(recipe.stacks) == 21 and len(cells) == 21 * 3
     frameworks = {CATALOGUE[s].framework.split()[0] for s in recipe.stacks}
     assert frameworks == {"Bottle", "Falcon", "Sanic", "Flask", "Starlette", "aiohttp", "Tornado",
                           "FastAPI", "Aioflask", "Quart"}  # fmt: skip
     assert "flask+gunicorn" in recipe.stacks  # the article's baseline
-    assert {c.scenario for c in cells} == {"db-delay"} and {c.ms for c in cells} == {20}
-    assert {(c.tool, c.connections) for c in cells} == {("ab", 100)}
+    assert {c.scenario for c in cells} == {"db-delay"}
+    points = {(c.point, c.ms, c.connections) for c in cells}
+    assert points == {("my-benchmark", 20, 100), ("better-async", 40, 400), ("better-sync", 10, 3)}
+    assert {c.tool for c in cells} == {"ab"} and recipe.baseline == "flask+gunicorn"
+    async_pools = {(c.point, c.pool_size) for c in cells if c.stack == "fastapi+uvicorn"}
+    assert async_pools == {("my-benchmark", 17), ("better-async", 17), ("better-sync", 3)}
     assert recipe.services.pgbouncer and recipe.services.proxy == "nginx"
     sync = [c for c in cells if c.stack.endswith(("+gunicorn", "+uwsgi"))]
     assert sync and all(c.workers == 3 and c.pool_size == 1 for c in sync)

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchlab.errors import BenchlabError, UserError
@@ -39,6 +40,9 @@ def run(
     connections: Annotated[
         int | None, typer.Option(min=1, help="Connections (all load profiles).")
     ] = None,
+    point: Annotated[
+        list[str] | None, typer.Option("--point", help="Run only this named point (repeatable).")
+    ] = None,
     results: ResultsOption = DEFAULT_RESULTS,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table."""
@@ -48,7 +52,9 @@ def run(
     from benchlab.runner import Execution
 
     loaded, text = load_recipe(recipe)
-    loaded = apply_overrides(loaded, duration=duration, trials=trials, connections=connections)
+    loaded = apply_overrides(
+        loaded, duration=duration, trials=trials, connections=connections, points=point, path=recipe
+    )
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
@@ -138,10 +144,8 @@ def stacks(
             else f"[red]unavailable[/]: {available.reason}; fix: {available.fix}"
         )
         table.add_row(
-            stack.name,
-            stack.framework,
-            stack.server,
-            stack.worker_model,
+            *(escape(text) for text in (stack.name, stack.framework, stack.server)),
+            escape(stack.worker_model),
             ", ".join(stack.scenarios),
             status,
         )
@@ -166,6 +170,55 @@ def doctor() -> None:
     if problems:
         console.print(f"{problems} required item(s) missing; ./lab setup installs them on Debian")
         raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="The reference run.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The run compared with it.")],
+    results: ResultsOption = DEFAULT_RESULTS,
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-above",
+            min=0,
+            max=100,
+            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals.",
+        ),
+    ] = None,
+) -> None:
+    """Per cell, throughput of RUN_B / RUN_A with its interval: faster, slower or no change."""
+    from benchlab.analysis.compare import compare_runs
+    from benchlab.analysis.stats import RATIO_METHOD
+
+    store = Store(results, create=False)
+    changes = compare_runs(store, run_a, run_b)
+    if not changes:
+        raise UserError(f"runs '{run_a}' and '{run_b}' share no cell; compare runs of one recipe")
+    table = Table(title=f"benchlab compare {run_a} → {run_b}", title_justify="left")
+    for column in ("stack", "scenario", "conns", "B / A", "interval", "verdict"):
+        table.add_column(column, justify="right" if column in ("conns", "B / A") else "left")
+    styles = {"faster": "green", "slower": "red"}
+    for change in changes:
+        ratio = change.ratio
+        table.add_row(
+            escape(change.label),
+            change.scenario,
+            str(change.connections),
+            f"{ratio.value:.3f}" if ratio else "–",
+            f"{ratio.low:.3f}–{ratio.high:.3f} ({ratio.confidence:.0%})" if ratio else "–",
+            change.verdict,
+            style=styles.get(change.verdict),
+        )
+    console.print(table)
+    console.print(f"Intervals: {RATIO_METHOD}.", style="dim", markup=False)
+    if fail_above is not None:
+        regressed = [c for c in changes if c.regressed_beyond(fail_above)]
+        if regressed:
+            names = ", ".join(f"{c.label} {c.scenario} c={c.connections}" for c in regressed)
+            console.print(f"FAIL: slower by more than {fail_above:g}%: {names}", style="red")
+            raise typer.Exit(1)
+        console.print(f"no cell slower by more than {fail_above:g}% beyond its interval")
 
 
 services_app = typer.Typer(help="Real services for exploration by hand.", no_args_is_help=True)

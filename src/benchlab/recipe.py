@@ -6,6 +6,7 @@ right, so `benchlab run` never shows a traceback for a bad recipe.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import os
@@ -36,7 +37,7 @@ CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 
 class LoadProfile(_Strict):
     tool: Literal["wrk", "ab", "hey", "siege"] = "wrk"
-    connections: PositiveInt = 64
+    connections: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 64
     threads: PositiveInt | None = None
     # wrk takes whole seconds
     duration: Annotated[int, Field(ge=1, le=3600)] = 5
@@ -86,6 +87,17 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
+class Point(_Strict):
+    """A named grid point: knobs that change together (article 002's "Better Async" moves
+    sessions, delay and clients at once). Each point's cells are compared with each other."""
+
+    name: Annotated[str, Field(min_length=1)]
+    connections: PositiveInt | None = None
+    pool_size: PositiveInt | None = None
+    db_delay_ms: NonNegativeInt | None = None
+    sleep_ms: NonNegativeInt | None = None
+
+
 class Exclusion(_Strict):
     stack: str | None = None
     scenario: str | None = None
@@ -106,12 +118,18 @@ class Recipe(_Strict):
     scenarios: Annotated[list[str], Field(min_length=1)]
     load: Annotated[list[LoadProfile], Field(min_length=1)]
     trials: Annotated[int, Field(ge=1, le=1000)] = 3
+    # Adaptive trials: cells whose interval is wider than the target get more interleaved
+    # rounds, up to max_trials; those that never converge are reported.
+    max_trials: Annotated[int, Field(ge=1, le=1000)] | None = None
+    target_half_width_pct: Annotated[float, Field(gt=0, le=100)] = 5.0
+    baseline: str | None = None  # the stack every throughput is divided by (article 002)
     warmup: Annotated[int, Field(ge=0, le=600)] = 1
     cores: Cores | None = None
     services: Services = Field(default_factory=Services)
     params: Params = Field(default_factory=Params)
     stack: dict[str, StackParams] = Field(default_factory=dict)
     exclude: list[Exclusion] = Field(default_factory=list)
+    points: list[Point] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -141,6 +159,7 @@ class Cell:
     server_threads: int | None = None  # threads or greenlets per worker
     pool_size: int | None = None  # per worker; only for scenarios that use the database
     ms: int | None = None  # db-delay's query delay or sleep's wait
+    point: str | None = None  # the named grid point, when the recipe has points
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
@@ -152,6 +171,7 @@ class Cell:
             f"|t{self.threads}|d{self.duration}|w{self.workers}|st{self.server_threads or '-'}"
             f"|p{self.pool_size or '-'}"
             f"|ms{self.ms if self.ms is not None else '-'}"
+            + (f"|{self.point}" if self.point else "")
         )
 
     @property
@@ -198,8 +218,21 @@ def apply_overrides(
     duration: int | None = None,
     trials: int | None = None,
     connections: int | None = None,
+    points: list[str] | None = None,
+    path: Path | None = None,
 ) -> Recipe:
     """Command-line overrides: they replace the value in every load profile."""
+    if points:
+        known = [p.name for p in recipe.points]
+        for name in points:
+            if name not in known:
+                raise UserError(
+                    f"--point '{name}': {path or 'the recipe'} has no such point; "
+                    f"its points: {', '.join(known) or 'none'}"
+                )
+        recipe = recipe.model_copy(
+            update={"points": [p for p in recipe.points if p.name in points]}
+        )
     if trials is not None:
         recipe = recipe.model_copy(update={"trials": trials})
     updates: dict[str, Any] = {}
@@ -212,6 +245,18 @@ def apply_overrides(
             update={"load": [p.model_copy(update=updates) for p in recipe.load]}
         )
     return recipe
+
+
+def at_point(recipe: Recipe, point: Point) -> Recipe:
+    """The recipe as one of its points sees it: the point's knobs replace the recipe's."""
+    params = {k: getattr(point, k) for k in ("pool_size", "db_delay_ms", "sleep_ms")}
+    params = {k: v for k, v in params.items() if v is not None}
+    load = recipe.load
+    if point.connections is not None:
+        load = [p.model_copy(update={"connections": point.connections}) for p in load]
+    return recipe.model_copy(
+        update={"params": recipe.params.model_copy(update=params), "load": load, "points": []}
+    )
 
 
 def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = None) -> Plan:
@@ -247,8 +292,14 @@ def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
 
 
 def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
-    """The matrix: stacks × scenarios × parameters × load profiles, minus exclusions and
-    the pairs a stack does not serve."""
+    """The matrix: stacks × scenarios × parameters × load profiles (× points), minus
+    exclusions and the pairs a stack does not serve."""
+    if recipe.points:
+        return tuple(
+            dataclasses.replace(cell, point=point.name)
+            for point in recipe.points
+            for cell in expand(at_point(recipe, point), cores)
+        )
     from benchlab.stacks import CATALOGUE
 
     cells: list[Cell] = []
@@ -274,10 +325,16 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                 ms_values = (
                     as_list(getattr(recipe.params, scenario.param)) if scenario.param else [None]
                 )
-                for pool, ms, profile in itertools.product(pool_values, ms_values, recipe.load):
+                profiles = [
+                    (profile, connections)
+                    for profile in recipe.load
+                    for connections in as_list(profile.connections)
+                ]
+                for pool, ms, (profile, connections) in itertools.product(
+                    pool_values, ms_values, profiles
+                ):
                     if any(
-                        e.matches(stack_name, scenario_name, profile.connections)
-                        for e in recipe.exclude
+                        e.matches(stack_name, scenario_name, connections) for e in recipe.exclude
                     ):
                         continue
                     cells.append(
@@ -285,8 +342,8 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             stack=stack_name,
                             scenario=scenario_name,
                             tool=profile.tool,
-                            connections=profile.connections,
-                            threads=_threads(profile, cores),
+                            connections=connections,
+                            threads=_threads(profile, connections, cores),
                             duration=profile.duration,
                             timeout=profile.timeout,
                             workers=workers,
@@ -300,10 +357,10 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
     return tuple(dict.fromkeys(cells))
 
 
-def _threads(profile: LoadProfile, cores: CoreAssignment) -> int:
+def _threads(profile: LoadProfile, connections: int, cores: CoreAssignment) -> int:
     if profile.tool == "ab":
         return 1  # ab is single-threaded whatever it is told
-    return min(profile.threads or len(cores.load), profile.connections)
+    return min(profile.threads or len(cores.load), connections)
 
 
 def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:
@@ -336,6 +393,22 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'stacks[{i}]': unknown stack '{name}'"
                 f"{_did_you_mean(name, CATALOGUE)}; run 'benchlab stacks' for the catalogue"
             )
+    if recipe.baseline is not None and recipe.baseline not in recipe.stacks:
+        raise UserError(
+            f"{path}: key 'baseline': '{recipe.baseline}' is not in 'stacks'"
+            f"{_did_you_mean(recipe.baseline, recipe.stacks)}; the baseline must be measured too"
+        )
+    names = [p.name for p in recipe.points]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            raise UserError(
+                f"{path}: key 'points[{i}].name': '{name}' is used twice; name each point once"
+            )
+    if recipe.max_trials is not None and recipe.max_trials < recipe.trials:
+        raise UserError(
+            f"{path}: key 'max_trials': {recipe.max_trials} is below 'trials' ({recipe.trials}); "
+            "max_trials is the most trials an unconverged cell gets"
+        )
     for i, name in enumerate(recipe.scenarios):
         if name not in SCENARIOS:
             raise UserError(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab import machine
+from benchlab.analysis.stats import TARGET_CONFIDENCE, median_interval
 from benchlab.errors import RunInterrupted, ServiceError, UserError
 from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_tool
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
@@ -44,6 +45,7 @@ class Reporter(Protocol):
         self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
     ) -> None: ...
     def cell_failed(self, cell: Cell, reason: str) -> None: ...
+    def extend(self, trials: int) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -165,8 +167,12 @@ class Execution:
             )
         )
         for position, cell in enumerate(plan.cells):
-            label = CATALOGUE[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
-            self.cell_ids[cell] = self.store.add_cell(run_id, position, cell, label)
+            stack = CATALOGUE[cell.stack]
+            label = stack.label(cell.workers, cell.flavour, cell.server_threads)
+            capacity = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
+            self.cell_ids[cell] = self.store.add_cell(
+                run_id, position, cell, label, capacity, self._db_pool_limit(cell, capacity)
+            )
         outcome = RunOutcome(run_id=run_id, status="running")
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
         self.reporter.start(run_id, len(plan.cells) * plan.recipe.trials, plan)
@@ -176,6 +182,7 @@ class Execution:
                 self._start_services(run_id)
                 for round_index in range(plan.recipe.trials):
                     self._run_round(round_index)
+                self._run_adaptive_rounds()
             outcome.status = "partial" if self.failed else "complete"
         except (KeyboardInterrupt, RunInterrupted) as exc:
             outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
@@ -199,6 +206,19 @@ class Execution:
                 self.reporter.finish()
         outcome.failed = dict(self.failed)
         return outcome
+
+    def _db_pool_limit(self, cell: Cell, capacity: int | None) -> int | None:
+        """The most database sessions the cell's launch can hold: its pools, its own
+        concurrency, and pgbouncer's pool when it stands in front."""
+        if cell.pool_size is None:
+            return None
+        limits = [cell.pool_size * cell.workers]
+        if capacity is not None:
+            limits.append(capacity)
+        services = self.plan.recipe.services
+        if services.pgbouncer and services.database == "postgres":
+            limits.append(services.pgbouncer_pool_size)
+        return min(limits)
 
     def _fail(self, cell: Cell, reason: str) -> None:
         if cell in self.failed:
@@ -246,13 +266,39 @@ class Execution:
         self.cache = self.services.cache_client()
         self.store.set_run_services(run_id, self.services.describe(), self.services.database_kind)
 
-    def _run_round(self, round_index: int) -> None:
+    def _run_adaptive_rounds(self) -> None:
+        """More interleaved rounds for the cells whose interval is still wider than the
+        target (or that cannot reach 95 % yet), up to max_trials."""
+        recipe = self.plan.recipe
+        for round_index in range(recipe.trials, recipe.max_trials or recipe.trials):
+            pending = {
+                cell for cell in self.measured - set(self.failed) if not self._converged(cell)
+            }
+            if not pending:
+                return
+            self.reporter.status(
+                f"adaptive round {round_index + 1}: {len(pending)} cell(s) not yet within "
+                f"±{recipe.target_half_width_pct:g}%"
+            )
+            self.reporter.extend(len(pending))
+            self._run_round(round_index, only=pending)
+
+    def _converged(self, cell: Cell) -> bool:
+        trials = self.store.trials(self.cell_ids[cell])
+        estimate = median_interval([t["throughput_rps"] for t in trials])
+        return (
+            estimate is not None
+            and estimate.confidence >= TARGET_CONFIDENCE
+            and estimate.half_width_pct <= self.plan.recipe.target_half_width_pct
+        )
+
+    def _run_round(self, round_index: int, only: set[Cell] | None = None) -> None:
         launches = list(self._launches().items())
         # Rotate the order each round so no stack always runs first (or last) in a round.
         shift = round_index % len(launches)
         positions = {cell: i for i, cell in enumerate(self.plan.cells)}
         for _, cells in launches[shift:] + launches[:shift]:
-            live = [c for c in cells if c not in self.failed]
+            live = [c for c in cells if c not in self.failed and (only is None or c in only)]
             if live:
                 self._run_launch(live, round_index, positions)
 

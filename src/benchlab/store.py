@@ -57,6 +57,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("server_threads", "INTEGER"),
         ("pool_size", "INTEGER"),
         ("ms", "INTEGER"),
+        ("point", "TEXT"),  # the named grid point, when the recipe has points
+        ("capacity", "INTEGER"),  # requests the launch can hold at once; NULL: no own limit
+        ("db_pool_limit", "INTEGER"),  # database sessions the launch can use at most
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -174,11 +177,20 @@ class Store:
         )
         return run_id
 
-    def add_cell(self, run_id: str, position: int, cell: Cell, label: str) -> int:
+    def add_cell(
+        self,
+        run_id: str,
+        position: int,
+        cell: Cell,
+        label: str,
+        capacity: int | None = None,
+        db_pool_limit: int | None = None,
+    ) -> int:
         cursor = self.db.execute(
             "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
             " connections, threads, duration_s, workers, status, flavour, server_threads,"
-            " pool_size, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            " pool_size, ms, point, capacity, db_pool_limit)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id,
                 position,
@@ -195,6 +207,9 @@ class Store:
                 cell.server_threads,
                 cell.pool_size,
                 cell.ms,
+                cell.point,
+                capacity,
+                db_pool_limit,
             ),
         )
         return int(cursor.lastrowid or 0)

@@ -2,10 +2,15 @@
 
 wrong-body: /plaintext answers 'Hello, World' (no '!'); /json is right.
 crash: prints a reason and exits 3 before listening.
+flaky: right answers at first (readiness, verification), then every second request a 500.
+slow: right answers, each after $BENCHLAB_SLOW_MS milliseconds of busy work.
 """
 
 import http.server
+import itertools
+import os
 import sys
+import time
 from email.utils import formatdate
 
 mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -13,18 +18,31 @@ if mode == "crash":
     print("boom: cannot start (deliberately)", flush=True)
     sys.exit(3)
 
+COUNTER = itertools.count()
+SLOW_S = int(os.environ.get("BENCHLAB_SLOW_MS", "0")) / 1000
+
 BODIES = {
-    "/plaintext": ("text/plain", b"Hello, World"),
+    "/plaintext": ("text/plain", b"Hello, World" if mode == "wrong-body" else b"Hello, World!"),
     "/json": ("application/json", b'{"code":0,"message":"ok","data":{}}'),
 }
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: headers and body go out in separate writes, and without it Nagle's
+    # algorithm waits for the client's delayed ACK (about 40 ms a response).
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         content_type, body = BODIES.get(self.path, ("text/plain", b"not found"))
-        self.send_response_only(200 if self.path in BODIES else 404)
+        status = 200 if self.path in BODIES else 404
+        if mode == "flaky" and (n := next(COUNTER)) > 5 and n % 2 == 1:
+            status, body = 500, b"flaky"
+        if mode == "slow":
+            deadline = time.perf_counter() + SLOW_S
+            while time.perf_counter() < deadline:
+                pass
+        self.send_response_only(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Date", formatdate(usegmt=True))

@@ -60,7 +60,12 @@ def median_interval(
 
 
 BOOTSTRAP_RESAMPLES = 4000
-RATIO_METHOD = "percentile bootstrap of the ratio of medians (trials resampled in each cell)"
+BOOTSTRAP_MIN_TRIALS = 6
+RATIO_METHOD = (
+    "ratio of medians; with 6+ trials a side, a percentile bootstrap (trials resampled in each "
+    "cell); with fewer, the range [min B / max A, max B / min A], whose coverage is exact: "
+    "1 - 2 / C(nA + nB, nA) (90% for 3 trials a side)"
+)
 
 
 @dataclass(frozen=True)
@@ -92,8 +97,11 @@ def ratio_interval(
     if not top or not bottom:
         return None
     value = statistics.median(top) / statistics.median(bottom)
-    if len(top) == 1 and len(bottom) == 1:
-        return Ratio(value, value, value, 0.0)
+    if min(len(top), len(bottom)) < BOOTSTRAP_MIN_TRIALS:
+        # Too few trials for a bootstrap to be honest (it would be too narrow). The ranges
+        # miss each other by chance, when nothing changed, with probability 2 / C(nA+nB, nA).
+        chance = 2 / math.comb(len(top) + len(bottom), len(bottom))
+        return Ratio(value, min(top) / max(bottom), max(top) / min(bottom), max(0.0, 1 - chance))
     rng = random.Random(seed)
     ratios = sorted(
         statistics.median(rng.choices(top, k=len(top)))

@@ -7,9 +7,10 @@ import io
 import json
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from benchlab.analysis.stats import METHOD
+from benchlab.analysis.stats import METHOD, Ratio
 from benchlab.report.summary import CellSummary, RunSummary
 
 FORMATS = ("table", "md", "json", "csv")
@@ -72,7 +73,7 @@ BASE_COLUMNS = (
 
 
 def params_text(cell: CellSummary) -> str:
-    parts = []
+    parts = [f"[{cell.point_name}]"] if cell.point_name else []
     if cell.pool_size is not None:
         parts.append(f"pool={cell.pool_size}")
     if cell.ms is not None:
@@ -80,9 +81,19 @@ def params_text(cell: CellSummary) -> str:
     return " ".join(parts)
 
 
+def ratio_text(ratio: Ratio | None, percent: bool = False) -> str:
+    if ratio is None:
+        return ""
+    if percent:
+        return f"{100 * ratio.value:.0f}% [{100 * ratio.low:.0f}–{100 * ratio.high:.0f}]"
+    return f"{ratio.value:.2f} [{ratio.low:.2f}–{ratio.high:.2f}]"
+
+
 # Optional columns: shown only when some cell has a value for them.
 OPTIONAL_COLUMNS = (
     ("params", params_text),
+    ("vs baseline", lambda c: ratio_text(c.relative)),
+    ("of ceiling", lambda c: ratio_text(c.ceiling_fraction, percent=True)),
     ("#DB", lambda c: "" if c.db_sessions_peak is None else str(c.db_sessions_peak)),
     ("pool active", lambda c: "" if c.pool_active_peak is None else str(c.pool_active_peak)),
     (
@@ -94,7 +105,39 @@ OPTIONAL_COLUMNS = (
 
 def columns(summary: RunSummary) -> list[str]:
     shown = [name for name, value in OPTIONAL_COLUMNS if any(value(c) for c in summary.cells)]
-    return [*BASE_COLUMNS[:2], *shown[:1], *BASE_COLUMNS[2:], *shown[1:], "note"]
+    params = [name for name in shown if name == "params"]
+    others = [name for name in shown if name != "params"]
+    return [*BASE_COLUMNS[:2], *params, *BASE_COLUMNS[2:], *others, "note"]
+
+
+def verdict_lines(summary: RunSummary) -> list[str]:
+    """One sentence per verdict, naming its cell."""
+    return [
+        f"{cell.stack_label} {cell.scenario} c={cell.connections}"
+        f"{' ' + params_text(cell) if params_text(cell) else ''} — {v.name}: {v.sentence}"
+        for cell in summary.cells
+        for v in cell.verdicts
+    ]
+
+
+def _point_text(point: tuple) -> str:
+    name, scenario, tool, connections, ms, *pool = point
+    parts = [f"[{name}]"] if name else []
+    parts += [scenario, f"{tool} c={connections}"]
+    if ms is not None:
+        parts.append(f"{ms} ms")
+    if pool and pool[0] is not None:
+        parts.append(f"pool={pool[0]}")
+    return " ".join(parts)
+
+
+def flip_lines(summary: RunSummary) -> list[str]:
+    lines = []
+    for flip in summary.flips:
+        a = "; ".join(f"{_point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.a_wins)
+        b = "; ".join(f"{_point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.b_wins)
+        lines.append(f"{flip.a} vs {flip.b}: {flip.a} wins at {a}; {flip.b} wins at {b}")
+    return lines
 
 
 STEAL_WARNING_PCT = 5.0
@@ -164,7 +207,7 @@ def render_table(summary: RunSummary, console: Console) -> None:
         table.add_column(name, justify="left" if left else "right", overflow="fold")
     for cell, row in zip(summary.cells, _rows(summary), strict=True):
         style = "red" if cell.status == "failed" else "yellow" if cell.status != "ok" else None
-        table.add_row(*row, style=style)
+        table.add_row(*(escape(value) for value in row), style=style)
     for line in _run_lines(summary):
         console.print(line, markup=False, highlight=False)
     console.print(table)
@@ -175,6 +218,13 @@ def render_table(summary: RunSummary, console: Console) -> None:
             markup=False,
             highlight=False,
         )
+    for line in verdict_lines(summary):
+        console.print(line, style="yellow", markup=False, highlight=False)
+    flips = flip_lines(summary)
+    if flips:
+        console.print("Rank flips (each win beyond both intervals):", style="bold")
+        for line in flips:
+            console.print(f"  {line}", markup=False, highlight=False)
     console.print(_interval_note(summary), style="dim", markup=False, highlight=False)
 
 
@@ -191,6 +241,12 @@ def render_markdown(summary: RunSummary) -> str:
     if notes:
         out.append("")
         out += [f"{n}. {c.stack_label} {c.scenario}: {c.reason}" for n, c in notes]
+    sentences = verdict_lines(summary)
+    if sentences:
+        out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    flips = flip_lines(summary)
+    if flips:
+        out += ["", "Rank flips (each win beyond both intervals):", ""] + [f"- {x}" for x in flips]
     out += ["", _interval_note(summary), ""]
     return "\n".join(out)
 
@@ -208,7 +264,8 @@ CSV_FIELDS = (
     "errors_write", "errors_timeout", "errors_non_2xx", "errors_other", "server_cpu_pct",
     "server_rss_mb",
     "load_cpu_pct", "server_steal_pct", "db_sessions_peak", "pool_active_peak",
-    "cache_hit_ratio", "status", "reason",
+    "cache_hit_ratio", "relative", "relative_low", "relative_high", "ceiling_fraction",
+    "rps_per_cpu_s", "verdicts", "status", "reason",
 )  # fmt: skip
 
 
@@ -241,6 +298,12 @@ def render_csv(summary: RunSummary) -> str:
                 "db_sessions_peak": cell.db_sessions_peak,
                 "pool_active_peak": cell.pool_active_peak,
                 "cache_hit_ratio": cell.cache_hit_ratio,
+                "relative": cell.relative and cell.relative.value,
+                "relative_low": cell.relative and cell.relative.low,
+                "relative_high": cell.relative and cell.relative.high,
+                "ceiling_fraction": cell.ceiling_fraction and cell.ceiling_fraction.value,
+                "rps_per_cpu_s": cell.rps_per_cpu_s,
+                "verdicts": ";".join(v.name for v in cell.verdicts),
                 "status": cell.status,
                 "reason": cell.reason,
             }

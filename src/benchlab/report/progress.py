@@ -39,7 +39,7 @@ class LineReporter:
 
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
         self.counter.total = total_trials
-        self.rounds = plan.recipe.trials
+        self.rounds = plan.recipe.max_trials or plan.recipe.trials
         self.console.print(
             f"run {run_id}: {len(plan.cells)} cells × {plan.recipe.trials} trials; "
             f"server cores {list(plan.cores.server)}, load cores {list(plan.cores.load)}"
@@ -57,6 +57,9 @@ class LineReporter:
             f"cell {position + 1}/{cells} {_cell_text(cell)}: {result.throughput_rps:,.0f} req/s, "
             f"errors {result.errors.total} — about {self.counter.remaining_text()} left"
         )
+
+    def extend(self, trials: int) -> None:
+        self.counter.total += trials
 
     def cell_failed(self, cell: Cell, reason: str) -> None:
         self.counter.total -= 1
@@ -105,6 +108,10 @@ class BarReporter(LineReporter):
             last=f"{result.throughput_rps:,.0f} req/s",
             phase="",
         )
+
+    def extend(self, trials: int) -> None:
+        super().extend(trials)
+        self.progress.update(self.task, total=self.counter.total)
 
     def cell_failed(self, cell: Cell, reason: str) -> None:
         self.counter.total -= 1

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.analysis.stats import METHOD, Estimate, median_interval
+from benchlab.analysis.flips import Contender, Flip, flips, rankings
+from benchlab.analysis.relative import (
+    CEILING_STACK,
+    Comparable,
+    reference_cells,
+    relative_to,
+    rps_per_cpu_second,
+)
+from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
+from benchlab.analysis.verdicts import CellFigures, Verdict, verdicts
 from benchlab.store import Store
+
+DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,7 @@ class CellSummary:
     pool_size: int | None
     ms: int | None
     status: str
+    point_name: str | None
     reason: str | None
     trials: int
     requests: int
@@ -39,6 +53,18 @@ class CellSummary:
     db_sessions_peak: int | None
     pool_active_peak: int | None
     cache_hit_ratio: float | None
+    capacity: int | None = None
+    db_pool_limit: int | None = None
+    throughputs: tuple[float, ...] = ()
+    verdicts: list[Verdict] = field(default_factory=list)
+    relative: Ratio | None = None
+    ceiling_fraction: Ratio | None = None
+    rps_per_cpu_s: float | None = None
+
+    @property
+    def point(self) -> tuple:
+        """The load the cell faced, whatever the stack: where cells are compared."""
+        return (self.point_name, self.scenario, self.tool, self.connections, self.ms)
 
     def to_json(self) -> dict[str, Any]:
         t = self.throughput
@@ -54,6 +80,7 @@ class CellSummary:
             "flavour": self.flavour,
             "pool_size": self.pool_size,
             "ms": self.ms,
+            "point": self.point_name,
             "trials": self.trials,
             "requests": self.requests,
             "throughput_rps": None
@@ -69,15 +96,32 @@ class CellSummary:
             "db_sessions_peak": self.db_sessions_peak,
             "pool_active_peak": self.pool_active_peak,
             "cache_hit_ratio": self.cache_hit_ratio,
+            "capacity": self.capacity,
+            "db_pool_limit": self.db_pool_limit,
+            "verdicts": [v.name for v in self.verdicts],
+            "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
+            "relative": _ratio_json(self.relative),
+            "ceiling_fraction": _ratio_json(self.ceiling_fraction),
+            "rps_per_cpu_s": self.rps_per_cpu_s,
             "status": self.status,
             "reason": self.reason,
         }
+
+
+def _ratio_json(ratio: Ratio | None) -> dict[str, float] | None:
+    if ratio is None:
+        return None
+    return {"value": ratio.value, "low": ratio.low, "high": ratio.high}
 
 
 @dataclass(frozen=True)
 class RunSummary:
     run: dict[str, Any]
     cells: list[CellSummary]
+    baseline: str | None = None
+    target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
+    flips: list[Flip] = field(default_factory=list)
+    rankings: dict[tuple, list[tuple[str, float]]] = field(default_factory=dict)
 
     @property
     def partial_note(self) -> str | None:
@@ -91,7 +135,23 @@ class RunSummary:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": self.run, "method": METHOD, "cells": [c.to_json() for c in self.cells]}
+        return {
+            "run": self.run,
+            "method": METHOD,
+            "ratio_method": RATIO_METHOD,
+            "baseline": self.baseline,
+            "target_half_width_pct": self.target_half_width_pct,
+            "cells": [c.to_json() for c in self.cells],
+            "rank_flips": [
+                {
+                    "a": f.a,
+                    "b": f.b,
+                    "a_wins": [{"point": list(w.point), **_ratio_json(w.ratio)} for w in f.a_wins],
+                    "b_wins": [{"point": list(w.point), **_ratio_json(w.ratio)} for w in f.b_wins],
+                }
+                for f in self.flips
+            ],
+        }
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -136,6 +196,7 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         pool_size=cell["pool_size"],
         ms=cell["ms"],
         status=status,
+        point_name=cell["point"],
         reason=cell["reason"],
         trials=len(trials),
         requests=sum(t["requests"] for t in trials),
@@ -154,16 +215,81 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         load_cpu_pct=_median([t["load_cpu_pct"] for t in trials]),
         server_steal_pct=_median([t["server_steal_pct"] for t in trials]),
         transfer_bytes=sum(t["bytes"] for t in trials),
+        capacity=cell["capacity"],
+        db_pool_limit=cell["db_pool_limit"],
+        throughputs=tuple(t["throughput_rps"] for t in trials),
         db_sessions_peak=_peak([t["db_sessions_peak"] for t in trials]),
         pool_active_peak=_peak([t["pool_active_peak"] for t in trials]),
         cache_hit_ratio=_hit_ratio(trials),
     )
 
 
+def _recipe_options(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _analyse(cell: CellSummary, run: dict[str, Any], target: float) -> list[Verdict]:
+    if cell.throughput is None:
+        return []
+    figures = CellFigures(
+        scenario=cell.scenario,
+        connections=cell.connections,
+        ms=cell.ms,
+        throughput_rps=cell.throughput.median,
+        half_width_pct=cell.throughput.half_width_pct if cell.throughput.n > 1 else None,
+        requests=cell.requests,
+        errors=cell.errors,
+        server_cpu_pct=cell.server_cpu_pct,
+        load_cpu_pct=cell.load_cpu_pct,
+        server_cores=len(run["server_cores"]),
+        load_cores=len(run["load_cores"]),
+        capacity=cell.capacity,
+        db_sessions_peak=cell.db_sessions_peak,
+        db_pool_limit=cell.db_pool_limit,
+    )
+    return verdicts(figures, target)
+
+
 def summarise(store: Store, run_id: str | None) -> RunSummary:
     row = store.run(run_id)
+    options = _recipe_options(row["recipe_text"])
     run = {key: row[key] for key in row.keys() if key != "recipe_text"}  # noqa: SIM118 (sqlite3.Row iterates values)
     for key in ("machine", "server_cores", "load_cores", "services"):
         run[key] = json.loads(run[key]) if run.get(key) else None
+    target = float(options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT))
+    baseline = options.get("baseline")
     cells = [_summarise_cell(c, store.trials(c["id"])) for c in store.cells(row["id"])]
-    return RunSummary(run=run, cells=cells)
+    comparable = [Comparable(c.stack, c.point, c.throughputs) for c in cells]
+    baselines = reference_cells(comparable, baseline)
+    ceilings = reference_cells(comparable, CEILING_STACK)
+    cells = [
+        dataclasses.replace(
+            cell,
+            verdicts=_analyse(cell, run, target),
+            relative=relative_to(view, baselines),
+            ceiling_fraction=relative_to(view, ceilings) if cell.stack != CEILING_STACK else None,
+            rps_per_cpu_s=rps_per_cpu_second(
+                cell.throughput.median if cell.throughput else None, cell.server_cpu_pct
+            ),
+        )
+        for cell, view in zip(cells, comparable, strict=True)
+    ]
+    contenders = [Contender(c.stack_label, _grid_point(c, options), c.throughputs) for c in cells]
+    return RunSummary(
+        run=run,
+        cells=cells,
+        baseline=baseline,
+        target_half_width_pct=target,
+        flips=flips(contenders),
+        rankings=rankings(contenders),
+    )
+
+
+def _grid_point(cell: CellSummary, options: dict[str, Any]) -> tuple:
+    """Where stacks are ranked against each other: the load, plus the pool size when the
+    recipe sweeps it (a per-stack pool belongs to the stack, not to the grid)."""
+    swept_pool = isinstance(options.get("params", {}).get("pool_size"), list)
+    return (*cell.point, cell.pool_size) if swept_pool else cell.point

@@ -52,6 +52,8 @@ class Stack:
     concurrency: str | None = None  # "threads" (label t=N) or "greenlets" (label c=N)
     default_concurrency: int = 1
     fixed_workers: bool = False  # one process only (a dev server, waitress, gevent's server)
+    one_at_a_time: bool = False  # each worker serves one request at a time (gunicorn sync)
+    threadpool: int | None = None  # sync-flavour endpoints run in a pool of this many threads
     unavailable: str | None = None  # why it cannot run anywhere (e.g. does not install on 3.11)
     needs_modules: tuple[str, ...] = ()
     needs_programs: tuple[str, ...] = ()
@@ -76,6 +78,17 @@ class Stack:
                     False, f"Python package '{module}' is missing", "run ./lab setup"
                 )
         return Availability(True)
+
+    def capacity(self, workers: int, threads: int | None, flavour: str | None) -> int | None:
+        """How many requests the launch can hold in progress at once; None when an event loop
+        (or Go's scheduler) sets no limit of its own."""
+        if self.concurrency and threads is not None:
+            return workers * threads
+        if self.one_at_a_time:
+            return workers
+        if flavour == "sync" and self.threadpool:
+            return workers * self.threadpool
+        return None
 
     def label(self, workers: int, flavour: str | None = None, threads: int | None = None) -> str:
         note = f" ({self.note})" if self.note else ""

@@ -139,6 +139,7 @@ def _stack(name: str, framework: str, server: str, model: str, launch: Launcher,
 ASYNC = {"flavours": ("async",), "needs_modules": DRIVERS_ASYNC}
 SYNC = {"flavours": ("sync",), "needs_modules": DRIVERS_SYNC}
 ASYNC_LOOP = "asyncio event loop per process"
+ANYIO_THREADS = 40  # FastAPI runs `def` endpoints in anyio's thread pool: 40 threads by default
 RUST_IO = ASYNC_LOOP + " (Rust I/O)"
 ONE_AT_A_TIME = "one request at a time per process"
 THREADS = "a thread per request, N threads per process"
@@ -149,13 +150,14 @@ DJANGO = {"DJANGO_SETTINGS_MODULE": "django_app.settings"}
 PYTHON_STACKS = (
     # --- FastAPI and its ASGI peers -----------------------------------------------------------
     _stack("fastapi+uvicorn", "FastAPI", "uvicorn (uvloop, httptools)", ASYNC_LOOP,
-           uvicorn("fastapi_app:app"), flavours=("async", "sync"),
+           uvicorn("fastapi_app:app"), flavours=("async", "sync"), threadpool=ANYIO_THREADS,
            needs_modules=("fastapi", "uvicorn", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
     _stack("fastapi+gunicorn-uvicorn", "FastAPI", "gunicorn + uvicorn-worker", ASYNC_LOOP,
            gunicorn("fastapi_app:app", "uvicorn_worker.UvicornWorker"), flavours=("async", "sync"),
+           threadpool=ANYIO_THREADS,
            needs_modules=("fastapi", "gunicorn", "uvicorn_worker", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
     _stack("fastapi+granian", "FastAPI", "granian (--interface asgi)", RUST_IO,
-           granian("fastapi_app:app"), flavours=("async", "sync"),
+           granian("fastapi_app:app"), flavours=("async", "sync"), threadpool=ANYIO_THREADS,
            needs_modules=("fastapi", "granian", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
     _stack("starlette+uvicorn", "Starlette", "uvicorn (uvloop, httptools)", ASYNC_LOOP,
            uvicorn("starlette_app:app"), **ASYNC),
@@ -197,7 +199,8 @@ PYTHON_STACKS = (
            waitress("flask_app:app"), fixed_workers=True, concurrency="threads",
            default_concurrency=4, **SYNC),
     _stack("flask+gunicorn", "Flask", "gunicorn (sync workers)", ONE_AT_A_TIME,
-           gunicorn("flask_app:app", "sync"), note="sync: no keep-alive", **SYNC),
+           gunicorn("flask_app:app", "sync"), one_at_a_time=True,
+           note="sync: no keep-alive", **SYNC),
     _stack("flask+gunicorn-gthread", "Flask", "gunicorn (gthread workers)", THREADS,
            gunicorn("flask_app:app", "gthread"), concurrency="threads", default_concurrency=4,
            **SYNC),
@@ -215,14 +218,16 @@ PYTHON_STACKS = (
            uwsgi("flask_app"), concurrency="threads", default_concurrency=1, **SYNC),
     # --- Bottle and Falcon --------------------------------------------------------------------
     _stack("bottle+gunicorn", "Bottle", "gunicorn (sync workers)", ONE_AT_A_TIME,
-           gunicorn("bottle_app:app", "sync"), note="sync: no keep-alive", **SYNC),
+           gunicorn("bottle_app:app", "sync"), one_at_a_time=True,
+           note="sync: no keep-alive", **SYNC),
     _stack("bottle+gunicorn-gevent", "Bottle", "gunicorn (gevent workers)", GREENLETS,
            gunicorn("bottle_app:app", "gevent"), concurrency="greenlets",
            default_concurrency=1000, **SYNC),
     _stack("bottle+uwsgi", "Bottle", UWSGI, THREADS,
            uwsgi("bottle_app"), concurrency="threads", default_concurrency=1, **SYNC),
     _stack("falcon+gunicorn", "Falcon", "gunicorn (sync workers)", ONE_AT_A_TIME,
-           gunicorn("falcon_app:app", "sync"), note="sync: no keep-alive", **SYNC),
+           gunicorn("falcon_app:app", "sync"), one_at_a_time=True,
+           note="sync: no keep-alive", **SYNC),
     _stack("falcon+gunicorn-gevent", "Falcon", "gunicorn (gevent workers)", GREENLETS,
            gunicorn("falcon_app:app", "gevent"), concurrency="greenlets",
            default_concurrency=1000, **SYNC),
@@ -231,7 +236,7 @@ PYTHON_STACKS = (
     # --- Django -------------------------------------------------------------------------------
     _stack("django+gunicorn", "Django (WSGI, persistent connections)", "gunicorn (sync workers)",
            ONE_AT_A_TIME, gunicorn("django_app.wsgi:application", "sync", **DJANGO),
-           note="sync: no keep-alive", flavours=("sync",),
+           note="sync: no keep-alive", one_at_a_time=True, flavours=("sync",),
            needs_modules=("django", "gunicorn", *DRIVERS_SYNC)),
     _stack("django+uvicorn", "Django (ASGI, connection pool)", "uvicorn (uvloop, httptools)",
            ASYNC_LOOP + "; queries through sync_to_async",

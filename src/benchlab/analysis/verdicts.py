@@ -1,0 +1,160 @@
+"""Validity verdicts: whether a cell's figure can be trusted, each with one plain sentence.
+
+Thresholds are deliberately coarse: a verdict flags a figure to look at, it does not grade it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR_RATE = 0.001  # more than 0.1 % of requests failed
+CLIENT_SATURATED = 0.90  # the load tool used 90 % of its cores
+IDLE_SERVER = 0.50  # the server used under half of its cores ...
+FAR_BELOW = 0.50  # ... while throughput stayed under half of what it could hold
+CPU_BOUND = 0.80  # a server at 80 % of its cores is busy, not waiting
+WAITING_SCENARIOS = ("sleep", "db-delay")
+# Where the server alone should be busy: with a database, the database works on the
+# server's cores too and an idle app proves nothing.
+SERVER_ONLY_SCENARIOS = ("plaintext", "json")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    sentence: str
+
+
+@dataclass(frozen=True)
+class CellFigures:
+    """What the verdicts look at, for one cell (medians over its trials)."""
+
+    scenario: str
+    connections: int
+    ms: int | None
+    throughput_rps: float
+    half_width_pct: float | None
+    requests: int
+    errors: dict[str, int]
+    server_cpu_pct: float | None
+    load_cpu_pct: float | None
+    server_cores: int
+    load_cores: int
+    capacity: int | None  # requests the launch can hold at once; None: no limit of its own
+    db_sessions_peak: int | None
+    db_pool_limit: int | None
+
+
+def verdicts(cell: CellFigures, target_half_width_pct: float) -> list[Verdict]:
+    found = [
+        check(cell) for check in (_errors, _client_bound, _blocked, _littles_law, _pool_exhausted)
+    ]
+    found.append(_unstable(cell, target_half_width_pct))
+    return [v for v in found if v is not None]
+
+
+def _errors(cell: CellFigures) -> Verdict | None:
+    socket = sum(v for k, v in cell.errors.items() if k not in ("total", "non_2xx"))
+    failed = socket + cell.errors.get("non_2xx", 0)
+    attempts = cell.requests + socket
+    if attempts == 0 or failed / attempts <= ERROR_RATE:
+        return None
+    kinds = ", ".join(f"{k} {v:,}" for k, v in cell.errors.items() if k != "total" and v)
+    return Verdict(
+        "errors", f"{100 * failed / attempts:.1f}% of requests failed ({kinds}): the figure "
+        "counts failures as answers"
+    )  # fmt: skip
+
+
+def _client_bound(cell: CellFigures) -> Verdict | None:
+    if cell.load_cpu_pct is None or cell.load_cpu_pct < CLIENT_SATURATED * 100 * cell.load_cores:
+        return None
+    return Verdict(
+        "client-bound",
+        f"the load tool used {cell.load_cpu_pct:.0f}% CPU of its {cell.load_cores} core(s): it, "
+        "not the server, may have been the limit",
+    )
+
+
+def _server_share(cell: CellFigures) -> float | None:
+    if cell.server_cpu_pct is None:
+        return None
+    return cell.server_cpu_pct / (100 * cell.server_cores)
+
+
+def _littles_bound(cell: CellFigures, concurrency: int) -> float | None:
+    if cell.scenario not in WAITING_SCENARIOS or not cell.ms:
+        return None
+    return concurrency / (cell.ms / 1000)
+
+
+def _blocked(cell: CellFigures) -> Verdict | None:
+    share = _server_share(cell)
+    if share is None or share >= IDLE_SERVER:
+        return None
+    if cell.scenario in WAITING_SCENARIOS:
+        # What the launch could hold at once: its own limit, the clients, and (db-delay) the
+        # database pool — a pool that caps the figure is pool-exhausted, not blocked.
+        limits = [cell.connections]
+        if cell.capacity is not None:
+            limits.append(cell.capacity)
+        if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
+            limits.append(cell.db_pool_limit)
+        bound = _littles_bound(cell, min(limits))
+        if bound is None or cell.throughput_rps >= FAR_BELOW * bound:
+            return None
+        holding = cell.throughput_rps * cell.ms / 1000 if cell.ms else 0
+        return Verdict(
+            "blocked",
+            f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
+            f"({cell.throughput_rps:,.0f} req/s of a possible {bound:,.0f}) with its CPU at "
+            f"{100 * share:.0f}%: something blocks (a blocking call in an event loop, a late "
+            "gevent patch)",
+        )
+    if cell.scenario not in SERVER_ONLY_SCENARIOS:
+        return None
+    load = cell.load_cpu_pct / (100 * cell.load_cores) if cell.load_cpu_pct is not None else 1.0
+    if load >= IDLE_SERVER or sum(cell.errors.values()):
+        return None
+    return Verdict(
+        "blocked",
+        f"neither the server ({100 * share:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "
+        "busy: something else limited the throughput",
+    )
+
+
+def _littles_law(cell: CellFigures) -> Verdict | None:
+    bound = _littles_bound(cell, cell.connections)
+    share = _server_share(cell)
+    if bound is None or share is None or share >= CPU_BOUND:
+        return None
+    fraction = cell.throughput_rps / bound
+    if fraction >= FAR_BELOW:
+        return None
+    return Verdict(
+        "littles-law",
+        f"{cell.throughput_rps:,.0f} req/s is {100 * fraction:.0f}% of Little's law's "
+        f"{bound:,.0f} ({cell.connections:,} connections ÷ {cell.ms} ms) while the server's "
+        f"CPU was at {100 * share:.0f}%: its concurrency, not its speed, is the limit",
+    )
+
+
+def _pool_exhausted(cell: CellFigures) -> Verdict | None:
+    if cell.db_sessions_peak is None or not cell.db_pool_limit:
+        return None
+    if cell.db_sessions_peak < cell.db_pool_limit:
+        return None
+    return Verdict(
+        "pool-exhausted",
+        f"database sessions in use peaked at {cell.db_sessions_peak}, the pool's limit of "
+        f"{cell.db_pool_limit}: requests queued for a session",
+    )
+
+
+def _unstable(cell: CellFigures, target: float) -> Verdict | None:
+    if cell.half_width_pct is None or cell.half_width_pct <= target:
+        return None
+    return Verdict(
+        "unstable",
+        f"trials disagree: the interval spans ±{cell.half_width_pct:.0f}% of the median "
+        f"(target ±{target:g}%)",
+    )

@@ -1,0 +1,272 @@
+"""Verdicts, adaptive trials, rank flips and compare, each on a real situation beside its
+healthy twin (short, bounded runs), plus the same logic on synthetic data."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from benchlab.analysis.flips import Contender, flips, rankings
+from benchlab.analysis.stats import ratio_interval
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.progress import LineReporter
+from benchlab.runner import Execution
+from benchlab.stacks import CATALOGUE
+from benchlab.store import Store
+from tests.conftest import benchlab, write_recipe
+from tests.test_failures import _misbehaving_stack
+
+
+def _report(results: Path, run: str | None = None) -> dict:
+    args = ["report", *([run] if run else []), "--results", str(results), "--format", "json"]
+    result = benchlab(*args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _by(report: dict, key: str) -> dict[str, dict]:
+    return {c[key]: c for c in report["cells"]}
+
+
+def _run(tmp_path: Path, tmp: Path, recipe_text: str, name: str = "recipe.toml") -> Path:
+    recipe = write_recipe(tmp_path, recipe_text, name)
+    results = tmp_path / "results.db"
+    result = benchlab("run", str(recipe), "--results", str(results), env={"TMPDIR": str(tmp)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return results
+
+
+def _execute(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+    path = write_recipe(tmp_path, recipe_text, name)
+    recipe, text = load_recipe(path)
+    reporter = LineReporter(Console(file=io.StringIO()))
+    return Execution(build_plan(path, recipe, text), store, reporter, "test").run().run_id
+
+
+# --- synthetic ---------------------------------------------------------------------------
+
+
+def test_few_trials_give_an_exact_range_interval() -> None:
+    disjoint = ratio_interval([12.0, 13.0, 14.0], [9.0, 10.0, 11.0])
+    assert disjoint is not None and disjoint.significant
+    assert disjoint.low == pytest.approx(12 / 11) and disjoint.high == pytest.approx(14 / 9)
+    assert disjoint.confidence == pytest.approx(1 - 2 / 20)  # C(6, 3) = 20
+    overlapping = ratio_interval([10.0, 12.0, 14.0], [9.0, 11.0, 13.0])
+    assert overlapping is not None and not overlapping.significant
+    assert ratio_interval([1.0], [2.0]).confidence == 0.0
+
+
+def test_flips_on_a_synthetic_grid() -> None:
+    def c(label: str, point: str, value: float) -> Contender:
+        return Contender(label, (point,), [value * f for f in (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)])
+
+    grid = [
+        c("async", "many-sessions", 800), c("sync", "many-sessions", 150),
+        c("async", "few-sessions", 50), c("sync", "few-sessions", 150),
+        c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
+        c("close", "many-sessions", 151), c("close", "few-sessions", 149),
+    ]  # fmt: skip
+    found = {(f.a, f.b): f for f in flips(grid)}
+    assert ("async", "sync") in found and ("async", "steady") in found
+    flip = found[("async", "sync")]
+    assert [w.point for w in flip.a_wins] == [("many-sessions",)]
+    assert [w.point for w in flip.b_wins] == [("few-sessions",)]
+    assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
+    # within noise of each other everywhere: no flip between sync and close
+    assert ("close", "sync") not in found
+    ranked = rankings(grid)
+    assert [label for label, _ in ranked[("many-sessions",)]][:2] == ["async", "close"]
+
+
+# --- real situations ---------------------------------------------------------------------
+
+SLEEP = """
+name = "sleep-verdicts"
+stacks = ["flask+gevent-late-patch", "flask+gevent", "flask+gunicorn", "fastapi+uvicorn"]
+scenarios = ["sleep"]
+trials = 1
+warmup = 0
+[params]
+sleep_ms = 50
+[[load]]
+connections = 32
+duration = 2
+"""
+
+
+def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp: Path) -> None:
+    cells = _by(_report(_run(tmp_path, isolated_tmp, SLEEP)), "stack")
+    # The late gevent patch: 1000 greenlets that could wait at once, but the sleep blocks.
+    assert "blocked" in cells["flask+gevent-late-patch"]["verdicts"]
+    assert "littles-law" in cells["flask+gevent-late-patch"]["verdicts"]
+    assert "blocked" not in cells["flask+gevent"]["verdicts"]
+    assert "littles-law" not in cells["flask+gevent"]["verdicts"]
+    # One sync worker can hold one wait: below Little's law, but not blocked: it is its design.
+    assert "littles-law" in cells["flask+gunicorn"]["verdicts"]
+    assert "blocked" not in cells["flask+gunicorn"]["verdicts"]
+    assert cells["fastapi+uvicorn"]["verdicts"] in ([], ["unstable"])
+    sentence = cells["flask+gevent-late-patch"]["verdict_sentences"]["blocked"]
+    assert "it could hold 32 requests waiting at once" in sentence  # the clients bind first
+
+
+POOL = """
+name = "pool-verdict"
+stacks = ["fastapi+uvicorn"]
+scenarios = ["db-delay"]
+trials = 1
+warmup = 0
+[params]
+db_delay_ms = 20
+[[load]]
+duration = 2
+[[points]]
+name = "small-pool"
+pool_size = 2
+connections = 64
+[[points]]
+name = "big-pool"
+pool_size = 16
+connections = 4
+"""
+
+
+def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
+    cells = _by(_report(_run(tmp_path, isolated_tmp, POOL)), "point")
+    small, big = cells["small-pool"], cells["big-pool"]
+    assert small["db_sessions_peak"] == 2 and small["db_pool_limit"] == 2
+    assert "pool-exhausted" in small["verdicts"]
+    assert big["db_sessions_peak"] <= 4 and "pool-exhausted" not in big["verdicts"]
+
+
+def test_errors_verdict_on_a_stack_answering_500s(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CATALOGUE, "flaky", _misbehaving_stack("flaky", "flaky"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    store = Store(tmp_path / "r.db")
+    recipe = """
+        name = "errors"
+        stacks = ["flaky", "nginx-static"]
+        scenarios = ["plaintext"]
+        trials = 1
+        warmup = 0
+        [[load]]
+        connections = 4
+        duration = 1
+    """
+    run_id = _execute(tmp_path, store, recipe, "errors.toml")
+    cells = _by(_report(tmp_path / "r.db", run_id), "stack")
+    assert "errors" in cells["flaky"]["verdicts"]
+    assert "non_2xx" in cells["flaky"]["verdict_sentences"]["errors"]
+    assert "errors" not in cells["nginx-static"]["verdicts"]
+
+
+def test_adaptive_trials_stop_when_converged_and_report_when_not(
+    tmp_dirs: Path, isolated_tmp: Path
+) -> None:
+    tmp_path = tmp_dirs
+    recipe = """
+        name = "adaptive"
+        stacks = ["nginx-static"]
+        scenarios = ["plaintext", "json"]
+        trials = 2
+        max_trials = {max}
+        target_half_width_pct = {target}
+        warmup = 0
+        [[load]]
+        connections = 8
+        duration = 1
+    """
+    easy = _run(tmp_path / "easy", isolated_tmp, recipe.format(max=9, target=60))
+    hard = _run(tmp_path / "hard", isolated_tmp, recipe.format(max=7, target=0.001))
+    db = sqlite3.connect(easy)
+    counts = [n for (n,) in db.execute("SELECT COUNT(*) FROM trials GROUP BY cell_id")]
+    assert counts == [6, 6], "95% needs 6 trials; then ±60% is reached and it stops"
+    hard_cells = _report(hard)["cells"]
+    assert [c["trials"] for c in hard_cells] == [7, 7]
+    assert all("unstable" in c["verdicts"] for c in hard_cells)
+
+
+@pytest.fixture
+def tmp_dirs(tmp_path: Path) -> Path:
+    for sub in ("easy", "hard"):
+        (tmp_path / sub).mkdir()
+    return tmp_path
+
+
+FLIP = """
+name = "flip"
+stacks = ["fastapi+uvicorn", "flask+gunicorn"]
+scenarios = ["db-delay"]
+trials = 3
+warmup = 0
+[params]
+db_delay_ms = 20
+[stack."flask+gunicorn"]
+workers = 3
+pool_size = 1
+[[load]]
+connections = 32
+duration = 2
+[[points]]
+name = "few-sessions"
+pool_size = 1
+[[points]]
+name = "many-sessions"
+pool_size = 16
+"""
+
+
+def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: Path) -> None:
+    report = _report(_run(tmp_path, isolated_tmp, FLIP))
+    flips_found = report["rank_flips"]
+    assert len(flips_found) == 1, flips_found
+    flip = flips_found[0]
+    wins = {flip["a"]: flip["a_wins"], flip["b"]: flip["b_wins"]}
+    async_label = next(k for k in wins if k.startswith("fastapi"))
+    sync_label = next(k for k in wins if k.startswith("flask"))
+    assert [w["point"][0] for w in wins[async_label]] == ["many-sessions"]
+    assert [w["point"][0] for w in wins[sync_label]] == ["few-sessions"]
+    assert all(w["low"] > 1 for w in wins[async_label] + wins[sync_label])
+    md = benchlab("report", "--results", str(tmp_path / "results.db"), "--format", "md").stdout
+    assert "Rank flips" in md and "[few-sessions]" in md
+
+
+def test_compare_same_recipe_twice_and_a_slowed_stack(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "slow"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    results = tmp_path / "r.db"
+    store = Store(results)
+    recipe = """
+        name = "compare"
+        stacks = ["tunable", "nginx-static"]
+        scenarios = ["json"]
+        trials = 5
+        warmup = 0
+        [[load]]
+        connections = 4
+        duration = 1
+    """
+    monkeypatch.setenv("BENCHLAB_SLOW_MS", "0")
+    first = _execute(tmp_path, store, recipe, "a.toml")
+    second = _execute(tmp_path, store, recipe, "b.toml")
+    monkeypatch.setenv("BENCHLAB_SLOW_MS", "2")
+    slowed = _execute(tmp_path, store, recipe, "c.toml")
+    same = benchlab("compare", first, second, "--results", str(results), "--fail-above", "10")
+    assert same.returncode == 0, same.stdout
+    assert same.stdout.count("no significant change") >= 1
+    assert "slower" not in same.stdout.replace("slower by more", "")
+    worse = benchlab("compare", first, slowed, "--results", str(results), "--fail-above", "10")
+    assert worse.returncode == 1, worse.stdout
+    lines = {line.split("│")[1].strip(): line for line in worse.stdout.splitlines() if "│" in line}
+    assert "slower" in next(v for k, v in lines.items() if k.startswith("tunable"))
+    assert "FAIL: slower by more than 10%: tunable" in worse.stdout
+    unknown = benchlab("compare", first, "nope", "--results", str(results))
+    assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr
