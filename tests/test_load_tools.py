@@ -74,4 +74,8 @@ def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
         assert result.requests == 0 and result.errors.other > 0, result
         return
     assert result.requests > 0
+    if tool == "ab":
+        # At its -t deadline ab may count one more non-2xx answer than complete requests.
+        assert result.requests <= result.errors.non_2xx <= result.requests + 1, result.errors
+        return
     assert result.errors.non_2xx == result.requests, result.errors
