@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab import machine
-from benchlab.analysis.stats import TARGET_CONFIDENCE, median_interval
+from benchlab.analysis.stats import converged
 from benchlab.errors import RunInterrupted, ServiceError, UserError
 from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_tool
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
@@ -285,12 +285,8 @@ class Execution:
 
     def _converged(self, cell: Cell) -> bool:
         trials = self.store.trials(self.cell_ids[cell])
-        estimate = median_interval([t["throughput_rps"] for t in trials])
-        return (
-            estimate is not None
-            and estimate.confidence >= TARGET_CONFIDENCE
-            and estimate.half_width_pct <= self.plan.recipe.target_half_width_pct
-        )
+        values = [t["throughput_rps"] for t in trials]
+        return converged(values, self.plan.recipe.target_half_width_pct)
 
     def _run_round(self, round_index: int, only: set[Cell] | None = None) -> None:
         launches = list(self._launches().items())

@@ -33,6 +33,8 @@ def relative_to(cell: Comparable, references: dict[tuple, Comparable]) -> Ratio 
     reference = references.get(cell.point)
     if reference is None or not reference.throughputs or not cell.throughputs:
         return None
+    if reference is cell:
+        return Ratio(1.0, 1.0, 1.0, 1.0)  # the baseline itself: 1.00 by definition
     return ratio_interval(cell.throughputs, reference.throughputs)
 
 

@@ -37,6 +37,17 @@ class Estimate:
         return 100.0 * (self.high - self.low) / 2.0 / abs(self.median)
 
 
+def converged(values: Sequence[float], target_half_width_pct: float) -> bool:
+    """Whether a cell needs no more trials: its interval reaches 95 % (6 trials at least)
+    and is no wider than the target around the median."""
+    estimate = median_interval(values)
+    return (
+        estimate is not None
+        and estimate.confidence >= TARGET_CONFIDENCE
+        and estimate.half_width_pct <= target_half_width_pct
+    )
+
+
 def order_statistic_coverage(n: int, k: int) -> float:
     """Coverage of [x(k), x(n-k+1)] for the median of n samples (k counts from 1)."""
     below = sum(math.comb(n, i) for i in range(k)) / 2**n

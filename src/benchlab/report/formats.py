@@ -131,6 +131,15 @@ def _point_text(point: tuple) -> str:
     return " ".join(parts)
 
 
+def ranking_lines(summary: RunSummary) -> list[str]:
+    """Per grid point with more than one stack, the stacks best first."""
+    return [
+        f"{_point_text(point)}: " + " > ".join(f"{label} ({rps:,.0f})" for label, rps in order)
+        for point, order in summary.rankings.items()
+        if len(order) > 1
+    ]
+
+
 def flip_lines(summary: RunSummary) -> list[str]:
     lines = []
     for flip in summary.flips:
@@ -220,6 +229,11 @@ def render_table(summary: RunSummary, console: Console) -> None:
         )
     for line in verdict_lines(summary):
         console.print(line, style="yellow", markup=False, highlight=False)
+    rankings = ranking_lines(summary)
+    if len(rankings) > 1:
+        console.print("Rankings by grid point (median req/s):", style="bold")
+        for line in rankings:
+            console.print(f"  {line}", markup=False, highlight=False)
     flips = flip_lines(summary)
     if flips:
         console.print("Rank flips (each win beyond both intervals):", style="bold")
@@ -244,6 +258,9 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    rankings = ranking_lines(summary)
+    if len(rankings) > 1:
+        out += ["", "Rankings by grid point (median req/s):", ""] + [f"- {x}" for x in rankings]
     flips = flip_lines(summary)
     if flips:
         out += ["", "Rank flips (each win beyond both intervals):", ""] + [f"- {x}" for x in flips]
@@ -303,7 +320,7 @@ def render_csv(summary: RunSummary) -> str:
                 "relative_high": cell.relative and cell.relative.high,
                 "ceiling_fraction": cell.ceiling_fraction and cell.ceiling_fraction.value,
                 "rps_per_cpu_s": cell.rps_per_cpu_s,
-                "verdicts": ";".join(v.name for v in cell.verdicts),
+                "verdicts": " | ".join(f"{v.name}: {v.sentence}" for v in cell.verdicts),
                 "status": cell.status,
                 "reason": cell.reason,
             }

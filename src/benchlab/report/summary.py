@@ -56,6 +56,7 @@ class CellSummary:
     capacity: int | None = None
     db_pool_limit: int | None = None
     throughputs: tuple[float, ...] = ()
+    latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
     relative: Ratio | None = None
     ceiling_fraction: Ratio | None = None
@@ -87,6 +88,10 @@ class CellSummary:
             if t is None
             else {"median": t.median, "low": t.low, "high": t.high, "confidence": t.confidence},
             "latency_ms": self.latency_ms,
+            "latency_interval_ms": {
+                name: None if e is None else {"median": e.median, "low": e.low, "high": e.high}
+                for name, e in self.latency_intervals.items()
+            },
             "errors": self.errors,
             "server_cpu_pct": self.server_cpu_pct,
             "server_rss_mb": self.server_rss_mb,
@@ -142,6 +147,10 @@ class RunSummary:
             "baseline": self.baseline,
             "target_half_width_pct": self.target_half_width_pct,
             "cells": [c.to_json() for c in self.cells],
+            "rankings": [
+                {"point": list(point), "ranking": [{"stack": s, "median_rps": v} for s, v in order]}
+                for point, order in self.rankings.items()
+            ],
             "rank_flips": [
                 {
                     "a": f.a,
@@ -218,6 +227,10 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         capacity=cell["capacity"],
         db_pool_limit=cell["db_pool_limit"],
         throughputs=tuple(t["throughput_rps"] for t in trials),
+        latency_intervals={
+            name: median_interval([t[f"latency_{name}_ms"] for t in trials])
+            for name in ("p50", "p90", "p99", "p999")
+        },
         db_sessions_peak=_peak([t["db_sessions_peak"] for t in trials]),
         pool_active_peak=_peak([t["pool_active_peak"] for t in trials]),
         cache_hit_ratio=_hit_ratio(trials),
