@@ -270,3 +270,16 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     assert "FAIL: slower by more than 10%: tunable" in worse.stdout
     unknown = benchlab("compare", first, "nope", "--results", str(results))
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr
+
+
+def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
+    from benchlab.analysis.verdicts import CellFigures, verdicts
+
+    figures = CellFigures(
+        scenario="json", connections=8, ms=None, throughput_rps=1000.0, half_width_pct=1.0,
+        confidence=0.875, requests=10_000, errors={"total": 0}, server_cpu_pct=95.0,
+        load_cpu_pct=40.0, server_cores=1, load_cores=1, capacity=None,
+        db_sessions_peak=None, db_pool_limit=None,
+    )  # fmt: skip
+    assert [v.name for v in verdicts(figures, 5.0, adaptive=True)] == ["unstable"]
+    assert verdicts(figures, 5.0, adaptive=False) == []

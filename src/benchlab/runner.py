@@ -34,6 +34,7 @@ from benchlab.store import RunInfo, Store, TrialExtras, now
 from benchlab.verify import verify, wait_until_answering
 
 DEFAULT_POOL_SIZE = 10
+SETTLE_TIMEOUT_S = 120.0
 
 HOST = "127.0.0.1"
 
@@ -371,7 +372,8 @@ class Execution:
         workdir: Path,
     ) -> None:
         scenario = SCENARIOS[cell.scenario]
-        problem = verify(HOST, port, scenario.expectations(cell.ms))
+        # Generous timeout: this request may wait behind what the previous cell left queued.
+        problem = verify(HOST, port, scenario.expectations(cell.ms), timeout=SETTLE_TIMEOUT_S)
         if problem:
             self._check_alive(server, cell)
             self._fail(cell, f"verification failed: {problem}")
@@ -392,6 +394,16 @@ class Execution:
                 warmup = LoadRequest(**{**request.__dict__, "duration_s": self.plan.recipe.warmup})
                 run_tool(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
+                # The warm-up leaves requests queued in the listen backlog whose clients are
+                # gone; a sync worker serves them all before anything new. One request that
+                # waits its turn (the accept queue is first in, first out) lets the trial start
+                # on a drained server — and checks it still answers right.
+                problem = verify(
+                    HOST, port, scenario.expectations(cell.ms), timeout=SETTLE_TIMEOUT_S
+                )
+                if problem:
+                    self._fail(cell, f"verification after warm-up failed: {problem}")
+                    return
             cache_before = self._cache_counters(scenario.needs_cache)
             cores = self.plan.cores
             probes = self.probes if scenario.needs_database else {}

@@ -33,6 +33,7 @@ class CellFigures:
     ms: int | None
     throughput_rps: float
     half_width_pct: float | None
+    confidence: float  # the coverage its interval really has
     requests: int
     errors: dict[str, int]
     server_cpu_pct: float | None
@@ -44,11 +45,14 @@ class CellFigures:
     db_pool_limit: int | None
 
 
-def verdicts(cell: CellFigures, target_half_width_pct: float) -> list[Verdict]:
+def verdicts(
+    cell: CellFigures, target_half_width_pct: float, adaptive: bool = False
+) -> list[Verdict]:
+    """Every verdict that applies; `adaptive`: the recipe allowed more trials (max_trials)."""
     found = [
         check(cell) for check in (_errors, _client_bound, _blocked, _littles_law, _pool_exhausted)
     ]
-    found.append(_unstable(cell, target_half_width_pct))
+    found.append(_unstable(cell, target_half_width_pct, adaptive))
     return [v for v in found if v is not None]
 
 
@@ -150,7 +154,13 @@ def _pool_exhausted(cell: CellFigures) -> Verdict | None:
     )
 
 
-def _unstable(cell: CellFigures, target: float) -> Verdict | None:
+def _unstable(cell: CellFigures, target: float, adaptive: bool) -> Verdict | None:
+    if adaptive and cell.confidence < 0.95:
+        return Verdict(
+            "unstable",
+            f"never converged: max_trials ran out before its interval reached 95% "
+            f"({100 * cell.confidence:.0f}% now; it takes 6 trials)",
+        )
     if cell.half_width_pct is None or cell.half_width_pct <= target:
         return None
     return Verdict(

@@ -244,7 +244,9 @@ def _recipe_options(text: str) -> dict[str, Any]:
         return {}
 
 
-def _analyse(cell: CellSummary, run: dict[str, Any], target: float) -> list[Verdict]:
+def _analyse(
+    cell: CellSummary, run: dict[str, Any], target: float, adaptive: bool
+) -> list[Verdict]:
     if cell.throughput is None:
         return []
     figures = CellFigures(
@@ -253,6 +255,7 @@ def _analyse(cell: CellSummary, run: dict[str, Any], target: float) -> list[Verd
         ms=cell.ms,
         throughput_rps=cell.throughput.median,
         half_width_pct=cell.throughput.half_width_pct if cell.throughput.n > 1 else None,
+        confidence=cell.throughput.confidence,
         requests=cell.requests,
         errors=cell.errors,
         server_cpu_pct=cell.server_cpu_pct,
@@ -263,7 +266,7 @@ def _analyse(cell: CellSummary, run: dict[str, Any], target: float) -> list[Verd
         db_sessions_peak=cell.db_sessions_peak,
         db_pool_limit=cell.db_pool_limit,
     )
-    return verdicts(figures, target)
+    return verdicts(figures, target, adaptive)
 
 
 def summarise(store: Store, run_id: str | None) -> RunSummary:
@@ -281,7 +284,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
     cells = [
         dataclasses.replace(
             cell,
-            verdicts=_analyse(cell, run, target),
+            verdicts=_analyse(cell, run, target, options.get("max_trials") is not None),
             relative=relative_to(view, baselines),
             ceiling_fraction=relative_to(view, ceilings) if cell.stack != CEILING_STACK else None,
             rps_per_cpu_s=rps_per_cpu_second(
