@@ -8,23 +8,14 @@ from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.services.base import HOST, wait_until
 from benchlab.services.ports import free_port
 from benchlab.stacks.base import LISTEN_BACKLOG
-from benchlab.stacks.nginx_stacks import NGINX_BINARY, temp_paths
+from benchlab.stacks.nginx_stacks import nginx_config, nginx_launch
 
 
 def proxy_config(workdir: Path, port: int, upstream_port: int, workers: int) -> str:
-    return f"""
-daemon off;
-master_process on;
-worker_processes {workers};
-pid {workdir}/nginx.pid;
-error_log {workdir}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-{temp_paths(workdir)}
-    keepalive_requests 10000000;
-    keepalive_timeout 120s;
-    upstream stack {{
+    return nginx_config(
+        workdir,
+        workers,
+        f"""    upstream stack {{
         server {HOST}:{upstream_port};
         keepalive 256;
         keepalive_requests 10000000;
@@ -37,9 +28,8 @@ http {{
             proxy_set_header Connection "";
             proxy_buffering on;
         }}
-    }}
-}}
-"""
+    }}""",
+    )
 
 
 def start_proxy(
@@ -51,10 +41,8 @@ def start_proxy(
     base = workdir / "proxy"
     base.mkdir(parents=True)
     port = free_port()
-    config = base / "nginx.conf"
-    config.write_text(proxy_config(base, port, upstream_port, len(cores)))
-    argv = [NGINX_BINARY, "-p", str(base), "-c", str(config), "-e", "stderr"]
-    process = registry.start(argv, cores=cores, log_path=base / "nginx.log")
+    launch = nginx_launch(base, proxy_config(base, port, upstream_port, len(cores)))
+    process = registry.start(launch.argv, cores=cores, log_path=base / "nginx.log")
     wait_until("nginx proxy", process, lambda: _listening(port), timeout=10)
     return process, port
 

@@ -12,28 +12,42 @@ PLAINTEXT = SCENARIOS["plaintext"].expectations()[0]
 JSON = SCENARIOS["json"].expectations()[0]
 
 
-def temp_paths(work) -> str:
-    return "\n".join(
+def nginx_config(work, workers: int, http_body: str, modules: tuple[str, ...] = ()) -> str:
+    """What every nginx of benchlab shares: in the foreground, files under `work`, no access
+    log, keep-alive that never cuts a load tool's connection; `http_body` adds the rest."""
+    temp = "\n".join(
         f"    {kind}_temp_path {work}/{kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
-
-
-def static_config(ctx: LaunchContext) -> str:
-    work = ctx.workdir
-    return f"""
+    loads = "".join(f"load_module {m};\n" for m in modules)
+    return f"""{loads}
 daemon off;
 master_process on;
-worker_processes {ctx.workers};
+worker_processes {workers};
 pid {work}/nginx.pid;
 error_log {work}/error.log warn;
 events {{ worker_connections 16384; }}
 http {{
     access_log off;
-{temp_paths(work)}
+{temp}
     keepalive_requests 10000000;
     keepalive_timeout 120s;
-    server {{
+{http_body}
+}}
+"""
+
+
+def nginx_launch(work, config_text: str) -> Launch:
+    config = work / "nginx.conf"
+    config.write_text(config_text)
+    return Launch(argv=[NGINX_BINARY, "-p", str(work), "-c", str(config), "-e", "stderr"])
+
+
+def static_config(ctx: LaunchContext) -> str:
+    return nginx_config(
+        ctx.workdir,
+        ctx.workers,
+        f"""    server {{
         listen {ctx.host}:{ctx.port} backlog={LISTEN_BACKLOG};
         location = {PLAINTEXT.path} {{
             default_type {PLAINTEXT.content_type};
@@ -43,15 +57,12 @@ http {{
             default_type {JSON.content_type};
             return 200 '{JSON.body.decode()}';
         }}
-    }}
-}}
-"""
+    }}""",
+    )
 
 
 def _nginx_static(ctx: LaunchContext) -> Launch:
-    config = ctx.workdir / "nginx.conf"
-    config.write_text(static_config(ctx))
-    return Launch(argv=[NGINX_BINARY, "-p", str(ctx.workdir), "-c", str(config), "-e", "stderr"])
+    return nginx_launch(ctx.workdir, static_config(ctx))
 
 
 NGINX_STACKS = (
@@ -76,23 +87,8 @@ LUA_MODULES = (
 
 
 def lua_config(ctx: LaunchContext) -> str:
-    work = ctx.workdir
-    modules = "\n".join(f"load_module {m};" for m in LUA_MODULES)
     json_body = JSON.body.decode()
-    return f"""
-{modules}
-daemon off;
-master_process on;
-worker_processes {ctx.workers};
-pid {work}/nginx.pid;
-error_log {work}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-{temp_paths(work)}
-    keepalive_requests 10000000;
-    keepalive_timeout 120s;
-    lua_code_cache on;
+    body = f"""    lua_code_cache on;
     server {{
         listen {ctx.host}:{ctx.port} backlog={LISTEN_BACKLOG};
         location = /plaintext {{
@@ -117,15 +113,12 @@ http {{
                 ngx.print("ok")
             }}
         }}
-    }}
-}}
-"""
+    }}"""
+    return nginx_config(ctx.workdir, ctx.workers, body, modules=LUA_MODULES)
 
 
 def _nginx_lua(ctx: LaunchContext) -> Launch:
-    config = ctx.workdir / "nginx.conf"
-    config.write_text(lua_config(ctx))
-    return Launch(argv=[NGINX_BINARY, "-p", str(ctx.workdir), "-c", str(config), "-e", "stderr"])
+    return nginx_launch(ctx.workdir, lua_config(ctx))
 
 
 NGINX_STACKS = (
