@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
-from benchlab.load import LoadRequest, run_tool
+from benchlab.load import LoadRequest, base, run_tool
+from benchlab.load.base import LoadToolError, run_load
+from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
 from tests.servers import running_stack, scripted_server
@@ -81,3 +84,52 @@ def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
         assert result.requests <= result.errors.non_2xx <= result.requests + 1, result.errors
         return
     assert result.errors.non_2xx == result.requests, result.errors
+
+
+class _HangsOnce:
+    """A real process that deadlocks on its first run, the way siege 4.0 sometimes does."""
+
+    name = "sh"
+    package = "dash"
+    hang_retries = 1
+
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        marker = workdir / "ran-once"
+        return [
+            "sh",
+            "-c",
+            f"if [ -e {marker} ]; then echo done; else touch {marker}; sleep 60; fi",
+        ]
+
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        assert output.strip() == "done"
+        return LoadResult(
+            tool="sh", requests=1, duration_s=1.0, bytes=0,
+            latency=Latency(None, None, None, None, None, None, None, None), errors=Errors(),
+        )  # fmt: skip
+
+
+def test_a_hung_tool_is_killed_and_run_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(base, "HANG_MARGIN_S", 1.0)
+    result = run_load(
+        _HangsOnce(), _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path
+    )
+    assert result.requests == 1
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(tmp_path) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert leftovers == []
+
+
+def test_a_tool_that_keeps_hanging_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(base, "HANG_MARGIN_S", 1.0)
+    tool = _HangsOnce()
+    tool.hang_retries = 0
+    with pytest.raises(LoadToolError, match=r"did not finish.*1 attempts"):
+        run_load(tool, _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path)

@@ -42,7 +42,7 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
         errors=Errors(other=3),
     )
     store.add_trial(
-        cell_id, 0, "now", result, TreeUsage(50.0, 10.0, 1, False), CoreSteal(0, 0), TrialExtras()
+        cell_id, 0, "now", result, TreeUsage(50.0, 10.0, 1), CoreSteal(0, 0), TrialExtras()
     )
     row = store.trials(cell_id)[0]
     assert row["errors_other"] == 3 and row["latency_p50_ms"] is None

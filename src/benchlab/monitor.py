@@ -58,7 +58,6 @@ class TreeUsage:
     cpu_pct: float  # 100 = one core busy for the whole trial
     peak_rss_mb: float
     processes: int
-    root_exited: bool
 
 
 class ProcessTreeSampler:
@@ -71,7 +70,6 @@ class ProcessTreeSampler:
         self._first_cpu: dict[tuple[int, float], float] = {}
         self._last_cpu: dict[tuple[int, float], float] = {}
         self._peak_rss = 0
-        self._root_exited = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tree-sampler", daemon=True)
         self._started_at = 0.0
@@ -96,7 +94,6 @@ class ProcessTreeSampler:
             cpu_pct=100.0 * used / wall,
             peak_rss_mb=self._peak_rss / 2**20,
             processes=len(self._last_cpu),
-            root_exited=self._root_exited,
         )
 
     def _loop(self) -> None:
@@ -106,7 +103,6 @@ class ProcessTreeSampler:
     def _sample(self) -> None:
         procs = self._process.tree()
         if not procs:
-            self._root_exited = True
             return
         self._process.remember_tree()
         rss = 0

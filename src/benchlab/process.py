@@ -7,8 +7,9 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
@@ -134,6 +135,27 @@ class ManagedProcess:
         return alive
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM while a child starts is handled once it is registered: raised in
+    between, it would leave a child that nobody stops."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in caught:
+            os.kill(os.getpid(), sig)  # now, to whatever handler the caller had installed
+
+
 class ProcessRegistry:
     """Every process of a run, so that one call stops them all on any exit path."""
 
@@ -141,8 +163,9 @@ class ProcessRegistry:
         self._processes: list[ManagedProcess] = []
 
     def start(self, argv: Sequence[str], **kwargs) -> ManagedProcess:
-        process = ManagedProcess(argv, **kwargs)
-        self._processes.append(process)
+        with _signals_deferred():
+            process = ManagedProcess(argv, **kwargs)
+            self._processes.append(process)
         return process
 
     def stop(self, process: ManagedProcess) -> None:

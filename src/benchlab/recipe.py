@@ -24,7 +24,6 @@ from benchlab.errors import UserError
 from benchlab.scenarios import SCENARIOS
 
 DEFAULT_RECIPE = Path("recipes/quick.toml")
-LOAD_TOOLS = ("wrk", "ab", "hey", "siege")
 
 
 class _Strict(BaseModel):
@@ -264,13 +263,18 @@ def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = No
     return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=expand(recipe, cores))
 
 
+def default_cores(cpu_count: int) -> CoreAssignment:
+    """The first half of the cores serves, the second half loads."""
+    if cpu_count < 2:
+        # One core cannot be split: say so in doctor and reports rather than refuse.
+        return CoreAssignment(server=(0,), load=(0,))
+    half = cpu_count // 2
+    return CoreAssignment(server=tuple(range(half)), load=tuple(range(half, cpu_count)))
+
+
 def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
     if recipe.cores is None:
-        if cpu_count < 2:
-            # One core cannot be split: say so in doctor and reports rather than refuse.
-            return CoreAssignment(server=(0,), load=(0,))
-        half = cpu_count // 2
-        return CoreAssignment(server=tuple(range(half)), load=tuple(range(half, cpu_count)))
+        return default_cores(cpu_count)
     for role in ("server", "load", "services"):
         for i, core in enumerate(getattr(recipe.cores, role) or ()):
             if core >= cpu_count:

@@ -13,7 +13,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -55,7 +55,6 @@ class RunOutcome:
     run_id: str
     status: str
     reason: str | None = None
-    failed: dict[Cell, str] = field(default_factory=dict)
 
 
 class _StackDied(Exception):
@@ -96,7 +95,7 @@ def _uninterruptible() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _pinned_to(cores: tuple[int, ...]) -> Iterator[None]:
+def pinned_to(cores: tuple[int, ...]) -> Iterator[None]:
     """benchlab itself (sampling, bookkeeping) stays off the server's cores."""
     try:
         before = os.sched_getaffinity(0)
@@ -178,7 +177,7 @@ class Execution:
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
         self.reporter.start(run_id, len(plan.cells) * plan.recipe.trials, plan)
         try:
-            with _signals_raise(), _pinned_to(plan.cores.load):
+            with _signals_raise(), pinned_to(plan.cores.load):
                 self._prepare_stacks()
                 self._start_services(run_id)
                 for round_index in range(plan.recipe.trials):
@@ -205,7 +204,6 @@ class Execution:
                     self.store.mark_cell(self.cell_ids[cell], "ok")
                 self.store.finish_run(run_id, outcome.status, outcome.reason)
                 self.reporter.finish()
-        outcome.failed = dict(self.failed)
         return outcome
 
     def _db_pool_limit(self, cell: Cell, capacity: int | None) -> int | None:

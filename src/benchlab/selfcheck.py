@@ -17,7 +17,7 @@ from benchlab.load import LoadRequest, run_tool
 from benchlab.load.base import LoadToolError
 from benchlab.monitor import ProcessTreeSampler
 from benchlab.process import ProcessRegistry
-from benchlab.runner import HOST, _pinned_to, free_port, start_stack
+from benchlab.runner import HOST, free_port, pinned_to, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
 
@@ -66,7 +66,7 @@ def run_selfcheck(
                 cores=load_cores,
             )
             bare, harness = [], []
-            with _pinned_to(load_cores):
+            with pinned_to(load_cores):
                 run_tool(LoadRequest(**{**request.__dict__, "duration_s": 1}), registry, workdir)
                 for i in range(pairs):
                     bare.append(bare_wrk(request))

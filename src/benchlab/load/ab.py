@@ -28,6 +28,7 @@ def _number(pattern: str, text: str, default: float | None = None) -> float:
 class ApacheBench:
     name = "ab"
     package = "apache2-utils"
+    hang_retries = 0
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

@@ -11,6 +11,8 @@ from typing import Protocol
 from benchlab.load.result import LoadResult
 from benchlab.process import ProcessRegistry
 
+HANG_MARGIN_S = 15.0
+
 
 class LoadToolError(RuntimeError):
     """The load tool failed to run or printed no result."""
@@ -30,6 +32,8 @@ class LoadRequest:
 class LoadTool(Protocol):
     name: str
     package: str  # the Debian package that provides it
+    # Fresh attempts after the tool hangs without a result (a known upstream deadlock).
+    hang_retries: int
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]: ...
 
@@ -42,17 +46,25 @@ def run_load(
     if shutil.which(tool.name) is None:
         raise LoadToolError(f"{tool.name} is not installed (apt-get install {tool.package})")
     log = workdir / f"{tool.name}.out"
-    log.unlink(missing_ok=True)
-    argv = tool.command(request, workdir)
-    # HOME: siege writes a settings template there on its first run; keep it in the workdir.
-    process = registry.start(argv, cores=request.cores, log_path=log, env={"HOME": str(workdir)})
-    try:
-        # Every tool stops itself after the duration; the margin covers set-up and timeouts.
-        code = process.wait(timeout=request.duration_s + request.timeout_s + 15)
-        if code is None:
-            raise LoadToolError(f"{tool.name} did not finish within its duration + margin")
-    finally:
-        registry.stop(process)
+    for _attempt in range(tool.hang_retries + 1):
+        log.unlink(missing_ok=True)
+        argv = tool.command(request, workdir)
+        # HOME: siege writes a settings template there on its first run; keep it in the workdir.
+        process = registry.start(
+            argv, cores=request.cores, log_path=log, env={"HOME": str(workdir)}
+        )
+        try:
+            # Every tool stops itself after the duration; the margin covers set-up and timeouts.
+            code = process.wait(timeout=request.duration_s + request.timeout_s + HANG_MARGIN_S)
+        finally:
+            registry.stop(process)
+        if code is not None:
+            break
+    else:
+        raise LoadToolError(
+            f"{tool.name} did not finish within its duration + margin"
+            f" ({tool.hang_retries + 1} attempts)"
+        )
     output = log.read_text(errors="replace")
     if code != 0:
         raise LoadToolError(f"{tool.name} exited with {code}: {output.strip()[-500:]}")

@@ -19,6 +19,7 @@ def _seconds_ms(pattern: str, text: str) -> float | None:
 class Hey:
     name = "hey"
     package = "hey"
+    hang_retries = 0
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

@@ -15,6 +15,7 @@ MARKER = "BENCHLAB_WRK_JSON "
 class Wrk:
     name = "wrk"
     package = "wrk"
+    hang_retries = 0
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

@@ -76,27 +76,22 @@ def _go_launch(app: str):
     return launch
 
 
+def _go_stack(name: str, app: str, framework: str) -> Stack:
+    """A Go app of apps/go, built on first use (the build runs once per source change)."""
+    return Stack(
+        name=name,
+        framework=framework,
+        server="Go net/http",
+        worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
+        scenarios=ALL_SCENARIOS,
+        launch=_go_launch(app),
+        needs_programs=("go",),
+        fix="apt-get install golang, or install Go from go.dev",
+        build=lambda: _build_quietly(app),
+    )
+
+
 GO_STACKS = (
-    Stack(
-        name="gin",
-        framework="Gin",
-        server="Go net/http",
-        worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
-        scenarios=ALL_SCENARIOS,
-        launch=_go_launch("gin"),
-        needs_programs=("go",),
-        fix="apt-get install golang, or install Go from go.dev",
-        build=lambda: _build_quietly("gin"),
-    ),
-    Stack(
-        name="go-nethttp",
-        framework="none (standard library)",
-        server="Go net/http",
-        worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
-        scenarios=ALL_SCENARIOS,
-        launch=_go_launch("nethttp"),
-        needs_programs=("go",),
-        fix="apt-get install golang, or install Go from go.dev",
-        build=lambda: _build_quietly("nethttp"),
-    ),
+    _go_stack("gin", "gin", "Gin"),
+    _go_stack("go-nethttp", "nethttp", "none (standard library)"),
 )
