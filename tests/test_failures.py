@@ -14,11 +14,14 @@ import pytest
 from rich.console import Console
 
 from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.html import render_html
 from benchlab.report.progress import LineReporter
+from benchlab.report.summary import summarise
 from benchlab.runner import Execution
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab_process, living, write_recipe
+from tests.html_table import ReportPage
 
 MISBEHAVING = Path(__file__).with_name("apps") / "misbehaving.py"
 
@@ -95,6 +98,16 @@ def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
     assert "FAILED" in output.getvalue()
     assert list(isolated_tmp.iterdir()) == []
     assert _processes_under(MISBEHAVING.parent) == []
+    # The HTML report shows each failed cell with its reason, and the measured ones beside.
+    page = ReportPage(render_html(summarise(store, outcome.run_id)))
+    rows = {(r["cells"][0].split()[0], r["cells"][3]): r for r in page.rows}
+    assert len(rows) == 6
+    failed = rows[("wrong-body", "plaintext")]
+    assert failed["status"] == "failed" and "failed" in failed["badges"]
+    assert "verification failed: GET /plaintext" in failed["cells"][-1]
+    assert "boom: cannot start" in rows[("crashes", "json")]["cells"][-1]
+    assert rows[("nginx-static", "json")]["status"] == "ok"
+    assert not {"failed", "not measured"} & set(rows[("nginx-static", "json")]["badges"])
 
 
 def _wait_for(condition, timeout: float, what: str):
@@ -230,3 +243,8 @@ def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
     report = benchlab_process("report", "--results", str(results), "--format", "md", env={})
     text, _ = report.communicate(timeout=60)
     assert "interrupted" in text
+    # The run wrote its HTML report on the way out; it says the figures are partial.
+    page = ReportPage((tmp_path / "interrupt.html").read_text())
+    assert any(b.startswith("Partial results: this run was interrupted") for b in page.banners)
+    measured = [r for r in page.rows if r["status"] == "ok" or "valid" in r["badges"]]
+    assert measured or any(r["status"] in ("pending", "incomplete") for r in page.rows)

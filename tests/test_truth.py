@@ -19,6 +19,7 @@ from benchlab.runner import Execution
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
+from tests.html_table import ReportPage
 from tests.test_failures import _misbehaving_stack
 
 
@@ -112,6 +113,15 @@ def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp:
     assert cells["fastapi+uvicorn"]["verdicts"] in ([], ["unstable"])
     sentence = cells["flask+gevent-late-patch"]["verdict_sentences"]["blocked"]
     assert "it could hold 32 requests waiting at once" in sentence  # the clients bind first
+    # The HTML report badges the verdicts, each with its sentence.
+    page = tmp_path / "report.html"
+    results = tmp_path / "results.db"
+    html = benchlab("report", "--results", str(results), "-f", "html", "-o", str(page))
+    assert html.returncode == 0, html.stderr
+    rows = {r["cells"][0]: r for r in ReportPage(page.read_text()).rows}
+    late = next(r for label, r in rows.items() if label.startswith("flask+gevent-late-patch"))
+    assert late["badges"]["blocked"] == sentence
+    assert "littles-law" in late["badges"] and "valid" not in late["badges"]
 
 
 POOL = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -44,9 +45,15 @@ def run(
         list[str] | None, typer.Option("--point", help="Run only this named point (repeatable).")
     ] = None,
     results: ResultsOption = DEFAULT_RESULTS,
+    html: Annotated[
+        Path | None,
+        typer.Option(help="Write the HTML report here (default: RECIPE-NAME.html by the results)."),
+    ] = None,
 ) -> None:
-    """Run a recipe: verify every cell, measure interleaved trials, store them, show the table."""
+    """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
+    and write the HTML report."""
     from benchlab.report.formats import render_table
+    from benchlab.report.html import render_html
     from benchlab.report.progress import BarReporter, LineReporter
     from benchlab.report.summary import summarise
     from benchlab.runner import Execution
@@ -72,12 +79,20 @@ def run(
             "measure their fight for it, not the server",
             style="yellow",
         )
+    page = html or results.parent / (re.sub(r"[^\w.-]+", "-", plan.recipe.name) + ".html")
+    try:  # checked before the run, not after it: the report is its last step
+        page.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--html {page}: cannot create its directory ({exc.strerror})") from None
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     outcome = Execution(plan, store, reporter, command).run()
-    render_table(summarise(store, outcome.run_id), console)
+    summary = summarise(store, outcome.run_id)
+    render_table(summary, console)
+    page.write_text(render_html(summary))
     console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
     if outcome.status == "interrupted":
         raise typer.Exit(130)
 
@@ -88,7 +103,9 @@ def report(
         str | None, typer.Argument(metavar="[RUN]", help="Run id (default: latest).")
     ] = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or csv.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table, md, html, json or csv.")
+    ] = "table",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file.")
     ] = None,
@@ -105,6 +122,11 @@ def report(
 
     if fmt not in FORMATS:
         raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(FORMATS)}")
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"-o {output}: cannot write it (no directory {output.parent}); create it or choose"
+            " another path"
+        )
     summary = summarise(Store(results, create=False), run_id)
     if fmt == "table":
         if output is not None:
@@ -113,12 +135,21 @@ def report(
         else:
             render_table(summary, console)
         return
-    text = {"md": render_markdown, "json": render_json, "csv": render_csv}[fmt](summary)
+    if fmt == "html":
+        from benchlab.report.html import render_html  # matplotlib: only when charts are wanted
+
+        text = render_html(summary)
+    else:
+        text = {"md": render_markdown, "json": render_json, "csv": render_csv}[fmt](summary)
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         output.write_text(text)
-        console.print(f"wrote {output}")
+    except OSError as exc:
+        reason = f"-o {output}: cannot write it ({exc.strerror}); choose a writable path"
+        raise UserError(reason) from None
+    console.print(f"wrote {output}")
 
 
 @app.command()
@@ -233,11 +264,11 @@ def services_up(
     redis: Annotated[bool, typer.Option(help="Redis.")] = True,
 ) -> None:
     """Start the services (seeded, on loopback) and print their connection strings."""
+    from benchlab.recipe import default_cores
     from benchlab.services.manual import services_up as start
 
-    cpu_count = os.cpu_count() or 1
     started = start(
-        tuple(range(max(cpu_count // 2, 1))),
+        default_cores(os.cpu_count() or 1).server,
         postgres=postgres, pgbouncer=pgbouncer, mariadb=mariadb, redis=redis,
     )  # fmt: skip
     for service in started:
@@ -261,14 +292,10 @@ def selfcheck(
     connections: Annotated[int, typer.Option(min=1, help="Connections.")] = 64,
 ) -> None:
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
-    import os
-
-    from benchlab.recipe import CoreAssignment
+    from benchlab.recipe import default_cores
     from benchlab.selfcheck import run_selfcheck
 
-    cpu_count = os.cpu_count() or 1
-    half = max(cpu_count // 2, 1)
-    cores = CoreAssignment(tuple(range(half)), tuple(range(half, cpu_count)) or (0,))
+    cores = default_cores(os.cpu_count() or 1)
     check = run_selfcheck(
         pairs=pairs,
         duration=duration,

@@ -12,7 +12,15 @@ from pathlib import Path
 
 PACKAGES = (
     "benchlab", "fastapi", "starlette", "uvicorn", "uvloop", "httptools", "gunicorn",
-    "flask", "werkzeug", "sanic", "tornado", "psutil",
+    "flask", "werkzeug", "sanic", "tornado", "psutil", "litestar", "blacksheep", "quart",
+    "hypercorn", "granian", "uvicorn-worker", "waitress", "gevent", "bottle", "falcon",
+    "django", "aiohttp", "pyuwsgi", "psycopg", "psycopg-pool", "asyncpg", "pymysql",
+    "aiomysql", "redis",
+)  # fmt: skip
+# The Debian packages a result can depend on: the load tools and the real services.
+DEBIAN_PACKAGES = (
+    "wrk", "apache2-utils", "hey", "siege", "nginx-light", "libnginx-mod-http-lua",
+    "postgresql-15", "pgbouncer", "mariadb-server", "redis-server",
 )  # fmt: skip
 TOOL_VERSION_COMMANDS = {
     "wrk": ["wrk", "-v"],
@@ -53,6 +61,20 @@ def tool_version(name: str) -> str | None:
     return text[0] if text else None
 
 
+def debian_versions() -> dict[str, str]:
+    if shutil.which("dpkg-query") is None:
+        return {}
+    try:
+        result = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Package} ${Version}\n", *DEBIAN_PACKAGES],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    return {name: version for name, version in pairs if version}
+
+
 def git_commit() -> str | None:
     source = Path(__file__).resolve().parent
     try:
@@ -80,6 +102,7 @@ def describe() -> dict:
         "python": platform.python_version(),
         "packages": package_versions(),
         "tools": {name: tool_version(name) for name in TOOL_VERSION_COMMANDS},
+        "debian": debian_versions(),
         "governor": frequency_governor(),
     }
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from benchlab.analysis.stats import METHOD, Ratio
 from benchlab.report.summary import CellSummary, RunSummary
 
-FORMATS = ("table", "md", "json", "csv")
+FORMATS = ("table", "md", "html", "json", "csv")
 
 
 def _num(value: float | None, digits: int = 0) -> str:
@@ -52,7 +52,7 @@ def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
     return [(i + 1, c) for i, c in enumerate(failed)]
 
 
-def _interval_note(summary: RunSummary) -> str:
+def interval_note(summary: RunSummary) -> str:
     measured = [c.throughput for c in summary.cells if c.throughput and c.throughput.n > 1]
     if not measured:
         return f"Intervals: {METHOD}."
@@ -120,7 +120,7 @@ def verdict_lines(summary: RunSummary) -> list[str]:
     ]
 
 
-def _point_text(point: tuple) -> str:
+def point_text(point: tuple) -> str:
     name, scenario, tool, connections, ms, *pool = point
     parts = [f"[{name}]"] if name else []
     parts += [scenario, f"{tool} c={connections}"]
@@ -131,10 +131,67 @@ def _point_text(point: tuple) -> str:
     return " ".join(parts)
 
 
+def stack_type(worker_model: str, flavour: str | None) -> str:
+    """Article 002's 'Type': how a stack waits for I/O."""
+    model = worker_model.lower()
+    if "greenlet" in model and "block" not in model:
+        kind = "Async / Greenlet"
+    elif "goroutine" in model:
+        kind = "Async / Goroutine"
+    elif "event loop" in model or "coroutine" in model:
+        kind = "Async / Coroutine"
+    elif "thread" in model:
+        kind = "Sync / Threads"
+    else:
+        kind = "Sync"
+    if flavour == "sync" and kind == "Async / Coroutine":
+        kind += " (sync endpoints in threads)"
+    return kind
+
+
+def stack_facts(stack: str, flavour: str | None = None) -> tuple[str, str, str]:
+    """Framework, server and type of a stack, from the catalogue ('?' if it left it)."""
+    from benchlab.stacks import CATALOGUE
+
+    entry = CATALOGUE.get(stack)
+    if entry is None:
+        return stack, "?", "?"
+    return entry.framework, entry.server, stack_type(entry.worker_model, flavour)
+
+
+def relative_groups(summary: RunSummary) -> list[tuple[str, list[CellSummary]]]:
+    """Article 002's table: per grid point, stacks by throughput relative to the baseline."""
+    grouped: dict[tuple, list[CellSummary]] = {}
+    for cell in summary.cells:
+        if cell.relative is not None:
+            grouped.setdefault(cell.grid, []).append(cell)
+    return [
+        (point_text(point), sorted(cells, key=lambda c: -c.relative.value))
+        for point, cells in grouped.items()
+    ]
+
+
+def relative_markdown(summary: RunSummary) -> list[str]:
+    out = []
+    for title, cells in relative_groups(summary):
+        show_db = any(c.db_sessions_peak is not None for c in cells)
+        header = ["Framework", "Web Server", "Type", "Wrk", "Tput", "P50 ms", "P99 ms"]
+        header += ["#DB"] if show_db else []
+        out += ["", f"Throughput relative to {summary.baseline} · {title}:", ""]
+        out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        for cell in cells:
+            framework, server, kind = stack_facts(cell.stack, cell.flavour)
+            row = [framework, server, kind, str(cell.workers), ratio_text(cell.relative),
+                   _ms(cell.latency_ms["p50"]), _ms(cell.latency_ms["p99"])]  # fmt: skip
+            row += [_num(cell.db_sessions_peak)] if show_db else []
+            out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
+    return out
+
+
 def ranking_lines(summary: RunSummary) -> list[str]:
     """Per grid point with more than one stack, the stacks best first."""
     return [
-        f"{_point_text(point)}: " + " > ".join(f"{label} ({rps:,.0f})" for label, rps in order)
+        f"{point_text(point)}: " + " > ".join(f"{label} ({rps:,.0f})" for label, rps in order)
         for point, order in summary.rankings.items()
         if len(order) > 1
     ]
@@ -143,8 +200,8 @@ def ranking_lines(summary: RunSummary) -> list[str]:
 def flip_lines(summary: RunSummary) -> list[str]:
     lines = []
     for flip in summary.flips:
-        a = "; ".join(f"{_point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.a_wins)
-        b = "; ".join(f"{_point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.b_wins)
+        a = "; ".join(f"{point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.a_wins)
+        b = "; ".join(f"{point_text(w.point)} ×{ratio_text(w.ratio)}" for w in flip.b_wins)
         lines.append(f"{flip.a} vs {flip.b}: {flip.a} wins at {a}; {flip.b} wins at {b}")
     return lines
 
@@ -239,7 +296,7 @@ def render_table(summary: RunSummary, console: Console) -> None:
         console.print("Rank flips (each win beyond both intervals):", style="bold")
         for line in flips:
             console.print(f"  {line}", markup=False, highlight=False)
-    console.print(_interval_note(summary), style="dim", markup=False, highlight=False)
+    console.print(interval_note(summary), style="dim", markup=False, highlight=False)
 
 
 def render_markdown(summary: RunSummary) -> str:
@@ -258,13 +315,14 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    out += relative_markdown(summary)
     rankings = ranking_lines(summary)
     if len(rankings) > 1:
         out += ["", "Rankings by grid point (median req/s):", ""] + [f"- {x}" for x in rankings]
     flips = flip_lines(summary)
     if flips:
         out += ["", "Rank flips (each win beyond both intervals):", ""] + [f"- {x}" for x in flips]
-    out += ["", _interval_note(summary), ""]
+    out += ["", interval_note(summary), ""]
     return "\n".join(out)
 
 

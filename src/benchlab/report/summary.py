@@ -61,6 +61,9 @@ class CellSummary:
     relative: Ratio | None = None
     ceiling_fraction: Ratio | None = None
     rps_per_cpu_s: float | None = None
+    # Latency (ms) at each quantile the tool reports ("50", "99.9", ...): median over trials.
+    percentiles: dict[str, float] = field(default_factory=dict)
+    grid: tuple = ()  # where stacks are ranked: the point, plus the pool size when swept
 
     @property
     def point(self) -> tuple:
@@ -108,6 +111,7 @@ class CellSummary:
             "relative": _ratio_json(self.relative),
             "ceiling_fraction": _ratio_json(self.ceiling_fraction),
             "rps_per_cpu_s": self.rps_per_cpu_s,
+            "latency_percentiles_ms": self.percentiles,
             "status": self.status,
             "reason": self.reason,
         }
@@ -127,6 +131,7 @@ class RunSummary:
     target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
     flips: list[Flip] = field(default_factory=list)
     rankings: dict[tuple, list[tuple[str, float]]] = field(default_factory=dict)
+    recipe_text: str = ""
 
     @property
     def partial_note(self) -> str | None:
@@ -179,6 +184,16 @@ def _hit_ratio(trials: list[sqlite3.Row]) -> float | None:
     if all(t["cache_hits"] is None for t in trials) or hits + misses == 0:
         return None
     return hits / (hits + misses)
+
+
+def _percentiles(trials: list[sqlite3.Row]) -> dict[str, float]:
+    """Quantiles every trial reported, each the median over trials, in quantile order."""
+    per_trial = [json.loads(t["latency_percentiles"] or "{}") for t in trials]
+    if not per_trial:
+        return {}
+    common = set.intersection(*(set(p) for p in per_trial))
+    medians = {q: _median([p[q] for p in per_trial]) for q in common}
+    return {q: v for q, v in sorted(medians.items(), key=lambda kv: float(kv[0])) if v is not None}
 
 
 def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary:
@@ -234,6 +249,7 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         db_sessions_peak=_peak([t["db_sessions_peak"] for t in trials]),
         pool_active_peak=_peak([t["pool_active_peak"] for t in trials]),
         cache_hit_ratio=_hit_ratio(trials),
+        percentiles=_percentiles(trials),
     )
 
 
@@ -290,10 +306,11 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
             rps_per_cpu_s=rps_per_cpu_second(
                 cell.throughput.median if cell.throughput else None, cell.server_cpu_pct
             ),
+            grid=_grid_point(cell, options),
         )
         for cell, view in zip(cells, comparable, strict=True)
     ]
-    contenders = [Contender(c.stack_label, _grid_point(c, options), c.throughputs) for c in cells]
+    contenders = [Contender(c.stack_label, c.grid, c.throughputs) for c in cells]
     return RunSummary(
         run=run,
         cells=cells,
@@ -301,6 +318,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         target_half_width_pct=target,
         flips=flips(contenders),
         rankings=rankings(contenders),
+        recipe_text=row["recipe_text"],
     )
 
 

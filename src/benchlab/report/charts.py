@@ -1,0 +1,359 @@
+"""The report's charts, drawn here with matplotlib as inline SVG: the page needs no script,
+no font and no network to show them, and a chart is the same file on every screen."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Figures are made without pyplot: no global state, no display, no backend to choose.
+import matplotlib
+from matplotlib import rc_context
+from matplotlib.colors import LinearSegmentedColormap, to_hex
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from benchlab.analysis.relative import CEILING_STACK
+from benchlab.report.formats import stack_facts
+from benchlab.report.summary import CellSummary, RunSummary
+
+STYLE = {
+    "svg.fonttype": "none",  # text stays text: selectable, searchable, small
+    "svg.hashsalt": "benchlab",  # the same run gives the same SVG
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+}
+PALETTE = (
+    "#2f6db3", "#d9822b", "#3d9a50", "#c23b3b", "#7d5ba6", "#8c6d31",
+    "#d05fa8", "#5f6b78", "#b5a21a", "#1fa5b8",
+)  # fmt: skip
+CEILING_COLOUR = "#9aa5b1"
+WIDTH_IN = 7.2
+# Latency quantiles drawn, p50 to p99.9, at -log10(1 - q): each "nine" one step further right.
+CURVE_QUANTILES = ("50", "75", "90", "95", "99", "99.9")
+TICK_QUANTILES = ("50", "90", "99", "99.9")
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str
+    title: str
+    svg: str
+    caption: str = ""
+
+
+def _svg(figure: Figure, label: str) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
+    # The page sizes the chart (viewBox kept): it shrinks to a phone's width.
+    text = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r"<svg\1", text, count=1)
+    return text.replace("<svg", f'<svg role="img" aria-label="{_attr(label)}"', 1)
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def compact(value: float) -> str:
+    if value >= 10_000:
+        return f"{value / 1000:,.0f}k"
+    if value >= 1000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def grid_labels(points: Sequence[tuple]) -> list[str]:
+    """Short names for grid points: only the parts that differ between them."""
+    if not points:
+        return []
+    parts = [_point_parts(p) for p in points]
+    varying = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+    if not varying:
+        return [" ".join(x for x in parts[0] if x) for _ in points]
+    return [" ".join(p[i] for i in varying if p[i]) for p in parts]
+
+
+def _point_parts(point: tuple) -> tuple[str, ...]:
+    name, scenario, tool, connections, ms, *pool = point
+    return (
+        f"[{name}]" if name else "",
+        scenario,
+        tool,
+        f"c={connections}",
+        f"{ms} ms" if ms is not None else "",
+        f"pool={pool[0]}" if pool and pool[0] is not None else "",
+    )
+
+
+def groups(summary: RunSummary) -> dict[tuple, list[CellSummary]]:
+    """Cells by grid point, in the order the recipe lists them."""
+    grouped: dict[tuple, list[CellSummary]] = {}
+    for cell in summary.cells:
+        grouped.setdefault(cell.grid, []).append(cell)
+    return grouped
+
+
+def _colours(summary: RunSummary) -> dict[str, str]:
+    labels = list(dict.fromkeys(c.stack_label for c in summary.cells))
+    if len(labels) <= len(PALETTE):
+        return {label: PALETTE[i] for i, label in enumerate(labels)}
+    many = matplotlib.colormaps["tab20"].colors
+    return {label: to_hex(many[i % len(many)]) for i, label in enumerate(labels)}
+
+
+# Bars are coloured by how the stack waits for I/O (article 002's 'Type').
+TYPE_COLOURS = {
+    "Sync": "#c0504d",
+    "Sync / Threads": "#d9822b",
+    "Async / Greenlet": "#3d9a50",
+    "Async / Coroutine": "#2f6db3",
+    "Async / Goroutine": "#7d5ba6",
+}
+
+
+def _type_of(cell: CellSummary) -> str:
+    kind = stack_facts(cell.stack)[2]
+    return kind if kind in TYPE_COLOURS else "Sync"
+
+
+def throughput_chart(summary: RunSummary) -> Chart | None:
+    grouped = groups(summary)
+    if not any(c.throughput for c in summary.cells):
+        return None
+    labels = dict(zip(grouped, grid_labels(list(grouped)), strict=True))
+    heights = [0.55 + 0.3 * len(cells) for cells in grouped.values()]
+    kinds = [k for k in TYPE_COLOURS if any(_type_of(c) == k for c in summary.cells)]
+    with rc_context(STYLE):
+        figure = Figure(figsize=(WIDTH_IN, sum(heights) + 0.6), layout="constrained")
+        axes = figure.subplots(len(grouped), 1, squeeze=False, height_ratios=heights)[:, 0]
+        for ax, (point, cells) in zip(axes, grouped.items(), strict=True):
+            _throughput_panel(ax, labels[point], cells)
+        legend = [Patch(color=TYPE_COLOURS[k], label=k) for k in kinds]
+        if any(c.stack == CEILING_STACK for c in summary.cells):
+            legend.append(Patch(color=CEILING_COLOUR, label="ceiling (nginx-static)"))
+        figure.legend(handles=legend, loc="outside lower center", ncols=min(3, len(legend)))
+        return Chart(
+            "throughput",
+            "Throughput by grid point",
+            _svg(figure, "Throughput per stack, with intervals, by grid point"),
+            "Bars: median req/s over trials; whiskers: its interval. The share of the "
+            f"{CEILING_STACK} ceiling follows the figure when the run has one.",
+        )
+
+
+def _throughput_panel(ax, title: str, cells: list[CellSummary]) -> None:
+    ordered = sorted(cells, key=lambda c: c.throughput.median if c.throughput else -1.0)
+    top = max((c.throughput.high for c in cells if c.throughput), default=1.0)
+    for y, cell in enumerate(ordered):
+        t = cell.throughput
+        if t is None:
+            why = "failed" if cell.status == "failed" else "not measured"
+            ax.text(0, y, f"  {why}", va="center", color="#c23b3b", fontsize=8)
+            continue
+        colour = CEILING_COLOUR if cell.stack == CEILING_STACK else TYPE_COLOURS[_type_of(cell)]
+        ax.barh(y, t.median, color=colour, height=0.7)
+        if t.n > 1:
+            ax.errorbar(
+                t.median, y, xerr=[[t.median - t.low], [t.high - t.median]],
+                fmt="none", ecolor="#222", elinewidth=1, capsize=3,
+            )  # fmt: skip
+        text = f"{t.median:,.0f}"
+        if cell.ceiling_fraction is not None:
+            text += f" · {100 * cell.ceiling_fraction.value:.0f}% of ceiling"
+        ax.annotate(
+            text, (max(t.high, t.median), y), xytext=(5, 0), textcoords="offset points",
+            va="center", fontsize=8,
+        )  # fmt: skip
+    ax.set_yticks(range(len(ordered)), [c.stack_label for c in ordered])
+    ax.set_xlim(0, top * 1.45)
+    ax.set_ylim(-0.6, len(ordered) - 0.4)
+    ax.set_title(title)
+    ax.set_xlabel("requests per second")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def latency_chart(summary: RunSummary) -> Chart | None:
+    grouped = {
+        point: [c for c in cells if _curve(c)]
+        for point, cells in groups(summary).items()
+        if any(_curve(c) for c in cells)
+    }
+    if not grouped:
+        return None
+    labels = dict(zip(grouped, grid_labels(list(grouped)), strict=True))
+    colours = _colours(summary)
+    columns = 2 if len(grouped) > 1 else 1
+    rows = math.ceil(len(grouped) / columns)
+    with rc_context(STYLE):
+        figure = Figure(figsize=(WIDTH_IN, 2.9 * rows + 0.6), layout="constrained")
+        axes = figure.subplots(rows, columns, squeeze=False).ravel()
+        for ax, (point, cells) in zip(axes, grouped.items(), strict=False):
+            for cell in cells:
+                qs, values = zip(*_curve(cell), strict=True)
+                ax.plot(
+                    [_nines(q) for q in qs], values, marker="o", markersize=3, linewidth=1.4,
+                    color=CEILING_COLOUR if cell.stack == CEILING_STACK
+                    else colours[cell.stack_label],
+                    label=cell.stack_label,
+                )  # fmt: skip
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_xticks([_nines(q) for q in TICK_QUANTILES], [f"p{q}" for q in TICK_QUANTILES])
+            ax.set_title(labels[point])
+            ax.set_ylabel("latency, ms (log)")
+            ax.grid(which="both", alpha=0.25)
+        for ax in axes[len(grouped) :]:
+            ax.set_visible(False)
+        handles, names = [], []
+        for ax in axes[: len(grouped)]:
+            for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+                if name not in names:
+                    handles.append(handle)
+                    names.append(name)
+        figure.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)))
+        return Chart(
+            "latency",
+            "Latency percentiles",
+            _svg(figure, "Latency percentile curves per stack, log scale"),
+            "Median over trials of each percentile; the x axis spreads the nines (p90, p99, "
+            "p99.9 one step apart), the y axis is logarithmic.",
+        )
+
+
+def _curve(cell: CellSummary) -> list[tuple[str, float]]:
+    return [(q, cell.percentiles[q]) for q in CURVE_QUANTILES if cell.percentiles.get(q, 0) > 0]
+
+
+def _nines(quantile: str) -> float:
+    return -math.log10(1 - float(quantile) / 100)
+
+
+def _ranked_points(summary: RunSummary) -> list[tuple]:
+    return [point for point, order in summary.rankings.items() if len(order) > 1]
+
+
+def heatmap_chart(summary: RunSummary) -> Chart | None:
+    points = _ranked_points(summary)
+    if len(points) < 2:
+        return None
+    stacks = list(dict.fromkeys(c.stack_label for c in summary.cells))
+    by_key = {(c.stack_label, c.grid): c for c in summary.cells}
+    best = {p: max(rps for _, rps in summary.rankings[p]) for p in points}
+    shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
+    with rc_context(STYLE):
+        figure = Figure(
+            figsize=(WIDTH_IN, 0.9 + 0.36 * len(stacks)),
+            layout="constrained",
+        )
+        ax = figure.subplots()
+        share = [[_share(by_key.get((stack, p)), best[p]) for p in points] for stack in stacks]
+        masked = [[math.nan if v is None else v for v in row] for row in share]
+        # Vector squares, not a raster image: sharp at any zoom, and countable in the page.
+        ax.pcolormesh(
+            [x - 0.5 for x in range(len(points) + 1)],
+            [y - 0.5 for y in range(len(stacks) + 1)],
+            masked, cmap=shade, vmin=0, vmax=1, edgecolors="white", linewidth=1.5,
+        )  # fmt: skip
+        ax.invert_yaxis()
+        for y, stack in enumerate(stacks):
+            for x, point in enumerate(points):
+                cell = by_key.get((stack, point))
+                text, colour = _heat_text(cell, share[y][x])
+                ax.text(x, y, text, ha="center", va="center", fontsize=8, color=colour)
+        ax.set_xticks(range(len(points)), grid_labels(points), rotation=30, ha="right")
+        ax.set_yticks(range(len(stacks)), stacks)
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        return Chart(
+            "heatmap",
+            "Throughput over the grid",
+            _svg(figure, "Heat map of throughput per stack over the grid points"),
+            "Each square: median req/s of the stack at that grid point; its shade is the share "
+            "of the best stack at that point (dark: the best).",
+        )
+
+
+def _share(cell: CellSummary | None, best: float) -> float | None:
+    if cell is None or cell.throughput is None or best <= 0:
+        return None
+    return cell.throughput.median / best
+
+
+def _heat_text(cell: CellSummary | None, share: float | None) -> tuple[str, str]:
+    if cell is None:
+        return "–", "#777"
+    if cell.throughput is None:
+        return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
+    return compact(cell.throughput.median), "white" if share is not None and share > 0.6 else "#111"
+
+
+def rank_chart(summary: RunSummary) -> Chart | None:
+    points = _ranked_points(summary)
+    if len(points) < 2:
+        return None
+    colours = _colours(summary)
+    flipping = {label for flip in summary.flips for label in (flip.a, flip.b)}
+    stacks = list(dict.fromkeys(label for p in points for label, _ in summary.rankings[p]))
+    with rc_context(STYLE):
+        figure = Figure(figsize=(WIDTH_IN, 1.2 + 0.42 * len(stacks)), layout="constrained")
+        ax = figure.subplots()
+        for stack in stacks:
+            xs, ranks = [], []
+            for x, point in enumerate(points):
+                order = [label for label, _ in summary.rankings[point]]
+                if stack in order:
+                    xs.append(x)
+                    ranks.append(order.index(stack) + 1)
+            flips = stack in flipping
+            ax.plot(
+                xs, ranks, marker="o", markersize=7 if flips else 5,
+                linewidth=2.6 if flips else 1.2, alpha=1.0 if flips else 0.55,
+                color=colours.get(stack, CEILING_COLOUR), label=stack,
+            )  # fmt: skip
+            ax.annotate(
+                stack, (xs[-1], ranks[-1]), xytext=(8, 0), textcoords="offset points",
+                va="center", fontsize=8, color=colours.get(stack, "#333"),
+            )  # fmt: skip
+        ax.set_xticks(range(len(points)), grid_labels(points), rotation=30, ha="right")
+        ax.set_yticks(range(1, len(stacks) + 1))
+        ax.set_ylim(len(stacks) + 0.5, 0.5)
+        ax.set_xlim(-0.3, len(points) - 0.7)  # the labels after the last point widen the figure
+        ax.set_ylabel("rank (1 = most req/s)")
+        ax.grid(axis="y", alpha=0.25)
+        caption = (
+            "Bold lines: stacks in a significant flip (each beats the other somewhere, beyond "
+            "both intervals); thin lines: order changes within the noise."
+            if flipping
+            else "No flip beyond the intervals: where lines cross, the two stacks are within "
+            "each other's noise."
+        )
+        return Chart(
+            "ranks",
+            "Rankings across the grid",
+            _svg(figure, "Rank of each stack at each grid point"),
+            caption,
+        )
+
+
+def all_charts(summary: RunSummary) -> list[Chart]:
+    made = (
+        throughput_chart(summary),
+        latency_chart(summary),
+        heatmap_chart(summary),
+        rank_chart(summary),
+    )
+    return [chart for chart in made if chart is not None]

@@ -1,0 +1,174 @@
+"""The reports of a real run of recipes/quick.toml (short trials): the HTML page as headless
+Chromium renders it, on a laptop and a phone screen, and the Markdown as a Markdown parser
+reads it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from markdown_it import MarkdownIt
+
+from tests.browser import open_page
+from tests.conftest import REPO, benchlab, short_tmp
+
+ARTIFACTS = REPO / "test-artifacts"
+CHARTS = ("throughput", "latency", "heatmap", "ranks")  # quick.toml has two grid points
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory):
+    directory = tmp_path_factory.mktemp("quick")
+    tmp = short_tmp()
+    results, page = directory / "results.db", directory / "quick.html"
+    result = benchlab(
+        "run", "recipes/quick.toml", "--duration", "1", "--trials", "2",
+        "--results", str(results), "--html", str(page), env={"TMPDIR": str(tmp)},
+    )  # fmt: skip
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"report: {page}" in " ".join(result.stdout.split())
+    report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
+    yield results, page, report
+
+
+def test_the_page_renders_in_chromium_with_every_chart_and_cell(quick_run) -> None:
+    _, page, report = quick_run
+    with open_page(page) as browser:
+        charts = browser.evaluate(
+            """Array.from(document.querySelectorAll("figure.chart")).map(f => {
+                 const svg = f.querySelector("svg"), box = svg ? svg.getBoundingClientRect() : null;
+                 return {key: f.dataset.chart, width: box ? box.width : 0,
+                         height: box ? box.height : 0,
+                         marks: svg ? svg.querySelectorAll("path, rect, use, image").length : 0,
+                         text: svg ? svg.textContent : ""};
+               })"""
+        )
+        table = browser.evaluate(
+            """(() => { const t = document.getElementById("summary-table");
+                 return {header: Array.from(t.tHead.rows[0].cells).map(c => c.textContent.trim()),
+                         rows: Array.from(t.tBodies[0].rows).map(r =>
+                           Array.from(r.cells).map(c => c.textContent.trim()))}; })()"""
+        )
+        first_screen = browser.evaluate(
+            """[document.querySelector("h1").textContent,
+                document.querySelector("h1").getBoundingClientRect().top,
+                document.getElementById("reproduce").textContent]"""
+        )
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.screenshot(ARTIFACTS / "report-quick.png")
+        errors = browser.console_errors()
+    assert errors == []
+    assert [c["key"] for c in charts] == list(CHARTS)
+    for chart in charts:
+        assert chart["width"] > 300 and chart["height"] > 100, chart["key"]
+        assert chart["marks"] > 10, chart["key"]
+    stacks = {c["stack_label"] for c in report["cells"]}
+    throughput = next(c for c in charts if c["key"] == "throughput")
+    assert all(label in throughput["text"] for label in stacks)
+    # Every cell of the run is a row, and every row has every column.
+    assert len(table["rows"]) == len(report["cells"]) == 12
+    assert all(len(row) == len(table["header"]) for row in table["rows"])
+    for header in ("stack", "scenario", "conns", "requests", "throughput req/s", "p50 ms",
+                   "p99 ms", "max ms", "errors", "transfer MB", "server CPU %", "RSS MB",
+                   "vs flask+gunicorn", "of ceiling", "verdicts"):  # fmt: skip
+        assert header in table["header"]
+    rows = {(row[0], row[table["header"].index("scenario")]) for row in table["rows"]}
+    assert rows == {(c["stack_label"], c["scenario"]) for c in report["cells"]}
+    column = table["header"].index("requests")
+    assert sorted(int(r[column].replace(",", "")) for r in table["rows"]) == sorted(
+        c["requests"] for c in report["cells"]
+    )
+    question, top, reproduce = first_screen
+    assert question.startswith("How do the core stacks compare") and top < 200
+    assert "benchlab run recipes/quick.toml --duration 1 --trials 2" in reproduce
+    assert (ARTIFACTS / "report-quick.png").stat().st_size > 50_000
+
+
+def test_the_table_sorts_by_a_clicked_column(quick_run) -> None:
+    _, page, _ = quick_run
+    with open_page(page) as browser:
+        order = browser.evaluate(
+            """(() => { const t = document.getElementById("summary-table");
+                 const i = Array.from(t.tHead.rows[0].cells)
+                   .findIndex(c => c.textContent.trim() === "throughput req/s");
+                 const read = () => Array.from(t.tBodies[0].rows)
+                   .map(r => parseFloat(r.cells[i].dataset.sort));
+                 t.tHead.rows[0].cells[i].click(); const up = read();
+                 t.tHead.rows[0].cells[i].click(); return [up, read()]; })()"""
+        )
+        assert browser.console_errors() == []
+    ascending, descending = order
+    assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)
+
+
+def test_the_page_fits_a_phone_screen(quick_run) -> None:
+    _, page, _ = quick_run
+    with open_page(page, width=390, height=844) as browser:
+        widths = browser.evaluate(
+            """[document.documentElement.scrollWidth, window.innerWidth,
+                Math.max(...Array.from(document.querySelectorAll("figure.chart svg"))
+                  .map(s => s.getBoundingClientRect().width))]"""
+        )
+        browser.screenshot(ARTIFACTS / "report-quick-phone.png")
+        assert browser.console_errors() == []
+    page_width, screen, widest_chart = widths
+    assert page_width <= screen, "the page scrolls sideways on a phone"
+    assert 300 < widest_chart <= screen
+
+
+def test_the_page_needs_no_network(quick_run) -> None:
+    _, page, _ = quick_run
+    html = page.read_text()
+    assert "default-src 'none'" in html  # the browser itself refuses any fetch
+    loads = re.findall(r"""(?:src|href)\s*=\s*["'](?!#|data:)[^"']*|@import|url\((?!#)""", html)
+    assert loads == []
+
+
+def _tables(markdown: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Each Markdown table as the parser reads it: header cells and body rows."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    tables, header, rows, row, part = [], [], [], [], None
+    for token in tokens:
+        if token.type == "thead_open":
+            part, header = "head", []
+        elif token.type == "tbody_open":
+            part, rows = "body", []
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and part is not None and token.map is not None:
+            row.append(token.content)
+        elif token.type == "tr_close":
+            if part == "head":
+                header = row
+            else:
+                rows.append(row)
+        elif token.type == "table_close":
+            tables.append((header, rows))
+            part = None
+    return tables
+
+
+def test_markdown_report_parses_as_tables_with_the_expected_columns(quick_run) -> None:
+    results, _, report = quick_run
+    markdown = benchlab("report", "--results", str(results), "--format", "md").stdout
+    tables = _tables(markdown)
+    summary_header, summary_rows = tables[0]
+    assert summary_header[:7] == [
+        "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
+    ]  # fmt: skip
+    assert {"vs baseline", "of ceiling", "note"} <= set(summary_header)
+    assert len(summary_rows) == len(report["cells"])
+    # Article 002's table, once per grid point: plaintext and json.
+    relative = tables[1:]
+    assert len(relative) == 2
+    for header, rows in relative:
+        assert header == ["Framework", "Web Server", "Type", "Wrk", "Tput", "P50 ms", "P99 ms"]
+        assert len(rows) == 6
+        ratios = [float(r[4].split()[0]) for r in rows]
+        assert ratios == sorted(ratios, reverse=True)
+        assert ["Flask", "gunicorn (sync workers)", "Sync", "1", "1.00 [1.00–1.00]"] in [
+            r[:5] for r in rows
+        ]
