@@ -15,6 +15,7 @@ from tests.browser import open_page
 from tests.conftest import REPO, benchlab, short_tmp
 
 ARTIFACTS = REPO / "test-artifacts"
+PHONE_WIDTH = 390
 CHARTS = ("throughput", "latency", "heatmap", "ranks")  # quick.toml has two grid points
 
 
@@ -106,7 +107,7 @@ def test_the_table_sorts_by_a_clicked_column(quick_run) -> None:
 
 def test_the_page_fits_a_phone_screen(quick_run) -> None:
     _, page, _ = quick_run
-    with open_page(page, width=390, height=844) as browser:
+    with open_page(page, width=PHONE_WIDTH, height=844) as browser:
         widths = browser.evaluate(
             """[document.documentElement.scrollWidth, window.innerWidth,
                 Math.max(...Array.from(document.querySelectorAll("figure.chart svg"))
@@ -115,8 +116,9 @@ def test_the_page_fits_a_phone_screen(quick_run) -> None:
         browser.screenshot(ARTIFACTS / "report-quick-phone.png")
         assert browser.console_errors() == []
     page_width, screen, widest_chart = widths
-    assert page_width <= screen, "the page scrolls sideways on a phone"
-    assert 300 < widest_chart <= screen
+    # A mobile layout viewport grows to fit wide content: compare with the device's width.
+    assert page_width <= PHONE_WIDTH and screen <= PHONE_WIDTH, "the page scrolls sideways"
+    assert 300 < widest_chart <= PHONE_WIDTH
 
 
 def test_the_page_needs_no_network(quick_run) -> None:
