@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+import time
+from pathlib import Path
+
 import pytest
 
 from benchlab.machine import doctor_checks
 from benchlab.stacks import CATALOGUE
-from tests.conftest import ALL_CORE_STACKS, benchlab
+from tests.conftest import ALL_CORE_STACKS, benchlab, benchlab_process, living
 
 
 def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:
@@ -63,6 +67,32 @@ def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     assert check.ratio.median == pytest.approx(check.harness.median / check.bare.median, rel=0.5)
     assert len(lines) == 2 and "bare" in lines[0]
     assert "taskset --cpu-list 1 wrk -t1 -c8 -d1s" in check.command
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_selfcheck_and_leaves_nothing(
+    isolated_tmp: Path, sig: signal.Signals
+) -> None:
+    from tests.test_failures import _children, _named, _processes_under, _wait_for
+
+    run = benchlab_process(
+        "selfcheck", "--pairs", "5", "--duration", "3", env={"TMPDIR": str(isolated_tmp)}
+    )
+    try:
+        _wait_for(lambda: _named(_children(run.pid), "wrk"), 30, "a wrk run")
+        started = _children(run.pid)
+        sent = time.monotonic()
+        run.send_signal(sig)
+        output, _ = run.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert took < 10 and run.returncode == 130, output
+    assert "Traceback" not in output and "nothing was left running" in output
+    assert living(started) == []
+    assert _processes_under(isolated_tmp) == []
+    assert list(isolated_tmp.iterdir()) == []
 
 
 def test_readme_stacks_table_is_the_catalogue() -> None:

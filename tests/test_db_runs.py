@@ -154,6 +154,46 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     assert not data_dir.exists() and not data_dir.parent.parent.exists()
 
 
+def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    # cache comes first in the launch: plaintext, after it on the same server, must still run.
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "kill-redis"
+        stacks = ["fastapi+uvicorn"]
+        scenarios = ["cache", "plaintext"]
+        trials = 2
+        warmup = 0
+        [[load]]
+        connections = 8
+        duration = 3
+        """,
+    )
+    results = tmp_path / "r.db"
+    run = benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    )
+    try:
+        _wait_for(lambda: _named(_children(run.pid), "/cache/hui"), 90, "a cache trial")
+        redis = [p for p in _named(_children(run.pid), "redis-server") if p.ppid() == run.pid]
+        assert redis, "Redis should be a child of benchlab"
+        redis[0].kill()
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0 and "Traceback" not in output, output
+    cells = {c["scenario"]: c for c in _cells(results)}
+    assert cells["cache"]["status"] == "failed"
+    assert "redis exited with code -9 during a trial" in cells["cache"]["reason"]
+    assert cells["plaintext"]["status"] == "ok" and cells["plaintext"]["trials"] == 2
+    assert living(redis) == []
+    assert _processes_under(isolated_tmp) == []
+    assert list(isolated_tmp.iterdir()) == []
+
+
 def test_mariadb_sessions_are_counted_for_prepared_statements_too(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

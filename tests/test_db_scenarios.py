@@ -11,13 +11,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import redis
 
 from benchlab.process import ProcessRegistry
 from benchlab.scenarios import NOT_FOUND_BODY, SCENARIOS
 from benchlab.services.mariadb import start_mariadb
 from benchlab.services.pgbouncer import start_pgbouncer
 from benchlab.services.postgres import start_postgres
-from benchlab.services.redis_service import start_redis
+from benchlab.services.redis_service import hit_counters, start_redis
 from benchlab.verify import verify
 from tests.conftest import short_tmp
 from tests.servers import running_stack
@@ -58,6 +59,7 @@ def backends() -> Iterator[dict[str, dict[str, str]]]:
             "pgbouncer": {**bouncer.env, **cache.env, "BENCHLAB_DB": "postgres"},
             "mariadb": {**mariadb.env, **cache.env, "BENCHLAB_DB": "mariadb"},
             "postgres_dsn": {"dsn": postgres.dsn},
+            "redis_url": {"url": cache.dsn},
         }
     finally:
         registry.stop_all()
@@ -93,10 +95,17 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 def test_every_scenario_by_the_contract_and_no_injection(
     backends, workdir: Path, stack: str, flavour: str | None, database: str
 ) -> None:
+    cache = redis.Redis.from_url(backends["redis_url"]["url"])
+    cache.flushall()  # each case meets its own cold cache: the miss path runs every time
     with running_stack(stack, workdir, env=_env(backends, database, flavour)) as (_, port):
         for name, ms in (("db", None), ("db-delay", 5), ("cache", None), ("sleep", 5)):
+            hits_before = hit_counters(cache)[0]
+            if name == "cache":
+                assert not cache.exists("user:hui"), "db and db-delay should not fill the cache"
             problem = verify("127.0.0.1", port, SCENARIOS[name].expectations(ms))
             assert problem is None, f"{stack}[{flavour}] on {database}, {name}: {problem}"
+            if name == "cache":  # the miss filled the cache, and the second request hit it
+                assert cache.exists("user:hui") and hit_counters(cache)[0] > hits_before
         for payload in INJECTIONS:
             quoted = urllib.parse.quote(payload, safe="")
             for path in (f"/db?username={quoted}", f"/db-delay?username={quoted}&ms=1",

@@ -77,9 +77,6 @@ def test_a_server_that_goes_away_mid_run_gives_socket_errors(tmp_path: Path) -> 
     # Refused reconnects: wrk's non-blocking connect reports ECONNREFUSED on the first
     # write, so wrk counts them as write errors (and rarely as connect errors).
     assert result.errors.connect + result.errors.write > 100
-    assert result.errors.total == sum(
-        getattr(result.errors, k) for k in ("connect", "read", "write", "timeout", "non_2xx")
-    )
 
 
 def test_output_without_the_json_line_is_an_error() -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab.errors import BenchlabError, UserError
+from benchlab.errors import BenchlabError, RunInterrupted, UserError
 from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
 from benchlab.store import DEFAULT_RESULTS, Store
 
@@ -84,14 +84,24 @@ def run(
         page.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--html {page}: cannot create its directory ({exc.strerror})") from None
+    if page.is_dir():
+        raise UserError(
+            f"--html {page}: is a directory; give a file name such as {page}/report.html"
+        )
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     outcome = Execution(plan, store, reporter, command).run()
     summary = summarise(store, outcome.run_id)
     render_table(summary, console)
-    page.write_text(render_html(summary))
     console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    try:
+        page.write_text(render_html(summary))
+    except OSError as exc:  # the run is stored: say how to get its report another way
+        raise UserError(
+            f"--html {page}: cannot write it ({exc.strerror}); the run is stored: "
+            f"benchlab report {outcome.run_id} --format html -o FILE"
+        ) from None
     console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
     if outcome.status == "interrupted":
         raise typer.Exit(130)
@@ -229,7 +239,7 @@ def compare(
     table = Table(title=f"benchlab compare {run_a} → {run_b}", title_justify="left")
     for column in ("stack", "scenario", "conns", "B / A", "interval", "verdict"):
         table.add_column(column, justify="right" if column in ("conns", "B / A") else "left")
-    styles = {"faster": "green", "slower": "red"}
+    styles = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
     for change in changes:
         ratio = change.ratio
         table.add_row(
@@ -247,7 +257,10 @@ def compare(
         regressed = [c for c in changes if c.regressed_beyond(fail_above)]
         if regressed:
             names = ", ".join(f"{c.label} {c.scenario} c={c.connections}" for c in regressed)
-            console.print(f"FAIL: slower by more than {fail_above:g}%: {names}", style="red")
+            console.print(
+                f"FAIL: slower by more than {fail_above:g}% (or failed, or missing): {names}",
+                style="red",
+            )
             raise typer.Exit(1)
         console.print(f"no cell slower by more than {fail_above:g}% beyond its interval")
 
@@ -296,14 +309,18 @@ def selfcheck(
     from benchlab.selfcheck import run_selfcheck
 
     cores = default_cores(os.cpu_count() or 1)
-    check = run_selfcheck(
-        pairs=pairs,
-        duration=duration,
-        connections=connections,
-        server_cores=cores.server,
-        load_cores=cores.load,
-        progress=console.print,
-    )
+    try:
+        check = run_selfcheck(
+            pairs=pairs,
+            duration=duration,
+            connections=connections,
+            server_cores=cores.server,
+            load_cores=cores.load,
+            progress=console.print,
+        )
+    except (KeyboardInterrupt, RunInterrupted) as exc:
+        console.print(f"selfcheck stopped by {exc or 'SIGINT'}; nothing was left running")
+        raise typer.Exit(130) from None
     for name, estimate in (("bare wrk", check.bare), ("benchlab", check.harness)):
         console.print(
             f"{name:<11}: {estimate.median:,.0f} req/s [{estimate.low:,.0f}–{estimate.high:,.0f}]"

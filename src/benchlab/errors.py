@@ -17,5 +17,8 @@ class ServiceError(BenchlabError):
     """A real service (PostgreSQL, Redis, …) failed to start or to answer."""
 
 
-class RunInterrupted(Exception):
-    """The run was stopped by SIGINT or SIGTERM."""
+class RunInterrupted(BaseException):
+    """The run was stopped by SIGINT or SIGTERM.
+
+    A BaseException, like KeyboardInterrupt: a readiness check's `except Exception` must not
+    swallow the user's signal."""

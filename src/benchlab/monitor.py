@@ -104,7 +104,6 @@ class ProcessTreeSampler:
         procs = self._process.tree()
         if not procs:
             return
-        self._process.remember_tree()
         rss = 0
         for proc in procs:
             try:

@@ -22,7 +22,12 @@ from benchlab.analysis.stats import converged
 from benchlab.errors import RunInterrupted, ServiceError, UserError
 from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_tool
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
-from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.process import (
+    ManagedProcess,
+    ProcessRegistry,
+    signals_deferred,
+    sigterm_interrupts,
+)
 from benchlab.recipe import Cell, Plan
 from benchlab.scenarios import SCENARIOS
 from benchlab.services import Services
@@ -65,19 +70,6 @@ class _ServiceDied(Exception):
     def __init__(self, service: RunningService) -> None:
         super().__init__(service.name)
         self.service = service
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise RunInterrupted(signal.Signals(signum).name)
-
-
-@contextlib.contextmanager
-def _signals_raise() -> Iterator[None]:
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -171,13 +163,13 @@ class Execution:
             label = stack.label(cell.workers, cell.flavour, cell.server_threads)
             capacity = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
             self.cell_ids[cell] = self.store.add_cell(
-                run_id, position, cell, label, capacity, self._db_pool_limit(cell, capacity)
+                run_id, position, cell, label, capacity, self._db_pool_limit(cell)
             )
         outcome = RunOutcome(run_id=run_id, status="running")
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
         self.reporter.start(run_id, len(plan.cells) * plan.recipe.trials, plan)
         try:
-            with _signals_raise(), pinned_to(plan.cores.load):
+            with sigterm_interrupts(), pinned_to(plan.cores.load):
                 self._prepare_stacks()
                 self._start_services(run_id)
                 for round_index in range(plan.recipe.trials):
@@ -206,14 +198,13 @@ class Execution:
                 self.reporter.finish()
         return outcome
 
-    def _db_pool_limit(self, cell: Cell, capacity: int | None) -> int | None:
-        """The most database sessions the cell's launch can hold: its pools, its own
-        concurrency, and pgbouncer's pool when it stands in front."""
+    def _db_pool_limit(self, cell: Cell) -> int | None:
+        """The most database sessions the cell's pools can hold: pool × workers, or
+        pgbouncer's pool when it stands in front. Not the server's own concurrency: a sync
+        worker that holds one session leaves its pool idle, not exhausted."""
         if cell.pool_size is None:
             return None
         limits = [cell.pool_size * cell.workers]
-        if capacity is not None:
-            limits.append(capacity)
         services = self.plan.recipe.services
         if services.pgbouncer and services.database == "postgres":
             limits.append(services.pgbouncer_pool_size)
@@ -332,14 +323,17 @@ class Execution:
             if self.plan.recipe.services.proxy == "nginx":
                 proxy, port = start_proxy(self.registry, workdir, self.plan.cores.server, ctx.port)
             for cell in cells:
-                if cell not in self.failed:
+                if cell in self.failed:
+                    continue
+                try:
                     self._run_cell(server, port, cell, round_index, positions[cell], workdir)
+                except _ServiceDied as died:
+                    # Its cells fail; this launch's cells that do not need it go on.
+                    self._service_died(died.service)
         except _StackDied as died:
             for cell in self.plan.cells:
                 if cell.launch_key == first.launch_key:
                     self._fail(cell, str(died))
-        except _ServiceDied as died:
-            self._service_died(died.service)
         finally:
             if proxy is not None:
                 self.registry.stop(proxy)
@@ -349,6 +343,8 @@ class Execution:
         """Fail every cell that needs the dead service; the others go on without it."""
         assert self.services is not None
         self.services.running.pop(service.name, None)
+        if service.name == "redis":
+            self.cache = None
         tail = service.log_tail(3) or "(empty log)"
         reason = (
             f"{service.name} exited with code {service.process.returncode} during a trial; "
@@ -370,14 +366,15 @@ class Execution:
         workdir: Path,
     ) -> None:
         scenario = SCENARIOS[cell.scenario]
+        # Verification sees the miss, then the hit, of this stack's own cache-aside.
+        self._flush_cache(scenario.needs_cache)
         # Generous timeout: this request may wait behind what the previous cell left queued.
         problem = verify(HOST, port, scenario.expectations(cell.ms), timeout=SETTLE_TIMEOUT_S)
         if problem:
             self._check_alive(server, cell)
             self._fail(cell, f"verification failed: {problem}")
             return
-        if self.cache is not None:
-            self.cache.flushall()  # the load of every cell starts on a cold cache
+        self._flush_cache(scenario.needs_cache)  # the load of every cell starts on a cold cache
         request = LoadRequest(
             url=f"http://{HOST}:{port}{scenario.load_path(cell.ms)}",
             connections=cell.connections,
@@ -405,53 +402,72 @@ class Execution:
             cache_before = self._cache_counters(scenario.needs_cache)
             cores = self.plan.cores
             probes = self.probes if scenario.needs_database else {}
-            with (
-                ProcessTreeSampler(server) as sampler,
-                StealSampler(cores.server, cores.load) as steal,
-                PeakSampler(probes) as peaks,
-            ):
-                started_at = now()
-                result = run_tool(request, self.registry, workdir)
+            # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
+            # a finished trial is never lost to them.
+            with contextlib.ExitStack() as finished:
+                with (
+                    ProcessTreeSampler(server) as sampler,
+                    StealSampler(cores.server, cores.load) as steal,
+                    PeakSampler(probes) as peaks,
+                ):
+                    started_at = now()
+                    result = run_tool(request, self.registry, workdir)
+                    finished.enter_context(signals_deferred())
+                self._check_alive(server, cell)
+                for name, error in peaks.errors.items():
+                    self.reporter.status(
+                        f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
+                    )
+                cache_after = self._cache_counters(scenario.needs_cache)
+                extras = TrialExtras(
+                    db_sessions_peak=peaks.peaks.get("db"),
+                    pool_active_peak=peaks.peaks.get("pool"),
+                    cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
+                    cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+                )
+                self.store.add_trial(
+                    self.cell_ids[cell],
+                    round_index,
+                    started_at,
+                    result,
+                    sampler.usage(),
+                    steal.result,
+                    extras,
+                )
+                self.measured.add(cell)
         except LoadToolError as exc:
             self._check_alive(server, cell)
             self._fail(cell, f"load tool failed: {exc}")
             return
-        self._check_alive(server, cell)
-        for name, error in peaks.errors.items():
-            self.reporter.status(
-                f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
-            )
-        cache_after = self._cache_counters(scenario.needs_cache)
-        extras = TrialExtras(
-            db_sessions_peak=peaks.peaks.get("db"),
-            pool_active_peak=peaks.peaks.get("pool"),
-            cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
-            cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
-        )
-        self.store.add_trial(
-            self.cell_ids[cell],
-            round_index,
-            started_at,
-            result,
-            sampler.usage(),
-            steal.result,
-            extras,
-        )
-        self.measured.add(cell)
         self.reporter.trial(position, len(self.plan.cells), round_index, cell, result)
+
+    def _flush_cache(self, needed: bool) -> None:
+        if needed and self.cache is not None:
+            try:
+                self.cache.flushall()
+            except Exception:
+                self._check_services()  # a dead Redis fails its cells, not the run
+                raise
 
     def _cache_counters(self, needed: bool) -> tuple[int, int] | None:
         if not needed or self.cache is None:
             return None
         from benchlab.services.redis_service import hit_counters
 
-        return hit_counters(self.cache)
+        try:
+            return hit_counters(self.cache)
+        except Exception:
+            self._check_services()
+            raise
 
-    def _check_alive(self, server: ManagedProcess, cell: Cell) -> None:
+    def _check_services(self) -> None:
         if self.services is not None:
             dead = self.services.dead()
             if dead is not None:
                 raise _ServiceDied(dead)
+
+    def _check_alive(self, server: ManagedProcess, cell: Cell) -> None:
+        self._check_services()
         if server.alive():
             return
         tail = server.log_tail(3) or "(empty log)"

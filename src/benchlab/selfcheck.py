@@ -1,12 +1,14 @@
 """Does the harness cost throughput? Bare wrk vs benchlab's measurement path, alternated.
 
 Both drive the same nginx-static on the same cores with the same connections, threads and
-duration; pairs alternate so the machine's drift falls on both sides equally.
+duration; pairs alternate, and so does which side of a pair goes first, so the machine's
+drift falls on both sides equally.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from benchlab.analysis.stats import Estimate, median_interval
 from benchlab.load import LoadRequest, run_tool
 from benchlab.load.base import LoadToolError
 from benchlab.monitor import ProcessTreeSampler
-from benchlab.process import ProcessRegistry
+from benchlab.process import ProcessRegistry, sigterm_interrupts
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
@@ -37,7 +39,12 @@ def bare_wrk(request: LoadRequest) -> float:
         f"--threads={request.threads}", f"--connections={request.connections}",
         f"--duration={request.duration_s}s", request.url,
     ]  # fmt: skip
-    output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    if shutil.which("wrk") is None:
+        raise LoadToolError("wrk is not installed (apt-get install wrk, or ./lab setup)")
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LoadToolError(f"bare wrk exited with {done.returncode}: {done.stderr.strip()[-300:]}")
+    output = done.stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", output)
     if match is None:
         raise LoadToolError(f"bare wrk printed no Requests/sec: {output[-300:]}")
@@ -49,7 +56,7 @@ def run_selfcheck(
     load_cores: tuple[int, ...], progress=print,
 ) -> SelfCheck:  # fmt: skip
     registry = ProcessRegistry()
-    with tempfile.TemporaryDirectory(prefix="bl-") as tmp:
+    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="bl-") as tmp:
         workdir = Path(tmp)
         ctx = LaunchContext(HOST, free_port(), workdir, server_cores, len(server_cores))
         server = start_stack(registry, CATALOGUE["nginx-static"], ctx, server_cores)
@@ -65,13 +72,23 @@ def run_selfcheck(
                 timeout_s=5,
                 cores=load_cores,
             )
+
+            def measure_harness() -> float:
+                with ProcessTreeSampler(server):
+                    return run_tool(request, registry, workdir).throughput_rps
+
             bare, harness = [], []
             with pinned_to(load_cores):
                 run_tool(LoadRequest(**{**request.__dict__, "duration_s": 1}), registry, workdir)
                 for i in range(pairs):
-                    bare.append(bare_wrk(request))
-                    with ProcessTreeSampler(server):
-                        harness.append(run_tool(request, registry, workdir).throughput_rps)
+                    # Every other pair goes harness first (ABBA): drift within a pair, or an
+                    # advantage of running second, then falls on both sides equally.
+                    if i % 2:
+                        harness.append(measure_harness())
+                        bare.append(bare_wrk(request))
+                    else:
+                        bare.append(bare_wrk(request))
+                        harness.append(measure_harness())
                     progress(
                         f"pair {i + 1}/{pairs}: bare {bare[-1]:,.0f}  benchlab {harness[-1]:,.0f}"
                     )

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from benchlab.errors import BenchlabError
 from benchlab.load.result import LoadResult
 from benchlab.process import ProcessRegistry
 
 HANG_MARGIN_S = 15.0
 
 
-class LoadToolError(RuntimeError):
+class LoadToolError(BenchlabError):
     """The load tool failed to run or printed no result."""
 
 
