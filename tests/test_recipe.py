@@ -139,7 +139,15 @@ BAD_RECIPES = [
         "'scenarios'",
         "at least one",
     ),
-    (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "line"),
+    (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "(at line 7, column 1)"),
+    # Strict types: a value of the wrong type is named, never coerced.
+    (GOOD.replace("connections = 16", "connections = true"), "load[0].connections", "got True"),
+    (GOOD + '[services]\npgbouncer = "yes"\n', "services.pgbouncer", "expected true or false"),
+    (
+        GOOD.replace("load = [1]", "load = [1]\nservices = [1]"),
+        "'cores'",
+        "the services and the load tool must not share a core",
+    ),
     (GOOD + '[services]\ndatabase = "mysql"\n', "services.database", "'postgres' or 'mariadb'"),
     (
         GOOD + '[services]\ndatabase = "mariadb"\npgbouncer = true\n',
@@ -147,6 +155,12 @@ BAD_RECIPES = [
         "fronts PostgreSQL only",
     ),
     (GOOD + "[params]\npool_size = [4, 0]\n", "params.pool_size", ">= 1"),
+    (
+        GOOD.replace("workers = 1", "workers = 1\npool_size = 2")
+        + "[params]\npool_size = [4, 8]\n",
+        'stack."gin".pool_size',
+        "give [[points]] each a pool_size",
+    ),
     (GOOD + "[params]\nsleep_ms = -5\n", "params.sleep_ms", ">= 0"),
     (GOOD + "[params]\ndelay = 5\n", "params.delay", "did you mean 'db_delay_ms'"),
     (
@@ -230,6 +244,16 @@ def test_parameters_multiply_only_the_cells_they_apply_to(tmp_path: Path) -> Non
     # One launch per stack x flavour x workers x pool; plaintext rides with the first pool.
     assert len({c.launch_key for c in fastapi}) == 4
     assert plaintext.launch_pool == 2
+
+
+def test_a_misspelt_flavour_in_a_list_is_an_error_not_dropped(tmp_path: Path) -> None:
+    path = write_recipe(
+        tmp_path, DB_RECIPE.replace('flavour = ["sync", "async"]', 'flavour = ["sync", "asnyc"]')
+    )
+    with pytest.raises(
+        UserError, match=r"key 'params.flavour\[1\]': no stack .* 'asnyc' \(did you mean 'async'"
+    ):
+        load_recipe(path)
 
 
 def test_a_flavour_no_stack_offers_is_an_error(tmp_path: Path) -> None:

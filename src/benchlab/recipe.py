@@ -27,7 +27,8 @@ DEFAULT_RECIPE = Path("recipes/quick.toml")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+    # strict: `connections = true` or `pgbouncer = "yes"` is a mistake to name, not to coerce.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -198,7 +199,10 @@ def load_recipe(path: Path) -> tuple[Recipe, str]:
         raise UserError(f"recipe file '{path}' not found{hint}")
     if path.is_dir():
         raise UserError(f"recipe '{path}' is a directory; give a .toml file inside it")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"recipe '{path}': cannot read it ({exc.strerror})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -282,12 +286,13 @@ def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
                     f"{path}: key 'cores.{role}[{i}]': core {core} does not exist; "
                     f"this machine has cores 0-{cpu_count - 1}"
                 )
-    shared = sorted(set(recipe.cores.server) & set(recipe.cores.load))
-    if shared:
-        raise UserError(
-            f"{path}: key 'cores': core(s) {shared} are in both 'server' and 'load'; "
-            "the server and the load tool must not share a core"
-        )
+    for role in ("server", "services"):
+        shared = sorted(set(getattr(recipe.cores, role) or ()) & set(recipe.cores.load))
+        if shared:
+            raise UserError(
+                f"{path}: key 'cores': core(s) {shared} are in both '{role}' and 'load'; "
+                f"the {role} and the load tool must not share a core"
+            )
     return CoreAssignment(
         server=tuple(recipe.cores.server),
         load=tuple(recipe.cores.load),
@@ -458,6 +463,19 @@ def _check_names(path: Path, recipe: Recipe) -> None:
             )
     if recipe.params.flavour is not None:
         wanted = as_list(recipe.params.flavour)
+        every_offered = {f for name in recipe.stacks for f in CATALOGUE[name].flavours}
+        for i, flavour in enumerate(wanted):
+            if flavour not in every_offered:
+                key = (
+                    f"params.flavour[{i}]"
+                    if isinstance(recipe.params.flavour, list)
+                    else ("params.flavour")
+                )
+                raise UserError(
+                    f"{path}: key '{key}': no stack of the recipe offers flavour '{flavour}'"
+                    f"{_did_you_mean(flavour, sorted(every_offered))}; flavours offered: "
+                    f"{', '.join(sorted(every_offered)) or 'none'}"
+                )
         for name in recipe.stacks:
             offered = CATALOGUE[name].flavours
             explicit = recipe.stack.get(name, StackParams()).flavour
@@ -466,6 +484,14 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                     f"{path}: key 'params.flavour': stack '{name}' offers none of "
                     f"{', '.join(wanted)} (it offers {', '.join(offered)}); add that flavour "
                     f'or set [stack."{name}"] flavour'
+                )
+    if isinstance(recipe.params.pool_size, list):
+        for name, params in recipe.stack.items():
+            if params.pool_size is not None:
+                raise UserError(
+                    f"{path}: key 'stack.\"{name}\".pool_size': a stack's own pool cannot join "
+                    "the sweep of 'params.pool_size' (its cells would be ranked alone); to hold "
+                    "it while the others' pools change, give [[points]] each a pool_size"
                 )
     if recipe.services.pgbouncer and recipe.services.database != "postgres":
         raise UserError(
