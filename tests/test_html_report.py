@@ -158,8 +158,10 @@ def test_markdown_report_parses_as_tables_with_the_expected_columns(quick_run) -
     markdown = benchlab("report", "--results", str(results), "--format", "md").stdout
     tables = _tables(markdown)
     summary_header, summary_rows = tables[0]
-    assert summary_header[:7] == [
-        "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
+    # The articles' columns: requests, avg/p50/p99/max latency, errors, transfer.
+    assert summary_header[:12] == [
+        "stack", "scenario", "conns", "trials", "requests", "throughput req/s", "avg ms",
+        "p50 ms", "p99 ms", "max ms", "errors", "transfer MB",
     ]  # fmt: skip
     assert {"vs baseline", "of ceiling", "note"} <= set(summary_header)
     assert len(summary_rows) == len(report["cells"])

@@ -108,7 +108,7 @@ def test_csv_and_markdown_reports(all_stacks, tmp_path: Path) -> None:
     md = benchlab("report", "--results", str(results), "--format", "md").stdout
     table = [line for line in md.splitlines() if line.startswith("|")]
     header = [c.strip() for c in table[0].strip("|").split("|")]
-    assert header[:5] == ["stack", "scenario", "conns", "trials", "throughput req/s"]
+    assert header[:6] == ["stack", "scenario", "conns", "trials", "requests", "throughput req/s"]
     assert set(table[1].replace("|", "")) == {"-"}
     assert len(table) == 2 + 2 * len(ALL_CORE_STACKS)
     assert all(len(line.strip("|").split(" | ")) == len(header) for line in table[2:])

@@ -126,7 +126,7 @@ def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp:
 
 POOL = """
 name = "pool-verdict"
-stacks = ["fastapi+uvicorn"]
+stacks = ["fastapi+uvicorn", "flask+gunicorn"]
 scenarios = ["db-delay"]
 trials = 1
 warmup = 0
@@ -146,11 +146,18 @@ connections = 4
 
 
 def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
-    cells = _by(_report(_run(tmp_path, isolated_tmp, POOL)), "point")
+    report = _report(_run(tmp_path, isolated_tmp, POOL))
+    cells = _by({"cells": [c for c in report["cells"] if c["stack"] == "fastapi+uvicorn"]}, "point")
     small, big = cells["small-pool"], cells["big-pool"]
     assert small["db_sessions_peak"] == 2 and small["db_pool_limit"] == 2
     assert "pool-exhausted" in small["verdicts"]
     assert big["db_sessions_peak"] <= 4 and "pool-exhausted" not in big["verdicts"]
+    # Its twin: one sync worker holds one session at a time; its pool of 2 is never full.
+    sync = next(
+        c for c in report["cells"] if c["stack"] == "flask+gunicorn" and c["point"] == "small-pool"
+    )
+    assert sync["db_sessions_peak"] == 1 and sync["db_pool_limit"] == 2
+    assert "pool-exhausted" not in sync["verdicts"]
 
 
 def test_errors_verdict_on_a_stack_answering_500s(
@@ -277,7 +284,13 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     assert worse.returncode == 1, worse.stdout
     lines = {line.split("│")[1].strip(): line for line in worse.stdout.splitlines() if "│" in line}
     assert "slower" in next(v for k, v in lines.items() if k.startswith("tunable"))
-    assert "FAIL: slower by more than 10%: tunable" in worse.stdout
+    assert "FAIL: slower by more than 10% (or failed, or missing): tunable" in worse.stdout
+    # A stack that no longer starts is the worst regression, not a cell to skip.
+    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "crash"))
+    broken = _execute(tmp_path, store, recipe, "d.toml")
+    gone = benchlab("compare", first, broken, "--results", str(results), "--fail-above", "10")
+    assert gone.returncode == 1, gone.stdout
+    assert "failed in B" in gone.stdout and "FAIL" in gone.stdout
     unknown = benchlab("compare", first, "nope", "--results", str(results))
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr
 

@@ -15,12 +15,20 @@ class CellChange:
     scenario: str
     connections: int
     ratio: Ratio | None  # B / A
-    verdict: str  # faster, slower, no significant change, not comparable
+    # faster, slower, no significant change; failed in B, missing in B (A measured it);
+    # not comparable (A has no trials of it)
+    verdict: str
 
     def regressed_beyond(self, pct: float) -> bool:
+        """Slower by more than `pct` % even at the top of its interval, or broken in B."""
+        if self.verdict in LOST:
+            return True
         return (
-            self.verdict == "slower" and self.ratio is not None and self.ratio.value < 1 - pct / 100
+            self.verdict == "slower" and self.ratio is not None and self.ratio.high < 1 - pct / 100
         )
+
+
+LOST = ("failed in B", "missing in B")
 
 
 def _throughputs(store: Store, run_id: str) -> dict[str, tuple[dict, list[float]]]:
@@ -36,11 +44,14 @@ def compare_runs(store: Store, run_a: str, run_b: str) -> list[CellChange]:
     a = _throughputs(store, store.run(run_a)["id"])
     b = _throughputs(store, store.run(run_b)["id"])
     changes = []
-    for key in [k for k in a if k in b]:
-        cell, before = a[key]
-        _, after = b[key]
+    for key, (cell, before) in a.items():
+        after = b[key][1] if key in b else []
         ratio = ratio_interval(after, before) if before and after else None
-        if ratio is None:
+        if before and key not in b:
+            verdict = "missing in B"
+        elif before and not after:
+            verdict = "failed in B"
+        elif ratio is None:
             verdict = "not comparable"
         elif not ratio.significant:
             verdict = "no significant change"

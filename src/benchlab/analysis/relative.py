@@ -16,7 +16,7 @@ class Comparable:
     """A cell as the relative figures see it."""
 
     stack: str
-    point: tuple  # the load it faced: scenario, tool, connections, ms
+    point: tuple  # its grid point: the load it faced (and the pool size when swept)
     throughputs: Sequence[float]
 
 

@@ -39,7 +39,7 @@ class CellFigures:
     server_cpu_pct: float | None
     load_cpu_pct: float | None
     server_cores: int
-    load_cores: int
+    load_cores: int  # the load cores its tool could use: no more than its threads
     capacity: int | None  # requests the launch can hold at once; None: no limit of its own
     db_sessions_peak: int | None
     db_pool_limit: int | None

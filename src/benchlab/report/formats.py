@@ -70,6 +70,8 @@ BASE_COLUMNS = (
     "stack", "scenario", "conns", "trials", "throughput req/s", "p50 ms", "p99 ms",
     "errors", "server CPU %", "server RSS MB", "steal %",
 )  # fmt: skip
+# The articles' own columns beside those, in the Markdown meant for a post.
+ARTICLE_COLUMNS = ("requests", "avg ms", "max ms", "transfer MB")
 
 
 def params_text(cell: CellSummary) -> str:
@@ -103,18 +105,41 @@ OPTIONAL_COLUMNS = (
 )
 
 
-def columns(summary: RunSummary) -> list[str]:
+def columns(summary: RunSummary, article: bool = False) -> list[str]:
+    """The table's columns; `article`: with the articles' own (requests, avg and max latency,
+    transfer), for the Markdown meant for a post."""
     shown = [name for name, value in OPTIONAL_COLUMNS if any(value(c) for c in summary.cells)]
     params = [name for name in shown if name == "params"]
     others = [name for name in shown if name != "params"]
-    return [*BASE_COLUMNS[:2], *params, *BASE_COLUMNS[2:], *others, "note"]
+    # A cell measured by several tools shows which row is whose (article 001's question).
+    tool = ["tool"] if len({c.tool for c in summary.cells}) > 1 else []
+    if article:
+        load = ["conns", "trials", "requests", "throughput req/s"]
+        latency = ["avg ms", "p50 ms", "p99 ms", "max ms"]
+        errors = ["errors", "transfer MB"]
+    else:
+        load = ["conns", "trials", "throughput req/s"]
+        latency = ["p50 ms", "p99 ms"]
+        errors = ["errors"]
+    server = ["server CPU %", "server RSS MB", "steal %"]
+    return [
+        "stack", "scenario", *tool, *params, *load, *latency, *errors, *server, *others, "note"
+    ]  # fmt: skip
+
+
+def cell_name(cell: CellSummary) -> str:
+    """The cell in words: stack, scenario, tool, connections and parameters."""
+    params = params_text(cell)
+    return (
+        f"{cell.stack_label} {cell.scenario} {cell.tool} c={cell.connections}"
+        f"{' ' + params if params else ''}"
+    )
 
 
 def verdict_lines(summary: RunSummary) -> list[str]:
     """One sentence per verdict, naming its cell."""
     return [
-        f"{cell.stack_label} {cell.scenario} c={cell.connections}"
-        f"{' ' + params_text(cell) if params_text(cell) else ''} — {v.name}: {v.sentence}"
+        f"{cell_name(cell)} — {v.name}: {v.sentence}"
         for cell in summary.cells
         for v in cell.verdicts
     ]
@@ -209,13 +234,15 @@ def flip_lines(summary: RunSummary) -> list[str]:
 STEAL_WARNING_PCT = 5.0
 
 
-def _rows(summary: RunSummary) -> list[list[str]]:
+def _rows(summary: RunSummary, article: bool = False) -> list[list[str]]:
     numbers = {id(cell): n for n, cell in footnotes(summary)}
-    shown = columns(summary)
+    shown = columns(summary, article)
     optional = dict(OPTIONAL_COLUMNS)
     rows = []
     for cell in summary.cells:
         values = dict(zip(BASE_COLUMNS, _base_values(cell), strict=True))
+        values.update(zip(ARTICLE_COLUMNS, _article_values(cell), strict=True))
+        values["tool"] = cell.tool
         values.update({name: optional[name](cell) for name in shown if name in optional})
         values["note"] = note_text(cell, numbers.get(id(cell)))
         rows.append([values[name] for name in shown])
@@ -235,6 +262,15 @@ def _base_values(cell: CellSummary) -> list[str]:
         _num(cell.server_cpu_pct),
         _num(cell.server_rss_mb, 1),
         _num(cell.server_steal_pct),
+    ]
+
+
+def _article_values(cell: CellSummary) -> list[str]:
+    return [
+        f"{cell.requests:,}",
+        _ms(cell.latency_ms["mean"]),
+        _ms(cell.latency_ms["max"]),
+        f"{cell.transfer_bytes / 2**20:,.1f}",
     ]
 
 
@@ -279,7 +315,7 @@ def render_table(summary: RunSummary, console: Console) -> None:
     console.print(table)
     for number, cell in footnotes(summary):
         console.print(
-            f"[{number}] {cell.stack_label} {cell.scenario}: {cell.reason}",
+            f"[{number}] {cell_name(cell)}: {cell.reason}",
             style="red",
             markup=False,
             highlight=False,
@@ -304,14 +340,14 @@ def render_markdown(summary: RunSummary) -> str:
     if summary.run.get("question"):
         out += [f"> {summary.run['question']}", ""]
     out += [f"- {line}" for line in _run_lines(summary)]
-    names = columns(summary)
+    names = columns(summary, article=True)
     out += ["", "| " + " | ".join(names) + " |", "|" + "|".join("---" for _ in names) + "|"]
-    for row in _rows(summary):
+    for row in _rows(summary, article=True):
         out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     notes = footnotes(summary)
     if notes:
         out.append("")
-        out += [f"{n}. {c.stack_label} {c.scenario}: {c.reason}" for n, c in notes]
+        out += [f"{n}. {cell_name(c)}: {c.reason}" for n, c in notes]
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
@@ -364,7 +400,7 @@ def render_csv(summary: RunSummary) -> str:
                 "errors": cell.errors["total"],
                 **{
                     f"errors_{k}": cell.errors[k]
-                    for k in ("connect", "read", "write", "timeout", "non_2xx")
+                    for k in ("connect", "read", "write", "timeout", "non_2xx", "other")
                 },
                 "server_cpu_pct": cell.server_cpu_pct,
                 "server_rss_mb": cell.server_rss_mb,

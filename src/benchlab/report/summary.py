@@ -63,7 +63,7 @@ class CellSummary:
     rps_per_cpu_s: float | None = None
     # Latency (ms) at each quantile the tool reports ("50", "99.9", ...): median over trials.
     percentiles: dict[str, float] = field(default_factory=dict)
-    grid: tuple = ()  # where stacks are ranked: the point, plus the pool size when swept
+    grid: tuple = ()  # where stacks are ranked and compared: see _grid_point
 
     @property
     def point(self) -> tuple:
@@ -277,7 +277,8 @@ def _analyse(
         server_cpu_pct=cell.server_cpu_pct,
         load_cpu_pct=cell.load_cpu_pct,
         server_cores=len(run["server_cores"]),
-        load_cores=len(run["load_cores"]),
+        # A tool can keep busy no more cores than it has threads (ab: one, whatever it has).
+        load_cores=min(len(run["load_cores"]), cell.threads),
         capacity=cell.capacity,
         db_sessions_peak=cell.db_sessions_peak,
         db_pool_limit=cell.db_pool_limit,
@@ -294,7 +295,8 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
     target = float(options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT))
     baseline = options.get("baseline")
     cells = [_summarise_cell(c, store.trials(c["id"])) for c in store.cells(row["id"])]
-    comparable = [Comparable(c.stack, c.point, c.throughputs) for c in cells]
+    cells = [dataclasses.replace(c, grid=_grid_point(c, options)) for c in cells]
+    comparable = [Comparable(c.stack, c.grid, c.throughputs) for c in cells]
     baselines = reference_cells(comparable, baseline)
     ceilings = reference_cells(comparable, CEILING_STACK)
     cells = [
@@ -306,7 +308,6 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
             rps_per_cpu_s=rps_per_cpu_second(
                 cell.throughput.median if cell.throughput else None, cell.server_cpu_pct
             ),
-            grid=_grid_point(cell, options),
         )
         for cell, view in zip(cells, comparable, strict=True)
     ]
@@ -323,7 +324,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
 
 
 def _grid_point(cell: CellSummary, options: dict[str, Any]) -> tuple:
-    """Where stacks are ranked against each other: the load, plus the pool size when the
-    recipe sweeps it (a per-stack pool belongs to the stack, not to the grid)."""
+    """Where stacks are ranked and divided by the baseline: the load, plus the pool size
+    when the recipe sweeps it (then no stack has a pool of its own: the recipe checks)."""
     swept_pool = isinstance(options.get("params", {}).get("pool_size"), list)
     return (*cell.point, cell.pool_size) if swept_pool else cell.point
