@@ -96,4 +96,6 @@ class Stack:
         per_worker = ""
         if self.concurrency and threads is not None:
             per_worker = f" {'t' if self.concurrency == 'threads' else 'c'}={threads}"
+        elif flavour == "sync" and self.threadpool:
+            per_worker = f" t={self.threadpool}"
         return f"{self.name}{shown} w={workers}{per_worker}{note}"

@@ -59,14 +59,15 @@ def gunicorn(app: str, worker_class: str, *extra: str, **env: str) -> Launcher:
     return _launch(argv, **env)
 
 
-def granian(app: str) -> Launcher:
+def granian(app: str, **env: str) -> Launcher:
     return _launch(
         lambda ctx: [
             PY, "-m", "granian", "--interface", "asgi", "--host", ctx.host,
             "--port", str(ctx.port), "--workers", str(ctx.workers), "--runtime-threads", "1",
             "--runtime-mode", "st", "--loop", "uvloop", "--backlog", BACKLOG,
             "--log-level", "warning", "--no-ws", app,
-        ]
+        ],
+        **env,
     )  # fmt: skip
 
 
@@ -139,7 +140,10 @@ def _stack(name: str, framework: str, server: str, model: str, launch: Launcher,
 ASYNC = {"flavours": ("async",), "needs_modules": DRIVERS_ASYNC}
 SYNC = {"flavours": ("sync",), "needs_modules": DRIVERS_SYNC}
 ASYNC_LOOP = "asyncio event loop per process"
-ANYIO_THREADS = 40  # FastAPI runs `def` endpoints in anyio's thread pool: 40 threads by default
+# FastAPI runs `def` endpoints in anyio's thread pool: its default of 40, set explicitly.
+ANYIO_THREADS = 40
+FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS}
+FASTAPI_POOL = {"BENCHLAB_THREADPOOL": str(ANYIO_THREADS)}
 RUST_IO = ASYNC_LOOP + " (Rust I/O)"
 ONE_AT_A_TIME = "one request at a time per process"
 THREADS = "a thread per request, N threads per process"
@@ -150,15 +154,15 @@ DJANGO = {"DJANGO_SETTINGS_MODULE": "django_app.settings"}
 PYTHON_STACKS = (
     # --- FastAPI and its ASGI peers -----------------------------------------------------------
     _stack("fastapi+uvicorn", "FastAPI", "uvicorn (uvloop, httptools)", ASYNC_LOOP,
-           uvicorn("fastapi_app:app"), flavours=("async", "sync"), threadpool=ANYIO_THREADS,
-           needs_modules=("fastapi", "uvicorn", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
+           uvicorn("fastapi_app:app", **FASTAPI_POOL),
+           needs_modules=("fastapi", "uvicorn", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI),
     _stack("fastapi+gunicorn-uvicorn", "FastAPI", "gunicorn + uvicorn-worker", ASYNC_LOOP,
-           gunicorn("fastapi_app:app", "uvicorn_worker.UvicornWorker"), flavours=("async", "sync"),
-           threadpool=ANYIO_THREADS,
-           needs_modules=("fastapi", "gunicorn", "uvicorn_worker", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
+           gunicorn("fastapi_app:app", "uvicorn_worker.UvicornWorker", **FASTAPI_POOL),
+           needs_modules=("fastapi", "gunicorn", "uvicorn_worker", *DRIVERS_ASYNC, *DRIVERS_SYNC),
+           **FASTAPI),
     _stack("fastapi+granian", "FastAPI", "granian (--interface asgi)", RUST_IO,
-           granian("fastapi_app:app"), flavours=("async", "sync"), threadpool=ANYIO_THREADS,
-           needs_modules=("fastapi", "granian", *DRIVERS_ASYNC, *DRIVERS_SYNC)),
+           granian("fastapi_app:app", **FASTAPI_POOL),
+           needs_modules=("fastapi", "granian", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI),
     _stack("starlette+uvicorn", "Starlette", "uvicorn (uvloop, httptools)", ASYNC_LOOP,
            uvicorn("starlette_app:app"), **ASYNC),
     _stack("litestar+uvicorn", "Litestar", "uvicorn (uvloop, httptools)", ASYNC_LOOP,

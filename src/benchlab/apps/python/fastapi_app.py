@@ -1,8 +1,9 @@
 """FastAPI reference app (DESIGN.md endpoint contract).
 
 BENCHLAB_FLAVOUR=async: `async def` endpoints, asyncpg / aiomysql / redis.asyncio.
-BENCHLAB_FLAVOUR=sync: plain `def` endpoints, which FastAPI runs in its thread pool (anyio's
-default 40 threads), with psycopg 3 / PyMySQL / redis-py: the threadpool case of article 003.
+BENCHLAB_FLAVOUR=sync: plain `def` endpoints, which FastAPI runs in anyio's thread pool of
+BENCHLAB_THREADPOOL threads (set explicitly; anyio's default is 40), with psycopg 3 / PyMySQL /
+redis-py: the threadpool case of article 003.
 """
 
 import asyncio
@@ -10,6 +11,7 @@ import os
 import time
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 import benchlab_backend as backend
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -24,6 +26,8 @@ async def lifespan(app: FastAPI):
     if FLAVOUR == "async":
         state["db"] = await backend.AsyncBackend().start()
     else:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = int(os.environ.get("BENCHLAB_THREADPOOL", "40"))
         state["db"] = backend.SyncBackend()
     yield
 

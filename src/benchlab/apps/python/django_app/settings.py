@@ -1,7 +1,8 @@
 """Django settings for the reference app: DEBUG off, no middleware, the database of the run.
 
-Under WSGI (gunicorn) connections persist (CONN_MAX_AGE=None); under ASGI (uvicorn) Django's
-docs say to turn persistence off and use the connection pool instead (Django 5.1+, psycopg 3).
+Under WSGI (gunicorn) connections persist (CONN_MAX_AGE=None). Under ASGI (uvicorn) Django's
+docs say to turn persistence off and use the backend's own pool where it has one: PostgreSQL's
+(Django 5.1+, psycopg 3); MariaDB has none in Django, so under ASGI it connects per request.
 """
 
 import os
@@ -41,5 +42,5 @@ elif DB == "mariadb" and os.environ.get("BENCHLAB_MY_PORT"):
         "NAME": "benchlab",
         "USER": "benchlab",
         "PASSWORD": "benchlab",
-        "CONN_MAX_AGE": None,
+        "CONN_MAX_AGE": 0 if ASGI else None,
     }
