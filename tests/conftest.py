@@ -9,6 +9,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -38,8 +39,12 @@ def benchlab(
     )
 
 
-def benchlab_process(*args: str, env: dict[str, str], cwd: Path = REPO) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+@contextmanager
+def benchlab_process(
+    *args: str, env: dict[str, str], cwd: Path = REPO
+) -> Iterator[subprocess.Popen[str]]:
+    """benchlab in the background, for a test to signal or to kill a child of; killed if left."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "benchlab", *args],
         cwd=cwd,
         env={**os.environ, "COLUMNS": "200", **env},
@@ -47,6 +52,12 @@ def benchlab_process(*args: str, env: dict[str, str], cwd: Path = REPO) -> subpr
         stderr=subprocess.STDOUT,
         text=True,
     )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def living(processes: list[psutil.Process]) -> list[psutil.Process]:

@@ -75,19 +75,15 @@ def test_a_signal_stops_selfcheck_and_leaves_nothing(
 ) -> None:
     from tests.test_failures import _children, _named, _processes_under, _wait_for
 
-    run = benchlab_process(
+    with benchlab_process(
         "selfcheck", "--pairs", "5", "--duration", "3", env={"TMPDIR": str(isolated_tmp)}
-    )
-    try:
+    ) as run:
         _wait_for(lambda: _named(_children(run.pid), "wrk"), 30, "a wrk run")
         started = _children(run.pid)
         sent = time.monotonic()
         run.send_signal(sig)
         output, _ = run.communicate(timeout=30)
         took = time.monotonic() - sent
-    finally:
-        if run.poll() is None:
-            run.kill()
     assert took < 10 and run.returncode == 130, output
     assert "Traceback" not in output and "nothing was left running" in output
     assert living(started) == []

@@ -122,10 +122,9 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
         """,
     )
     results = tmp_path / "r.db"
-    run = benchlab_process(
+    with benchlab_process(
         "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
-    )
-    try:
+    ) as run:
         _wait_for(lambda: _named(_children(run.pid), "/db?username=hui"), 90, "a db trial")
         postmaster = [p for p in _named(_children(run.pid), "postgres -D") if p.ppid() == run.pid]
         assert postmaster, "PostgreSQL should be a child of benchlab"
@@ -135,9 +134,6 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
         assert data_dir.is_dir()
         postmaster[0].kill()
         output, _ = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
     assert run.returncode == 0, output
     cells = {(c["stack"], c["scenario"]): c for c in _cells(results)}
     db_cell = cells[("fastapi+uvicorn", "db")]
@@ -172,18 +168,14 @@ def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
         """,
     )
     results = tmp_path / "r.db"
-    run = benchlab_process(
+    with benchlab_process(
         "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
-    )
-    try:
+    ) as run:
         _wait_for(lambda: _named(_children(run.pid), "/cache/hui"), 90, "a cache trial")
         redis = [p for p in _named(_children(run.pid), "redis-server") if p.ppid() == run.pid]
         assert redis, "Redis should be a child of benchlab"
         redis[0].kill()
         output, _ = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
     assert run.returncode == 0 and "Traceback" not in output, output
     cells = {c["scenario"]: c for c in _cells(results)}
     assert cells["cache"]["status"] == "failed"

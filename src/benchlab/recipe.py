@@ -469,7 +469,7 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                 key = (
                     f"params.flavour[{i}]"
                     if isinstance(recipe.params.flavour, list)
-                    else ("params.flavour")
+                    else "params.flavour"
                 )
                 raise UserError(
                     f"{path}: key '{key}': no stack of the recipe offers flavour '{flavour}'"
