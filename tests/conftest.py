@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,12 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A shell that starts the tests in the background (`cmd &` without job control, as some CI
+# runners do) ignores SIGINT for them, and every benchlab they start inherits that: the
+# tests that press Ctrl-C would press it on a process that cannot hear it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 ALL_CORE_STACKS = ["nginx-static", "gin", "fastapi+uvicorn", "flask+gunicorn", "sanic", "tornado"]
 
 

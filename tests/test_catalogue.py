@@ -17,7 +17,7 @@ from benchlab.verify import verify
 from tests.conftest import living, short_tmp
 from tests.servers import running_stack
 
-MS = {"db-delay": 5, "sleep": 5}
+MS = {"db-delay": 5, "sleep": 5, "cpu": 100}
 RUNNABLE = [name for name, stack in CATALOGUE.items() if not stack.unavailable]
 
 

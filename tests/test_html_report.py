@@ -74,7 +74,7 @@ def test_the_page_renders_in_chromium_with_every_chart_and_cell(quick_run) -> No
     assert all(len(row) == len(table["header"]) for row in table["rows"])
     for header in ("stack", "scenario", "conns", "requests", "throughput req/s", "p50 ms",
                    "p99 ms", "max ms", "errors", "transfer MB", "server CPU %", "RSS MB",
-                   "vs flask+gunicorn", "of ceiling", "verdicts"):  # fmt: skip
+                   "vs flask+gunicorn", "of ceiling %", "verdicts"):  # fmt: skip
         assert header in table["header"]
     rows = {(row[0], row[table["header"].index("scenario")]) for row in table["rows"]}
     assert rows == {(c["stack_label"], c["scenario"]) for c in report["cells"]}
@@ -163,13 +163,15 @@ def test_markdown_report_parses_as_tables_with_the_expected_columns(quick_run) -
         "stack", "scenario", "conns", "trials", "requests", "throughput req/s", "avg ms",
         "p50 ms", "p99 ms", "max ms", "errors", "transfer MB",
     ]  # fmt: skip
-    assert {"vs baseline", "of ceiling", "note"} <= set(summary_header)
+    assert {"vs flask+gunicorn", "of ceiling %", "note"} <= set(summary_header)
     assert len(summary_rows) == len(report["cells"])
     # Article 002's table, once per grid point: plaintext and json.
     relative = tables[1:]
     assert len(relative) == 2
     for header, rows in relative:
-        assert header == ["Framework", "Web Server", "Type", "Wrk", "Tput", "P50 ms", "P99 ms"]
+        assert header == [
+            "Framework", "Web Server", "Type", "Workers", "throughput ×", "P50 ms", "P99 ms"
+        ]  # fmt: skip
         assert len(rows) == 6
         ratios = [float(r[4].split()[0]) for r in rows]
         assert ratios == sorted(ratios, reverse=True)

@@ -86,7 +86,7 @@ def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
     assert result.errors.non_2xx == result.requests, result.errors
 
 
-class _HangsOnce:
+class _HangsOnce(base.DebianTool):
     """A real process that deadlocks on its first run, the way siege 4.0 sometimes does."""
 
     name = "sh"

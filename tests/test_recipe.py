@@ -36,6 +36,16 @@ connections = 64
 [stack.gin]
 workers = 1
 """
+RATE = (
+    GOOD
+    + """
+[[load]]
+tool = "vegeta"
+rate = 500
+connections = 16
+duration = 1
+"""
+)
 
 
 def test_good_recipe_expands_to_the_product_minus_exclusions(tmp_path: Path) -> None:
@@ -168,6 +178,30 @@ BAD_RECIPES = [
         'stack."gin".flavour',
         "no driver flavours",
     ),
+    # Fixed rates and the SLO.
+    (RATE.replace("rate = 500", "rate = 0"), "load[2].rate", "> 0"),
+    (RATE.replace("rate = 500", "rate = -3"), "load[2].rate", "> 0"),
+    (RATE.replace("rate = 500", 'rate = "150%"'), "load[2].rate", "(0, 100]"),
+    (RATE.replace("rate = 500", 'rate = [100, "0%"]'), "load[2].rate[1]", "(0, 100]"),
+    (RATE.replace("rate = 500", 'rate = "fast"'), "load[2].rate", 'a share like "60%"'),
+    (
+        RATE.replace('tool = "vegeta"', 'tool = "wrk"'),
+        "load[2].rate",
+        "cannot send at a fixed rate",
+    ),
+    (RATE.replace("rate = 500", "rate = 500\nthreads = 2"), "load[2].threads", "no threads"),
+    (GOOD + "[slo]\nmax_error_pct = 1\n", "'slo'", "no latency target"),
+    (GOOD + "[slo]\np99_ms = 100\n", "'slo'", 'tool = "vegeta" and no rate'),
+    (GOOD + "[slo]\np99_ms = 0\n", "slo.p99_ms", "> 0"),
+    (
+        GOOD.replace(
+            "connections = 16\nduration = 1", "connections = 16\nduration = 1\ntimeout = 9"
+        )
+        + "[[load]]\nconnections = 16\nduration = 1\n",
+        "'load'",
+        "differ only in 'timeout'",
+    ),
+    ('rank_by = "speed"\n' + GOOD, "'rank_by'", "'throughput_rps'"),
 ]
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from benchlab import figures as F
 from benchlab.analysis.flips import Contender, flips, rankings
+from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import ratio_interval
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
@@ -62,9 +64,14 @@ def test_few_trials_give_an_exact_range_interval() -> None:
     assert ratio_interval([1.0], [2.0]).confidence == 0.0
 
 
+def _point(name: str) -> GridPoint:
+    return GridPoint(name, "db-delay", "wrk", 64)
+
+
 def test_flips_on_a_synthetic_grid() -> None:
     def c(label: str, point: str, value: float) -> Contender:
-        return Contender(label, (point,), [value * f for f in (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)])
+        factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
+        return Contender(label, _point(point), [value * f for f in factors])
 
     grid = [
         c("async", "many-sessions", 800), c("sync", "many-sessions", 150),
@@ -72,16 +79,31 @@ def test_flips_on_a_synthetic_grid() -> None:
         c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
         c("close", "many-sessions", 151), c("close", "few-sessions", 149),
     ]  # fmt: skip
-    found = {(f.a, f.b): f for f in flips(grid)}
+    found = {(f.a, f.b): f for f in flips(grid, F.THROUGHPUT)}
     assert ("async", "sync") in found and ("async", "steady") in found
     flip = found[("async", "sync")]
-    assert [w.point for w in flip.a_wins] == [("many-sessions",)]
-    assert [w.point for w in flip.b_wins] == [("few-sessions",)]
+    assert [w.point for w in flip.a_wins] == [_point("many-sessions")]
+    assert [w.point for w in flip.b_wins] == [_point("few-sessions")]
     assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
     # within noise of each other everywhere: no flip between sync and close
     assert ("close", "sync") not in found
-    ranked = rankings(grid)
-    assert [label for label, _ in ranked[("many-sessions",)]][:2] == ["async", "close"]
+    ranked = rankings(grid, F.THROUGHPUT)
+    assert [label for label, _ in ranked[_point("many-sessions")]][:2] == ["async", "close"]
+
+
+def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
+    """p99 at a fixed rate: the stack with the lower latency wins."""
+    factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
+    grid = [
+        Contender("a", _point("x"), [10 * f for f in factors]),
+        Contender("b", _point("x"), [30 * f for f in factors]),
+        Contender("a", _point("y"), [90 * f for f in factors]),
+        Contender("b", _point("y"), [20 * f for f in factors]),
+    ]
+    assert [label for label, _ in rankings(grid, F.P99)[_point("x")]] == ["a", "b"]
+    (flip,) = flips(grid, F.P99)
+    assert [w.point for w in flip.a_wins] == [_point("x")]
+    assert flip.a_wins[0].ratio.value == pytest.approx(10 / 30)
 
 
 # --- real situations ---------------------------------------------------------------------
@@ -247,8 +269,8 @@ def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: P
     wins = {flip["a"]: flip["a_wins"], flip["b"]: flip["b_wins"]}
     async_label = next(k for k in wins if k.startswith("fastapi"))
     sync_label = next(k for k in wins if k.startswith("flask"))
-    assert [w["point"][0] for w in wins[async_label]] == ["many-sessions"]
-    assert [w["point"][0] for w in wins[sync_label]] == ["few-sessions"]
+    assert [w["point"]["name"] for w in wins[async_label]] == ["many-sessions"]
+    assert [w["point"]["name"] for w in wins[sync_label]] == ["few-sessions"]
     assert all(w["low"] > 1 for w in wins[async_label] + wins[sync_label])
     md = benchlab("report", "--results", str(tmp_path / "results.db"), "--format", "md").stdout
     assert "Rank flips" in md and "[few-sessions]" in md

@@ -65,13 +65,14 @@ def run(
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
-    for program, package in (
-        ("taskset", "util-linux"),
-        *((t, t) for t in {c.tool for c in plan.cells}),
-    ):
-        if shutil.which(program) is None:
+    from benchlab.load import TOOLS
+
+    if shutil.which("taskset") is None:
+        raise UserError("'taskset' is not installed; run ./lab setup or apt-get install util-linux")
+    for name in sorted({c.tool for c in plan.cells}):
+        if TOOLS[name].executable() is None:
             raise UserError(
-                f"'{program}' is not installed; run ./lab setup or apt-get install {package}"
+                f"load tool '{name}' is not installed; run ./lab setup or {TOOLS[name].install}"
             )
     if set(plan.cores.server) & set(plan.cores.load):
         console.print(
@@ -228,12 +229,23 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Per cell, throughput of RUN_B / RUN_A with its interval: faster, slower or no change."""
-    from benchlab.analysis.compare import compare_runs
+    """Per cell, RUN_B / RUN_A of the figure cells are ranked by (throughput, capacity, p99),
+    with its interval: faster, slower or no change."""
+    from benchlab.analysis.compare import Side, compare_cells
     from benchlab.analysis.stats import RATIO_METHOD
+    from benchlab.report.summary import summarise
 
     store = Store(results, create=False)
-    changes = compare_runs(store, run_a, run_b)
+    before, after = summarise(store, run_a), summarise(store, run_b)
+    figure = before.ranked_by
+
+    def sides(cells) -> list[Side]:
+        return [
+            Side(c.key, c.stack_label, c.scenario, c.connections, c.samples.get(figure.key, ()))
+            for c in cells
+        ]
+
+    changes = compare_cells(sides(before.cells), sides(after.cells), figure)
     if not changes:
         raise UserError(f"runs '{run_a}' and '{run_b}' share no cell; compare runs of one recipe")
     table = Table(title=f"benchlab compare {run_a} → {run_b}", title_justify="left")
@@ -334,13 +346,18 @@ def selfcheck(
 
 @app.command()
 def build() -> None:
-    """Build the Go stacks from the project's sources (cached by content)."""
+    """Build the Go stacks from the project's sources and the pinned load tools (cached)."""
+    from benchlab.load import TOOLS
     from benchlab.stacks import CATALOGUE
 
     for stack in CATALOGUE.values():
         if stack.build is not None and stack.availability().ok:
             console.print(f"building {stack.name}")
             stack.build()
+    for tool in TOOLS.values():
+        if tool.build is not None and tool.executable() is None:
+            console.print(f"building {tool.name}")
+            tool.build()
 
 
 def main() -> None:

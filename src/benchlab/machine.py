@@ -93,15 +93,26 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def built_tool_versions() -> dict[str, str]:
+    """Load tools benchlab builds itself, at their pinned versions."""
+    from benchlab.load.vegeta import VERSION, binary
+
+    return {"vegeta": VERSION} if binary().exists() else {}
+
+
 def describe() -> dict:
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
+        "allowed_cores": sorted(os.sched_getaffinity(0)),
         "kernel": platform.release(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "packages": package_versions(),
-        "tools": {name: tool_version(name) for name in TOOL_VERSION_COMMANDS},
+        "tools": {
+            **{name: tool_version(name) for name in TOOL_VERSION_COMMANDS},
+            **built_tool_versions(),
+        },
         "debian": debian_versions(),
         "governor": frequency_governor(),
     }
@@ -128,14 +139,10 @@ class Check:
     required: bool = True
 
 
-TOOLS = (
-    ("wrk", "the default load tool", "apt-get install wrk", True),
+PROGRAMS = (
     ("taskset", "pins server and load tool to their cores", "apt-get install util-linux", True),
     ("nginx", "the nginx-static ceiling stack", "apt-get install nginx-light", True),
-    ("go", "builds the Go stacks", "apt-get install golang (or go.dev/dl)", True),
-    ("ab", "load tool (ApacheBench)", "apt-get install apache2-utils", False),
-    ("hey", "load tool", "apt-get install hey", False),
-    ("siege", "load tool", "apt-get install siege", False),
+    ("go", "builds the Go stacks and vegeta", "apt-get install golang (or go.dev/dl)", True),
     ("redis-server", "the cache scenario", "apt-get install redis-server", False),
     ("pgbouncer", "pooling in front of PostgreSQL", "apt-get install pgbouncer", False),
     ("mariadbd", "the MySQL scenarios", "apt-get install mariadb-server", False),
@@ -147,8 +154,19 @@ def _which(program: str) -> str | None:
 
 
 def doctor_checks() -> list[Check]:
+    from benchlab.load import TOOLS
+
     checks = []
-    for program, purpose, fix, required in TOOLS:
+    for name, tool in TOOLS.items():
+        path = tool.executable()
+        purpose = "the default load tool" if name == "wrk" else "load tool"
+        if tool.can_pace:
+            purpose += " (fixed rates, capacity searches)"
+        detail = path or f"missing ({purpose})"
+        checks.append(
+            Check(name, path is not None, detail, "" if path else tool.install, name == "wrk")
+        )
+    for program, purpose, fix, required in PROGRAMS:
         path = _which(program)
         detail = f"{path}" if path else f"missing ({purpose})"
         checks.append(Check(program, path is not None, detail, "" if path else fix, required))

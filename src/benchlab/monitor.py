@@ -58,25 +58,30 @@ class TreeUsage:
     cpu_pct: float  # 100 = one core busy for the whole trial
     peak_rss_mb: float
     processes: int
+    cpu_s: float  # CPU time of the whole tree during the trial, counted, not sampled
+    cpu_source: str  # how: "cgroup v2", "cgroup v1", "process tree"
 
 
 class ProcessTreeSampler:
-    """Samples in a background thread; CPU comes from cpu_times deltas, so it is exact for
-    every process alive at both ends, whatever the sampling interval."""
+    """Counts the tree's CPU time between enter and exit (its control group's counter where
+    there is one) and samples its resident memory in a background thread."""
 
     def __init__(self, process: ManagedProcess, interval: float = SAMPLE_INTERVAL_S) -> None:
         self._process = process
         self._interval = interval
-        self._first_cpu: dict[tuple[int, float], float] = {}
-        self._last_cpu: dict[tuple[int, float], float] = {}
+        self._seen: set[tuple[int, float]] = set()
         self._peak_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tree-sampler", daemon=True)
         self._started_at = 0.0
         self._ended_at = 0.0
+        self._cpu_before = 0.0
+        self._cpu_after = 0.0
+        self._cpu_source = ""
 
     def __enter__(self) -> ProcessTreeSampler:
         self._started_at = time.monotonic()
+        self._cpu_before, self._cpu_source = self._process.cpu_seconds()
         self._sample()
         self._thread.start()
         return self
@@ -85,15 +90,18 @@ class ProcessTreeSampler:
         self._stop.set()
         self._thread.join()
         self._sample()
+        self._cpu_after, _ = self._process.cpu_seconds()
         self._ended_at = time.monotonic()
 
     def usage(self) -> TreeUsage:
         wall = max(self._ended_at - self._started_at, 1e-9)
-        used = sum(self._last_cpu[k] - self._first_cpu[k] for k in self._last_cpu)
+        used = max(self._cpu_after - self._cpu_before, 0.0)
         return TreeUsage(
             cpu_pct=100.0 * used / wall,
             peak_rss_mb=self._peak_rss / 2**20,
-            processes=len(self._last_cpu),
+            processes=len(self._seen),
+            cpu_s=used,
+            cpu_source=self._cpu_source,
         )
 
     def _loop(self) -> None:
@@ -101,21 +109,14 @@ class ProcessTreeSampler:
             self._sample()
 
     def _sample(self) -> None:
-        procs = self._process.tree()
-        if not procs:
-            return
         rss = 0
-        for proc in procs:
+        for proc in self._process.tree():
             try:
                 with proc.oneshot():
-                    times = proc.cpu_times()
-                    key = (proc.pid, proc.create_time())
+                    self._seen.add((proc.pid, proc.create_time()))
                     rss += proc.memory_info().rss
             except psutil.Error:
                 continue
-            cpu = times.user + times.system
-            self._first_cpu.setdefault(key, cpu)
-            self._last_cpu[key] = cpu
         self._peak_rss = max(self._peak_rss, rss)
 
 

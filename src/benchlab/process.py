@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted
 
 
@@ -34,15 +35,18 @@ class ManagedProcess:
         env: dict[str, str] | None = None,
         user: str | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
+        cpu_group: CpuGroup | None = None,
     ) -> None:
         self.argv = list(argv)
         self.stop_signal = stop_signal
         self.log_path = log_path
+        self.cpu_group = cpu_group
         cpu_list = ",".join(str(c) for c in cores)
         full_env = {**os.environ, **(env or {})}
+        pinned = ["taskset", "--cpu-list", cpu_list, *self.argv]
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
-            ["taskset", "--cpu-list", cpu_list, *self.argv],
+            cpu_group.wrap(pinned) if cpu_group else pinned,
             cwd=cwd,
             env=full_env,
             stdin=subprocess.DEVNULL,
@@ -83,6 +87,12 @@ class ManagedProcess:
 
     def remember_tree(self) -> None:
         self.tree()
+
+    def cpu_seconds(self) -> tuple[float, str]:
+        """CPU time of the whole tree so far, and how it was counted."""
+        if self.cpu_group is not None:
+            return self.cpu_group.seconds(), self.cpu_group.source
+        return tree_cpu_seconds(self.tree()), "process tree"
 
     def _process_object(self, pid: int) -> psutil.Process | None:
         """The psutil object already known for `pid` (it checks the pid was not reused)."""
@@ -134,6 +144,8 @@ class ManagedProcess:
         self.wait(1.0)
         with contextlib.suppress(OSError):
             self._log.close()
+        if self.cpu_group is not None:
+            self.cpu_group.remove()
 
     def _signal_all(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchlab.errors import UserError
+from benchlab.figures import RANKABLE
+from benchlab.load import TOOLS
 from benchlab.scenarios import SCENARIOS
 
 DEFAULT_RECIPE = Path("recipes/quick.toml")
@@ -33,15 +35,31 @@ class _Strict(BaseModel):
 
 PositiveInt = Annotated[int, Field(ge=1)]
 CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
+# A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
+RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
+SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
 class LoadProfile(_Strict):
-    tool: Literal["wrk", "ab", "hey", "siege"] = "wrk"
+    tool: ToolName = "wrk"
+    # closed loop: connections held open; fixed rate: the most the generator may open
     connections: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 64
     threads: PositiveInt | None = None
     # wrk takes whole seconds
     duration: Annotated[int, Field(ge=1, le=3600)] = 5
     timeout: Annotated[int, Field(ge=1, le=600)] = 5
+    # Requests per second on a fixed schedule (open loop): a number, a list (a sweep), or a
+    # share of the cell's own closed-loop capacity ("60%"). None: a closed loop.
+    rate: RateValue | Annotated[list[RateValue], Field(min_length=1)] | None = None
+
+
+class Slo(_Strict):
+    """The latency target a stack must hold; a recipe with it searches each cell's capacity."""
+
+    p99_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    p50_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    max_error_pct: Annotated[float, Field(ge=0, le=100)] = 0.1
 
 
 class Cores(_Strict):
@@ -63,6 +81,7 @@ class StackParams(_Strict):
 
 
 NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
+CpuMicros = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
 class Services(_Strict):
@@ -81,6 +100,7 @@ class Params(_Strict):
     pool_size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 10
     db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
     sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
+    cpu_us: CpuMicros | Annotated[list[CpuMicros], Field(min_length=1)] = 500
 
 
 def as_list(value: Any) -> list[Any]:
@@ -130,6 +150,10 @@ class Recipe(_Strict):
     stack: dict[str, StackParams] = Field(default_factory=dict)
     exclude: list[Exclusion] = Field(default_factory=list)
     points: list[Point] = Field(default_factory=list)
+    slo: Slo | None = None
+    # What cells are ranked, compared and divided by; default: what their mode measures
+    # (closed: throughput, rate: p99, slo: capacity).
+    rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -158,8 +182,11 @@ class Cell:
     flavour: str | None = None
     server_threads: int | None = None  # threads or greenlets per worker
     pool_size: int | None = None  # per worker; only for scenarios that use the database
-    ms: int | None = None  # db-delay's query delay or sleep's wait
+    ms: int | None = None  # the scenario's parameter: db-delay's or sleep's ms, cpu's µs
     point: str | None = None  # the named grid point, when the recipe has points
+    mode: str = "closed"  # closed, rate (a fixed rate), slo (the capacity under the SLO)
+    rate: float | None = None  # rate cells: requests per second
+    rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
@@ -172,7 +199,16 @@ class Cell:
             f"|p{self.pool_size or '-'}"
             f"|ms{self.ms if self.ms is not None else '-'}"
             + (f"|{self.point}" if self.point else "")
+            + (f"|{self.mode}" if self.mode != "closed" else "")
+            + (f"|r{self.rate:g}" if self.rate is not None else "")
+            + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
         )
+
+    @property
+    def rate_text(self) -> str:
+        if self.rate is not None:
+            return f"{self.rate:,.0f}/s"
+        return f"{self.rate_share:g}%" if self.rate_share is not None else ""
 
     @property
     def launch_key(self) -> tuple[str, str | None, int, int | None, int | None]:
@@ -264,7 +300,29 @@ def at_point(recipe: Recipe, point: Point) -> Recipe:
 
 def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = None) -> Plan:
     cores = resolve_cores(path, recipe, cpu_count or os.cpu_count() or 1)
-    return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=expand(recipe, cores))
+    cells = expand(recipe, cores)
+    _check_unique(path, cells)
+    return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells)
+
+
+def _check_unique(path: Path, cells: tuple[Cell, ...]) -> None:
+    """Two cells with one identity would be one measurement stored twice."""
+    seen: dict[str, Cell] = {}
+    for cell in cells:
+        twin = seen.setdefault(cell.key, cell)
+        if twin is cell:
+            continue
+        what = f"{cell.stack} {cell.scenario}, {cell.tool} c={cell.connections} {cell.rate_text}"
+        if twin.timeout != cell.timeout:
+            raise UserError(
+                f"{path}: key 'load': two profiles differ only in 'timeout' ({what}); a cell is "
+                "its stack, scenario, tool, connections, threads, duration and rate, so both "
+                "would be one cell: keep one timeout"
+            )
+        raise UserError(
+            f"{path}: key 'stacks': the recipe gives the cell {what} twice; remove the stack, "
+            "value or profile listed twice"
+        )
 
 
 def default_cores(cpu_count: int) -> CoreAssignment:
@@ -335,24 +393,28 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                     as_list(getattr(recipe.params, scenario.param)) if scenario.param else [None]
                 )
                 profiles = [
-                    (profile, connections)
+                    (profile, connections, rate)
                     for profile in recipe.load
                     for connections in as_list(profile.connections)
+                    for rate in (as_list(profile.rate) if profile.rate is not None else [None])
                 ]
-                for pool, ms, (profile, connections) in itertools.product(
+                for pool, ms, (profile, connections, rate) in itertools.product(
                     pool_values, ms_values, profiles
                 ):
                     if any(
                         e.matches(stack_name, scenario_name, connections) for e in recipe.exclude
                     ):
                         continue
+                    share = _share(rate) if isinstance(rate, str) else None
                     cells.append(
                         Cell(
                             stack=stack_name,
                             scenario=scenario_name,
                             tool=profile.tool,
                             connections=connections,
-                            threads=_threads(profile, connections, cores),
+                            threads=TOOLS[profile.tool].threads_for(
+                                profile.threads, connections, len(cores.load)
+                            ),
                             duration=profile.duration,
                             timeout=profile.timeout,
                             workers=workers,
@@ -360,16 +422,28 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             server_threads=server_threads,
                             pool_size=pool,
                             ms=ms,
+                            mode=profile_mode(recipe, profile),
+                            rate=float(rate) if rate is not None and share is None else None,
+                            rate_share=share,
                             launch_pool=pool if pool is not None else pools[0],
                         )
                     )
-    return tuple(dict.fromkeys(cells))
+    return tuple(cells)
 
 
-def _threads(profile: LoadProfile, connections: int, cores: CoreAssignment) -> int:
-    if profile.tool == "ab":
-        return 1  # ab is single-threaded whatever it is told
-    return min(profile.threads or len(cores.load), connections)
+def profile_mode(recipe: Recipe, profile: LoadProfile) -> str:
+    """rate: the profile sets a rate; slo: the recipe has a target and the profile's tool can
+    pace (its capacity is searched); closed otherwise."""
+    if profile.rate is not None:
+        return "rate"
+    if recipe.slo is not None and TOOLS[profile.tool].can_pace:
+        return "slo"
+    return "closed"
+
+
+def _share(text: str) -> float | None:
+    match = SHARE.match(text)
+    return float(match.group(1)) if match else None
 
 
 def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:
@@ -493,6 +567,7 @@ def _check_names(path: Path, recipe: Recipe) -> None:
                     "the sweep of 'params.pool_size' (its cells would be ranked alone); to hold "
                     "it while the others' pools change, give [[points]] each a pool_size"
                 )
+    _check_rates(path, recipe)
     if recipe.services.pgbouncer and recipe.services.database != "postgres":
         raise UserError(
             f"{path}: key 'services.pgbouncer': pgbouncer fronts PostgreSQL only; "
@@ -504,6 +579,51 @@ def _check_names(path: Path, recipe: Recipe) -> None:
             raise UserError(
                 f"{path}: key 'stacks': stack '{name}' serves none of the recipe's scenarios "
                 f"({', '.join(recipe.scenarios)}); it serves {', '.join(CATALOGUE[name].scenarios)}"
+            )
+
+
+def _check_rates(path: Path, recipe: Recipe) -> None:
+    pacing = [name for name, tool in TOOLS.items() if tool.can_pace]
+    for i, profile in enumerate(recipe.load):
+        if profile.rate is None:
+            continue
+        if not TOOLS[profile.tool].can_pace:
+            raise UserError(
+                f"{path}: key 'load[{i}].rate': {profile.tool} cannot send at a fixed rate (it "
+                f'runs a closed loop only); use tool = "{pacing[0]}" for a rate, or remove '
+                "'rate'"
+            )
+        if profile.threads is not None:
+            raise UserError(
+                f"{path}: key 'load[{i}].threads': a fixed-rate profile takes no threads "
+                f"({profile.tool} starts the workers its schedule needs); remove 'threads'"
+            )
+        rates = as_list(profile.rate)
+        for j, rate in enumerate(rates):
+            if not isinstance(rate, str):
+                continue
+            key = f"load[{i}].rate" + (f"[{j}]" if isinstance(profile.rate, list) else "")
+            share = _share(rate)
+            if share is None:
+                raise UserError(
+                    f"{path}: key '{key}': '{rate}' is neither a number of requests per second "
+                    'nor a share like "60%" of the cell\'s own capacity'
+                )
+            if not 0 < share <= 100:
+                raise UserError(
+                    f"{path}: key '{key}': a share must be within (0, 100] % of the cell's "
+                    f"capacity, got {rate!r}"
+                )
+    if recipe.slo is not None:
+        if recipe.slo.p99_ms is None and recipe.slo.p50_ms is None:
+            raise UserError(
+                f"{path}: key 'slo': no latency target; give p99_ms (and optionally p50_ms), "
+                "e.g. p99_ms = 100"
+            )
+        if not any(profile_mode(recipe, p) == "slo" for p in recipe.load):
+            raise UserError(
+                f"{path}: key 'slo': no [[load]] profile can search a capacity; add one with "
+                f'tool = "{pacing[0]}" and no rate'
             )
 
 

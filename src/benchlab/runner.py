@@ -8,6 +8,7 @@ spread over trials includes process-to-process variation (as pyperf's worker pro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab import machine
+from benchlab.analysis import capacity
 from benchlab.analysis.stats import converged
+from benchlab.cpu_account import create_group
 from benchlab.errors import RunInterrupted, ServiceError, UserError
-from benchlab.load import LoadRequest, LoadResult, LoadToolError, run_tool
+from benchlab.load import LoadRequest, LoadToolError, run_tool
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import (
     ManagedProcess,
@@ -29,13 +32,14 @@ from benchlab.process import (
     sigterm_interrupts,
 )
 from benchlab.recipe import Cell, Plan
+from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
 from benchlab.services import Services
 from benchlab.services.base import RunningService
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.services.ports import free_port
 from benchlab.stacks import CATALOGUE, LaunchContext, Stack
-from benchlab.store import RunInfo, Store, TrialExtras, now
+from benchlab.store import RunInfo, Store, TrialExtras, TrialRecord, now, trial_record
 from benchlab.verify import verify, wait_until_answering
 
 DEFAULT_POOL_SIZE = 10
@@ -48,7 +52,7 @@ class Reporter(Protocol):
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None: ...
     def status(self, message: str) -> None: ...
     def trial(
-        self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
+        self, position: int, cells: int, round_index: int, cell: Cell, figure: str
     ) -> None: ...
     def cell_failed(self, cell: Cell, reason: str) -> None: ...
     def extend(self, trials: int) -> None: ...
@@ -64,6 +68,10 @@ class RunOutcome:
 
 class _StackDied(Exception):
     pass
+
+
+class _CellFailed(Exception):
+    """The cell was failed (its reason stored) in the middle of a search."""
 
 
 class _ServiceDied(Exception):
@@ -123,6 +131,8 @@ def start_stack(
         log_path=ctx.workdir / "server.log",
         cwd=spec.cwd,
         env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
+        # Its own control group: the trial's CPU time is counted over every process it forks.
+        cpu_group=create_group(),
     )
 
 
@@ -140,6 +150,7 @@ class Execution:
         self.services: Services | None = None
         self.probes: dict = {}
         self.cache = None
+        self.closed_capacity: dict[Cell, float] = {}
 
     # --- the whole run ----------------------------------------------------------------------
 
@@ -156,6 +167,7 @@ class Execution:
                 server_cores=plan.cores.server,
                 load_cores=plan.cores.load,
                 machine=machine.describe(),
+                options=RunOptions.from_recipe(plan.recipe).to_json(),
             )
         )
         for position, cell in enumerate(plan.cells):
@@ -274,8 +286,14 @@ class Execution:
             self._run_round(round_index, only=pending)
 
     def _converged(self, cell: Cell) -> bool:
-        trials = self.store.trials(self.cell_ids[cell])
-        values = [t["throughput_rps"] for t in trials]
+        """Whether the figure the cell is measured for is within the target: throughput
+        (closed loop), p99 (fixed rate), the capacity (a search)."""
+        cell_id = self.cell_ids[cell]
+        if cell.mode == "slo":
+            values = [c.capacity_rps for c in self.store.capacities(cell_id)]
+        else:
+            trials = [t for t in self.store.trials(cell_id) if t.probe is None]
+            values = [t.latency_p99_ms if cell.mode == "rate" else t.throughput_rps for t in trials]
         return converged(values, self.plan.recipe.target_half_width_pct)
 
     def _run_round(self, round_index: int, only: set[Cell] | None = None) -> None:
@@ -369,10 +387,7 @@ class Execution:
         # Verification sees the miss, then the hit, of this stack's own cache-aside.
         self._flush_cache(scenario.needs_cache)
         # Generous timeout: this request may wait behind what the previous cell left queued.
-        problem = verify(HOST, port, scenario.expectations(cell.ms), timeout=SETTLE_TIMEOUT_S)
-        if problem:
-            self._check_alive(server, cell)
-            self._fail(cell, f"verification failed: {problem}")
+        if not self._verified(server, port, cell, "verification failed"):
             return
         self._flush_cache(scenario.needs_cache)  # the load of every cell starts on a cold cache
         request = LoadRequest(
@@ -386,60 +401,155 @@ class Execution:
         )
         try:
             if self.plan.recipe.warmup > 0:
-                warmup = LoadRequest(**{**request.__dict__, "duration_s": self.plan.recipe.warmup})
+                warmup = dataclasses.replace(request, duration_s=self.plan.recipe.warmup)
                 run_tool(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
                 # The warm-up leaves requests queued in the listen backlog whose clients are
                 # gone; a sync worker serves them all before anything new. One request that
                 # waits its turn (the accept queue is first in, first out) lets the trial start
                 # on a drained server — and checks it still answers right.
-                problem = verify(
-                    HOST, port, scenario.expectations(cell.ms), timeout=SETTLE_TIMEOUT_S
-                )
-                if problem:
-                    self._fail(cell, f"verification after warm-up failed: {problem}")
+                if not self._verified(server, port, cell, "verification after warm-up failed"):
                     return
-            cache_before = self._cache_counters(scenario.needs_cache)
-            cores = self.plan.cores
-            probes = self.probes if scenario.needs_database else {}
-            # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
-            # a finished trial is never lost to them.
-            with contextlib.ExitStack() as finished:
-                with (
-                    ProcessTreeSampler(server) as sampler,
-                    StealSampler(cores.server, cores.load) as steal,
-                    PeakSampler(probes) as peaks,
-                ):
-                    started_at = now()
-                    result = run_tool(request, self.registry, workdir)
-                    finished.enter_context(signals_deferred())
-                self._check_alive(server, cell)
-                for name, error in peaks.errors.items():
-                    self.reporter.status(
-                        f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
-                    )
-                cache_after = self._cache_counters(scenario.needs_cache)
-                extras = TrialExtras(
-                    db_sessions_peak=peaks.peaks.get("db"),
-                    pool_active_peak=peaks.peaks.get("pool"),
-                    cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
-                    cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+            if cell.mode == "slo":
+                figure = self._search(server, port, cell, round_index, request, workdir)
+            else:
+                rate = None
+                if cell.mode == "rate":
+                    rate = self._target_rate(server, port, cell, round_index, request, workdir)
+                    if rate is None:
+                        return
+                record = self._measure(server, cell, round_index, request, workdir, rate)
+                figure = (
+                    f"{record.throughput_rps:,.0f} req/s"
+                    if rate is None
+                    else f"p99 {record.latency_p99_ms or 0:,.1f} ms at {rate:,.0f} req/s"
                 )
-                self.store.add_trial(
-                    self.cell_ids[cell],
-                    round_index,
-                    started_at,
-                    result,
-                    sampler.usage(),
-                    steal.result,
-                    extras,
-                )
-                self.measured.add(cell)
         except LoadToolError as exc:
             self._check_alive(server, cell)
             self._fail(cell, f"load tool failed: {exc}")
             return
-        self.reporter.trial(position, len(self.plan.cells), round_index, cell, result)
+        if cell not in self.failed:
+            self.reporter.trial(position, len(self.plan.cells), round_index, cell, figure)
+
+    def _verified(self, server: ManagedProcess, port: int, cell: Cell, what: str) -> bool:
+        expectations = SCENARIOS[cell.scenario].expectations(cell.ms)
+        problem = verify(HOST, port, expectations, timeout=SETTLE_TIMEOUT_S)
+        if problem:
+            self._check_alive(server, cell)
+            self._fail(cell, f"{what}: {problem}")
+            return False
+        return True
+
+    def _measure(
+        self,
+        server: ManagedProcess,
+        cell: Cell,
+        round_index: int,
+        request: LoadRequest,
+        workdir: Path,
+        rate: float | None,
+        probe: str | None = None,
+    ) -> TrialRecord:
+        """One trial of the load tool with the monitors beside it, stored the moment it ends."""
+        scenario = SCENARIOS[cell.scenario]
+        request = dataclasses.replace(request, rate=rate)
+        cache_before = self._cache_counters(scenario.needs_cache)
+        cores = self.plan.cores
+        probes = self.probes if scenario.needs_database else {}
+        # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
+        # a finished trial is never lost to them.
+        with contextlib.ExitStack() as finished:
+            with (
+                ProcessTreeSampler(server) as sampler,
+                StealSampler(cores.server, cores.load) as steal,
+                PeakSampler(probes) as peaks,
+            ):
+                started_at = now()
+                result = run_tool(request, self.registry, workdir)
+                finished.enter_context(signals_deferred())
+            self._check_alive(server, cell)
+            for name, error in peaks.errors.items():
+                self.reporter.status(
+                    f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
+                )
+            cache_after = self._cache_counters(scenario.needs_cache)
+            extras = TrialExtras(
+                db_sessions_peak=peaks.peaks.get("db"),
+                pool_active_peak=peaks.peaks.get("pool"),
+                cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
+                cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+            )
+            record = trial_record(
+                round_index, started_at, result, sampler.usage(), steal.result, extras, probe
+            )
+            self.store.add_trial(self.cell_ids[cell], record)
+            self.measured.add(cell)
+        return record
+
+    def _closed_capacity(
+        self, server: ManagedProcess, cell: Cell, round_index: int, request: LoadRequest,
+        workdir: Path,
+    ) -> float:  # fmt: skip
+        """Successful responses per second in a closed loop at the cell's connections (its
+        own capacity, for a share of it or as the top of a search); measured once a cell."""
+        known = self.closed_capacity.get(cell)
+        if known is None:
+            record = self._measure(server, cell, round_index, request, workdir, None, "closed")
+            known = record.successes / record.duration_s if record.duration_s > 0 else 0.0
+            self.closed_capacity[cell] = known
+        return known
+
+    def _target_rate(
+        self, server: ManagedProcess, port: int, cell: Cell, round_index: int,
+        request: LoadRequest, workdir: Path,
+    ) -> float | None:  # fmt: skip
+        if cell.rate is not None:
+            return cell.rate
+        assert cell.rate_share is not None
+        first = cell not in self.closed_capacity
+        closed = self._closed_capacity(server, cell, round_index, request, workdir)
+        target = round(closed * cell.rate_share / 100, 1)
+        if first:
+            self.store.set_cell_rates(self.cell_ids[cell], target, closed)
+            if not self._verified(server, port, cell, "verification after the closed loop"):
+                return None
+        if target <= 0:
+            self._fail(cell, "its closed-loop probe completed no request: no rate to share")
+            return None
+        return target
+
+    def _search(
+        self, server: ManagedProcess, port: int, cell: Cell, round_index: int,
+        request: LoadRequest, workdir: Path,
+    ) -> str:  # fmt: skip
+        """One replicate of the capacity search (see analysis.capacity)."""
+        recipe = self.plan.recipe
+        assert recipe.slo is not None
+        target = capacity.Target(recipe.slo.p99_ms, recipe.slo.p50_ms, recipe.slo.max_error_pct)
+        cell_id = self.cell_ids[cell]
+        first = cell not in self.closed_capacity
+        closed = self._closed_capacity(server, cell, round_index, request, workdir)
+        if first:
+            self.store.set_cell_rates(cell_id, None, closed)
+
+        def probe(rate: float, kind: str) -> bool:
+            if not self._verified(server, port, cell, "verification between probes"):
+                raise _CellFailed
+            record = self._measure(server, cell, round_index, request, workdir, rate, kind)
+            missed = capacity.misses(record, target)
+            verdict = "held" if missed is None else f"missed: {missed}"
+            self.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
+            return missed is None
+
+        previous = [c.capacity_rps for c in self.store.capacities(cell_id)]
+        try:
+            found = capacity.search(
+                round_index, closed, previous, probe, recipe.target_half_width_pct / 100
+            )
+        except _CellFailed:
+            return ""
+        self.store.add_capacity(cell_id, found)
+        return f"capacity {found.capacity_rps:,.0f} req/s ({found.probes} probes)"
 
     def _flush_cache(self, needed: bool) -> None:
         if needed and self.cache is not None:

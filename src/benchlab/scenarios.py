@@ -28,7 +28,12 @@ class Scenario:
     description: str
     needs_database: bool = False
     needs_cache: bool = False
-    param: str | None = None  # the cell parameter that goes into the URL (ms)
+    param: str | None = None  # the recipe's [params] key whose value goes into the URL
+    param_label: str = ""  # how the value is named in reports: delay, sleep, cpu
+    unit: str = "ms"
+
+    def param_text(self, value: int | None) -> str:
+        return "" if value is None or not self.param else f"{self.param_label}={value}{self.unit}"
 
     def load_path(self, value: int | None = None) -> str:
         return self.expectations(value)[0].path
@@ -62,6 +67,7 @@ _EXPECTATIONS = {
         _not_found("/cache/nobody"),
     ],
     "sleep": lambda ms: [Expectation(f"/sleep?ms={ms}", "text/plain", b"ok")],
+    "cpu": lambda us: [Expectation(f"/cpu?us={us}", "text/plain", b"ok")],
 }
 
 SCENARIOS: dict[str, Scenario] = {
@@ -75,6 +81,7 @@ SCENARIOS: dict[str, Scenario] = {
             "GET /db-delay?username=hui&ms=N: the query holds its session N ms",
             needs_database=True,
             param="db_delay_ms",
+            param_label="delay",
         ),
         Scenario(
             "cache",
@@ -82,6 +89,18 @@ SCENARIOS: dict[str, Scenario] = {
             needs_database=True,
             needs_cache=True,
         ),
-        Scenario("sleep", "GET /sleep?ms=N: 'ok' after N ms without a CPU", param="sleep_ms"),
+        Scenario(
+            "sleep",
+            "GET /sleep?ms=N: 'ok' after N ms without a CPU",
+            param="sleep_ms",
+            param_label="sleep",
+        ),
+        Scenario(
+            "cpu",
+            "GET /cpu?us=N: 'ok' after burning N µs of CPU time",
+            param="cpu_us",
+            param_label="cpu",
+            unit="µs",
+        ),
     )
 }

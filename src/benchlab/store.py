@@ -1,25 +1,193 @@
-"""The results store: SQLite, one row per run, cell and trial, each written as it happens."""
+"""The results store: SQLite, one row per run, cell and trial, each written as it happens.
+
+A trial row is a `TrialRecord` and a capacity estimate a `CapacityRecord`: their tables and
+inserts are made from those dataclasses, so a figure is added in one place. Columns are only
+ever added, never changed: an older store is brought up to date in place when written to,
+and read as it is (missing columns read as empty) by `report` and `compare`, which open it
+read-only. The store carries its schema version; a newer one is refused.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
+import types
+import typing
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchlab.errors import UserError
-from benchlab.load.result import LoadResult
+from benchlab.load.result import Errors, LoadResult
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
+# 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
+# histograms, exact CPU, the capacities table, this version in `meta`.
+SCHEMA_VERSION = 2
+
+ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
+LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One measured trial: a row of `trials`, in column order."""
+
+    round: int
+    started_at: str
+    requests: int
+    duration_s: float
+    throughput_rps: float
+    bytes: int
+    latency_min_ms: float | None
+    latency_mean_ms: float | None
+    latency_stdev_ms: float | None
+    latency_p50_ms: float | None
+    latency_p90_ms: float | None
+    latency_p99_ms: float | None
+    latency_p999_ms: float | None
+    latency_max_ms: float | None
+    latency_percentiles: str  # JSON: quantile -> ms, as the tool reported them
+    errors_connect: int
+    errors_read: int
+    errors_write: int
+    errors_timeout: int
+    errors_non_2xx: int
+    errors_other: int
+    server_cpu_pct: float | None
+    server_rss_mb: float | None
+    server_processes: int | None
+    load_cpu_pct: float | None
+    server_steal_pct: float | None
+    load_steal_pct: float | None
+    db_sessions_peak: int | None = None
+    pool_active_peak: int | None = None
+    cache_hits: int | None = None
+    cache_misses: int | None = None
+    # Schema 2: fixed-rate load, capacity searches, histograms, exact CPU.
+    probe: str | None = None  # capacity search: closed, step, search; None: a plain trial
+    target_rate: float | None = None
+    sent_rate: float | None = None
+    achieved_rps: float | None = None
+    schedule_lag_ms: float | None = None
+    latency_first_ms: float | None = None
+    latency_last_ms: float | None = None
+    server_cpu_s: float | None = None
+    cpu_source: str | None = None
+    latency_histogram: str | None = None
+
+    @property
+    def errors(self) -> Errors:
+        return Errors(**{kind: getattr(self, f"errors_{kind}") or 0 for kind in ERROR_KINDS})
+
+    @property
+    def successes(self) -> int:
+        return max(self.requests - (self.errors_non_2xx or 0), 0)
+
+    @property
+    def cpu_us_per_request(self) -> float | None:
+        if self.server_cpu_s is None or self.successes == 0:
+            return None
+        return 1e6 * self.server_cpu_s / self.successes
+
+    @property
+    def rate_ratio(self) -> float | None:
+        if not self.target_rate or self.achieved_rps is None:
+            return None
+        return self.achieved_rps / self.target_rate
+
+    @property
+    def error_pct(self) -> float:
+        attempts = self.requests + self.errors.socket
+        return 100.0 * self.errors.total / attempts if attempts else 0.0
+
+
+@dataclass(frozen=True)
+class TrialExtras:
+    """What some scenarios add to a trial: database sessions in use, cache hits."""
+
+    db_sessions_peak: int | None = None
+    pool_active_peak: int | None = None
+    cache_hits: int | None = None
+    cache_misses: int | None = None
+
+
+def trial_record(
+    round_index: int,
+    started_at: str,
+    load: LoadResult,
+    server: TreeUsage,
+    steal: CoreSteal,
+    extras: TrialExtras | None = None,
+    probe: str | None = None,
+) -> TrialRecord:
+    lat = load.latency
+    return TrialRecord(
+        round=round_index,
+        started_at=started_at,
+        requests=load.requests,
+        duration_s=load.duration_s,
+        throughput_rps=load.throughput_rps,
+        bytes=load.bytes,
+        **{f"latency_{key}_ms": getattr(lat, key) for key in LATENCY_KEYS},
+        latency_percentiles=json.dumps(lat.percentiles),
+        **{f"errors_{kind}": getattr(load.errors, kind) for kind in ERROR_KINDS},
+        server_cpu_pct=server.cpu_pct,
+        server_rss_mb=server.peak_rss_mb,
+        server_processes=server.processes,
+        load_cpu_pct=load.load_cpu_pct,
+        server_steal_pct=steal.server_pct,
+        load_steal_pct=steal.load_pct,
+        **dataclasses.asdict(extras or TrialExtras()),
+        probe=probe,
+        target_rate=load.target_rate,
+        sent_rate=load.sent_rate,
+        achieved_rps=load.achieved_rps,
+        schedule_lag_ms=load.schedule_lag_ms,
+        latency_first_ms=load.latency_first_ms,
+        latency_last_ms=load.latency_last_ms,
+        server_cpu_s=server.cpu_s,
+        cpu_source=server.cpu_source,
+        latency_histogram=load.histogram,
+    )
+
+
+@dataclass(frozen=True)
+class CapacityRecord:
+    """One replicate of a capacity search: the highest rate that held the SLO."""
+
+    round: int
+    capacity_rps: float  # 0 when no rate held
+    bracket_low_rps: float | None  # the highest rate that held (None: none did)
+    bracket_high_rps: float | None  # the lowest rate that did not (None: all held)
+    probes: int
+
+
+Record = TypeVar("Record", TrialRecord, CapacityRecord)
+
+
+def _sql_type(hint: Any) -> str:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    base = args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) else hint
+    nullable = type(None) in typing.get_args(hint)
+    sql = {int: "INTEGER", float: "REAL", str: "TEXT"}[base]
+    return sql if nullable else f"{sql} NOT NULL"
+
+
+def _columns(record: type) -> list[tuple[str, str]]:
+    hints = typing.get_type_hints(record)
+    return [(f.name, _sql_type(hints[f.name])) for f in dataclasses.fields(record)]
+
 
 # Columns are only ever added, never changed: an older results file is brought up to date
 # in place (missing columns added) and every run in it stays readable.
 TABLES: dict[str, list[tuple[str, str]]] = {
+    "meta": [("key", "TEXT PRIMARY KEY"), ("value", "TEXT NOT NULL")],
     "runs": [
         ("id", "TEXT PRIMARY KEY"),
         ("recipe_path", "TEXT NOT NULL"),
@@ -37,6 +205,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("machine", "TEXT NOT NULL"),  # JSON: cpu, cores, kernel, python, packages, tools
         ("services", "TEXT"),  # JSON: name -> port, dsn
         ("database", "TEXT"),  # postgres, mariadb or NULL
+        ("options", "TEXT"),  # JSON: the recipe's analysis options (baseline, SLO, ...)
     ],
     "cells": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -60,40 +229,27 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("point", "TEXT"),  # the named grid point, when the recipe has points
         ("capacity", "INTEGER"),  # requests the launch can hold at once; NULL: no own limit
         ("db_pool_limit", "INTEGER"),  # database sessions the launch can use at most
+        ("mode", "TEXT"),  # closed (NULL in schema 1), rate, slo
+        ("target_rate", "REAL"),  # rate cells: the rate asked for (a share once resolved)
+        ("rate_share", "REAL"),  # rate cells given as a share of their own capacity, in %
+        ("closed_capacity_rps", "REAL"),  # the closed-loop probe of a share or a search
+        ("timeout_s", "INTEGER"),
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
         ("cell_id", "INTEGER NOT NULL REFERENCES cells(id)"),
-        ("round", "INTEGER NOT NULL"),
-        ("started_at", "TEXT NOT NULL"),
-        ("requests", "INTEGER NOT NULL"),
-        ("duration_s", "REAL NOT NULL"),
-        ("throughput_rps", "REAL NOT NULL"),
-        ("bytes", "INTEGER NOT NULL"),
-        *(
-            (f"latency_{k}_ms", "REAL")
-            for k in ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
-        ),
-        ("latency_percentiles", "TEXT NOT NULL"),
-        *(
-            (f"errors_{k}", "INTEGER NOT NULL")
-            for k in ("connect", "read", "write", "timeout", "non_2xx", "other")
-        ),
-        ("server_cpu_pct", "REAL"),
-        ("server_rss_mb", "REAL"),
-        ("server_processes", "INTEGER"),
-        ("load_cpu_pct", "REAL"),
-        ("server_steal_pct", "REAL"),
-        ("load_steal_pct", "REAL"),
-        ("db_sessions_peak", "INTEGER"),
-        ("pool_active_peak", "INTEGER"),
-        ("cache_hits", "INTEGER"),
-        ("cache_misses", "INTEGER"),
+        *_columns(TrialRecord),
+    ],
+    "capacities": [
+        ("id", "INTEGER PRIMARY KEY"),
+        ("cell_id", "INTEGER NOT NULL REFERENCES cells(id)"),
+        *_columns(CapacityRecord),
     ],
 }
 
 
-def _migrate(db: sqlite3.Connection) -> None:
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    _refuse_newer(db, path)
     for table, columns in TABLES.items():
         body = ", ".join(f"{name} {kind}" for name, kind in columns)
         db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
@@ -103,16 +259,28 @@ def _migrate(db: sqlite3.Connection) -> None:
                 # SQLite cannot add a NOT NULL column without a default: added ones are nullable.
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' NOT NULL', '')}")
     db.execute("CREATE UNIQUE INDEX IF NOT EXISTS cells_run_key ON cells (run_id, key)")
+    db.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+        (str(SCHEMA_VERSION),),
+    )
 
 
-@dataclass(frozen=True)
-class TrialExtras:
-    """What some scenarios add to a trial: database sessions in use, cache hits."""
+def _schema_version(db: sqlite3.Connection) -> int | None:
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "meta" not in tables:
+        return 1 if "runs" in tables else None
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 1
 
-    db_sessions_peak: int | None = None
-    pool_active_peak: int | None = None
-    cache_hits: int | None = None
-    cache_misses: int | None = None
+
+def _refuse_newer(db: sqlite3.Connection, path: Path) -> None:
+    version = _schema_version(db)
+    if version is not None and version > SCHEMA_VERSION:
+        raise UserError(
+            f"results store '{path}' was written by a newer benchlab (schema {version}; this "
+            f"one reads up to {SCHEMA_VERSION}): update benchlab, or pass --results with "
+            "another store"
+        )
 
 
 def now() -> str:
@@ -130,25 +298,56 @@ class RunInfo:
     server_cores: tuple[int, ...]
     load_cores: tuple[int, ...]
     machine: dict[str, Any]
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
+    names = ", ".join(values)
+    marks = ", ".join("?" * len(values))
+    cursor = db.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(values.values()))
+    return int(cursor.lastrowid or 0)
+
+
+def _record(kind: type[Record], row: sqlite3.Row) -> Record:
+    """A row as its record; columns an older store lacks read as their default (empty)."""
+    present = set(row.keys())
+    values = {}
+    for f in dataclasses.fields(kind):
+        if f.name in present:
+            values[f.name] = row[f.name]
+        elif f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+        else:
+            values[f.name] = None
+    return kind(**values)
 
 
 class Store:
     def __init__(self, path: Path, *, create: bool = True) -> None:
+        """`create`: open for writing (made if missing, brought up to date); otherwise
+        read-only: nothing in the file or beside it is changed."""
         self.path = path
+        self.writable = create
         if not create and not path.exists():
             raise UserError(
                 f"results store '{path}' does not exist; run 'benchlab run' first "
                 "or pass --results PATH"
             )
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # autocommit: each statement is durable when it returns (a crash loses nothing).
-            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            if create:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # autocommit: each statement is durable when it returns (a crash loses nothing).
+                self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                _migrate(self.db, path)
+            else:
+                self.db = _open_read_only(path)
+                _refuse_newer(self.db, path)
             self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA journal_mode=WAL")
-            _migrate(self.db)
-        except (sqlite3.Error, OSError) as exc:
+        except sqlite3.DatabaseError as exc:
             raise UserError(f"cannot open results store '{path}': {exc}") from None
+        except OSError as exc:
+            raise UserError(f"cannot open results store '{path}': {exc.strerror}") from None
 
     def close(self) -> None:
         self.db.close()
@@ -157,23 +356,24 @@ class Store:
 
     def create_run(self, info: RunInfo) -> str:
         run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
-        self.db.execute(
-            "INSERT INTO runs (id, recipe_path, recipe_name, recipe_text, question, command,"
-            " started_at, status, git_commit, server_cores, load_cores, machine)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-            (
-                run_id,
-                info.recipe_path,
-                info.recipe_name,
-                info.recipe_text,
-                info.question,
-                info.command,
-                now(),
-                info.git_commit,
-                json.dumps(info.server_cores),
-                json.dumps(info.load_cores),
-                json.dumps(info.machine),
-            ),
+        _insert(
+            self.db,
+            "runs",
+            {
+                "id": run_id,
+                "recipe_path": info.recipe_path,
+                "recipe_name": info.recipe_name,
+                "recipe_text": info.recipe_text,
+                "question": info.question,
+                "command": info.command,
+                "started_at": now(),
+                "status": "running",
+                "git_commit": info.git_commit,
+                "server_cores": json.dumps(info.server_cores),
+                "load_cores": json.dumps(info.load_cores),
+                "machine": json.dumps(info.machine),
+                "options": json.dumps(info.options),
+            },
         )
         return run_id
 
@@ -186,33 +386,35 @@ class Store:
         capacity: int | None = None,
         db_pool_limit: int | None = None,
     ) -> int:
-        cursor = self.db.execute(
-            "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
-            " connections, threads, duration_s, workers, status, flavour, server_threads,"
-            " pool_size, ms, point, capacity, db_pool_limit)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                position,
-                cell.key,
-                cell.stack,
-                label,
-                cell.scenario,
-                cell.tool,
-                cell.connections,
-                cell.threads,
-                cell.duration,
-                cell.workers,
-                cell.flavour,
-                cell.server_threads,
-                cell.pool_size,
-                cell.ms,
-                cell.point,
-                capacity,
-                db_pool_limit,
-            ),
+        return _insert(
+            self.db,
+            "cells",
+            {
+                "run_id": run_id,
+                "position": position,
+                "key": cell.key,
+                "stack": cell.stack,
+                "stack_label": label,
+                "scenario": cell.scenario,
+                "tool": cell.tool,
+                "connections": cell.connections,
+                "threads": cell.threads,
+                "duration_s": cell.duration,
+                "workers": cell.workers,
+                "status": "pending",
+                "flavour": cell.flavour,
+                "server_threads": cell.server_threads,
+                "pool_size": cell.pool_size,
+                "ms": cell.ms,
+                "point": cell.point,
+                "capacity": capacity,
+                "db_pool_limit": db_pool_limit,
+                "mode": cell.mode,
+                "target_rate": cell.rate,
+                "rate_share": cell.rate_share,
+                "timeout_s": cell.timeout,
+            },
         )
-        return int(cursor.lastrowid or 0)
 
     def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
         self.db.execute(
@@ -225,63 +427,21 @@ class Store:
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, reason, cell_id)
         )
 
-    def add_trial(
-        self,
-        cell_id: int,
-        round_index: int,
-        started_at: str,
-        load: LoadResult,
-        server: TreeUsage,
-        steal: CoreSteal,
-        extras: TrialExtras | None = None,
+    def set_cell_rates(
+        self, cell_id: int, target_rate: float | None, closed_capacity_rps: float | None
     ) -> None:
-        extras = extras or TrialExtras()
-        lat, err = load.latency, load.errors
+        """What the cell's closed-loop probe found, and the rate a share resolved to."""
         self.db.execute(
-            "INSERT INTO trials (cell_id, round, started_at, requests, duration_s, throughput_rps,"
-            " bytes, latency_min_ms, latency_mean_ms, latency_stdev_ms, latency_p50_ms,"
-            " latency_p90_ms, latency_p99_ms, latency_p999_ms, latency_max_ms,"
-            " latency_percentiles, errors_connect, errors_read, errors_write, errors_timeout,"
-            " errors_non_2xx, errors_other, server_cpu_pct, server_rss_mb, server_processes,"
-            " load_cpu_pct,"
-            " server_steal_pct, load_steal_pct, db_sessions_peak, pool_active_peak, cache_hits,"
-            " cache_misses)"
-            f" VALUES ({', '.join('?' * 32)})",
-            (
-                cell_id,
-                round_index,
-                started_at,
-                load.requests,
-                load.duration_s,
-                load.throughput_rps,
-                load.bytes,
-                lat.min,
-                lat.mean,
-                lat.stdev,
-                lat.p50,
-                lat.p90,
-                lat.p99,
-                lat.p999,
-                lat.max,
-                json.dumps(lat.percentiles),
-                err.connect,
-                err.read,
-                err.write,
-                err.timeout,
-                err.non_2xx,
-                err.other,
-                server.cpu_pct,
-                server.peak_rss_mb,
-                server.processes,
-                load.load_cpu_pct,
-                steal.server_pct,
-                steal.load_pct,
-                extras.db_sessions_peak,
-                extras.pool_active_peak,
-                extras.cache_hits,
-                extras.cache_misses,
-            ),
+            "UPDATE cells SET target_rate = COALESCE(?, target_rate), closed_capacity_rps = ?"
+            " WHERE id = ?",
+            (target_rate, closed_capacity_rps, cell_id),
         )
+
+    def add_trial(self, cell_id: int, record: TrialRecord) -> None:
+        _insert(self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)})
+
+    def add_capacity(self, cell_id: int, record: CapacityRecord) -> None:
+        _insert(self.db, "capacities", {"cell_id": cell_id, **dataclasses.asdict(record)})
 
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
@@ -313,6 +473,8 @@ class Store:
         return row
 
     def runs(self) -> list[sqlite3.Row]:
+        if not self._has_table("runs"):
+            return []
         return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
 
     def cells(self, run_id: str) -> list[sqlite3.Row]:
@@ -320,7 +482,43 @@ class Store:
             "SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,)
         ).fetchall()
 
-    def trials(self, cell_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
-            "SELECT * FROM trials WHERE cell_id = ? ORDER BY round", (cell_id,)
+    def trials(self, cell_id: int) -> list[TrialRecord]:
+        rows = self.db.execute(
+            "SELECT * FROM trials WHERE cell_id = ? ORDER BY round, id", (cell_id,)
         ).fetchall()
+        return [_record(TrialRecord, row) for row in rows]
+
+    def capacities(self, cell_id: int) -> list[CapacityRecord]:
+        if not self._has_table("capacities"):
+            return []
+        rows = self.db.execute(
+            "SELECT * FROM capacities WHERE cell_id = ? ORDER BY round, id", (cell_id,)
+        ).fetchall()
+        return [_record(CapacityRecord, row) for row in rows]
+
+    def _has_table(self, name: str) -> bool:
+        query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return self.db.execute(query, (name,)).fetchone() is not None
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """Read-only, and nothing written in the file or beside it. A store whose writer is
+    still at work (its -wal file exists) is read through that writer's shared memory; a
+    store nobody writes is opened immutable, so SQLite makes no -wal or -shm file for it
+    (even as root, even in a directory it could write)."""
+    uri = path.resolve().as_uri()
+    active = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    db = sqlite3.connect(f"{uri}?mode=ro" if active else f"{uri}?immutable=1", uri=True)
+    try:
+        is_store = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone()
+    except sqlite3.OperationalError:
+        db.close()
+        db = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        is_store = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone()
+    if not is_store:
+        db.close()
+        raise UserError(
+            f"'{path}' is not a benchlab results store (it has no runs table); pass --results "
+            "with the store 'benchlab run' wrote"
+        )
+    return db

@@ -4,6 +4,8 @@ wrong-body: /plaintext answers 'Hello, World' (no '!'); /json is right.
 crash: prints a reason and exits 3 before listening.
 flaky: right answers at first (readiness, verification), then every second request a 500.
 slow: right answers, each after $BENCHLAB_SLOW_MS milliseconds of busy work.
+mix: right answers after a known mix of waits, by request number: of every 200, one waits
+    80 ms, seven wait 20 ms, the rest 2 ms (so p50 = 2, p99 = 20, max = 80, mean ~3 ms).
 """
 
 import http.server
@@ -38,6 +40,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         status = 200 if self.path in BODIES else 404
         if mode == "flaky" and (n := next(COUNTER)) > 5 and n % 2 == 1:
             status, body = 500, b"flaky"
+        if mode == "mix":
+            n = next(COUNTER) % 200
+            time.sleep(0.080 if n == 0 else 0.020 if n <= 7 else 0.002)
         if mode == "slow":
             deadline = time.perf_counter() + SLOW_S
             while time.perf_counter() < deadline:

@@ -1,5 +1,9 @@
-"""Rankings per grid point and the rank flips between them: pairs of stacks where one wins
-at some point and the other at another, each win beyond the intervals of both."""
+"""Rankings per grid point, and rank flips: pairs of stacks where one is better at one point
+and the other at another, each win beyond the intervals of both.
+
+Cells are ranked by one figure (throughput, capacity, p99, CPU per request), whichever way
+that figure is better; each contender brings that figure's samples (one per trial, or one
+per capacity-search replicate)."""
 
 from __future__ import annotations
 
@@ -8,20 +12,22 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio, ratio_interval
+from benchlab.figures import Figure
 
 
 @dataclass(frozen=True)
 class Contender:
     label: str
-    point: tuple  # the grid point: scenario, tool, connections, ms, (pool size when swept)
-    throughputs: Sequence[float]
+    point: GridPoint
+    samples: Sequence[float]
 
 
 @dataclass(frozen=True)
 class Win:
-    point: tuple
-    ratio: Ratio  # winner / loser
+    point: GridPoint
+    ratio: Ratio  # winner / loser of the figure (below 1 when lower is better)
 
 
 @dataclass(frozen=True)
@@ -32,32 +38,38 @@ class Flip:
     b_wins: list[Win]
 
 
-def rankings(contenders: Sequence[Contender]) -> dict[tuple, list[tuple[str, float]]]:
-    """Per grid point, the contenders by median throughput, best first."""
-    points: dict[tuple, list[tuple[str, float]]] = {}
+def rankings(
+    contenders: Sequence[Contender], figure: Figure
+) -> dict[GridPoint, list[tuple[str, float]]]:
+    """Per grid point, the contenders by the median of the figure, best first."""
+    points: dict[GridPoint, list[tuple[str, float]]] = {}
     for c in contenders:
-        if c.throughputs:
-            points.setdefault(c.point, []).append((c.label, statistics.median(c.throughputs)))
-    return {p: sorted(r, key=lambda item: -item[1]) for p, r in points.items()}
+        if c.samples:
+            points.setdefault(c.point, []).append((c.label, statistics.median(c.samples)))
+    best_first = -1 if figure.wins(2.0) else 1  # higher is better: sort descending
+    return {p: sorted(r, key=lambda item: best_first * item[1]) for p, r in points.items()}
 
 
-def flips(contenders: Sequence[Contender]) -> list[Flip]:
-    by_label: dict[str, dict[tuple, Contender]] = {}
+def _inverse(ratio: Ratio) -> Ratio:
+    return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence)
+
+
+def flips(contenders: Sequence[Contender], figure: Figure) -> list[Flip]:
+    by_label: dict[str, dict[GridPoint, Contender]] = {}
     for c in contenders:
-        if c.throughputs:
+        if c.samples:
             by_label.setdefault(c.label, {})[c.point] = c
     found = []
     for a, b in itertools.combinations(sorted(by_label), 2):
         a_wins, b_wins = [], []
-        for point in sorted(set(by_label[a]) & set(by_label[b]), key=str):
-            ratio = ratio_interval(by_label[a][point].throughputs, by_label[b][point].throughputs)
+        for point in sorted(set(by_label[a]) & set(by_label[b]), key=lambda p: p.text()):
+            ratio = ratio_interval(by_label[a][point].samples, by_label[b][point].samples)
             if ratio is None or not ratio.significant:
                 continue
-            if ratio.low > 1:
+            if figure.wins(ratio.value):
                 a_wins.append(Win(point, ratio))
             else:
-                inverse = Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence)
-                b_wins.append(Win(point, inverse))
+                b_wins.append(Win(point, _inverse(ratio)))
         if a_wins and b_wins:
             found.append(Flip(a, b, a_wins, b_wins))
     return found

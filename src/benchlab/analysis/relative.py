@@ -1,11 +1,13 @@
-"""Relative figures: throughput against a baseline stack and against the machine's ceiling
-(nginx-static on the same cores), each with its bootstrap interval; requests per CPU-second."""
+"""Relative figures: a cell's ranking figure against the baseline stack's at the same grid
+point, and its throughput against the machine's ceiling (nginx-static on the same cores),
+each with its interval."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio, ratio_interval
 
 CEILING_STACK = "nginx-static"
@@ -16,30 +18,23 @@ class Comparable:
     """A cell as the relative figures see it."""
 
     stack: str
-    point: tuple  # its grid point: the load it faced (and the pool size when swept)
-    throughputs: Sequence[float]
+    point: GridPoint
+    samples: Sequence[float]  # of the figure divided
 
 
-def reference_cells(cells: Sequence[Comparable], stack: str | None) -> dict[tuple, Comparable]:
+def reference_cells(cells: Sequence[Comparable], stack: str | None) -> dict[GridPoint, Comparable]:
     """The first cell of `stack` at each point (the reference other cells are divided by)."""
-    found: dict[tuple, Comparable] = {}
+    found: dict[GridPoint, Comparable] = {}
     for cell in cells:
         if stack is not None and cell.stack == stack:
             found.setdefault(cell.point, cell)
     return found
 
 
-def relative_to(cell: Comparable, references: dict[tuple, Comparable]) -> Ratio | None:
+def relative_to(cell: Comparable, references: dict[GridPoint, Comparable]) -> Ratio | None:
     reference = references.get(cell.point)
-    if reference is None or not reference.throughputs or not cell.throughputs:
+    if reference is None or not reference.samples or not cell.samples:
         return None
     if reference is cell:
         return Ratio(1.0, 1.0, 1.0, 1.0)  # the baseline itself: 1.00 by definition
-    return ratio_interval(cell.throughputs, reference.throughputs)
-
-
-def rps_per_cpu_second(throughput_rps: float | None, server_cpu_pct: float | None) -> float | None:
-    """Requests served per second of server CPU: efficiency, whatever the core count."""
-    if throughput_rps is None or not server_cpu_pct:
-        return None
-    return throughput_rps / (server_cpu_pct / 100)
+    return ratio_interval(cell.samples, reference.samples)

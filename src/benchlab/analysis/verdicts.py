@@ -9,6 +9,12 @@ from dataclasses import dataclass
 
 ERROR_RATE = 0.001  # more than 0.1 % of requests failed
 CLIENT_SATURATED = 0.90  # the load tool used 90 % of its cores
+SERVER_SATURATED = 0.90  # the server used 90 % of its cores
+DELIVERED = 0.95  # a fixed-rate cell below 95 % of its target did not get its load
+FALLING_BEHIND = 2.0  # latency at the end of a trial at least twice that at its start ...
+FALLING_BEHIND_MS = 10.0  # ... and at least this much longer
+LAG_MS = 5.0  # the generator sent a request this late ...
+LAG_SHARE = 0.25  # ... and that is a quarter of the p99 or more
 IDLE_SERVER = 0.50  # the server used under half of its cores ...
 FAR_BELOW = 0.50  # ... while throughput stayed under half of what it could hold
 CPU_BOUND = 0.80  # a server at 80 % of its cores is busy, not waiting
@@ -32,8 +38,8 @@ class CellFigures:
     connections: int
     ms: int | None
     throughput_rps: float
-    half_width_pct: float | None
-    confidence: float  # the coverage its interval really has
+    half_width_pct: float | None  # of the figure the cell is ranked by
+    confidence: float  # the coverage that figure's interval really has
     requests: int
     errors: dict[str, int]
     server_cpu_pct: float | None
@@ -43,15 +49,25 @@ class CellFigures:
     capacity: int | None  # requests the launch can hold at once; None: no limit of its own
     db_sessions_peak: int | None
     db_pool_limit: int | None
+    mode: str = "closed"
+    target_rate: float | None = None
+    rate_ratio: float | None = None  # achieved ÷ target, median over trials
+    latency_first_ms: float | None = None  # median latency of a trial's first quarter ...
+    latency_last_ms: float | None = None  # ... and of its last (medians over trials)
+    schedule_lag_ms: float | None = None  # the latest a request was sent past its due time
+    p99_ms: float | None = None
 
 
 def verdicts(
     cell: CellFigures, target_half_width_pct: float, adaptive: bool = False
 ) -> list[Verdict]:
     """Every verdict that applies; `adaptive`: the recipe allowed more trials (max_trials)."""
-    found = [
-        check(cell) for check in (_errors, _client_bound, _blocked, _littles_law, _pool_exhausted)
-    ]
+    checks = (
+        _errors, _client_bound, _rate_not_delivered, _generator_lag, _falling_behind,
+        _server_saturated,
+        _blocked, _littles_law, _pool_exhausted,
+    )  # fmt: skip
+    found = [check(cell) for check in checks]
     found.append(_unstable(cell, target_half_width_pct, adaptive))
     return [v for v in found if v is not None]
 
@@ -69,13 +85,85 @@ def _errors(cell: CellFigures) -> Verdict | None:
     )  # fmt: skip
 
 
+def _load_saturated(cell: CellFigures) -> bool:
+    return (
+        cell.load_cpu_pct is not None
+        and cell.load_cpu_pct >= CLIENT_SATURATED * 100 * cell.load_cores
+    )
+
+
 def _client_bound(cell: CellFigures) -> Verdict | None:
-    if cell.load_cpu_pct is None or cell.load_cpu_pct < CLIENT_SATURATED * 100 * cell.load_cores:
-        return None
+    if not _load_saturated(cell) or _undelivered(cell):
+        return None  # an undelivered rate says it in its own verdict
     return Verdict(
         "client-bound",
         f"the load tool used {cell.load_cpu_pct:.0f}% CPU of its {cell.load_cores} core(s): it, "
         "not the server, may have been the limit",
+    )
+
+
+def _undelivered(cell: CellFigures) -> bool:
+    return cell.mode == "rate" and cell.rate_ratio is not None and cell.rate_ratio < DELIVERED
+
+
+def _rate_not_delivered(cell: CellFigures) -> Verdict | None:
+    if not _undelivered(cell) or cell.target_rate is None or cell.rate_ratio is None:
+        return None
+    achieved = cell.rate_ratio * cell.target_rate
+    shortfall = (
+        f"{achieved:,.0f} successful req/s of the {cell.target_rate:,.0f} asked "
+        f"({100 * cell.rate_ratio:.0f}%)"
+    )
+    if _load_saturated(cell):
+        return Verdict(
+            "rate-not-delivered",
+            f"{shortfall}: generator-bound — the load generator used {cell.load_cpu_pct:.0f}% "
+            f"CPU of its {cell.load_cores} core(s) and could not send faster; this says nothing "
+            "about the server",
+        )
+    return Verdict(
+        "rate-not-delivered",
+        f"{shortfall}: server-bound — the generator had CPU to spare, the server did not keep up",
+    )
+
+
+def _generator_lag(cell: CellFigures) -> Verdict | None:
+    lag, p99 = cell.schedule_lag_ms, cell.p99_ms
+    if cell.mode != "rate" or lag is None or p99 is None or _undelivered(cell):
+        return None
+    if lag < LAG_MS or lag < LAG_SHARE * p99:
+        return None
+    cpu = "" if cell.load_cpu_pct is None else f" (its CPU at {cell.load_cpu_pct:.0f}%)"
+    return Verdict(
+        "generator-lag",
+        f"the generator sent requests up to {lag:,.1f} ms after they were due{cpu}; that wait "
+        f"is counted in the latency (p99 {p99:,.1f} ms), so part of it is the generator's: "
+        "lower the rate or give the load more cores",
+    )
+
+
+def _falling_behind(cell: CellFigures) -> Verdict | None:
+    first, last = cell.latency_first_ms, cell.latency_last_ms
+    if cell.mode != "rate" or first is None or last is None:
+        return None
+    if last < FALLING_BEHIND * first or last - first < FALLING_BEHIND_MS:
+        return None
+    return Verdict(
+        "falling-behind",
+        f"latency grew through each trial, from {first:,.1f} ms (median of its first quarter) to "
+        f"{last:,.1f} ms (its last): requests queue faster than they are served, so the "
+        "percentiles depend on how long the trial ran",
+    )
+
+
+def _server_saturated(cell: CellFigures) -> Verdict | None:
+    share = _server_share(cell)
+    if cell.mode == "closed" or share is None or share < SERVER_SATURATED:
+        return None
+    return Verdict(
+        "server-saturated",
+        f"the server used {100 * share:.0f}% of its {cell.server_cores} core(s): at this rate "
+        "its CPU, not its concurrency, is the limit",
     )
 
 
@@ -93,7 +181,7 @@ def _littles_bound(cell: CellFigures, concurrency: int) -> float | None:
 
 def _blocked(cell: CellFigures) -> Verdict | None:
     share = _server_share(cell)
-    if share is None or share >= IDLE_SERVER:
+    if cell.mode != "closed" or share is None or share >= IDLE_SERVER:
         return None
     if cell.scenario in WAITING_SCENARIOS:
         # What the launch could hold at once: its own limit, the clients, and (db-delay) the
@@ -129,7 +217,7 @@ def _blocked(cell: CellFigures) -> Verdict | None:
 def _littles_law(cell: CellFigures) -> Verdict | None:
     bound = _littles_bound(cell, cell.connections)
     share = _server_share(cell)
-    if bound is None or share is None or share >= CPU_BOUND:
+    if cell.mode != "closed" or bound is None or share is None or share >= CPU_BOUND:
         return None
     fraction = cell.throughput_rps / bound
     if fraction >= FAR_BELOW:

@@ -1,4 +1,5 @@
-"""Load tool adapters: each runs its tool and returns one LoadResult."""
+"""Load tool adapters: each runs its tool and returns one LoadResult. TOOLS is the one list of
+them: the recipe, the preflight, `doctor` and the machine description all read it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from benchlab.load.base import LoadRequest, LoadTool, LoadToolError, run_load
 from benchlab.load.hey import Hey
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.load.siege import Siege
+from benchlab.load.vegeta import Vegeta
 from benchlab.load.wrk import Wrk
 from benchlab.process import ProcessRegistry
 
-TOOLS: dict[str, LoadTool] = {tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege())}
+TOOLS: dict[str, LoadTool] = {
+    tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta())
+}
+PACING_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.can_pace)
 
 
 def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> LoadResult:
@@ -21,6 +26,6 @@ def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> 
 
 
 __all__ = [
-    "TOOLS", "Errors", "Latency", "LoadRequest", "LoadResult", "LoadTool", "LoadToolError",
-    "run_tool",
+    "PACING_TOOLS", "TOOLS", "Errors", "Latency", "LoadRequest", "LoadResult", "LoadTool",
+    "LoadToolError", "run_tool",
 ]  # fmt: skip

@@ -7,7 +7,7 @@ import csv
 import re
 from pathlib import Path
 
-from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 # -t alone caps ab at 50 000 requests; -n after -t lifts that cap. ab allocates 32 bytes per
@@ -25,10 +25,12 @@ def _number(pattern: str, text: str, default: float | None = None) -> float:
     return float(match.group(1))
 
 
-class ApacheBench:
+class ApacheBench(DebianTool):
     name = "ab"
     package = "apache2-utils"
-    hang_retries = 0
+
+    def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
+        return 1  # ab is single-threaded whatever it is told
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

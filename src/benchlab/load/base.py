@@ -3,7 +3,9 @@ starts the tool pinned to the load cores and reads its CPU use from wait4."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,30 +24,59 @@ class LoadToolError(BenchlabError):
 @dataclass(frozen=True)
 class LoadRequest:
     url: str
-    connections: int
+    connections: int  # closed loop: connections held open; fixed rate: the most it may open
     threads: int
     duration_s: int
     timeout_s: int
     cores: tuple[int, ...]
     tool: str = "wrk"
+    rate: float | None = None  # requests per second on a fixed schedule; None: closed loop
 
 
 class LoadTool(Protocol):
     name: str
-    package: str  # the Debian package that provides it
+    install: str  # how to get it: the Debian package, or the benchlab command that builds it
+    can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
     # Fresh attempts after the tool hangs without a result (a known upstream deadlock).
     hang_retries: int
+    build: Callable[[], object] | None  # builds it into benchlab's cache (None: a package)
+
+    def executable(self) -> str | None: ...
+
+    def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
+        """Threads (the cores it can keep busy) the tool runs with for a profile."""
+        ...
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]: ...
 
     def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult: ...
 
 
+class DebianTool:
+    """A load tool installed from a Debian package: found on PATH."""
+
+    name = ""
+    package = ""
+    can_pace = False
+    hang_retries = 0
+    build = None
+
+    @property
+    def install(self) -> str:
+        return f"apt-get install {self.package}"
+
+    def executable(self) -> str | None:
+        return shutil.which(self.name)
+
+    def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
+        return min(asked or load_cores, connections)
+
+
 def run_load(
     tool: LoadTool, request: LoadRequest, registry: ProcessRegistry, workdir: Path
 ) -> LoadResult:
-    if shutil.which(tool.name) is None:
-        raise LoadToolError(f"{tool.name} is not installed (apt-get install {tool.package})")
+    if tool.executable() is None:
+        raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
     log = workdir / f"{tool.name}.out"
     for _attempt in range(tool.hang_retries + 1):
         log.unlink(missing_ok=True)
@@ -74,4 +105,4 @@ def run_load(
     if process.rusage is not None and result.duration_s > 0:
         used = process.rusage.ru_utime + process.rusage.ru_stime
         cpu_pct = 100.0 * used / result.duration_s
-    return LoadResult(**{**result.__dict__, "load_cpu_pct": cpu_pct})
+    return dataclasses.replace(result, load_cpu_pct=cpu_pct)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 
@@ -16,10 +16,9 @@ def _seconds_ms(pattern: str, text: str) -> float | None:
     return None if match is None else 1000.0 * float(match.group(1))
 
 
-class Hey:
+class Hey(DebianTool):
     name = "hey"
     package = "hey"
-    hang_retries = 0
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

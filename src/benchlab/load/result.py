@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,11 @@ class Errors:
     @property
     def total(self) -> int:
         return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.other
+
+    @property
+    def socket(self) -> int:
+        """Requests that got no answer at all."""
+        return self.total - self.non_2xx
 
 
 @dataclass(frozen=True)
@@ -37,18 +42,34 @@ class Latency:
 @dataclass(frozen=True)
 class LoadResult:
     tool: str
-    requests: int
+    requests: int  # responses received, whatever their status
     duration_s: float
     bytes: int
     latency: Latency
     errors: Errors
     load_cpu_pct: float | None = None  # of one core; the tool's own CPU use
+    # The whole latency histogram (HdrHistogram V2, base64, microseconds); None where the
+    # tool gives no per-request or per-bucket latencies.
+    histogram: str | None = None
+    # Fixed-rate load only: the rate asked for, the rate the generator really sent, and the
+    # longest a request waited past its due time (already added to its latency).
+    target_rate: float | None = None
+    sent_rate: float | None = None
+    schedule_lag_ms: float | None = None
+    # Median latency of the first and the last quarter of the requests (by send order): a
+    # queue that grows through a trial shows as last >> first.
+    latency_first_ms: float | None = None
+    latency_last_ms: float | None = None
 
     @property
     def throughput_rps(self) -> float:
         return self.requests / self.duration_s if self.duration_s > 0 else 0.0
 
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["throughput_rps"] = self.throughput_rps
-        return data
+    @property
+    def successes(self) -> int:
+        return max(self.requests - self.errors.non_2xx, 0)
+
+    @property
+    def achieved_rps(self) -> float:
+        """Successful responses per second."""
+        return self.successes / self.duration_s if self.duration_s > 0 else 0.0

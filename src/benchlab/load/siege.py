@@ -10,13 +10,13 @@ import json
 import re
 from pathlib import Path
 
-from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 MB = 1024 * 1024
 
 
-class Siege:
+class Siege(DebianTool):
     name = "siege"
     package = "siege"
     # About 1 run in 70 deadlocks after its workers end, SIGINT ignored (JoeDog/siege#4,

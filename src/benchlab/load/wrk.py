@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load import histogram
+from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 MARKER = "BENCHLAB_WRK_JSON "
 
 
-class Wrk:
+class Wrk(DebianTool):
     name = "wrk"
     package = "wrk"
-    hang_retries = 0
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [
@@ -44,6 +44,7 @@ def parse_wrk_output(output: str) -> LoadResult:
     pct = {q: v / 1000.0 for q, v in lat["percentiles"].items()}
     has = data["requests"] > 0
     errors = data["errors"]
+    buckets = lat.get("buckets") or []
     return LoadResult(
         tool="wrk",
         requests=data["requests"],
@@ -67,4 +68,5 @@ def parse_wrk_output(output: str) -> LoadResult:
             timeout=errors["timeout"],
             non_2xx=errors["status"],
         ),
+        histogram=histogram.encode(histogram.from_counts(buckets)) if buckets else None,
     )

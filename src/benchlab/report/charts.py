@@ -3,10 +3,10 @@ no font and no network to show them, and a chart is the same file on every scree
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Figures are made without pyplot: no global state, no display, no backend to choose.
@@ -17,6 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from benchlab import figures as F
+from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK
 from benchlab.report.formats import stack_facts
 from benchlab.report.summary import CellSummary, RunSummary
@@ -74,34 +76,14 @@ def compact(value: float) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
-def grid_labels(points: Sequence[tuple]) -> list[str]:
-    """Short names for grid points: only the parts that differ between them."""
-    if not points:
-        return []
-    parts = [_point_parts(p) for p in points]
-    varying = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
-    if not varying:
-        return [" ".join(x for x in parts[0] if x) for _ in points]
-    return [" ".join(p[i] for i in varying if p[i]) for p in parts]
-
-
-def _point_parts(point: tuple) -> tuple[str, ...]:
-    name, scenario, tool, connections, ms, *pool = point
-    return (
-        f"[{name}]" if name else "",
-        scenario,
-        tool,
-        f"c={connections}",
-        f"{ms} ms" if ms is not None else "",
-        f"pool={pool[0]}" if pool and pool[0] is not None else "",
-    )
-
-
-def groups(summary: RunSummary) -> dict[tuple, list[CellSummary]]:
+def groups(
+    summary: RunSummary, modes: tuple[str, ...] = ("closed", "rate", "slo")
+) -> dict[GridPoint, list[CellSummary]]:
     """Cells by grid point, in the order the recipe lists them."""
-    grouped: dict[tuple, list[CellSummary]] = {}
+    grouped: dict[GridPoint, list[CellSummary]] = {}
     for cell in summary.cells:
-        grouped.setdefault(cell.grid, []).append(cell)
+        if cell.grid is not None and cell.mode in modes:
+            grouped.setdefault(cell.grid, []).append(cell)
     return grouped
 
 
@@ -129,10 +111,10 @@ def _type_of(cell: CellSummary) -> str:
 
 
 def throughput_chart(summary: RunSummary) -> Chart | None:
-    grouped = groups(summary)
-    if not any(c.throughput for c in summary.cells):
+    grouped = groups(summary, ("closed",))
+    if not any(c.throughput for cells in grouped.values() for c in cells):
         return None
-    labels = dict(zip(grouped, grid_labels(list(grouped)), strict=True))
+    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
     heights = [0.55 + 0.3 * len(cells) for cells in grouped.values()]
     kinds = [k for k in TYPE_COLOURS if any(_type_of(c) == k for c in summary.cells)]
     with rc_context(STYLE):
@@ -170,8 +152,9 @@ def _throughput_panel(ax, title: str, cells: list[CellSummary]) -> None:
                 fmt="none", ecolor="#222", elinewidth=1, capsize=3,
             )  # fmt: skip
         text = f"{t.median:,.0f}"
-        if cell.ceiling_fraction is not None:
-            text += f" · {100 * cell.ceiling_fraction.value:.0f}% of ceiling"
+        ceiling = cell.ratio(F.CEILING)
+        if ceiling is not None:
+            text += f" · {100 * ceiling.value:.0f}% of ceiling"
         ax.annotate(
             text, (max(t.high, t.median), y), xytext=(5, 0), textcoords="offset points",
             va="center", fontsize=8,
@@ -192,7 +175,7 @@ def latency_chart(summary: RunSummary) -> Chart | None:
     }
     if not grouped:
         return None
-    labels = dict(zip(grouped, grid_labels(list(grouped)), strict=True))
+    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
     colours = _colours(summary)
     columns = 2 if len(grouped) > 1 else 1
     rows = math.ceil(len(grouped) / columns)
@@ -241,7 +224,7 @@ def _nines(quantile: str) -> float:
     return -math.log10(1 - float(quantile) / 100)
 
 
-def _ranked_points(summary: RunSummary) -> list[tuple]:
+def _ranked_points(summary: RunSummary) -> list[GridPoint]:
     return [point for point, order in summary.rankings.items() if len(order) > 1]
 
 
@@ -251,15 +234,15 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
         return None
     stacks = list(dict.fromkeys(c.stack_label for c in summary.cells))
     by_key = {(c.stack_label, c.grid): c for c in summary.cells}
-    best = {p: max(rps for _, rps in summary.rankings[p]) for p in points}
+    best = {p: summary.rankings[p][0][1] for p in points}  # rankings are best first
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
+    figure = summary.ranked_by
     with rc_context(STYLE):
-        figure = Figure(
-            figsize=(WIDTH_IN, 0.9 + 0.36 * len(stacks)),
-            layout="constrained",
-        )
-        ax = figure.subplots()
-        share = [[_share(by_key.get((stack, p)), best[p]) for p in points] for stack in stacks]
+        chart = Figure(figsize=(WIDTH_IN, 0.9 + 0.36 * len(stacks)), layout="constrained")
+        ax = chart.subplots()
+        share = [
+            [_share(by_key.get((stack, p)), best[p], figure) for p in points] for stack in stacks
+        ]
         masked = [[math.nan if v is None else v for v in row] for row in share]
         # Vector squares, not a raster image: sharp at any zoom, and countable in the page.
         ax.pcolormesh(
@@ -271,34 +254,38 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
         for y, stack in enumerate(stacks):
             for x, point in enumerate(points):
                 cell = by_key.get((stack, point))
-                text, colour = _heat_text(cell, share[y][x])
+                text, colour = _heat_text(cell, share[y][x], figure)
                 ax.text(x, y, text, ha="center", va="center", fontsize=8, color=colour)
-        ax.set_xticks(range(len(points)), grid_labels(points), rotation=30, ha="right")
+        ax.set_xticks(range(len(points)), short_labels(points), rotation=30, ha="right")
         ax.set_yticks(range(len(stacks)), stacks)
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
         return Chart(
             "heatmap",
-            "Throughput over the grid",
-            _svg(figure, "Heat map of throughput per stack over the grid points"),
-            "Each square: median req/s of the stack at that grid point; its shade is the share "
-            "of the best stack at that point (dark: the best).",
+            f"{figure.label.capitalize()} over the grid",
+            _svg(chart, f"Heat map of {figure.label} per stack over the grid points"),
+            f"Each square: the stack's median {figure.title} at that grid point; its shade is "
+            "how close it comes to the best stack at that point (dark: the best).",
         )
 
 
-def _share(cell: CellSummary | None, best: float) -> float | None:
-    if cell is None or cell.throughput is None or best <= 0:
+def _share(cell: CellSummary | None, best: float, figure: F.Figure) -> float | None:
+    """How close a cell comes to the best: value ÷ best (best ÷ value when lower wins)."""
+    value = None if cell is None else cell.value(figure)
+    if value is None or value <= 0 or best <= 0:
         return None
-    return cell.throughput.median / best
+    return value / best if figure.better is F.Better.HIGHER else best / value
 
 
-def _heat_text(cell: CellSummary | None, share: float | None) -> tuple[str, str]:
+def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) -> tuple[str, str]:
     if cell is None:
         return "–", "#777"
-    if cell.throughput is None:
+    value = cell.value(figure)
+    if value is None:
         return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
-    return compact(cell.throughput.median), "white" if share is not None and share > 0.6 else "#111"
+    text = compact(value) if figure.unit == "req/s" else figure.format(value)
+    return text, "white" if share is not None and share > 0.6 else "#111"
 
 
 def rank_chart(summary: RunSummary) -> Chart | None:
@@ -328,11 +315,11 @@ def rank_chart(summary: RunSummary) -> Chart | None:
                 stack, (xs[-1], ranks[-1]), xytext=(8, 0), textcoords="offset points",
                 va="center", fontsize=8, color=colours.get(stack, "#333"),
             )  # fmt: skip
-        ax.set_xticks(range(len(points)), grid_labels(points), rotation=30, ha="right")
+        ax.set_xticks(range(len(points)), short_labels(points), rotation=30, ha="right")
         ax.set_yticks(range(1, len(stacks) + 1))
         ax.set_ylim(len(stacks) + 0.5, 0.5)
         ax.set_xlim(-0.3, len(points) - 0.7)  # the labels after the last point widen the figure
-        ax.set_ylabel("rank (1 = most req/s)")
+        ax.set_ylabel(f"rank (1 = best {summary.ranked_by.label})")
         ax.grid(axis="y", alpha=0.25)
         caption = (
             "Bold lines: stacks in a significant flip (each beats the other somewhere, beyond "
@@ -349,8 +336,156 @@ def rank_chart(summary: RunSummary) -> Chart | None:
         )
 
 
+def capacity_chart(summary: RunSummary) -> Chart | None:
+    """Capacity at the SLO per stack and grid point, with its interval and its CPU cost."""
+    grouped = {
+        p: [c for c in cells if c.estimate(F.CAPACITY)]
+        for p, cells in groups(summary, ("slo",)).items()
+    }
+    grouped = {p: cells for p, cells in grouped.items() if cells}
+    if not grouped:
+        return None
+    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
+    heights = [0.55 + 0.3 * len(cells) for cells in grouped.values()]
+    with rc_context(STYLE):
+        chart = Figure(figsize=(WIDTH_IN, sum(heights) + 0.4), layout="constrained")
+        axes = chart.subplots(len(grouped), 1, squeeze=False, height_ratios=heights)[:, 0]
+        for ax, (point, cells) in zip(axes, grouped.items(), strict=True):
+            ordered = sorted(cells, key=lambda c: c.value(F.CAPACITY) or 0)
+            top = max(c.estimate(F.CAPACITY).high for c in cells) or 1.0
+            for y, cell in enumerate(ordered):
+                e = cell.estimate(F.CAPACITY)
+                ax.barh(y, e.median, color=TYPE_COLOURS[_type_of(cell)], height=0.7)
+                if e.n > 1:
+                    ax.errorbar(
+                        e.median, y, xerr=[[e.median - e.low], [e.high - e.median]],
+                        fmt="none", ecolor="#222", elinewidth=1, capsize=3,
+                    )  # fmt: skip
+                cost = cell.value(F.CPU_PER_REQUEST)
+                text = f"{e.median:,.0f}" + (f" · {cost:,.0f} µs CPU/req" if cost else "")
+                ax.annotate(
+                    text, (max(e.high, e.median), y), xytext=(5, 0), textcoords="offset points",
+                    va="center", fontsize=8,
+                )  # fmt: skip
+            ax.set_yticks(range(len(ordered)), [c.stack_label for c in ordered])
+            ax.set_xlim(0, top * 1.6)
+            ax.set_title(labels[point])
+            ax.set_xlabel("requests per second held within the SLO")
+            ax.grid(axis="x", alpha=0.3)
+        return Chart(
+            "capacity",
+            "Capacity under the SLO",
+            _svg(chart, "Capacity at the SLO per stack, with intervals"),
+            "Bars: the highest fixed rate that held the SLO, median over search replicates; "
+            "whiskers: its interval; beside it, server CPU per request at that rate.",
+        )
+
+
+# offered rate, p50, p99, delivered, on the line (the staircase of a search, or a rate cell)
+CurveLine = list[tuple[float, float | None, float, bool, bool]]
+
+
+def _curve_point(cell: CellSummary) -> GridPoint | None:
+    """The grid point a cell's curve belongs to: its load, the rate set aside."""
+    return None if cell.grid is None else dataclasses.replace(cell.grid, rate="", mode="closed")
+
+
+def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
+    """Per grid point (fixed rates set aside), each stack's fixed-rate trials, by offered rate."""
+    curves: dict[GridPoint, dict[str, CurveLine]] = {}
+    for cell in summary.cells:
+        point = _curve_point(cell)
+        if point is None or cell.mode == "closed":
+            continue
+        line = curves.setdefault(point, {}).setdefault(cell.stack_label, [])
+        if cell.mode == "slo":
+            line += [
+                (
+                    p.target_rps, p.p50_ms, p.p99_ms, p.achieved_rps >= 0.95 * p.target_rps,
+                    p.probe == "step",
+                )
+                for p in cell.curve
+                if p.p99_ms
+            ]  # fmt: skip
+        elif cell.value(F.TARGET_RATE) and cell.value(F.P99):
+            delivered = (cell.value(F.RATE_RATIO) or 0.0) >= 0.95
+            rate, p50, p99 = (cell.value(f) for f in (F.TARGET_RATE, F.P50, F.P99))
+            line.append((rate, p50, p99, delivered, True))
+    return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}
+
+
+def curve_chart(summary: RunSummary) -> Chart | None:
+    """The hockey stick: p50 and p99 against the rate achieved, the SLO as a line."""
+    curves = {p: lines for p, lines in _curves(summary).items() if lines}
+    if not curves:
+        return None
+    colours = _colours(summary)
+    slo = summary.options.slo
+    capacities = {
+        (_curve_point(c), c.stack_label): c
+        for c in summary.cells
+        if c.mode == "slo" and c.estimate(F.CAPACITY)
+    }
+    columns = 2 if len(curves) > 1 else 1
+    rows = math.ceil(len(curves) / columns)
+    labels = dict(zip(curves, short_labels(list(curves)), strict=True))
+    with rc_context(STYLE):
+        chart = Figure(figsize=(WIDTH_IN, 3.2 * rows + 0.6), layout="constrained")
+        axes = chart.subplots(rows, columns, squeeze=False).ravel()
+        for ax, (point, lines) in zip(axes, curves.items(), strict=False):
+            for stack, values in lines.items():
+                colour = colours.get(stack, CEILING_COLOUR)
+                stairs = [v for v in values if v[4]]
+                xs = [v[0] for v in stairs]
+                ax.plot(xs, [v[2] for v in stairs], linewidth=1.4, color=colour, label=stack)
+                ax.plot(xs, [v[1] for v in stairs], linestyle=":", linewidth=1.0, color=colour)
+                for delivered in (True, False):
+                    dots = [v for v in values if v[3] is delivered]
+                    ax.scatter(
+                        [v[0] for v in dots], [v[2] for v in dots], s=14, zorder=3, alpha=0.8,
+                        color=colour if delivered else "white", edgecolors=colour,
+                    )  # fmt: skip
+                cell = capacities.get((point, stack))
+                if cell is not None:
+                    ax.axvline(cell.value(F.CAPACITY), color=colour, linewidth=0.8, alpha=0.6)
+            if slo is not None and slo.p99_ms is not None:
+                ax.axhline(slo.p99_ms, color="#c23b3b", linewidth=1.2, linestyle="--")
+                ax.annotate(
+                    f"SLO p99 {slo.p99_ms:g} ms", (0, slo.p99_ms),
+                    xycoords=("axes fraction", "data"), xytext=(4, 3),
+                    textcoords="offset points", fontsize=8, color="#c23b3b",
+                )  # fmt: skip
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel("offered rate, requests per second")
+            ax.set_ylabel("latency, ms (log)")
+            ax.set_title(labels[point])
+            ax.grid(which="both", alpha=0.25)
+        for ax in axes[len(curves) :]:
+            ax.set_visible(False)
+        handles, names = [], []
+        for ax in axes[: len(curves)]:
+            for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+                if name not in names:
+                    handles.append(handle)
+                    names.append(name)
+        chart.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)))
+        return Chart(
+            "curve",
+            "Latency against load",
+            _svg(chart, "p50 and p99 latency against the rate achieved, per stack"),
+            "Each point a fixed-rate trial's p99 against the rate offered (hollow: under 95% of "
+            "it delivered); the lines join the first search's steps (solid p99, dotted p50), the "
+            "other points are its bisection probes. Dashed: the SLO; a thin vertical line: a "
+            "stack's capacity. Latency counts from each request's due time.",
+        )
+
+
 def all_charts(summary: RunSummary) -> list[Chart]:
     made = (
+        capacity_chart(summary),
+        curve_chart(summary),
         throughput_chart(summary),
         latency_chart(summary),
         heatmap_chart(summary),

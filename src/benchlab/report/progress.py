@@ -7,12 +7,13 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from benchlab.load import LoadResult
 from benchlab.recipe import Cell, Plan
 
 
 def _cell_text(cell: Cell) -> str:
-    return f"{cell.stack} {cell.scenario} c={cell.connections}"
+    rate = f" {cell.rate_text}" if cell.rate_text else ""
+    search = " capacity" if cell.mode == "slo" else ""
+    return f"{cell.stack} {cell.scenario} c={cell.connections}{rate}{search}"
 
 
 class _Counter:
@@ -48,14 +49,12 @@ class LineReporter:
     def status(self, message: str) -> None:
         self.console.print(f"  {message}")
 
-    def trial(
-        self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
-    ) -> None:
+    def trial(self, position: int, cells: int, round_index: int, cell: Cell, figure: str) -> None:
         self.counter.done += 1
         self.console.print(
             f"[{self.counter.done}/{self.counter.total}] round {round_index + 1}/{self.rounds} "
-            f"cell {position + 1}/{cells} {_cell_text(cell)}: {result.throughput_rps:,.0f} req/s, "
-            f"errors {result.errors.total} — about {self.counter.remaining_text()} left"
+            f"cell {position + 1}/{cells} {_cell_text(cell)}: {figure}"
+            f" — about {self.counter.remaining_text()} left"
         )
 
     def extend(self, trials: int) -> None:
@@ -94,9 +93,7 @@ class BarReporter(LineReporter):
     def status(self, message: str) -> None:
         self.progress.update(self.task, phase=message)
 
-    def trial(
-        self, position: int, cells: int, round_index: int, cell: Cell, result: LoadResult
-    ) -> None:
+    def trial(self, position: int, cells: int, round_index: int, cell: Cell, figure: str) -> None:
         self.counter.done += 1
         self.progress.update(
             self.task,
@@ -105,7 +102,7 @@ class BarReporter(LineReporter):
                 f"round {round_index + 1}/{self.rounds} · cell {position + 1}/{cells}"
                 f" {_cell_text(cell)}"
             ),
-            last=f"{result.throughput_rps:,.0f} req/s",
+            last=figure,
             phase="",
         )
 

@@ -1,31 +1,51 @@
-"""Per-cell summaries of a stored run: the single source every report format renders."""
+"""Per-cell summaries of a stored run: the single source every report format renders.
+
+A cell's figures are named by the registry in `benchlab.figures`: estimates (median over
+trials with the interval), values and ratios, all in `CellSummary.figures`. Which trials a
+figure comes from depends on the cell's mode: a closed-loop or fixed-rate cell's own trials;
+for a capacity search, the trial of each replicate at the capacity it found (the latency and
+cost at that rate), while every probe of the search draws the latency–throughput curve.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import sqlite3
-import tomllib
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchlab import figures as F
+from benchlab.analysis.capacity import Target, misses
 from benchlab.analysis.flips import Contender, Flip, flips, rankings
-from benchlab.analysis.relative import (
-    CEILING_STACK,
-    Comparable,
-    reference_cells,
-    relative_to,
-    rps_per_cpu_second,
-)
+from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.relative import CEILING_STACK, Comparable, reference_cells, relative_to
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
 from benchlab.analysis.verdicts import CellFigures, Verdict, verdicts
-from benchlab.store import Store
+from benchlab.load import histogram
+from benchlab.run_options import RunOptions
+from benchlab.scenarios import SCENARIOS
+from benchlab.store import ERROR_KINDS, CapacityRecord, Store, TrialRecord
 
-DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
+FigureValue = Estimate | Ratio | float | int | None
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One fixed-rate trial of a cell: where it sits on the latency–throughput curve."""
+
+    target_rps: float
+    achieved_rps: float
+    p50_ms: float | None
+    p99_ms: float | None
+    held: bool | None  # against the SLO, when there is one
+    probe: str | None = None  # capacity search: step (the staircase) or search (bisection)
 
 
 @dataclass(frozen=True)
 class CellSummary:
+    key: str
     stack: str
     stack_label: str
     scenario: str
@@ -40,43 +60,64 @@ class CellSummary:
     status: str
     point_name: str | None
     reason: str | None
-    trials: int
-    requests: int
-    throughput: Estimate | None
-    latency_ms: dict[str, float | None]
+    mode: str
+    trials: int  # trials measured (for a capacity search: replicates)
     errors: dict[str, int]
-    server_cpu_pct: float | None
-    server_rss_mb: float | None
-    load_cpu_pct: float | None
-    server_steal_pct: float | None
-    transfer_bytes: int
-    db_sessions_peak: int | None
-    pool_active_peak: int | None
-    cache_hit_ratio: float | None
-    capacity: int | None = None
+    figures: dict[str, FigureValue]
+    concurrency_limit: int | None = None  # requests the launch can hold at once
     db_pool_limit: int | None = None
-    throughputs: tuple[float, ...] = ()
+    rate_share: float | None = None
+    # Per trial (or replicate) samples of every figure a cell can be ranked by.
+    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
+    percentiles: dict[str, float] = field(default_factory=dict)  # the latency curve
+    curve: tuple[CurvePoint, ...] = ()
+    latency_source: str = ""  # "merged histogram" or "median of the trials' percentiles"
+    cpu_source: str | None = None
     verdicts: list[Verdict] = field(default_factory=list)
-    relative: Ratio | None = None
-    ceiling_fraction: Ratio | None = None
-    rps_per_cpu_s: float | None = None
-    # Latency (ms) at each quantile the tool reports ("50", "99.9", ...): median over trials.
-    percentiles: dict[str, float] = field(default_factory=dict)
-    grid: tuple = ()  # where stacks are ranked and compared: see _grid_point
+    grid: GridPoint | None = None
+    ranked_by: F.Figure = F.THROUGHPUT
+
+    def value(self, figure: F.Figure) -> float | None:
+        """The figure as one number: an estimate's median, a ratio's value."""
+        found = self.figures.get(figure.key)
+        if isinstance(found, Estimate):
+            return found.median
+        if isinstance(found, Ratio):
+            return found.value
+        return found
+
+    def estimate(self, figure: F.Figure) -> Estimate | None:
+        found = self.figures.get(figure.key)
+        return found if isinstance(found, Estimate) else None
+
+    def ratio(self, figure: F.Figure) -> Ratio | None:
+        found = self.figures.get(figure.key)
+        return found if isinstance(found, Ratio) else None
 
     @property
-    def point(self) -> tuple:
-        """The load the cell faced, whatever the stack: where cells are compared."""
-        return (self.point_name, self.scenario, self.tool, self.connections, self.ms)
+    def throughput(self) -> Estimate | None:
+        return self.estimate(F.THROUGHPUT)
+
+    @property
+    def measured(self) -> bool:
+        return self.value(self.ranked_by) is not None
+
+    @property
+    def rate_text(self) -> str:
+        if self.rate_share is not None:
+            return f"{self.rate_share:g}%"
+        target = self.value(F.TARGET_RATE)
+        return "" if target is None else f"{target:,.0f}/s"
 
     def to_json(self) -> dict[str, Any]:
-        t = self.throughput
-        return {
+        data: dict[str, Any] = {
+            "key": self.key,
             "stack": self.stack,
             "stack_label": self.stack_label,
             "scenario": self.scenario,
             "tool": self.tool,
+            "mode": self.mode,
             "connections": self.connections,
             "threads": self.threads,
             "duration_s": self.duration_s,
@@ -85,53 +126,69 @@ class CellSummary:
             "pool_size": self.pool_size,
             "ms": self.ms,
             "point": self.point_name,
+            "rate_share_pct": self.rate_share,
             "trials": self.trials,
-            "requests": self.requests,
-            "throughput_rps": None
-            if t is None
-            else {"median": t.median, "low": t.low, "high": t.high, "confidence": t.confidence},
-            "latency_ms": self.latency_ms,
-            "latency_interval_ms": {
-                name: None if e is None else {"median": e.median, "low": e.low, "high": e.high}
-                for name, e in self.latency_intervals.items()
-            },
-            "errors": self.errors,
-            "server_cpu_pct": self.server_cpu_pct,
-            "server_rss_mb": self.server_rss_mb,
-            "load_cpu_pct": self.load_cpu_pct,
-            "server_steal_pct": self.server_steal_pct,
-            "transfer_bytes": self.transfer_bytes,
-            "db_sessions_peak": self.db_sessions_peak,
-            "pool_active_peak": self.pool_active_peak,
-            "cache_hit_ratio": self.cache_hit_ratio,
-            "capacity": self.capacity,
-            "db_pool_limit": self.db_pool_limit,
-            "verdicts": [v.name for v in self.verdicts],
-            "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
-            "relative": _ratio_json(self.relative),
-            "ceiling_fraction": _ratio_json(self.ceiling_fraction),
-            "rps_per_cpu_s": self.rps_per_cpu_s,
-            "latency_percentiles_ms": self.percentiles,
-            "status": self.status,
-            "reason": self.reason,
+            "ranked_by": self.ranked_by.key,
         }
+        for figure in F.FIGURES.values():
+            value = _figure_json(self.figures.get(figure.key))
+            if figure.group:
+                data.setdefault(figure.group, {})[figure.key] = value
+            else:
+                data[figure.key] = value
+        data["errors"] = self.errors
+        data.update(
+            {
+                "latency_source": self.latency_source,
+                "latency_interval_ms": {
+                    name: _figure_json(e) for name, e in self.latency_intervals.items()
+                },
+                "latency_percentiles_ms": self.percentiles,
+                "curve": [dataclasses.asdict(p) for p in self.curve],
+                "cpu_source": self.cpu_source,
+                "concurrency_limit": self.concurrency_limit,
+                "capacity": self.concurrency_limit,  # the old name of concurrency_limit
+                "db_pool_limit": self.db_pool_limit,
+                "verdicts": [v.name for v in self.verdicts],
+                "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
+                "status": self.status,
+                "reason": self.reason,
+            }
+        )
+        return data
 
 
-def _ratio_json(ratio: Ratio | None) -> dict[str, float] | None:
-    if ratio is None:
-        return None
-    return {"value": ratio.value, "low": ratio.low, "high": ratio.high}
+def _figure_json(value: FigureValue) -> Any:
+    if isinstance(value, Estimate):
+        return {
+            "median": value.median,
+            "low": value.low if value.n > 1 else None,
+            "high": value.high if value.n > 1 else None,
+            "confidence": value.confidence if value.n > 1 else None,
+            "n": value.n,
+        }
+    if isinstance(value, Ratio):
+        return {"value": value.value, "low": value.low, "high": value.high}
+    return value
 
 
 @dataclass(frozen=True)
 class RunSummary:
     run: dict[str, Any]
     cells: list[CellSummary]
-    baseline: str | None = None
-    target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
+    options: RunOptions = field(default_factory=RunOptions)
     flips: list[Flip] = field(default_factory=list)
-    rankings: dict[tuple, list[tuple[str, float]]] = field(default_factory=dict)
+    rankings: dict[GridPoint, list[tuple[str, float]]] = field(default_factory=dict)
     recipe_text: str = ""
+    ranked_by: F.Figure = F.THROUGHPUT
+
+    @property
+    def baseline(self) -> str | None:
+        return self.options.baseline
+
+    @property
+    def target_half_width_pct(self) -> float:
+        return self.options.target_half_width_pct
 
     @property
     def partial_note(self) -> str | None:
@@ -151,63 +208,177 @@ class RunSummary:
             "ratio_method": RATIO_METHOD,
             "baseline": self.baseline,
             "target_half_width_pct": self.target_half_width_pct,
+            "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
+            "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],
             "rankings": [
-                {"point": list(point), "ranking": [{"stack": s, "median_rps": v} for s, v in order]}
+                {
+                    "point": point.as_json(),
+                    "ranking": [{"stack": s, self.ranked_by.key: v} for s, v in order],
+                }
                 for point, order in self.rankings.items()
             ],
             "rank_flips": [
                 {
                     "a": f.a,
                     "b": f.b,
-                    "a_wins": [{"point": list(w.point), **_ratio_json(w.ratio)} for w in f.a_wins],
-                    "b_wins": [{"point": list(w.point), **_ratio_json(w.ratio)} for w in f.b_wins],
+                    "a_wins": [
+                        {"point": w.point.as_json(), **_figure_json(w.ratio)} for w in f.a_wins
+                    ],
+                    "b_wins": [
+                        {"point": w.point.as_json(), **_figure_json(w.ratio)} for w in f.b_wins
+                    ],
                 }
                 for f in self.flips
             ],
         }
 
 
-def _median(values: list[float | None]) -> float | None:
-    estimate = median_interval([v for v in values if v is not None])
-    return None if estimate is None else estimate.median
+# --- one cell ----------------------------------------------------------------------------------
 
 
-def _peak(values: list[int | None]) -> int | None:
+def _estimate(values: list[float | None]) -> Estimate | None:
+    return median_interval([v for v in values if v is not None])
+
+
+def _peak(values: list[Any]) -> Any:
     known = [v for v in values if v is not None]
     return max(known) if known else None
 
 
-def _hit_ratio(trials: list[sqlite3.Row]) -> float | None:
-    hits = sum(t["cache_hits"] or 0 for t in trials)
-    misses = sum(t["cache_misses"] or 0 for t in trials)
-    if all(t["cache_hits"] is None for t in trials) or hits + misses == 0:
+def _hit_ratio(trials: list[TrialRecord]) -> float | None:
+    if all(t.cache_hits is None for t in trials):
         return None
-    return hits / (hits + misses)
+    hits = sum(t.cache_hits or 0 for t in trials)
+    misses_ = sum(t.cache_misses or 0 for t in trials)
+    return hits / (hits + misses_) if hits + misses_ else None
 
 
-def _percentiles(trials: list[sqlite3.Row]) -> dict[str, float]:
+def _percentile_medians(trials: list[TrialRecord]) -> dict[str, float]:
     """Quantiles every trial reported, each the median over trials, in quantile order."""
-    per_trial = [json.loads(t["latency_percentiles"] or "{}") for t in trials]
+    per_trial = [json.loads(t.latency_percentiles or "{}") for t in trials]
     if not per_trial:
         return {}
     common = set.intersection(*(set(p) for p in per_trial))
-    medians = {q: _median([p[q] for p in per_trial]) for q in common}
-    return {q: v for q, v in sorted(medians.items(), key=lambda kv: float(kv[0])) if v is not None}
+    medians = {q: statistics.median(p[q] for p in per_trial) for q in common}
+    return dict(sorted(medians.items(), key=lambda kv: float(kv[0])))
 
 
-def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary:
-    status = cell["status"]
-    if status == "pending" and trials:
-        status = "incomplete"
-    errors = {
-        kind: sum(t[f"errors_{kind}"] or 0 for t in trials)
-        for kind in ("connect", "read", "write", "timeout", "non_2xx", "other")
+def _latency(trials: list[TrialRecord]) -> tuple[dict[str, float | None], dict[str, float], str]:
+    """Latency of a cell: from the merge of its trials' histograms when every trial has
+    one; otherwise (tools that give no histogram) the median of the trials' figures."""
+    if trials and all(t.latency_histogram for t in trials):
+        merged = histogram.merge(t.latency_histogram for t in trials)
+        return histogram.summary_ms(merged), histogram.curve_ms(merged), "merged histogram"
+    maxima = [t.latency_max_ms for t in trials if t.latency_max_ms is not None]
+    figures = {
+        key: _estimate([getattr(t, f"latency_{key}_ms") for t in trials])
+        for key in ("mean", "p50", "p90", "p99", "p999")
     }
+    values = {key: e.median if e else None for key, e in figures.items()}
+    values["max"] = max(maxima) if maxima else None
+    return values, _percentile_medians(trials), "median of the trials' percentiles"
+
+
+def _at_capacity(trials: list[TrialRecord], capacities: list[CapacityRecord]) -> list[TrialRecord]:
+    """Each replicate's trial at the capacity it found (the highest rate that held)."""
+    found = []
+    for record in capacities:
+        if record.bracket_low_rps is None:
+            continue
+        at = [
+            t for t in trials
+            if t.round == record.round and t.probe in ("step", "search")
+            and t.target_rate == record.bracket_low_rps
+        ]  # fmt: skip
+        if at:
+            found.append(at[-1])
+    return found
+
+
+def _curve(trials: list[TrialRecord], target: Target | None) -> tuple[CurvePoint, ...]:
+    points = [
+        CurvePoint(
+            target_rps=t.target_rate,
+            achieved_rps=t.achieved_rps or 0.0,
+            p50_ms=t.latency_p50_ms,
+            p99_ms=t.latency_p99_ms,
+            held=None if target is None else misses(t, target) is None,
+            probe=t.probe,
+        )
+        for t in trials
+        if t.target_rate
+    ]
+    return tuple(sorted(points, key=lambda p: p.target_rps))
+
+
+def _summarise_cell(
+    cell: sqlite3.Row,
+    all_trials: list[TrialRecord],
+    capacities: list[CapacityRecord],
+    options: RunOptions,
+) -> CellSummary:
+    keys = cell.keys()
+    mode = (cell["mode"] if "mode" in keys else None) or "closed"
+    if mode == "slo":
+        trials = _at_capacity(all_trials, capacities)
+        replicates = len(capacities)
+    else:
+        trials = [t for t in all_trials if t.probe is None]
+        replicates = len(trials)
+    status = cell["status"]
+    if status == "pending" and (trials or capacities):
+        status = "incomplete"
+    errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
     errors = {"total": sum(errors.values()), **errors}
-    maxima = [t["latency_max_ms"] for t in trials if t["latency_max_ms"] is not None]
-    rss = [t["server_rss_mb"] for t in trials if t["server_rss_mb"] is not None]
+    latency, curve_ms, latency_source = _latency(trials)
+    cpu = [t.cpu_us_per_request for t in trials]
+    throughput = _estimate([t.throughput_rps for t in trials])
+    cpu_per_request = _estimate(cpu)
+    server_cpu = _estimate([t.server_cpu_pct for t in trials])
+    rps_per_cpu = (
+        1e6 / cpu_per_request.median
+        if cpu_per_request and cpu_per_request.median > 0
+        else (throughput.median / (server_cpu.median / 100))
+        if throughput and server_cpu and server_cpu.median > 0
+        else None
+    )
+    figures: dict[str, FigureValue] = {
+        F.THROUGHPUT.key: throughput,
+        F.REQUESTS.key: sum(t.requests for t in trials),
+        F.TRANSFER.key: sum(t.bytes for t in trials) / 2**20,
+        F.SERVER_CPU.key: server_cpu,
+        F.SERVER_RSS.key: _peak([t.server_rss_mb for t in trials]),
+        F.LOAD_CPU.key: _estimate([t.load_cpu_pct for t in trials]),
+        F.STEAL.key: _estimate([t.server_steal_pct for t in trials]),
+        F.CPU_PER_REQUEST.key: cpu_per_request,
+        F.RPS_PER_CPU.key: rps_per_cpu,
+        F.DB_SESSIONS.key: _peak([t.db_sessions_peak for t in trials]),
+        F.POOL_ACTIVE.key: _peak([t.pool_active_peak for t in trials]),
+        F.CACHE_HITS.key: _hit_ratio(trials),
+        **{key: latency.get(key) for key in ("mean", "p50", "p90", "p99", "p999", "max")},
+    }
+    if mode != "closed":
+        figures.update(
+            {
+                F.TARGET_RATE.key: cell["target_rate"],
+                F.ACHIEVED.key: _estimate([t.achieved_rps for t in trials]),
+                F.RATE_RATIO.key: _estimate([t.rate_ratio for t in trials]),
+                F.SENT_RATE.key: _estimate([t.sent_rate for t in trials]),
+                F.SCHEDULE_LAG.key: _peak([t.schedule_lag_ms for t in trials]),
+                F.CLOSED_CAPACITY.key: cell["closed_capacity_rps"],
+            }
+        )
+    if mode == "slo":
+        figures[F.CAPACITY.key] = _estimate([c.capacity_rps for c in capacities])
+    samples = {
+        F.THROUGHPUT.key: tuple(t.throughput_rps for t in trials),
+        F.P99.key: tuple(t.latency_p99_ms for t in trials if t.latency_p99_ms is not None),
+        F.CPU_PER_REQUEST.key: tuple(v for v in cpu if v is not None),
+        F.CAPACITY.key: tuple(c.capacity_rps for c in capacities),
+    }
     return CellSummary(
+        key=cell["key"],
         stack=cell["stack"],
         stack_label=cell["stack_label"],
         scenario=cell["scenario"],
@@ -222,109 +393,150 @@ def _summarise_cell(cell: sqlite3.Row, trials: list[sqlite3.Row]) -> CellSummary
         status=status,
         point_name=cell["point"],
         reason=cell["reason"],
-        trials=len(trials),
-        requests=sum(t["requests"] for t in trials),
-        throughput=median_interval([t["throughput_rps"] for t in trials]),
-        latency_ms={
-            "mean": _median([t["latency_mean_ms"] for t in trials]),
-            "p50": _median([t["latency_p50_ms"] for t in trials]),
-            "p90": _median([t["latency_p90_ms"] for t in trials]),
-            "p99": _median([t["latency_p99_ms"] for t in trials]),
-            "p999": _median([t["latency_p999_ms"] for t in trials]),
-            "max": max(maxima) if maxima else None,
-        },
+        mode=mode,
+        trials=replicates,
         errors=errors,
-        server_cpu_pct=_median([t["server_cpu_pct"] for t in trials]),
-        server_rss_mb=max(rss) if rss else None,
-        load_cpu_pct=_median([t["load_cpu_pct"] for t in trials]),
-        server_steal_pct=_median([t["server_steal_pct"] for t in trials]),
-        transfer_bytes=sum(t["bytes"] for t in trials),
-        capacity=cell["capacity"],
+        figures=figures,
+        concurrency_limit=cell["capacity"],
         db_pool_limit=cell["db_pool_limit"],
-        throughputs=tuple(t["throughput_rps"] for t in trials),
+        rate_share=cell["rate_share"] if "rate_share" in keys else None,
+        samples=samples,
         latency_intervals={
-            name: median_interval([t[f"latency_{name}_ms"] for t in trials])
-            for name in ("p50", "p90", "p99", "p999")
+            key: _estimate([getattr(t, f"latency_{key}_ms") for t in trials])
+            for key in ("p50", "p90", "p99", "p999")
         },
-        db_sessions_peak=_peak([t["db_sessions_peak"] for t in trials]),
-        pool_active_peak=_peak([t["pool_active_peak"] for t in trials]),
-        cache_hit_ratio=_hit_ratio(trials),
-        percentiles=_percentiles(trials),
+        percentiles=curve_ms,
+        curve=_curve(all_trials, options.slo),
+        latency_source=latency_source if trials else "",
+        cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
+        ranked_by=F.rank_figure(mode, options.rank_by),
     )
 
 
-def _recipe_options(text: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
 def _analyse(
-    cell: CellSummary, run: dict[str, Any], target: float, adaptive: bool
+    cell: CellSummary,
+    run: dict[str, Any],
+    options: RunOptions,
+    trend: tuple[float | None, float | None] = (None, None),
 ) -> list[Verdict]:
-    if cell.throughput is None:
+    throughput = cell.throughput
+    if throughput is None:
         return []
+    ranked = cell.samples.get(cell.ranked_by.key) or ()
+    spread = median_interval(ranked)
+    rate_ratio = cell.estimate(F.RATE_RATIO)
     figures = CellFigures(
         scenario=cell.scenario,
         connections=cell.connections,
         ms=cell.ms,
-        throughput_rps=cell.throughput.median,
-        half_width_pct=cell.throughput.half_width_pct if cell.throughput.n > 1 else None,
-        confidence=cell.throughput.confidence,
-        requests=cell.requests,
+        throughput_rps=throughput.median,
+        half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
+        confidence=spread.confidence if spread else 0.0,
+        requests=cell.value(F.REQUESTS) or 0,
         errors=cell.errors,
-        server_cpu_pct=cell.server_cpu_pct,
-        load_cpu_pct=cell.load_cpu_pct,
+        server_cpu_pct=cell.value(F.SERVER_CPU),
+        load_cpu_pct=cell.value(F.LOAD_CPU),
         server_cores=len(run["server_cores"]),
         # A tool can keep busy no more cores than it has threads (ab: one, whatever it has).
         load_cores=min(len(run["load_cores"]), cell.threads),
-        capacity=cell.capacity,
-        db_sessions_peak=cell.db_sessions_peak,
+        capacity=cell.concurrency_limit,
+        db_sessions_peak=cell.value(F.DB_SESSIONS),
         db_pool_limit=cell.db_pool_limit,
+        mode=cell.mode,
+        target_rate=cell.value(F.TARGET_RATE),
+        rate_ratio=rate_ratio.median if rate_ratio else None,
+        latency_first_ms=trend[0],
+        latency_last_ms=trend[1],
+        schedule_lag_ms=cell.value(F.SCHEDULE_LAG),
+        p99_ms=cell.value(F.P99),
     )
-    return verdicts(figures, target, adaptive)
+    return verdicts(figures, options.target_half_width_pct, options.adaptive)
+
+
+def _options(row: sqlite3.Row) -> RunOptions:
+    stored = row["options"] if "options" in row.keys() else None  # noqa: SIM118
+    if stored:
+        return RunOptions.from_json(json.loads(stored))
+    return RunOptions.from_recipe_text(row["recipe_text"])
 
 
 def summarise(store: Store, run_id: str | None) -> RunSummary:
     row = store.run(run_id)
-    options = _recipe_options(row["recipe_text"])
-    run = {key: row[key] for key in row.keys() if key != "recipe_text"}  # noqa: SIM118 (sqlite3.Row iterates values)
+    options = _options(row)
+    run = {key: row[key] for key in row.keys() if key not in ("recipe_text", "options")}  # noqa: SIM118 (sqlite3.Row iterates values)
     for key in ("machine", "server_cores", "load_cores", "services"):
         run[key] = json.loads(run[key]) if run.get(key) else None
-    target = float(options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT))
-    baseline = options.get("baseline")
-    cells = [_summarise_cell(c, store.trials(c["id"])) for c in store.cells(row["id"])]
-    cells = [dataclasses.replace(c, grid=_grid_point(c, options)) for c in cells]
-    comparable = [Comparable(c.stack, c.grid, c.throughputs) for c in cells]
-    baselines = reference_cells(comparable, baseline)
-    ceilings = reference_cells(comparable, CEILING_STACK)
-    cells = [
-        dataclasses.replace(
-            cell,
-            verdicts=_analyse(cell, run, target, options.get("max_trials") is not None),
-            relative=relative_to(view, baselines),
-            ceiling_fraction=relative_to(view, ceilings) if cell.stack != CEILING_STACK else None,
-            rps_per_cpu_s=rps_per_cpu_second(
-                cell.throughput.median if cell.throughput else None, cell.server_cpu_pct
-            ),
+    cells = []
+    for cell in store.cells(row["id"]):
+        trials = store.trials(cell["id"])
+        summary = _summarise_cell(cell, trials, store.capacities(cell["id"]), options)
+        summary = dataclasses.replace(summary, grid=_grid_point(summary, options))
+        summary = dataclasses.replace(
+            summary, verdicts=_analyse(summary, run, options, _trend(trials))
         )
-        for cell, view in zip(cells, comparable, strict=True)
+        cells.append(summary)
+    ranked_by = _run_figure(cells, options)
+    cells = _relative(cells, options.baseline, ranked_by)
+    contenders = [
+        Contender(c.stack_label, c.grid, c.samples.get(ranked_by.key, ()))
+        for c in cells
+        if c.grid is not None
     ]
-    contenders = [Contender(c.stack_label, c.grid, c.throughputs) for c in cells]
     return RunSummary(
         run=run,
         cells=cells,
-        baseline=baseline,
-        target_half_width_pct=target,
-        flips=flips(contenders),
-        rankings=rankings(contenders),
+        options=options,
+        flips=flips(contenders, ranked_by),
+        rankings=rankings(contenders, ranked_by),
         recipe_text=row["recipe_text"],
+        ranked_by=ranked_by,
     )
 
 
-def _grid_point(cell: CellSummary, options: dict[str, Any]) -> tuple:
+def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
+    """Median latency of the first and of the last quarter of the trials (medians over
+    trials): a queue that grows through a trial shows as last >> first."""
+    plain = [t for t in trials if t.probe is None]
+    first = _estimate([t.latency_first_ms for t in plain])
+    last = _estimate([t.latency_last_ms for t in plain])
+    return (first.median if first else None, last.median if last else None)
+
+
+def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
+    """What the run's cells are ranked by: the recipe's choice, else what most cells measure."""
+    if options.rank_by:
+        return F.FIGURES[options.rank_by]
+    modes = [c.mode for c in cells] or ["closed"]
+    return F.RANK_BY_MODE[max(set(modes), key=modes.count)]
+
+
+def _relative(
+    cells: list[CellSummary], baseline: str | None, ranked_by: F.Figure
+) -> list[CellSummary]:
+    ranked = [Comparable(c.stack, c.grid, c.samples.get(ranked_by.key, ())) for c in cells]
+    throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
+    baselines = reference_cells(ranked, baseline)
+    ceilings = reference_cells(throughput, CEILING_STACK)
+    out = []
+    for cell, view, plain in zip(cells, ranked, throughput, strict=True):
+        figures = dict(cell.figures)
+        figures[F.RELATIVE.key] = relative_to(view, baselines)
+        if cell.stack != CEILING_STACK and cell.mode == "closed":
+            figures[F.CEILING.key] = relative_to(plain, ceilings)
+        out.append(dataclasses.replace(cell, figures=figures))
+    return out
+
+
+def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
     """Where stacks are ranked and divided by the baseline: the load, plus the pool size
     when the recipe sweeps it (then no stack has a pool of its own: the recipe checks)."""
-    swept_pool = isinstance(options.get("params", {}).get("pool_size"), list)
-    return (*cell.point, cell.pool_size) if swept_pool else cell.point
+    return GridPoint(
+        name=cell.point_name,
+        scenario=cell.scenario,
+        tool=cell.tool,
+        connections=cell.connections,
+        param=SCENARIOS[cell.scenario].param_text(cell.ms) if cell.scenario in SCENARIOS else "",
+        mode=cell.mode,
+        rate=cell.rate_text if cell.mode == "rate" else "",
+        pool=cell.pool_size if options.pool_swept else None,
+    )

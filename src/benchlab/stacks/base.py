@@ -11,6 +11,8 @@ from pathlib import Path
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
+# The apps that serve GET /cpu?us=N too (Flask's, FastAPI's, the Go ones).
+WITH_CPU = (*ALL_SCENARIOS, "cpu")
 
 
 @dataclass(frozen=True)

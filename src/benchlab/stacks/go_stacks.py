@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from benchlab.cache import cache_dir
 from benchlab.errors import UserError
-from benchlab.stacks.base import ALL_SCENARIOS, APPS_DIR, Launch, LaunchContext, Stack
+from benchlab.stacks.base import APPS_DIR, WITH_CPU, Launch, LaunchContext, Stack
 
 GO_APPS = APPS_DIR / "go"
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
-    return Path(root) / "bin"
 
 
 def binary_path(app: str) -> Path:
@@ -83,7 +78,7 @@ def _go_stack(name: str, app: str, framework: str) -> Stack:
         framework=framework,
         server="Go net/http",
         worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
-        scenarios=ALL_SCENARIOS,
+        scenarios=WITH_CPU,
         launch=_go_launch(app),
         needs_programs=("go",),
         fix="apt-get install golang, or install Go from go.dev",

@@ -10,6 +10,7 @@ from benchlab.stacks.base import (
     ALL_SCENARIOS,
     APPS_DIR,
     LISTEN_BACKLOG,
+    WITH_CPU,
     Launch,
     LaunchContext,
     Stack,
@@ -142,7 +143,8 @@ SYNC = {"flavours": ("sync",), "needs_modules": DRIVERS_SYNC}
 ASYNC_LOOP = "asyncio event loop per process"
 # FastAPI runs `def` endpoints in anyio's thread pool: its default of 40, set explicitly.
 ANYIO_THREADS = 40
-FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS}
+FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS, "scenarios": WITH_CPU}
+FLASK = {**SYNC, "scenarios": WITH_CPU}  # flask_app.py: every Flask stack but async views
 FASTAPI_POOL = {"BENCHLAB_THREADPOOL": str(ANYIO_THREADS)}
 RUST_IO = ASYNC_LOOP + " (Rust I/O)"
 ONE_AT_A_TIME = "one request at a time per process"
@@ -193,7 +195,7 @@ PYTHON_STACKS = (
     # --- Flask --------------------------------------------------------------------------------
     _stack("flask+dev-server", "Flask", "Werkzeug development server (not for production)",
            "a thread per request, one process", dev_server(), fixed_workers=True,
-           note="dev server", **SYNC),
+           note="dev server", **FLASK),
     _stack("flask-async-views+dev-server", "Flask (async views)",
            "Werkzeug development server (not for production)",
            "an event loop per request, in a thread per request", dev_server("async"),
@@ -201,25 +203,25 @@ PYTHON_STACKS = (
            needs_modules=("flask", "asgiref")),
     _stack("flask+waitress", "Flask", "waitress", THREADS + " (one process)",
            waitress("flask_app:app"), fixed_workers=True, concurrency="threads",
-           default_concurrency=4, **SYNC),
+           default_concurrency=4, **FLASK),
     _stack("flask+gunicorn", "Flask", "gunicorn (sync workers)", ONE_AT_A_TIME,
            gunicorn("flask_app:app", "sync"), one_at_a_time=True,
-           note="sync: no keep-alive", **SYNC),
+           note="sync: no keep-alive", **FLASK),
     _stack("flask+gunicorn-gthread", "Flask", "gunicorn (gthread workers)", THREADS,
            gunicorn("flask_app:app", "gthread"), concurrency="threads", default_concurrency=4,
-           **SYNC),
+           **FLASK),
     _stack("flask+gunicorn-gevent", "Flask", "gunicorn (gevent workers)", GREENLETS,
            gunicorn("flask_app:app", "gevent"), concurrency="greenlets",
-           default_concurrency=1000, **SYNC),
+           default_concurrency=1000, **FLASK),
     _stack("flask+gevent", "Flask", "gevent WSGIServer, patched first", GREENLETS,
            script("gevent_server.py"), fixed_workers=True, concurrency="greenlets",
-           default_concurrency=1000, **SYNC),
+           default_concurrency=1000, **FLASK),
     _stack("flask+gevent-late-patch", "Flask", "gevent WSGIServer, patched too late (a mistake)",
            "greenlets that still block: one request at a time", script("gevent_late_patch.py"),
            fixed_workers=True, concurrency="greenlets", default_concurrency=1000,
-           note="deliberate mistake: late monkey-patch", **SYNC),
+           note="deliberate mistake: late monkey-patch", **FLASK),
     _stack("flask+uwsgi", "Flask", UWSGI, THREADS,
-           uwsgi("flask_app"), concurrency="threads", default_concurrency=1, **SYNC),
+           uwsgi("flask_app"), concurrency="threads", default_concurrency=1, **FLASK),
     # --- Bottle and Falcon --------------------------------------------------------------------
     _stack("bottle+gunicorn", "Bottle", "gunicorn (sync workers)", ONE_AT_A_TIME,
            gunicorn("bottle_app:app", "sync"), one_at_a_time=True,

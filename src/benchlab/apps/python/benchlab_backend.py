@@ -46,6 +46,24 @@ def parse_ms(value: str | None) -> float | None:
     return int(value) / 1000.0
 
 
+MAX_CPU_US = 1_000_000
+
+
+def parse_us(value: str | None) -> int | None:
+    """Microseconds of CPU to burn, from the query string; None when missing or not a number."""
+    if value is None or not value.isdigit() or int(value) > MAX_CPU_US:
+        return None
+    return int(value)
+
+
+def burn_cpu(us: int) -> None:
+    """Spend `us` microseconds of this thread's CPU time (not wall time: a preempted thread
+    still burns exactly that much): the cpu scenario's known cost per request."""
+    end = time.thread_time_ns() + us * 1000
+    while time.thread_time_ns() < end:
+        pass
+
+
 def pg_conninfo() -> str:
     host = os.environ.get("BENCHLAB_PG_HOST", "127.0.0.1")
     port = os.environ.get("BENCHLAB_PG_PORT", "5432")

@@ -78,6 +78,14 @@ if FLAVOUR == "async":
         await asyncio.sleep(delay)
         return PlainTextResponse("ok")
 
+    @app.get("/cpu")
+    async def cpu(us: str | None = None) -> Response:
+        burn = backend.parse_us(us)
+        if burn is None:
+            return bad_request()
+        backend.burn_cpu(burn)  # on the event loop, as CPU work in an async endpoint is
+        return PlainTextResponse("ok")
+
 else:
 
     @app.get("/plaintext")
@@ -109,4 +117,12 @@ else:
         if delay is None:
             return bad_request()
         time.sleep(delay)
+        return PlainTextResponse("ok")
+
+    @app.get("/cpu")
+    def cpu(us: str | None = None) -> Response:
+        burn = backend.parse_us(us)
+        if burn is None:
+            return bad_request()
+        backend.burn_cpu(burn)
         return PlainTextResponse("ok")

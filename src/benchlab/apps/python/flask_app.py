@@ -64,3 +64,12 @@ def sleep() -> Response:
         return bad_request()
     blocking_sleep(delay)
     return Response("ok", mimetype="text/plain")
+
+
+@app.get("/cpu")
+def cpu() -> Response:
+    us = backend.parse_us(request.args.get("us"))
+    if us is None:
+        return bad_request()
+    backend.burn_cpu(us)
+    return Response("ok", mimetype="text/plain")

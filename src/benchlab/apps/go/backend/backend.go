@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -170,6 +172,32 @@ func (b *Backend) CachedUser(ctx context.Context, username string) (int, []byte)
 		b.cache.Set(ctx, key, body, cacheTTL)
 	}
 	return status, body
+}
+
+// ParseUs reads the microseconds of CPU the cpu scenario burns.
+func ParseUs(value string) (int, bool) {
+	us, err := strconv.Atoi(value)
+	if err != nil || us < 0 || us > 1000000 {
+		return 0, false
+	}
+	return us, true
+}
+
+// threadCPU is the CPU time of the calling OS thread (RUSAGE_THREAD).
+func threadCPU() time.Duration {
+	var usage syscall.Rusage
+	_ = syscall.Getrusage(1, &usage) // 1: RUSAGE_THREAD
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+}
+
+// BurnCPU spends `us` microseconds of CPU time (not wall time) on this goroutine's thread:
+// the cpu scenario's known cost per request.
+func BurnCPU(us int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	end := threadCPU() + time.Duration(us)*time.Microsecond
+	for threadCPU() < end {
+	}
 }
 
 // Sleep waits without holding a CPU.

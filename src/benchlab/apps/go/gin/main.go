@@ -54,6 +54,15 @@ func main() {
 		backend.Sleep(*delay)
 		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
 	})
+	router.GET("/cpu", func(c *gin.Context) {
+		us, ok := backend.ParseUs(c.Query("us"))
+		if !ok {
+			c.JSON(http.StatusBadRequest, backend.BadRequest)
+			return
+		}
+		backend.BurnCPU(us)
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
+	})
 	addr := os.Getenv("BENCHLAB_ADDR")
 	if addr == "" {
 		log.Fatal("BENCHLAB_ADDR is not set")

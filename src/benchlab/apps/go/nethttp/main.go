@@ -64,6 +64,15 @@ func main() {
 		backend.Sleep(*delay)
 		write(w, 200, "text/plain; charset=utf-8", []byte("ok"))
 	})
+	mux.HandleFunc("GET /cpu", func(w http.ResponseWriter, r *http.Request) {
+		us, ok := backend.ParseUs(r.URL.Query().Get("us"))
+		if !ok {
+			writeJSON(w, 400, badBody)
+			return
+		}
+		backend.BurnCPU(us)
+		write(w, 200, "text/plain; charset=utf-8", []byte("ok"))
+	})
 	addr := os.Getenv("BENCHLAB_ADDR")
 	if addr == "" {
 		log.Fatal("BENCHLAB_ADDR is not set")

@@ -1,0 +1,178 @@
+"""The capacity of a stack under a latency target: the highest fixed rate that holds it.
+
+One search replicate per round, each an independent bisection of single fixed-rate trials;
+a stack's capacity is the median of its replicates with the same distribution-free interval
+as every other figure (more replicates narrow it, and adaptive rounds add them until the
+interval is within the recipe's target, as they add trials to other cells).
+
+The first replicate starts from the closed-loop throughput C at the same connections (no
+fixed rate above it can be delivered through that many connections), steps up through
+25, 50, 75 and 90 % of C (the latency–throughput curve), then bisects between the last rate
+that held and the first that did not. Later replicates start from a bracket around the
+capacity found so far; a bound that no probe has confirmed is probed before it is trusted.
+A replicate stops when its bracket is narrower than `resolution` (a fraction of the rate).
+The reported capacity of a replicate is the highest rate that held: conservative by at most
+the resolution, never a rate that was not seen to hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from benchlab.analysis.stats import median_interval
+from benchlab.store import CapacityRecord, TrialRecord
+
+DELIVERED = 0.95  # a trial that delivered under 95 % of its target rate did not hold it
+STEP_SHARES = (0.25, 0.5, 0.75, 0.9)
+MAX_PROBES = 8  # per replicate, after the steps: bounds the time a search can take
+LOWEST_SHARE = 0.02  # below 2 % of the closed-loop throughput the SLO is called unattainable
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a rate must hold: the recipe's [slo]."""
+
+    p99_ms: float | None
+    p50_ms: float | None
+    max_error_pct: float
+
+    def describe(self) -> str:
+        parts = [f"p99 ≤ {self.p99_ms:g} ms"] if self.p99_ms is not None else []
+        parts += [f"p50 ≤ {self.p50_ms:g} ms"] if self.p50_ms is not None else []
+        parts.append(f"errors ≤ {self.max_error_pct:g}%")
+        return ", ".join(parts)
+
+
+def misses(trial: TrialRecord, target: Target) -> str | None:
+    """Why a fixed-rate trial did not hold the target; None when it held."""
+    ratio = trial.rate_ratio
+    if ratio is None or ratio < DELIVERED:
+        shown = "nothing" if ratio is None else f"{100 * ratio:.0f}%"
+        return f"delivered {shown} of the target rate"
+    if trial.error_pct > target.max_error_pct:
+        return f"{trial.error_pct:.2f}% errors"
+    checks = (
+        ("p99", trial.latency_p99_ms, target.p99_ms),
+        ("p50", trial.latency_p50_ms, target.p50_ms),
+    )
+    for name, value, limit in checks:
+        if limit is None:
+            continue
+        if value is None or value > limit:
+            return f"{name} {'–' if value is None else f'{value:.1f}'} ms > {limit:g} ms"
+    return None
+
+
+Probe = Callable[[float, str], bool]  # (rate, kind) -> whether the rate held the target
+
+
+def _rate(value: float) -> float:
+    return round(value, 1) if value < 100 else float(round(value))
+
+
+def first_bracket(closed_rps: float, probe: Probe, floor: float) -> tuple[float, bool, float, bool]:
+    """The steps of the first replicate: (low, low held, high, high failed). When even the
+    first step fails, the rate is halved until one holds or it falls below `floor`."""
+    low = 0.0
+    for share in STEP_SHARES:
+        rate = _rate(share * closed_rps)
+        if probe(rate, "step"):
+            low = rate
+            continue
+        if low:
+            return low, True, rate, True
+        high = rate
+        while (rate := _rate(rate / 2)) >= floor:
+            if probe(rate, "step"):
+                return rate, True, high, True
+            high = rate
+        return 0.0, True, high, True  # not held even at the floor
+    return low, True, _rate(closed_rps * 1.05), False
+
+
+def later_bracket(previous: Sequence[float], resolution: float) -> tuple[float, float]:
+    """Around the capacities found so far, wide enough for their spread."""
+    centre = median_interval(previous)
+    assert centre is not None
+    spread = max(2 * resolution, (centre.high - centre.low) / max(centre.median, 1e-9))
+    return _rate(centre.median * (1 - spread)), _rate(centre.median * (1 + spread))
+
+
+def replicate(
+    round_index: int,
+    low: float,
+    low_known: bool,
+    high: float,
+    high_known: bool,
+    probe: Probe,
+    resolution: float,
+    ceiling: float,
+    floor: float,
+    max_probes: int = MAX_PROBES,
+) -> CapacityRecord:
+    """Bisect [low, high] until narrower than `resolution` × high, confirming the bounds."""
+    probes = 0
+    while probes < max_probes:
+        if high - low > resolution * high and high - low > 0.2:
+            mid = _rate((low + high) / 2)
+            probes += 1
+            if probe(mid, "search"):
+                low, low_known = mid, True
+            else:
+                high, high_known = mid, True
+        elif not low_known:
+            probes += 1
+            if probe(low, "search"):
+                low_known = True
+            elif low <= floor:
+                high, high_known, low = low, True, 0.0
+                break  # not held even at the lowest rate worth sending
+            else:
+                high, high_known = low, True
+                low = _rate(max(floor, low * (1 - 4 * resolution)))
+        elif not high_known:
+            if high >= ceiling:
+                break  # held up to what the connections can carry: the bound is theirs
+            probes += 1
+            if probe(high, "search"):
+                low, low_known = high, True
+                high = _rate(min(ceiling, high * (1 + 4 * resolution)))
+            else:
+                high_known = True
+        else:
+            break
+    return CapacityRecord(
+        round=round_index,
+        capacity_rps=low if low_known else 0.0,
+        bracket_low_rps=low if low_known else None,
+        bracket_high_rps=high if high_known else None,
+        probes=probes,
+    )
+
+
+def search(
+    round_index: int,
+    closed_rps: float | None,
+    previous: Sequence[float],
+    probe: Probe,
+    resolution: float,
+) -> CapacityRecord:
+    """One replicate: the first from the closed-loop throughput, later ones around the
+    capacities of earlier ones."""
+    if closed_rps is None or closed_rps <= 0:
+        return CapacityRecord(round_index, 0.0, None, None, 0)
+    ceiling = _rate(closed_rps * 1.2)
+    floor = _rate(max(closed_rps * LOWEST_SHARE, 0.5))
+    held = [c for c in previous if c > 0]
+    if held:
+        low, high = later_bracket(held, resolution)
+        return replicate(
+            round_index, low, False, min(high, ceiling), False, probe, resolution, ceiling, floor
+        )
+    low, low_known, high, high_known = first_bracket(closed_rps, probe, floor)
+    if low == 0.0:
+        return CapacityRecord(round_index, 0.0, None, high, 0)
+    return replicate(
+        round_index, low, low_known, high, high_known, probe, resolution, ceiling, floor
+    )

@@ -1,0 +1,47 @@
+"""Grid points: the load a cell faced, whatever the stack. Cells at one point are ranked
+against each other, divided by the baseline's, and their ranks compared across points."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    name: str | None  # the recipe's named point, if any
+    scenario: str
+    tool: str
+    connections: int
+    param: str = ""  # the scenario's parameter: "delay=20ms", "sleep=100ms", "cpu=500µs"
+    mode: str = "closed"
+    rate: str = ""  # rate cells: "2,000/s" or "60%"
+    pool: int | None = None  # only when the recipe sweeps the pool size
+
+    def parts(self) -> tuple[str, ...]:
+        """The point in short words, one per field (empty where it does not apply)."""
+        return (
+            f"[{self.name}]" if self.name else "",
+            self.scenario,
+            f"{self.tool} c={self.connections}",
+            self.param,
+            {"closed": "", "slo": "capacity"}.get(self.mode, f"rate {self.rate}"),
+            f"pool={self.pool}" if self.pool is not None else "",
+        )
+
+    def text(self) -> str:
+        return " ".join(part for part in self.parts() if part)
+
+    def as_json(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def short_labels(points: Sequence[GridPoint]) -> list[str]:
+    """Names for a set of points: only the words that differ between them."""
+    if not points:
+        return []
+    parts = [p.parts() for p in points]
+    varying = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+    if not varying:
+        return [points[0].text() for _ in points]
+    return [" ".join(p[i] for i in varying if p[i]) for p in parts]

@@ -1,0 +1,197 @@
+"""Every figure benchlab reports, defined once: its name, unit, which direction is better,
+how it is written, and where a cell summary keeps it.
+
+The store's trial columns, the summary, the JSON, CSV, Markdown and terminal tables, the
+HTML page and the charts all read these definitions; none of them spells a figure out again.
+A figure is one of three kinds:
+
+- an estimate: a median over a cell's trials with its interval (throughput, capacity, CPU);
+- a value: one number per cell (a percentile of the merged histogram, peak memory, a count);
+- a ratio: a ratio of two cells' estimates with its interval (relative to the baseline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Better(Enum):
+    HIGHER = "higher"
+    LOWER = "lower"
+    NEITHER = "neither"
+
+
+class Kind(Enum):
+    ESTIMATE = "estimate"
+    VALUE = "value"
+    RATIO = "ratio"
+
+
+def _grouped(digits: int) -> Callable[[float], str]:
+    return lambda value: f"{value:,.{digits}f}"
+
+
+WHOLE = _grouped(0)
+
+
+def ms_text(value: float) -> str:
+    """Milliseconds with about three significant digits."""
+    if value < 10:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def rate_text(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str  # the name in code, the JSON key (within `group`), the CSV column stem
+    label: str  # the column title in tables
+    unit: str
+    better: Better
+    kind: Kind
+    description: str  # one line: what it is, for table hints and "how to read this"
+    text: Callable[[float], str] = WHOLE
+    group: str | None = None  # JSON: nested under this key (latency_ms: {p50: ...})
+
+    def format(self, value: float | None) -> str:
+        return "–" if value is None else self.text(value)
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} {self.unit}".strip()
+
+    def wins(self, ratio: float) -> bool:
+        """Whether a/b = `ratio` means a is better than b."""
+        return ratio > 1 if self.better is Better.HIGHER else ratio < 1
+
+
+def _figure(
+    key: str,
+    label: str,
+    unit: str,
+    better: Better,
+    kind: Kind,
+    description: str,
+    text: Callable[[float], str] = WHOLE,
+    group: str | None = None,
+) -> Figure:
+    figure = Figure(key, label, unit, better, kind, description, text, group)
+    FIGURES[key] = figure
+    return figure
+
+
+FIGURES: dict[str, Figure] = {}
+E, V, R = Kind.ESTIMATE, Kind.VALUE, Kind.RATIO
+UP, DOWN, FLAT = Better.HIGHER, Better.LOWER, Better.NEITHER
+
+# --- load and what it achieved ---------------------------------------------------------------
+THROUGHPUT = _figure(
+    "throughput_rps", "throughput", "req/s", UP, E,
+    "responses per second: median over trials [interval]", rate_text,
+)  # fmt: skip
+TARGET_RATE = _figure(
+    "target_rate", "target", "req/s", FLAT, V,
+    "the fixed rate requests were sent at (rate cells)", rate_text,
+)  # fmt: skip
+ACHIEVED = _figure(
+    "achieved_rps", "achieved", "req/s", UP, E,
+    "successful responses per second at the fixed rate", rate_text,
+)  # fmt: skip
+RATE_RATIO = _figure(
+    "rate_ratio", "rate ratio", "", UP, E,
+    "achieved ÷ target: under 0.95 the offered load was not delivered", _grouped(2),
+)  # fmt: skip
+SENT_RATE = _figure(
+    "sent_rate", "sent", "req/s", FLAT, E,
+    "requests the generator actually sent per second", rate_text,
+)  # fmt: skip
+SCHEDULE_LAG = _figure(
+    "schedule_lag_ms", "lag", "ms", DOWN, V,
+    "the most a request was sent after it was due (added to its latency)", ms_text,
+)  # fmt: skip
+CAPACITY = _figure(
+    "capacity_rps", "capacity", "req/s", UP, E,
+    "the highest fixed rate that held the SLO: median over search replicates [interval]",
+    rate_text,
+)  # fmt: skip
+CLOSED_CAPACITY = _figure(
+    "closed_capacity_rps", "closed-loop", "req/s", UP, V,
+    "throughput under a closed loop at the same connections: the search's upper bound",
+    rate_text,
+)  # fmt: skip
+REQUESTS = _figure("requests", "requests", "", FLAT, V, "requests completed, all trials")
+TRANSFER = _figure(
+    "transfer_mb", "transfer", "MB", FLAT, V, "bytes received, all trials", _grouped(1)
+)
+
+# --- latency: percentiles of the merged histogram of every trial ------------------------------
+LATENCY_GROUP = "latency_ms"
+LAT_MEAN = _figure("mean", "avg", "ms", DOWN, V, "mean latency", ms_text, LATENCY_GROUP)
+P50 = _figure("p50", "p50", "ms", DOWN, V, "median latency", ms_text, LATENCY_GROUP)
+P90 = _figure("p90", "p90", "ms", DOWN, V, "90th percentile latency", ms_text, LATENCY_GROUP)
+P99 = _figure("p99", "p99", "ms", DOWN, V, "99th percentile latency", ms_text, LATENCY_GROUP)
+P999 = _figure("p999", "p99.9", "ms", DOWN, V, "99.9th percentile latency", ms_text, LATENCY_GROUP)
+LAT_MAX = _figure("max", "max", "ms", DOWN, V, "the slowest request", ms_text, LATENCY_GROUP)
+PERCENTILES = (P50, P90, P99, P999)
+QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
+
+# --- cost -------------------------------------------------------------------------------------
+CPU_PER_REQUEST = _figure(
+    "cpu_us_per_request", "CPU/req", "µs", DOWN, E,
+    "server CPU time per successful response, counted over its whole process tree",
+    WHOLE,
+)  # fmt: skip
+SERVER_CPU = _figure(
+    "server_cpu_pct", "server CPU", "%", FLAT, E, "100 = one core busy for the whole trial"
+)
+SERVER_RSS = _figure(
+    "server_rss_mb", "RSS", "MB", DOWN, V,
+    "peak resident memory of the server's whole process tree", _grouped(1),
+)  # fmt: skip
+LOAD_CPU = _figure(
+    "load_cpu_pct", "load CPU", "%", FLAT, E, "the load generator's own CPU (100 = one core)"
+)
+STEAL = _figure(
+    "server_steal_pct", "steal", "%", DOWN, E,
+    "CPU time the hypervisor took from the server's cores",
+)  # fmt: skip
+RPS_PER_CPU = _figure(
+    "rps_per_cpu_s", "req/CPU-s", "", UP, V, "requests served per second of server CPU"
+)
+
+# --- services ---------------------------------------------------------------------------------
+DB_SESSIONS = _figure(
+    "db_sessions_peak", "#DB", "", FLAT, V, "peak database sessions held by the server"
+)
+POOL_ACTIVE = _figure(
+    "pool_active_peak", "pool active", "", FLAT, V, "peak server connections pgbouncer handed out"
+)
+CACHE_HITS = _figure(
+    "cache_hit_ratio", "cache hit", "%", UP, V, "Redis hits ÷ lookups",
+    lambda v: f"{100 * v:.1f}",
+)  # fmt: skip
+
+# --- relative to other cells ------------------------------------------------------------------
+RELATIVE = _figure(
+    "relative", "vs baseline", "", FLAT, R,
+    "the ranking figure ÷ the baseline's at the same grid point [interval]", _grouped(2),
+)  # fmt: skip
+CEILING = _figure(
+    "ceiling_fraction", "of ceiling", "%", FLAT, R,
+    "throughput ÷ nginx-static's at the same grid point", lambda v: f"{100 * v:.0f}",
+)  # fmt: skip
+
+# What a cell is ranked, compared and divided by, per mode: what the mode measures.
+RANK_BY_MODE = {"closed": THROUGHPUT, "rate": P99, "slo": CAPACITY}
+RANKABLE = (THROUGHPUT, CAPACITY, P99, CPU_PER_REQUEST)
+
+
+def rank_figure(mode: str, override: str | None = None) -> Figure:
+    if override is not None:
+        return FIGURES[override]
+    return RANK_BY_MODE[mode]

@@ -1,0 +1,196 @@
+"""vegeta: requests at a fixed rate (open loop), or as fast as N workers go (closed loop).
+
+vegeta stamps each request when a worker starts it and times its latency from there. When
+the generator falls behind its schedule (its core saturated), that stamp is later than the
+moment the request was due, and the wait would vanish from the latency: coordinated
+omission. So every result is read back (`vegeta encode`), the due time of request number
+`seq` is computed from the schedule (vegeta's constant pacer sends request `seq` at
+start + (seq + 1) / rate), and the lag between due and sent is added to its latency. The
+largest lag is reported. Workers are unbounded, so no request waits for a worker; it may
+wait for one of the `connections` connections, and that wait is inside its latency.
+
+Built from source by `benchlab build` (a pinned version from the Go module proxy).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+import subprocess
+from pathlib import Path
+
+from benchlab.cache import cache_dir
+from benchlab.load import histogram
+from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.result import Errors, Latency, LoadResult
+
+MODULE = "github.com/tsenart/vegeta/v12"
+VERSION = "v12.13.0"
+SUCCESS = range(200, 400)  # vegeta's own definition of a successful response
+
+
+def binary() -> Path:
+    return cache_dir() / f"vegeta-{VERSION}"
+
+
+def build() -> Path:
+    """`go install` of the pinned version into benchlab's cache (once)."""
+    from benchlab.errors import UserError
+
+    target = binary()
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    gobin = target.parent / "vegeta-build"
+    env = {**os.environ, "GOBIN": str(gobin), "GOFLAGS": "-trimpath", "CGO_ENABLED": "0"}
+    try:
+        result = subprocess.run(
+            ["go", "install", f"{MODULE}@{VERSION}"],
+            env=env, capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+    except FileNotFoundError:
+        raise UserError(
+            "cannot build vegeta: 'go' is not installed (apt-get install golang)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise UserError("cannot build vegeta: 'go install' took over 10 minutes") from None
+    if result.returncode != 0:
+        raise UserError(f"go install {MODULE}@{VERSION} failed:\n{result.stderr.strip()[-1500:]}")
+    (gobin / "vegeta").rename(target)
+    gobin.rmdir()
+    return target
+
+
+class Vegeta:
+    name = "vegeta"
+    install = "benchlab build (./lab setup runs it)"
+    can_pace = True
+    hang_retries = 0
+
+    @staticmethod
+    def build() -> Path:
+        return build()
+
+    def executable(self) -> str | None:
+        path = binary()
+        return str(path) if path.exists() else None
+
+    def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
+        return load_cores  # Go runs on every core it is pinned to
+
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        targets = workdir / "vegeta-targets.txt"
+        targets.write_text(f"GET {request.url}\n")
+        if request.rate is None:
+            # Closed loop: exactly `connections` workers, each sending when its last returns.
+            pacing = ["-rate=0", f"-workers={request.connections}",
+                      f"-max-workers={request.connections}"]  # fmt: skip
+        else:
+            # Per 10 s so that a rate like 152.5 req/s is kept exactly.
+            pacing = [f"-rate={round(request.rate * 10)}/10s"]
+        return [
+            str(binary()), "attack", f"-targets={targets}", *pacing,
+            f"-duration={request.duration_s}s", f"-timeout={request.timeout_s}s",
+            f"-max-connections={request.connections}", f"-connections={request.connections}",
+            "-max-body=0", "-http2=false", "-keepalive=true",
+            f"-output={workdir / 'vegeta.bin'}",
+        ]  # fmt: skip
+
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        encoded = workdir / "vegeta.csv"
+        with encoded.open("w") as handle:
+            done = subprocess.run(
+                [str(binary()), "encode", "--to", "csv", str(workdir / "vegeta.bin")],
+                stdout=handle, stderr=subprocess.PIPE, text=True, check=False, timeout=300,
+            )  # fmt: skip
+        if done.returncode != 0:
+            raise LoadToolError(f"vegeta encode failed: {done.stderr.strip()[-300:]}")
+        try:
+            with encoded.open(newline="") as handle:
+                return read_results(csv.reader(handle), request.rate)
+        finally:
+            encoded.unlink(missing_ok=True)
+            (workdir / "vegeta.bin").unlink(missing_ok=True)
+
+
+def _error_kind(error: str) -> str:
+    text = error.lower()
+    if "timeout" in text or "deadline exceeded" in text:
+        return "timeout"
+    if "connection refused" in text or "dial" in text or "connect:" in text:
+        return "connect"
+    if "write:" in text or "broken pipe" in text:
+        return "write"
+    if "eof" in text or "reset by peer" in text or "read:" in text:
+        return "read"
+    return "other"
+
+
+def read_results(rows, rate: float | None) -> LoadResult:
+    """One LoadResult from vegeta's CSV results (see `vegeta encode -h` for the columns)."""
+    sends: list[tuple[int, int, int, int, int, str]] = []  # seq, sent ns, latency ns, code, ...
+    for row in rows:
+        sends.append((int(row[8]), int(row[0]), int(row[2]), int(row[1]), int(row[4]), row[5]))
+    if not sends:
+        raise LoadToolError("vegeta sent no request")
+    sends.sort()
+    first_sent = min(s[1] for s in sends)
+    lags = [0] * len(sends)
+    if rate:
+        # Due time of request seq: start + (seq + 1) / rate. The start is not in the results;
+        # the least-late request fixes it (so the lag is a lower bound, off by that one's).
+        interval = 1e9 / rate
+        start = min(sent - (seq + 1) * interval for seq, sent, *_ in sends)
+        lags = [max(0, round(sent - start - (seq + 1) * interval)) for seq, sent, *_ in sends]
+    counts = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "other": 0}
+    latencies_us: list[int] = []
+    answered = non_2xx = received = 0
+    end = first_sent
+    for (_seq, sent, latency, code, bytes_in, error), lag in zip(sends, lags, strict=True):
+        end = max(end, sent + latency)
+        if code == 0:
+            kind = _error_kind(error)
+            counts[kind] += 1
+            if kind != "timeout":
+                continue  # it failed without waiting: not a latency
+        else:
+            answered += 1
+            received += bytes_in
+            non_2xx += code not in SUCCESS
+        latencies_us.append(max(1, (latency + lag) // 1000))
+    duration_s = max(end - first_sent, 1) / 1e9
+    hist = histogram.from_counts((v, 1) for v in latencies_us)
+    summary = histogram.summary_ms(hist) if latencies_us else {}
+    quarter = max(1, len(latencies_us) // 4)
+    last_sent = max(s[1] for s in sends)
+    return LoadResult(
+        tool="vegeta",
+        requests=answered,
+        duration_s=duration_s,
+        bytes=received,
+        latency=Latency(
+            min=min(latencies_us) / 1000 if latencies_us else None,
+            mean=summary.get("mean"),
+            stdev=statistics.pstdev(latencies_us) / 1000 if len(latencies_us) > 1 else None,
+            p50=summary.get("p50"),
+            p90=summary.get("p90"),
+            p99=summary.get("p99"),
+            p999=summary.get("p999"),
+            max=summary.get("max"),
+            percentiles=histogram.curve_ms(hist) if latencies_us else {},
+        ),
+        errors=Errors(non_2xx=non_2xx, **counts),
+        histogram=histogram.encode(hist) if latencies_us else None,
+        target_rate=rate,
+        sent_rate=(len(sends) - 1) / ((last_sent - first_sent) / 1e9)
+        if rate and last_sent > first_sent
+        else None,
+        schedule_lag_ms=max(lags) / 1e6 if rate else None,
+        latency_first_ms=_median_ms(latencies_us[:quarter]),
+        latency_last_ms=_median_ms(latencies_us[-quarter:]),
+    )
+
+
+def _median_ms(values_us: list[int]) -> float | None:
+    return statistics.median(values_us) / 1000 if values_us else None

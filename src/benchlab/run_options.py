@@ -1,0 +1,67 @@
+"""What the analysis of a run needs of its recipe, stored with the run (so that a report
+never reads the recipe again, and a tune run, which has no recipe file, has them too)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from benchlab.analysis.capacity import Target
+from benchlab.recipe import Recipe
+
+DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the analysis needs of the recipe; stored with the run."""
+
+    baseline: str | None = None
+    target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
+    adaptive: bool = False  # max_trials was set
+    slo: Target | None = None
+    rank_by: str | None = None
+    pool_swept: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_recipe(cls, recipe: Recipe) -> RunOptions:
+        slo = recipe.slo
+        return cls(
+            baseline=recipe.baseline,
+            target_half_width_pct=recipe.target_half_width_pct,
+            adaptive=recipe.max_trials is not None,
+            slo=Target(slo.p99_ms, slo.p50_ms, slo.max_error_pct) if slo else None,
+            rank_by=recipe.rank_by,
+            pool_swept=isinstance(recipe.params.pool_size, list),
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunOptions:
+        slo = data.get("slo")
+        return cls(**{**data, "slo": Target(**slo) if slo else None})
+
+    @classmethod
+    def from_recipe_text(cls, text: str) -> RunOptions:
+        """For runs stored before the options were: read again from their recipe."""
+        try:
+            options = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return cls()
+        slo = options.get("slo")
+        return cls(
+            baseline=options.get("baseline"),
+            target_half_width_pct=float(
+                options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT)
+            ),
+            adaptive=options.get("max_trials") is not None,
+            slo=Target(slo.get("p99_ms"), slo.get("p50_ms"), slo.get("max_error_pct", 0.1))
+            if isinstance(slo, dict)
+            else None,
+            rank_by=options.get("rank_by"),
+            pool_swept=isinstance(options.get("params", {}).get("pool_size"), list),
+        )

@@ -1,0 +1,246 @@
+"""Load at a fixed rate, its validity, exact CPU per request, and the capacity under a
+latency target: each on a server whose answer is known (short, bounded runs)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from benchlab.load.vegeta import read_results
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.progress import LineReporter
+from benchlab.runner import Execution
+from benchlab.stacks import CATALOGUE
+from benchlab.store import Store
+from tests.conftest import benchlab, write_recipe
+from tests.test_failures import _misbehaving_stack
+
+
+def _run(directory: Path, tmp: Path, body: str) -> dict:
+    recipe = write_recipe(directory, body)
+    results = directory / "results.db"
+    run = benchlab("run", str(recipe), "--results", str(results), env={"TMPDIR": str(tmp)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = benchlab("report", "--results", str(results), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert list(tmp.iterdir()) == [], "the run left a temp directory behind"
+    return json.loads(report.stdout)
+
+
+# --- the schedule: due times, lag and coordinated omission (known answers) ------------------
+
+
+def _row(seq: int, sent_ns: int, latency_ns: int, code: int = 200, error: str = "") -> list[str]:
+    return [
+        str(sent_ns),
+        str(code),
+        str(latency_ns),
+        "0",
+        "2",
+        error,
+        "",
+        "",
+        str(seq),
+        "GET",
+        "u",
+        "",
+    ]
+
+
+def test_a_request_sent_late_counts_from_when_it_was_due() -> None:
+    # 10 req/s: request n is due at (n + 1) × 100 ms. Number 5 goes out 50 ms late.
+    rows = [
+        _row(n, (n + 1) * 100_000_000 + (50_000_000 if n == 5 else 0), 1_000_000) for n in range(10)
+    ]
+    result = read_results(rows, rate=10.0)
+    assert result.schedule_lag_ms == pytest.approx(50.0)
+    assert result.latency.max == pytest.approx(51.0, rel=0.01)  # 1 ms of latency + 50 of lag
+    assert result.latency.p50 == pytest.approx(1.0, rel=0.01)
+    assert result.requests == 10 and result.errors.total == 0
+
+
+def test_errors_are_classified_and_a_timeout_keeps_its_latency() -> None:
+    timeout = "Get ...: context deadline exceeded (Client.Timeout exceeded)"
+    refused = "Get ...: dial tcp 127.0.0.1:1: connect: connection refused"
+    rows = [
+        _row(0, 100_000_000, 1_000_000),
+        _row(1, 200_000_000, 2_000_000_000, 0, timeout),
+        _row(2, 300_000_000, 100_000, 0, refused),
+        _row(3, 400_000_000, 1_000_000, 500),
+    ]
+    result = read_results(rows, rate=10.0)
+    assert (result.errors.timeout, result.errors.connect, result.errors.non_2xx) == (1, 1, 1)
+    assert result.requests == 2 and result.successes == 1
+    assert result.latency.max == pytest.approx(2000.0, rel=0.01)  # the timeout, not dropped
+
+
+# --- a server of known capacity: gunicorn sync, 2 workers, 10 ms per request: 200 req/s ------
+
+RATES = """
+name = "rates"
+stacks = ["flask+gunicorn"]
+scenarios = ["sleep"]
+trials = 1
+warmup = 0
+[params]
+sleep_ms = 10
+[stack."flask+gunicorn"]
+workers = 2
+[cores]
+server = [0]
+load = [1]
+[[load]]
+tool = "vegeta"
+rate = [100, 400]
+connections = 64
+duration = 3
+"""
+
+
+@pytest.mark.slow
+def test_a_rate_below_capacity_is_delivered_and_one_above_is_flagged(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    cells = {c["target_rate"]: c for c in _run(tmp_path, isolated_tmp, RATES)["cells"]}
+    held, over = cells[100.0], cells[400.0]
+    assert held["mode"] == "rate" and held["rate_ratio"]["median"] >= 0.97
+    assert 10 <= held["latency_ms"]["p50"] <= 20 and held["latency_ms"]["p99"] < 60
+    assert held["verdicts"] in ([], ["unstable"]), held["verdict_sentences"]
+    assert held["latency_source"] == "merged histogram"
+    # Twice what two workers serve: the queue grows all trial long.
+    assert over["rate_ratio"]["median"] < 0.6
+    assert "rate-not-delivered" in over["verdicts"] and "falling-behind" in over["verdicts"]
+    assert "server-bound" in over["verdict_sentences"]["rate-not-delivered"]
+    assert over["latency_ms"]["p99"] > 1000
+
+
+SLO = """
+name = "slo"
+stacks = ["flask+gunicorn"]
+scenarios = ["sleep"]
+trials = 1
+warmup = 0
+[params]
+sleep_ms = 10
+[stack."flask+gunicorn"]
+workers = 2
+[cores]
+server = [0]
+load = [1]
+[slo]
+p99_ms = 100
+[[load]]
+tool = "vegeta"
+connections = 64
+duration = 2
+timeout = 2
+"""
+
+
+@pytest.mark.slow
+def test_the_capacity_search_finds_the_known_capacity(tmp_path: Path, isolated_tmp: Path) -> None:
+    (cell,) = _run(tmp_path, isolated_tmp, SLO)["cells"]
+    assert cell["mode"] == "slo" and cell["ranked_by"] == "capacity_rps"
+    assert 150 <= cell["capacity_rps"]["median"] <= 210, cell["capacity_rps"]
+    assert cell["closed_capacity_rps"] <= 230
+    assert cell["latency_ms"]["p99"] <= 100  # at the capacity it reports, the SLO held
+    curve = cell["curve"]
+    assert len(curve) >= 5 and any(not p["held"] for p in curve) and any(p["held"] for p in curve)
+
+
+GENERATOR_BOUND = """
+name = "generator-bound"
+stacks = ["nginx-static"]
+scenarios = ["plaintext"]
+trials = 1
+warmup = 0
+[cores]
+server = [0]
+load = [1]
+[[load]]
+tool = "vegeta"
+rate = 200000
+connections = 256
+duration = 2
+"""
+
+
+def test_a_rate_beyond_the_generator_is_blamed_on_the_generator(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    (cell,) = _run(tmp_path, isolated_tmp, GENERATOR_BOUND)["cells"]
+    assert cell["rate_ratio"]["median"] < 0.5
+    sentence = cell["verdict_sentences"]["rate-not-delivered"]
+    assert "generator-bound" in sentence and "says nothing about the server" in sentence
+    assert cell["load_cpu_pct"]["median"] >= 90
+
+
+CPU = """
+name = "cpu-per-request"
+stacks = ["gin", "fastapi+uvicorn"]
+scenarios = ["cpu"]
+trials = 2
+warmup = 0
+[params]
+cpu_us = 10000
+[stack."fastapi+uvicorn"]
+workers = 2
+[cores]
+server = [0]
+load = [1]
+[[load]]
+tool = "vegeta"
+rate = 40
+connections = 16
+duration = 3
+"""
+
+
+@pytest.mark.slow
+def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    # Each request burns 10 ms of CPU; what the server adds at 40 req/s (waking up, parsing,
+    # answering: 0.3-0.8 ms here) stays within the 20 % allowed.
+    for cell in _run(tmp_path, isolated_tmp, CPU)["cells"]:
+        assert cell["cpu_source"].startswith("cgroup"), cell["cpu_source"]
+        cost = cell["cpu_us_per_request"]["median"]
+        assert 10_000 * 0.98 <= cost <= 10_000 * 1.2, (cell["stack"], cost)
+
+
+def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CATALOGUE, "mix", _misbehaving_stack("mix", "mix"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    path = write_recipe(
+        tmp_path,
+        """
+        name = "known-distribution"
+        stacks = ["mix"]
+        scenarios = ["json"]
+        trials = 1
+        warmup = 0
+        [[load]]
+        tool = "vegeta"
+        rate = 100
+        connections = 32
+        duration = 4
+        """,
+    )
+    recipe, text = load_recipe(path)
+    store = Store(tmp_path / "r.db")
+    reporter = LineReporter(Console(file=io.StringIO()))
+    run_id = Execution(build_plan(path, recipe, text), store, reporter, "test").run().run_id
+    report = benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "--format", "json")
+    (cell,) = json.loads(report.stdout)["cells"]
+    latency = cell["latency_ms"]
+    # Of every 200 requests: 192 wait 2 ms, 7 wait 20 ms, 1 waits 80 ms.
+    assert 2 <= latency["p50"] <= 4
+    assert 19 <= latency["p99"] <= 26
+    assert latency["mean"] < 6 and latency["max"] >= 79
+    assert latency["p99"] not in (latency["mean"], latency["max"])
