@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from benchlab import figures as F
+from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.flips import Contender, flips, rankings
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import ratio_interval
@@ -79,7 +80,7 @@ def test_flips_on_a_synthetic_grid() -> None:
         c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
         c("close", "many-sessions", 151), c("close", "few-sessions", 149),
     ]  # fmt: skip
-    found = {(f.a, f.b): f for f in flips(grid, F.THROUGHPUT)}
+    found = {(f.a, f.b): f for f in flips(grid, F.THROUGHPUT, EVIDENCE)}
     assert ("async", "sync") in found and ("async", "steady") in found
     flip = found[("async", "sync")]
     assert [w.point for w in flip.a_wins] == [_point("many-sessions")]
@@ -87,8 +88,37 @@ def test_flips_on_a_synthetic_grid() -> None:
     assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
     # within noise of each other everywhere: no flip between sync and close
     assert ("close", "sync") not in found
-    ranked = rankings(grid, F.THROUGHPUT)
-    assert [label for label, _ in ranked[_point("many-sessions")]][:2] == ["async", "close"]
+    ranked = rankings(grid, F.THROUGHPUT, EVIDENCE)
+    assert [p.label for p in ranked[_point("many-sessions")]][:2] == ["async", "close"]
+
+
+EVIDENCE = Evidence(min_effect_pct=5.0)
+
+
+def test_one_trial_a_side_declares_nothing_and_shows_no_interval() -> None:
+    grid = [
+        Contender("a", _point("x"), [800.0]), Contender("b", _point("x"), [150.0]),
+        Contender("a", _point("y"), [50.0]), Contender("b", _point("y"), [150.0]),
+    ]  # fmt: skip
+    assert flips(grid, F.THROUGHPUT, EVIDENCE) == []
+    assert not any(
+        p.behind for order in rankings(grid, F.THROUGHPUT, EVIDENCE).values() for p in order
+    )
+    judgement = EVIDENCE.judge([800.0], [150.0], F.THROUGHPUT)
+    assert judgement.verdict == "tie" and "1 trial(s)" in judgement.why
+    assert not judgement.ratio.has_interval
+    from benchlab.report.columns import ratio_text
+
+    assert ratio_text(judgement.ratio) == "5.33 (1 trial: no interval)"
+
+
+def test_a_one_percent_edge_over_six_trials_is_a_tie_and_thirty_percent_is_not() -> None:
+    tight = (0.999, 1.0, 1.001, 0.9995, 1.0005, 1.0)
+    base = [1000 * f for f in tight]
+    edge = EVIDENCE.judge([1010 * f for f in tight], base, F.THROUGHPUT)
+    assert edge.ratio.significant and edge.verdict == "tie" and "practical threshold" in edge.why
+    clear = EVIDENCE.judge([1300 * f for f in tight], base, F.THROUGHPUT)
+    assert clear.verdict == "a" and clear.ratio.value == pytest.approx(1.3)
 
 
 def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
@@ -100,8 +130,8 @@ def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
         Contender("a", _point("y"), [90 * f for f in factors]),
         Contender("b", _point("y"), [20 * f for f in factors]),
     ]
-    assert [label for label, _ in rankings(grid, F.P99)[_point("x")]] == ["a", "b"]
-    (flip,) = flips(grid, F.P99)
+    assert [p.label for p in rankings(grid, F.P99, EVIDENCE)[_point("x")]] == ["a", "b"]
+    (flip,) = flips(grid, F.P99, EVIDENCE)
     assert [w.point for w in flip.a_wins] == [_point("x")]
     assert flip.a_wins[0].ratio.value == pytest.approx(10 / 30)
 
@@ -124,13 +154,19 @@ duration = 2
 
 def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp: Path) -> None:
     cells = _by(_report(_run(tmp_path, isolated_tmp, SLEEP)), "stack")
-    # The late gevent patch: 1000 greenlets that could wait at once, but the sleep blocks.
+    # The late gevent patch: 1000 greenlets that could wait at once, but the sleep blocks. No
+    # limit of its own explains that, so the binding-limit verdict (littles-law) stays quiet.
     assert "blocked" in cells["flask+gevent-late-patch"]["verdicts"]
-    assert "littles-law" in cells["flask+gevent-late-patch"]["verdicts"]
+    assert "littles-law" not in cells["flask+gevent-late-patch"]["verdicts"]
     assert "blocked" not in cells["flask+gevent"]["verdicts"]
     assert "littles-law" not in cells["flask+gevent"]["verdicts"]
-    # One sync worker can hold one wait: below Little's law, but not blocked: it is its design.
+    # One sync worker can hold one wait: below Little's law, but not blocked: it is its design,
+    # and the verdict names that limit.
     assert "littles-law" in cells["flask+gunicorn"]["verdicts"]
+    assert (
+        "its own concurrency (1 requests at once)"
+        in (cells["flask+gunicorn"]["verdict_sentences"]["littles-law"])
+    )
     assert "blocked" not in cells["flask+gunicorn"]["verdicts"]
     assert cells["fastapi+uvicorn"]["verdicts"] in ([], ["unstable"])
     sentence = cells["flask+gevent-late-patch"]["verdict_sentences"]["blocked"]
@@ -143,7 +179,7 @@ def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp:
     rows = {r["cells"][0]: r for r in ReportPage(page.read_text()).rows}
     late = next(r for label, r in rows.items() if label.startswith("flask+gevent-late-patch"))
     assert late["badges"]["blocked"] == sentence
-    assert "littles-law" in late["badges"] and "valid" not in late["badges"]
+    assert "littles-law" not in late["badges"] and "valid" not in late["badges"]
 
 
 POOL = """
@@ -173,6 +209,7 @@ def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
     small, big = cells["small-pool"], cells["big-pool"]
     assert small["db_sessions_peak"] == 2 and small["db_pool_limit"] == 2
     assert "pool-exhausted" in small["verdicts"]
+    assert "littles-law" not in small["verdicts"], "the pool explains it, once"
     assert big["db_sessions_peak"] <= 4 and "pool-exhausted" not in big["verdicts"]
     # Its twin: one sync worker holds one session at a time; its pool of 2 is never full.
     sync = next(

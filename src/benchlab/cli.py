@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
@@ -49,6 +50,9 @@ def run(
         Path | None,
         typer.Option(help="Write the HTML report here (default: RECIPE-NAME.html by the results)."),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and its time estimate; start nothing.")
+    ] = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -65,6 +69,14 @@ def run(
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
+    from benchlab.stacks import CATALOGUE
+    from benchlab.timing import Costs, plan_lines
+
+    runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
+    for line in plan_lines(runnable, plan.recipe, Costs.load()):
+        console.print(line, markup=False, highlight=False)
+    if dry_run:
+        return
     from benchlab.load import TOOLS
 
     if shutil.which("taskset") is None:
@@ -105,6 +117,181 @@ def run(
         ) from None
     console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
     if outcome.status == "interrupted":
+        raise typer.Exit(130)
+
+
+def _key_values(pairs: list[str], option: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{option} '{pair}': give KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise UserError(f"--env-file {path}: cannot read it ({exc.strerror})") from None
+    pairs = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return _key_values([p.removeprefix("export ") for p in pairs], f"--env-file {path}: line")
+
+
+def _with_services(text: str | None) -> dict[str, str]:
+    from benchlab.tune.driver import DEFAULT_ENV_NAMES, SERVICES
+
+    found: dict[str, str] = {}
+    for part in filter(None, (text or "").split(",")):
+        service, _, variable = part.strip().partition("=")
+        if service not in SERVICES:
+            raise UserError(
+                f"--with '{service}': benchlab starts {', '.join(SERVICES)}; e.g. "
+                "--with postgres=DATABASE_URL,redis=REDIS_URL"
+            )
+        found[service] = variable or DEFAULT_ENV_NAMES[service]
+    if "postgres" in found and "mariadb" in found:
+        raise UserError("--with: give postgres or mariadb, not both")
+    return found
+
+
+def _int_list(text: str | None, option: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{option} '{text}': give whole numbers, e.g. {option} 1,2,4") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{option} '{text}': give numbers of 1 or more, e.g. {option} 1,2,4")
+    return values
+
+
+@app.command()
+def tune(
+    app_spec: Annotated[
+        str, typer.Argument(metavar="APP", help="path/to/module.py:app or package.module:app.")
+    ],
+    python: Annotated[
+        str, typer.Option(help="The interpreter of your app's environment (default: this one).")
+    ] = sys.executable,
+    interface: Annotated[str | None, typer.Option(help="asgi or wsgi (default: detected).")] = None,
+    request: Annotated[
+        list[str] | None,
+        typer.Option("--request", help="'METHOD PATH' to send (repeatable; default 'GET /')."),
+    ] = None,
+    requests_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A TOML file of [[request]] tables: method, path, headers, body, weight, "
+            "status, contains, json_key."
+        ),
+    ] = None,
+    check_status: Annotated[int, typer.Option(help="The status every --request must get.")] = 200,
+    check_body: Annotated[
+        str | None, typer.Option(help="Text every --request's answer must contain.")
+    ] = None,
+    slo_p99_ms: Annotated[
+        float, typer.Option(min=0.1, help="The latency target: p99, ms.")
+    ] = 100.0,
+    budget: Annotated[
+        float, typer.Option(min=1, max=24 * 60, help="Minutes the whole search may take.")
+    ] = 15.0,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the last unfinished tune of this app and requests.")
+    ] = False,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="KEY=VALUE for the app (repeatable).")
+    ] = None,
+    env_file: Annotated[Path | None, typer.Option(help="A file of KEY=VALUE lines.")] = None,
+    with_services: Annotated[
+        str | None,
+        typer.Option(
+            "--with",
+            help="Services benchlab starts for the app, and the variables that get their "
+            "addresses: postgres[=VAR],mariadb[=VAR],redis[=VAR] (default DATABASE_URL, "
+            "REDIS_URL).",
+        ),
+    ] = None,
+    servers: Annotated[
+        str | None, typer.Option(help="Only these servers, e.g. gunicorn,waitress.")
+    ] = None,
+    workers: Annotated[str | None, typer.Option(help="Worker counts to try, e.g. 1,2,3.")] = None,
+    threads: Annotated[
+        str | None, typer.Option(help="Threads per worker to try, e.g. 4,16 (default 4,16,64).")
+    ] = None,
+    greenlets: Annotated[
+        str | None, typer.Option(help="Greenlets per gevent worker to try (default 100,1000).")
+    ] = None,
+    connections: Annotated[
+        int, typer.Option(min=1, max=100_000, help="The most connections the load may open.")
+    ] = 256,
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html.")] = "table",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the report to this file.")
+    ] = None,
+) -> None:
+    """Find the server and settings that hold the most load for your own ASGI/WSGI app
+    under a latency target, and the command that deploys them."""
+    from benchlab.report.formats import render_json, render_markdown, render_table
+    from benchlab.report.html import render_html
+    from benchlab.report.progress import BarReporter, LineReporter
+    from benchlab.report.summary import summarise
+    from benchlab.tune.driver import TuneRequest, run_tune
+    from benchlab.tune.requests import load_requests, parse_request
+
+    if fmt not in ("table", "md", "json", "html"):
+        raise UserError(f"--format '{fmt}' is not known; use one of: table, md, json, html")
+    if interface not in (None, "asgi", "wsgi"):
+        raise UserError(f"--interface '{interface}': use asgi or wsgi")
+    requests = [parse_request(r, check_status, check_body) for r in request or []]
+    if requests_file is not None:
+        requests += load_requests(requests_file)
+    if not requests:
+        requests = [parse_request("GET /", check_status, check_body)]
+    variables = {**(_env_file(env_file) if env_file else {}), **_key_values(env or [], "--env")}
+    tune_request = TuneRequest(
+        app=app_spec, python=python, interface=interface, requests=tuple(requests),
+        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(), env=variables,
+        with_services=_with_services(with_services),
+        servers=servers.split(",") if servers else None,
+        workers=_int_list(workers, "--workers"), threads=_int_list(threads, "--threads"),
+        greenlets=_int_list(greenlets, "--greenlets"), connections=connections,
+    )  # fmt: skip
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"-o {output}: no directory {output.parent}; create it or choose another path"
+        )
+    store = Store(results)
+    reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
+    command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    done = run_tune(tune_request, store, reporter, command, console.print, resume=resume)
+    summary = summarise(store, done.outcome.run_id)
+    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
+    page.write_text(render_html(summary))
+    if fmt == "table" and output is None:
+        render_table(summary, console)
+    else:
+        text = {"md": render_markdown, "json": render_json, "html": render_html}.get(fmt)
+        if text is None:
+            buffer = io.StringIO()
+            render_table(summary, Console(file=buffer, width=200))
+            rendered = buffer.getvalue()
+        else:
+            rendered = text(summary)
+        if output is None:
+            sys.stdout.write(rendered)
+        else:
+            output.write_text(rendered)
+    console.print(
+        f"run id: {done.outcome.run_id} ({done.outcome.status}) · results in {results} · "
+        f"report: {page}",
+        markup=False, highlight=False,
+    )  # fmt: skip
+    if done.outcome.status == "interrupted":
+        console.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(130)
 
 
@@ -245,7 +432,9 @@ def compare(
             for c in cells
         ]
 
-    changes = compare_cells(sides(before.cells), sides(after.cells), figure)
+    changes = compare_cells(
+        sides(before.cells), sides(after.cells), figure, before.options.evidence
+    )
     if not changes:
         raise UserError(f"runs '{run_a}' and '{run_b}' share no cell; compare runs of one recipe")
     table = Table(title=f"benchlab compare {run_a} → {run_b}", title_justify="left")
@@ -260,11 +449,15 @@ def compare(
             str(change.connections),
             f"{ratio.value:.3f}" if ratio else "–",
             f"{ratio.low:.3f}–{ratio.high:.3f} ({ratio.confidence:.0%})" if ratio else "–",
-            change.verdict,
+            change.verdict + (f" ({change.why})" if change.why else ""),
             style=styles.get(change.verdict),
         )
     console.print(table)
     console.print(f"Intervals: {RATIO_METHOD}.", style="dim", markup=False)
+    console.print(
+        f"Compared by {figure.title}: {before.options.evidence.describe()}.",
+        style="dim", markup=False,
+    )  # fmt: skip
     if fail_above is not None:
         regressed = [c for c in changes if c.regressed_beyond(fail_above)]
         if regressed:

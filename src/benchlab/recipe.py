@@ -142,6 +142,8 @@ class Recipe(_Strict):
     # rounds, up to max_trials; those that never converge are reported.
     max_trials: Annotated[int, Field(ge=1, le=1000)] | None = None
     target_half_width_pct: Annotated[float, Field(gt=0, le=100)] = 5.0
+    # The practical threshold: a smaller difference is a tie, whatever its interval.
+    min_effect_pct: Annotated[float, Field(ge=0, le=1000)] | None = None
     baseline: str | None = None  # the stack every throughput is divided by (article 002)
     warmup: Annotated[int, Field(ge=0, le=600)] = 1
     cores: Cores | None = None

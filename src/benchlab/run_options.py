@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.analysis.capacity import Target
+from benchlab.analysis.evidence import Evidence
 from benchlab.recipe import Recipe
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
@@ -24,6 +25,12 @@ class RunOptions:
     slo: Target | None = None
     rank_by: str | None = None
     pool_swept: bool = False
+    tune: dict[str, Any] | None = None  # a benchlab tune run: its app, interface, requests
+    min_effect_pct: float | None = None  # the practical threshold; None: the target
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.min_effect_pct or self.target_half_width_pct)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -38,6 +45,7 @@ class RunOptions:
             slo=Target(slo.p99_ms, slo.p50_ms, slo.max_error_pct) if slo else None,
             rank_by=recipe.rank_by,
             pool_swept=isinstance(recipe.params.pool_size, list),
+            min_effect_pct=recipe.min_effect_pct,
         )
 
     @classmethod
@@ -64,4 +72,5 @@ class RunOptions:
             else None,
             rank_by=options.get("rank_by"),
             pool_swept=isinstance(options.get("params", {}).get("pool_size"), list),
+            min_effect_pct=options.get("min_effect_pct"),
         )

@@ -13,7 +13,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +25,7 @@ from benchlab.analysis.stats import converged
 from benchlab.cpu_account import create_group
 from benchlab.errors import RunInterrupted, ServiceError, UserError
 from benchlab.load import LoadRequest, LoadToolError, run_tool
+from benchlab.load.base import HttpTarget
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import (
     ManagedProcess,
@@ -33,14 +35,15 @@ from benchlab.process import (
 )
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
-from benchlab.scenarios import SCENARIOS
+from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
 from benchlab.services.base import RunningService
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.services.ports import free_port
 from benchlab.stacks import CATALOGUE, LaunchContext, Stack
 from benchlab.store import RunInfo, Store, TrialExtras, TrialRecord, now, trial_record
-from benchlab.verify import verify, wait_until_answering
+from benchlab.timing import Costs, estimate
+from benchlab.verify import keeps_alive, verify, wait_until_answering
 
 DEFAULT_POOL_SIZE = 10
 SETTLE_TIMEOUT_S = 120.0
@@ -52,7 +55,13 @@ class Reporter(Protocol):
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None: ...
     def status(self, message: str) -> None: ...
     def trial(
-        self, position: int, cells: int, round_index: int, cell: Cell, figure: str
+        self,
+        position: int,
+        cells: int,
+        round_index: int,
+        cell: Cell,
+        figure: str,
+        seconds_left: float,
     ) -> None: ...
     def cell_failed(self, cell: Cell, reason: str) -> None: ...
     def extend(self, trials: int) -> None: ...
@@ -137,57 +146,96 @@ def start_stack(
 
 
 class Execution:
-    def __init__(self, plan: Plan, store: Store, reporter: Reporter, command: str) -> None:
+    """One run: its session (the store's run row, the temp directory, the services, the
+    signals, the cleanup) and the measurement of cells in interleaved rounds. A recipe
+    measures all its cells at once (`run`); `benchlab tune` measures in phases within one
+    session, adding cells as it learns which are worth measuring."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        reporter: Reporter,
+        command: str,
+        *,
+        catalogue: Mapping[str, Stack] | None = None,
+        scenarios: Mapping[str, Scenario] | None = None,
+        run_info: RunInfo | None = None,
+        resume: str | None = None,
+    ) -> None:
         self.plan = plan
         self.store = store
         self.reporter = reporter
         self.command = command
+        self.catalogue = catalogue or CATALOGUE
+        self.scenarios = scenarios or SCENARIOS
+        self.run_info = run_info
+        self.resume = resume  # an earlier run to continue (its finished work is kept)
         self.registry = ProcessRegistry()
         self.failed: dict[Cell, str] = {}
         self.measured: set[Cell] = set()
+        self.cells: list[Cell] = []
         self.cell_ids: dict[Cell, int] = {}
         self.workroot = Path(".")
         self.services: Services | None = None
         self.probes: dict = {}
         self.cache = None
         self.closed_capacity: dict[Cell, float] = {}
+        self.run_id = ""
+        self.extra_env: Callable[[], dict[str, str]] = dict
+        # benchlab tune: each closed-loop trial is preceded by one at a single connection
+        # (the latency of a request alone), and no launch starts past the deadline.
+        self.measure_alone = False
+        self.deadline_s: float | None = None
+        self.started = time.monotonic()
+        self.out_of_time = False
+        self.costs = Costs.load()
+        self.rounds_planned: dict[Cell, int] = {}
+        self.keep_alive = True  # whether the launch being measured keeps connections open
 
     # --- the whole run ----------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
+        recipe = self.plan.recipe
+        with self.session(len(self.plan.cells) * recipe.trials) as outcome:
+            self.add_cells(self.plan.cells)
+            self.prepare(self.plan.cells)
+            self.measure(self.plan.cells, recipe.trials, recipe.max_trials)
+        return outcome
+
+    def _info(self) -> RunInfo:
         plan = self.plan
-        run_id = self.store.create_run(
-            RunInfo(
-                recipe_path=str(plan.path),
-                recipe_name=plan.recipe.name,
-                recipe_text=plan.text,
-                question=plan.recipe.question,
-                command=self.command,
-                git_commit=machine.git_commit(),
-                server_cores=plan.cores.server,
-                load_cores=plan.cores.load,
-                machine=machine.describe(),
-                options=RunOptions.from_recipe(plan.recipe).to_json(),
-            )
+        return self.run_info or RunInfo(
+            recipe_path=str(plan.path),
+            recipe_name=plan.recipe.name,
+            recipe_text=plan.text,
+            question=plan.recipe.question,
+            command=self.command,
+            git_commit=machine.git_commit(),
+            server_cores=plan.cores.server,
+            load_cores=plan.cores.load,
+            machine=machine.describe(),
+            options=RunOptions.from_recipe(plan.recipe).to_json(),
         )
-        for position, cell in enumerate(plan.cells):
-            stack = CATALOGUE[cell.stack]
-            label = stack.label(cell.workers, cell.flavour, cell.server_threads)
-            capacity = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
-            self.cell_ids[cell] = self.store.add_cell(
-                run_id, position, cell, label, capacity, self._db_pool_limit(cell)
-            )
-        outcome = RunOutcome(run_id=run_id, status="running")
+
+    @contextlib.contextmanager
+    def session(self, total_trials: int) -> Iterator[RunOutcome]:
+        """The run from its row in the store to its cleanup: whatever happens inside, every
+        process is stopped, the temp directory removed, and the run's status stored."""
+        if self.resume:
+            self.run_id = self.store.reopen_run(self.resume)
+        else:
+            self.run_id = self.store.create_run(self._info())
+        outcome = RunOutcome(run_id=self.run_id, status="running")
+        self.started = time.monotonic()
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
-        self.reporter.start(run_id, len(plan.cells) * plan.recipe.trials, plan)
+        self.reporter.start(self.run_id, total_trials, self.plan)
         try:
-            with sigterm_interrupts(), pinned_to(plan.cores.load):
-                self._prepare_stacks()
-                self._start_services(run_id)
-                for round_index in range(plan.recipe.trials):
-                    self._run_round(round_index)
-                self._run_adaptive_rounds()
-            outcome.status = "partial" if self.failed else "complete"
+            with sigterm_interrupts(), pinned_to(self.plan.cores.load):
+                yield outcome
+            outcome.status = "partial" if self.failed or self.out_of_time else "complete"
+            if self.out_of_time:
+                outcome.reason = "the budget ran out before every cell was measured"
         except (KeyboardInterrupt, RunInterrupted) as exc:
             outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
         except ServiceError as exc:
@@ -206,9 +254,49 @@ class Execution:
                 shutil.rmtree(self.workroot, ignore_errors=True)
                 for cell in self.measured - set(self.failed):
                     self.store.mark_cell(self.cell_ids[cell], "ok")
-                self.store.finish_run(run_id, outcome.status, outcome.reason)
+                self.store.finish_run(self.run_id, outcome.status, outcome.reason)
+                self.costs.save()
                 self.reporter.finish()
-        return outcome
+
+    def add_cells(self, cells: Sequence[Cell]) -> None:
+        """Store the cells (those a resumed run already has are found by their key)."""
+        known = {row["key"]: row["id"] for row in self.store.cells(self.run_id)}
+        for cell in cells:
+            if cell in self.cell_ids:
+                continue
+            self.cells.append(cell)
+            if cell.key in known:
+                self.cell_ids[cell] = known[cell.key]
+                continue
+            stack = self.catalogue[cell.stack]
+            label = stack.label(cell.workers, cell.flavour, cell.server_threads)
+            limit = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
+            self.cell_ids[cell] = self.store.add_cell(
+                self.run_id, len(self.cells) - 1, cell, label, limit, self._db_pool_limit(cell),
+                facts=stack.facts(cell.workers, cell.server_threads),
+            )  # fmt: skip
+
+    def prepare(self, cells: Sequence[Cell]) -> None:
+        """Build what the cells' stacks need, then start the services they use (once)."""
+        self._prepare_stacks(cells)
+        if self.services is None:
+            self._start_services(cells)
+
+    def measure(self, cells: Sequence[Cell], rounds: int, max_rounds: int | None = None) -> None:
+        """`rounds` interleaved rounds of the cells, then adaptive ones up to `max_rounds`.
+        A cell that already has a round's trial (a resumed run) is not measured again."""
+        for cell in cells:
+            self.rounds_planned[cell] = rounds
+        for round_index in range(rounds):
+            self._run_round(round_index, cells)
+        self._run_adaptive_rounds(cells, rounds, max_rounds or rounds)
+
+    def done_rounds(self, cell: Cell) -> int:
+        """Rounds the cell has finished: its trials, or a search's replicates."""
+        cell_id = self.cell_ids[cell]
+        if cell.mode == "slo":
+            return len(self.store.capacities(cell_id))
+        return sum(1 for t in self.store.trials(cell_id) if t.probe is None)
 
     def _db_pool_limit(self, cell: Cell) -> int | None:
         """The most database sessions the cell's pools can hold: pool × workers, or
@@ -229,17 +317,18 @@ class Execution:
         self.store.mark_cell(self.cell_ids[cell], "failed", reason)
         self.reporter.cell_failed(cell, reason)
 
-    def _launches(self) -> dict[tuple, list[Cell]]:
+    @staticmethod
+    def _launches(cells: Sequence[Cell]) -> dict[tuple, list[Cell]]:
         """Cells grouped by the launch that serves them, in the recipe's order."""
         grouped: dict[tuple, list[Cell]] = {}
-        for cell in self.plan.cells:
+        for cell in cells:
             grouped.setdefault(cell.launch_key, []).append(cell)
         return grouped
 
-    def _prepare_stacks(self) -> None:
-        for name in dict.fromkeys(cell.stack for cell in self.plan.cells):
-            cells = [c for c in self.plan.cells if c.stack == name]
-            stack = CATALOGUE[name]
+    def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:
+        for name in dict.fromkeys(cell.stack for cell in all_cells):
+            cells = [c for c in all_cells if c.stack == name]
+            stack = self.catalogue[name]
             available = stack.availability()
             if not available.ok:
                 for cell in cells:
@@ -253,37 +342,43 @@ class Execution:
                     for cell in cells:
                         self._fail(cell, f"build failed: {exc}")
 
-    def _start_services(self, run_id: str) -> None:
-        live = [c for c in self.plan.cells if c not in self.failed]
-        need_database = any(SCENARIOS[c.scenario].needs_database for c in live)
-        need_cache = any(SCENARIOS[c.scenario].needs_cache for c in live)
+    def _start_services(self, cells: Sequence[Cell]) -> None:
+        live = [c for c in cells if c not in self.failed]
+        need_database = any(self.scenarios[c.scenario].needs_database for c in live)
+        need_cache = any(self.scenarios[c.scenario].needs_cache for c in live)
         self.services = Services(self.registry, self.workroot, self.plan.cores.service_cores)
         self.services.start(
             self.plan.recipe.services,
             need_database=need_database,
             need_cache=need_cache,
             status=self.reporter.status,
+            timed=self.costs.timed,
         )
         self.probes = {"db": self.services.session_probe(), "pool": self.services.pool_probe()}
         self.cache = self.services.cache_client()
-        self.store.set_run_services(run_id, self.services.describe(), self.services.database_kind)
+        self.store.set_run_services(
+            self.run_id, self.services.describe(), self.services.database_kind
+        )
 
-    def _run_adaptive_rounds(self) -> None:
+    def _run_adaptive_rounds(self, cells: Sequence[Cell], rounds: int, max_rounds: int) -> None:
         """More interleaved rounds for the cells whose interval is still wider than the
-        target (or that cannot reach 95 % yet), up to max_trials."""
-        recipe = self.plan.recipe
-        for round_index in range(recipe.trials, recipe.max_trials or recipe.trials):
-            pending = {
-                cell for cell in self.measured - set(self.failed) if not self._converged(cell)
-            }
+        target (or that cannot reach 95 % yet), up to `max_rounds`."""
+        target = self.plan.recipe.target_half_width_pct
+        for round_index in range(rounds, max_rounds):
+            pending = [
+                cell for cell in cells
+                if cell in self.measured and cell not in self.failed and not self._converged(cell)
+            ]  # fmt: skip
             if not pending:
                 return
             self.reporter.status(
                 f"adaptive round {round_index + 1}: {len(pending)} cell(s) not yet within "
-                f"±{recipe.target_half_width_pct:g}%"
+                f"±{target:g}%"
             )
             self.reporter.extend(len(pending))
-            self._run_round(round_index, only=pending)
+            for cell in pending:
+                self.rounds_planned[cell] = round_index + 1
+            self._run_round(round_index, pending)
 
     def _converged(self, cell: Cell) -> bool:
         """Whether the figure the cell is measured for is within the target: throughput
@@ -296,21 +391,32 @@ class Execution:
             values = [t.latency_p99_ms if cell.mode == "rate" else t.throughput_rps for t in trials]
         return converged(values, self.plan.recipe.target_half_width_pct)
 
-    def _run_round(self, round_index: int, only: set[Cell] | None = None) -> None:
-        launches = list(self._launches().items())
+    def _run_round(self, round_index: int, cells: Sequence[Cell]) -> None:
+        todo = [c for c in cells if c not in self.failed and self.done_rounds(c) <= round_index]
+        if not todo:
+            return
+        launches = list(self._launches(todo).items())
         # Rotate the order each round so no stack always runs first (or last) in a round.
         shift = round_index % len(launches)
-        positions = {cell: i for i, cell in enumerate(self.plan.cells)}
-        for _, cells in launches[shift:] + launches[:shift]:
-            live = [c for c in cells if c not in self.failed and (only is None or c in only)]
-            if live:
+        positions = {cell: i for i, cell in enumerate(self.cells)}
+        for _, group in launches[shift:] + launches[:shift]:
+            live = [c for c in group if c not in self.failed]
+            if live and self._time_left():
                 self._run_launch(live, round_index, positions)
+
+    def _time_left(self) -> bool:
+        if self.deadline_s is None or time.monotonic() - self.started < self.deadline_s:
+            return True
+        if not self.out_of_time:
+            self.reporter.status("the budget is spent: no more launches")
+        self.out_of_time = True
+        return False
 
     # --- one launch of a stack, one round ---------------------------------------------------
 
     def _run_launch(self, cells: list[Cell], round_index: int, positions: dict[Cell, int]) -> None:
         first = cells[0]
-        stack = CATALOGUE[first.stack]
+        stack = self.catalogue[first.stack]
         workdir = self.workroot / f"s{positions[first]}r{round_index}"
         workdir.mkdir()
         ctx = LaunchContext(
@@ -325,13 +431,17 @@ class Execution:
             **(self.services.stack_env() if self.services else {}),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
+            **self.extra_env(),
         }
         trials = self.plan.recipe.trials
         self.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
+        started = time.monotonic()
         server = start_stack(self.registry, stack, ctx, self.plan.cores.server, env)
         proxy = None
         try:
             problem = wait_until_answering(HOST, ctx.port, server.alive, stack.start_timeout)
+            if not problem:
+                self.costs.record(f"start:{stack.name}", time.monotonic() - started)
             if problem:
                 reason = f"{stack.name} {problem}; last log lines: {server.log_tail() or '(empty)'}"
                 for cell in cells:
@@ -340,22 +450,27 @@ class Execution:
             port = ctx.port
             if self.plan.recipe.services.proxy == "nginx":
                 proxy, port = start_proxy(self.registry, workdir, self.plan.cores.server, ctx.port)
+            first_path = self.scenarios[first.scenario].load_mix(first.ms)[0].path
+            self.keep_alive = keeps_alive(HOST, port, first_path)
+            warm = False  # one warm-up per launch: its later cells find the server warm
             for cell in cells:
                 if cell in self.failed:
                     continue
                 try:
-                    self._run_cell(server, port, cell, round_index, positions[cell], workdir)
+                    self._run_cell(server, port, cell, round_index, positions[cell], workdir, warm)
+                    warm = True
                 except _ServiceDied as died:
                     # Its cells fail; this launch's cells that do not need it go on.
                     self._service_died(died.service)
         except _StackDied as died:
-            for cell in self.plan.cells:
+            for cell in self.cells:
                 if cell.launch_key == first.launch_key:
                     self._fail(cell, str(died))
         finally:
             if proxy is not None:
                 self.registry.stop(proxy)
-            self.registry.stop(server)
+            with self.costs.timed(f"stop:{stack.name}"):
+                self.registry.stop(server)
 
     def _service_died(self, service: RunningService) -> None:
         """Fail every cell that needs the dead service; the others go on without it."""
@@ -368,8 +483,8 @@ class Execution:
             f"{service.name} exited with code {service.process.returncode} during a trial; "
             f"last log lines: {tail}"
         )
-        for cell in self.plan.cells:
-            scenario = SCENARIOS[cell.scenario]
+        for cell in self.cells:
+            scenario = self.scenarios[cell.scenario]
             needs = scenario.needs_cache if service.name == "redis" else scenario.needs_database
             if needs:
                 self._fail(cell, reason)
@@ -382,25 +497,35 @@ class Execution:
         round_index: int,
         position: int,
         workdir: Path,
+        warm: bool = False,
     ) -> None:
-        scenario = SCENARIOS[cell.scenario]
+        scenario = self.scenarios[cell.scenario]
         # Verification sees the miss, then the hit, of this stack's own cache-aside.
         self._flush_cache(scenario.needs_cache)
         # Generous timeout: this request may wait behind what the previous cell left queued.
         if not self._verified(server, port, cell, "verification failed"):
             return
         self._flush_cache(scenario.needs_cache)  # the load of every cell starts on a cold cache
+        base = f"http://{HOST}:{port}"
+        mix = scenario.load_mix(cell.ms)
         request = LoadRequest(
-            url=f"http://{HOST}:{port}{scenario.load_path(cell.ms)}",
+            url=f"{base}{mix[0].path}",
+            targets=tuple(
+                HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
+                for r in mix
+            )
+            if scenario.requests
+            else (),
             connections=cell.connections,
             threads=cell.threads,
             duration_s=cell.duration,
             timeout_s=cell.timeout,
             cores=self.plan.cores.load,
             tool=cell.tool,
+            keep_alive=self.keep_alive,
         )
         try:
-            if self.plan.recipe.warmup > 0:
+            if self.plan.recipe.warmup > 0 and not warm:
                 warmup = dataclasses.replace(request, duration_s=self.plan.recipe.warmup)
                 run_tool(warmup, self.registry, workdir)
                 self._check_alive(server, cell)
@@ -418,6 +543,9 @@ class Execution:
                     rate = self._target_rate(server, port, cell, round_index, request, workdir)
                     if rate is None:
                         return
+                if self.measure_alone and rate is None:
+                    alone = dataclasses.replace(request, connections=1, duration_s=1)
+                    self._measure(server, cell, round_index, alone, workdir, None, "alone")
                 record = self._measure(server, cell, round_index, request, workdir, rate)
                 figure = (
                     f"{record.throughput_rps:,.0f} req/s"
@@ -429,11 +557,22 @@ class Execution:
             self._fail(cell, f"load tool failed: {exc}")
             return
         if cell not in self.failed:
-            self.reporter.trial(position, len(self.plan.cells), round_index, cell, figure)
+            self.reporter.trial(
+                position, len(self.cells), round_index, cell, figure, self.seconds_left()
+            )
+
+    def seconds_left(self) -> float:
+        """The planned rounds not yet done, at this machine's step costs (this run's own
+        folded in as it goes)."""
+        live = [c for c in self.rounds_planned if c not in self.failed]
+        done = {c: self.done_rounds(c) for c in live}
+        left = {c: max(0, self.rounds_planned[c] - done[c]) for c in live}
+        return estimate(live, left, done, self.plan.recipe.warmup, self.costs).total_s
 
     def _verified(self, server: ManagedProcess, port: int, cell: Cell, what: str) -> bool:
-        expectations = SCENARIOS[cell.scenario].expectations(cell.ms)
-        problem = verify(HOST, port, expectations, timeout=SETTLE_TIMEOUT_S)
+        expectations = self.scenarios[cell.scenario].expectations(cell.ms)
+        with self.costs.timed("verify"):
+            problem = verify(HOST, port, expectations, timeout=SETTLE_TIMEOUT_S)
         if problem:
             self._check_alive(server, cell)
             self._fail(cell, f"{what}: {problem}")
@@ -451,7 +590,7 @@ class Execution:
         probe: str | None = None,
     ) -> TrialRecord:
         """One trial of the load tool with the monitors beside it, stored the moment it ends."""
-        scenario = SCENARIOS[cell.scenario]
+        scenario = self.scenarios[cell.scenario]
         request = dataclasses.replace(request, rate=rate)
         cache_before = self._cache_counters(scenario.needs_cache)
         cores = self.plan.cores
@@ -464,9 +603,22 @@ class Execution:
                 StealSampler(cores.server, cores.load) as steal,
                 PeakSampler(probes) as peaks,
             ):
-                started_at = now()
+                started_at, began = now(), time.monotonic()
                 result = run_tool(request, self.registry, workdir)
                 finished.enter_context(signals_deferred())
+                if result.requests == 0 and rate is None:
+                    kinds = ", ".join(
+                        f"{kind} {count:,}"
+                        for kind, count in vars(result.errors).items() if count
+                    )  # fmt: skip
+                    raise LoadToolError(
+                        f"{request.tool} completed no request in {result.duration_s:.1f} s "
+                        f"({kinds or 'and counted no error: it waited the whole trial'}); "
+                        "a trial without a request is no measurement"
+                    )
+                self.costs.record(
+                    f"overhead:{request.tool}", time.monotonic() - began - request.duration_s
+                )
             self._check_alive(server, cell)
             for name, error in peaks.errors.items():
                 self.reporter.status(

@@ -14,12 +14,24 @@ NOT_FOUND_BODY = b'{"code":404,"message":"not found","data":{}}'
 
 @dataclass(frozen=True)
 class Expectation:
-    """One request of the contract and the exact answer it must get."""
+    """One request and the answer it must get: the contract's exact answer (media type,
+    Content-Length, Date, body byte for byte), or — for a user's own app — a status and,
+    optionally, a substring of the body or a key of its JSON."""
 
     path: str
-    content_type: str
-    body: bytes
+    content_type: str | None
+    body: bytes | None  # the exact body; None: not checked
     status: int = 200
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    request_body: bytes | None = None
+    body_contains: bytes | None = None
+    json_key: str | None = None  # a dotted path that must exist in the JSON body
+    contract: bool = True  # the reference contract's framing checks apply
+    weight: int = 1  # share of the load mix (a user's requests)
+
+    def describe(self) -> str:
+        return f"{self.method} {self.path}"
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,8 @@ class Scenario:
     description: str
     needs_database: bool = False
     needs_cache: bool = False
+    # A user's own requests (benchlab tune), instead of the contract's.
+    requests: tuple[Expectation, ...] = ()
     param: str | None = None  # the recipe's [params] key whose value goes into the URL
     param_label: str = ""  # how the value is named in reports: delay, sleep, cpu
     unit: str = "ms"
@@ -40,7 +54,13 @@ class Scenario:
 
     def expectations(self, value: int | None = None) -> list[Expectation]:
         """The requests verification makes; the first is also the one the load tool sends."""
+        if self.requests:
+            return list(self.requests)
         return _EXPECTATIONS[self.name](value)
+
+    def load_mix(self, value: int | None = None) -> list[Expectation]:
+        """What the load tool sends: the first contract request, or the user's weighted mix."""
+        return list(self.requests) if self.requests else self.expectations(value)[:1]
 
 
 def _not_found(path: str) -> Expectation:

@@ -234,6 +234,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("rate_share", "REAL"),  # rate cells given as a share of their own capacity, in %
         ("closed_capacity_rps", "REAL"),  # the closed-loop probe of a share or a search
         ("timeout_s", "INTEGER"),
+        ("facts", "TEXT"),  # JSON: framework, server, worker model (and a tune's command)
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -385,6 +386,7 @@ class Store:
         label: str,
         capacity: int | None = None,
         db_pool_limit: int | None = None,
+        facts: dict[str, Any] | None = None,
     ) -> int:
         return _insert(
             self.db,
@@ -413,6 +415,7 @@ class Store:
                 "target_rate": cell.rate,
                 "rate_share": cell.rate_share,
                 "timeout_s": cell.timeout,
+                "facts": json.dumps(facts or {}),
             },
         )
 
@@ -442,6 +445,16 @@ class Store:
 
     def add_capacity(self, cell_id: int, record: CapacityRecord) -> None:
         _insert(self.db, "capacities", {"cell_id": cell_id, **dataclasses.asdict(record)})
+
+    def reopen_run(self, run_id: str) -> str:
+        """Continue an earlier run (benchlab tune --resume): its finished work is kept."""
+        row = self.run(run_id)
+        self.db.execute(
+            "UPDATE runs SET status = 'running', status_reason = NULL, ended_at = NULL"
+            " WHERE id = ?",
+            (row["id"],),
+        )
+        return str(row["id"])
 
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import time
 
 from benchlab.scenarios import Expectation
@@ -23,13 +24,18 @@ def _verify_one(host: str, port: int, expected: Expectation, timeout: float) -> 
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
-            conn.request("GET", expected.path)
+            conn.request(
+                expected.method,
+                expected.path,
+                body=expected.request_body,
+                headers=dict(expected.headers),
+            )
             response = conn.getresponse()
             body = response.read()
         finally:
             conn.close()
     except (OSError, http.client.HTTPException) as exc:
-        return f"GET {expected.path} failed: {exc.__class__.__name__}: {exc}"
+        return f"{expected.describe()} failed: {exc.__class__.__name__}: {exc}"
     return check_response(
         expected,
         status=response.status,
@@ -41,9 +47,11 @@ def _verify_one(host: str, port: int, expected: Expectation, timeout: float) -> 
 def check_response(
     expected: Expectation, *, status: int, headers: dict[str, str], body: bytes
 ) -> str | None:
-    where = f"GET {expected.path}"
+    where = expected.describe()
     if status != expected.status:
         return f"{where}: status {status}, expected {expected.status} (body {body[:200]!r})"
+    if not expected.contract:
+        return _check_users(expected, where, body)
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != expected.content_type:
         got = headers.get("content-type", "none")
@@ -57,6 +65,22 @@ def check_response(
         return f"{where}: no Date header"
     if body != expected.body:
         return f"{where}: body {body[:120]!r}, expected {expected.body!r}"
+    return None
+
+
+def _check_users(expected: Expectation, where: str, body: bytes) -> str | None:
+    """A user's own check: a substring of the body, a key of its JSON."""
+    if expected.body_contains is not None and expected.body_contains not in body:
+        return f"{where}: body {body[:200]!r} does not contain {expected.body_contains!r}"
+    if expected.json_key is not None:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return f"{where}: body {body[:200]!r} is not JSON (expected key {expected.json_key!r})"
+        for part in expected.json_key.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return f"{where}: JSON body {body[:200]!r} has no key {expected.json_key!r}"
+            value = value[part]
     return None
 
 
@@ -77,3 +101,22 @@ def wait_until_answering(host: str, port: int, alive, timeout: float) -> str | N
         except (OSError, http.client.HTTPException):
             time.sleep(0.1)
     return f"did not answer on port {port} within {timeout:.0f} s"
+
+
+def keeps_alive(host: str, port: int, path: str, timeout: float = 10.0) -> bool:
+    """Whether the server keeps a connection open after an answer: HTTP/1.1 without
+    `Connection: close`, or HTTP/1.0 with `Connection: keep-alive` asked and answered."""
+    try:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException):
+        return True  # verification reports the failure; assume the common case here
+    connection = (response.getheader("Connection") or "").lower()
+    if response.version >= 11:
+        return "close" not in connection
+    return "keep-alive" in connection

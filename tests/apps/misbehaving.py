@@ -6,6 +6,12 @@ flaky: right answers at first (readiness, verification), then every second reque
 slow: right answers, each after $BENCHLAB_SLOW_MS milliseconds of busy work.
 mix: right answers after a known mix of waits, by request number: of every 200, one waits
     80 ms, seven wait 20 ms, the rest 2 ms (so p50 = 2, p99 = 20, max = 80, mean ~3 ms).
+ok: right answers at once (a healthy server, a thread per connection).
+sleepy: right answers, each after a 1 s wait (slow but well-behaved).
+stall: the first request of a connection gets a right answer (keep-alive, with its length);
+    the next one sent down that connection is read and never answered, and the connection
+    closes a second later: a client that reuses connections waits outside the requests it
+    times.
 """
 
 import http.server
@@ -31,6 +37,21 @@ BODIES = {
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def handle(self) -> None:
+        if mode != "stall":
+            super().handle()
+            return
+        self.handle_one_request()
+        if self.close_connection:
+            return
+        self.connection.settimeout(2.0)
+        try:
+            self.connection.recv(65536)  # the next request: swallowed
+        except OSError:
+            return
+        time.sleep(1.0)
+
     # TCP_NODELAY: headers and body go out in separate writes, and without it Nagle's
     # algorithm waits for the client's delayed ACK (about 40 ms a response).
     disable_nagle_algorithm = True
@@ -40,6 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         status = 200 if self.path in BODIES else 404
         if mode == "flaky" and (n := next(COUNTER)) > 5 and n % 2 == 1:
             status, body = 500, b"flaky"
+        if mode == "sleepy":
+            time.sleep(1.0)
         if mode == "mix":
             n = next(COUNTER) % 200
             time.sleep(0.080 if n == 0 else 0.020 if n <= 7 else 0.002)
@@ -48,6 +71,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             while time.perf_counter() < deadline:
                 pass
         self.send_response_only(status)
+        if self.request_version == "HTTP/1.0" and not self.close_connection:
+            self.send_header("Connection", "keep-alive")  # as HTTP/1.0 keep-alive asks (ab -k)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Date", formatdate(usegmt=True))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchlab.analysis.stats import Ratio, ratio_interval
+from benchlab.analysis.evidence import Evidence
+from benchlab.analysis.stats import Ratio
 from benchlab.figures import Better, Figure
 
 
@@ -32,6 +33,7 @@ class CellChange:
     # change; failed in B, missing in B (A measured it); not comparable (A has no trials)
     verdict: str
     figure: Figure
+    why: str = ""  # for no significant change: too few trials, within the noise, too small
 
     def regressed_beyond(self, pct: float) -> bool:
         """Worse by more than `pct` % even at the best end of its interval, or broken in B."""
@@ -47,28 +49,33 @@ class CellChange:
 LOST = ("failed in B", "missing in B")
 
 
-def compare_cells(a: Sequence[Side], b: Sequence[Side], figure: Figure) -> list[CellChange]:
-    """Cells are matched by their key (stack, flavour, scenario, load, parameters)."""
+def compare_cells(
+    a: Sequence[Side], b: Sequence[Side], figure: Figure, evidence: Evidence
+) -> list[CellChange]:
+    """Cells are matched by their key (stack, flavour, scenario, load, parameters); a change
+    is declared by the evidence rule (enough trials, an interval, a practical effect)."""
     after = {side.key: side for side in b}
     changes = []
     for cell in a:
         before = list(cell.samples)
         other = after.get(cell.key)
         values = list(other.samples) if other else []
-        ratio = ratio_interval(values, before) if before and values else None
+        judgement = evidence.judge(values, before, figure) if before and values else None
+        ratio = judgement.ratio if judgement else None
+        why = ""
         if before and other is None:
             verdict = "missing in B"
         elif before and not values:
             verdict = "failed in B"
-        elif ratio is None:
+        elif judgement is None or ratio is None:
             verdict = "not comparable"
-        elif not ratio.significant:
-            verdict = "no significant change"
+        elif not judgement.decided:
+            verdict, why = "no significant change", judgement.why
         else:
-            verdict = "faster" if figure.wins(ratio.value) else "slower"
+            verdict = "faster" if judgement.verdict == "a" else "slower"
         changes.append(
             CellChange(
-                cell.key, cell.label, cell.scenario, cell.connections, ratio, verdict, figure
+                cell.key, cell.label, cell.scenario, cell.connections, ratio, verdict, figure, why
             )
         )
     return changes

@@ -85,11 +85,16 @@ class Ratio:
     low: float
     high: float
     confidence: float
+    fewest: int = 2  # trials on the side with fewer: with 1, there is no interval at all
+
+    @property
+    def has_interval(self) -> bool:
+        return self.fewest > 1
 
     @property
     def significant(self) -> bool:
         """The interval excludes 1: the two differ beyond what their trials' spread allows."""
-        return self.low > 1.0 or self.high < 1.0
+        return self.has_interval and (self.low > 1.0 or self.high < 1.0)
 
 
 def ratio_interval(
@@ -112,7 +117,13 @@ def ratio_interval(
         # Too few trials for a bootstrap to be honest (it would be too narrow). The ranges
         # miss each other by chance, when nothing changed, with probability 2 / C(nA+nB, nA).
         chance = 2 / math.comb(len(top) + len(bottom), len(bottom))
-        return Ratio(value, min(top) / max(bottom), max(top) / min(bottom), max(0.0, 1 - chance))
+        return Ratio(
+            value,
+            min(top) / max(bottom),
+            max(top) / min(bottom),
+            max(0.0, 1 - chance),
+            min(len(top), len(bottom)),
+        )
     rng = random.Random(seed)
     ratios = sorted(
         statistics.median(rng.choices(top, k=len(top)))
@@ -122,4 +133,4 @@ def ratio_interval(
     tail = (1.0 - confidence) / 2.0
     low = ratios[int(tail * (len(ratios) - 1))]
     high = ratios[int((1.0 - tail) * (len(ratios) - 1))]
-    return Ratio(value, low, high, confidence)
+    return Ratio(value, low, high, confidence, min(len(top), len(bottom)))

@@ -56,6 +56,18 @@ class CellFigures:
     latency_last_ms: float | None = None  # ... and of its last (medians over trials)
     schedule_lag_ms: float | None = None  # the latest a request was sent past its due time
     p99_ms: float | None = None
+    # How long a request waits when it is alone (a user's app: its latency at one
+    # connection); the contract's sleep and db-delay wait their `ms`.
+    alone_ms: float | None = None
+    mean_latency_ms: float | None = None  # the tool's own mean (closed loop)
+    tool: str = ""
+    latency_resolution_ms: float = 0.0  # the tool's: a mean below it cannot be checked
+
+    @property
+    def wait_ms(self) -> float | None:
+        if self.scenario in WAITING_SCENARIOS:
+            return float(self.ms) if self.ms else None
+        return self.alone_ms
 
 
 def verdicts(
@@ -63,8 +75,8 @@ def verdicts(
 ) -> list[Verdict]:
     """Every verdict that applies; `adaptive`: the recipe allowed more trials (max_trials)."""
     checks = (
-        _errors, _client_bound, _rate_not_delivered, _generator_lag, _falling_behind,
-        _server_saturated,
+        _errors, _tool_stalled, _client_bound, _rate_not_delivered, _generator_lag,
+        _falling_behind, _server_saturated,
         _blocked, _littles_law, _pool_exhausted,
     )  # fmt: skip
     found = [check(cell) for check in checks]
@@ -83,6 +95,38 @@ def _errors(cell: CellFigures) -> Verdict | None:
         "errors", f"{100 * failed / attempts:.1f}% of requests failed ({kinds}): the figure "
         "counts failures as answers"
     )  # fmt: skip
+
+
+TOOL_BUSY = 0.5  # in a closed loop, under half the connections busy with a request
+
+
+def consistency_checkable(cell: CellFigures) -> bool:
+    """Whether the tool reported a mean latency fine enough to check its figures with."""
+    return (
+        cell.mean_latency_ms is not None
+        and cell.mean_latency_ms >= cell.latency_resolution_ms
+        and cell.connections >= 1
+    )
+
+
+def _tool_stalled(cell: CellFigures) -> Verdict | None:
+    """Little's law on the client side: in a closed loop every connection always has one
+    request in flight, so throughput × mean latency is close to the connections held open.
+    Far below, the tool spent its time somewhere other than in requests."""
+    if cell.mode != "closed" or not consistency_checkable(cell):
+        return None
+    in_flight = cell.throughput_rps * cell.mean_latency_ms / 1000
+    if in_flight >= TOOL_BUSY * cell.connections:
+        return None
+    idle = 100 * (1 - in_flight / cell.connections)
+    return Verdict(
+        "tool-stalled",
+        f"{cell.throughput_rps:,.1f} req/s × {cell.mean_latency_ms:,.1f} ms mean latency = "
+        f"{in_flight:,.2f} requests in flight, against {cell.connections:,} connections held "
+        f"open: {cell.tool or 'the load tool'} spent {idle:.0f}% "
+        "of its time outside the requests it timed (waiting on a socket, reconnecting), so "
+        "this throughput is the tool's, not the server's",
+    )
 
 
 def _load_saturated(cell: CellFigures) -> bool:
@@ -174,16 +218,15 @@ def _server_share(cell: CellFigures) -> float | None:
 
 
 def _littles_bound(cell: CellFigures, concurrency: int) -> float | None:
-    if cell.scenario not in WAITING_SCENARIOS or not cell.ms:
-        return None
-    return concurrency / (cell.ms / 1000)
+    wait = cell.wait_ms
+    return None if not wait else concurrency / (wait / 1000)
 
 
 def _blocked(cell: CellFigures) -> Verdict | None:
     share = _server_share(cell)
     if cell.mode != "closed" or share is None or share >= IDLE_SERVER:
         return None
-    if cell.scenario in WAITING_SCENARIOS:
+    if cell.wait_ms is not None:
         # What the launch could hold at once: its own limit, the clients, and (db-delay) the
         # database pool — a pool that caps the figure is pool-exhausted, not blocked.
         limits = [cell.connections]
@@ -194,7 +237,7 @@ def _blocked(cell: CellFigures) -> Verdict | None:
         bound = _littles_bound(cell, min(limits))
         if bound is None or cell.throughput_rps >= FAR_BELOW * bound:
             return None
-        holding = cell.throughput_rps * cell.ms / 1000 if cell.ms else 0
+        holding = cell.throughput_rps * cell.wait_ms / 1000
         return Verdict(
             "blocked",
             f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
@@ -214,6 +257,17 @@ def _blocked(cell: CellFigures) -> Verdict | None:
     )
 
 
+def _binding_limit(cell: CellFigures) -> tuple[str, int]:
+    """The limit on requests in progress that is reached first: the clients, the server's
+    own concurrency (workers × threads), or the database pool (db-delay)."""
+    limits = [(f"the {cell.connections:,} clients", cell.connections)]
+    if cell.capacity is not None:
+        limits.append((f"its own concurrency ({cell.capacity:,} requests at once)", cell.capacity))
+    if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
+        limits.append((f"its database pool ({cell.db_pool_limit:,} sessions)", cell.db_pool_limit))
+    return min(limits, key=lambda limit: limit[1])
+
+
 def _littles_law(cell: CellFigures) -> Verdict | None:
     bound = _littles_bound(cell, cell.connections)
     share = _server_share(cell)
@@ -222,11 +276,18 @@ def _littles_law(cell: CellFigures) -> Verdict | None:
     fraction = cell.throughput_rps / bound
     if fraction >= FAR_BELOW:
         return None
+    name, value = _binding_limit(cell)
+    if value == cell.connections:
+        return None  # no limit of its own explains it: that is `blocked`, if anything
+    if "pool" in name and _pool_exhausted(cell) is not None:
+        return None  # pool-exhausted says it
+    most = _littles_bound(cell, value) or 0.0
     return Verdict(
         "littles-law",
-        f"{cell.throughput_rps:,.0f} req/s is {100 * fraction:.0f}% of Little's law's "
-        f"{bound:,.0f} ({cell.connections:,} connections ÷ {cell.ms} ms) while the server's "
-        f"CPU was at {100 * share:.0f}%: its concurrency, not its speed, is the limit",
+        f"{cell.throughput_rps:,.0f} req/s is {100 * fraction:.0f}% of what {cell.connections:,} "
+        f"connections could carry ({bound:,.0f}: connections ÷ {cell.wait_ms:,.3g} ms) while the "
+        f"server's CPU was at {100 * share:.0f}%: the limit reached first is {name}, "
+        f"{most:,.0f} req/s at most",
     )
 
 

@@ -22,6 +22,17 @@ class LoadToolError(BenchlabError):
 
 
 @dataclass(frozen=True)
+class HttpTarget:
+    """One request of a mix, sent `weight` times in every round of the mix."""
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    weight: int = 1
+
+
+@dataclass(frozen=True)
 class LoadRequest:
     url: str
     connections: int  # closed loop: connections held open; fixed rate: the most it may open
@@ -31,12 +42,18 @@ class LoadRequest:
     cores: tuple[int, ...]
     tool: str = "wrk"
     rate: float | None = None  # requests per second on a fixed schedule; None: closed loop
+    # A mix of requests (a user's app); empty: GET `url` only, what every tool can send.
+    targets: tuple[HttpTarget, ...] = ()
+    # Whether the server keeps connections open (learnt at verification): a server that
+    # answers `Connection: close` (or HTTP/1.0 without keep-alive) does not.
+    keep_alive: bool = True
 
 
 class LoadTool(Protocol):
     name: str
     install: str  # how to get it: the Debian package, or the benchlab command that builds it
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
+    latency_resolution_ms: float  # the finest latency it reports
     # Fresh attempts after the tool hangs without a result (a known upstream deadlock).
     hang_retries: int
     build: Callable[[], object] | None  # builds it into benchlab's cache (None: a package)
@@ -60,6 +77,7 @@ class DebianTool:
     can_pace = False
     hang_retries = 0
     build = None
+    latency_resolution_ms = 0.001
 
     @property
     def install(self) -> str:
@@ -77,6 +95,8 @@ def run_load(
 ) -> LoadResult:
     if tool.executable() is None:
         raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
+    if request.targets and not tool.can_pace:
+        raise LoadToolError(f"{tool.name} sends one GET only; a mix of requests needs vegeta")
     log = workdir / f"{tool.name}.out"
     for _attempt in range(tool.hang_retries + 1):
         log.unlink(missing_ok=True)

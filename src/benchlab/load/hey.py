@@ -19,6 +19,7 @@ def _seconds_ms(pattern: str, text: str) -> float | None:
 class Hey(DebianTool):
     name = "hey"
     package = "hey"
+    latency_resolution_ms = 0.1  # tenths of a millisecond
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

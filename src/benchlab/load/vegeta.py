@@ -14,7 +14,9 @@ Built from source by `benchlab build` (a pinned version from the Go module proxy
 
 from __future__ import annotations
 
+import base64
 import csv
+import json
 import os
 import statistics
 import subprocess
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from benchlab.cache import cache_dir
 from benchlab.load import histogram
-from benchlab.load.base import LoadRequest, LoadToolError
+from benchlab.load.base import HttpTarget, LoadRequest, LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 MODULE = "github.com/tsenart/vegeta/v12"
@@ -67,6 +69,7 @@ class Vegeta:
     install = "benchlab build (./lab setup runs it)"
     can_pace = True
     hang_retries = 0
+    latency_resolution_ms = 0.001
 
     @staticmethod
     def build() -> Path:
@@ -80,8 +83,8 @@ class Vegeta:
         return load_cores  # Go runs on every core it is pinned to
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
-        targets = workdir / "vegeta-targets.txt"
-        targets.write_text(f"GET {request.url}\n")
+        targets = workdir / "vegeta-targets.json"
+        targets.write_text(_targets_json(request))
         if request.rate is None:
             # Closed loop: exactly `connections` workers, each sending when its last returns.
             pacing = ["-rate=0", f"-workers={request.connections}",
@@ -90,7 +93,7 @@ class Vegeta:
             # Per 10 s so that a rate like 152.5 req/s is kept exactly.
             pacing = [f"-rate={round(request.rate * 10)}/10s"]
         return [
-            str(binary()), "attack", f"-targets={targets}", *pacing,
+            str(binary()), "attack", "-format=json", f"-targets={targets}", *pacing,
             f"-duration={request.duration_s}s", f"-timeout={request.timeout_s}s",
             f"-max-connections={request.connections}", f"-connections={request.connections}",
             "-max-body=0", "-http2=false", "-keepalive=true",
@@ -112,6 +115,24 @@ class Vegeta:
         finally:
             encoded.unlink(missing_ok=True)
             (workdir / "vegeta.bin").unlink(missing_ok=True)
+
+
+def _targets_json(request: LoadRequest) -> str:
+    """vegeta's JSON targets, one per line; a target of weight N is listed N times (vegeta
+    goes round the list in order, so the mix holds in every round of it)."""
+    targets = request.targets or (HttpTarget("GET", request.url),)
+    lines = []
+    for target in targets:
+        line: dict[str, object] = {"method": target.method, "url": target.url}
+        if target.headers:
+            headers: dict[str, list[str]] = {}
+            for name, value in target.headers:
+                headers.setdefault(name, []).append(value)
+            line["header"] = headers
+        if target.body:
+            line["body"] = base64.b64encode(target.body).decode()
+        lines += [json.dumps(line)] * target.weight
+    return "\n".join(lines) + "\n"
 
 
 def _error_kind(error: str) -> str:

@@ -106,7 +106,7 @@ TYPE_COLOURS = {
 
 
 def _type_of(cell: CellSummary) -> str:
-    kind = stack_facts(cell.stack)[2]
+    kind = stack_facts(cell)[2]
     return kind if kind in TYPE_COLOURS else "Sync"
 
 
@@ -234,7 +234,7 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
         return None
     stacks = list(dict.fromkeys(c.stack_label for c in summary.cells))
     by_key = {(c.stack_label, c.grid): c for c in summary.cells}
-    best = {p: summary.rankings[p][0][1] for p in points}  # rankings are best first
+    best = {p: summary.rankings[p][0].value for p in points}  # rankings are best first
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
     figure = summary.ranked_by
     with rc_context(STYLE):
@@ -294,14 +294,14 @@ def rank_chart(summary: RunSummary) -> Chart | None:
         return None
     colours = _colours(summary)
     flipping = {label for flip in summary.flips for label in (flip.a, flip.b)}
-    stacks = list(dict.fromkeys(label for p in points for label, _ in summary.rankings[p]))
+    stacks = list(dict.fromkeys(placed.label for p in points for placed in summary.rankings[p]))
     with rc_context(STYLE):
         figure = Figure(figsize=(WIDTH_IN, 1.2 + 0.42 * len(stacks)), layout="constrained")
         ax = figure.subplots()
         for stack in stacks:
             xs, ranks = [], []
             for x, point in enumerate(points):
-                order = [label for label, _ in summary.rankings[point]]
+                order = [placed.label for placed in summary.rankings[point]]
                 if stack in order:
                     xs.append(x)
                     ranks.append(order.index(stack) + 1)
@@ -482,8 +482,55 @@ def curve_chart(summary: RunSummary) -> Chart | None:
         )
 
 
+def pareto_chart(summary: RunSummary) -> Chart | None:
+    """A tune's candidates: capacity against memory, the Pareto front marked (nothing else
+    holds more load for less memory)."""
+    if summary.options.tune is None:
+        return None
+    from benchlab.tune.recommend import candidate_results
+
+    points = [
+        c for c in candidate_results(summary) if c.capacity is not None and c.rss_mb is not None
+    ]
+    if not points:
+        return None
+    front = []
+    for c in sorted(points, key=lambda c: (c.rss_mb, -c.capacity.median)):
+        if not front or c.capacity.median > front[-1].capacity.median:
+            front.append(c)
+    with rc_context(STYLE):
+        chart = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
+        ax = chart.subplots()
+        for c in points:
+            e = c.capacity
+            on_front = c in front
+            ax.errorbar(
+                c.rss_mb, e.median,
+                yerr=[[e.median - e.low], [e.high - e.median]] if e.n > 1 else None,
+                fmt="o", color=PALETTE[0] if on_front else "#9aa5b1", ecolor="#555",
+                capsize=3, markersize=7 if on_front else 5,
+            )  # fmt: skip
+            ax.annotate(c.label, (c.rss_mb, e.median), xytext=(6, 4), textcoords="offset points",
+                        fontsize=8)  # fmt: skip
+        ax.step([c.rss_mb for c in front], [c.capacity.median for c in front], where="post",
+                color=PALETTE[0], linewidth=1.2, alpha=0.7)  # fmt: skip
+        ax.set_xlabel("peak memory of the server's processes, MB")
+        ax.set_ylabel("capacity under the SLO, req/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        return Chart(
+            "pareto",
+            "Capacity against memory",
+            _svg(chart, "Capacity under the SLO against memory per candidate"),
+            "Each candidate searched: its capacity (whiskers: interval) against its peak RSS. "
+            "The blue points and step line are the Pareto front: no other candidate holds more "
+            "load in as little memory.",
+        )
+
+
 def all_charts(summary: RunSummary) -> list[Chart]:
     made = (
+        pareto_chart(summary),
         capacity_chart(summary),
         curve_chart(summary),
         throughput_chart(summary),

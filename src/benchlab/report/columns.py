@@ -38,6 +38,11 @@ def estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
 def ratio_text(ratio: Ratio | None, percent: bool = False) -> str:
     if ratio is None:
         return ""
+    if ratio.value == ratio.low == ratio.high == 1.0 and ratio.confidence == 1.0:
+        return "1.00 (the baseline)" if not percent else "100% (itself)"
+    if not ratio.has_interval:
+        shown = f"{100 * ratio.value:.0f}%" if percent else f"{ratio.value:.2f}"
+        return f"{shown} (1 trial: no interval)"
     if percent:
         return f"{100 * ratio.value:.0f}% [{100 * ratio.low:.0f}–{100 * ratio.high:.0f}]"
     return f"{ratio.value:.2f} [{ratio.low:.2f}–{ratio.high:.2f}]"

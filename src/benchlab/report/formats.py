@@ -40,8 +40,9 @@ def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
 def interval_note(summary: RunSummary) -> str:
     estimates = [c.estimate(c.ranked_by) for c in summary.cells]
     measured = [e for e in estimates if e is not None and e.n > 1]
+    rule = f" Rankings and flips: {summary.options.evidence.describe()}."
     if not measured:
-        return f"Intervals: {METHOD}."
+        return f"Intervals: {METHOD}; a cell with 1 trial has no interval.{rule}"
     levels = sorted({round(e.confidence * 100) for e in measured})
     text = ", ".join(f"{level}%" for level in levels)
     note = f"Medians over trials with their interval (coverage {text}); {METHOD}."
@@ -49,7 +50,7 @@ def interval_note(summary: RunSummary) -> str:
         note += (
             " Fewer than 6 trials cannot reach 95%: the interval is min–max with its real coverage."
         )
-    return note
+    return note + rule
 
 
 def method_notes(summary: RunSummary) -> list[str]:
@@ -65,6 +66,20 @@ def method_notes(summary: RunSummary) -> list[str]:
         notes.append(
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "median over search replicates [interval]; latency and CPU shown at that rate."
+        )
+    from benchlab.load import TOOLS
+
+    coarse = sorted(
+        {
+            c.tool for c in summary.cells
+            if c.mode == "closed" and c.tool in TOOLS and c.value(F.LAT_MEAN) is not None
+            and c.value(F.LAT_MEAN) < TOOLS[c.tool].latency_resolution_ms
+        }
+    )  # fmt: skip
+    if coarse:
+        notes.append(
+            f"Not checked for tool-stalled: {', '.join(coarse)} cells whose mean latency is under "
+            "the tool's resolution (siege times to 10 ms, hey to 0.1 ms)."
         )
     sources = {c.cpu_source for c in summary.cells if c.cpu_source}
     if sources:
@@ -109,14 +124,13 @@ def stack_type(worker_model: str, flavour: str | None) -> str:
     return kind
 
 
-def stack_facts(stack: str, flavour: str | None = None) -> tuple[str, str, str]:
-    """Framework, server and type of a stack, from the catalogue ('?' if it left it)."""
-    from benchlab.stacks import CATALOGUE
-
-    entry = CATALOGUE.get(stack)
-    if entry is None:
-        return stack, "?", "?"
-    return entry.framework, entry.server, stack_type(entry.worker_model, flavour)
+def stack_facts(cell: CellSummary) -> tuple[str, str, str]:
+    """Framework, server and type of a cell's stack, as stored with it ('?' if unknown)."""
+    facts = cell.facts
+    if not facts:
+        return cell.stack, "?", "?"
+    kind = stack_type(str(facts.get("worker_model", "")), cell.flavour)
+    return str(facts.get("framework", "?")), str(facts.get("server", "?")), kind
 
 
 def relative_groups(summary: RunSummary) -> list[tuple[str, list[CellSummary]]]:
@@ -142,7 +156,7 @@ def relative_rows(summary: RunSummary) -> list[tuple[str, list[str], list[list[s
         header += ["P50 ms", "P99 ms"] + (["#DB"] if show_db else [])
         rows = []
         for cell in cells:
-            framework, server, kind = stack_facts(cell.stack, cell.flavour)
+            framework, server, kind = stack_facts(cell)
             row = [framework, server, kind, str(cell.workers), ratio_text(cell.ratio(F.RELATIVE)),
                    F.P50.format(cell.value(F.P50)), F.P99.format(cell.value(F.P99))]  # fmt: skip
             row += [F.DB_SESSIONS.format(cell.value(F.DB_SESSIONS))] if show_db else []
@@ -161,14 +175,20 @@ def relative_markdown(summary: RunSummary) -> list[str]:
 
 
 def ranking_lines(summary: RunSummary) -> list[str]:
-    """Per grid point with more than one stack, the stacks best first."""
+    """Per grid point with more than one stack, the stacks best first: '>' where one is
+    ahead of the next by the evidence rule, '≈' where they tie."""
     figure = summary.ranked_by
-    return [
-        f"{point.text()}: "
-        + " > ".join(f"{label} ({figure.format(value)})" for label, value in order)
-        for point, order in summary.rankings.items()
-        if len(order) > 1
-    ]
+    lines = []
+    for point, order in summary.rankings.items():
+        if len(order) < 2:
+            continue
+        text = f"{order[0].label} ({figure.format(order[0].value)})"
+        for placed in order[1:]:
+            text += (
+                f" {'>' if placed.behind else '≈'} {placed.label} ({figure.format(placed.value)})"
+            )
+        lines.append(f"{point.text()}: {text}")
+    return lines
 
 
 def flip_lines(summary: RunSummary) -> list[str]:
@@ -224,7 +244,31 @@ def _run_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
+def _render_tune(summary: RunSummary, console: Console) -> None:
+    from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
+
+    for line in _run_lines(summary):
+        console.print(line, markup=False, highlight=False)
+    table = Table(title=f"benchlab · {summary.run['recipe_name']}", title_justify="left")
+    for name in CANDIDATE_HEADER:
+        left = name in ("candidate", "status", "verdicts")
+        table.add_column(name, justify="left" if left else "right", overflow="fold")
+    for row in candidate_rows(summary):
+        table.add_row(*(escape(v) for v in row))
+    console.print(table)
+    for line in verdict_lines(summary):
+        console.print(line, style="yellow", markup=False, highlight=False)
+    for line in recommendation_lines(summary):
+        console.print(line, style="bold" if not line.startswith(" ") else None, markup=False,
+                      highlight=False)  # fmt: skip
+    for line in [interval_note(summary), *method_notes(summary)]:
+        console.print(line, style="dim", markup=False, highlight=False)
+
+
 def render_table(summary: RunSummary, console: Console) -> None:
+    if summary.options.tune is not None:
+        _render_tune(summary, console)
+        return
     table = Table(title=f"benchlab · {summary.run['recipe_name']}", title_justify="left")
     columns = cell_columns(summary.cells, baseline=summary.baseline)
     for column in columns:
@@ -248,6 +292,10 @@ def render_table(summary: RunSummary, console: Console) -> None:
         )
     for line in verdict_lines(summary):
         console.print(line, style="yellow", markup=False, highlight=False)
+    if summary.tool_agreement:
+        console.print("Load tools compared (the same cell under each):", style="bold")
+        for line in summary.tool_agreement:
+            console.print(f"  {line}", markup=False, highlight=False)
     rankings = ranking_lines(summary)
     if len(rankings) > 1:
         console.print(f"Rankings by grid point ({summary.ranked_by.title}):", style="bold")
@@ -255,7 +303,7 @@ def render_table(summary: RunSummary, console: Console) -> None:
             console.print(f"  {line}", markup=False, highlight=False)
     flips = flip_lines(summary)
     if flips:
-        console.print("Rank flips (each win beyond both intervals):", style="bold")
+        console.print("Rank flips (each win by the evidence rule below):", style="bold")
         for line in flips:
             console.print(f"  {line}", markup=False, highlight=False)
     for line in [interval_note(summary), *method_notes(summary)]:
@@ -267,6 +315,10 @@ def render_markdown(summary: RunSummary) -> str:
     if summary.run.get("question"):
         out += [f"> {summary.run['question']}", ""]
     out += [f"- {line}" for line in _run_lines(summary)]
+    if summary.options.tune is not None:
+        from benchlab.report.tune_report import tune_markdown
+
+        out += ["", *tune_markdown(summary), "## Every cell measured"]
     header, rows = _rows(summary, article=True)
     out += ["", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
@@ -278,6 +330,9 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    if summary.tool_agreement:
+        out += ["", "Load tools compared (the same cell under each):", ""]
+        out += [f"- {line}" for line in summary.tool_agreement]
     out += relative_markdown(summary)
     rankings = ranking_lines(summary)
     if len(rankings) > 1:
@@ -285,7 +340,8 @@ def render_markdown(summary: RunSummary) -> str:
         out += [f"- {x}" for x in rankings]
     flips = flip_lines(summary)
     if flips:
-        out += ["", "Rank flips (each win beyond both intervals):", ""] + [f"- {x}" for x in flips]
+        out += ["", "Rank flips (each win by the evidence rule below):", ""]
+        out += [f"- {x}" for x in flips]
     out += [
         "",
         interval_note(summary),
@@ -296,7 +352,12 @@ def render_markdown(summary: RunSummary) -> str:
 
 
 def render_json(summary: RunSummary) -> str:
-    return json.dumps(summary.to_json(), indent=2) + "\n"
+    data = summary.to_json()
+    if summary.options.tune is not None:
+        from benchlab.report.tune_report import tune_json
+
+        data = {**tune_json(summary), **data}
+    return json.dumps(data, indent=2) + "\n"
 
 
 # --- CSV: one row per cell, every figure of the registry flattened ----------------------------

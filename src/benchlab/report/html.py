@@ -22,6 +22,7 @@ from benchlab.report.formats import (
     stack_facts,
 )
 from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.tune_report import recommendation_context
 
 
 def _columns(summary: RunSummary) -> list[Column]:
@@ -29,9 +30,9 @@ def _columns(summary: RunSummary) -> list[Column]:
     stack."""
     columns = cell_columns(summary.cells, article=True, baseline=summary.baseline)
     facts = [
-        Column("framework", lambda c: stack_facts(c.stack)[0], lambda c: stack_facts(c.stack)[0],
+        Column("framework", lambda c: stack_facts(c)[0], lambda c: stack_facts(c)[0],
                numeric=False),
-        Column("server", lambda c: stack_facts(c.stack)[1], lambda c: stack_facts(c.stack)[1],
+        Column("server", lambda c: stack_facts(c)[1], lambda c: stack_facts(c)[1],
                numeric=False),
     ]  # fmt: skip
     return [columns[0], *facts, *columns[1:]]
@@ -149,6 +150,8 @@ def render_html(summary: RunSummary) -> str:
             interval_note=interval_note(summary),
             method_notes=method_notes(summary),
             ranked_by=summary.ranked_by,
+            tune=recommendation_context(summary),
+            tool_agreement=summary.tool_agreement,
             slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,
             ratio_method=RATIO_METHOD,

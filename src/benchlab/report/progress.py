@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from benchlab.recipe import Cell, Plan
+from benchlab.timing import minutes
 
 
 def _cell_text(cell: Cell) -> str:
@@ -21,13 +22,6 @@ class _Counter:
         self.total = 0
         self.done = 0
         self.started = time.monotonic()
-
-    def remaining_text(self) -> str:
-        if self.done == 0:
-            return "?"
-        per_trial = (time.monotonic() - self.started) / self.done
-        seconds = int(per_trial * (self.total - self.done))
-        return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 class LineReporter:
@@ -49,12 +43,15 @@ class LineReporter:
     def status(self, message: str) -> None:
         self.console.print(f"  {message}")
 
-    def trial(self, position: int, cells: int, round_index: int, cell: Cell, figure: str) -> None:
+    def trial(
+        self, position: int, cells: int, round_index: int, cell: Cell, figure: str,
+        seconds_left: float,
+    ) -> None:  # fmt: skip
         self.counter.done += 1
         self.console.print(
             f"[{self.counter.done}/{self.counter.total}] round {round_index + 1}/{self.rounds} "
             f"cell {position + 1}/{cells} {_cell_text(cell)}: {figure}"
-            f" — about {self.counter.remaining_text()} left"
+            f" — about {minutes(seconds_left)} left"
         )
 
     def extend(self, trials: int) -> None:
@@ -77,13 +74,12 @@ class BarReporter(LineReporter):
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("trials · last {task.fields[last]}"),
-            TimeRemainingColumn(),
+            TextColumn("trials · last {task.fields[last]} · about {task.fields[left]} left"),
             TextColumn("[dim]{task.fields[phase]}"),
             console=console,
             transient=False,
         )
-        self.task = self.progress.add_task("starting", total=1, last="–", phase="")
+        self.task = self.progress.add_task("starting", total=1, last="–", left="?", phase="")
 
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
         super().start(run_id, total_trials, plan)
@@ -93,7 +89,10 @@ class BarReporter(LineReporter):
     def status(self, message: str) -> None:
         self.progress.update(self.task, phase=message)
 
-    def trial(self, position: int, cells: int, round_index: int, cell: Cell, figure: str) -> None:
+    def trial(
+        self, position: int, cells: int, round_index: int, cell: Cell, figure: str,
+        seconds_left: float,
+    ) -> None:  # fmt: skip
         self.counter.done += 1
         self.progress.update(
             self.task,
@@ -103,6 +102,7 @@ class BarReporter(LineReporter):
                 f" {_cell_text(cell)}"
             ),
             last=figure,
+            left=minutes(seconds_left),
             phase="",
         )
 

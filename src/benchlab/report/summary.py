@@ -18,12 +18,12 @@ from typing import Any
 
 from benchlab import figures as F
 from benchlab.analysis.capacity import Target, misses
-from benchlab.analysis.flips import Contender, Flip, flips, rankings
+from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.relative import CEILING_STACK, Comparable, reference_cells, relative_to
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
 from benchlab.analysis.verdicts import CellFigures, Verdict, verdicts
-from benchlab.load import histogram
+from benchlab.load import TOOLS, histogram
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
 from benchlab.store import ERROR_KINDS, CapacityRecord, Store, TrialRecord
@@ -64,6 +64,7 @@ class CellSummary:
     trials: int  # trials measured (for a capacity search: replicates)
     errors: dict[str, int]
     figures: dict[str, FigureValue]
+    server_threads: int | None = None  # threads or greenlets per worker
     concurrency_limit: int | None = None  # requests the launch can hold at once
     db_pool_limit: int | None = None
     rate_share: float | None = None
@@ -77,6 +78,8 @@ class CellSummary:
     verdicts: list[Verdict] = field(default_factory=list)
     grid: GridPoint | None = None
     ranked_by: F.Figure = F.THROUGHPUT
+    facts: dict[str, Any] = field(default_factory=dict)  # framework, server, worker model
+    alone_ms: float | None = None  # median latency at one connection (benchlab tune)
 
     def value(self, figure: F.Figure) -> float | None:
         """The figure as one number: an estimate's median, a ratio's value."""
@@ -122,6 +125,7 @@ class CellSummary:
             "threads": self.threads,
             "duration_s": self.duration_s,
             "workers": self.workers,
+            "server_threads": self.server_threads,
             "flavour": self.flavour,
             "pool_size": self.pool_size,
             "ms": self.ms,
@@ -146,6 +150,7 @@ class CellSummary:
                 "latency_percentiles_ms": self.percentiles,
                 "curve": [dataclasses.asdict(p) for p in self.curve],
                 "cpu_source": self.cpu_source,
+                "facts": self.facts,
                 "concurrency_limit": self.concurrency_limit,
                 "capacity": self.concurrency_limit,  # the old name of concurrency_limit
                 "db_pool_limit": self.db_pool_limit,
@@ -178,9 +183,11 @@ class RunSummary:
     cells: list[CellSummary]
     options: RunOptions = field(default_factory=RunOptions)
     flips: list[Flip] = field(default_factory=list)
-    rankings: dict[GridPoint, list[tuple[str, float]]] = field(default_factory=dict)
+    rankings: dict[GridPoint, list[Placed]] = field(default_factory=dict)
     recipe_text: str = ""
     ranked_by: F.Figure = F.THROUGHPUT
+    # Cells measured by several tools (article 001): whether the tools agree, or which is off.
+    tool_agreement: list[str] = field(default_factory=list)
 
     @property
     def baseline(self) -> str | None:
@@ -208,13 +215,22 @@ class RunSummary:
             "ratio_method": RATIO_METHOD,
             "baseline": self.baseline,
             "target_half_width_pct": self.target_half_width_pct,
+            "evidence": self.options.evidence.describe(),
+            "tool_agreement": self.tool_agreement,
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],
             "rankings": [
                 {
                     "point": point.as_json(),
-                    "ranking": [{"stack": s, self.ranked_by.key: v} for s, v in order],
+                    "ranking": [
+                        {
+                            "stack": p.label,
+                            self.ranked_by.key: p.value,
+                            "tied_with_previous": i > 0 and not p.behind,
+                        }
+                        for i, p in enumerate(order)
+                    ],
                 }
                 for point, order in self.rankings.items()
             ],
@@ -397,6 +413,7 @@ def _summarise_cell(
         trials=replicates,
         errors=errors,
         figures=figures,
+        server_threads=cell["server_threads"],
         concurrency_limit=cell["capacity"],
         db_pool_limit=cell["db_pool_limit"],
         rate_share=cell["rate_share"] if "rate_share" in keys else None,
@@ -410,7 +427,32 @@ def _summarise_cell(
         latency_source=latency_source if trials else "",
         cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
         ranked_by=F.rank_figure(mode, options.rank_by),
+        facts=_facts(cell),
+        alone_ms=_alone_ms(all_trials),
     )
+
+
+def _alone_ms(trials: list[TrialRecord]) -> float | None:
+    alone = _estimate([t.latency_p50_ms for t in trials if t.probe == "alone"])
+    return alone.median if alone else None
+
+
+def _facts(cell: sqlite3.Row) -> dict[str, Any]:
+    """Framework, server and worker model as stored; runs stored before they were read
+    them from the catalogue."""
+    stored = cell["facts"] if "facts" in cell.keys() else None  # noqa: SIM118
+    if stored:
+        return json.loads(stored)
+    from benchlab.stacks import CATALOGUE
+
+    entry = CATALOGUE.get(cell["stack"])
+    if entry is None:
+        return {}
+    return {
+        "framework": entry.framework,
+        "server": entry.server,
+        "worker_model": entry.worker_model,
+    }
 
 
 def _analyse(
@@ -449,6 +491,10 @@ def _analyse(
         latency_last_ms=trend[1],
         schedule_lag_ms=cell.value(F.SCHEDULE_LAG),
         p99_ms=cell.value(F.P99),
+        alone_ms=cell.alone_ms,
+        mean_latency_ms=cell.value(F.LAT_MEAN),
+        tool=cell.tool,
+        latency_resolution_ms=TOOLS[cell.tool].latency_resolution_ms if cell.tool in TOOLS else 0.0,
     )
     return verdicts(figures, options.target_half_width_pct, options.adaptive)
 
@@ -486,11 +532,52 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         run=run,
         cells=cells,
         options=options,
-        flips=flips(contenders, ranked_by),
-        rankings=rankings(contenders, ranked_by),
+        flips=flips(contenders, ranked_by, options.evidence),
+        rankings=rankings(contenders, ranked_by, options.evidence),
         recipe_text=row["recipe_text"],
         ranked_by=ranked_by,
+        tool_agreement=tool_agreement(cells),
     )
+
+
+def _distance(cell: CellSummary, group: list[CellSummary]) -> float:
+    """How far a cell's throughput is from the median of the others', relatively."""
+    others = statistics.median(o.throughput.median for o in group if o is not cell)
+    return abs(cell.throughput.median - others) / max(others, 1e-9)
+
+
+def tool_agreement(cells: list[CellSummary]) -> list[str]:
+    """For each cell measured by several tools: do their throughput intervals overlap? If
+    not, the tool farthest from the others is named."""
+    groups: dict[tuple, list[CellSummary]] = {}
+    for cell in cells:
+        if cell.mode == "closed" and cell.throughput is not None and cell.grid is not None:
+            where = dataclasses.replace(cell.grid, tool="")
+            groups.setdefault((cell.stack_label, where), []).append(cell)
+    lines = []
+    for (label, where), group in groups.items():
+        if len({c.tool for c in group}) < 2:
+            continue
+        text = f"{label} {where.text()}: " + ", ".join(
+            f"{c.tool} {F.THROUGHPUT.format(c.throughput.median)}" for c in group
+        )
+        if any(c.throughput.n < 2 for c in group):
+            lines.append(f"{text} req/s (1 trial: no interval to judge agreement)")
+            continue
+        apart = [
+            (a, b) for i, a in enumerate(group) for b in group[i + 1 :]
+            if a.throughput.low > b.throughput.high or b.throughput.low > a.throughput.high
+        ]  # fmt: skip
+        if not apart:
+            lines.append(f"{text} req/s: the tools agree within their intervals")
+            continue
+
+        outlier = max(group, key=lambda c, group=group: _distance(c, group))
+        lines.append(
+            f"{text} req/s: the tools disagree beyond their intervals; {outlier.tool} is the "
+            "outlier" + (f" ({outlier.verdicts[0].name})" if outlier.verdicts else "")
+        )
+    return lines
 
 
 def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:

@@ -52,7 +52,11 @@ class Services:
         need_database: bool,
         need_cache: bool,
         status: Callable[[str], None] = lambda _: None,
+        timed: Callable[[str], contextlib.AbstractContextManager] = lambda _: (
+            contextlib.nullcontext()
+        ),
     ) -> None:
+        """Start what the cells need; `timed(name)` wraps each start (its cost is learnt)."""
         from benchlab.services.mariadb import start_mariadb
         from benchlab.services.pgbouncer import start_pgbouncer
         from benchlab.services.postgres import start_postgres
@@ -63,24 +67,28 @@ class Services:
         base = self._base_dir()
         if need_database and config.database == "postgres":
             status("starting PostgreSQL")
-            postgres = start_postgres(self.registry, base, self.cores, config.max_connections)
+            with timed("service:postgresql"):
+                postgres = start_postgres(self.registry, base, self.cores, config.max_connections)
             self.running["postgresql"] = postgres
             if config.pgbouncer:
                 status("starting pgbouncer")
-                self.running["pgbouncer"] = start_pgbouncer(
-                    self.registry, base, self.cores, postgres.port, config.pool_mode,
-                    config.pgbouncer_pool_size,
-                )  # fmt: skip
+                with timed("service:pgbouncer"):
+                    self.running["pgbouncer"] = start_pgbouncer(
+                        self.registry, base, self.cores, postgres.port, config.pool_mode,
+                        config.pgbouncer_pool_size,
+                    )  # fmt: skip
             self.database_kind = "postgres"
         elif need_database:
             status("starting MariaDB")
-            self.running["mariadb"] = start_mariadb(
-                self.registry, base, self.cores, config.max_connections
-            )
+            with timed("service:mariadb"):
+                self.running["mariadb"] = start_mariadb(
+                    self.registry, base, self.cores, config.max_connections
+                )
             self.database_kind = "mariadb"
         if need_cache:
             status("starting Redis")
-            self.running["redis"] = start_redis(self.registry, base, self.cores)
+            with timed("service:redis"):
+                self.running["redis"] = start_redis(self.registry, base, self.cores)
 
     def stack_env(self) -> dict[str, str]:
         """What a stack needs to reach the services (pgbouncer, when there, stands in front)."""

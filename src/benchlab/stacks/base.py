@@ -64,6 +64,10 @@ class Stack:
     note: str = ""
     build: Callable[[], None] | None = None
     start_timeout: float = 30.0
+    # A user's app (benchlab tune): the command line that deploys this launch, by workers
+    # and threads, and the worker class it uses.
+    deploy: Callable[[int, int | None], str] | None = None
+    worker_class: str | None = None
 
     def availability(self) -> Availability:
         if self.unavailable:
@@ -91,6 +95,19 @@ class Stack:
         if flavour == "sync" and self.threadpool:
             return workers * self.threadpool
         return None
+
+    def facts(self, workers: int, threads: int | None) -> dict[str, object]:
+        """What reports say of a launch, stored with its cells (a report needs no catalogue)."""
+        facts: dict[str, object] = {
+            "framework": self.framework,
+            "server": self.server,
+            "worker_model": self.worker_model,
+        }
+        if self.worker_class is not None:
+            facts["worker_class"] = self.worker_class
+        if self.deploy is not None:
+            facts["command"] = self.deploy(workers, threads)
+        return facts
 
     def label(self, workers: int, flavour: str | None = None, threads: int | None = None) -> str:
         note = f" ({self.note})" if self.note else ""

@@ -1,0 +1,126 @@
+"""A tune run's answer in every format: the recommendation on top, then every candidate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab import figures as F
+from benchlab.report.summary import RunSummary
+from benchlab.tune.recommend import CandidateResult, Recommendation, recommend
+
+
+def is_tune(summary: RunSummary) -> bool:
+    return summary.options.tune is not None
+
+
+def capacity_text(c: CandidateResult) -> str:
+    e = c.capacity
+    if e is None:
+        return "–"
+    if e.n == 1:
+        return f"{e.median:,.0f} (1 replicate)"
+    return f"{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
+
+
+def recommendation_lines(summary: RunSummary) -> list[str]:
+    """Plain lines: what to deploy and why."""
+    tune = summary.options.tune or {}
+    recommendation, results = recommend(summary)
+    slo = f"p99 ≤ {tune.get('slo_p99_ms', 0):g} ms"
+    if recommendation is None:
+        failed = [c for c in results if c.status == "failed"]
+        why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
+        return [f"No candidate held {slo} at any rate searched{why}."]
+    best = recommendation.best
+    lines = [
+        f"Recommended for {tune.get('target')}: {best.label} — capacity {capacity_text(best)} "
+        f"req/s with {slo}",
+        f"  deploy: {best.command}",
+        f"  why: {recommendation.reason}",
+    ]
+    if recommendation.equals:
+        lines.append(
+            "  as good within the noise (cheapest first): "
+            + "; ".join(
+                f"{c.label} ({capacity_text(c)} req/s, {F.SERVER_RSS.format(c.rss_mb)} MB, "
+                f"{F.CPU_PER_REQUEST.format(c.cpu_us_per_request)} µs CPU/req)"
+                for c in recommendation.equals
+            )
+        )
+    lines += [f"  the app: {finding}" for finding in recommendation.findings]
+    return lines
+
+
+CANDIDATE_HEADER = [
+    "candidate", "status", "closed-loop req/s", "capacity req/s", "p99 ms", "CPU/req µs",
+    "RSS MB", "verdicts",
+]  # fmt: skip
+
+
+def candidate_rows(summary: RunSummary) -> list[list[str]]:
+    _, results = recommend(summary)
+    ordered = sorted(
+        results,
+        key=lambda c: (c.capacity.median if c.capacity else -1.0, c.closed_rps or 0.0),
+        reverse=True,
+    )
+    return [
+        [
+            c.label,
+            c.status,
+            F.THROUGHPUT.format(c.closed_rps),
+            capacity_text(c),
+            F.P99.format(c.p99_ms),
+            F.CPU_PER_REQUEST.format(c.cpu_us_per_request),
+            F.SERVER_RSS.format(c.rss_mb),
+            ", ".join(c.verdicts) or "–",
+        ]
+        for c in ordered
+    ]
+
+
+def tune_json(summary: RunSummary) -> dict[str, Any]:
+    recommendation, results = recommend(summary)
+    return {
+        "recommendation": recommendation.to_json() if recommendation else None,
+        "candidates": [c.to_json() for c in results],
+    }
+
+
+def tune_markdown(summary: RunSummary) -> list[str]:
+    out = ["## Recommendation", ""]
+    recommendation, _ = recommend(summary)
+    lines = recommendation_lines(summary)
+    out.append(lines[0])
+    if recommendation is not None:
+        out += ["", "```sh", recommendation.best.command, "```", ""]
+        out += [f"- {line.strip()}" for line in lines[2:]]
+    out += ["", "## Candidates", ""]
+    out += [
+        "| " + " | ".join(CANDIDATE_HEADER) + " |",
+        "|" + "|".join("---" for _ in CANDIDATE_HEADER) + "|",
+    ]
+    out += [
+        "| " + " | ".join(v.replace("|", "\\|") for v in row) + " |"
+        for row in candidate_rows(summary)
+    ]
+    return [*out, ""]
+
+
+def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
+    """For the HTML page: the recommendation block and the candidates table."""
+    if not is_tune(summary):
+        return None
+    recommendation, _ = recommend(summary)
+    return {
+        "lines": recommendation_lines(summary),
+        "command": recommendation.best.command if recommendation else None,
+        "header": CANDIDATE_HEADER,
+        "rows": candidate_rows(summary),
+    }
+
+
+__all__ = [
+    "Recommendation", "candidate_rows", "is_tune", "recommendation_context",
+    "recommendation_lines", "tune_json", "tune_markdown",
+]  # fmt: skip

@@ -1,0 +1,176 @@
+"""Where a run's time goes, and how long the next one will take.
+
+Every run measures what its steps cost on this machine — starting and stopping each stack,
+each service, verifying a cell, a load tool's time beyond its own duration (start-up,
+draining, reading its results) — and keeps them in benchlab's cache. The plan a run prints
+before it starts (and `benchlab run --dry-run`) adds those costs up over its cells and
+rounds; during the run the same sum over what is left, with this run's own costs folded in,
+is the time left. The defaults are what these steps cost on a 2-core machine (2026-11).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.analysis.capacity import STEP_SHARES
+from benchlab.cache import cache_dir
+from benchlab.recipe import Cell
+
+DEFAULTS = {
+    "start": 1.5, "stop": 0.5, "verify": 0.05, "overhead": 0.3,
+    "service:postgresql": 4.0, "service:pgbouncer": 0.5, "service:mariadb": 8.0,
+    "service:redis": 0.5, "proxy": 0.3,
+    "overhead:wrk": 0.15, "overhead:ab": 0.3, "overhead:hey": 0.2, "overhead:siege": 0.4,
+    "overhead:vegeta": 0.4,
+}  # fmt: skip
+# Probes of a capacity search: the first replicate's closed loop, steps and bisection; later
+# replicates' bisection (from the searches of recipes/slo-capacity.toml).
+FIRST_REPLICATE_PROBES = 1 + len(STEP_SHARES) + 4
+LATER_REPLICATE_PROBES = 3.5
+WEIGHT = 0.5  # how much a new measurement moves a remembered cost
+
+
+def _path() -> Path:
+    return cache_dir().parent / "costs.json"
+
+
+class Costs:
+    """Step costs in seconds, remembered across runs (a moving average per step)."""
+
+    def __init__(self, known: Mapping[str, float] | None = None) -> None:
+        self.known: dict[str, float] = dict(known or {})
+
+    @classmethod
+    def load(cls) -> Costs:
+        try:
+            return cls(json.loads(_path().read_text()))
+        except (OSError, ValueError):
+            return cls()
+
+    def save(self) -> None:
+        with contextlib.suppress(OSError):
+            _path().parent.mkdir(parents=True, exist_ok=True)
+            _path().write_text(json.dumps(self.known, indent=1, sort_keys=True))
+
+    def get(self, key: str, general: str | None = None) -> float:
+        if key in self.known:
+            return self.known[key]
+        if general is not None:
+            return self.known.get(general, DEFAULTS.get(general, DEFAULTS["overhead"]))
+        return DEFAULTS.get(key, DEFAULTS["overhead"])
+
+    def record(self, key: str, seconds: float) -> None:
+        old = self.known.get(key)
+        self.known[key] = seconds if old is None else (1 - WEIGHT) * old + WEIGHT * seconds
+
+    @contextlib.contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        self.record(key, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    total_s: float
+    services_s: float
+    launches_s: float  # starting and stopping stacks
+    load_s: float  # under measured load (warm-ups excluded)
+    other_s: float  # warm-ups, verification, tool overheads
+
+    def text(self) -> str:
+        return (
+            f"about {minutes(self.total_s)} ({minutes(self.load_s)} under measured load, "
+            f"{minutes(self.launches_s)} starting and stopping stacks, "
+            f"{minutes(self.services_s)} starting services, {minutes(self.other_s)} warm-ups, "
+            "checks and tool overheads)"
+        )
+
+
+def minutes(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def cell_seconds(cell: Cell, first_round: bool, warmup: int, costs: Costs) -> tuple[float, float]:
+    """(under load, around it) for one round of one cell; `warmup`: its launch's warm-up,
+    which only the first cell of a launch runs."""
+    overhead = costs.get(f"overhead:{cell.tool}", "overhead")
+    verify = costs.get("verify")
+    around = 2 * verify + (warmup + overhead if warmup else 0.0)
+    if cell.mode == "slo":
+        probes = FIRST_REPLICATE_PROBES if first_round else LATER_REPLICATE_PROBES
+        return probes * cell.duration, around + probes * (overhead + verify)
+    if cell.mode == "rate" and cell.rate_share is not None and first_round:
+        return 2 * cell.duration, around + 2 * overhead  # its closed-loop probe first
+    return cell.duration, around + overhead
+
+
+def estimate(
+    cells: Sequence[Cell],
+    rounds_left: Mapping[Cell, int],
+    rounds_done: Mapping[Cell, int],
+    warmup: int,
+    costs: Costs,
+    services: Sequence[str] = (),
+) -> Estimate:
+    """The time the cells' remaining rounds take, launch by launch as the runner does them."""
+    services_s = sum(costs.get(f"service:{name}") for name in services)
+    launches_s = load_s = other_s = 0.0
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.launch_key, []).append(cell)
+    for group in groups.values():
+        stack = group[0].stack
+        for r in range(max(rounds_left.get(c, 0) for c in group)):
+            todo = [c for c in group if rounds_left.get(c, 0) > r]
+            launches_s += costs.get(f"start:{stack}", "start") + costs.get(f"stop:{stack}", "stop")
+            for cell in todo:
+                under, around = cell_seconds(cell, rounds_done.get(cell, 0) + r == 0, warmup, costs)
+                load_s += under
+                other_s += around
+    total = services_s + launches_s + load_s + other_s
+    return Estimate(total, services_s, launches_s, load_s, other_s)
+
+
+def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
+    from benchlab.scenarios import SCENARIOS
+
+    scenarios = [SCENARIOS[c.scenario] for c in plan_cells if c.scenario in SCENARIOS]
+    names = []
+    if any(s.needs_database for s in scenarios):
+        if recipe.services.database == "postgres":
+            names += ["postgresql"] + (["pgbouncer"] if recipe.services.pgbouncer else [])
+        else:
+            names.append("mariadb")
+    if any(s.needs_cache for s in scenarios):
+        names.append("redis")
+    return names
+
+
+def plan_lines(cells: Sequence[Cell], recipe, costs: Costs) -> list[str]:
+    """What a run will do and how long it will take, before it starts."""
+    services = services_needed(cells, recipe)
+    launches = len({c.launch_key for c in cells})
+    base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
+    lines = [
+        f"plan: {len(cells)} cells in {launches} launch(es) × {recipe.trials} round(s)"
+        + (f", services: {', '.join(services)}" if services else "")
+        + f"; {base.text()}"
+    ]
+    if recipe.max_trials and recipe.max_trials > recipe.trials:
+        most = estimate(
+            cells, dict.fromkeys(cells, recipe.max_trials), {}, recipe.warmup, costs, services
+        )
+        lines.append(
+            f"  up to {minutes(most.total_s)} if every cell needs all {recipe.max_trials} "
+            "rounds (max_trials) to reach its target"
+        )
+    return lines

@@ -1,0 +1,362 @@
+"""benchlab tune: find the server and settings that hold the most load under a latency
+target, for the user's own app.
+
+1. The app is probed in the user's interpreter (interface, servers it has).
+2. Every candidate the environment offers is launched once and measured briefly: its
+   latency alone (one connection) and its closed-loop throughput. Candidates far below the
+   best (under half of it) are dropped: their capacity cannot come close.
+3. The survivors get the capacity search of `benchlab run` ([slo]): replicates in
+   interleaved rounds, as many as the budget allows (six give a 95 % interval).
+
+A tune run is a run: the same store, reports and HTML page, with the recommendation on top.
+The plan, with its estimate, is shown before anything starts; `--budget` bounds it, and
+`--resume` continues an interrupted tune without measuring again what it kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from benchlab import machine
+from benchlab.errors import UserError
+from benchlab.recipe import (
+    Cell,
+    CoreAssignment,
+    LoadProfile,
+    Plan,
+    Recipe,
+    Services,
+    Slo,
+    default_cores,
+)
+from benchlab.run_options import RunOptions
+from benchlab.runner import Execution, Reporter, RunOutcome
+from benchlab.scenarios import Expectation, Scenario
+from benchlab.store import RunInfo, Store
+from benchlab.tune import app as app_module
+from benchlab.tune.candidates import SCENARIO, Candidate, candidates, catalogue
+
+# What each step costs here, from runs of the examples (seconds): a launch and its
+# verification, the coarse pass of one candidate (latency alone 1 s, warm-up 1 s, closed
+# loop), the first search replicate (closed loop + four steps + about four probes) and a
+# later one (about three probes).
+LAUNCH_S = 3.0
+ALONE_S = 1
+COARSE_S = 2
+PROBE_S = 2
+PROBE_OVERHEAD_S = 1.0
+FIRST_REPLICATE_PROBES = 9
+LATER_REPLICATE_PROBES = 3.5
+MAX_SURVIVORS = 4
+REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
+SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
+DEFAULT_CONNECTIONS = 256
+SERVICES = ("postgres", "mariadb", "redis")
+DEFAULT_ENV_NAMES = {"postgres": "DATABASE_URL", "mariadb": "DATABASE_URL", "redis": "REDIS_URL"}
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """Everything `benchlab tune` was asked."""
+
+    app: str
+    python: str
+    interface: str | None
+    requests: tuple[Expectation, ...]
+    slo_p99_ms: float
+    budget_min: float
+    cwd: Path
+    env: dict[str, str] = field(default_factory=dict)
+    with_services: dict[str, str] = field(default_factory=dict)  # service -> env var name
+    servers: list[str] | None = None
+    workers: list[int] | None = None
+    threads: list[int] | None = None
+    greenlets: list[int] | None = None
+    connections: int = DEFAULT_CONNECTIONS
+    cores: CoreAssignment | None = None
+
+    def key(self) -> str:
+        """What makes two tunes the same search (a resume continues only its own)."""
+        data = {
+            "app": self.app, "cwd": str(self.cwd), "python": self.python,
+            "interface": self.interface, "slo": self.slo_p99_ms, "servers": self.servers,
+            "workers": self.workers, "threads": self.threads, "greenlets": self.greenlets,
+            "connections": self.connections,
+            "requests": [dataclasses.asdict(r) for r in self.requests],
+            "with": self.with_services,
+        }  # fmt: skip
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
+            :16
+        ]
+
+
+@dataclass(frozen=True)
+class TunePlan:
+    candidates: list[Candidate]
+    survivors: int  # at most
+    replicates: int
+    estimate_s: float
+
+    def describe(self, budget_min: float) -> str:
+        return (
+            f"plan: {len(self.candidates)} candidates measured briefly "
+            f"(~{_minutes(len(self.candidates) * coarse_cost())}), then the capacity search of "
+            f"up to {self.survivors} of them, {self.replicates} replicate(s) each; about "
+            f"{_minutes(self.estimate_s)} in all (budget {budget_min:g} min)"
+        )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def coarse_cost() -> float:
+    return LAUNCH_S + ALONE_S + 1 + COARSE_S + PROBE_OVERHEAD_S
+
+
+def search_cost(replicates: int) -> float:
+    probe = PROBE_S + PROBE_OVERHEAD_S
+    first = LAUNCH_S + 1 + (1 + FIRST_REPLICATE_PROBES) * probe
+    return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe)
+
+
+def plan(found: list[Candidate], budget_min: float) -> TunePlan:
+    """As many survivors and replicates as the budget allows: replicates first (down to 2),
+    then survivors (down to 1), then a single replicate."""
+    budget = budget_min * 60
+    coarse = len(found) * coarse_cost()
+    most = min(MAX_SURVIVORS, len(found))
+    for survivors, replicates in (
+        *((most, r) for r in range(REPLICATES, 1, -1)),
+        *((s, 2) for s in range(most - 1, 0, -1)),
+        (1, 1),
+    ):
+        estimate = coarse + survivors * search_cost(replicates)
+        if estimate <= budget:
+            return TunePlan(found, survivors, replicates, estimate)
+    least = coarse + search_cost(1)
+    raise UserError(
+        f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
+        f"over {len(found)} candidates and one search take about {_minutes(least)}; raise "
+        f"--budget to {math.ceil(least / 60)} or narrow them (--servers, --workers, --threads)"
+    )
+
+
+def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
+    database = "mariadb" if "mariadb" in request.with_services else "postgres"
+    return Recipe(
+        name=f"tune {info.spec.target}",
+        question=(
+            f"Which server and settings hold the most load for {info.spec.target} with p99 "
+            f"under {request.slo_p99_ms:g} ms?"
+        ),
+        stacks=["tune"],
+        scenarios=[SCENARIO],
+        load=[
+            LoadProfile(tool="vegeta", connections=request.connections, duration=PROBE_S, timeout=2)
+        ],
+        trials=REPLICATES,
+        warmup=1,
+        slo=Slo(p99_ms=request.slo_p99_ms),
+        services=Services(database=database),
+    )
+
+
+def _scenario(request: TuneRequest) -> Scenario:
+    return Scenario(
+        name=SCENARIO,
+        description="; ".join(r.describe() for r in request.requests),
+        needs_database=bool({"postgres", "mariadb"} & set(request.with_services)),
+        needs_cache="redis" in request.with_services,
+        requests=request.requests,
+    )
+
+
+def coarse_connections(candidate: Candidate, most: int) -> int:
+    """Connections for the first pass: enough to fill the candidate, not to flood it. A
+    server that holds N requests at once (threads, greenlets) gets N: several of them give
+    each keep-alive connection a thread or greenlet of its own (uWSGI, gevent), so more
+    would wait unserved and time out. Sync workers, which close every connection, get two
+    each (one waits while the other reconnects); an event loop gets the most allowed."""
+    kind, workers, threads = candidate.kind, candidate.workers, candidate.threads
+    if kind.concurrency and threads:
+        return min(most, workers * threads)
+    if kind.one_at_a_time:
+        return min(most, 2 * workers)
+    return most
+
+
+def _cell(candidate: Candidate, cores: CoreAssignment, mode: str, connections: int) -> Cell:
+    if mode == "closed":
+        connections = coarse_connections(candidate, connections)
+    return Cell(
+        stack=candidate.kind.name, scenario=SCENARIO, tool="vegeta", connections=connections,
+        threads=len(cores.load), duration=COARSE_S if mode == "closed" else PROBE_S,
+        timeout=5 if mode == "closed" else 2, workers=candidate.workers,
+        server_threads=candidate.threads, mode=mode,
+    )  # fmt: skip
+
+
+def _resumable(store: Store, key: str) -> str | None:
+    for row in store.runs():
+        options = json.loads(row["options"] or "{}") if "options" in row.keys() else {}  # noqa: SIM118
+        if (options.get("tune") or {}).get("key") == key:
+            return None if row["status"] == "complete" else str(row["id"])
+    return None
+
+
+def service_env(request: TuneRequest, execution: Execution) -> dict[str, str]:
+    """The addresses of benchlab's services in the variables the user named."""
+    if execution.services is None:
+        return {}
+    running = execution.services.running
+    names = {"postgres": "postgresql", "mariadb": "mariadb", "redis": "redis"}
+    return {
+        variable: running[names[service]].dsn
+        for service, variable in request.with_services.items()
+        if names[service] in running
+    }
+
+
+@dataclass
+class TuneResult:
+    outcome: RunOutcome
+    plan: TunePlan
+    survivors: list[Candidate]
+
+
+def run_tune(
+    request: TuneRequest,
+    store: Store,
+    reporter: Reporter,
+    command: str,
+    say: Callable[[str], None],
+    resume: bool = False,
+) -> TuneResult:
+    spec = app_module.parse_app(request.app, request.cwd)
+    info = app_module.probe(spec, request.python, request.env, request.interface, request.cwd)
+    missing = info.missing_servers
+    cores = request.cores or default_cores(len(os.sched_getaffinity(0)))
+    memory_mb = psutil.virtual_memory().available / 2**20
+    found = candidates(
+        info, len(cores.server), memory_mb, request.servers, request.workers, request.threads,
+        request.greenlets,
+    )  # fmt: skip
+    if not found:
+        wanted = app_module.WSGI_SERVERS if info.interface == "wsgi" else app_module.ASGI_SERVERS
+        narrowed = f"; --servers {','.join(request.servers)}" if request.servers else ""
+        raise UserError(
+            f"--python {request.python}: no {info.interface.upper()} server to run "
+            f"{spec.target} in that environment (looked for {', '.join(wanted)}{narrowed}); "
+            f"add one: {app_module.install_hint(request.python, missing[:2] or ['gunicorn'])}"
+        )
+    tune_plan = plan(found, request.budget_min)
+    say(
+        f"{spec.target}: {info.interface.upper()} app, Python {info.python_version} "
+        f"({request.python}); servers here: "
+        + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
+    )
+    if missing:
+        say(f"not in that environment (not tried): {', '.join(missing)}; to add them: "
+            f"{app_module.install_hint(request.python, missing)}")  # fmt: skip
+    say(tune_plan.describe(request.budget_min))
+    recipe = _recipe(request, info)
+    key = request.key()
+    previous = _resumable(store, key) if resume else None
+    if resume and previous is None:
+        say("nothing to resume for this tune in the store: starting afresh")
+    coarse_cells = [_cell(c, cores, "closed", request.connections) for c in found]
+    runner_plan = Plan(
+        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells)
+    )
+    options = dataclasses.replace(
+        RunOptions.from_recipe(recipe),
+        tune={
+            "key": key, "app": spec.text, "target": spec.target, "directory": str(spec.directory),
+            "interface": info.interface, "python": request.python,
+            "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
+            "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
+            "missing_servers": missing,
+        },
+    )  # fmt: skip
+    info_row = RunInfo(
+        recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
+        question=recipe.question, command=command, git_commit=machine.git_commit(),
+        server_cores=cores.server, load_cores=cores.load, machine=machine.describe(),
+        options=options.to_json(),
+    )  # fmt: skip
+    execution = Execution(
+        runner_plan, store, reporter, command, catalogue=catalogue(info),
+        scenarios={SCENARIO: _scenario(request)}, run_info=info_row, resume=previous,
+    )  # fmt: skip
+    execution.measure_alone = True
+    execution.extra_env = lambda: service_env(request, execution)
+    execution.deadline_s = request.budget_min * 60
+    survivors: list[Candidate] = []
+    planned = len(found) + tune_plan.survivors * tune_plan.replicates
+    with execution.session(planned) as outcome:
+        execution.add_cells(coarse_cells)
+        execution.prepare(coarse_cells)
+        execution.measure(coarse_cells, 1)
+        _refuse_if_every_check_failed(execution, coarse_cells, request)
+        survivors = _survivors(execution, found, coarse_cells, tune_plan.survivors)
+        reporter.extend((len(survivors) - tune_plan.survivors) * tune_plan.replicates)
+        say(
+            f"kept {len(survivors)} of {len(found)} for the capacity search: "
+            + ", ".join(c.label for c in survivors)
+        )
+        search_cells = [_cell(c, cores, "slo", request.connections) for c in survivors]
+        execution.add_cells(search_cells)
+        execution.prepare(search_cells)
+        execution.measure(search_cells, tune_plan.replicates)
+    return TuneResult(outcome, tune_plan, survivors)
+
+
+def _refuse_if_every_check_failed(
+    execution: Execution, cells: list[Cell], request: TuneRequest
+) -> None:
+    """A check that no candidate passes is the request's fault, not the servers'."""
+    reasons = [execution.failed.get(cell, "") for cell in cells]
+    if not all("verification failed" in r for r in reasons):
+        return
+    shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
+    answer = reasons[0].split("verification failed: ", 1)[-1]
+    raise UserError(
+        f"--request {shown}: the check failed on every candidate ({len(cells)}): {answer}; "
+        "fix the request or its check (--check-status, --check-body)"
+    )
+
+
+def _survivors(
+    execution: Execution, found: list[Candidate], cells: list[Cell], most: int
+) -> list[Candidate]:
+    """The candidates within half of the best closed-loop throughput, best first."""
+    measured = []
+    for candidate, cell in zip(found, cells, strict=True):
+        trials = [t for t in execution.store.trials(execution.cell_ids[cell]) if t.probe is None]
+        if trials and cell not in execution.failed:
+            measured.append((trials[-1].throughput_rps, candidate))
+    if not measured:
+        return []
+    best = max(rps for rps, _ in measured)
+    kept = sorted((m for m in measured if m[0] >= SURVIVE * best), key=lambda m: -m[0])
+    return [candidate for _, candidate in kept[:most]]
+
+
+def _recipe_text(request: TuneRequest) -> str:
+    """The tune as a reader would redo it (shown where a run shows its recipe)."""
+    lines = [f"# benchlab tune {request.app}", f"slo_p99_ms = {request.slo_p99_ms:g}"]
+    lines += [
+        f"request = {r.describe()!r}  # status {r.status}, weight {r.weight}"
+        for r in request.requests
+    ]
+    return "\n".join(lines) + "\n"

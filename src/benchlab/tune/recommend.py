@@ -1,0 +1,268 @@
+"""The answer of a tune: the candidate that holds the most load under the SLO, the ones
+that are as good within the noise (cheapest first), the command that deploys it, why (in
+one sentence drawn from the measurements), and what the measurements show about the app."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab import figures as F
+from benchlab.analysis.stats import Estimate
+from benchlab.report.summary import CellSummary, RunSummary
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    label: str
+    server: str
+    worker_class: str
+    workers: int
+    threads: int | None
+    command: str
+    status: str  # searched, dropped (far below the best in the first pass), failed
+    closed_rps: float | None  # the first pass: closed-loop throughput
+    capacity: Estimate | None
+    p99_ms: float | None  # at the capacity
+    cpu_us_per_request: float | None
+    rss_mb: float | None
+    alone_ms: float | None
+    verdicts: dict[str, str] = field(default_factory=dict)  # both passes'
+    at_capacity: dict[str, str] = field(default_factory=dict)  # the search's verdicts only
+    reason: str | None = None
+    one_at_a_time: bool = False
+    concurrency: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        capacity = self.capacity
+        return {
+            "label": self.label,
+            "server": self.server,
+            "worker_class": self.worker_class,
+            "workers": self.workers,
+            "threads": self.threads,
+            "command": self.command,
+            "status": self.status,
+            "closed_loop_rps": self.closed_rps,
+            "capacity_rps": None
+            if capacity is None
+            else {
+                "median": capacity.median,
+                "low": capacity.low if capacity.n > 1 else None,
+                "high": capacity.high if capacity.n > 1 else None,
+                "n": capacity.n,
+            },
+            "p99_ms_at_capacity": self.p99_ms,
+            "cpu_us_per_request": self.cpu_us_per_request,
+            "rss_mb": self.rss_mb,
+            "latency_alone_ms": self.alone_ms,
+            "verdicts": list(self.verdicts),
+            "verdict_sentences": self.verdicts,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    best: CandidateResult
+    equals: list[CandidateResult]  # as good within the intervals, cheapest first
+    reason: str
+    findings: list[str]  # what the measurements show about the app itself
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best.to_json()
+        return {
+            **{k: best[k] for k in ("server", "worker_class", "workers", "threads", "command")},
+            "capacity_rps": best["capacity_rps"],
+            "reason": self.reason,
+            "equally_good": [c.to_json() for c in self.equals],
+            "findings": self.findings,
+        }
+
+
+def _key(cell: CellSummary) -> tuple[str, int, int | None]:
+    return (cell.stack, cell.workers, cell.server_threads)
+
+
+def candidate_results(summary: RunSummary) -> list[CandidateResult]:
+    """Every candidate, from its first-pass cell and (if it survived) its search cell."""
+    coarse = {_key(c): c for c in summary.cells if c.mode == "closed"}
+    search = {_key(c): c for c in summary.cells if c.mode == "slo"}
+    results = []
+    for key, first in coarse.items():
+        found = search.get(key)
+        measured = found if found is not None and found.estimate(F.CAPACITY) else None
+        if first.status == "failed":
+            status = "failed"
+        elif measured is not None:
+            status = "searched"
+        else:
+            status = "dropped" if found is None else "not finished"
+        shown = measured or first
+        facts = first.facts
+        results.append(
+            CandidateResult(
+                label=first.stack_label,
+                server=str(facts.get("server", "?")).split(" (")[0],
+                worker_class=str(facts.get("worker_class", "?")),
+                workers=first.workers,
+                threads=first.server_threads,
+                command=str(facts.get("command", "")),
+                status=status,
+                closed_rps=first.value(F.THROUGHPUT),
+                capacity=measured.estimate(F.CAPACITY) if measured else None,
+                p99_ms=measured.value(F.P99) if measured else None,
+                cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
+                rss_mb=shown.value(F.SERVER_RSS),
+                alone_ms=first.alone_ms,
+                verdicts={v.name: v.sentence for c in (first, found) if c for v in c.verdicts},
+                at_capacity={v.name: v.sentence for v in measured.verdicts} if measured else {},
+                reason=(found.reason if found is not None and found.status == "failed" else None)
+                or first.reason,
+                one_at_a_time="one request at a time" in str(facts.get("worker_model", "")),
+                concurrency="threads"
+                if "thread" in str(facts.get("worker_model", ""))
+                else "greenlets"
+                if "greenlet" in str(facts.get("worker_model", ""))
+                else None,
+            )
+        )
+    return results
+
+
+def _cost(c: CandidateResult) -> tuple[float, float]:
+    return (c.rss_mb or float("inf"), c.cpu_us_per_request or float("inf"))
+
+
+def _as_good(best: Estimate, other: Estimate, tolerance_pct: float) -> bool:
+    if best.n > 1 and other.n > 1:
+        return other.high >= best.low
+    return other.median >= best.median * (1 - tolerance_pct / 100)
+
+
+def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[CandidateResult]]:
+    results = candidate_results(summary)
+    searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
+    if not searched:
+        return None, results
+    best = max(searched, key=lambda c: c.capacity.median)
+    tolerance = summary.options.target_half_width_pct
+    equals = sorted(
+        (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
+        key=_cost,
+    )
+    return Recommendation(best, equals, _reason(best, results), _findings(results)), results
+
+
+def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
+    capacity = best.capacity.median
+    if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
+        alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
+        return (
+            f"the app blocks its event loop{alone}, so only worker processes add capacity: "
+            f"{best.label} holds {capacity:,.0f} req/s; remove the blocking call (await it, or "
+            "run it in a thread) to hold far more"
+        )
+    sync = [c for c in results if c.one_at_a_time and c.closed_rps]
+    same_workers = [c for c in sync if c.workers == best.workers] or sync
+    if not best.one_at_a_time and same_workers:
+        bound = max(c.closed_rps for c in same_workers)
+        ratio = capacity / bound
+        if ratio >= 2:
+            what = {"threads": "threads", "greenlets": "greenlets"}.get(
+                best.concurrency or "", "an event loop"
+            )
+            cost = _cpu_compare(best, same_workers)
+            return (
+                f"the app waits on I/O: {what} raise capacity {ratio:.0f}× over sync workers "
+                f"({best.label}: {capacity:,.0f} req/s; {same_workers[0].label} serves at most "
+                f"{bound:,.0f} even in a closed loop){cost}"
+            )
+    by_workers: dict[int, CandidateResult] = {}
+    for c in results:
+        if c.capacity is not None and (
+            c.workers not in by_workers or c.capacity.median > by_workers[c.workers].capacity.median
+        ):
+            by_workers[c.workers] = c
+    fewest = by_workers.get(min(by_workers)) if by_workers else None
+    if (
+        fewest is not None and best.workers == max(by_workers) and best.workers > fewest.workers
+        and best.capacity.n > 1 and fewest.capacity.n > 1
+        and best.capacity.low > fewest.capacity.high
+    ):  # fmt: skip
+        return (
+            f"the app is bound by CPU more than by waiting: capacity follows the worker "
+            f"processes ({fewest.label}: {fewest.capacity.median:,.0f} req/s; {best.label}: "
+            f"{capacity:,.0f})"
+        )
+    searched = [c for c in results if c.capacity is not None]
+    close = [c for c in searched if c is not best and c.capacity.high >= best.capacity.low]
+    if close:
+        cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
+        return (
+            f"{len(close) + 1} candidates hold the same load within the noise "
+            f"({min(c.capacity.median for c in [best, *close]):,.0f}–{capacity:,.0f} req/s); the "
+            f"highest is shown, and {cheapest.label} does it in the least memory "
+            f"({cheapest.rss_mb or 0:,.0f} MB)"
+        )
+    measured = sum(1 for c in results if c.capacity is not None)
+    return (
+        f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} req/s "
+        "under the SLO)"
+    )
+
+
+def _cpu_compare(best: CandidateResult, others: list[CandidateResult]) -> str:
+    costs = [c.cpu_us_per_request for c in others if c.cpu_us_per_request]
+    if not best.cpu_us_per_request or not costs:
+        return ""
+    ratio = best.cpu_us_per_request / statistics.median(costs)
+    if 0.8 <= ratio <= 1.25:
+        return ", at about the same CPU per request"
+    return f", at {ratio:.1f}× the CPU per request"
+
+
+def _findings(results: list[CandidateResult]) -> list[str]:
+    found = []
+    blocked = _blocked(results)
+    if blocked:
+        found.append(
+            f"something blocks where the server expects no wait: {blocked[0].label}: "
+            f"{blocked[0].verdicts['blocked']}"
+        )
+    errors = [c for c in results if "errors" in c.at_capacity]
+    if errors:
+        first = errors[0]
+        found.append(
+            f"requests fail at a load it holds: {first.label}: {first.at_capacity['errors']}"
+        )
+    slope = _memory_per_worker(results)
+    if slope is not None:
+        found.append(f"each worker process adds about {slope:,.0f} MB of memory (RSS)")
+    return found
+
+
+def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
+    """Candidates flagged `blocked` where nothing but the app can block: an event loop,
+    greenlets. (Threads left idle behind busy connections say something about the server.)"""
+    return [
+        c for c in results if "blocked" in c.verdicts and c.concurrency in (None, "greenlets")
+        and not c.one_at_a_time
+    ]  # fmt: skip
+
+
+def _memory_per_worker(results: list[CandidateResult]) -> float | None:
+    """The RSS added by each worker, from candidates of one kind that differ in workers."""
+    slopes = []
+    kinds: dict[tuple[str, str, int | None], list[CandidateResult]] = {}
+    for c in results:
+        if c.rss_mb:
+            kinds.setdefault((c.server, c.worker_class, c.threads), []).append(c)
+    for group in kinds.values():
+        group = sorted(group, key=lambda c: c.workers)
+        if len(group) > 1 and group[-1].workers > group[0].workers:
+            slopes.append(
+                (group[-1].rss_mb - group[0].rss_mb) / (group[-1].workers - group[0].workers)
+            )
+    return statistics.median(slopes) if slopes else None

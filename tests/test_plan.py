@@ -1,0 +1,78 @@
+"""The plan a run prints before it starts, --dry-run, and the time left while it runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import REPO, benchlab, write_recipe
+
+RECIPE = """
+name = "eta"
+stacks = ["nginx-static", "fastapi+uvicorn"]
+scenarios = ["plaintext", "json"]
+trials = 3
+warmup = 1
+[cores]
+server = [0]
+load = [1]
+[[load]]
+connections = 16
+duration = 1
+"""
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path: Path, isolated_tmp: Path) -> None:
+    recipe = write_recipe(tmp_path, RECIPE)
+    results = tmp_path / "r.db"
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    started = time.monotonic()
+    result = benchlab(
+        "run",
+        str(recipe),
+        "--results",
+        str(results),
+        "--dry-run",
+        env={"TMPDIR": str(isolated_tmp)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 20
+    line = next(line for line in result.stdout.splitlines() if line.startswith("plan:"))
+    assert "4 cells in 2 launch(es) × 3 round(s)" in line and "under measured load" in line
+    assert re.search(r"about \d+m\d\ds", line)
+    assert not results.exists(), "a dry run stores nothing"
+    assert list(isolated_tmp.iterdir()) == [], "a dry run makes no temp directory"
+    assert {p.pid for p in psutil.Process().children(recursive=True)} == before
+
+
+def test_the_time_left_after_the_first_round_is_within_30_percent(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    recipe = write_recipe(tmp_path, RECIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchlab", "run", str(recipe), "--results", str(tmp_path / "r.db")],
+        cwd=REPO, env={**os.environ, "COLUMNS": "200", "TMPDIR": str(isolated_tmp)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    started = time.monotonic()
+    predicted = None
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        # The last trial of round 1 (cell 4 of 4, counted 4 of 12): its time left.
+        if predicted is None and line.startswith("[4/12]"):
+            left = re.search(r"about (\d+)m(\d\d)s left", line)
+            assert left, line
+            predicted = time.monotonic() - started + 60 * int(left[1]) + int(left[2])
+    process.wait(timeout=300)
+    took = time.monotonic() - started
+    assert process.returncode == 0, "".join(lines)
+    assert predicted is not None, "".join(lines)
+    assert abs(predicted - took) <= 0.3 * took, (predicted, took, "".join(lines))

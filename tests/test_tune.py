@@ -1,0 +1,180 @@
+"""benchlab tune on the examples: a real search over real servers, the recommendation
+launched as printed, the mistakes it must name, and a resume that keeps what it measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlab.services.ports import free_port
+from benchlab.verify import wait_until_answering
+from tests.conftest import REPO, benchlab, benchlab_process
+
+FLASK = "examples/flask-io/app.py:app"
+FASTAPI = "examples/fastapi-blocking/app.py:app"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def _tune(*args: str, tmp: Path, timeout: float = 600) -> dict:
+    out = tmp / "tune.json"
+    result = benchlab(
+        "tune", *args, "--results", str(tmp / "results.db"), "-f", "json", "-o", str(out),
+        timeout=timeout,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serves_it(
+    tmp_path: Path,
+) -> None:
+    report = _tune(
+        FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
+        "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
+        "--budget", "3", tmp=tmp_path,
+    )  # fmt: skip
+    best = report["recommendation"]
+    assert best["worker_class"] in ("gthread", "gevent"), best
+    sync = next(c for c in report["candidates"] if c["worker_class"] == "sync")
+    assert sync["workers"] == best["workers"] == 1
+    # Its closed-loop throughput bounds what sync workers can ever hold.
+    assert best["capacity_rps"]["median"] >= 5 * sync["closed_loop_rps"], (best, sync)
+    assert "waits on I/O" in best["reason"]
+    # The command, as printed, serves the app (from where tune ran: the repository).
+    port = free_port()
+    command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
+    assert command.startswith("cd examples/flask-io && gunicorn app:app")
+    server = subprocess.Popen(
+        ["bash", "-c", command], cwd=REPO, start_new_session=True,
+        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert wait_until_answering("127.0.0.1", port, lambda: server.poll() is None, 30) is None
+        answer = subprocess.run(
+            ["curl", "-s", f"http://127.0.0.1:{port}/orders/7"], capture_output=True, text=True
+        )
+        assert json.loads(answer.stdout) == {"order": 7, "status": "shipped"}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("path", "blocked"), [("/report/blocking", True), ("/report/awaiting", False)]
+)
+def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
+    tmp_path: Path, path: str, blocked: bool
+) -> None:
+    report = _tune(
+        FASTAPI, "--request", f"GET {path}", "--check-body", "ready", "--servers", "uvicorn",
+        "--workers", "1", "--budget", "1", tmp=tmp_path,
+    )  # fmt: skip
+    (candidate,) = report["candidates"]
+    assert ("blocked" in candidate["verdicts"]) is blocked, candidate["verdict_sentences"]
+    findings = " ".join((report["recommendation"] or {}).get("findings", []))
+    assert ("something blocks" in findings) is blocked
+
+
+def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import not_a_module_anywhere\napp = None\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text(
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [b'ok']\n\nnumber = 3\n"
+    )
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    cases = [
+        ((f"{broken}:app",), "No module named 'not_a_module_anywhere'"),
+        ((f"{plain}:number",), "is a int, not an ASGI or WSGI application"),
+        ((f"{plain}:nothing",), "has no attribute 'nothing'"),
+        ((f"{plain}",), "give the module and the app's name"),
+        ((f"{plain}:app", "--python", str(tmp_path / "nope")), "no such interpreter"),
+        ((f"{plain}:app", "--python", str(bare / "bin" / "python")), "no WSGI server"),
+        ((f"{plain}:app", "--request", "FETCH /"), "is not a method"),
+        ((f"{plain}:app", "--budget", "1", "--workers", "1,2,3"), "--budget 1: too small"),
+        ((f"{plain}:app", "--with", "mongodb"), "benchlab starts postgres"),
+    ]
+    for args, message in cases:
+        result = benchlab("tune", *args, "--results", str(tmp_path / "r.db"), timeout=120)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    # The missing servers are named with the command that adds them.
+    missing = benchlab("tune", f"{plain}:app", "--python", str(bare / "bin" / "python"))
+    assert f"{bare}/bin/python -m pip install" in missing.stderr
+
+
+def test_a_check_that_fails_on_every_candidate_shows_the_answer(tmp_path: Path) -> None:
+    result = benchlab(
+        "tune", FLASK, "--request", "GET /orders/7", "--check-body", "delivered",
+        "--servers", "gunicorn", "--workers", "1", "--threads", "4", "--greenlets", "100",
+        "--budget", "3", "--results", str(tmp_path / "r.db"), timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "the check failed on every candidate (3)" in result.stderr
+    assert "does not contain b'delivered'" in result.stderr and "shipped" in result.stderr
+
+
+def _plain_trials(results: Path) -> dict[str, int]:
+    db = sqlite3.connect(results)
+    rows = db.execute(
+        "SELECT cells.key, COUNT(trials.id) FROM cells LEFT JOIN trials ON trials.cell_id ="
+        " cells.id AND trials.probe IS NULL GROUP BY cells.key"
+    ).fetchall()
+    return dict(rows)
+
+
+@pytest.mark.slow
+def test_an_interrupted_tune_resumes_without_measuring_again(tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    args = [
+        "tune", FLASK, "--request", "GET /orders/7", "--servers", "gunicorn", "--workers", "1",
+        "--threads", "4,16", "--greenlets", "100", "--budget", "3", "--results", str(results),
+    ]  # fmt: skip
+    with benchlab_process(*args, env={}) as run:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if results.exists() and sum(_plain_trials_safe(results).values()) >= 2:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("no two first-pass trials stored in 120 s")
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+    assert run.returncode == 130, output
+    assert "continue with --resume" in output
+    kept = {key: n for key, n in _plain_trials(results).items() if n}
+    first_run = sqlite3.connect(results).execute("SELECT id, status FROM runs").fetchall()
+    assert [status for _, status in first_run] == ["interrupted"]
+    out = tmp_path / "resumed.json"
+    resumed = benchlab(*args, "--resume", "-f", "json", "-o", str(out), timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    report = json.loads(out.read_text())
+    assert report["run"]["id"] == first_run[0][0] and report["run"]["status"] == "complete"
+    after = _plain_trials(results)
+    for key, n in kept.items():
+        assert after[key] == n, f"{key} was measured again"
+    assert report["recommendation"] is not None
+    assert shlex.split(report["recommendation"]["command"])[0] == "cd"
+
+
+def _plain_trials_safe(results: Path) -> dict[str, int]:
+    try:
+        return _plain_trials(results)
+    except sqlite3.OperationalError:  # tables not yet made
+        return {}
