@@ -51,7 +51,7 @@ def backends() -> Iterator[dict[str, dict[str, str]]]:
     registry = ProcessRegistry()
     try:
         postgres = start_postgres(registry, workroot, (0,), max_connections=100)
-        bouncer = start_pgbouncer(registry, workroot, (0,), postgres.port, "transaction", 10)
+        bouncer = start_pgbouncer(registry, workroot, (0,), postgres, "transaction", 10)
         mariadb = start_mariadb(registry, workroot, (0,), max_connections=100)
         cache = start_redis(registry, workroot, (0,))
         yield {

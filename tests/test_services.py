@@ -51,7 +51,7 @@ def _assert_gone(registry: ProcessRegistry, service) -> None:
 def test_postgres_and_pgbouncer_answer_with_the_seeded_table_and_stop(workdir: Path) -> None:
     registry = ProcessRegistry()
     postgres = start_postgres(registry, workdir, CORES, max_connections=50)
-    bouncer = start_pgbouncer(registry, workdir, CORES, postgres.port, "transaction", 5)
+    bouncer = start_pgbouncer(registry, workdir, CORES, postgres, "transaction", 5)
     with psycopg.connect(bouncer.dsn, prepare_threshold=None) as conn:
         rows = conn.execute("SELECT id, username, role FROM user_basic ORDER BY id").fetchall()
         assert rows == users()
@@ -67,7 +67,7 @@ def test_mariadb_holds_the_same_rows_as_postgres(workdir: Path) -> None:
     registry = ProcessRegistry()
     mariadb = start_mariadb(registry, workdir, CORES, max_connections=50)
     conn = pymysql.connect(host="127.0.0.1", port=mariadb.port, user="benchlab",
-                           password="benchlab", database="benchlab")  # fmt: skip
+                           password=mariadb.password, database="benchlab")  # fmt: skip
     with conn.cursor() as cursor:
         cursor.execute("SELECT id, username, role FROM user_basic ORDER BY id")
         rows = [tuple(r) for r in cursor.fetchall()]
@@ -144,6 +144,9 @@ def test_services_up_prints_connection_strings_and_down_stops_them(tmp_path: Pat
         assert up.returncode == 0, up.stderr
         lines = dict(line.split(None, 1) for line in up.stdout.splitlines()[:3])
         assert set(lines) == {"postgresql", "pgbouncer", "redis"}
+        # The connection strings carry the run's passwords: so does the state, owner-only.
+        assert (tmp_path / "services.json").stat().st_mode & 0o777 == 0o600
+        assert all(":" in dsn.split("@")[0].split("//")[1] for dsn in lines.values())
         with psycopg.connect(lines["pgbouncer"].strip(), prepare_threshold=None) as conn:
             assert conn.execute(
                 "SELECT role FROM user_basic WHERE username = %s", ("hui",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import resource
 import signal
 import subprocess
@@ -16,6 +17,14 @@ import psutil
 
 from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted
+
+
+def run_as(user: str | None) -> dict:
+    """subprocess arguments to run as `user`, with its own group and no supplementary ones
+    (user= alone would keep root's group 0)."""
+    if user is None:
+        return {}
+    return {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
 
 
 class ManagedProcess:
@@ -53,7 +62,7 @@ class ManagedProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            user=user,
+            **run_as(user),
         )
         self.pid = self.popen.pid
         self.rusage: resource.struct_rusage | None = None

@@ -26,10 +26,12 @@ class Services:
         self.database_kind: str | None = None
         self._closers: list[Callable[[], None]] = []
         self._own_dir: Path | None = None
+        self.base: Path | None = None  # where the services' data and the run's secrets/ are
 
     def _base_dir(self) -> Path:
         """Where service data goes: under the run's directory, unless the daemons' own
-        users (postgres) could not reach it there; then in a private directory of /tmp."""
+        users (postgres, mysql, redis) could not reach it there; then in a private directory
+        of /tmp. The run's passwords go in its `secrets/` (0700), which only benchlab reads."""
         if os.geteuid() != 0 or _traversable_by_others(self.workroot.parent):
             base = self.workroot / "services"
             base.mkdir(exist_ok=True)
@@ -64,7 +66,7 @@ class Services:
 
         if not (need_database or need_cache):
             return
-        base = self._base_dir()
+        base = self.base = self._base_dir()
         if need_database and config.database == "postgres":
             status("starting PostgreSQL")
             with timed("service:postgresql"):
@@ -74,7 +76,7 @@ class Services:
                 status("starting pgbouncer")
                 with timed("service:pgbouncer"):
                     self.running["pgbouncer"] = start_pgbouncer(
-                        self.registry, base, self.cores, postgres.port, config.pool_mode,
+                        self.registry, base, self.cores, postgres, config.pool_mode,
                         config.pgbouncer_pool_size,
                     )  # fmt: skip
             self.database_kind = "postgres"
@@ -104,7 +106,8 @@ class Services:
         return next((s for s in self.running.values() if not s.process.alive()), None)
 
     def describe(self) -> dict[str, dict[str, object]]:
-        return {name: {"port": s.port, "dsn": s.dsn} for name, s in self.running.items()}
+        """What the results keep: addresses without their passwords."""
+        return {name: {"port": s.port, "dsn": s.public_dsn} for name, s in self.running.items()}
 
     # --- monitoring ---------------------------------------------------------------------------
 
@@ -121,7 +124,7 @@ class Services:
         if "mariadb" in self.running:
             from benchlab.services.mariadb import active_sessions, connect
 
-            my = connect(self.running["mariadb"].port)
+            my = connect(self.running["mariadb"])
             self._closers.append(my.close)
             return lambda: active_sessions(my)
         return None
@@ -132,7 +135,7 @@ class Services:
             return None
         from benchlab.services.pgbouncer import active_server_connections, admin_connection
 
-        admin = admin_connection(self.running["pgbouncer"].port)
+        admin = admin_connection(self.running["pgbouncer"])
         self._closers.append(admin.close)
         return lambda: active_server_connections(admin)
 

@@ -21,12 +21,21 @@ HOST = "127.0.0.1"
 class RunningService:
     name: str
     port: int
-    dsn: str
+    dsn: str  # the app user's address, its password included
     process: ManagedProcess
     env: dict[str, str] = field(default_factory=dict)  # what stacks need to reach it
+    password: str = ""  # the app user's, of this run only
+    monitor_dsn: str = ""  # what benchlab's own probes connect with, when not `dsn`
 
     def log_tail(self, lines: int = 8) -> str:
         return self.process.log_tail(lines)
+
+    @property
+    def public_dsn(self) -> str:
+        """The DSN without its password: what results and reports may keep."""
+        if not self.password:
+            return self.dsn
+        return self.dsn.replace(f":{self.password}@", ":***@")
 
 
 def service_error(name: str, argv: list[str], problem: str, log_tail: str) -> ServiceError:

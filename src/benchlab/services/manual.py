@@ -16,6 +16,7 @@ import psutil
 from benchlab.errors import UserError
 from benchlab.process import ProcessRegistry
 from benchlab.services.base import RunningService
+from benchlab.services.credentials import write_private
 
 
 def state_file() -> Path:
@@ -56,7 +57,7 @@ def services_up(
             started.append(start_postgres(registry, workroot, cores, max_connections=200))
             if pgbouncer:
                 started.append(
-                    start_pgbouncer(registry, workroot, cores, started[-1].port, "transaction", 20)
+                    start_pgbouncer(registry, workroot, cores, started[-1], "transaction", 20)
                 )
         if mariadb:
             started.append(start_mariadb(registry, workroot, cores, max_connections=200))
@@ -75,14 +76,19 @@ def services_up(
         }
         for s in started
     ]
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {
         "workroot": str(workroot),
         "processes": processes,
         "services": {s.name: s.dsn for s in started},
     }
-    path.write_text(json.dumps(state, indent=2))
+    _write_state(path, state)
     return started
+
+
+def _write_state(path: Path, state: dict) -> None:
+    """The state carries the services' passwords: only its owner may read it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_private(path, json.dumps(state, indent=2))
 
 
 def services_down() -> list[str]:

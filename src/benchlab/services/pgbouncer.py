@@ -15,35 +15,44 @@ from benchlab.services.base import (
     service_user,
     wait_until,
 )
+from benchlab.services.credentials import new_password, record_password, write_private
 from benchlab.services.ports import free_port
-from benchlab.services.postgres import DATABASE, USER
+from benchlab.services.postgres import DATABASE, USER, dsn
+
+STATS_USER = "benchlab_stats"  # benchlab's own pool probe: SHOW commands only, no admin
 
 
 def start_pgbouncer(
     registry: ProcessRegistry,
     workdir: Path,
     cores: tuple[int, ...],
-    postgres_port: int,
+    postgres: RunningService,
     pool_mode: str,
     pool_size: int,
 ) -> RunningService:
     user = service_user("postgres")  # pgbouncer refuses to run as root too
     base = owned_dir(workdir / "pgbouncer", user)
     port = free_port()
-    users = base / "users.txt"
-    users.write_text(f'"{USER}" ""\n')
+    stats_password = new_password()
+    record_password(workdir, "pgbouncer", STATS_USER, stats_password)
+    # Plain passwords: the app user's also logs pgbouncer in to PostgreSQL (SCRAM there too).
+    users = write_private(
+        base / "users.txt",
+        f'"{USER}" "{postgres.password}"\n"{STATS_USER}" "{stats_password}"\n',
+        owner=user,
+    )
     config = base / "pgbouncer.ini"
     config.write_text(
         f"""[databases]
-{DATABASE} = host={HOST} port={postgres_port} dbname={DATABASE} user={USER}
+{DATABASE} = host={HOST} port={postgres.port} dbname={DATABASE} user={USER}
 
 [pgbouncer]
 listen_addr = {HOST}
 listen_port = {port}
 unix_socket_dir =
-auth_type = trust
+auth_type = scram-sha-256
 auth_file = {users}
-admin_users = {USER}
+stats_users = {STATS_USER}
 pool_mode = {pool_mode}
 default_pool_size = {pool_size}
 min_pool_size = 0
@@ -54,14 +63,21 @@ ignore_startup_parameters = extra_float_digits
     )
     argv = [find_program("pgbouncer"), str(config)]
     process = registry.start(argv, cores=cores, log_path=base / "pgbouncer.log", user=user)
-    conninfo = f"postgresql://{USER}@{HOST}:{port}/{DATABASE}"
+    conninfo = dsn(port, postgres.password)
     wait_until("pgbouncer", process, lambda: _answers(conninfo))
     return RunningService(
         name="pgbouncer",
         port=port,
         dsn=conninfo,
         process=process,
-        env={"BENCHLAB_PG_HOST": HOST, "BENCHLAB_PG_PORT": str(port), "BENCHLAB_PGBOUNCER": "1"},
+        env={
+            "BENCHLAB_PG_HOST": HOST,
+            "BENCHLAB_PG_PORT": str(port),
+            "BENCHLAB_PG_PASSWORD": postgres.password,
+            "BENCHLAB_PGBOUNCER": "1",
+        },
+        password=postgres.password,
+        monitor_dsn=dsn(port, stats_password, "pgbouncer", STATS_USER),
     )
 
 
@@ -84,7 +100,6 @@ def active_server_connections(admin: psycopg.Connection) -> int:
     return total
 
 
-def admin_connection(port: int) -> psycopg.Connection:
-    return psycopg.connect(
-        f"postgresql://{USER}@{HOST}:{port}/pgbouncer", autocommit=True, prepare_threshold=None
-    )
+def admin_connection(service: RunningService) -> psycopg.Connection:
+    """pgbouncer's console, as its stats user (SHOW only)."""
+    return psycopg.connect(service.monitor_dsn, autocommit=True, prepare_threshold=None)

@@ -7,10 +7,11 @@ import subprocess
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from benchlab.dataset import users
 from benchlab.errors import ServiceError
-from benchlab.process import ProcessRegistry
+from benchlab.process import ProcessRegistry, run_as
 from benchlab.services.base import (
     HOST,
     RunningService,
@@ -19,10 +20,12 @@ from benchlab.services.base import (
     service_user,
     wait_until,
 )
+from benchlab.services.credentials import new_password, record_password, write_private
 from benchlab.services.ports import free_port
 
 DATABASE = "benchlab"
 USER = "benchlab"
+SUPERUSER = "postgres"
 
 
 def postgres_bin() -> Path:
@@ -36,8 +39,8 @@ def postgres_bin() -> Path:
     return versions[-1].parent
 
 
-def dsn(port: int, database: str = DATABASE) -> str:
-    return f"postgresql://{USER}@{HOST}:{port}/{database}"
+def dsn(port: int, password: str, database: str = DATABASE, user: str = USER) -> str:
+    return f"postgresql://{user}:{password}@{HOST}:{port}/{database}"
 
 
 def start_postgres(
@@ -47,13 +50,10 @@ def start_postgres(
     base = owned_dir(workdir / "pg", user)
     data = base / "data"
     bindir = postgres_bin()
-    initdb = [str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8",
-              "--no-sync", "--no-instructions"]  # fmt: skip
-    result = subprocess.run(initdb, capture_output=True, text=True, user=user, check=False)
-    if result.returncode != 0:
-        raise service_error(
-            "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr
-        )
+    superuser_password, password = new_password(), new_password()
+    record_password(workdir, "postgresql", SUPERUSER, superuser_password)
+    record_password(workdir, "postgresql", USER, password)
+    _initdb(bindir, base, data, user, superuser_password)
     port = free_port()
     argv = [
         str(bindir / "postgres"), "-D", str(data),
@@ -69,18 +69,56 @@ def start_postgres(
     process = registry.start(
         argv, cores=cores, log_path=base / "postgres.log", user=user, stop_signal=signal.SIGINT
     )
-    wait_until("postgresql", process, lambda: _answers(dsn(port, "postgres")))
-    with psycopg.connect(dsn(port, "postgres"), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {DATABASE}")
-    with psycopg.connect(dsn(port)) as conn:
+    admin = dsn(port, superuser_password, "postgres", SUPERUSER)
+    wait_until("postgresql", process, lambda: _answers(admin))
+    _create_app_user(admin, password)
+    with psycopg.connect(dsn(port, password)) as conn:
         seed(conn)
     return RunningService(
         name="postgresql",
         port=port,
-        dsn=dsn(port),
+        dsn=dsn(port, password),
         process=process,
-        env={"BENCHLAB_PG_HOST": HOST, "BENCHLAB_PG_PORT": str(port)},
+        env={
+            "BENCHLAB_PG_HOST": HOST,
+            "BENCHLAB_PG_PORT": str(port),
+            "BENCHLAB_PG_PASSWORD": password,
+        },
+        password=password,
     )
+
+
+def _initdb(
+    bindir: Path, base: Path, data: Path, user: str | None, superuser_password: str
+) -> None:
+    """A cluster whose every connection needs a password (SCRAM), the superuser's included."""
+    pwfile = write_private(base / "superuser-password", superuser_password, owner=user)
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}",
+              "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"]  # fmt: skip
+    try:
+        result = subprocess.run(initdb, capture_output=True, text=True, check=False, **run_as(user))
+    finally:
+        pwfile.unlink()
+    if result.returncode != 0:
+        raise service_error(
+            "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr
+        )
+
+
+def _create_app_user(admin_dsn: str, password: str) -> None:
+    """The app's role: no superuser; it owns its database, so it can create the seeded table
+    (PostgreSQL 15's public schema belongs to the database owner)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(USER), sql.Literal(password)
+            )
+        )
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(DATABASE), sql.Identifier(USER)
+            )
+        )
 
 
 def _answers(conninfo: str) -> bool:

@@ -1,9 +1,10 @@
 """The data layer every Python reference app shares, so that all stacks run the same SQL.
 
 Configured by the environment benchlab sets: BENCHLAB_DB (postgres | mariadb),
-BENCHLAB_POOL_SIZE (per worker process), BENCHLAB_PG_HOST/PORT (PostgreSQL or pgbouncer),
-BENCHLAB_PGBOUNCER, BENCHLAB_MY_HOST/PORT, BENCHLAB_REDIS_URL. Queries always bind their
-parameters; nothing user-supplied is ever formatted into SQL.
+BENCHLAB_POOL_SIZE (per worker process), BENCHLAB_PG_HOST/PORT/PASSWORD (PostgreSQL or
+pgbouncer), BENCHLAB_PGBOUNCER, BENCHLAB_MY_HOST/PORT/PASSWORD, BENCHLAB_REDIS_URL (its
+password included). Queries always bind their parameters; nothing user-supplied is ever
+formatted into SQL.
 """
 
 from __future__ import annotations
@@ -64,10 +65,20 @@ def burn_cpu(us: int) -> None:
         pass
 
 
+def _conninfo_value(value: str) -> str:
+    """A libpq keyword value, quoted (a password may hold spaces or quotes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def pg_password() -> str:
+    return os.environ.get("BENCHLAB_PG_PASSWORD", "")
+
+
 def pg_conninfo() -> str:
     host = os.environ.get("BENCHLAB_PG_HOST", "127.0.0.1")
     port = os.environ.get("BENCHLAB_PG_PORT", "5432")
-    return f"host={host} port={port} user=benchlab dbname=benchlab"
+    password = _conninfo_value(pg_password())
+    return f"host={host} port={port} user=benchlab password={password} dbname=benchlab"
 
 
 def mysql_kwargs() -> dict:
@@ -75,7 +86,7 @@ def mysql_kwargs() -> dict:
         "host": os.environ.get("BENCHLAB_MY_HOST", "127.0.0.1"),
         "port": int(os.environ.get("BENCHLAB_MY_PORT", "3306")),
         "user": "benchlab",
-        "password": "benchlab",
+        "password": os.environ.get("BENCHLAB_MY_PASSWORD", ""),
         "autocommit": True,
     }
 
@@ -103,6 +114,7 @@ class AsyncBackend:
                 host=os.environ["BENCHLAB_PG_HOST"],
                 port=int(os.environ["BENCHLAB_PG_PORT"]),
                 user="benchlab",
+                password=pg_password(),
                 database="benchlab",
                 min_size=POOL_SIZE,
                 max_size=POOL_SIZE,

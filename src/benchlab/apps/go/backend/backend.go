@@ -8,14 +8,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -65,15 +66,36 @@ func poolSize() int {
 	return size
 }
 
+// pgDSN is PostgreSQL's (or pgbouncer's) URL from $BENCHLAB_PG_HOST/PORT/PASSWORD; the
+// password is escaped by net/url.
+func pgDSN() string {
+	address := url.URL{
+		Scheme: "postgres",
+		User:   url.UserPassword("benchlab", os.Getenv("BENCHLAB_PG_PASSWORD")),
+		Host:   net.JoinHostPort(os.Getenv("BENCHLAB_PG_HOST"), os.Getenv("BENCHLAB_PG_PORT")),
+		Path:   "/benchlab",
+	}
+	return address.String()
+}
+
+// myDSN is MariaDB's DSN from $BENCHLAB_MY_HOST/PORT/PASSWORD.
+func myDSN() string {
+	config := mysql.NewConfig()
+	config.User = "benchlab"
+	config.Passwd = os.Getenv("BENCHLAB_MY_PASSWORD")
+	config.Net = "tcp"
+	config.Addr = net.JoinHostPort(os.Getenv("BENCHLAB_MY_HOST"), os.Getenv("BENCHLAB_MY_PORT"))
+	config.DBName = "benchlab"
+	return config.FormatDSN()
+}
+
 // Open connects to what the environment names; nothing when no service is configured.
 func Open(ctx context.Context) (*Backend, error) {
 	b := &Backend{}
 	size := poolSize()
 	switch {
 	case os.Getenv("BENCHLAB_DB") == "postgres" && os.Getenv("BENCHLAB_PG_PORT") != "":
-		dsn := fmt.Sprintf("host=%s port=%s user=benchlab dbname=benchlab",
-			os.Getenv("BENCHLAB_PG_HOST"), os.Getenv("BENCHLAB_PG_PORT"))
-		config, err := pgxpool.ParseConfig(dsn)
+		config, err := pgxpool.ParseConfig(pgDSN())
 		if err != nil {
 			return nil, err
 		}
@@ -87,9 +109,7 @@ func Open(ctx context.Context) (*Backend, error) {
 			return nil, err
 		}
 	case os.Getenv("BENCHLAB_DB") == "mariadb" && os.Getenv("BENCHLAB_MY_PORT") != "":
-		dsn := fmt.Sprintf("benchlab:benchlab@tcp(%s:%s)/benchlab",
-			os.Getenv("BENCHLAB_MY_HOST"), os.Getenv("BENCHLAB_MY_PORT"))
-		db, err := sql.Open("mysql", dsn)
+		db, err := sql.Open("mysql", myDSN())
 		if err != nil {
 			return nil, err
 		}

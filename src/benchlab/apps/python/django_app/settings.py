@@ -28,6 +28,7 @@ if DB == "postgres" and os.environ.get("BENCHLAB_PG_PORT"):
         "PORT": os.environ["BENCHLAB_PG_PORT"],
         "NAME": "benchlab",
         "USER": "benchlab",
+        "PASSWORD": os.environ.get("BENCHLAB_PG_PASSWORD", ""),
         "CONN_MAX_AGE": 0 if ASGI else None,
         "OPTIONS": {"pool": {"min_size": POOL_SIZE, "max_size": POOL_SIZE}} if ASGI else {},
     }
@@ -41,6 +42,6 @@ elif DB == "mariadb" and os.environ.get("BENCHLAB_MY_PORT"):
         "PORT": os.environ["BENCHLAB_MY_PORT"],
         "NAME": "benchlab",
         "USER": "benchlab",
-        "PASSWORD": "benchlab",
+        "PASSWORD": os.environ.get("BENCHLAB_MY_PASSWORD", ""),
         "CONN_MAX_AGE": 0 if ASGI else None,
     }
