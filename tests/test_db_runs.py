@@ -212,3 +212,43 @@ def test_mariadb_sessions_are_counted_for_prepared_statements_too(
     run = benchlab("run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)})
     assert run.returncode == 0, run.stdout + run.stderr
     assert {c["stack"]: c["peak"] for c in _cells(results)} == {"gin": 4, "fastapi+uvicorn": 4}
+
+
+FAST_QUERIES = """
+name = "fast-queries"
+stacks = ["fastapi+uvicorn", "gin"]
+scenarios = ["db"]
+trials = 1
+warmup = 1
+[services]
+database = "{database}"
+[params]
+pool_size = 10
+[cores]
+server = [0]
+load = [1]
+[[load]]
+connections = 64
+duration = 2
+"""
+
+
+def test_sessions_are_counted_on_fast_queries_at_thousands_of_requests(tmp_path: Path) -> None:
+    """Queries of a fraction of a millisecond: sampling the ones running read 0 or 1 here;
+    the sessions the pools held are counted whatever the queries' length."""
+    for database in ("mariadb", "postgres"):
+        directory = tmp_path / database
+        directory.mkdir()
+        results = directory / "r.db"
+        recipe = write_recipe(directory, FAST_QUERIES.format(database=database))
+        run = benchlab("run", str(recipe), "--results", str(results))
+        assert run.returncode == 0, run.stdout + run.stderr
+        for cell in _cells(results):
+            assert cell["status"] == "ok", (database, cell["stack"], cell["reason"])
+            rps = (
+                sqlite3.connect(results)
+                .execute("SELECT throughput_rps FROM trials WHERE cell_id = ?", (cell["id"],))
+                .fetchone()[0]
+            )
+            assert rps > 1000, (database, cell["stack"], rps)
+            assert 1 <= cell["peak"] <= cell["db_pool_limit"] == 10, (database, cell["stack"])

@@ -197,7 +197,8 @@ def test_a_stack_killed_mid_trial_fails_its_cells_and_the_run_goes_on(
     assert list(isolated_tmp.iterdir()) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+# SIGHUP: an ssh session that drops ends benchlab as SIGTERM does.
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
     tmp_path: Path, isolated_tmp: Path, sig: signal.Signals
 ) -> None:

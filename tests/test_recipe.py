@@ -126,7 +126,7 @@ BAD_RECIPES = [
         "'wrk'",
     ),
     (GOOD.replace("load = [1]", "load = [0]"), "'cores'", "must not share a core"),
-    (GOOD.replace("load = [1]", "load = [9]"), "cores.load[0]", "does not exist"),
+    (GOOD.replace("load = [1]", "load = [9]"), "cores.load[0]", "it may use 0, 1"),
     (GOOD.replace("[stack.gin]", "[stack.sanic]"), 'stack."sanic"', "not in 'stacks'"),
     (
         GOOD.replace("workers = 1", "workers = 1\nthreds = 2"),
@@ -202,6 +202,23 @@ BAD_RECIPES = [
         "differ only in 'timeout'",
     ),
     ('rank_by = "speed"\n' + GOOD, "'rank_by'", "'throughput_rps'"),
+    (
+        GOOD.replace('"plaintext", "json"', '"db"')
+        .replace(', "nginx-static"]', "]")
+        .replace('stack = "nginx-static"', 'stack = "gin"')
+        + "[services]\nmax_connections = 20\n[params]\npool_size = 30\n",
+        "params.pool_size",
+        "raise services.max_connections",
+    ),
+    (
+        GOOD.replace('"plaintext", "json"', '"db"')
+        .replace(', "nginx-static"]', "]")
+        .replace('stack = "nginx-static"', 'stack = "gin"')
+        .replace("workers = 1", "workers = 3")
+        + "[services]\nmax_connections = 20\n[params]\npool_size = 6\n",
+        "params.pool_size",
+        "3 worker(s) × a pool of 6 may open 18",
+    ),
 ]
 
 

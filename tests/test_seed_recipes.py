@@ -57,7 +57,7 @@ def test_seed_002_ignore_benchmarks() -> None:
     assert "flask+gunicorn" in recipe.stacks  # the article's baseline
     assert {c.scenario for c in cells} == {"db-delay"}
     points = {(c.point, c.ms, c.connections) for c in cells}
-    assert points == {("my-benchmark", 20, 100), ("better-async", 40, 400), ("better-sync", 10, 3)}
+    assert points == {("my-benchmark", 20, 100), ("better-async", 40, 400), ("better-sync", 1, 3)}
     assert {c.tool for c in cells} == {"ab"} and recipe.baseline == "flask+gunicorn"
     async_pools = {(c.point, c.pool_size) for c in cells if c.stack == "fastapi+uvicorn"}
     assert async_pools == {("my-benchmark", 17), ("better-async", 17), ("better-sync", 3)}

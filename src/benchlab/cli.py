@@ -53,6 +53,10 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and its time estimate; start nothing.")
     ] = False,
+    allow_concurrent: Annotated[
+        bool,
+        typer.Option(help="Run even if another benchlab runs on this machine (results say so)."),
+    ] = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -101,10 +105,15 @@ def run(
         raise UserError(
             f"--html {page}: is a directory; give a file name such as {page}/report.html"
         )
+    from benchlab.recovery import claim_machine
+
+    shared = claim_machine(allow_concurrent, console.print)
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    outcome = Execution(plan, store, reporter, command).run()
+    execution = Execution(plan, store, reporter, command)
+    execution.shared_machine = shared
+    outcome = execution.run()
     summary = summarise(store, outcome.run_id)
     render_table(summary, console)
     console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
@@ -227,6 +236,10 @@ def tune(
     connections: Annotated[
         int, typer.Option(min=1, max=100_000, help="The most connections the load may open.")
     ] = 256,
+    allow_concurrent: Annotated[
+        bool,
+        typer.Option(help="Run even if another benchlab runs on this machine (results say so)."),
+    ] = False,
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html.")] = "table",
     output: Annotated[
@@ -264,10 +277,15 @@ def tune(
         raise UserError(
             f"-o {output}: no directory {output.parent}; create it or choose another path"
         )
+    from benchlab.recovery import claim_machine
+
+    shared = claim_machine(allow_concurrent, console.print)
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    done = run_tune(tune_request, store, reporter, command, console.print, resume=resume)
+    done = run_tune(
+        tune_request, store, reporter, command, console.print, resume=resume, shared=shared
+    )
     summary = summarise(store, done.outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     page.write_text(render_html(summary))
@@ -383,9 +401,18 @@ def stacks(
 
 @app.command()
 def doctor() -> None:
-    """Check this machine: tools, cores, CPU frequency scaling, pinning."""
+    """Check this machine: tools, cores, CPU frequency scaling, pinning; clean up after a
+    benchlab that was killed (its processes, directories; its run marked abandoned)."""
     from benchlab.machine import doctor_checks
+    from benchlab.recovery import clean_stale, live_runs
 
+    for stale in clean_stale():
+        console.print(f"[yellow]cleaned[/]  after {escape(stale.describe())}")
+    for other in live_runs():
+        console.print(
+            f"[yellow]busy[/]     benchlab {other['kind']} pid {other['pid']} is running "
+            f"(since {other['started_at']})"
+        )
     problems = 0
     for check in doctor_checks():
         mark = (
@@ -486,7 +513,7 @@ def services_up(
     from benchlab.services.manual import services_up as start
 
     started = start(
-        default_cores(os.cpu_count() or 1).server,
+        default_cores().server,
         postgres=postgres, pgbouncer=pgbouncer, mariadb=mariadb, redis=redis,
     )  # fmt: skip
     for service in started:
@@ -513,7 +540,7 @@ def selfcheck(
     from benchlab.recipe import default_cores
     from benchlab.selfcheck import run_selfcheck
 
-    cores = default_cores(os.cpu_count() or 1)
+    cores = default_cores()
     try:
         check = run_selfcheck(
             pairs=pairs,

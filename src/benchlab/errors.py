@@ -13,6 +13,11 @@ class UserError(BenchlabError):
     exit_code = 2
 
 
+class StoreError(BenchlabError):
+    """The results store could not be written (disk full, locked, read-only): the run ends,
+    every trial already stored stays."""
+
+
 class ServiceError(BenchlabError):
     """A real service (PostgreSQL, Redis, …) failed to start or to answer."""
 

@@ -12,6 +12,7 @@ import psutil
 from benchlab.process import ManagedProcess
 
 SAMPLE_INTERVAL_S = 0.2
+JOIN_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,12 @@ class PeakSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            # A probe stuck on a stopped database must not hold the run (its queries time
+            # out on their own: see services); the thread is a daemon, left to end alone.
+            self._thread.join(timeout=JOIN_TIMEOUT_S)
+            if self._thread.is_alive():
+                for name in self._probes:
+                    self.errors.setdefault(name, f"no answer within {JOIN_TIMEOUT_S:g} s")
 
     def _loop(self) -> None:
         while True:

@@ -12,11 +12,15 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted
+
+if TYPE_CHECKING:
+    from benchlab.recovery import Journal
 
 
 def run_as(user: str | None) -> dict:
@@ -113,6 +117,15 @@ class ManagedProcess:
         except psutil.Error:
             return None
 
+    def listens_on(self, port: int) -> bool:
+        """Whether the socket listening on `port` belongs to this process's tree."""
+        ours = {proc.pid for proc in self.tree()}
+        with contextlib.suppress(psutil.Error):
+            for conn in psutil.net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                    return conn.pid in ours
+        return False
+
     def log_tail(self, lines: int = 5) -> str:
         try:
             text = self.log_path.read_text(errors="replace")
@@ -207,15 +220,22 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise RunInterrupted(signal.Signals(signum).name)
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises RunInterrupted, as Ctrl-C raises KeyboardInterrupt: either way every
-    `finally` runs and stops the children (Python's default for SIGTERM is to die at once)."""
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    """SIGTERM and SIGHUP (a dropped ssh session) raise RunInterrupted, as Ctrl-C raises
+    KeyboardInterrupt: either way every `finally` runs and stops the children (Python's
+    default for both is to die at once, leaving them running)."""
+    previous = {
+        sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -227,8 +247,7 @@ def signals_deferred() -> Iterator[None]:
         return
     caught: list[int] = []
     previous = {
-        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
+        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in INTERRUPTS
     }
     try:
         yield
@@ -240,15 +259,22 @@ def signals_deferred() -> Iterator[None]:
 
 
 class ProcessRegistry:
-    """Every process of a run, so that one call stops them all on any exit path."""
+    """Every process of a run, so that one call stops them all on any exit path; with a
+    journal, each is also recorded on disk as it starts (see recovery.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
         self._processes: list[ManagedProcess] = []
+        self.journal = journal
 
     def start(self, argv: Sequence[str], **kwargs) -> ManagedProcess:
         with signals_deferred():
             process = ManagedProcess(argv, **kwargs)
             self._processes.append(process)
+            if self.journal is not None:
+                group = process.cpu_group
+                self.journal.add_process(
+                    process.pid, int(process.stop_signal), str(group.path) if group else None
+                )
         return process
 
     def stop(self, process: ManagedProcess) -> None:
@@ -257,5 +283,15 @@ class ProcessRegistry:
             self._processes.remove(process)
 
     def stop_all(self) -> None:
-        while self._processes:
-            self.stop(self._processes[-1])
+        """Stop every process, all at once: one grace period for all, then SIGKILL (a
+        stopped or stuck one must not make the others wait their turn)."""
+        processes = list(reversed(self._processes))
+        for process in processes:
+            process.remember_tree()
+            process._signal_all(process.stop_signal)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and any(p._survivors() for p in processes):
+            time.sleep(0.05)
+        for process in processes:
+            process.stop(grace=0.0)
+        self._processes.clear()

@@ -274,18 +274,28 @@ def apply_overrides(
         recipe = recipe.model_copy(
             update={"points": [p for p in recipe.points if p.name in points]}
         )
-    if trials is not None:
-        recipe = recipe.model_copy(update={"trials": trials})
-    updates: dict[str, Any] = {}
-    if duration is not None:
-        updates["duration"] = duration
-    if connections is not None:
-        updates["connections"] = connections
-    if updates:
-        recipe = recipe.model_copy(
-            update={"load": [p.model_copy(update=updates) for p in recipe.load]}
-        )
-    return recipe
+    # Validated as the recipe's own values are: the same limits, the same messages.
+    options = {"--trials": ("trials", trials), "--duration": ("duration", duration),
+               "--connections": ("connections", connections)}  # fmt: skip
+    data = recipe.model_dump(exclude_unset=True)
+    for key, value in options.values():
+        if value is None:
+            continue
+        if key == "trials":
+            data["trials"] = value
+            if recipe.max_trials is not None and recipe.max_trials < value:
+                data["max_trials"] = value
+        else:
+            data["load"] = [{**profile, key: value} for profile in data["load"]]
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = next((o for o, (k, _) in options.items() if k in error["loc"]), "an option")
+        given = next(v for o, (_, v) in options.items() if o == option) if option in options else ""
+        raise UserError(
+            f"{option} {given}: {_expected(error['type'], error)} (the recipe's own limit)"
+        ) from None
 
 
 def at_point(recipe: Recipe, point: Point) -> Recipe:
@@ -301,10 +311,46 @@ def at_point(recipe: Recipe, point: Point) -> Recipe:
 
 
 def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = None) -> Plan:
-    cores = resolve_cores(path, recipe, cpu_count or os.cpu_count() or 1)
+    allowed = tuple(range(cpu_count)) if cpu_count else allowed_cores()
+    cores = resolve_cores(path, recipe, allowed)
     cells = expand(recipe, cores)
     _check_unique(path, cells)
+    _check_sessions(path, recipe, cells)
     return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells)
+
+
+# Sessions the database keeps for others: PostgreSQL's superuser_reserved_connections (3)
+# and benchlab's own session probe; MariaDB's extra one for SUPER and the probe.
+RESERVED_SESSIONS = {"postgres": 4, "mariadb": 2}
+
+
+def _check_sessions(path: Path, recipe: Recipe, cells: tuple[Cell, ...]) -> None:
+    """Pools that could open more sessions than the database allows would fail with "too
+    many clients", and the stack would be blamed."""
+    services = recipe.services
+    room = services.max_connections - RESERVED_SESSIONS[services.database]
+    if services.pgbouncer:
+        if services.pgbouncer_pool_size > room:
+            raise UserError(
+                f"{path}: key 'services.pgbouncer_pool_size': {services.pgbouncer_pool_size} "
+                f"server sessions do not fit PostgreSQL's max_connections of "
+                f"{services.max_connections} ({room} left for them); raise "
+                "services.max_connections or lower the pool"
+            )
+        return  # the stacks' pools are pgbouncer's clients: it allows 20,000
+    for cell in cells:
+        if cell.pool_size is None:
+            continue
+        needed = cell.pool_size * cell.workers
+        if needed > room:
+            own = recipe.stack.get(cell.stack, StackParams()).pool_size is not None
+            key = f'stack."{cell.stack}".pool_size' if own else "params.pool_size"
+            raise UserError(
+                f"{path}: key '{key}': {cell.stack} with {cell.workers} worker(s) × a pool of "
+                f"{cell.pool_size} may open {needed} database sessions, more than "
+                f"services.max_connections = {services.max_connections} leaves ({room}); raise "
+                "services.max_connections or lower the pool or the workers"
+            )
 
 
 def _check_unique(path: Path, cells: tuple[Cell, ...]) -> None:
@@ -327,24 +373,30 @@ def _check_unique(path: Path, cells: tuple[Cell, ...]) -> None:
         )
 
 
-def default_cores(cpu_count: int) -> CoreAssignment:
-    """The first half of the cores serves, the second half loads."""
-    if cpu_count < 2:
+def allowed_cores() -> tuple[int, ...]:
+    """The cores this process may run on (a cgroup or taskset may allow fewer than exist)."""
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def default_cores(allowed: tuple[int, ...] | None = None) -> CoreAssignment:
+    """The first half of the allowed cores serves, the second half loads."""
+    cores = allowed if allowed is not None else allowed_cores()
+    if len(cores) < 2:
         # One core cannot be split: say so in doctor and reports rather than refuse.
-        return CoreAssignment(server=(0,), load=(0,))
-    half = cpu_count // 2
-    return CoreAssignment(server=tuple(range(half)), load=tuple(range(half, cpu_count)))
+        return CoreAssignment(server=cores[:1], load=cores[:1])
+    half = len(cores) // 2
+    return CoreAssignment(server=cores[:half], load=cores[half:])
 
 
-def resolve_cores(path: Path, recipe: Recipe, cpu_count: int) -> CoreAssignment:
+def resolve_cores(path: Path, recipe: Recipe, allowed: tuple[int, ...]) -> CoreAssignment:
     if recipe.cores is None:
-        return default_cores(cpu_count)
+        return default_cores(allowed)
     for role in ("server", "load", "services"):
         for i, core in enumerate(getattr(recipe.cores, role) or ()):
-            if core >= cpu_count:
+            if core not in allowed:
                 raise UserError(
-                    f"{path}: key 'cores.{role}[{i}]': core {core} does not exist; "
-                    f"this machine has cores 0-{cpu_count - 1}"
+                    f"{path}: key 'cores.{role}[{i}]': core {core} is not one this process may "
+                    f"use; it may use {', '.join(map(str, allowed))}"
                 )
     for role in ("server", "services"):
         shared = sorted(set(getattr(recipe.cores, role) or ()) & set(recipe.cores.load))

@@ -23,17 +23,19 @@ from benchlab import machine
 from benchlab.analysis import capacity
 from benchlab.analysis.stats import converged
 from benchlab.cpu_account import create_group
-from benchlab.errors import RunInterrupted, ServiceError, UserError
+from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.load import LoadRequest, LoadToolError, run_tool
 from benchlab.load.base import HttpTarget
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import (
+    INTERRUPTS,
     ManagedProcess,
     ProcessRegistry,
     signals_deferred,
     sigterm_interrupts,
 )
 from benchlab.recipe import Cell, Plan
+from benchlab.recovery import Journal
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
@@ -43,9 +45,10 @@ from benchlab.services.ports import free_port
 from benchlab.stacks import CATALOGUE, LaunchContext, Stack
 from benchlab.store import RunInfo, Store, TrialExtras, TrialRecord, now, trial_record
 from benchlab.timing import Costs, estimate
-from benchlab.verify import keeps_alive, verify, wait_until_answering
+from benchlab.verify import PORT_TAKEN, keeps_alive, verify, wait_until_answering
 
 DEFAULT_POOL_SIZE = 10
+PORT_ATTEMPTS = 3
 SETTLE_TIMEOUT_S = 120.0
 
 HOST = "127.0.0.1"
@@ -92,15 +95,12 @@ class _ServiceDied(Exception):
 @contextlib.contextmanager
 def _uninterruptible() -> Iterator[None]:
     """Cleanup must finish even if the user presses Ctrl-C again."""
-    previous = (
-        signal.signal(signal.SIGINT, signal.SIG_IGN),
-        signal.signal(signal.SIGTERM, signal.SIG_IGN),
-    )
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in INTERRUPTS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -192,6 +192,7 @@ class Execution:
         self.costs = Costs.load()
         self.rounds_planned: dict[Cell, int] = {}
         self.keep_alive = True  # whether the launch being measured keeps connections open
+        self.shared_machine = False  # another benchlab ran beside this one (--allow-concurrent)
 
     # --- the whole run ----------------------------------------------------------------------
 
@@ -214,7 +215,7 @@ class Execution:
             git_commit=machine.git_commit(),
             server_cores=plan.cores.server,
             load_cores=plan.cores.load,
-            machine=machine.describe(),
+            machine={**machine.describe(), "shared_with_another_run": self.shared_machine},
             options=RunOptions.from_recipe(plan.recipe).to_json(),
         )
 
@@ -226,9 +227,14 @@ class Execution:
             self.run_id = self.store.reopen_run(self.resume)
         else:
             self.run_id = self.store.create_run(self._info())
+        # Recorded on disk as it starts, so the next benchlab can clean up after a kill.
+        journal = Journal("tune" if self.plan.recipe.stacks == ["tune"] else "run").open()
+        self.registry.journal = journal
+        journal.set_run(self.run_id, self.store.path)
         outcome = RunOutcome(run_id=self.run_id, status="running")
         self.started = time.monotonic()
         self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
+        journal.add_dir(self.workroot)
         self.reporter.start(self.run_id, total_trials, self.plan)
         try:
             with sigterm_interrupts(), pinned_to(self.plan.cores.load):
@@ -252,11 +258,16 @@ class Execution:
                 if self.services is not None:
                     self.services.remove_data()
                 shutil.rmtree(self.workroot, ignore_errors=True)
-                for cell in self.measured - set(self.failed):
-                    self.store.mark_cell(self.cell_ids[cell], "ok")
-                self.store.finish_run(self.run_id, outcome.status, outcome.reason)
                 self.costs.save()
                 self.reporter.finish()
+                try:
+                    for cell in self.measured - set(self.failed):
+                        self.store.mark_cell(self.cell_ids[cell], "ok")
+                    self.store.finish_run(self.run_id, outcome.status, outcome.reason)
+                except StoreError:
+                    pass  # the run stays `running`: the next benchlab marks it abandoned
+                else:
+                    journal.close()
 
     def add_cells(self, cells: Sequence[Cell]) -> None:
         """Store the cells (those a resumed run already has are found by their key)."""
@@ -419,14 +430,6 @@ class Execution:
         stack = self.catalogue[first.stack]
         workdir = self.workroot / f"s{positions[first]}r{round_index}"
         workdir.mkdir()
-        ctx = LaunchContext(
-            host=HOST,
-            port=free_port(),
-            workdir=workdir,
-            server_cores=self.plan.cores.server,
-            workers=first.workers,
-            threads=first.server_threads,
-        )
         env = {
             **(self.services.stack_env() if self.services else {}),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
@@ -435,13 +438,9 @@ class Execution:
         }
         trials = self.plan.recipe.trials
         self.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
-        started = time.monotonic()
-        server = start_stack(self.registry, stack, ctx, self.plan.cores.server, env)
+        server, ctx, problem = self._start_server(stack, first, workdir, env)
         proxy = None
         try:
-            problem = wait_until_answering(HOST, ctx.port, server.alive, stack.start_timeout)
-            if not problem:
-                self.costs.record(f"start:{stack.name}", time.monotonic() - started)
             if problem:
                 reason = f"{stack.name} {problem}; last log lines: {server.log_tail() or '(empty)'}"
                 for cell in cells:
@@ -452,13 +451,16 @@ class Execution:
                 proxy, port = start_proxy(self.registry, workdir, self.plan.cores.server, ctx.port)
             first_path = self.scenarios[first.scenario].load_mix(first.ms)[0].path
             self.keep_alive = keeps_alive(HOST, port, first_path)
-            warm = False  # one warm-up per launch: its later cells find the server warm
+            # One warm-up per launch and scenario: its later cells find the server warm, and
+            # the pools of a scenario that uses them grown to what its load needs.
+            warmed: set[str] = set()
             for cell in cells:
                 if cell in self.failed:
                     continue
                 try:
+                    warm = cell.scenario in warmed
                     self._run_cell(server, port, cell, round_index, positions[cell], workdir, warm)
-                    warm = True
+                    warmed.add(cell.scenario)
                 except _ServiceDied as died:
                     # Its cells fail; this launch's cells that do not need it go on.
                     self._service_died(died.service)
@@ -471,6 +473,35 @@ class Execution:
                 self.registry.stop(proxy)
             with self.costs.timed(f"stop:{stack.name}"):
                 self.registry.stop(server)
+
+    def _start_server(
+        self, stack: Stack, first: Cell, workdir: Path, env: dict[str, str]
+    ) -> tuple[ManagedProcess, LaunchContext, str | None]:
+        """Start the stack on a free port and wait until it answers from its own socket. A
+        port taken in between (by another program: ports are chosen, released, then bound)
+        is given up for a fresh one, twice at most."""
+        for attempt in range(PORT_ATTEMPTS):
+            ctx = LaunchContext(
+                host=HOST, port=free_port(), workdir=workdir,
+                server_cores=self.plan.cores.server, workers=first.workers,
+                threads=first.server_threads,
+            )  # fmt: skip
+            started = time.monotonic()
+            server = start_stack(self.registry, stack, ctx, self.plan.cores.server, env)
+            problem = wait_until_answering(
+                HOST, ctx.port, server.alive, stack.start_timeout,
+                owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
+            )  # fmt: skip
+            taken = problem is not None and (
+                PORT_TAKEN in problem or "address already in use" in server.log_tail(20).lower()
+            )
+            if not taken or attempt == PORT_ATTEMPTS - 1:
+                if problem is None:
+                    self.costs.record(f"start:{stack.name}", time.monotonic() - started)
+                return server, ctx, problem
+            self.reporter.status(f"port {ctx.port} was taken: starting {stack.name} on another")
+            self.registry.stop(server)
+        raise AssertionError("unreachable")
 
     def _service_died(self, service: RunningService) -> None:
         """Fail every cell that needs the dead service; the others go on without it."""

@@ -9,23 +9,29 @@ read-only. The store carries its schema version; a newer one is refused.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
+import os
 import sqlite3
 import types
 import typing
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchlab.errors import UserError
+from benchlab.errors import StoreError, UserError
 from benchlab.load.result import Errors, LoadResult
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
+# How long a write waits for a store another program has locked before the run stops.
+LOCK_TIMEOUT_S = float(os.environ.get("BENCHLAB_STORE_TIMEOUT_S", "30"))
 # 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
 # histograms, exact CPU, the capacities table, this version in `meta`.
 SCHEMA_VERSION = 2
@@ -302,6 +308,40 @@ class RunInfo:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+FIXES = {
+    "disk is full": "free some disk space",
+    "locked": "another program holds the store locked: close it",
+    "readonly": "make it writable, or pass --results with another path",
+}
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """A failed write ends the run with one line; what was stored before stays stored."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        fix = next((f for key, f in FIXES.items() if key in str(exc)), "check the file")
+        raise StoreError(
+            f"results store '{path}' could not be written ({exc}); the run stops here and "
+            f"every trial stored before is kept; {fix}"
+        ) from None
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _writes(method: Method) -> Method:
+    """A Store method that writes: its failures end the run with one line (see writing)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        with writing(self.path):
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
     names = ", ".join(values)
     marks = ", ".join("?" * len(values))
@@ -338,7 +378,7 @@ class Store:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # autocommit: each statement is durable when it returns (a crash loses nothing).
-                self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+                self.db = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT_S)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 _migrate(self.db, path)
             else:
@@ -355,6 +395,7 @@ class Store:
 
     # --- writing --------------------------------------------------------------------------
 
+    @_writes
     def create_run(self, info: RunInfo) -> str:
         run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
         _insert(
@@ -378,6 +419,7 @@ class Store:
         )
         return run_id
 
+    @_writes
     def add_cell(
         self,
         run_id: str,
@@ -419,17 +461,20 @@ class Store:
             },
         )
 
+    @_writes
     def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
         self.db.execute(
             "UPDATE runs SET services = ?, database = ? WHERE id = ?",
             (json.dumps(services), database, run_id),
         )
 
+    @_writes
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, reason, cell_id)
         )
 
+    @_writes
     def set_cell_rates(
         self, cell_id: int, target_rate: float | None, closed_capacity_rps: float | None
     ) -> None:
@@ -440,12 +485,15 @@ class Store:
             (target_rate, closed_capacity_rps, cell_id),
         )
 
+    @_writes
     def add_trial(self, cell_id: int, record: TrialRecord) -> None:
         _insert(self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)})
 
+    @_writes
     def add_capacity(self, cell_id: int, record: CapacityRecord) -> None:
         _insert(self.db, "capacities", {"cell_id": cell_id, **dataclasses.asdict(record)})
 
+    @_writes
     def reopen_run(self, run_id: str) -> str:
         """Continue an earlier run (benchlab tune --resume): its finished work is kept."""
         row = self.run(run_id)
@@ -456,6 +504,7 @@ class Store:
         )
         return str(row["id"])
 
+    @_writes
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",

@@ -32,7 +32,7 @@ DEFAULTS = {
 # replicates' bisection (from the searches of recipes/slo-capacity.toml).
 FIRST_REPLICATE_PROBES = 1 + len(STEP_SHARES) + 4
 LATER_REPLICATE_PROBES = 3.5
-WEIGHT = 0.5  # how much a new measurement moves a remembered cost
+WEIGHT = 0.2  # how much a new measurement moves a remembered cost
 
 
 def _path() -> Path:
@@ -65,6 +65,7 @@ class Costs:
         return DEFAULTS.get(key, DEFAULTS["overhead"])
 
     def record(self, key: str, seconds: float) -> None:
+        seconds = max(seconds, 0.0)  # siege stops before its duration on short runs
         old = self.known.get(key)
         self.known[key] = seconds if old is None else (1 - WEIGHT) * old + WEIGHT * seconds
 
@@ -100,8 +101,8 @@ def minutes(seconds: float) -> str:
 
 
 def cell_seconds(cell: Cell, first_round: bool, warmup: int, costs: Costs) -> tuple[float, float]:
-    """(under load, around it) for one round of one cell; `warmup`: its launch's warm-up,
-    which only the first cell of a launch runs."""
+    """(under load, around it) for one round of one cell; `warmup`: the warm-up it runs
+    (the first cell of each scenario in a launch)."""
     overhead = costs.get(f"overhead:{cell.tool}", "overhead")
     verify = costs.get("verify")
     around = 2 * verify + (warmup + overhead if warmup else 0.0)
@@ -132,8 +133,12 @@ def estimate(
         for r in range(max(rounds_left.get(c, 0) for c in group)):
             todo = [c for c in group if rounds_left.get(c, 0) > r]
             launches_s += costs.get(f"start:{stack}", "start") + costs.get(f"stop:{stack}", "stop")
+            warmed: set[str] = set()  # one warm-up per launch and scenario, as the runner
             for cell in todo:
-                under, around = cell_seconds(cell, rounds_done.get(cell, 0) + r == 0, warmup, costs)
+                first = rounds_done.get(cell, 0) + r == 0
+                warm = 0 if cell.scenario in warmed else warmup
+                under, around = cell_seconds(cell, first, warm, costs)
+                warmed.add(cell.scenario)
                 load_s += under
                 other_s += around
     total = services_s + launches_s + load_s + other_s

@@ -84,8 +84,14 @@ def _check_users(expected: Expectation, where: str, body: bytes) -> str | None:
     return None
 
 
-def wait_until_answering(host: str, port: int, alive, timeout: float) -> str | None:
-    """Poll until an HTTP request gets any response; None when ready, else the reason."""
+PORT_TAKEN = "is held by another process"
+
+
+def wait_until_answering(host: str, port: int, alive, timeout: float, owns_port=None) -> str | None:
+    """Poll until an HTTP request gets any response; None when ready, else the reason.
+    `owns_port()`: whether the socket listening on the port is the server's own (another
+    process that took the port between its choice and the server's bind would otherwise be
+    verified and measured in its place)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
@@ -95,11 +101,14 @@ def wait_until_answering(host: str, port: int, alive, timeout: float) -> str | N
             try:
                 conn.request("GET", "/")
                 conn.getresponse().read()
-                return None
             finally:
                 conn.close()
         except (OSError, http.client.HTTPException):
             time.sleep(0.1)
+            continue
+        if owns_port is not None and not owns_port():
+            return f"port {port} {PORT_TAKEN}"
+        return None
     return f"did not answer on port {port} within {timeout:.0f} s"
 
 

@@ -298,8 +298,9 @@ def _pool_exhausted(cell: CellFigures) -> Verdict | None:
         return None
     return Verdict(
         "pool-exhausted",
-        f"database sessions in use peaked at {cell.db_sessions_peak}, the pool's limit of "
-        f"{cell.db_pool_limit}: requests queued for a session",
+        f"the stack's pools grew to their limit of {cell.db_pool_limit} database sessions "
+        f"({cell.db_sessions_peak} open at the peak): they grow only when every session is "
+        "busy, so requests waited for one",
     )
 
 

@@ -25,6 +25,7 @@ from benchlab.report.summary import CellSummary, RunSummary
 
 STYLE = {
     "svg.fonttype": "none",  # text stays text: selectable, searchable, small
+    "text.parse_math": False,  # a point named "$5" is a name, not mathematics
     "svg.hashsalt": "benchlab",  # the same run gives the same SVG
     "font.family": "sans-serif",
     "font.size": 9,

@@ -40,6 +40,8 @@ class Services:
             return base
         self._own_dir = Path(tempfile.mkdtemp(prefix="bl-svc-", dir="/tmp"))
         self._own_dir.chmod(0o711)
+        if self.registry.journal is not None:
+            self.registry.journal.add_dir(self._own_dir)
         return self._own_dir
 
     def remove_data(self) -> None:
@@ -112,21 +114,25 @@ class Services:
     # --- monitoring ---------------------------------------------------------------------------
 
     def session_probe(self) -> SessionProbe | None:
-        """Counts the database's sessions running a query (its own view, behind any pool)."""
+        """Counts the sessions open on the benchmark database (its own view, behind any pool)."""
         if "postgresql" in self.running:
             import psycopg
 
-            from benchlab.services.postgres import active_sessions
+            from benchlab.services.postgres import open_sessions
 
-            conn = psycopg.connect(self.running["postgresql"].dsn, autocommit=True)
+            # Bounded: a stalled database must not hang a sample (nor Ctrl-C behind it).
+            conn = psycopg.connect(
+                self.running["postgresql"].dsn, autocommit=True, connect_timeout=5,
+                options="-c statement_timeout=2000",
+            )  # fmt: skip
             self._closers.append(conn.close)
-            return lambda: active_sessions(conn)
+            return lambda: open_sessions(conn)
         if "mariadb" in self.running:
-            from benchlab.services.mariadb import active_sessions, connect
+            from benchlab.services.mariadb import connect, open_sessions
 
             my = connect(self.running["mariadb"])
             self._closers.append(my.close)
-            return lambda: active_sessions(my)
+            return lambda: open_sessions(my)
         return None
 
     def pool_probe(self) -> SessionProbe | None:

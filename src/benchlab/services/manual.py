@@ -52,36 +52,38 @@ def services_up(
     workroot.chmod(0o711)
     registry = ProcessRegistry()
     started: list[RunningService] = []
+    state: dict = {"workroot": str(workroot), "processes": [], "services": {}}
+    _write_state(path, state)  # from now on `services down` can undo whatever started
+
+    def keep(service: RunningService) -> RunningService:
+        """Recorded the moment it runs: an interrupted `up` leaves nothing `down` misses."""
+        started.append(service)
+        state["processes"].append(
+            {
+                "name": service.name,
+                "pid": service.process.pid,
+                "create_time": psutil.Process(service.process.pid).create_time(),
+                "stop_signal": int(service.process.stop_signal),
+            }
+        )
+        state["services"][service.name] = service.dsn
+        _write_state(path, state)
+        return service
+
     try:
         if postgres or pgbouncer:
-            started.append(start_postgres(registry, workroot, cores, max_connections=200))
+            main = keep(start_postgres(registry, workroot, cores, max_connections=200))
             if pgbouncer:
-                started.append(
-                    start_pgbouncer(registry, workroot, cores, started[-1], "transaction", 20)
-                )
+                keep(start_pgbouncer(registry, workroot, cores, main, "transaction", 20))
         if mariadb:
-            started.append(start_mariadb(registry, workroot, cores, max_connections=200))
+            keep(start_mariadb(registry, workroot, cores, max_connections=200))
         if redis:
-            started.append(start_redis(registry, workroot, cores))
+            keep(start_redis(registry, workroot, cores))
     except BaseException:
         registry.stop_all()
         shutil.rmtree(workroot, ignore_errors=True)
+        path.unlink(missing_ok=True)
         raise
-    processes = [
-        {
-            "name": s.name,
-            "pid": s.process.pid,
-            "create_time": psutil.Process(s.process.pid).create_time(),
-            "stop_signal": int(s.process.stop_signal),
-        }
-        for s in started
-    ]
-    state = {
-        "workroot": str(workroot),
-        "processes": processes,
-        "services": {s.name: s.dsn for s in started},
-    }
-    _write_state(path, state)
     return started
 
 

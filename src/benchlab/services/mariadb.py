@@ -35,10 +35,12 @@ def start_mariadb(
     base.chmod(0o700)  # its socket: only the mysql user and root reach it
     data = base / "data"
     socket = base / "mysqld.sock"
-    _install_db(data, user)
+    # Its own temp directory: the run's TMPDIR may be one the mysql user cannot write.
+    tmp = owned_dir(base / "tmp", user)
+    _install_db(data, user, tmp)
     port = free_port()
     argv = [
-        find_program("mariadbd"), "--no-defaults", f"--datadir={data}",
+        find_program("mariadbd"), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
         f"--socket={socket}", f"--port={port}", f"--bind-address={HOST}",
         f"--pid-file={base / 'mysqld.pid'}", f"--max-connections={max_connections}",
         # No file reads or writes outside its own data (SELECT ... INTO OUTFILE, LOAD DATA).
@@ -74,13 +76,16 @@ def _os_user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
-def _install_db(data: Path, user: str | None) -> None:
+def _install_db(data: Path, user: str | None, tmp: Path) -> None:
     """System tables whose only administrator is benchlab's own OS user, through the socket
     (unix_socket authentication): no account without a password over TCP."""
     install = [find_program("mariadb-install-db"), "--no-defaults", f"--datadir={data}",
                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={_os_user()}",
                "--skip-test-db", *([f"--user={user}"] if user else [])]  # fmt: skip
-    result = subprocess.run(install, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        install, capture_output=True, text=True, check=False,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )  # fmt: skip
     if result.returncode != 0:
         raise service_error(
             "mariadb (install-db)", install, f"exit {result.returncode}", result.stderr
@@ -127,16 +132,20 @@ def connect(service: RunningService) -> pymysql.connections.Connection:
         password=service.password,
         database=DATABASE,
         autocommit=True,
+        # Bounded: a stalled database must not hang a sample (nor Ctrl-C behind it).
+        connect_timeout=5,
+        read_timeout=5,
+        write_timeout=5,
     )
 
 
-def active_sessions(conn: pymysql.connections.Connection) -> int:
-    """Sessions of the benchmark database busy right now (not idle, not this one): a text
-    query shows as 'Query', a prepared one (go-sql-driver, aiomysql) as 'Execute'."""
+def open_sessions(conn: pymysql.connections.Connection) -> int:
+    """Sessions open on the benchmark database (but this one), idle or not: the stack's
+    pools, which grow only when every session they have is busy (see postgres.py)."""
     with conn.cursor() as cursor:
         cursor.execute(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = %s"
-            " AND COMMAND <> 'Sleep' AND ID <> CONNECTION_ID()",
+            " AND ID <> CONNECTION_ID()",
             (DATABASE,),
         )
         row = cursor.fetchone()

@@ -102,4 +102,6 @@ def active_server_connections(admin: psycopg.Connection) -> int:
 
 def admin_connection(service: RunningService) -> psycopg.Connection:
     """pgbouncer's console, as its stats user (SHOW only)."""
-    return psycopg.connect(service.monitor_dsn, autocommit=True, prepare_threshold=None)
+    return psycopg.connect(
+        service.monitor_dsn, autocommit=True, prepare_threshold=None, connect_timeout=5
+    )

@@ -143,10 +143,12 @@ def seed(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
-def active_sessions(conn: psycopg.Connection) -> int:
-    """Client sessions of the benchmark database that are running a query right now."""
+def open_sessions(conn: psycopg.Connection) -> int:
+    """Client sessions open on the benchmark database (but this one): the stack's pools,
+    which grow only when every session they have is busy. Sessions stay open, so a sample
+    every 50 ms sees them all, where counting queries that run a millisecond would not."""
     row = conn.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND state = 'active'"
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
         " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
         (DATABASE,),
     ).fetchone()

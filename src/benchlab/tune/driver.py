@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,11 +240,12 @@ def run_tune(
     command: str,
     say: Callable[[str], None],
     resume: bool = False,
+    shared: bool = False,
 ) -> TuneResult:
     spec = app_module.parse_app(request.app, request.cwd)
     info = app_module.probe(spec, request.python, request.env, request.interface, request.cwd)
     missing = info.missing_servers
-    cores = request.cores or default_cores(len(os.sched_getaffinity(0)))
+    cores = request.cores or default_cores()
     memory_mb = psutil.virtual_memory().available / 2**20
     found = candidates(
         info, len(cores.server), memory_mb, request.servers, request.workers, request.threads,
@@ -291,7 +291,8 @@ def run_tune(
     info_row = RunInfo(
         recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
         question=recipe.question, command=command, git_commit=machine.git_commit(),
-        server_cores=cores.server, load_cores=cores.load, machine=machine.describe(),
+        server_cores=cores.server, load_cores=cores.load,
+        machine={**machine.describe(), "shared_with_another_run": shared},
         options=options.to_json(),
     )  # fmt: skip
     execution = Execution(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import threading
 import time
 
 DB = os.environ.get("BENCHLAB_DB", "postgres")
@@ -116,7 +117,7 @@ class AsyncBackend:
                 user="benchlab",
                 password=pg_password(),
                 database="benchlab",
-                min_size=POOL_SIZE,
+                min_size=1,  # pools grow on demand: the sessions open are those the load needed
                 max_size=POOL_SIZE,
                 # Through a transaction-mode pgbouncer (< 1.21) prepared statements cannot be
                 # cached (asyncpg FAQ).
@@ -132,7 +133,7 @@ class AsyncBackend:
                 user=kwargs["user"],
                 password=kwargs["password"],
                 db="benchlab",
-                minsize=POOL_SIZE,
+                minsize=1,
                 maxsize=POOL_SIZE,
                 autocommit=True,
             )
@@ -176,17 +177,25 @@ class AsyncBackend:
 
 
 class _PyMySQLPool:
-    """A fixed-size pool: PyMySQL ships none."""
+    """A pool that grows on demand up to `size`: PyMySQL ships none."""
 
     def __init__(self, size: int) -> None:
-        import pymysql
-
         self._idle: queue.LifoQueue = queue.LifoQueue()
-        for _ in range(size):
-            self._idle.put(pymysql.connect(database="benchlab", **mysql_kwargs()))
+        self._room = threading.Semaphore(size)  # sessions that may still be opened
+
+    def _connection(self):
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        if self._room.acquire(blocking=False):
+            import pymysql
+
+            return pymysql.connect(database="benchlab", **mysql_kwargs())
+        return self._idle.get(timeout=30)
 
     def fetchone(self, sql: str, args: tuple):
-        conn = self._idle.get(timeout=30)
+        conn = self._connection()
         try:
             with conn.cursor() as cursor:
                 cursor.execute(sql, args)
@@ -205,7 +214,7 @@ class SyncBackend:
 
             self.pg = ConnectionPool(
                 pg_conninfo(),
-                min_size=POOL_SIZE,
+                min_size=1,  # it grows when a client has to wait, up to max_size
                 max_size=POOL_SIZE,
                 open=True,
                 # No server-side prepared statements through pgbouncer (< 1.22).

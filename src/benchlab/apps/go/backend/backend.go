@@ -99,8 +99,10 @@ func Open(ctx context.Context) (*Backend, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The pool grows on demand up to its size, as the Python stacks' do: the sessions
+		// the database sees are the ones the load needed.
 		config.MaxConns = int32(size)
-		config.MinConns = int32(size)
+		config.MinConns = 1
 		if os.Getenv("BENCHLAB_PGBOUNCER") == "1" {
 			// No server-side prepared statements through a transaction-mode pgbouncer.
 			config.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol

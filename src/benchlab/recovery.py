@@ -1,0 +1,249 @@
+"""What a run leaves if it is killed (SIGKILL, the OOM killer, a CI timeout), and how the
+next one cleans it.
+
+Every run keeps a journal on disk: its own pid and start time, its temp directories, the
+process group and control group of every child, as each starts. A clean end removes it.
+A journal whose owner is gone is stale: the next `benchlab run`, `tune` or `doctor` stops
+every process it lists (process groups, then control groups, which also hold the orphans
+that left their group), removes its directories and marks its run `abandoned` in its
+store. A journal whose owner is alive means another run is using this machine: a second
+run refuses to start (or, with --allow-concurrent, warns and says so in its results).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchlab.cache import cache_dir
+from benchlab.cpu_account import GROUP_PREFIX, stale_groups
+from benchlab.errors import UserError
+
+GRACE_S = 5.0
+
+
+def journal_dir() -> Path:
+    return cache_dir().parent / "journal"
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _alive(pid: int, create_time: float | None) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return (create_time is None or proc.create_time() == create_time) and (
+            proc.status() != psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False
+
+
+class Journal:
+    """The on-disk record of one run's children and directories, kept as they start."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.pid = os.getpid()
+        self.path = journal_dir() / f"{kind}-{self.pid}.json"
+        self.data: dict[str, Any] = {
+            "kind": kind,
+            "pid": self.pid,
+            "create_time": _create_time(self.pid),
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "run_id": None,
+            "store": None,
+            "dirs": [],
+            "processes": [],
+            "cgroups": [],
+            "shared": False,
+        }
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(self.data))
+        partial.replace(self.path)  # never half a journal, even if killed while writing
+
+    def open(self) -> Journal:
+        self._write()
+        return self
+
+    def set_run(self, run_id: str, store: Path) -> None:
+        self.data.update(run_id=run_id, store=str(store.resolve()))
+        self._write()
+
+    def add_dir(self, path: Path) -> None:
+        self.data["dirs"].append(str(path))
+        self._write()
+
+    def add_process(self, pid: int, stop_signal: int, cgroup: str | None) -> None:
+        self.data["processes"].append(
+            {"pid": pid, "create_time": _create_time(pid), "stop_signal": stop_signal}
+        )
+        if cgroup:
+            self.data["cgroups"].append(cgroup)
+        self._write()
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Stale:
+    """What a cleanup found and did."""
+
+    pid: int
+    run_id: str | None
+    processes: int
+    dirs: int
+
+    def describe(self) -> str:
+        run = f" (run {self.run_id}, now marked abandoned)" if self.run_id else ""
+        return (
+            f"a benchlab killed while running (pid {self.pid}){run}: stopped {self.processes} "
+            f"process(es), removed {self.dirs} director(ies)"
+        )
+
+
+def _journals() -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for path in sorted(journal_dir().glob("*.json")):
+        try:
+            found.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)  # unreadable: nothing to act on
+    return found
+
+
+def live_runs() -> list[dict[str, Any]]:
+    """Journals of runs whose benchlab is still running (not this process)."""
+    return [
+        data for _, data in _journals()
+        if data["pid"] != os.getpid() and _alive(data["pid"], data.get("create_time"))
+    ]  # fmt: skip
+
+
+def _stop(entries: list[dict[str, Any]]) -> int:
+    """Stop signal to each process group, one deadline for all, then SIGKILL."""
+    living = [e for e in entries if _alive(e["pid"], e.get("create_time"))]
+    for entry in living:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(entry["pid"], signal.Signals(entry.get("stop_signal", signal.SIGTERM)))
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline and any(
+        _alive(e["pid"], e.get("create_time")) for e in living
+    ):
+        time.sleep(0.1)
+    for entry in living:
+        if _alive(entry["pid"], entry.get("create_time")):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(entry["pid"], signal.SIGKILL)
+    return len(living)
+
+
+def _empty_group(path: Path) -> int:
+    """Kill whatever is left in a control group (the orphans too), then remove it."""
+    killed = 0
+    procs = path / "cgroup.procs"
+    with contextlib.suppress(OSError):
+        pids = [int(p) for p in procs.read_text().split()]
+        killed = len(pids)
+        if (path / "cgroup.kill").exists():
+            (path / "cgroup.kill").write_text("1")
+        else:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            path.rmdir()
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.05)
+    return killed
+
+
+def _abandon(store: str | None, run_id: str | None, pid: int) -> None:
+    if not store or not run_id or not Path(store).exists():
+        return
+    with contextlib.suppress(sqlite3.Error):
+        db = sqlite3.connect(store, timeout=5)
+        db.execute(
+            "UPDATE runs SET status = 'abandoned', status_reason = ?, ended_at = ?"
+            " WHERE id = ? AND status = 'running'",
+            (
+                f"benchlab (pid {pid}) was killed; cleaned up by the next benchlab",
+                datetime.now(UTC).isoformat(timespec="seconds"),
+                run_id,
+            ),
+        )
+        db.commit()
+        db.close()
+
+
+def clean_stale() -> list[Stale]:
+    """Clean every journal whose owner is gone, and control groups no journal owns."""
+    cleaned = []
+    for path, data in _journals():
+        if _alive(data["pid"], data.get("create_time")):
+            continue
+        stopped = _stop(data.get("processes", []))
+        for group in data.get("cgroups", []):
+            stopped += _empty_group(Path(group))
+        dirs = 0
+        for directory in data.get("dirs", []):
+            if Path(directory).exists():
+                shutil.rmtree(directory, ignore_errors=True)
+                dirs += 1
+        _abandon(data.get("store"), data.get("run_id"), data["pid"])
+        path.unlink(missing_ok=True)
+        cleaned.append(Stale(data["pid"], data.get("run_id"), stopped, dirs))
+    for group in stale_groups():
+        owner = group.name.removeprefix(GROUP_PREFIX).split("-")[0]
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
+            killed = _empty_group(group)
+            if killed:
+                cleaned.append(Stale(int(owner), None, killed, 0))
+    return cleaned
+
+
+def claim_machine(allow_concurrent: bool, say) -> bool:
+    """Clean what killed runs left, and refuse to share the machine with a live run unless
+    allowed; True when it is shared."""
+    for stale in clean_stale():
+        say(f"cleaned up after {stale.describe()}")
+    others = live_runs()
+    if not others:
+        return False
+    other = others[0]
+    if not allow_concurrent:
+        raise UserError(
+            f"another benchlab {other['kind']} is using this machine (pid {other['pid']}, since "
+            f"{other['started_at']}{', run ' + other['run_id'] if other.get('run_id') else ''}): "
+            "two at once make both sets of figures false; wait for it, or pass "
+            "--allow-concurrent to share the machine (its results will say so)"
+        )
+    say(
+        f"WARNING: sharing this machine with benchlab pid {other['pid']}: the figures of both "
+        "runs measure that too"
+    )
+    return True

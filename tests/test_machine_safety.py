@@ -1,0 +1,213 @@
+"""benchlab on a machine it shares: a killed run is cleaned up by the next benchlab, a
+second run does not start beside a live one, a stalled database cannot make Ctrl-C
+useless, a store that cannot be written ends the run with a message, a taken port is given
+up, and chart text is text."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlab.recovery import journal_dir
+from tests.conftest import benchlab, benchlab_process, living, write_recipe
+from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
+
+LONG = """
+name = "long"
+stacks = ["tornado", "nginx-static"]
+scenarios = ["plaintext", "json"]
+trials = 20
+warmup = 0
+[stack.tornado]
+workers = 2
+[[load]]
+connections = 8
+duration = 2
+"""
+
+
+def _status(results: Path) -> str:
+    return sqlite3.connect(results).execute("SELECT status FROM runs").fetchone()[0]
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_is_cleaned_up_by_the_next_benchlab(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    results = tmp_path / "r.db"
+    recipe = write_recipe(tmp_path, LONG)
+    with benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    ) as run:
+        _wait_for(lambda: _stored_trials(results) >= 2, 90, "two stored trials")
+        left = _wait_for(lambda: _named(_children(run.pid), "tornado_app.py"), 30, "tornado")
+        run.kill()  # SIGKILL: no handler runs, as with the OOM killer or a CI timeout
+        run.wait(10)
+    # What the issue saw: the stack keeps running, and nothing would ever stop it.
+    assert living(left), "the killed run's tornado should still be running before cleanup"
+    # A second run refuses nothing (the killed one is not live) and cleans up first.
+    doctor = benchlab("doctor", env={"TMPDIR": str(isolated_tmp)})
+    assert "cleaned  after a benchlab killed while running" in " ".join(doctor.stdout.split())
+    assert living(left) == [] and _processes_under(isolated_tmp) == []
+    assert list(isolated_tmp.iterdir()) == [], "its temp directory is removed"
+    assert _status(results) == "abandoned"
+    assert benchlab("report", "--results", str(results)).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_second_run_beside_a_live_one_refuses_to_start(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    recipe = write_recipe(tmp_path, LONG)
+    with benchlab_process(
+        "run", str(recipe), "--results", str(tmp_path / "a.db"), env={"TMPDIR": str(isolated_tmp)}
+    ) as run:
+        _wait_for(lambda: any(journal_dir().glob(f"run-{run.pid}.json")), 30, "its journal")
+        second = benchlab("run", str(recipe), "--results", str(tmp_path / "b.db"))
+        doctor = benchlab("doctor")
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=30)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"another benchlab run is using this machine (pid {run.pid}" in second.stderr
+    assert "--allow-concurrent" in second.stderr and "Traceback" not in second.stderr
+    assert not (tmp_path / "b.db").exists()
+    assert f"pid {run.pid} is running" in doctor.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_run_whose_database_is_stopped_within_15_s(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "stopped-database"
+        stacks = ["fastapi+uvicorn"]
+        scenarios = ["db-delay"]
+        trials = 10
+        warmup = 0
+        [params]
+        db_delay_ms = 5
+        [[load]]
+        connections = 8
+        duration = 3
+        """,
+    )
+    results = tmp_path / "r.db"
+    with benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    ) as run:
+        _wait_for(lambda: _stored_trials(results) >= 1, 120, "a stored trial")
+        postgres = [p for p in _children(run.pid) if p.name() == "postgres"]
+        assert postgres, "benchlab should be running PostgreSQL"
+        everything = _children(run.pid)
+        for proc in postgres:
+            proc.suspend()  # SIGSTOP: the database neither answers nor dies
+        time.sleep(1.5)
+        sent = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+        took = time.monotonic() - sent
+    assert took <= 15, f"Ctrl-C took {took:.1f} s"
+    assert run.returncode == 130 and "Traceback" not in output, output
+    assert living(everything) == [] and list(isolated_tmp.iterdir()) == []
+    assert _status(results) == "interrupted" and _stored_trials(results) >= 1
+
+
+@pytest.mark.slow
+def test_a_store_that_cannot_be_written_ends_the_run_and_keeps_its_trials(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    results = tmp_path / "r.db"
+    recipe = write_recipe(tmp_path, LONG)
+    env = {"TMPDIR": str(isolated_tmp), "BENCHLAB_STORE_TIMEOUT_S": "1"}
+    with benchlab_process("run", str(recipe), "--results", str(results), env=env) as run:
+        _wait_for(lambda: _stored_trials(results) >= 2, 90, "two stored trials")
+        everything = _children(run.pid)
+        holder = sqlite3.connect(results, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")  # another program holds the store
+        output, _ = run.communicate(timeout=60)
+        holder.rollback()
+        holder.close()
+    assert run.returncode == 1, output
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert lines and "could not be written (database is locked)" in lines[0], output
+    assert "every trial stored before is kept" in lines[0] and "Traceback" not in output
+    assert living(everything) == [] and list(isolated_tmp.iterdir()) == []
+    assert _stored_trials(results) >= 2
+    # The run could not be marked; the next benchlab marks it abandoned.
+    benchlab("doctor")
+    assert _status(results) == "abandoned"
+
+
+def test_a_point_named_like_mathematics_is_drawn_as_text(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "dollars"
+        stacks = ["nginx-static", "gin"]
+        scenarios = ["plaintext"]
+        trials = 1
+        warmup = 0
+        [[load]]
+        duration = 1
+        [[points]]
+        name = "$5 tier"
+        connections = 4
+        [[points]]
+        name = "$20 tier"
+        connections = 16
+        """,
+    )
+    page = tmp_path / "page.html"
+    run = benchlab(
+        "run", str(recipe), "--results", str(tmp_path / "r.db"), "--html", str(page),
+        env={"TMPDIR": str(isolated_tmp)},
+    )  # fmt: skip
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert "$5 tier" in page.read_text()
+
+
+def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from benchlab import runner
+    from benchlab.recipe import build_plan, load_recipe
+    from benchlab.report.progress import LineReporter
+    from benchlab.runner import Execution
+    from benchlab.store import Store
+    from tests.servers import scripted_server
+
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    path = write_recipe(
+        tmp_path,
+        'name = "taken"\nstacks = ["nginx-static"]\nscenarios = ["plaintext"]\ntrials = 1\n'
+        "warmup = 0\n[[load]]\nconnections = 4\nduration = 1\n",
+    )
+    answer = (200, {"Content-Type": "text/plain", "Content-Length": "13"}, b"Hello, World!")
+    with scripted_server({"/plaintext": answer, "/": answer}) as taken:
+        ports = iter([taken])
+        real = runner.free_port
+        monkeypatch.setattr(runner, "free_port", lambda: next(ports, None) or real())
+        recipe, text = load_recipe(path)
+        out = io.StringIO()
+        store = Store(tmp_path / "r.db")
+        outcome = Execution(
+            build_plan(path, recipe, text), store, LineReporter(Console(file=out)), "t"
+        ).run()
+    assert outcome.status == "complete", out.getvalue()
+    assert f"port {taken} was taken" in out.getvalue()
+    trial = store.trials(store.cells(outcome.run_id)[0]["id"])[0]
+    assert trial.server_cpu_s and trial.server_cpu_s > 0, "nginx, not the impostor, was measured"
+    assert json.loads(store.run(outcome.run_id)["machine"])["shared_with_another_run"] is False
