@@ -548,7 +548,7 @@ class Store:
     def runs(self) -> list[sqlite3.Row]:
         if not self._has_table("runs"):
             return []
-        return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
+        return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC").fetchall()
 
     def cells(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute(

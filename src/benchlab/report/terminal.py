@@ -174,7 +174,7 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     columns = [*cell_columns(summary.cells, baseline=summary.baseline), verdict_column(numbers)]
     table = _table(columns, summary.cells)
     table.title, table.title_justify = f"benchlab · {summary.run['recipe_name']}", "left"
-    needed = console.measure(table).maximum
+    needed = Console(width=10_000).measure(table).maximum
     if needed <= console.width:
         console.print(table)
         return
