@@ -635,6 +635,7 @@ class Execution:
                 PeakSampler(probes) as peaks,
             ):
                 started_at, began = now(), time.monotonic()
+                peaks.count_until(began + request.duration_s)
                 result = run_tool(request, self.registry, workdir)
                 finished.enter_context(signals_deferred())
                 if result.requests == 0 and rate is None:
