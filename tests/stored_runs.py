@@ -79,7 +79,7 @@ def write_run(
             (1,),
             dict(machine),
             options,
-        )  # fmt: skip
+        )
     )
     position = 0
     for stack, by_scenario in medians.items():

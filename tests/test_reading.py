@@ -308,3 +308,30 @@ def test_compare_reads_two_stores_in_md_and_json_and_names_what_differs(tmp_path
     assert same
     fmt = benchlab(*args, "--format", "pdf")
     assert fmt.returncode == 2 and "--format 'pdf'" in fmt.stderr
+
+
+def test_the_docs_stand_alone_without_files_outside_the_repository() -> None:
+    """README and docs/ are read from a clone: no path outside it, and every recipe and
+    document they name exists in it."""
+    documents = [REPO / "README.md", REPO / "examples" / "README.md", *REPO.glob("docs/*.md")]
+    assert REPO / "docs" / "articles.md" in documents
+    for document in documents:
+        text = document.read_text()
+        assert "../shared" not in text and "/work/" not in text, document
+        for named in re.findall(
+            r"`((?:recipes|docs|examples)/[\w./-]+\.(?:toml|md|yml|sh))`", text
+        ):
+            assert (REPO / named).exists(), (document.name, named)
+    articles = (REPO / "docs" / "articles.md").read_text()
+    for number in ("000", "001", "002", "003", "004"):
+        assert f"## {number} " in articles and f"recipes/seed-{number}-" in articles
+    readme = (REPO / "README.md").read_text()
+    first_screen = readme[: readme.index("## Choosing the load")]
+    for words in ("./lab run", "./lab test", "What you get", "recipes/fastapi-flask-gin.toml"):
+        assert words in first_screen, words
+    for section in ("## Choosing the load", "## Reading the results", "## Using it in CI",
+                    "## Your own app: `benchlab tune`", "## How long a run takes"):  # fmt: skip
+        assert section in readme, section
+    recipe = (REPO / "recipes" / "fastapi-flask-gin.toml").read_text()
+    lines = [line for line in recipe.splitlines() if line and not line.startswith("#")]
+    assert len(lines) == 5 and "\n".join(lines) in first_screen  # the recipe shown is the file
