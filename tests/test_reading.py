@@ -136,6 +136,17 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     tied = summarise(Store(tmp_path / "c.db"), write_run(tmp_path / "c.db", close))
     (only,) = takeaways(tied)
     assert only.sentence.startswith("tornado, sanic and gin are within 2% of each other: a tie")
+    # Medians 43% apart whose trials overlap: tied by the rule, and the sentence says so
+    # rather than calling 43% a tie of the medians.
+    apart = {"gin": {"json": 10_000}, "sanic": {"json": 7_000}, "tornado": {"json": 3_000}}
+    wide = summarise(
+        Store(tmp_path / "d.db"), write_run(tmp_path / "d.db", apart, spread=(0.6, 1.0, 1.5))
+    )
+    (only,) = takeaways(wide)
+    assert only.sentence.startswith(
+        "gin and sanic tie at the top (gin first; their medians are within 43% of each other, "
+        "but the evidence rule separates sanic from gin); gin served 3.3× tornado's"
+    ), only.sentence
 
 
 def test_the_ceiling_share_comes_only_from_a_ceiling_that_is_not_client_bound(

@@ -122,6 +122,26 @@ def _cautions(cells: Sequence[CellSummary], names: dict[str, str], skip: str = "
     return f" (flagged: {', '.join(flagged)})" if flagged else ""
 
 
+def _tied_lead(
+    top: Sequence[CellSummary], names: dict[str, str], figure: F.Figure, evidence: Evidence
+) -> str:
+    """The stacks the evidence rule cannot separate from the first. Close medians make a tie
+    plain; far-apart ones (wide intervals) say that the rule, not the medians, ties them."""
+    values = [c.value(figure) or 0.0 for c in top]
+    low, high = min(values), max(values)
+    close = low > 0 and 100 * (high / low - 1) <= evidence.min_effect_pct
+    first = names[top[0].key]
+    who = f"{len(top)} stacks" if len(top) > 3 else _listed([names[c.key] for c in top])
+    if close:
+        where = f"{_spread(top, figure)}, {first} first" if len(top) > 3 else _spread(top, figure)
+        return f"{who} tie at the top ({where}); "
+    others = "none of them" if len(top) > 2 else names[top[1].key]
+    return (
+        f"{who} tie at the top ({first} first; their medians are {_spread(top, figure)}, but "
+        f"the evidence rule separates {others} from {first}); "
+    )
+
+
 def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> str:
     """The takeaway of one grid point: who leads and by how much by the evidence rule, or
     that nobody does, and how far apart the others are."""
@@ -166,14 +186,7 @@ def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evi
         v.name == "client-bound" for v in best.verdicts
     )
     win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
-    if len(top) > 3:
-        lead = (
-            f"{len(top)} stacks tie at the top ({_spread(top, figure)}, {names[best.key]} first); "
-        )
-    elif len(top) > 1:
-        lead = f"{_listed([names[c.key] for c in top])} tie at the top ({_spread(top, figure)}); "
-    else:
-        lead = ""
+    lead = _tied_lead(top, names, figure, evidence) if len(top) > 1 else ""
     tail = ""
     if len(rest) > 1:
         others = (
