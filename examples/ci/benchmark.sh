@@ -5,7 +5,8 @@
 #                                       branch; CI keeps that store as an artifact)
 #   examples/ci/benchmark.sh check      measure RECIPE into the store BRANCH, compare its run
 #                                       with the latest run of BASELINE, write OUT/compare.md
-#                                       (for the pull request) and exit 1 if a cell is slower
+#                                       (for the pull request; also on stdout, the run's
+#                                       output on stderr) and exit 1 if a cell is slower
 #                                       by more than FAIL_ABOVE % beyond its interval, or
 #                                       failed, or is missing
 #
@@ -32,7 +33,8 @@ case "${1:-}" in
       echo "error: no baseline store at $BASELINE; run '$0 baseline' on the main branch first" >&2
       exit 2
     fi
-    $BENCHLAB run "$RECIPE" --results "$BRANCH" --html "$OUT/branch.html"
+    # The run's plan and progress go to stderr: stdout is the comparison alone.
+    $BENCHLAB run "$RECIPE" --results "$BRANCH" --html "$OUT/branch.html" >&2
     status=0
     $BENCHLAB compare latest latest --results "$BASELINE" --results-b "$BRANCH" \
       --format md --fail-above "$FAIL_ABOVE" >"$OUT/compare.md" || status=$?
