@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import shlex
@@ -14,56 +13,104 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from benchlab import __version__
 from benchlab.errors import BenchlabError, RunInterrupted, UserError
 from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
 from benchlab.store import DEFAULT_RESULTS, Store
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+# Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
+# flags with none, paragraphs joined, no box to wrap.
 app = typer.Typer(
     help="Benchmark web stacks fairly: real services, verified responses, honest statistics.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
+    rich_markup_mode=None,
+)
+# typer writes a Python type after an argument's name (RUN <str>) and braces around a required
+# one in the usage line ({RUN_A}); the help line says what each is, and [RUN] marks optional.
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+typer.core.TyperArgument._usage_display_name = (  # type: ignore[method-assign]
+    lambda self: self.display_name_raw if self.required else f"[{self.display_name_raw}]"
 )
 # Piped or logged output is not wrapped at 80 columns: the tables would become unreadable.
 console = Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Console(width=240)
 
-ResultsOption = Annotated[Path, typer.Option("--results", help="SQLite results store.")]
+ResultsOption = Annotated[
+    Path, typer.Option("--results", metavar="FILE", help="The SQLite results store.")
+]
+RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"benchlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Benchmark web stacks fairly: real services, verified responses, honest statistics.
+
+    Start with `benchlab run` (the quick recipe), then `benchlab report` to see a stored run
+    again, `benchlab runs` to list them, `benchlab compare` to compare two."""
 
 
 @app.command()
 def run(
-    recipe: Annotated[Path, typer.Argument(help="Recipe TOML file.")] = DEFAULT_RECIPE,
+    recipe: Annotated[
+        Path, typer.Argument(metavar="RECIPE", help="The recipe, a TOML file.")
+    ] = DEFAULT_RECIPE,
     duration: Annotated[
-        int | None, typer.Option(min=1, help="Seconds per trial (all load profiles).")
+        int | None,
+        typer.Option(metavar="S", min=1, help="Seconds per trial, for every load profile."),
     ] = None,
-    trials: Annotated[int | None, typer.Option(min=1, help="Trials per cell.")] = None,
+    trials: Annotated[int | None, typer.Option(metavar="N", min=1, help="Trials per cell.")] = None,
     connections: Annotated[
-        int | None, typer.Option(min=1, help="Connections (all load profiles).")
+        int | None,
+        typer.Option(metavar="C", min=1, help="Connections, for every load profile."),
     ] = None,
     point: Annotated[
-        list[str] | None, typer.Option("--point", help="Run only this named point (repeatable).")
+        list[str] | None,
+        typer.Option("--point", metavar="NAME", help="Run only this named point (repeatable)."),
     ] = None,
     results: ResultsOption = DEFAULT_RESULTS,
     html: Annotated[
         Path | None,
-        typer.Option(help="Write the HTML report here (default: RECIPE-NAME.html by the results)."),
+        typer.Option(
+            metavar="FILE",
+            help="Write the HTML report here (default: RECIPE-NAME.html beside the results).",
+        ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan and its time estimate; start nothing.")
+        bool,
+        typer.Option("--dry-run", metavar="", help="Print the plan and its time estimate only."),
     ] = False,
     allow_concurrent: Annotated[
         bool,
-        typer.Option(help="Run even if another benchlab runs on this machine (results say so)."),
+        typer.Option(
+            "--allow-concurrent",
+            metavar="",
+            help="Run even if another benchlab runs on this machine (results say so).",
+        ),
     ] = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
-    from benchlab.report.formats import render_table
     from benchlab.report.html import render_html
     from benchlab.report.progress import BarReporter, LineReporter
     from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
     from benchlab.runner import Execution
 
     loaded, text = load_recipe(recipe)
@@ -183,80 +230,122 @@ def tune(
         str, typer.Argument(metavar="APP", help="path/to/module.py:app or package.module:app.")
     ],
     python: Annotated[
-        str, typer.Option(help="The interpreter of your app's environment (default: this one).")
+        str,
+        typer.Option(
+            metavar="PATH", help="The interpreter of your app's environment (default: this one)."
+        ),
     ] = sys.executable,
-    interface: Annotated[str | None, typer.Option(help="asgi or wsgi (default: detected).")] = None,
+    interface: Annotated[
+        str | None, typer.Option(metavar="asgi|wsgi", help="Default: detected.")
+    ] = None,
     request: Annotated[
         list[str] | None,
-        typer.Option("--request", help="'METHOD PATH' to send (repeatable; default 'GET /')."),
+        typer.Option(
+            "--request",
+            metavar="'METHOD PATH'",
+            help="A request to send (repeatable; default 'GET /').",
+        ),
     ] = None,
     requests_file: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="A TOML file of [[request]] tables: method, path, headers, body, weight, "
-            "status, contains, json_key."
+            "status, contains, json_key.",
         ),
     ] = None,
-    check_status: Annotated[int, typer.Option(help="The status every --request must get.")] = 200,
+    check_status: Annotated[
+        int, typer.Option(metavar="CODE", help="The status every --request must get.")
+    ] = 200,
     check_body: Annotated[
-        str | None, typer.Option(help="Text every --request's answer must contain.")
+        str | None, typer.Option(metavar="TEXT", help="Text every --request's answer must contain.")
     ] = None,
     slo_p99_ms: Annotated[
-        float, typer.Option(min=0.1, help="The latency target: p99, ms.")
+        float, typer.Option(metavar="MS", min=0.1, help="The latency target: p99, ms.")
     ] = 100.0,
     budget: Annotated[
-        float, typer.Option(min=1, max=24 * 60, help="Minutes the whole search may take.")
+        float,
+        typer.Option(metavar="MIN", min=1, max=24 * 60, help="Minutes the whole search may take."),
     ] = 15.0,
     resume: Annotated[
-        bool, typer.Option(help="Continue the last unfinished tune of this app and requests.")
+        bool,
+        typer.Option(
+            "--resume",
+            metavar="",
+            help="Continue the last unfinished tune of this app and requests.",
+        ),
     ] = False,
     env: Annotated[
-        list[str] | None, typer.Option("--env", help="KEY=VALUE for the app (repeatable).")
+        list[str] | None,
+        typer.Option("--env", metavar="KEY=VALUE", help="For the app (repeatable)."),
     ] = None,
-    env_file: Annotated[Path | None, typer.Option(help="A file of KEY=VALUE lines.")] = None,
+    env_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="A file of KEY=VALUE lines.")
+    ] = None,
     with_services: Annotated[
         str | None,
         typer.Option(
             "--with",
+            metavar="SERVICES",
             help="Services benchlab starts for the app, and the variables that get their "
             "addresses: postgres[=VAR],mariadb[=VAR],redis[=VAR] (default DATABASE_URL, "
             "REDIS_URL).",
         ),
     ] = None,
     servers: Annotated[
-        str | None, typer.Option(help="Only these servers, e.g. gunicorn,waitress.")
+        str | None, typer.Option(metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.")
     ] = None,
-    workers: Annotated[str | None, typer.Option(help="Worker counts to try, e.g. 1,2,3.")] = None,
+    workers: Annotated[
+        str | None, typer.Option(metavar="LIST", help="Worker counts to try, e.g. 1,2,3.")
+    ] = None,
     threads: Annotated[
-        str | None, typer.Option(help="Threads per worker to try, e.g. 4,16 (default 4,16,64).")
+        str | None,
+        typer.Option(metavar="LIST", help="Threads per worker to try (default 4,16,64)."),
     ] = None,
     greenlets: Annotated[
-        str | None, typer.Option(help="Greenlets per gevent worker to try (default 100,1000).")
+        str | None,
+        typer.Option(metavar="LIST", help="Greenlets per gevent worker to try (default 100,1000)."),
     ] = None,
     connections: Annotated[
-        int, typer.Option(min=1, max=100_000, help="The most connections the load may open.")
+        int,
+        typer.Option(
+            metavar="C", min=1, max=100_000, help="The most connections the load may open."
+        ),
     ] = 256,
     allow_concurrent: Annotated[
         bool,
-        typer.Option(help="Run even if another benchlab runs on this machine (results say so)."),
+        typer.Option(
+            "--allow-concurrent",
+            metavar="",
+            help="Run even if another benchlab runs on this machine (results say so).",
+        ),
     ] = False,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, json or html.")] = "table",
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="table|md|json|html",
+            help="Default: from the -o file's extension, else table.",
+        ),
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the report to this file.")
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write the report to this file."),
     ] = None,
 ) -> None:
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
-    from benchlab.report.formats import render_json, render_markdown, render_table
+    from benchlab.report.exporters import choose, write
     from benchlab.report.html import render_html
     from benchlab.report.progress import BarReporter, LineReporter
     from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
     from benchlab.tune.driver import TuneRequest, run_tune
     from benchlab.tune.requests import load_requests, parse_request
 
-    if fmt not in ("table", "md", "json", "html"):
-        raise UserError(f"--format '{fmt}' is not known; use one of: table, md, json, html")
+    exporter = choose(fmt, output, allowed=("table", "md", "json", "html"))
     if interface not in (None, "asgi", "wsgi"):
         raise UserError(f"--interface '{interface}': use asgi or wsgi")
     requests = [parse_request(r, check_status, check_body) for r in request or []]
@@ -289,20 +378,12 @@ def tune(
     summary = summarise(store, done.outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     page.write_text(render_html(summary))
-    if fmt == "table" and output is None:
+    if exporter.name == "table" and output is None:
         render_table(summary, console)
+    elif output is None:
+        sys.stdout.write(exporter.render(summary, False))
     else:
-        text = {"md": render_markdown, "json": render_json, "html": render_html}.get(fmt)
-        if text is None:
-            buffer = io.StringIO()
-            render_table(summary, Console(file=buffer, width=200))
-            rendered = buffer.getvalue()
-        else:
-            rendered = text(summary)
-        if output is None:
-            sys.stdout.write(rendered)
-        else:
-            output.write_text(rendered)
+        write(exporter.render(summary, False), output)
     console.print(
         f"run id: {done.outcome.run_id} ({done.outcome.status}) · results in {results} · "
         f"report: {page}",
@@ -315,62 +396,109 @@ def tune(
 
 @app.command()
 def report(
-    run_id: Annotated[
-        str | None, typer.Argument(metavar="[RUN]", help="Run id (default: latest).")
-    ] = None,
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table, md, html, json or csv.")
-    ] = "table",
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file.")
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="table|md|html|json|csv",
+            help="Default: from the -o file's extension, else table.",
+        ),
     ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
+    ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            metavar="",
+            help="The table with every column, as wide as it needs (default: fits 100 columns).",
+        ),
+    ] = False,
 ) -> None:
-    """Report a stored run (the latest by default)."""
-    from benchlab.report.formats import (
-        FORMATS,
-        render_csv,
-        render_json,
-        render_markdown,
-        render_table,
-    )
+    """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    from benchlab.report.exporters import choose, write
     from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
 
-    if fmt not in FORMATS:
-        raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(FORMATS)}")
+    exporter = choose(fmt, output)
     if output is not None and not output.parent.is_dir():
         raise UserError(
             f"-o {output}: cannot write it (no directory {output.parent}); create it or choose"
             " another path"
         )
     summary = summarise(Store(results, create=False), run_id)
-    if fmt == "table":
-        if output is not None:
-            with output.open("w") as handle:
-                render_table(summary, Console(file=handle, width=200))
-        else:
-            render_table(summary, console)
-        return
-    if fmt == "html":
-        from benchlab.report.html import render_html  # matplotlib: only when charts are wanted
-
-        text = render_html(summary)
-    else:
-        text = {"md": render_markdown, "json": render_json, "csv": render_csv}[fmt](summary)
     if output is None:
-        sys.stdout.write(text)
+        if exporter.name == "table":
+            render_table(summary, console, wide)
+        else:
+            sys.stdout.write(exporter.render(summary, wide))
         return
-    try:
-        output.write_text(text)
-    except OSError as exc:
-        reason = f"-o {output}: cannot write it ({exc.strerror}); choose a writable path"
-        raise UserError(reason) from None
-    console.print(f"wrote {output}")
+    write(exporter.render(summary, wide), output)
+    console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
+
+
+@app.command()
+def runs(
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|json", help="How to write them.")
+    ] = "table",
+) -> None:
+    """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
+    import json
+
+    if fmt not in ("table", "json"):
+        raise UserError(f"--format '{fmt}' is not known; use table or json")
+    store = Store(results, create=False)
+    rows = []
+    for age, row in enumerate(store.runs()):
+        machine = json.loads(row["machine"] or "{}")
+        rows.append(
+            {
+                "id": row["id"],
+                "name": "latest" if age == 0 else f"latest~{age}",
+                "recipe": row["recipe_name"],
+                "status": row["status"],
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "machine": f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores",
+                "git_commit": row["git_commit"],
+                "cells": len(store.cells(row["id"])),
+            }
+        )
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        console.print(f"no run in {results} yet; start one with: benchlab run")
+        return
+    from benchlab.report.terminal import Layout, fit_widths, text_table
+
+    layout = [
+        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", least=10),
+        Layout("status", wrap=False), Layout("started (UTC)", wrap=False), Layout("machine"),
+        Layout("commit", wrap=False),
+    ]  # fmt: skip
+    lines = []
+    for row in rows:
+        commit = row["git_commit"] or "–"
+        short = commit[:8] + ("+dirty" if commit.endswith("+dirty") else "")
+        started = (row["started_at"] or "").replace("T", " ")[:16]
+        lines.append(
+            [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
+        )
+    console.print(text_table(layout, lines, fit_widths(layout, lines, console.width)))
 
 
 @app.command()
 def stacks(
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or md.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|md", help="How to write it.")
+    ] = "table",
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
     from benchlab.stacks import CATALOGUE, catalogue_markdown
@@ -380,23 +508,28 @@ def stacks(
         return
     if fmt != "table":
         raise UserError(f"--format '{fmt}' is not known; use table or md")
-    table = Table(title="benchlab stacks")
-    for column in ("stack", "framework", "server", "worker model", "scenarios", "status"):
-        table.add_column(column, overflow="fold")
+    from benchlab.report.terminal import Layout, fit_widths, text_table
+
+    wide = console.width >= 140
+    # A stack's name is what a recipe needs: never wrapped or cut.
+    layout = [Layout("stack", wrap=False), Layout("framework · server")]
+    layout += [Layout("worker model")] if wide else []
+    layout += [Layout("scenarios"), Layout("status")]
+    rows, styles, notes = [], [], []
     for stack in CATALOGUE.values():
         available = stack.availability()
-        status = (
-            "[green]available[/]"
-            if available.ok
-            else f"[red]unavailable[/]: {available.reason}; fix: {available.fix}"
-        )
-        table.add_row(
-            *(escape(text) for text in (stack.name, stack.framework, stack.server)),
-            escape(stack.worker_model),
-            ", ".join(stack.scenarios),
-            status,
-        )
-    console.print(table)
+        if available.ok:
+            status = "available" + (f" ({stack.note})" if stack.note else "")
+        else:
+            notes.append(f"{stack.name}: {available.reason}; fix: {available.fix}")
+            status = f"unavailable [{len(notes)}]"
+        row = [stack.name, f"{stack.framework} · {stack.server}"]
+        row += [stack.worker_model] if wide else []
+        rows.append([*row, ", ".join(stack.scenarios), status])
+        styles.append(None if available.ok else "red")
+    console.print(text_table(layout, rows, fit_widths(layout, rows, console.width), styles))
+    for number, note in enumerate(notes, 1):
+        console.print(f"[{number}] {note}", markup=False, highlight=False)
 
 
 @app.command()
@@ -430,83 +563,109 @@ def doctor() -> None:
 
 @app.command()
 def compare(
-    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="The reference run.")],
+    run_a: Annotated[
+        str, typer.Argument(metavar="RUN_A", help=f"The reference run: {RunArgument}.")
+    ],
     run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The run compared with it.")],
     results: ResultsOption = DEFAULT_RESULTS,
+    results_b: Annotated[
+        Path | None,
+        typer.Option(
+            "--results-b",
+            metavar="FILE",
+            help="The store RUN_B is in, if not RUN_A's (e.g. a baseline store kept by CI).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|md|json", help="How to write it.")
+    ] = "table",
     fail_above: Annotated[
         float | None,
         typer.Option(
             "--fail-above",
+            metavar="PCT",
             min=0,
             max=100,
-            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals.",
+            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals, or "
+            "failed or missing in RUN_B.",
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            metavar="",
+            help="Exit 1 if the two runs' machines or versions differ (they are always named).",
+        ),
+    ] = False,
 ) -> None:
-    """Per cell, RUN_B / RUN_A of the figure cells are ranked by (throughput, capacity, p99),
-    with its interval: faster, slower or no change."""
-    from benchlab.analysis.compare import Side, compare_cells
-    from benchlab.analysis.stats import RATIO_METHOD
+    """Per cell, RUN_B / RUN_A of the figure the cells are ranked by (throughput, capacity or
+    p99), with its interval: faster, slower or no significant change."""
+    from benchlab.report import comparison as report
     from benchlab.report.summary import summarise
 
-    store = Store(results, create=False)
-    before, after = summarise(store, run_a), summarise(store, run_b)
-    figure = before.ranked_by
-
-    def sides(cells) -> list[Side]:
-        return [
-            Side(c.key, c.stack_label, c.scenario, c.connections, c.samples.get(figure.key, ()))
-            for c in cells
-        ]
-
-    changes = compare_cells(
-        sides(before.cells), sides(after.cells), figure, before.options.evidence
-    )
-    if not changes:
-        raise UserError(f"runs '{run_a}' and '{run_b}' share no cell; compare runs of one recipe")
-    table = Table(title=f"benchlab compare {run_a} → {run_b}", title_justify="left")
-    for column in ("stack", "scenario", "conns", "B / A", "interval", "verdict"):
-        table.add_column(column, justify="right" if column in ("conns", "B / A") else "left")
-    styles = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
-    for change in changes:
-        ratio = change.ratio
-        table.add_row(
-            escape(change.label),
-            change.scenario,
-            str(change.connections),
-            f"{ratio.value:.3f}" if ratio else "–",
-            f"{ratio.low:.3f}–{ratio.high:.3f} ({ratio.confidence:.0%})" if ratio else "–",
-            change.verdict + (f" ({change.why})" if change.why else ""),
-            style=styles.get(change.verdict),
+    if fmt not in report.FORMATS:
+        raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(report.FORMATS)}")
+    store_b_path = results_b or results
+    before = summarise(Store(results, create=False), run_a)
+    after = summarise(Store(store_b_path, create=False), run_b)
+    found = report.compare_runs(before, after, results, store_b_path, fail_above)
+    if not found.changes:
+        raise UserError(
+            f"runs '{run_a}' ({before.run['recipe_name']}) and '{run_b}' "
+            f"({after.run['recipe_name']}) share no cell; compare runs of one recipe"
         )
-    console.print(table)
-    console.print(f"Intervals: {RATIO_METHOD}.", style="dim", markup=False)
-    console.print(
-        f"Compared by {figure.title}: {before.options.evidence.describe()}.",
-        style="dim", markup=False,
-    )  # fmt: skip
+    if fmt == "table":
+        report.render_table(found, console)
+    else:
+        sys.stdout.write(
+            report.render_markdown(found) if fmt == "md" else report.render_json(found)
+        )
+        for warning in found.warnings():  # also where a CI log shows it
+            print(f"warning: {warning}", file=sys.stderr)
+    say = console.print if fmt == "table" else _to_stderr
+    failed = False
+    if strict and found.differences:
+        say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
+        failed = True
     if fail_above is not None:
-        regressed = [c for c in changes if c.regressed_beyond(fail_above)]
-        if regressed:
-            names = ", ".join(f"{c.label} {c.scenario} c={c.connections}" for c in regressed)
-            console.print(
-                f"FAIL: slower by more than {fail_above:g}% (or failed, or missing): {names}",
-                style="red",
-            )
-            raise typer.Exit(1)
-        console.print(f"no cell slower by more than {fail_above:g}% beyond its interval")
+        if found.regressed:
+            say(f"FAIL: {found.failure()}", style="red")
+            failed = True
+        else:
+            say(f"no cell slower by more than {fail_above:g}% beyond its interval")
+    if failed:
+        raise typer.Exit(1)
 
 
-services_app = typer.Typer(help="Real services for exploration by hand.", no_args_is_help=True)
+def _to_stderr(text: str, style: str | None = None) -> None:
+    print(text, file=sys.stderr)
+
+
+services_app = typer.Typer(
+    help="Real services for exploration by hand.",
+    no_args_is_help=True,
+    context_settings=HELP_OPTIONS,
+    rich_markup_mode=None,
+)
 app.add_typer(services_app, name="services")
 
 
 @services_app.command("up")
 def services_up(
-    postgres: Annotated[bool, typer.Option(help="PostgreSQL.")] = True,
-    pgbouncer: Annotated[bool, typer.Option(help="pgbouncer in front of PostgreSQL.")] = True,
-    mariadb: Annotated[bool, typer.Option(help="MariaDB.")] = True,
-    redis: Annotated[bool, typer.Option(help="Redis.")] = True,
+    postgres: Annotated[
+        bool, typer.Option("--postgres/--no-postgres", metavar="", help="PostgreSQL.")
+    ] = True,
+    pgbouncer: Annotated[
+        bool,
+        typer.Option(
+            "--pgbouncer/--no-pgbouncer", metavar="", help="pgbouncer in front of PostgreSQL."
+        ),
+    ] = True,
+    mariadb: Annotated[
+        bool, typer.Option("--mariadb/--no-mariadb", metavar="", help="MariaDB.")
+    ] = True,
+    redis: Annotated[bool, typer.Option("--redis/--no-redis", metavar="", help="Redis.")] = True,
 ) -> None:
     """Start the services (seeded, on loopback) and print their connection strings."""
     from benchlab.recipe import default_cores
@@ -532,9 +691,13 @@ def services_down() -> None:
 
 @app.command()
 def selfcheck(
-    pairs: Annotated[int, typer.Option(min=1, max=50, help="Alternated bare/benchlab pairs.")] = 6,
-    duration: Annotated[int, typer.Option(min=1, max=60, help="Seconds per measurement.")] = 2,
-    connections: Annotated[int, typer.Option(min=1, help="Connections.")] = 64,
+    pairs: Annotated[
+        int, typer.Option(metavar="N", min=1, max=50, help="Alternated bare/benchlab pairs.")
+    ] = 6,
+    duration: Annotated[
+        int, typer.Option(metavar="S", min=1, max=60, help="Seconds per measurement.")
+    ] = 2,
+    connections: Annotated[int, typer.Option(metavar="C", min=1, help="Connections.")] = 64,
 ) -> None:
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
     from benchlab.recipe import default_cores

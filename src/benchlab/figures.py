@@ -47,6 +47,19 @@ def rate_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
+def compact_number(value: float) -> str:
+    """About three significant digits, thousands as k and millions as M: 4,123 · 94.1k · 217k;
+    for narrow tables and chart labels, where the interval is wider than the digits dropped."""
+    size = abs(value)
+    if size >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if size >= 1e4:
+        return f"{value / 1e3:.3g}k"
+    if size >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
 @dataclass(frozen=True)
 class Figure:
     key: str  # the name in code, the JSON key (within `group`), the CSV column stem
@@ -57,6 +70,7 @@ class Figure:
     description: str  # one line: what it is, for table hints and "how to read this"
     text: Callable[[float], str] = WHOLE
     group: str | None = None  # JSON: nested under this key (latency_ms: {p50: ...})
+    brief: bool = False  # one of the few columns of the default terminal table
 
     def format(self, value: float | None) -> str:
         return "–" if value is None else self.text(value)
@@ -79,8 +93,9 @@ def _figure(
     description: str,
     text: Callable[[float], str] = WHOLE,
     group: str | None = None,
+    brief: bool = False,
 ) -> Figure:
-    figure = Figure(key, label, unit, better, kind, description, text, group)
+    figure = Figure(key, label, unit, better, kind, description, text, group, brief)
     FIGURES[key] = figure
     return figure
 
@@ -92,7 +107,7 @@ UP, DOWN, FLAT = Better.HIGHER, Better.LOWER, Better.NEITHER
 # --- load and what it achieved ---------------------------------------------------------------
 THROUGHPUT = _figure(
     "throughput_rps", "throughput", "req/s", UP, E,
-    "responses per second: median over trials [interval]", rate_text,
+    "responses per second: median over trials [interval]", rate_text, brief=True,
 )  # fmt: skip
 TARGET_RATE = _figure(
     "target_rate", "target", "req/s", FLAT, V,
@@ -117,7 +132,7 @@ SCHEDULE_LAG = _figure(
 CAPACITY = _figure(
     "capacity_rps", "capacity", "req/s", UP, E,
     "the highest fixed rate that held the SLO: median over search replicates [interval]",
-    rate_text,
+    rate_text, brief=True,
 )  # fmt: skip
 CLOSED_CAPACITY = _figure(
     "closed_capacity_rps", "closed-loop", "req/s", UP, V,
@@ -132,9 +147,11 @@ TRANSFER = _figure(
 # --- latency: percentiles of the merged histogram of every trial ------------------------------
 LATENCY_GROUP = "latency_ms"
 LAT_MEAN = _figure("mean", "avg", "ms", DOWN, V, "mean latency", ms_text, LATENCY_GROUP)
-P50 = _figure("p50", "p50", "ms", DOWN, V, "median latency", ms_text, LATENCY_GROUP)
+P50 = _figure("p50", "p50", "ms", DOWN, V, "median latency", ms_text, LATENCY_GROUP, brief=True)
 P90 = _figure("p90", "p90", "ms", DOWN, V, "90th percentile latency", ms_text, LATENCY_GROUP)
-P99 = _figure("p99", "p99", "ms", DOWN, V, "99th percentile latency", ms_text, LATENCY_GROUP)
+P99 = _figure(
+    "p99", "p99", "ms", DOWN, V, "99th percentile latency", ms_text, LATENCY_GROUP, brief=True
+)
 P999 = _figure("p999", "p99.9", "ms", DOWN, V, "99.9th percentile latency", ms_text, LATENCY_GROUP)
 LAT_MAX = _figure("max", "max", "ms", DOWN, V, "the slowest request", ms_text, LATENCY_GROUP)
 PERCENTILES = (P50, P90, P99, P999)
@@ -144,7 +161,7 @@ QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
 CPU_PER_REQUEST = _figure(
     "cpu_us_per_request", "CPU/req", "µs", DOWN, E,
     "server CPU time per successful response, counted over its whole process tree",
-    WHOLE,
+    WHOLE, brief=True,
 )  # fmt: skip
 SERVER_CPU = _figure(
     "server_cpu_pct", "server CPU", "%", FLAT, E, "100 = one core busy for the whole trial"

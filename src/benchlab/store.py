@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import sqlite3
 import types
 import typing
@@ -30,6 +31,8 @@ from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
+# A run named by its age: the latest, or the Nth before it (git's notation).
+LATEST = re.compile(r"^latest(?:~(\d+))?$")
 # How long a write waits for a store another program has locked before the run stops.
 LOCK_TIMEOUT_S = float(os.environ.get("BENCHLAB_STORE_TIMEOUT_S", "30"))
 # 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
@@ -514,13 +517,21 @@ class Store:
     # --- reading --------------------------------------------------------------------------
 
     def run(self, run_id: str | None) -> sqlite3.Row:
-        if run_id is None:
-            row = self.db.execute(
-                "SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT 1"
-            ).fetchone()
-            if row is None:
+        """A run by its id, a prefix of it, or by age: `latest` (also None), `latest~1` the one
+        before it, and so on."""
+        latest = LATEST.match(run_id or "latest")
+        if latest:
+            back = int(latest.group(1) or 0)
+            runs = self.runs()
+            if not runs:
                 raise UserError(f"results store '{self.path}' holds no run yet; run 'benchlab run'")
-            return row
+            if back >= len(runs):
+                oldest = "latest" if len(runs) == 1 else f"latest … latest~{len(runs) - 1}"
+                raise UserError(
+                    f"run '{run_id}': results store '{self.path}' holds {len(runs)} "
+                    f"run{'s' if len(runs) > 1 else ''} ({oldest}); see benchlab runs"
+                )
+            return runs[back]
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             matches = self.db.execute(
@@ -537,7 +548,7 @@ class Store:
     def runs(self) -> list[sqlite3.Row]:
         if not self._has_table("runs"):
             return []
-        return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
+        return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC").fetchall()
 
     def cells(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute(

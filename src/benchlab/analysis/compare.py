@@ -20,6 +20,7 @@ class Side:
     scenario: str
     connections: int
     samples: Sequence[float]  # of the figure compared
+    params: str = ""  # the grid point's parameters, when the recipe has them
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class CellChange:
     verdict: str
     figure: Figure
     why: str = ""  # for no significant change: too few trials, within the noise, too small
+    params: str = ""
 
     def regressed_beyond(self, pct: float) -> bool:
         """Worse by more than `pct` % even at the best end of its interval, or broken in B."""
@@ -75,7 +77,15 @@ def compare_cells(
             verdict = "faster" if judgement.verdict == "a" else "slower"
         changes.append(
             CellChange(
-                cell.key, cell.label, cell.scenario, cell.connections, ratio, verdict, figure, why
+                cell.key,
+                cell.label,
+                cell.scenario,
+                cell.connections,
+                ratio,
+                verdict,
+                figure,
+                why,
+                cell.params,
             )
         )
     return changes

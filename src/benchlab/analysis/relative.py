@@ -11,6 +11,14 @@ from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio, ratio_interval
 
 CEILING_STACK = "nginx-static"
+# A ceiling cell with one of these verdicts measured its load tool's limit, not the machine's:
+# no share of it is reported.
+NOT_A_CEILING = ("client-bound", "tool-stalled")
+
+
+def is_ceiling(stack: str, verdicts: Sequence[str]) -> bool:
+    """Whether a cell can stand for the machine's ceiling at its grid point."""
+    return stack == CEILING_STACK and not set(verdicts) & set(NOT_A_CEILING)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,13 @@
 """The report's charts, drawn here with matplotlib as inline SVG: the page needs no script,
-no font and no network to show them, and a chart is the same file on every screen."""
+no font and no network to show them, and a chart is the same file on every screen.
+
+One colour means one stack on every chart of a page (`stack_colours`; the page draws the
+legend once). Charts are drawn narrow (WIDTH_IN) with text of at least MIN_TEXT points, so
+that a phone shows them at close to their natural size with text of 10 px or more; the
+page never shows them wider than that natural size. Bars are drawn on a log axis from a
+floor at most half the smallest value, so a stack at 4k req/s beside one at 220k still has
+a bar, whiskers and dots one can read; the axis says it is logarithmic.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +15,47 @@ import dataclasses
 import io
 import math
 import re
+import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Figures are made without pyplot: no global state, no display, no backend to choose.
 import matplotlib
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap, to_hex
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK
-from benchlab.report.formats import stack_facts
 from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.text import display_names
 
+MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
 STYLE = {
     "svg.fonttype": "none",  # text stays text: selectable, searchable, small
     "text.parse_math": False,  # a point named "$5" is a name, not mathematics
     "svg.hashsalt": "benchlab",  # the same run gives the same SVG
     "font.family": "sans-serif",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titlesize": 10,
+    "font.size": MIN_TEXT,
+    "xtick.labelsize": MIN_TEXT,
+    "ytick.labelsize": MIN_TEXT,
+    "legend.fontsize": MIN_TEXT,
+    "axes.labelsize": MIN_TEXT,
+    "axes.titlesize": 11,
     "axes.titleweight": "bold",
     "axes.titlelocation": "left",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
 }
 PALETTE = (
     "#2f6db3", "#d9822b", "#3d9a50", "#c23b3b", "#7d5ba6", "#8c6d31",
     "#d05fa8", "#5f6b78", "#b5a21a", "#1fa5b8",
 )  # fmt: skip
 CEILING_COLOUR = "#9aa5b1"
-WIDTH_IN = 7.2
+WIDTH_IN = 4.8
 # Latency quantiles drawn, p50 to p99.9, at -log10(1 - q): each "nine" one step further right.
 CURVE_QUANTILES = ("50", "75", "90", "95", "99", "99.9")
 TICK_QUANTILES = ("50", "90", "99", "99.9")
@@ -48,33 +63,52 @@ TICK_QUANTILES = ("50", "90", "99", "99.9")
 
 @dataclass(frozen=True)
 class Chart:
-    key: str
+    key: str  # unique on the page
+    kind: str  # throughput, capacity, latency, curve, heatmap, ranks, pareto
     title: str
     svg: str
     caption: str = ""
+    point: GridPoint | None = None  # the grid point it shows, if one
 
 
 def _svg(figure: Figure, label: str) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with rc_context(STYLE):  # text stays text however the caller drew the figure
+        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buffer.getvalue()
     text = text[text.index("<svg") :]
     text = re.sub(r"<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
-    # The page sizes the chart (viewBox kept): it shrinks to a phone's width.
+    # The page sizes the chart (viewBox kept): up to its natural width, shrinking to a phone's.
+    width = re.search(r'<svg[^>]*? width="([\d.]+)pt"', text)
+    natural = f' style="max-width: {float(width.group(1)) * 4 / 3:.0f}px"' if width else ""
     text = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r"<svg\1", text, count=1)
-    return text.replace("<svg", f'<svg role="img" aria-label="{_attr(label)}"', 1)
+    return text.replace("<svg", f'<svg role="img" aria-label="{_attr(label)}"{natural}', 1)
+
+
+def _wrapped(label: str, width: int = 24) -> str:
+    """A long stack label on two lines, so the bars keep the chart's width."""
+    lines = textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines) or label
 
 
 def _attr(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
-def compact(value: float) -> str:
-    if value >= 10_000:
-        return f"{value / 1000:,.0f}k"
-    if value >= 1000:
-        return f"{value / 1000:.1f}k"
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+def stack_colours(summary: RunSummary) -> dict[str, str]:
+    """Each stack label's colour, the same on every chart of the page (the ceiling grey)."""
+    labels = [
+        label
+        for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
+        if not label.startswith(CEILING_STACK)
+    ]
+    many = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    palette = PALETTE if len(labels) <= len(PALETTE) else many
+    colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+    for cell in summary.cells:
+        if cell.stack == CEILING_STACK:
+            colours[cell.stack_label] = CEILING_COLOUR
+    return colours
 
 
 def groups(
@@ -88,133 +122,150 @@ def groups(
     return grouped
 
 
-def _colours(summary: RunSummary) -> dict[str, str]:
-    labels = list(dict.fromkeys(c.stack_label for c in summary.cells))
-    if len(labels) <= len(PALETTE):
-        return {label: PALETTE[i] for i, label in enumerate(labels)}
-    many = matplotlib.colormaps["tab20"].colors
-    return {label: to_hex(many[i % len(many)]) for i, label in enumerate(labels)}
+# --- bars on a log axis -----------------------------------------------------------------------
 
 
-# Bars are coloured by how the stack waits for I/O (article 002's 'Type').
-TYPE_COLOURS = {
-    "Sync": "#c0504d",
-    "Sync / Threads": "#d9822b",
-    "Async / Greenlet": "#3d9a50",
-    "Async / Coroutine": "#2f6db3",
-    "Async / Goroutine": "#7d5ba6",
-}
+def nice_floor(value: float) -> float:
+    """The largest of 1, 2, 5 × 10^k at or below half of `value`: every bar is at least a
+    doubling long on the log axis."""
+    half = value / 2
+    exponent = 10 ** math.floor(math.log10(half))
+    return max(step * exponent for step in (1, 2, 5) if step * exponent <= half)
 
 
-def _type_of(cell: CellSummary) -> str:
-    kind = stack_facts(cell)[2]
-    return kind if kind in TYPE_COLOURS else "Sync"
+def tick_text(value: float) -> str:
+    """An axis step in the fewest characters: 500, 1k, 30k, 1M."""
+    if value >= 1e6:
+        return f"{value / 1e6:g}M"
+    return f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
-def throughput_chart(summary: RunSummary) -> Chart | None:
-    grouped = groups(summary, ("closed",))
-    if not any(c.throughput for cells in grouped.values() for c in cells):
+def short_number(value: float) -> str:
+    """Three significant digits in at most five characters, for a heat map's squares."""
+    if value >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    return f"{value / 1e3:.3g}k" if value >= 1e3 else f"{value:.3g}"
+
+
+def _log_ticks(ax: Axes, axis: str, low: float, high: float, text, snap: bool = False) -> None:
+    """Labelled steps of 1-2-5, 1-3 or 1 per decade, whichever the span leaves room for;
+    `snap`: the axis ends on a labelled step at either side."""
+    decades = math.log10(high / low)
+    subs = (1.0,) if decades > 2.2 else (1.0, 3.0) if decades > 1.2 else (1.0, 2.0, 5.0)
+    locator = LogLocator(base=10, subs=subs)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(locator)
+    target.set_major_formatter(FuncFormatter(lambda v, _: text(v)))
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
+    if snap:
+        ticks = sorted(locator.tick_values(low, high))
+        low = max([t for t in ticks if t <= low] or [low])
+        high = min([t for t in ticks if t >= high] or [high])
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(low, high)
+
+
+def bar_chart(
+    key: str,
+    title: str,
+    cells: Sequence[CellSummary],
+    figure: F.Figure,
+    colours: dict[str, str],
+    caption: str,
+    point: GridPoint | None = None,
+) -> Chart | None:
+    """One bar per stack, best at the top: the median on a log axis, whiskers for its
+    interval, a dot per trial, the value (and its share of the ceiling) beside it."""
+    measured = [c for c in cells if c.estimate(figure)]
+    if not measured:
         return None
-    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
-    heights = [0.55 + 0.3 * len(cells) for cells in grouped.values()]
-    kinds = [k for k in TYPE_COLOURS if any(_type_of(c) == k for c in summary.cells)]
+    order = 1 if figure.better is F.Better.HIGHER else -1
+    ordered = sorted(cells, key=lambda c: (c.measured, order * (c.value(figure) or 0.0)))
+    lows = [min(c.estimate(figure).low, *(c.samples.get(figure.key) or ())) for c in measured]
+    highs = [max(c.estimate(figure).high, *(c.samples.get(figure.key) or ())) for c in measured]
+    floor = nice_floor(max(min(lows), 1e-9))
+    right = max(highs) * 5
+    names = display_names(ordered)
+    labels = [_wrapped(names[c.key]) for c in ordered]
+    lines = max(label.count("\n") + 1 for label in labels)
     with rc_context(STYLE):
-        figure = Figure(figsize=(WIDTH_IN, sum(heights) + 0.6), layout="constrained")
-        axes = figure.subplots(len(grouped), 1, squeeze=False, height_ratios=heights)[:, 0]
-        for ax, (point, cells) in zip(axes, grouped.items(), strict=True):
-            _throughput_panel(ax, labels[point], cells)
-        legend = [Patch(color=TYPE_COLOURS[k], label=k) for k in kinds]
-        if any(c.stack == CEILING_STACK for c in summary.cells):
-            legend.append(Patch(color=CEILING_COLOUR, label="ceiling (nginx-static)"))
-        figure.legend(handles=legend, loc="outside lower center", ncols=min(3, len(legend)))
-        return Chart(
-            "throughput",
-            "Throughput by grid point",
-            _svg(figure, "Throughput per stack, with intervals, by grid point"),
-            "Bars: median req/s over trials; whiskers: its interval. The share of the "
-            f"{CEILING_STACK} ceiling follows the figure when the run has one.",
-        )
+        row = 0.14 + 0.18 * lines  # inches: room for the longest label's lines
+        chart = Figure(figsize=(WIDTH_IN, 0.75 + row * len(ordered)), layout="constrained")
+        ax = chart.subplots()
+        ax.set_xscale("log")
+        for y, cell in enumerate(ordered):
+            _bar(ax, y, cell, figure, floor, colours, f"{key}-bar-{y}")
+        ax.set_yticks(range(len(ordered)), labels)
+        ax.set_xlim(floor, right)
+        ax.set_ylim(-0.6, len(ordered) - 0.4)
+        _log_ticks(ax, "x", floor, right, tick_text)
+        ax.set_xlabel(f"{figure.label}, {figure.unit} (log scale)")
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(axis="y", length=0)
+        svg = _svg(chart, f"{title}: {figure.label} per stack")
+        return Chart(key, "bars", title, svg, caption, point)
 
 
-def _throughput_panel(ax, title: str, cells: list[CellSummary]) -> None:
-    ordered = sorted(cells, key=lambda c: c.throughput.median if c.throughput else -1.0)
-    top = max((c.throughput.high for c in cells if c.throughput), default=1.0)
-    for y, cell in enumerate(ordered):
-        t = cell.throughput
-        if t is None:
-            why = "failed" if cell.status == "failed" else "not measured"
-            ax.text(0, y, f"  {why}", va="center", color="#c23b3b", fontsize=8)
-            continue
-        colour = CEILING_COLOUR if cell.stack == CEILING_STACK else TYPE_COLOURS[_type_of(cell)]
-        ax.barh(y, t.median, color=colour, height=0.7)
-        if t.n > 1:
-            ax.errorbar(
-                t.median, y, xerr=[[t.median - t.low], [t.high - t.median]],
-                fmt="none", ecolor="#222", elinewidth=1, capsize=3,
-            )  # fmt: skip
-        text = f"{t.median:,.0f}"
-        ceiling = cell.ratio(F.CEILING)
-        if ceiling is not None:
-            text += f" · {100 * ceiling.value:.0f}% of ceiling"
-        ax.annotate(
-            text, (max(t.high, t.median), y), xytext=(5, 0), textcoords="offset points",
-            va="center", fontsize=8,
+def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours, gid: str):
+    e = cell.estimate(figure)
+    if e is None:
+        why = "failed" if cell.status == "failed" else "not measured"
+        ax.text(floor, y, f" {why}", va="center", color="#c23b3b", fontsize=MIN_TEXT)
+        return
+    colour = colours.get(cell.stack_label, CEILING_COLOUR)
+    (bar,) = ax.barh(y, e.median - floor, left=floor, color=colour, height=0.62)
+    bar.set_gid(gid)
+    if e.n > 1:
+        ax.errorbar(
+            e.median, y, xerr=[[e.median - e.low], [e.high - e.median]],
+            fmt="none", ecolor="#222", elinewidth=1.1, capsize=3,
         )  # fmt: skip
-    ax.set_yticks(range(len(ordered)), [c.stack_label for c in ordered])
-    ax.set_xlim(0, top * 1.45)
-    ax.set_ylim(-0.6, len(ordered) - 0.4)
-    ax.set_title(title)
-    ax.set_xlabel("requests per second")
-    ax.grid(axis="x", alpha=0.3)
+    samples = cell.samples.get(figure.key) or ()
+    if len(samples) > 1:
+        offsets = [0.2 * (i / (len(samples) - 1) - 0.5) for i in range(len(samples))]
+        ax.scatter(
+            samples, [y + o for o in offsets], s=10, color="white", edgecolors="#222",
+            linewidths=0.8, zorder=3,
+        )  # fmt: skip
+    text = F.compact_number(e.median)
+    ceiling = cell.ratio(F.CEILING)
+    if ceiling is not None and figure is F.THROUGHPUT:
+        text += f" · {100 * ceiling.value:.0f}%"
+    ax.annotate(
+        text, (max(e.high, e.median, *samples), y), xytext=(4, 0), textcoords="offset points",
+        va="center", fontsize=MIN_TEXT,
+    )  # fmt: skip
 
 
-def latency_chart(summary: RunSummary) -> Chart | None:
-    grouped = {
-        point: [c for c in cells if _curve(c)]
-        for point, cells in groups(summary).items()
-        if any(_curve(c) for c in cells)
-    }
-    if not grouped:
-        return None
-    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
-    colours = _colours(summary)
-    columns = 2 if len(grouped) > 1 else 1
-    rows = math.ceil(len(grouped) / columns)
-    with rc_context(STYLE):
-        figure = Figure(figsize=(WIDTH_IN, 2.9 * rows + 0.6), layout="constrained")
-        axes = figure.subplots(rows, columns, squeeze=False).ravel()
-        for ax, (point, cells) in zip(axes, grouped.items(), strict=False):
-            for cell in cells:
-                qs, values = zip(*_curve(cell), strict=True)
-                ax.plot(
-                    [_nines(q) for q in qs], values, marker="o", markersize=3, linewidth=1.4,
-                    color=CEILING_COLOUR if cell.stack == CEILING_STACK
-                    else colours[cell.stack_label],
-                    label=cell.stack_label,
-                )  # fmt: skip
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            ax.set_xticks([_nines(q) for q in TICK_QUANTILES], [f"p{q}" for q in TICK_QUANTILES])
-            ax.set_title(labels[point])
-            ax.set_ylabel("latency, ms (log)")
-            ax.grid(which="both", alpha=0.25)
-        for ax in axes[len(grouped) :]:
-            ax.set_visible(False)
-        handles, names = [], []
-        for ax in axes[: len(grouped)]:
-            for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
-                if name not in names:
-                    handles.append(handle)
-                    names.append(name)
-        figure.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)))
-        return Chart(
-            "latency",
-            "Latency percentiles",
-            _svg(figure, "Latency percentile curves per stack, log scale"),
-            "Median over trials of each percentile; the x axis spreads the nines (p90, p99, "
-            "p99.9 one step apart), the y axis is logarithmic.",
+def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
+    """Per grid point, throughput (closed loop) or capacity (a search) bars."""
+    charts = []
+    points = list(groups(summary))
+    labels = dict(zip(points, short_labels(points), strict=True))
+    for index, (point, cells) in enumerate(groups(summary, ("closed", "slo")).items()):
+        figure = F.CAPACITY if point.mode == "slo" else F.THROUGHPUT
+        if figure is F.THROUGHPUT:
+            caption = (
+                "Bar: median req/s over trials (log scale: equal steps are equal ratios); "
+                "whiskers: its interval; dots: the trials."
+            )
+            if any(c.ratio(F.CEILING) for c in cells):
+                caption += f" The % after a value: its share of {CEILING_STACK}'s, the ceiling."
+        else:
+            caption = (
+                "Bar: the highest fixed rate that held the SLO, median over search replicates "
+                "(log scale); whiskers: its interval; dots: the replicates."
+            )
+        chart = bar_chart(
+            f"{figure.key}-{index}", labels[point], cells, figure, colours, caption, point
         )
+        if chart is not None:
+            kind = "throughput" if figure is F.THROUGHPUT else "capacity"
+            charts.append(dataclasses.replace(chart, kind=kind, title=figure.label))
+    return charts
+
+
+# --- latency percentiles ----------------------------------------------------------------------
 
 
 def _curve(cell: CellSummary) -> list[tuple[str, float]]:
@@ -223,6 +274,51 @@ def _curve(cell: CellSummary) -> list[tuple[str, float]]:
 
 def _nines(quantile: str) -> float:
     return -math.log10(1 - float(quantile) / 100)
+
+
+def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
+    """Per grid point, each stack's latency percentiles, p50 to p99.9."""
+    charts = []
+    points = list(groups(summary))
+    labels = dict(zip(points, short_labels(points), strict=True))
+    for index, (point, cells) in enumerate(groups(summary, ("closed", "rate")).items()):
+        drawn = [c for c in cells if _curve(c)]
+        if not drawn:
+            continue
+        values = [v for c in drawn for _, v in _curve(c)]
+        with rc_context(STYLE):
+            chart = Figure(figsize=(WIDTH_IN, 2.9), layout="constrained")
+            ax = chart.subplots()
+            for cell in drawn:
+                qs, ys = zip(*_curve(cell), strict=True)
+                ax.plot(
+                    [_nines(q) for q in qs], ys, marker="o", markersize=3.5, linewidth=1.5,
+                    color=colours.get(cell.stack_label, CEILING_COLOUR), label=cell.stack_label,
+                )  # fmt: skip
+            ax.set_yscale("log")
+            _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
+            ax.set_xticks([_nines(q) for q in TICK_QUANTILES], [f"p{q}" for q in TICK_QUANTILES])
+            ax.set_ylabel("latency, ms (log scale)")
+            ax.grid(which="major", alpha=0.25)
+        closed = point.mode == "closed"
+        caption = (
+            "Each line a stack: its latency at each percentile (the x axis spreads the nines: "
+            "p90, p99, p99.9 one step apart)."
+            + (
+                " Under a closed loop these restate throughput (p50 ≈ connections ÷ req/s): "
+                "read them for the tail's shape, not as a user's wait."
+                if closed
+                else " Counted from each request's due time at the fixed rate."
+            )
+        )
+        svg = _svg(chart, f"{labels[point]}: latency percentiles per stack")
+        charts.append(
+            Chart(f"latency-{index}", "latency", "latency percentiles", svg, caption, point)
+        )
+    return charts
+
+
+# --- across the grid --------------------------------------------------------------------------
 
 
 def _ranked_points(summary: RunSummary) -> list[GridPoint]:
@@ -239,7 +335,14 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
     figure = summary.ranked_by
     with rc_context(STYLE):
-        chart = Figure(figsize=(WIDTH_IN, 0.9 + 0.36 * len(stacks)), layout="constrained")
+        lines = max(_wrapped(stack).count("\n") + 1 for stack in stacks)
+        chart = Figure(
+            figsize=(
+                max(WIDTH_IN, 1.9 + 0.8 * len(points)),
+                1.1 + (0.14 + 0.18 * lines) * len(stacks),
+            ),
+            layout="constrained",
+        )
         ax = chart.subplots()
         share = [
             [_share(by_key.get((stack, p)), best[p], figure) for p in points] for stack in stacks
@@ -256,13 +359,14 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
             for x, point in enumerate(points):
                 cell = by_key.get((stack, point))
                 text, colour = _heat_text(cell, share[y][x], figure)
-                ax.text(x, y, text, ha="center", va="center", fontsize=8, color=colour)
+                ax.text(x, y, text, ha="center", va="center", fontsize=MIN_TEXT, color=colour)
         ax.set_xticks(range(len(points)), short_labels(points), rotation=30, ha="right")
-        ax.set_yticks(range(len(stacks)), stacks)
+        ax.set_yticks(range(len(stacks)), [_wrapped(stack) for stack in stacks])
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
         return Chart(
+            "heatmap",
             "heatmap",
             f"{figure.label.capitalize()} over the grid",
             _svg(chart, f"Heat map of {figure.label} per stack over the grid points"),
@@ -285,19 +389,18 @@ def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) 
     value = cell.value(figure)
     if value is None:
         return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
-    text = compact(value) if figure.unit == "req/s" else figure.format(value)
+    text = short_number(value) if figure.unit == "req/s" else figure.format(value)
     return text, "white" if share is not None and share > 0.6 else "#111"
 
 
-def rank_chart(summary: RunSummary) -> Chart | None:
+def rank_chart(summary: RunSummary, colours: dict[str, str]) -> Chart | None:
     points = _ranked_points(summary)
     if len(points) < 2:
         return None
-    colours = _colours(summary)
     flipping = {label for flip in summary.flips for label in (flip.a, flip.b)}
     stacks = list(dict.fromkeys(placed.label for p in points for placed in summary.rankings[p]))
     with rc_context(STYLE):
-        figure = Figure(figsize=(WIDTH_IN, 1.2 + 0.42 * len(stacks)), layout="constrained")
+        figure = Figure(figsize=(WIDTH_IN, 1.3 + 0.34 * len(stacks)), layout="constrained")
         ax = figure.subplots()
         for stack in stacks:
             xs, ranks = [], []
@@ -308,28 +411,25 @@ def rank_chart(summary: RunSummary) -> Chart | None:
                     ranks.append(order.index(stack) + 1)
             flips = stack in flipping
             ax.plot(
-                xs, ranks, marker="o", markersize=7 if flips else 5,
+                xs, ranks, marker="o", markersize=6 if flips else 4,
                 linewidth=2.6 if flips else 1.2, alpha=1.0 if flips else 0.55,
                 color=colours.get(stack, CEILING_COLOUR), label=stack,
-            )  # fmt: skip
-            ax.annotate(
-                stack, (xs[-1], ranks[-1]), xytext=(8, 0), textcoords="offset points",
-                va="center", fontsize=8, color=colours.get(stack, "#333"),
             )  # fmt: skip
         ax.set_xticks(range(len(points)), short_labels(points), rotation=30, ha="right")
         ax.set_yticks(range(1, len(stacks) + 1))
         ax.set_ylim(len(stacks) + 0.5, 0.5)
-        ax.set_xlim(-0.3, len(points) - 0.7)  # the labels after the last point widen the figure
         ax.set_ylabel(f"rank (1 = best {summary.ranked_by.label})")
         ax.grid(axis="y", alpha=0.25)
         caption = (
-            "Bold lines: stacks in a significant flip (each beats the other somewhere, beyond "
-            "both intervals); thin lines: order changes within the noise."
+            "Each line a stack (colours as in the legend): its rank at each grid point. Bold: "
+            "stacks in a significant flip (each beats the other somewhere, beyond both "
+            "intervals); thin lines: order changes within the noise."
             if flipping
-            else "No flip beyond the intervals: where lines cross, the two stacks are within "
-            "each other's noise."
+            else "Each line a stack (colours as in the legend). No flip beyond the intervals: "
+            "where lines cross, the two stacks are within each other's noise."
         )
         return Chart(
+            "ranks",
             "ranks",
             "Rankings across the grid",
             _svg(figure, "Rank of each stack at each grid point"),
@@ -337,50 +437,7 @@ def rank_chart(summary: RunSummary) -> Chart | None:
         )
 
 
-def capacity_chart(summary: RunSummary) -> Chart | None:
-    """Capacity at the SLO per stack and grid point, with its interval and its CPU cost."""
-    grouped = {
-        p: [c for c in cells if c.estimate(F.CAPACITY)]
-        for p, cells in groups(summary, ("slo",)).items()
-    }
-    grouped = {p: cells for p, cells in grouped.items() if cells}
-    if not grouped:
-        return None
-    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
-    heights = [0.55 + 0.3 * len(cells) for cells in grouped.values()]
-    with rc_context(STYLE):
-        chart = Figure(figsize=(WIDTH_IN, sum(heights) + 0.4), layout="constrained")
-        axes = chart.subplots(len(grouped), 1, squeeze=False, height_ratios=heights)[:, 0]
-        for ax, (point, cells) in zip(axes, grouped.items(), strict=True):
-            ordered = sorted(cells, key=lambda c: c.value(F.CAPACITY) or 0)
-            top = max(c.estimate(F.CAPACITY).high for c in cells) or 1.0
-            for y, cell in enumerate(ordered):
-                e = cell.estimate(F.CAPACITY)
-                ax.barh(y, e.median, color=TYPE_COLOURS[_type_of(cell)], height=0.7)
-                if e.n > 1:
-                    ax.errorbar(
-                        e.median, y, xerr=[[e.median - e.low], [e.high - e.median]],
-                        fmt="none", ecolor="#222", elinewidth=1, capsize=3,
-                    )  # fmt: skip
-                cost = cell.value(F.CPU_PER_REQUEST)
-                text = f"{e.median:,.0f}" + (f" · {cost:,.0f} µs CPU/req" if cost else "")
-                ax.annotate(
-                    text, (max(e.high, e.median), y), xytext=(5, 0), textcoords="offset points",
-                    va="center", fontsize=8,
-                )  # fmt: skip
-            ax.set_yticks(range(len(ordered)), [c.stack_label for c in ordered])
-            ax.set_xlim(0, top * 1.6)
-            ax.set_title(labels[point])
-            ax.set_xlabel("requests per second held within the SLO")
-            ax.grid(axis="x", alpha=0.3)
-        return Chart(
-            "capacity",
-            "Capacity under the SLO",
-            _svg(chart, "Capacity at the SLO per stack, with intervals"),
-            "Bars: the highest fixed rate that held the SLO, median over search replicates; "
-            "whiskers: its interval; beside it, server CPU per request at that rate.",
-        )
-
+# --- fixed rates: latency against load --------------------------------------------------------
 
 # offered rate, p50, p99, delivered, on the line (the staircase of a search, or a rate cell)
 CurveLine = list[tuple[float, float | None, float, bool, bool]]
@@ -415,72 +472,61 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}
 
 
-def curve_chart(summary: RunSummary) -> Chart | None:
-    """The hockey stick: p50 and p99 against the rate achieved, the SLO as a line."""
+def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
+    """The hockey stick per load: p50 and p99 against the rate offered, the SLO as a line."""
     curves = {p: lines for p, lines in _curves(summary).items() if lines}
-    if not curves:
-        return None
-    colours = _colours(summary)
     slo = summary.options.slo
     capacities = {
         (_curve_point(c), c.stack_label): c
         for c in summary.cells
         if c.mode == "slo" and c.estimate(F.CAPACITY)
     }
-    columns = 2 if len(curves) > 1 else 1
-    rows = math.ceil(len(curves) / columns)
     labels = dict(zip(curves, short_labels(list(curves)), strict=True))
-    with rc_context(STYLE):
-        chart = Figure(figsize=(WIDTH_IN, 3.2 * rows + 0.6), layout="constrained")
-        axes = chart.subplots(rows, columns, squeeze=False).ravel()
-        for ax, (point, lines) in zip(axes, curves.items(), strict=False):
-            for stack, values in lines.items():
+    charts = []
+    for index, (point, lines) in enumerate(curves.items()):
+        with rc_context(STYLE):
+            chart = Figure(figsize=(WIDTH_IN, 3.2), layout="constrained")
+            ax = chart.subplots()
+            values = []
+            for stack, points in lines.items():
                 colour = colours.get(stack, CEILING_COLOUR)
-                stairs = [v for v in values if v[4]]
+                stairs = [v for v in points if v[4]]
                 xs = [v[0] for v in stairs]
-                ax.plot(xs, [v[2] for v in stairs], linewidth=1.4, color=colour, label=stack)
-                ax.plot(xs, [v[1] for v in stairs], linestyle=":", linewidth=1.0, color=colour)
+                ax.plot(xs, [v[2] for v in stairs], linewidth=1.5, color=colour, label=stack)
+                ax.plot(xs, [v[1] for v in stairs], linestyle=":", linewidth=1.1, color=colour)
                 for delivered in (True, False):
-                    dots = [v for v in values if v[3] is delivered]
+                    dots = [v for v in points if v[3] is delivered]
                     ax.scatter(
                         [v[0] for v in dots], [v[2] for v in dots], s=14, zorder=3, alpha=0.8,
                         color=colour if delivered else "white", edgecolors=colour,
                     )  # fmt: skip
+                values += [v[2] for v in points] + [v[1] for v in points if v[1]]
                 cell = capacities.get((point, stack))
                 if cell is not None:
-                    ax.axvline(cell.value(F.CAPACITY), color=colour, linewidth=0.8, alpha=0.6)
+                    ax.axvline(cell.value(F.CAPACITY), color=colour, linewidth=0.9, alpha=0.6)
             if slo is not None and slo.p99_ms is not None:
+                values.append(slo.p99_ms)
                 ax.axhline(slo.p99_ms, color="#c23b3b", linewidth=1.2, linestyle="--")
                 ax.annotate(
                     f"SLO p99 {slo.p99_ms:g} ms", (0, slo.p99_ms),
                     xycoords=("axes fraction", "data"), xytext=(4, 3),
-                    textcoords="offset points", fontsize=8, color="#c23b3b",
+                    textcoords="offset points", fontsize=MIN_TEXT, color="#c23b3b",
                 )  # fmt: skip
             ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            ax.set_xlabel("offered rate, requests per second")
-            ax.set_ylabel("latency, ms (log)")
-            ax.set_title(labels[point])
-            ax.grid(which="both", alpha=0.25)
-        for ax in axes[len(curves) :]:
-            ax.set_visible(False)
-        handles, names = [], []
-        for ax in axes[: len(curves)]:
-            for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
-                if name not in names:
-                    handles.append(handle)
-                    names.append(name)
-        chart.legend(handles, names, loc="outside lower center", ncols=min(3, len(names)))
-        return Chart(
-            "curve",
-            "Latency against load",
-            _svg(chart, "p50 and p99 latency against the rate achieved, per stack"),
+            _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
+            ax.set_xlabel("offered rate, req/s")
+            ax.set_ylabel("latency, ms (log scale)")
+            ax.grid(which="major", alpha=0.25)
+        svg = _svg(chart, f"{labels[point]}: p50 and p99 latency against the rate offered")
+        caption = (
             "Each point a fixed-rate trial's p99 against the rate offered (hollow: under 95% of "
             "it delivered); the lines join the first search's steps (solid p99, dotted p50), the "
             "other points are its bisection probes. Dashed: the SLO; a thin vertical line: a "
-            "stack's capacity. Latency counts from each request's due time.",
+            "stack's capacity. Latency counts from each request's due time."
         )
+        charts.append(Chart(f"curve-{index}", "curve", labels[point], svg, caption, point))
+    return charts
 
 
 def pareto_chart(summary: RunSummary) -> Chart | None:
@@ -512,7 +558,7 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
                 capsize=3, markersize=7 if on_front else 5,
             )  # fmt: skip
             ax.annotate(c.label, (c.rss_mb, e.median), xytext=(6, 4), textcoords="offset points",
-                        fontsize=8)  # fmt: skip
+                        fontsize=MIN_TEXT)  # fmt: skip
         ax.step([c.rss_mb for c in front], [c.capacity.median for c in front], where="post",
                 color=PALETTE[0], linewidth=1.2, alpha=0.7)  # fmt: skip
         ax.set_xlabel("peak memory of the server's processes, MB")
@@ -520,6 +566,7 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         return Chart(
+            "pareto",
             "pareto",
             "Capacity against memory",
             _svg(chart, "Capacity under the SLO against memory per candidate"),
@@ -530,13 +577,13 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
 
 
 def all_charts(summary: RunSummary) -> list[Chart]:
-    made = (
+    colours = stack_colours(summary)
+    made = [
         pareto_chart(summary),
-        capacity_chart(summary),
-        curve_chart(summary),
-        throughput_chart(summary),
-        latency_chart(summary),
+        *point_bar_charts(summary, colours),
+        *latency_charts(summary, colours),
+        *curve_charts(summary, colours),
         heatmap_chart(summary),
-        rank_chart(summary),
-    )
+        rank_chart(summary, colours),
+    ]
     return [chart for chart in made if chart is not None]

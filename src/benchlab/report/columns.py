@@ -2,17 +2,19 @@
 
 A column is a title, how a cell is written in it, how it sorts, and a hint. Figure columns
 are made from the figure registry; a column is shown only when some cell has a value for it,
-so a closed-loop run shows no rate columns and a run without a database no `#DB`.
+so a closed-loop run shows no rate columns and a run without a database no `#DB`. The brief
+table (the terminal's default) keeps the figures declared `brief` in `benchlab.figures`, the
+identity columns that tell its rows apart, the errors and the verdicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
-from benchlab.report.summary import CellSummary
+from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.scenarios import SCENARIOS
 
 
@@ -23,6 +25,7 @@ class Column:
     sort: Callable[[CellSummary], float | str | None]
     numeric: bool = True
     hint: str = ""
+    identity: bool = False  # says which cell a row is (shown in the brief table if it varies)
 
 
 def estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
@@ -33,6 +36,25 @@ def estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
         return f"{figure.format(estimate.median)} (1 trial)"
     low, high = figure.format(estimate.low), figure.format(estimate.high)
     return f"{figure.format(estimate.median)} [{low}–{high}]"
+
+
+def brief_number(figure: F.Figure, value: float) -> str:
+    return F.compact_number(value) if figure.unit == "req/s" else figure.format(value)
+
+
+def brief_estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
+    """A median and the larger side of its interval as a share: `94.1k ±3%` (the interval
+    lies within it; `--wide` shows its bounds)."""
+    if estimate is None:
+        return ""
+    shown = brief_number(figure, estimate.median)
+    if estimate.n == 1:
+        return f"{shown} (1 trial)"
+    if estimate.median == 0:
+        return shown
+    side = max(estimate.high - estimate.median, estimate.median - estimate.low)
+    pct = 100 * side / abs(estimate.median)
+    return f"{shown} ±{pct:.1f}%" if pct < 1 else f"{shown} ±{pct:.0f}%"
 
 
 def ratio_text(ratio: Ratio | None, percent: bool = False) -> str:
@@ -48,21 +70,27 @@ def ratio_text(ratio: Ratio | None, percent: bool = False) -> str:
     return f"{ratio.value:.2f} [{ratio.low:.2f}–{ratio.high:.2f}]"
 
 
-def figure_text(cell: CellSummary, figure: F.Figure, interval: bool = False) -> str:
+def figure_text(
+    cell: CellSummary, figure: F.Figure, interval: bool = False, brief: bool = False
+) -> str:
     value = cell.figures.get(figure.key)
     if value is None:
         return ""
     if isinstance(value, Estimate):
+        if brief:
+            return brief_estimate_text(figure, value) if interval else figure.format(value.median)
         return estimate_text(figure, value) if interval else figure.format(value.median)
     if isinstance(value, Ratio):
         return ratio_text(value, percent=figure.unit == "%")
     return figure.format(value)
 
 
-def figure_column(figure: F.Figure, interval: bool = False, title: str | None = None) -> Column:
+def figure_column(
+    figure: F.Figure, interval: bool = False, title: str | None = None, brief: bool = False
+) -> Column:
     return Column(
         title or figure.title,
-        lambda c: figure_text(c, figure, interval),
+        lambda c: figure_text(c, figure, interval, brief),
         lambda c: c.value(figure),
         hint=figure.description,
     )
@@ -85,12 +113,86 @@ def load_text(cell: CellSummary) -> str:
     return f"rate {cell.rate_text}" if cell.mode == "rate" else ""
 
 
+def note_text(cell: CellSummary, footnote: int | None = None) -> str:
+    ref = f" [{footnote}]" if footnote is not None else ""
+    if cell.status == "failed":
+        return f"failed{ref}"
+    if cell.status == "pending":
+        return "not measured: run stopped first"
+    if cell.status == "incomplete":
+        return "incomplete: run stopped early"
+    return ""
+
+
+def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
+    """Failed cells, numbered, so long reasons go under the table instead of inside it;
+    cells that failed for the same reason share its number."""
+    numbers: dict[str, int] = {}
+    found = []
+    for cell in summary.cells:
+        if cell.status == "failed":
+            number = numbers.setdefault(cell.reason or "", len(numbers) + 1)
+            found.append((number, cell))
+    return found
+
+
+def footnote_lines(summary: RunSummary) -> list[str]:
+    """One line per reason: the stacks that failed for it (and in how many cells), then why."""
+    grouped: dict[int, list[CellSummary]] = {}
+    for number, cell in footnotes(summary):
+        grouped.setdefault(number, []).append(cell)
+    lines = []
+    for number, cells in grouped.items():
+        stacks = ", ".join(dict.fromkeys(c.stack_label for c in cells))
+        count = f" ({len(cells)} cells)" if len(cells) > 1 else ""
+        lines.append(f"[{number}] {stacks}{count}: {cells[0].reason}")
+    return lines
+
+
+@dataclass(frozen=True)
+class Badge:
+    name: str
+    kind: str  # good, warn, bad
+    sentence: str
+
+
+def badges(cell: CellSummary, footnote: int | None = None) -> list[Badge]:
+    """A cell's verdicts as short names; the sentence goes in a tooltip or a line below."""
+    if cell.status == "failed":
+        return [Badge(note_text(cell, footnote), "bad", cell.reason or "failed")]
+    if not cell.measured:
+        return [Badge("not measured", "warn", note_text(cell) or "not measured")]
+    if not cell.verdicts:
+        return [Badge("valid", "good", "No verdict against this figure.")]
+    return [Badge(v.name, "warn", v.sentence) for v in cell.verdicts]
+
+
+def verdict_column(numbers: Mapping[str, int] | None = None) -> Column:
+    """The verdict badges as words; `numbers`: footnote numbers of failed cells, by key."""
+
+    def text(cell: CellSummary) -> str:
+        found = (numbers or {}).get(cell.key)
+        return ", ".join(b.name for b in badges(cell, found))
+
+    return Column("verdicts", text, text, numeric=False, hint="hover or read below for why")
+
+
+def _identity(title: str, text: Callable[[CellSummary], str], numeric: bool = False) -> Column:
+    return Column(title, text, text, numeric=numeric, identity=True)
+
+
 STACK = Column("stack", lambda c: c.stack_label, lambda c: c.stack_label, numeric=False)
-SCENARIO = Column("scenario", lambda c: c.scenario, lambda c: c.scenario, numeric=False)
-TOOL = Column("tool", lambda c: c.tool, lambda c: c.tool, numeric=False)
-PARAMS = Column("params", params_text, params_text, numeric=False)
-LOAD = Column("load", load_text, load_text, numeric=False, hint="fixed rate or capacity search")
-CONNS = Column("conns", lambda c: str(c.connections), lambda c: c.connections)
+SCENARIO = _identity("scenario", lambda c: c.scenario)
+TOOL = _identity("tool", lambda c: c.tool)
+PARAMS = _identity("params", params_text)
+LOAD = Column(
+    "load", load_text, load_text, numeric=False, hint="fixed rate or capacity search",
+    identity=True,
+)  # fmt: skip
+CONNS = Column(
+    "conns", lambda c: str(c.connections), lambda c: c.connections, identity=True,
+    hint="connections the load tool held open (a fixed rate: the most it could open)",
+)  # fmt: skip
 TRIALS = Column(
     "trials", lambda c: str(c.trials), lambda c: c.trials,
     hint="trials measured (a capacity search: its replicates)",
@@ -99,13 +201,22 @@ ERRORS = Column(
     "errors", lambda c: f"{c.errors['total']:,}", lambda c: c.errors["total"],
     hint="connect, read, write, timeout, non-2xx and unclassified, summed",
 )  # fmt: skip
+ALWAYS = (STACK, SCENARIO, CONNS, TRIALS, ERRORS)
 
 
 def cell_columns(
-    cells: Sequence[CellSummary], *, article: bool = False, baseline: str | None = None
+    cells: Sequence[CellSummary],
+    *,
+    article: bool = False,
+    baseline: str | None = None,
+    brief: bool = False,
 ) -> list[Column]:
-    """The columns of a cell table, those with a value somewhere; `article`: with the
-    articles' own (requests, avg and max latency, transfer), for Markdown and HTML."""
+    """The columns of a cell table, those with a value somewhere. `article`: with the
+    articles' own (requests, avg and max latency, transfer), for Markdown and HTML. `brief`:
+    the terminal's default: the brief figures, short intervals, and only the identity
+    columns whose values differ between rows (`constant_identity` names the others)."""
+    if brief:
+        return _brief_columns(cells)
     title = f"vs {baseline}" if baseline else None
     candidates = [
         STACK, SCENARIO, TOOL, PARAMS, LOAD, CONNS, TRIALS,
@@ -137,8 +248,43 @@ def cell_columns(
         if column is TOOL:
             if several_tools:
                 shown.append(column)
-        elif column in (STACK, SCENARIO, CONNS, TRIALS, ERRORS) or any(
-            column.text(c) for c in cells
-        ):
+        elif column in ALWAYS or any(column.text(c) for c in cells):
             shown.append(column)
     return shown
+
+
+POINT = _identity("point", lambda c: c.point_name or "")
+PARAM = _identity(
+    "param",
+    lambda c: SCENARIOS[c.scenario].param_text(c.ms) if c.scenario in SCENARIOS else "",
+)
+POOL = _identity("pool", lambda c: "" if c.pool_size is None else str(c.pool_size))
+# What tells cells apart, part by part: a brief table shows only the parts that vary.
+IDENTITY = (SCENARIO, TOOL, POINT, PARAM, POOL, LOAD, CONNS)
+
+
+def _varies(column: Column, cells: Sequence[CellSummary]) -> bool:
+    return len({column.text(c) for c in cells}) > 1
+
+
+def constant_identity(cells: Sequence[CellSummary]) -> list[str]:
+    """What every row of a brief table shares, in words (said once above the table)."""
+    words = []
+    for column in IDENTITY:
+        values = {column.text(c) for c in cells}
+        if len(values) == 1 and (value := values.pop()):
+            words.append(f"{value} connections" if column is CONNS else value)
+    return words
+
+
+def _brief_columns(cells: Sequence[CellSummary]) -> list[Column]:
+    """Figures in registry order; the one the cells are ranked by with its short interval."""
+    ranked = {c.ranked_by.key for c in cells}
+    figures = [
+        figure_column(f, interval=f.key in ranked, brief=True)
+        for f in F.FIGURES.values()
+        if f.brief
+    ]
+    identity = [c for c in IDENTITY if _varies(c, cells)]
+    figures = [c for c in figures if any(c.text(cell) for cell in cells)]
+    return [STACK, *identity, *figures, ERRORS]

@@ -1,5 +1,8 @@
-"""The report as one self-contained HTML page: header, charts (inline SVG), sortable table,
-relative table, verdicts and failures. No script or style is fetched: it works offline."""
+"""The report as one self-contained HTML page: the question and its answer first (a takeaway
+per grid point), then per grid point its charts with the settings beside them, how to read
+the figures, every cell in a sortable table, verdicts, article 002's relative table, the
+grid, and the run's machine and how to reproduce it. No script or style is fetched: it
+works offline."""
 
 from __future__ import annotations
 
@@ -8,39 +11,60 @@ from datetime import UTC, datetime
 import jinja2
 from markupsafe import Markup
 
-from benchlab.analysis.grid import short_labels
 from benchlab.analysis.stats import METHOD, RATIO_METHOD
-from benchlab.report.charts import all_charts, groups
-from benchlab.report.columns import Column, cell_columns
-from benchlab.report.formats import (
+from benchlab.report.charts import Chart, all_charts, stack_colours
+from benchlab.report.columns import (
+    Column,
+    badges,
+    cell_columns,
+    note_text,
+)
+from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.takeaways import reading_guide, takeaways
+from benchlab.report.text import (
     cell_name,
     flip_lines,
     interval_note,
     method_notes,
-    note_text,
     relative_rows,
     stack_facts,
 )
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.tune_report import recommendation_context
+
+VERDICTS = "verdicts"
 
 
 def _columns(summary: RunSummary) -> list[Column]:
-    """The cell table's columns (those of Markdown), with framework and server beside the
-    stack."""
-    columns = cell_columns(summary.cells, article=True, baseline=summary.baseline)
+    """The cell table's columns: those of the brief terminal table first (the throughput is
+    on screen without scrolling), then every other column of the Markdown report, with
+    framework and server."""
+    every = cell_columns(summary.cells, article=True, baseline=summary.baseline)
+    brief = {c.title for c in cell_columns(summary.cells, brief=True)}
+    first = [c for c in every if c.title in brief or c.identity]
     facts = [
         Column("framework", lambda c: stack_facts(c)[0], lambda c: stack_facts(c)[0],
                numeric=False),
         Column("server", lambda c: stack_facts(c)[1], lambda c: stack_facts(c)[1],
                numeric=False),
     ]  # fmt: skip
-    return [columns[0], *facts, *columns[1:]]
+    rest = [c for c in every if c not in first]
+    verdicts = Column(VERDICTS, lambda c: "", lambda c: "", numeric=False)
+    return [*first, verdicts, *facts, *rest]
 
 
 def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
     values = []
     for column in columns:
+        if column.title == VERDICTS:
+            shown = badges(cell)
+            values.append(
+                {
+                    "badges": [b.__dict__ for b in shown],
+                    "sort": " ".join(b.name for b in shown),
+                    "numeric": False,
+                }
+            )
+            continue
         sort = column.sort(cell)
         values.append(
             {
@@ -50,16 +74,6 @@ def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
             }
         )
     return values
-
-
-def _verdict_badges(cell: CellSummary) -> list[dict[str, str]]:
-    if cell.status == "failed":
-        return [{"name": "failed", "kind": "bad", "sentence": cell.reason or "failed"}]
-    if not cell.measured:
-        return [{"name": "not measured", "kind": "warn", "sentence": note_text(cell)}]
-    if not cell.verdicts:
-        return [{"name": "valid", "kind": "good", "sentence": "No verdict against this figure."}]
-    return [{"name": v.name, "kind": "warn", "sentence": v.sentence} for v in cell.verdicts]
 
 
 def _relative_tables(summary: RunSummary) -> list[dict]:
@@ -88,6 +102,39 @@ def _versions(machine: dict) -> list[tuple[str, str]]:
     return items
 
 
+def _chart(chart: Chart) -> dict:
+    return {
+        "key": chart.key,
+        "kind": chart.kind,
+        "title": chart.title,
+        "svg": Markup(chart.svg),
+        "caption": chart.caption,
+    }
+
+
+def _points(summary: RunSummary, charts: list[Chart]) -> list[dict]:
+    """Per grid point: its takeaway, settings, notes and charts (bars, then latency)."""
+    cards = []
+    for index, takeaway in enumerate(takeaways(summary)):
+        mine = [c for c in charts if c.point == takeaway.point and c.kind != "curve"]
+        cards.append(
+            {
+                "id": f"point-{index + 1}",
+                "label": takeaway.label,
+                "sentence": takeaway.sentence,
+                "settings": takeaway.settings,
+                "notes": takeaway.notes,
+                "charts": [_chart(c) for c in mine],
+            }
+        )
+    return cards
+
+
+def _legend(summary: RunSummary) -> list[dict[str, str]]:
+    colours = stack_colours(summary)
+    return [{"label": label, "colour": colour} for label, colour in colours.items()]
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("benchlab.report", "templates"),
@@ -102,7 +149,6 @@ def render_html(summary: RunSummary) -> str:
     run = summary.run
     columns = _columns(summary)
     charts = all_charts(summary)
-    grouped = groups(summary)
     failed = [c for c in summary.cells if c.status == "failed"]
     counts = {
         "cells": len(summary.cells),
@@ -114,6 +160,8 @@ def render_html(summary: RunSummary) -> str:
     reproduce = [run["command"]]
     if commit:
         reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
+    tune = recommendation_context(summary)
+    points = [] if tune else _points(summary, charts)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -126,16 +174,17 @@ def render_html(summary: RunSummary) -> str:
             reproduce=reproduce,
             versions=_versions(run.get("machine") or {}),
             counts=counts,
-            charts={
-                c.key: {"title": c.title, "svg": Markup(c.svg), "caption": c.caption, "key": c.key}
-                for c in charts
-            },
+            points=points,
+            legend=_legend(summary),
+            guide=reading_guide(summary),
+            curves=[_chart(c) for c in charts if c.kind == "curve"],
+            grid_charts=[_chart(c) for c in charts if c.kind in ("heatmap", "ranks")],
+            pareto=next((_chart(c) for c in charts if c.kind == "pareto"), None),
             columns=columns,
             rows=[
                 {
                     "cell": cell,
                     "values": _row(cell, columns),
-                    "badges": _verdict_badges(cell),
                     "note": note_text(cell),
                 }
                 for cell in summary.cells
@@ -145,12 +194,11 @@ def render_html(summary: RunSummary) -> str:
             recipe_text=summary.recipe_text,
             relative_tables=_relative_tables(summary),
             baseline=summary.baseline,
-            grid=short_labels(list(grouped)),
             flips=flip_lines(summary),
             interval_note=interval_note(summary),
             method_notes=method_notes(summary),
             ranked_by=summary.ranked_by,
-            tune=recommendation_context(summary),
+            tune=tune,
             tool_agreement=summary.tool_agreement,
             slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,

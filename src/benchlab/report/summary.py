@@ -20,7 +20,13 @@ from benchlab import figures as F
 from benchlab.analysis.capacity import Target, misses
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.relative import CEILING_STACK, Comparable, reference_cells, relative_to
+from benchlab.analysis.relative import (
+    CEILING_STACK,
+    Comparable,
+    is_ceiling,
+    reference_cells,
+    relative_to,
+)
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
 from benchlab.analysis.verdicts import CellFigures, Verdict, verdicts
 from benchlab.load import TOOLS, histogram
@@ -603,7 +609,11 @@ def _relative(
     ranked = [Comparable(c.stack, c.grid, c.samples.get(ranked_by.key, ())) for c in cells]
     throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
     baselines = reference_cells(ranked, baseline)
-    ceilings = reference_cells(throughput, CEILING_STACK)
+    usable = [
+        view for view, cell in zip(throughput, cells, strict=True)
+        if is_ceiling(cell.stack, [v.name for v in cell.verdicts])
+    ]  # fmt: skip
+    ceilings = reference_cells(usable, CEILING_STACK)
     out = []
     for cell, view, plain in zip(cells, ranked, throughput, strict=True):
         figures = dict(cell.figures)

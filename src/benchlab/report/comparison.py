@@ -1,0 +1,221 @@
+"""`benchlab compare`: two runs (from one store or two), cell by cell, as a terminal table,
+Markdown (for a pull request) or JSON (for a script), with what differs between their
+machines and versions and which cells regressed beyond `--fail-above`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from benchlab.analysis.compare import CellChange, Side, compare_cells
+from benchlab.analysis.environment import Difference, describe, differences
+from benchlab.analysis.stats import RATIO_METHOD
+from benchlab.report.columns import params_text
+from benchlab.report.summary import CellSummary, RunSummary
+
+FORMATS = ("table", "md", "json")
+STYLES = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunSummary
+    b: RunSummary
+    a_store: Path
+    b_store: Path
+    changes: list[CellChange]
+    differences: list[Difference]
+    fail_above: float | None = None
+
+    @property
+    def regressed(self) -> list[CellChange]:
+        if self.fail_above is None:
+            return []
+        return [c for c in self.changes if c.regressed_beyond(self.fail_above)]
+
+    @property
+    def with_params(self) -> bool:
+        return any(c.params for c in self.changes)
+
+    def warnings(self) -> list[str]:
+        if not self.differences:
+            return []
+        return [
+            "the two runs were not measured alike, so the ratios include that difference: "
+            + "; ".join(describe(self.differences))
+        ]
+
+    def failure(self) -> str:
+        names = ", ".join(_where(c) for c in self.regressed)
+        return f"slower by more than {self.fail_above:g}% (or failed, or missing): {names}"
+
+
+def _side(cell: CellSummary, figure_key: str) -> Side:
+    return Side(
+        cell.key, cell.stack_label, cell.scenario, cell.connections,
+        cell.samples.get(figure_key, ()), params_text(cell),
+    )  # fmt: skip
+
+
+def compare_runs(
+    a: RunSummary, b: RunSummary, a_store: Path, b_store: Path, fail_above: float | None
+) -> Comparison:
+    """B against A, cell by cell, by the figure A's cells are ranked by and A's evidence rule."""
+    figure = a.ranked_by
+    changes = compare_cells(
+        [_side(c, figure.key) for c in a.cells],
+        [_side(c, figure.key) for c in b.cells],
+        figure,
+        a.options.evidence,
+    )
+    found = differences(a.run.get("machine"), b.run.get("machine"))
+    return Comparison(a, b, a_store, b_store, changes, found, fail_above)
+
+
+def _where(change: CellChange) -> str:
+    params = f" {change.params}" if change.params else ""
+    return f"{change.label} {change.scenario} c={change.connections}{params}"
+
+
+def _ratio(change: CellChange) -> tuple[str, str]:
+    ratio = change.ratio
+    if ratio is None:
+        return "–", "–"
+    if not ratio.has_interval:
+        return f"{ratio.value:.3f}", "1 trial: none"
+    return f"{ratio.value:.3f}", f"{ratio.low:.3f}–{ratio.high:.3f} ({ratio.confidence:.0%})"
+
+
+def _verdict(change: CellChange) -> str:
+    return change.verdict + (f" ({change.why})" if change.why else "")
+
+
+def _run_line(summary: RunSummary, store: Path, side: str) -> str:
+    run = summary.run
+    machine = run.get("machine") or {}
+    return (
+        f"{side}: run {run['id']} ({run['recipe_name']}, {run['status']}) in {store} · "
+        f"{machine.get('cpu')}, {machine.get('cores')} cores · commit {run.get('git_commit')}"
+    )
+
+
+def _footer(comparison: Comparison) -> list[str]:
+    return [
+        f"Intervals: {RATIO_METHOD}.",
+        f"Compared by {comparison.a.ranked_by.title}: {comparison.a.options.evidence.describe()}.",
+    ]
+
+
+def render_table(comparison: Comparison, console: Console) -> None:
+    for side, summary, store in (
+        ("A", comparison.a, comparison.a_store),
+        ("B", comparison.b, comparison.b_store),
+    ):
+        console.print(_run_line(summary, store, side), markup=False, highlight=False)
+    for warning in comparison.warnings():
+        console.print(f"WARNING: {warning}", style="yellow", markup=False, highlight=False)
+    table = Table(title="B / A per cell", title_justify="left")
+    columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
+    for column in [*columns, "conns", "B / A", "interval", "verdict"]:
+        numeric = column in ("conns", "B / A")
+        table.add_column(
+            column, justify="right" if numeric else "left", no_wrap=numeric or column == "interval"
+        )
+    for change in comparison.changes:
+        value, interval = _ratio(change)
+        identity = [change.label, change.scenario]
+        identity += [change.params] if comparison.with_params else []
+        table.add_row(
+            *(escape(v) for v in identity), str(change.connections), value, interval,
+            escape(_verdict(change)), style=STYLES.get(change.verdict),
+        )  # fmt: skip
+    console.print(table)
+    for line in _footer(comparison):
+        console.print(line, style="dim", markup=False, highlight=False)
+
+
+def render_markdown(comparison: Comparison) -> str:
+    out = ["# benchlab compare", ""]
+    out += [
+        f"- {_run_line(comparison.a, comparison.a_store, 'A')}",
+        f"- {_run_line(comparison.b, comparison.b_store, 'B')}",
+        "",
+    ]
+    out += [f"> **Warning:** {w}" for w in comparison.warnings()]
+    if comparison.warnings():
+        out.append("")
+    columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
+    header = [*columns, "conns", "B / A", "interval", "verdict"]
+    out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for change in comparison.changes:
+        value, interval = _ratio(change)
+        verdict = _verdict(change)
+        if change.verdict in STYLES and STYLES[change.verdict] == "red":
+            verdict = f"**{verdict}**"
+        row = [change.label, change.scenario, *([change.params] if comparison.with_params else [])]
+        row += [str(change.connections), value, interval, verdict]
+        out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
+    out.append("")
+    if comparison.fail_above is not None:
+        out.append(
+            f"**FAIL:** {comparison.failure()}"
+            if comparison.regressed
+            else f"No cell slower by more than {comparison.fail_above:g}% beyond its interval."
+        )
+        out.append("")
+    out += [*_footer(comparison), ""]
+    return "\n".join(out)
+
+
+def _run_json(summary: RunSummary, store: Path) -> dict[str, Any]:
+    run = summary.run
+    return {
+        "id": run["id"],
+        "store": str(store),
+        "recipe": run["recipe_name"],
+        "status": run["status"],
+        "git_commit": run.get("git_commit"),
+        "machine": run.get("machine"),
+    }
+
+
+def render_json(comparison: Comparison) -> str:
+    data = {
+        "a": _run_json(comparison.a, comparison.a_store),
+        "b": _run_json(comparison.b, comparison.b_store),
+        "compared_by": comparison.a.ranked_by.key,
+        "evidence": comparison.a.options.evidence.describe(),
+        "ratio_method": RATIO_METHOD,
+        "differences": [
+            {"kind": d.kind, "name": d.name, "a": d.a, "b": d.b} for d in comparison.differences
+        ],
+        "fail_above_pct": comparison.fail_above,
+        "regressed": [c.key for c in comparison.regressed],
+        "cells": [
+            {
+                "key": c.key,
+                "stack": c.label,
+                "scenario": c.scenario,
+                "connections": c.connections,
+                "params": c.params,
+                "ratio": None
+                if c.ratio is None
+                else {
+                    "value": c.ratio.value,
+                    "low": c.ratio.low if c.ratio.has_interval else None,
+                    "high": c.ratio.high if c.ratio.has_interval else None,
+                    "confidence": c.ratio.confidence if c.ratio.has_interval else None,
+                },
+                "verdict": c.verdict,
+                "why": c.why,
+            }
+            for c in comparison.changes
+        ],
+    }
+    return json.dumps(data, indent=2) + "\n"

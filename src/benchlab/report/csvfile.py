@@ -1,0 +1,69 @@
+"""The CSV report: one row per cell, every figure of the registry flattened
+(`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from benchlab import figures as F
+from benchlab.analysis.stats import Estimate, Ratio
+from benchlab.report.summary import CellSummary, RunSummary
+
+IDENTITY_FIELDS = (
+    "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",
+    "duration_s", "workers", "flavour", "pool_size", "ms", "point_name", "rate_share", "trials",
+)  # fmt: skip
+
+
+def _csv_name(figure: F.Figure) -> str:
+    return f"{figure.group}_{figure.key}" if figure.group else figure.key
+
+
+def csv_fields() -> list[str]:
+    names = list(IDENTITY_FIELDS)
+    for figure in F.FIGURES.values():
+        name = _csv_name(figure)
+        if figure.kind is F.Kind.ESTIMATE:
+            names += [f"{name}_median", f"{name}_low", f"{name}_high", f"{name}_confidence"]
+        elif figure.kind is F.Kind.RATIO:
+            names += [name, f"{name}_low", f"{name}_high"]
+        else:
+            names.append(name)
+    return [*names, "errors", *(f"errors_{k}" for k in ("connect", "read", "write", "timeout",
+            "non_2xx", "other")), "verdicts", "status", "reason"]  # fmt: skip
+
+
+def _csv_values(cell: CellSummary) -> dict[str, object]:
+    row: dict[str, object] = {name: getattr(cell, name) for name in IDENTITY_FIELDS}
+    for figure in F.FIGURES.values():
+        name, value = _csv_name(figure), cell.figures.get(figure.key)
+        if isinstance(value, Estimate):
+            interval = value.n > 1
+            row |= {
+                f"{name}_median": value.median,
+                f"{name}_low": value.low if interval else None,
+                f"{name}_high": value.high if interval else None,
+                f"{name}_confidence": value.confidence if interval else None,
+            }
+        elif isinstance(value, Ratio):
+            row |= {name: value.value, f"{name}_low": value.low, f"{name}_high": value.high}
+        elif figure.kind is F.Kind.VALUE:
+            row[name] = value
+    row |= {"errors": cell.errors["total"], **{f"errors_{k}": v for k, v in cell.errors.items()
+            if k != "total"}}  # fmt: skip
+    row |= {
+        "verdicts": " | ".join(f"{v.name}: {v.sentence}" for v in cell.verdicts),
+        "status": cell.status,
+        "reason": cell.reason,
+    }
+    return row
+
+
+def render_csv(summary: RunSummary) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=csv_fields())
+    writer.writeheader()
+    for cell in summary.cells:
+        writer.writerow(_csv_values(cell))
+    return buffer.getvalue()

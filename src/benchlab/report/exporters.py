@@ -1,0 +1,104 @@
+"""One exporter per report format: its name, the file extensions that imply it, and how it
+renders a run. `report -o FILE` picks the format from the extension; a `--format` that
+contradicts it is refused."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from benchlab.errors import UserError
+from benchlab.report.summary import RunSummary
+
+# A table written to a file is laid out for a terminal of this width (as one that fits 100
+# columns reads anywhere); --wide gives every column at its natural width.
+FILE_WIDTH = 100
+
+
+@dataclass(frozen=True)
+class Exporter:
+    name: str
+    extensions: tuple[str, ...]
+    render: Callable[[RunSummary, bool], str]  # (summary, wide) -> the report's text
+
+
+def _table(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.terminal import render_table
+
+    buffer = io.StringIO()
+    render_table(summary, Console(file=buffer, width=FILE_WIDTH, color_system=None), wide)
+    return buffer.getvalue()
+
+
+def _markdown(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.markdown import render_markdown
+
+    return render_markdown(summary)
+
+
+def _html(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.html import render_html  # matplotlib: only when charts are wanted
+
+    return render_html(summary)
+
+
+def _json(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.jsonfile import render_json
+
+    return render_json(summary)
+
+
+def _csv(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.csvfile import render_csv
+
+    return render_csv(summary)
+
+
+EXPORTERS = {
+    e.name: e
+    for e in (
+        Exporter("table", (".txt",), _table),
+        Exporter("md", (".md", ".markdown"), _markdown),
+        Exporter("html", (".html", ".htm"), _html),
+        Exporter("json", (".json",), _json),
+        Exporter("csv", (".csv",), _csv),
+    )
+}
+FORMATS = tuple(EXPORTERS)
+
+
+def by_extension(path: Path) -> Exporter | None:
+    suffix = path.suffix.lower()
+    return next((e for e in EXPORTERS.values() if suffix in e.extensions), None)
+
+
+def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMATS) -> Exporter:
+    """The exporter for `--format` and `-o`: the format named, else the one the file's
+    extension implies, else the table. A mismatch between the two is a mistake to name."""
+    if fmt is not None and fmt not in allowed:
+        raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(allowed)}")
+    implied = by_extension(output) if output is not None else None
+    if implied is not None and implied.name not in allowed:
+        implied = None
+    if fmt is None:
+        return implied or EXPORTERS["table"]
+    if implied is not None and implied.name != fmt:
+        wanted = EXPORTERS[fmt].extensions[0]
+        raise UserError(
+            f"-o {output}: the extension says {implied.name} but --format is {fmt}; drop "
+            f"--format, or write to {output.with_suffix(wanted)}"
+        )
+    return EXPORTERS[fmt]
+
+
+def write(text: str, output: Path) -> None:
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise UserError(
+            f"-o {output}: cannot write it ({exc.strerror}); choose a writable path"
+        ) from None

@@ -1,0 +1,30 @@
+"""The JSON report: the machine interface (every figure of the registry per cell, rankings,
+flips), with the takeaways and the reading guide in words."""
+
+from __future__ import annotations
+
+import json
+
+from benchlab.report.summary import RunSummary
+from benchlab.report.takeaways import reading_guide, takeaways
+
+
+def render_json(summary: RunSummary) -> str:
+    data = summary.to_json()
+    if summary.options.tune is not None:
+        from benchlab.report.tune_report import tune_json
+
+        data = {**tune_json(summary), **data}
+    else:
+        data["takeaways"] = [
+            {
+                "point": t.point.as_json(),
+                "label": t.label,
+                "sentence": t.sentence,
+                "settings": t.settings,
+                "notes": list(t.notes),
+            }
+            for t in takeaways(summary)
+        ]
+        data["reading_guide"] = reading_guide(summary)
+    return json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,92 @@
+"""The Markdown report, ready to paste into a post or a pull request: the answer first (a
+takeaway per grid point and how to read it), then every cell with the articles' columns,
+verdicts, article 002's relative table, rankings and flips."""
+
+from __future__ import annotations
+
+from benchlab.report.columns import cell_columns, footnote_lines, footnotes, note_text
+from benchlab.report.summary import RunSummary
+from benchlab.report.takeaways import reading_guide, takeaways
+from benchlab.report.text import (
+    flip_lines,
+    interval_note,
+    method_notes,
+    ranking_lines,
+    relative_rows,
+    run_lines,
+    verdict_lines,
+)
+
+
+def _row(values: list[str]) -> str:
+    return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+
+
+def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [_row(header), "|" + "|".join("---" for _ in header) + "|", *map(_row, rows)]
+
+
+def cell_table(summary: RunSummary) -> list[str]:
+    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    columns = cell_columns(summary.cells, article=True, baseline=summary.baseline)
+    header = [c.title for c in columns] + ["note"]
+    rows = [
+        [column.text(cell) or "–" for column in columns] + [note_text(cell, numbers.get(cell.key))]
+        for cell in summary.cells
+    ]
+    return table_lines(header, rows)
+
+
+def relative_markdown(summary: RunSummary) -> list[str]:
+    out = []
+    for title, header, rows in relative_rows(summary):
+        out += ["", f"{summary.ranked_by.label} relative to {summary.baseline} · {title}:", ""]
+        out += table_lines(header, rows)
+    return out
+
+
+def answer_lines(summary: RunSummary) -> list[str]:
+    """The takeaways, each with its settings, and how to read the figures."""
+    out = ["## In short", ""]
+    for takeaway in takeaways(summary):
+        out.append(f"- **{takeaway.label}** ({takeaway.settings}): {takeaway.sentence}")
+        out += [f"  {note}" for note in takeaway.notes]
+    out += ["", "## How to read this", ""]
+    out += [f"- {line}" for line in reading_guide(summary)]
+    return [*out, ""]
+
+
+def render_markdown(summary: RunSummary) -> str:
+    out = [f"# benchlab run {summary.run['id']}", ""]
+    if summary.run.get("question"):
+        out += [f"> {summary.run['question']}", ""]
+    if summary.options.tune is not None:
+        from benchlab.report.tune_report import tune_markdown
+
+        out += [f"- {line}" for line in run_lines(summary)]
+        out += ["", *tune_markdown(summary), "## Every cell measured"]
+    else:
+        out += answer_lines(summary)
+        out += ["## Every cell", "", *[f"- {line}" for line in run_lines(summary)]]
+    out += ["", *cell_table(summary)]
+    notes = footnote_lines(summary)
+    if notes:
+        out += ["", *notes]
+    sentences = verdict_lines(summary)
+    if sentences:
+        out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    if summary.tool_agreement:
+        out += ["", "Load tools compared (the same cell under each):", ""]
+        out += [f"- {line}" for line in summary.tool_agreement]
+    out += relative_markdown(summary)
+    rankings = ranking_lines(summary)
+    if len(rankings) > 1:
+        out += ["", f"Rankings by grid point ({summary.ranked_by.title}):", ""]
+        out += [f"- {x}" for x in rankings]
+    flips = flip_lines(summary)
+    if flips:
+        out += ["", "Rank flips (each win by the evidence rule below):", ""]
+        out += [f"- {x}" for x in flips]
+    method = method_notes(summary)
+    out += ["", interval_note(summary), *(["", *method] if method else []), ""]
+    return "\n".join(out)

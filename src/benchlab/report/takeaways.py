@@ -1,0 +1,313 @@
+"""What the numbers say, in sentences a reader can decide from: one takeaway per grid point,
+the settings it was measured with, and a short guide to reading the figures.
+
+Every comparison in a takeaway is judged by the evidence rule (`analysis.evidence`): a
+stack is said to beat another only when the rule declares it; otherwise the sentence says
+that they tie, or how far apart their medians are ("within 8% of each other"), which
+claims no winner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchlab import figures as F
+from benchlab.analysis.evidence import MIN_TRIALS, Evidence
+from benchlab.analysis.grid import GridPoint, short_labels
+from benchlab.analysis.relative import CEILING_STACK, is_ceiling
+from benchlab.analysis.stats import Ratio
+from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.text import display_names, settings_text
+
+# Verdicts that make a comparison worth a caution beside it.
+CAUTIONS = ("client-bound", "tool-stalled", "errors", "blocked", "unstable", "rate-not-delivered")
+
+
+@dataclass(frozen=True)
+class Takeaway:
+    point: GridPoint
+    label: str  # the grid point in the words that tell it from the run's other points
+    sentence: str
+    settings: str  # how its cells were measured
+    notes: tuple[str, ...] = ()  # what qualifies the figures (a ceiling that is not one)
+
+
+def grid_points(summary: RunSummary) -> dict[GridPoint, list[CellSummary]]:
+    """Cells by grid point, in the order the recipe lists them."""
+    grouped: dict[GridPoint, list[CellSummary]] = {}
+    for cell in summary.cells:
+        if cell.grid is not None:
+            grouped.setdefault(cell.grid, []).append(cell)
+    return grouped
+
+
+def takeaways(summary: RunSummary) -> list[Takeaway]:
+    grouped = grid_points(summary)
+    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
+    cores = summary.run.get("server_cores") or ()
+    found = []
+    for point, cells in grouped.items():
+        sentence = point_sentence(cells, summary.ranked_by, summary.options.evidence)
+        notes = tuple(n for n in (_ceiling_note(cells),) if n)
+        # the tool and connections once: in the label when they tell points apart
+        load = f"c={point.connections}" not in labels[point].split()
+        settings = settings_text(cells, cores, load=load)
+        if not load:
+            settings = f"{point.tool} · {settings}" if point.tool not in labels[point] else settings
+        found.append(Takeaway(point, labels[point], sentence, settings, notes))
+    return found
+
+
+# --- one grid point ---------------------------------------------------------------------------
+
+
+def _decimals(value: float) -> int:
+    """As many decimals as a ratio needs to be read: 1.08, 5.7, 12."""
+    return 2 if value < 2 else 1 if value < 9.95 else 0
+
+
+def _times(value: float, decimals: int | None = None) -> str:
+    return f"{value:.{_decimals(value) if decimals is None else decimals}f}"
+
+
+def _interval(ratio: Ratio) -> str:
+    """The bounds written as precisely as the ratio itself."""
+    digits = _decimals(ratio.value)
+    return f"[{_times(ratio.low, digits)}–{_times(ratio.high, digits)}]"
+
+
+def _better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
+    """a / b as 'a is this many times better than b' (inverted when lower is better)."""
+    if figure.better is F.Better.LOWER:
+        return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence, ratio.fewest)
+    return ratio
+
+
+def _spread(cells: Sequence[CellSummary], figure: F.Figure) -> str:
+    values = [c.value(figure) or 0.0 for c in cells]
+    low, high = min(values), max(values)
+    if low <= 0:
+        return "far apart"
+    ratio = high / low
+    if ratio < 1.5:
+        return f"within {max(1, round(100 * (ratio - 1)))}% of each other"
+    return f"within {_times(ratio)}× of each other"
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _win(a: str, b: str, ratio: Ratio, figure: F.Figure, at_least: bool) -> str:
+    x = ("at least " if at_least else "") + _times(ratio.value) + "×"
+    where = _interval(ratio)
+    if figure is F.THROUGHPUT:
+        return f"{a} served {x} {b}'s throughput {where}"
+    if figure is F.CAPACITY:
+        return f"{a} held {x} {b}'s capacity under the SLO {where}"
+    if figure is F.CPU_PER_REQUEST:
+        return f"{a} used {x} less CPU per request than {b} {where}"
+    if figure.better is F.Better.LOWER:
+        return f"{a}'s {figure.label} was {x} lower than {b}'s {where}"
+    return f"{a} had {x} {b}'s {figure.label} {where}"
+
+
+def _cautions(cells: Sequence[CellSummary], names: dict[str, str], skip: str = "") -> str:
+    flagged = [
+        f"{names[c.key]} {v.name}"
+        for c in cells for v in c.verdicts
+        if v.name in CAUTIONS and f"{c.key}|{v.name}" != skip
+    ]  # fmt: skip
+    return f" (flagged: {', '.join(flagged)})" if flagged else ""
+
+
+def _tied_lead(
+    top: Sequence[CellSummary], names: dict[str, str], figure: F.Figure, evidence: Evidence
+) -> str:
+    """The stacks the evidence rule cannot separate from the first. Close medians make a tie
+    plain; far-apart ones (wide intervals) say that the rule, not the medians, ties them."""
+    values = [c.value(figure) or 0.0 for c in top]
+    low, high = min(values), max(values)
+    close = low > 0 and 100 * (high / low - 1) <= evidence.min_effect_pct
+    first = names[top[0].key]
+    who = f"{len(top)} stacks" if len(top) > 3 else _listed([names[c.key] for c in top])
+    if close:
+        where = f"{_spread(top, figure)}, {first} first" if len(top) > 3 else _spread(top, figure)
+        return f"{who} tie at the top ({where}); "
+    separates = (
+        "separates none of them" if len(top) > 2 else f"does not separate {names[top[1].key]}"
+    )
+    return (
+        f"{who} tie at the top ({first} first; their medians are {_spread(top, figure)}, but "
+        f"the evidence rule {separates} from {first}); "
+    )
+
+
+def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> str:
+    """The takeaway of one grid point: who leads and by how much by the evidence rule, or
+    that nobody does, and how far apart the others are."""
+    contenders = [c for c in cells if c.stack != CEILING_STACK] or list(cells)
+    measured = [c for c in contenders if c.samples.get(figure.key)]
+    if not measured:
+        failed = [c for c in contenders if c.status == "failed"]
+        return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
+    names = display_names(measured)
+    order = -1 if figure.better is F.Better.HIGHER else 1
+    ranked = sorted(measured, key=lambda c: order * (c.value(figure) or 0.0))
+    best = ranked[0]
+    if len(ranked) == 1:
+        value = F.compact_number(best.value(figure) or 0.0)
+        return f"{names[best.key]}: {value} {figure.unit} (the only stack measured here)."
+    samples = {c.key: c.samples[figure.key] for c in ranked}
+    judged = {c.key: evidence.judge(samples[best.key], samples[c.key], figure) for c in ranked}
+    top = [c for c in ranked if c is best or not judged[c.key].decided]
+    rest = [c for c in ranked if c not in top]
+    if not rest:
+        fewest = min(len(s) for s in samples.values())
+        if fewest < MIN_TRIALS:
+            low, high = ranked[-1], ranked[0]
+            return (
+                f"No difference can be declared: {fewest} trial{'s' if fewest > 1 else ''} on "
+                f"the fewest side, and the evidence rule needs {MIN_TRIALS}; medians run from "
+                f"{names[low.key]} ({F.compact_number(low.value(figure) or 0)}) to "
+                f"{names[high.key]} ({F.compact_number(high.value(figure) or 0)}) {figure.unit}."
+            )
+        who = (
+            _listed([names[c.key] for c in ranked])
+            if len(ranked) <= 3
+            else f"All {len(ranked)} stacks"
+        )
+        return (
+            f"{who} are {_spread(ranked, figure)}: a tie by the evidence rule"
+            f"{_cautions(ranked, names)}."
+        )
+    runner = rest[0]
+    ratio = _better_by(judged[runner.key].ratio, figure)
+    client_bound = figure.better is F.Better.HIGHER and any(
+        v.name == "client-bound" for v in best.verdicts
+    )
+    win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
+    lead = _tied_lead(top, names, figure, evidence) if len(top) > 1 else ""
+    tail = ""
+    if len(rest) > 1:
+        others = (
+            _listed([names[c.key] for c in rest])
+            if len(rest) <= 3
+            else f"the other {len(rest)} stacks"
+        )
+        tail = f"; {others} are {_spread(rest, figure)}"
+    skip = f"{best.key}|client-bound" if client_bound else ""
+    caution = _cautions([best, runner], names, skip)
+    return f"{lead}{win}{caution}{tail}."
+
+
+def _ceiling_note(cells: Sequence[CellSummary]) -> str:
+    """Why a grid point shows no share of the ceiling, when its ceiling cell is not one."""
+    for cell in cells:
+        if cell.stack != CEILING_STACK or not cell.measured:
+            continue
+        names = [v.name for v in cell.verdicts]
+        if is_ceiling(cell.stack, names):
+            return ""
+        why = next(v for v in cell.verdicts if not is_ceiling(cell.stack, [v.name]))
+        return (
+            f"No share of the ceiling: {CEILING_STACK} was {why.name} here, so its "
+            f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} req/s is the load tool's limit, "
+            "not the machine's."
+        )
+    return ""
+
+
+# --- how to read this -------------------------------------------------------------------------
+
+
+def _closed_example(summary: RunSummary) -> str:
+    """Little's law on one of the run's own cells: p50 against connections ÷ throughput."""
+    cells = [
+        c for c in summary.cells
+        if c.mode == "closed" and c.value(F.THROUGHPUT) and c.value(F.P50)
+        and c.stack != CEILING_STACK
+    ]  # fmt: skip
+    if not cells:
+        return ""
+    cell = next((c for c in cells if c.stack == summary.baseline), cells[0])
+    throughput = cell.value(F.THROUGHPUT) or 1.0
+    expected = 1000 * cell.connections / throughput
+    return (
+        f" Here {cell.stack_label}: {cell.connections} ÷ {throughput:,.0f} req/s = "
+        f"{F.ms_text(expected)} ms; its measured p50: {F.P50.format(cell.value(F.P50))} ms."
+    )
+
+
+def _workers(cells: Sequence[CellSummary]) -> str:
+    workers = sorted({c.workers for c in cells})
+    if workers == [1]:
+        return "one worker process"
+    return f"{workers[0]}–{workers[-1]} worker processes (w=N in its label)"
+
+
+def _stack_notes(summary: RunSummary) -> list[str]:
+    from benchlab.stacks import CATALOGUE
+
+    notes = []
+    for stack in dict.fromkeys(c.stack for c in summary.cells):
+        entry = CATALOGUE.get(stack)
+        if entry is None or not entry.note:
+            continue
+        why = (
+            ": its workers close every connection, so the load tool opens a new one for each "
+            "request, which costs both sides"
+            if "keep-alive" in entry.note
+            else ""
+        )
+        notes.append(f"{stack} ({entry.note}){why}.")
+    return notes
+
+
+def reading_guide(summary: RunSummary) -> list[str]:
+    """A few sentences on what the figures of this run mean and how far they can be trusted."""
+    modes = {c.mode for c in summary.cells}
+    run = summary.run
+    lines = []
+    if "closed" in modes:
+        lines.append(
+            "Closed loop (throughput): each connection sends its next request as soon as the "
+            "last one returns, so the server always has as many requests waiting as there are "
+            "connections, and throughput is what it served. Latency then restates throughput: "
+            "p50 ≈ connections ÷ throughput." + _closed_example(summary)
+        )
+    if modes & {"rate", "slo"}:
+        lines.append(
+            "Fixed rate (latency): requests leave on a schedule whether or not earlier ones "
+            "returned, and latency counts from each request's due time, so p50 and p99 are what "
+            "a user would see at that rate."
+        )
+    if "slo" in modes and summary.options.slo is not None:
+        lines.append(
+            f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
+            "found by a search at each stack's own pace."
+        )
+    server = run.get("server_cores") or []
+    load = run.get("load_cores") or []
+    lines.append(
+        f"Every stack ran {_workers(summary.cells)} on {len(server)} server "
+        f"core{'s' if len(server) != 1 else ''} ({', '.join(map(str, server))}); the load tool "
+        f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
+        "this machine's figures: more cores or workers change them, and not in proportion."
+    )
+    estimates = [c.estimate(c.ranked_by) for c in summary.cells]
+    coverage = sorted({round(100 * e.confidence) for e in estimates if e and e.n > 1})
+    if coverage:
+        lines.append(
+            "A figure is the median over trials with its interval [low–high], which covers the "
+            f"true median with the probability shown ({', '.join(f'{c}%' for c in coverage)} "
+            "here; with fewer than 6 trials it is the range of the trials). A stack is called "
+            f"better only when {summary.options.evidence.describe()}: the sentences above say "
+            "'tie' or 'within' otherwise."
+        )
+    lines.append(
+        "A verdict (client-bound, blocked, errors, …) flags a figure to check before trusting "
+        "it; 'valid' means none applied."
+    )
+    return lines + _stack_notes(summary)

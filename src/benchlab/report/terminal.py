@@ -1,0 +1,283 @@
+"""The terminal report: by default one short table per grid point, ranked best first, with
+its settings above and its takeaway below, narrow enough for a 100-column terminal (numbers
+never wrap; names and verdicts wrap between words). `--wide`: every column in one table, at
+its natural width."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from benchlab import figures as F
+from benchlab.report.columns import (
+    Column,
+    brief_estimate_text,
+    cell_columns,
+    footnote_lines,
+    footnotes,
+    verdict_column,
+)
+from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.takeaways import grid_points, takeaways
+from benchlab.report.text import (
+    flip_lines,
+    interval_note,
+    method_notes,
+    ranking_lines,
+    run_lines,
+    verdict_lines,
+)
+
+
+def _say(console: Console, text: str, style: str | None = None) -> None:
+    console.print(text, style=style, markup=False, highlight=False)
+
+
+def _header(title: str) -> str:
+    """A figure's unit under its name, so a header is never wider than its numbers need."""
+    name, _, unit = title.rpartition(" ")
+    return f"{name}\n{unit}" if name and len(title) > 8 else title
+
+
+def _longest_word(texts: Sequence[str]) -> int:
+    return max((len(word) for text in texts for word in text.split()), default=1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A column of a text table: its header, whether it is set right (numbers), whether it
+    may wrap (a number or a name to copy may not), and the narrowest it may get when it
+    wraps (its longest word by default)."""
+
+    header: str
+    right: bool = False
+    wrap: bool = True
+    least: int | None = None
+
+
+def fit_widths(
+    layout: Sequence[Layout], rows: Sequence[Sequence[str]], width: int
+) -> list[int] | None:
+    """Each column's width so that the table fits `width` terminal columns: numbers at their
+    full width, the other columns narrowed widest first (never below their least); None when
+    even that does not fit."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in layout]
+    widths, least = [], []
+    for spec, values in zip(layout, columns, strict=True):
+        texts = [*values, *spec.header.split("\n")]
+        full = max(len(t) for t in texts)
+        widths.append(full)
+        floor = spec.least if spec.least is not None else _longest_word(texts)
+        least.append(min(full, max(floor, 1)) if spec.wrap else full)
+    room = width - 2 * (len(layout) - 1)  # a blank border and a space after each column
+    while sum(widths) > room:
+        shrinkable = [i for i, w in enumerate(widths) if w > least[i]]
+        if not shrinkable:
+            return None
+        widest = max(shrinkable, key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
+
+
+def text_table(
+    layout: Sequence[Layout],
+    rows: Sequence[Sequence[str]],
+    widths: Sequence[int] | None = None,
+    styles: Sequence[str | None] | None = None,
+) -> Table:
+    """A plain table (one rule under the header, no borders) with the widths given."""
+    table = Table(
+        box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False,
+        header_style="bold",
+    )  # fmt: skip
+    for index, spec in enumerate(layout):
+        table.add_column(
+            spec.header, justify="right" if spec.right else "left", no_wrap=not spec.wrap,
+            overflow="fold", width=widths[index] if widths else None,
+        )  # fmt: skip
+    for index, row in enumerate(rows):
+        table.add_row(*(escape(v) for v in row), style=styles[index] if styles else None)
+    return table
+
+
+def _cell_rows(
+    columns: Sequence[Column], cells: Sequence[CellSummary]
+) -> tuple[list[Layout], list[list[str]]]:
+    layout = [Layout(_header(c.title), right=c.numeric, wrap=not c.numeric) for c in columns]
+    rows = [[column.text(cell) or "–" for column in columns] for cell in cells]
+    return layout, rows
+
+
+def _widths(
+    columns: Sequence[Column], cells: Sequence[CellSummary], width: int
+) -> list[int] | None:
+    return fit_widths(*_cell_rows(columns, cells), width)
+
+
+def _table(
+    columns: Sequence[Column], cells: Sequence[CellSummary], widths: Sequence[int] | None = None
+) -> Table:
+    styles = [
+        "red" if cell.status == "failed" else "yellow" if not cell.measured else None
+        for cell in cells
+    ]
+    return text_table(*_cell_rows(columns, cells), widths, styles)
+
+
+def _ranked(cells: Sequence[CellSummary], figure: F.Figure) -> list[CellSummary]:
+    order = -1 if figure.better is F.Better.HIGHER else 1
+    return sorted(
+        cells, key=lambda c: (not c.measured, order * (c.value(figure) or 0.0), c.stack_label)
+    )
+
+
+# Dropped in this order when a brief table cannot fit the terminal with every number whole.
+EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title)
+
+
+def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width: int) -> Table:
+    """The brief table of `cells` laid out for `width` columns, without the expendable
+    columns it cannot fit; numbers never wrap, names wrap between words."""
+    columns = [*cell_columns(cells, brief=True), verdict_column(numbers)]
+    widths = _widths(columns, cells, width)
+    for title in EXPENDABLE:
+        if widths is not None:
+            break
+        columns = [c for c in columns if c.title != title]
+        widths = _widths(columns, cells, width)
+    return _table(columns, cells, widths)
+
+
+def _point_tables(summary: RunSummary, console: Console) -> None:
+    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    grouped = grid_points(summary)
+    ungrouped = [c for c in summary.cells if c.grid is None]
+    for takeaway in takeaways(summary):
+        cells = _ranked(grouped[takeaway.point], summary.ranked_by)
+        console.print()
+        _say(console, f"{takeaway.label} · {takeaway.settings}", "bold")
+        console.print(_fitting_table(cells, numbers, console.width))
+        _say(console, f"→ {takeaway.sentence}")
+        for note in takeaway.notes:
+            _say(console, f"  {note}", "dim")
+    if ungrouped:
+        console.print(_fitting_table(ungrouped, numbers, console.width))
+
+
+def _wide_table(summary: RunSummary, console: Console) -> None:
+    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    columns = [*cell_columns(summary.cells, baseline=summary.baseline), verdict_column(numbers)]
+    table = _table(columns, summary.cells)
+    table.title, table.title_justify = f"benchlab · {summary.run['recipe_name']}", "left"
+    needed = Console(width=10_000).measure(table).maximum
+    if needed <= console.width:
+        console.print(table)
+        return
+    wide = Console(
+        file=console.file, width=needed, color_system=console.color_system,
+        force_terminal=console.is_terminal, highlight=False,
+    )  # fmt: skip
+    wide.print(table)
+
+
+def grouped_verdicts(summary: RunSummary) -> list[str]:
+    """Each kind of verdict once (the tables badge every cell it flags), with one of its
+    sentences."""
+    grouped: dict[str, list[tuple[CellSummary, str]]] = {}
+    for cell in summary.cells:
+        for verdict in cell.verdicts:
+            grouped.setdefault(verdict.name, []).append((cell, verdict.sentence))
+    lines = []
+    for name, flagged in grouped.items():
+        example, sentence = flagged[0]
+        count = f"{len(flagged)} cell{'s' if len(flagged) > 1 else ''}"
+        where = example.grid.text() if example.grid else example.scenario
+        lines.append(f"{name} ({count}), e.g. {example.stack_label} at {where}: {sentence}")
+    if lines:
+        lines.append("Every cell's verdicts in words: --wide, or benchlab report -f md.")
+    return lines
+
+
+def _interval_key(summary: RunSummary) -> str:
+    example = next((e for c in summary.cells if (e := c.estimate(c.ranked_by)) and e.n > 1), None)
+    if example is None:
+        return ""
+    shown = brief_estimate_text(summary.ranked_by, example)
+    return (
+        f"{shown.split()[-1]} after a figure: the larger side of its interval (so the interval "
+        "lies within it); --wide shows every column and the interval's bounds."
+    )
+
+
+def render_table(summary: RunSummary, console: Console, wide: bool = False) -> None:
+    if summary.options.tune is not None:
+        _render_tune(summary, console)
+        return
+    for line in run_lines(summary):
+        _say(console, line)
+    if wide:
+        _wide_table(summary, console)
+    else:
+        _point_tables(summary, console)
+    console.print()
+    for line in footnote_lines(summary):
+        _say(console, line, "red")
+    for line in verdict_lines(summary) if wide else grouped_verdicts(summary):
+        _say(console, line, "yellow")
+    if summary.tool_agreement:
+        console.print("Load tools compared (the same cell under each):", style="bold")
+        for line in summary.tool_agreement:
+            _say(console, f"  {line}")
+    rankings = ranking_lines(summary)
+    if wide and len(rankings) > 1:
+        console.print(f"Rankings by grid point ({summary.ranked_by.title}):", style="bold")
+        for line in rankings:
+            _say(console, f"  {line}")
+    flips = flip_lines(summary)
+    if flips:
+        console.print("Rank flips (each win by the evidence rule below):", style="bold")
+        for line in flips:
+            _say(console, f"  {line}")
+    notes = [interval_note(summary), *method_notes(summary)]
+    if not wide:
+        notes.insert(0, _interval_key(summary))
+    for line in filter(None, notes):
+        _say(console, line, "dim")
+    found = takeaways(summary)
+    if not wide and len(found) > 1:
+        console.print("In short:", style="bold")
+        for takeaway in found:
+            _say(console, f"  {takeaway.label}: {takeaway.sentence}")
+
+
+def _render_tune(summary: RunSummary, console: Console) -> None:
+    from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
+
+    for line in run_lines(summary):
+        _say(console, line)
+    table = Table(
+        title=f"benchlab · {summary.run['recipe_name']}", title_justify="left",
+        box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, header_style="bold",
+    )  # fmt: skip
+    rows = candidate_rows(summary)
+    for index, name in enumerate(CANDIDATE_HEADER):
+        left = name in ("candidate", "status", "verdicts")
+        words = [row[index] for row in rows]
+        table.add_column(
+            _header(name), justify="left" if left else "right", no_wrap=not left,
+            overflow="fold", min_width=min(_longest_word(words), 34) if left else None,
+        )  # fmt: skip
+    for row in rows:
+        table.add_row(*(escape(v) for v in row))
+    console.print(table)
+    for line in verdict_lines(summary):
+        _say(console, line, "yellow")
+    for line in recommendation_lines(summary):
+        _say(console, line, "bold" if not line.startswith(" ") else None)
+    for line in [interval_note(summary), *method_notes(summary)]:
+        _say(console, line, "dim")

@@ -1,0 +1,250 @@
+"""The words every report format shares: a cell named in words, its status and verdicts, the
+run's header lines, the notes on intervals and method, rankings and flips, article 002's
+relative table, and the settings a grid point was measured with."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from benchlab import figures as F
+from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.stats import METHOD
+from benchlab.report.columns import params_text, ratio_text
+from benchlab.report.summary import CellSummary, RunSummary
+
+STEAL_WARNING_PCT = 5.0
+
+
+def interval_note(summary: RunSummary) -> str:
+    estimates = [c.estimate(c.ranked_by) for c in summary.cells]
+    measured = [e for e in estimates if e is not None and e.n > 1]
+    rule = f" Rankings and flips: {summary.options.evidence.describe()}."
+    if not measured:
+        return f"Intervals: {METHOD}; a cell with 1 trial has no interval.{rule}"
+    levels = sorted({round(e.confidence * 100) for e in measured})
+    text = ", ".join(f"{level}%" for level in levels)
+    note = f"Medians over trials with their interval (coverage {text}); {METHOD}."
+    if levels[0] < 95:
+        note += (
+            " Fewer than 6 trials cannot reach 95%: the interval is min–max with its real coverage."
+        )
+    return note + rule
+
+
+def method_notes(summary: RunSummary) -> list[str]:
+    """How the figures of this run were made, when it is not the plain closed loop."""
+    notes = []
+    modes = {c.mode for c in summary.cells}
+    if "rate" in modes or "slo" in modes:
+        notes.append(
+            "Fixed-rate latency counts from each request's due time (coordinated omission "
+            "corrected); percentiles come from the merged histogram of the trials."
+        )
+    if "slo" in modes and summary.options.slo is not None:
+        notes.append(
+            f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
+            "median over search replicates [interval]; latency and CPU shown at that rate."
+        )
+    from benchlab.load import TOOLS
+
+    coarse = sorted(
+        {
+            c.tool for c in summary.cells
+            if c.mode == "closed" and c.tool in TOOLS and c.value(F.LAT_MEAN) is not None
+            and c.value(F.LAT_MEAN) < TOOLS[c.tool].latency_resolution_ms
+        }
+    )  # fmt: skip
+    if coarse:
+        notes.append(
+            f"Not checked for tool-stalled: {', '.join(coarse)} cells whose mean latency is under "
+            "the tool's resolution (siege times to 10 ms, hey to 0.1 ms)."
+        )
+    sources = {c.cpu_source for c in summary.cells if c.cpu_source}
+    if sources:
+        notes.append(f"Server CPU counted per trial ({', '.join(sorted(sources))}).")
+    return notes
+
+
+def cell_name(cell: CellSummary) -> str:
+    """The cell in words: stack, scenario, tool, connections, load and parameters."""
+    params = params_text(cell)
+    load = {"slo": " capacity", "rate": f" rate {cell.rate_text}"}.get(cell.mode, "")
+    return (
+        f"{cell.stack_label} {cell.scenario} {cell.tool} c={cell.connections}{load}"
+        f"{' ' + params if params else ''}"
+    )
+
+
+def verdict_lines(summary: RunSummary) -> list[str]:
+    """One sentence per verdict, naming its cell."""
+    return [
+        f"{cell_name(cell)} — {v.name}: {v.sentence}"
+        for cell in summary.cells
+        for v in cell.verdicts
+    ]
+
+
+def stack_type(worker_model: str, flavour: str | None) -> str:
+    """Article 002's 'Type': how a stack waits for I/O."""
+    model = worker_model.lower()
+    if "greenlet" in model and "block" not in model:
+        kind = "Async / Greenlet"
+    elif "goroutine" in model:
+        kind = "Async / Goroutine"
+    elif "event loop" in model or "coroutine" in model:
+        kind = "Async / Coroutine"
+    elif "thread" in model:
+        kind = "Sync / Threads"
+    else:
+        kind = "Sync"
+    if flavour == "sync" and kind == "Async / Coroutine":
+        kind += " (sync endpoints in threads)"
+    return kind
+
+
+def stack_facts(cell: CellSummary) -> tuple[str, str, str]:
+    """Framework, server and type of a cell's stack, as stored with it ('?' if unknown)."""
+    facts = cell.facts
+    if not facts:
+        return cell.stack, "?", "?"
+    kind = stack_type(str(facts.get("worker_model", "")), cell.flavour)
+    return str(facts.get("framework", "?")), str(facts.get("server", "?")), kind
+
+
+def relative_groups(summary: RunSummary) -> list[tuple[str, list[CellSummary]]]:
+    """Article 002's table: per grid point, stacks by their figure relative to the baseline,
+    best first."""
+    grouped: dict[GridPoint, list[CellSummary]] = {}
+    for cell in summary.cells:
+        if cell.ratio(F.RELATIVE) is not None and cell.grid is not None:
+            grouped.setdefault(cell.grid, []).append(cell)
+    best_first = -1 if summary.ranked_by.wins(2.0) else 1
+    return [
+        (point.text(), sorted(cells, key=lambda c: best_first * c.value(F.RELATIVE)))
+        for point, cells in grouped.items()
+    ]
+
+
+def relative_rows(summary: RunSummary) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Article 002's table, per grid point: (title, header, rows)."""
+    tables = []
+    for title, cells in relative_groups(summary):
+        show_db = any(c.value(F.DB_SESSIONS) is not None for c in cells)
+        header = ["Framework", "Web Server", "Type", "Workers", f"{summary.ranked_by.label} ×"]
+        header += ["P50 ms", "P99 ms"] + (["#DB"] if show_db else [])
+        rows = []
+        for cell in cells:
+            framework, server, kind = stack_facts(cell)
+            row = [framework, server, kind, str(cell.workers), ratio_text(cell.ratio(F.RELATIVE)),
+                   F.P50.format(cell.value(F.P50)), F.P99.format(cell.value(F.P99))]  # fmt: skip
+            row += [F.DB_SESSIONS.format(cell.value(F.DB_SESSIONS))] if show_db else []
+            rows.append(row)
+        tables.append((title, header, rows))
+    return tables
+
+
+def ranking_lines(summary: RunSummary) -> list[str]:
+    """Per grid point with more than one stack, the stacks best first: '>' where one is
+    ahead of the next by the evidence rule, '≈' where they tie."""
+    figure = summary.ranked_by
+    lines = []
+    for point, order in summary.rankings.items():
+        if len(order) < 2:
+            continue
+        text = f"{order[0].label} ({figure.format(order[0].value)})"
+        for placed in order[1:]:
+            text += (
+                f" {'>' if placed.behind else '≈'} {placed.label} ({figure.format(placed.value)})"
+            )
+        lines.append(f"{point.text()}: {text}")
+    return lines
+
+
+def flip_lines(summary: RunSummary) -> list[str]:
+    lines = []
+    for flip in summary.flips:
+        a = "; ".join(f"{w.point.text()} ×{ratio_text(w.ratio)}" for w in flip.a_wins)
+        b = "; ".join(f"{w.point.text()} ×{ratio_text(w.ratio)}" for w in flip.b_wins)
+        lines.append(f"{flip.a} vs {flip.b}: {flip.a} wins at {a}; {flip.b} wins at {b}")
+    return lines
+
+
+def run_lines(summary: RunSummary) -> list[str]:
+    """The run in a few lines: what, where, which services, and any warning."""
+    run = summary.run
+    machine = run["machine"] or {}
+    lines = [
+        f"run {run['id']} · recipe {run['recipe_name']} ({run['recipe_path']})"
+        f" · status {run['status']}",
+        f"{machine.get('cpu')} · {machine.get('cores')} cores · kernel {machine.get('kernel')} · "
+        f"server cores {run['server_cores']} · load cores {run['load_cores']}",
+    ]
+    services = run.get("services") or {}
+    if services:
+        chain = " → ".join(
+            f"{name} :{info['port']}" for name, info in services.items() if name != "redis"
+        )
+        cache = f" · redis :{services['redis']['port']}" if "redis" in services else ""
+        lines.append(f"services (loopback): {chain or 'none'}{cache}")
+    if summary.options.slo is not None:
+        lines.append(f"SLO: {summary.options.slo.describe()}")
+    if summary.partial_note:
+        lines.append(f"NOTE: {summary.partial_note}")
+    steals = [c.value(F.STEAL) for c in summary.cells if c.value(F.STEAL) is not None]
+    if steals and max(steals) > STEAL_WARNING_PCT:
+        lines.append(
+            f"WARNING: the hypervisor took up to {max(steals):.0f}% of the server cores' time "
+            "during trials (CPU steal): figures from this machine are noisy; compare only "
+            "interleaved cells of one run, and prefer more trials"
+        )
+    return lines
+
+
+def display_names(cells: Sequence[CellSummary]) -> dict[str, str]:
+    """Stack labels by cell key, without the worker count when every cell shown has the same
+    (the settings beside them say it)."""
+    workers = {c.workers for c in cells}
+    if len(workers) != 1:
+        return {c.key: c.stack_label for c in cells}
+    pattern = re.compile(rf" w={workers.pop()}\b")
+    return {c.key: pattern.sub("", c.stack_label, count=1) for c in cells}
+
+
+def _span(values: Sequence[float], unit: str) -> str:
+    low, high = min(values), max(values)
+    shown = f"{low:g}" if low == high else f"{low:g}–{high:g}"
+    return f"{shown} {unit}"
+
+
+def settings_text(
+    cells: Sequence[CellSummary], server_cores: Sequence[int] = (), load: bool = True
+) -> str:
+    """How cells were measured, in one line: tool and connections (`load`), trials ×
+    duration, workers and the server's cores: what a chart or a table of them needs beside it."""
+    if not cells:
+        return ""
+    tools = sorted({c.tool for c in cells})
+    connections = sorted({c.connections for c in cells})
+    trials = [c.trials for c in cells if c.trials]
+    workers = sorted({c.workers for c in cells})
+    parts = []
+    if load:
+        parts.append(", ".join(tools))
+        parts.append(
+            f"{connections[0]} connections"
+            if len(connections) == 1
+            else f"{connections[0]}–{connections[-1]} connections"
+        )
+    if trials:
+        unit = "replicates" if any(c.mode == "slo" for c in cells) else "trials"
+        parts.append(f"{_span(trials, unit)} of {_span([c.duration_s for c in cells], 's')}")
+    parts.append(
+        f"{workers[0]} worker{'s' if workers[0] > 1 else ''} per stack"
+        if len(workers) == 1
+        else f"{workers[0]}–{workers[-1]} workers per stack"
+    )
+    if server_cores:
+        count = len(server_cores)
+        parts.append(f"on {count} server core{'s' if count > 1 else ''}")
+    return " · ".join(parts)

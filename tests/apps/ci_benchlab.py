@@ -1,0 +1,28 @@
+"""benchlab with one more stack, `slowable`: tests/apps/misbehaving.py in its slow mode, where
+each answer costs $BENCHLAB_SLOW_MS milliseconds of busy work. The CI example's test runs the
+example's script with this as its BENCHLAB, and slows the "branch" down through that variable."""
+
+import sys
+from pathlib import Path
+
+from benchlab.cli import main
+from benchlab.stacks import CATALOGUE
+from benchlab.stacks.base import Launch, LaunchContext, Stack
+
+MISBEHAVING = Path(__file__).resolve().parent / "misbehaving.py"
+
+
+def _launch(ctx: LaunchContext) -> Launch:
+    return Launch(argv=[sys.executable, str(MISBEHAVING), "slow", ctx.host, str(ctx.port)])
+
+
+CATALOGUE["slowable"] = Stack(
+    name="slowable",
+    framework="test",
+    server="http.server",
+    worker_model="threads",
+    scenarios=("plaintext", "json"),
+    launch=_launch,
+    start_timeout=10,
+)
+main()

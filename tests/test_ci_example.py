@@ -1,0 +1,88 @@
+"""The CI example, end to end: its script measures a baseline, then a branch, compares them
+across the two stores and fails on a slowdown injected into the branch, passing otherwise.
+
+The stack measured is tests/apps/misbehaving.py in its slow mode (each answer costs
+$BENCHLAB_SLOW_MS ms of busy work), so the slowdown is known: 1 ms a request on both sides
+when nothing changed, 4 ms on the branch when it regressed (about a quarter of the
+throughput)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, write_recipe
+
+SCRIPT = REPO / "examples" / "ci" / "benchmark.sh"
+WORKFLOW = REPO / "examples" / "ci" / "benchmark.yml"
+RECIPE = """
+name = "ci-test"
+stacks = ["slowable"]
+scenarios = ["json"]
+trials = 3
+warmup = 0
+[[load]]
+connections = 4
+duration = 1
+"""
+
+
+def _script(step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), step],
+        env={**os.environ, "COLUMNS": "100", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    out = tmp_path / "ci"
+    env = {
+        "BENCHLAB": f"{sys.executable} {REPO / 'tests' / 'apps' / 'ci_benchlab.py'}",
+        "RECIPE": str(write_recipe(tmp_path, RECIPE)),
+        "OUT": str(out),
+        "FAIL_ABOVE": "10",
+        "TMPDIR": str(isolated_tmp),
+        "BENCHLAB_SLOW_MS": "1",
+    }
+    early = _script("check", env)
+    assert early.returncode == 2 and "no baseline store" in early.stderr
+    baseline = _script("baseline", env)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    assert (out / "baseline.db").exists() and (out / "baseline.html").exists()
+
+    same = _script("check", env)
+    assert same.returncode == 0, same.stdout + same.stderr
+    report = (out / "compare.md").read_text()
+    assert report == same.stdout
+    assert "No cell slower by more than 10% beyond its interval." in report
+    assert f"in {out / 'baseline.db'}" in report and f"in {out / 'branch.db'}" in report
+    assert "not measured alike" not in report  # one machine, one environment
+
+    slowed = _script("check", {**env, "BENCHLAB_SLOW_MS": "4"})
+    assert slowed.returncode == 1, slowed.stdout + slowed.stderr
+    report = (out / "compare.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| slowable"))
+    assert "**slower**" in row
+    ratio = float(row.split("|")[4])
+    assert ratio < 0.5, row  # 4 ms of work instead of 1: about a quarter of the throughput
+    assert "**FAIL:** slower by more than 10% (or failed, or missing): slowable" in report
+    assert list(isolated_tmp.iterdir()) == []
+
+
+def test_the_workflow_runs_the_script_for_the_baseline_and_the_check() -> None:
+    workflow = WORKFLOW.read_text()
+    steps = re.findall(r"run: (examples/ci/benchmark\.sh \w+)", workflow)
+    assert steps == ["examples/ci/benchmark.sh baseline", "examples/ci/benchmark.sh check"]
+    assert "gh run download" in workflow and "--name benchlab-baseline" in workflow
+    assert "name: benchlab-baseline" in workflow  # the artifact the check downloads
+    assert "--body-file ci-results/compare.md" in workflow
+    assert os.access(SCRIPT, os.X_OK)
