@@ -135,12 +135,9 @@ def _tied_lead(
     if close:
         where = f"{_spread(top, figure)}, {first} first" if len(top) > 3 else _spread(top, figure)
         return f"{who} tie at the top ({where}); "
-    separates = (
-        "separates none of them" if len(top) > 2 else f"does not separate {names[top[1].key]}"
-    )
     return (
-        f"{who} tie at the top ({first} first; their medians are {_spread(top, figure)}, but "
-        f"the evidence rule {separates} from {first}); "
+        f"{who} tie at the top ({first} first, medians {_spread(top, figure)}, "
+        "but too noisy to separate); "
     )
 
 
