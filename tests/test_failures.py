@@ -110,7 +110,8 @@ def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
     assert _processes_under(MISBEHAVING.parent) == []
     # The HTML report shows each failed cell with its reason, and the measured ones beside.
     page = ReportPage(render_html(summarise(store, outcome.run_id)))
-    rows = {(r["cells"][0].split()[0], r["cells"][3]): r for r in page.rows}
+    scenario = page.header.index("scenario")
+    rows = {(r["cells"][0].split()[0], r["cells"][scenario]): r for r in page.rows}
     assert len(rows) == 6
     failed = rows[("wrong-body", "plaintext")]
     assert failed["status"] == "failed" and "failed" in failed["badges"]

@@ -36,7 +36,8 @@ class LineReporter:
         self.counter.total = total_trials
         self.rounds = plan.recipe.max_trials or plan.recipe.trials
         self.console.print(
-            f"run {run_id}: {len(plan.cells)} cells × {plan.recipe.trials} trials; "
+            f"run {run_id}: {len(plan.cells)} cells × {plan.recipe.trials} "
+            f"trial{'s' if plan.recipe.trials > 1 else ''}; "
             f"server cores {list(plan.cores.server)}, load cores {list(plan.cores.load)}"
         )
 

@@ -237,7 +237,8 @@ def settings_text(
             else f"{connections[0]}–{connections[-1]} connections"
         )
     if trials:
-        unit = "replicates" if any(c.mode == "slo" for c in cells) else "trials"
+        unit = "replicate" if any(c.mode == "slo" for c in cells) else "trial"
+        unit += "s" if max(trials) > 1 else ""
         parts.append(f"{_span(trials, unit)} of {_span([c.duration_s for c in cells], 's')}")
     parts.append(
         f"{workers[0]} worker{'s' if workers[0] > 1 else ''} per stack"
