@@ -151,17 +151,31 @@ class SshHost(Host):
     ) -> subprocess.CompletedProcess[bytes]:
         return run_over_ssh(self.spec, self.control_path, command, input=input, timeout=timeout)
 
-    def ssh_argv(self, command: str) -> list[str]:
-        return ["ssh", *ssh_options(self.control_path), *ssh_destination(self.spec), "--", command]
+    def process_argv(self, command: str) -> list[str]:
+        """A long-lived process gets a connection of its own: sshd limits the sessions one
+        connection carries (MaxSessions, 10 by default), and the run's processes would fill
+        the shared one."""
+        return [
+            "ssh", *ssh_options(None), "-o", "ControlPath=none", *ssh_destination(self.spec),
+            "--", command,
+        ]  # fmt: skip
 
     # --- the run's directory ----------------------------------------------------------------
 
     def make_rundir(self, path: Path) -> None:
-        """The run's directory at the controller's path; an existing one is someone else's."""
+        """The run's directory at the controller's path. One that exists already is someone
+        else's, unless it holds the controller's own token: then the host shares the
+        controller's files (another namespace of this machine, say) and it is the same one."""
+        token = uuid.uuid4().hex
+        (path / ".owner").write_text(token)
         q = shlex.quote(str(path))
-        done = self._ssh(f"mkdir -m 711 {q} && mkdir -m 700 {q}/pids")
+        script = (
+            f'if [ -e {q} ]; then [ "$(cat {q}/.owner 2>/dev/null)" = {token} ] || exit 3; '
+            f"else mkdir {q}; fi && chmod 711 {q} && mkdir -p -m 700 {q}/pids"
+        )
+        done = self._ssh(script)
         if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip()
+            said = done.stderr.decode(errors="replace").strip() or "it exists already"
             raise HostError(f"{self.where}: cannot make the run's directory {path}: {said}")
         self.rundir = str(path)
 
@@ -361,7 +375,7 @@ class RemoteProcess(ManagedProcess):
             "exit $rc",
         ]
         return subprocess.Popen(
-            self.host.ssh_argv(shlex.join(["sh", "-c", "\n".join(lines)])),
+            self.host.process_argv(shlex.join(["sh", "-c", "\n".join(lines)])),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -391,8 +405,16 @@ class RemoteProcess(ManagedProcess):
     def cpu_seconds(self) -> tuple[float, str]:
         if self.cpu_group is not None:
             return self.cpu_group.seconds(), self.cpu_group.source
-        out = self._remote(f'{self._group_leader()}; ps -o cputimes= --sid "$pg"')
-        return float(sum(int(v) for v in out.split() if v.isdigit())), "process tree"
+        # utime, stime, cutime, cstime of each process (fields 14-17 of /proc/PID/stat,
+        # counted after the command's name), in clock ticks; the tick rate last.
+        out = self._remote(
+            f'{self._group_leader()}; for p in $(ps -o pid= --sid "$pg"); do '
+            "sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f12-15; done; getconf CLK_TCK"
+        )
+        values = [int(v) for v in out.split() if v.isdigit()]
+        if not values:
+            return 0.0, "process tree"
+        return sum(values[:-1]) / max(values[-1], 1), "process tree"
 
     def listens_on(self, port: int) -> bool:
         out = self._remote(

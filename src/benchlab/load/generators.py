@@ -66,7 +66,10 @@ def run_generators(
     placements: list[Placement],
     registry: ProcessRegistry,
     workdir: Path,
+    keep: Path | None = None,
 ) -> Generated:
+    """`keep`: a directory to move each generator's raw results to (by host) rather than
+    remove them, to look at them again."""
     if tool.executable() is None:
         raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
     if request.targets and not tool.can_pace:
@@ -107,8 +110,11 @@ def run_generators(
         for p, sub, result in zip(placements, requests, results, strict=True)
     ]
     if not single:
-        for directory in dirs:
-            shutil.rmtree(directory, ignore_errors=True)
+        for placement, directory in zip(placements, dirs, strict=True):
+            if keep is not None:
+                shutil.move(directory, keep / placement.host.name)
+            else:
+                shutil.rmtree(directory, ignore_errors=True)
     return Generated(dataclasses.replace(merged, load_cpu_pct=busiest_machine(shares)), shares)
 
 

@@ -113,13 +113,9 @@ class Vegeta:
         name says whose)."""
         files = [directory / "vegeta.bin" for _, directory in parts]
         rates = {request.name: request.rate for request, _ in parts}
-        try:
-            if any(rate is None for rate in rates.values()):
-                return _read_encoded(files, None, parts[0][1])
-            return _read_encoded(files, rates, parts[0][1])  # type: ignore[arg-type]
-        finally:
-            for file in files:
-                file.unlink(missing_ok=True)
+        if any(rate is None for rate in rates.values()):
+            return _read_encoded(files, None, parts[0][1])
+        return _read_encoded(files, rates, parts[0][1])  # type: ignore[arg-type]
 
 
 def _read_encoded(
