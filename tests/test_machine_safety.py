@@ -52,7 +52,7 @@ def test_a_run_killed_with_sigkill_is_cleaned_up_by_the_next_benchlab(
     assert living(left), "the killed run's tornado should still be running before cleanup"
     # A second run refuses nothing (the killed one is not live) and cleans up first.
     doctor = benchlab("doctor", env={"TMPDIR": str(isolated_tmp)})
-    assert "cleaned  after a benchlab killed while running" in " ".join(doctor.stdout.split())
+    assert "cleaned after a benchlab killed while running" in " ".join(doctor.stdout.split())
     assert living(left) == [] and _processes_under(isolated_tmp) == []
     assert list(isolated_tmp.iterdir()) == [], "its temp directory is removed"
     assert _status(results) == "abandoned"

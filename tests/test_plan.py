@@ -76,3 +76,14 @@ def test_the_time_left_after_the_first_round_is_within_30_percent(
     assert process.returncode == 0, "".join(lines)
     assert predicted is not None, "".join(lines)
     assert abs(predicted - took) <= 0.3 * took, (predicted, took, "".join(lines))
+
+
+def test_one_stalled_step_does_not_move_every_estimate() -> None:
+    from benchlab.timing import Costs
+
+    costs = Costs({"overhead:ab": 0.1})
+    costs.record("overhead:ab", 30.0)  # one request that waited ab's timeout
+    assert costs.get("overhead:ab") < 1.0
+    for _ in range(20):  # a cost that really grew is learnt
+        costs.record("overhead:ab", 5.0)
+    assert 4.0 < costs.get("overhead:ab") <= 5.0

@@ -129,6 +129,7 @@ class PeakSampler:
         self.errors: dict[str, str] = {}
         self._interval = interval
         self._stop = threading.Event()
+        self._until: float | None = None
         self._thread = threading.Thread(target=self._loop, name="peak-sampler", daemon=True)
 
     def __enter__(self) -> PeakSampler:
@@ -146,8 +147,16 @@ class PeakSampler:
                 for name in self._probes:
                     self.errors.setdefault(name, f"no answer within {JOIN_TIMEOUT_S:g} s")
 
+    def count_until(self, deadline: float) -> None:
+        """Counts nothing after `deadline` (time.monotonic()): when a load tool stops, the
+        requests it leaves cancel their queries and some drivers replace those sessions, a
+        burst that belongs to no measured request."""
+        self._until = deadline
+
     def _loop(self) -> None:
         while True:
+            if self._until is not None and time.monotonic() > self._until:
+                return
             for name, probe in list(self._probes.items()):
                 try:
                     value = probe()

@@ -670,6 +670,7 @@ class Execution:
                 PeakSampler(probes) as peaks,
             ):
                 started_at, began = now(), time.monotonic()
+                peaks.count_until(began + request.duration_s)
                 generated = self._generate(request, workdir)
                 result = generated.result
                 finished.enter_context(signals_deferred())

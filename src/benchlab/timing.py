@@ -33,6 +33,10 @@ DEFAULTS = {
 FIRST_REPLICATE_PROBES = 1 + len(STEP_SHARES) + 4
 LATER_REPLICATE_PROBES = 3.5
 WEIGHT = 0.2  # how much a new measurement moves a remembered cost
+# One step that stalls (a request a load tool waited its timeout for) would otherwise move
+# every remaining step's estimate: a new measurement counts for at most this many times the
+# remembered cost (plus a quarter second), so a cost that really grew is learnt over a few steps.
+OUTLIER_FACTOR = 3.0
 
 
 def _path() -> Path:
@@ -67,7 +71,12 @@ class Costs:
     def record(self, key: str, seconds: float) -> None:
         seconds = max(seconds, 0.0)  # siege stops before its duration on short runs
         old = self.known.get(key)
-        self.known[key] = seconds if old is None else (1 - WEIGHT) * old + WEIGHT * seconds
+        if old is None:
+            self.known[key] = seconds
+            return
+        old = max(old, 0.0)
+        seconds = min(seconds, OUTLIER_FACTOR * old + 0.25)
+        self.known[key] = (1 - WEIGHT) * old + WEIGHT * seconds
 
     @contextlib.contextmanager
     def timed(self, key: str) -> Iterator[None]:
