@@ -41,7 +41,7 @@ def _links() -> list[str]:
 
 def _left_on_this_machine(pid: int) -> list[str]:
     """What a run (benchlab pid `pid`) could leave: namespaces, links, journal, groups."""
-    ours = {*NAMESPACES.values(), "blt-l1", "blt-l2", "blt-server"}
+    ours = {*NAMESPACES.values(), "blt-l1", "blt-l2", "blt-server", "bl-load1", "bl-load2"}
     left = [f"namespace {n}" for n in _namespaces() & ours]
     left += [f"link {n}" for n in _links()]
     left += [f"journal {p.name}" for p in journal_dir().glob(f"*-{pid}.json")]
@@ -385,6 +385,9 @@ def test_an_ssh_host_serves_and_keeps_the_database_and_is_left_clean(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
     results = tmp_path / "r.db"
+    # The run's directory has the controller's path on the SSH host (the same files here):
+    # its parent must let the services' users through, as /tmp does on any machine.
+    isolated_tmp.chmod(0o711)
     with sshd_in_namespace() as sshd:
         recipe = write_recipe(tmp_path, SSH_RECIPE.format(target=sshd.target))
         env = {"TMPDIR": str(isolated_tmp), "BENCHLAB_SSH_CONFIG": str(sshd.config)}
@@ -421,3 +424,72 @@ def test_an_ssh_host_serves_and_keeps_the_database_and_is_left_clean(
     masters = [p for p in psutil.process_iter(["cmdline"]) if "bl-ssh-" in " ".join(
         p.info["cmdline"] or [])]  # fmt: skip
     assert living(masters) == []
+
+
+# --- each load host's share in the report -----------------------------------------------------
+
+
+def _share(host: str, requests: int, cpu: float | None, cores: str = "[1]") -> object:
+    from benchlab.store import LoadShareRecord
+
+    return LoadShareRecord(
+        host=host, machine="this machine", cores=cores, connections=32, rate=None,
+        requests=requests, duration_s=1.0, throughput_rps=float(requests), load_cpu_pct=cpu,
+        latency_p99_ms=1.0,
+    )  # fmt: skip
+
+
+def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict() -> None:
+    from benchlab.analysis.verdicts import Verdict
+    from benchlab.report.summary import _name_bound_hosts, host_shares
+
+    # Two trials: the two generators on one core used 94 % and 96 % of it together.
+    shares = host_shares(
+        {1: [_share("l1", 600, 50.0), _share("l2", 400, 44.0)],
+         2: [_share("l1", 500, 48.0), _share("l2", 500, 48.0)]}
+    )  # fmt: skip
+    assert [(s.host, s.requests_pct, s.bound) for s in shares] == [
+        ("l1", 55.0, True), ("l2", 45.0, True)
+    ]  # fmt: skip
+    found = _name_bound_hosts([Verdict("client-bound", "the load tool used 95% CPU")], shares)
+    assert "load host(s) 'l1' (49% CPU of cores [1]), 'l2' (46% CPU" in found[0].sentence
+    assert "sharing their cores" in found[0].sentence
+    # On cores of their own, at half a core each, neither is bound, and nothing is named.
+    apart = host_shares({1: [_share("l1", 500, 50.0, "[0]"), _share("l2", 500, 50.0)]})
+    assert not any(s.bound for s in apart)
+    verdict = Verdict("client-bound", "x")
+    assert _name_bound_hosts([verdict], apart) == [verdict]
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_run_split_over_two_load_namespaces_reports_each_hosts_share(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    results = tmp_path / "r.db"
+    env = {"TMPDIR": str(isolated_tmp)}
+    run = benchlab(
+        "run", str(REPO / "recipes" / "hosts-two-loads.toml"), "--trials", "1", "--duration",
+        "1", "--results", str(results), env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = benchlab("report", "--results", str(results), "--format", "json", env=env)
+    data = json.loads(report.stdout)
+    assert [h["name"] for h in data["hosts"]] == ["server", "load1", "load2"]
+    db = _db(results)
+    for cell in data["cells"]:
+        shares = cell["load_hosts"]
+        assert [(s["host"], s["connections"]) for s in shares] == [("load1", 32), ("load2", 32)]
+        assert sum(s["requests_pct"] for s in shares) == pytest.approx(100, abs=0.01)
+        assert all(s["load_cpu_pct"] > 0 for s in shares)
+        parts = db.execute(
+            "SELECT SUM(trial_loads.requests) FROM trial_loads JOIN trials ON trials.id = "
+            "trial_loads.trial_id JOIN cells ON cells.id = trials.cell_id WHERE cells.stack = ?"
+            " AND cells.scenario = ? AND trials.probe IS NULL",
+            (cell["stack"], cell["scenario"]),
+        ).fetchone()[0]  # fmt: skip
+        assert cell["requests"] == parts > 0
+    markdown = benchlab("report", "--results", str(results), "--format", "md", env=env).stdout
+    assert "Load hosts (each one's share of the merged figures):" in markdown
+    assert "host load2 (netns:bl-load2 198.18.0.12): load" in markdown
+    assert _left_on_this_machine(0) == [] and list(isolated_tmp.iterdir()) == []

@@ -229,7 +229,9 @@ def _run_lines(summary: RunSummary) -> list[str]:
             f"{name} :{info['port']}" for name, info in services.items() if name != "redis"
         )
         cache = f" · redis :{services['redis']['port']}" if "redis" in services else ""
-        lines.append(f"services (loopback): {chain or 'none'}{cache}")
+        where = "(loopback)" if not summary.hosts else "(on the database host)"
+        lines.append(f"services {where}: {chain or 'none'}{cache}")
+    lines += host_lines(summary)
     if summary.options.slo is not None:
         lines.append(f"SLO: {summary.options.slo.describe()}")
     if summary.partial_note:
@@ -242,6 +244,31 @@ def _run_lines(summary: RunSummary) -> list[str]:
             "interleaved cells of one run, and prefer more trials"
         )
     return lines
+
+
+def host_lines(summary: RunSummary) -> list[str]:
+    """What ran where, when the recipe had [hosts]: one line per host."""
+    out = []
+    for host in summary.hosts:
+        machine = host.get("machine") or {}
+        cores = " · ".join(f"{role} cores {c}" for role, c in (host.get("cores") or {}).items())
+        address = f" {host['address']}" if host.get("address") else ""
+        out.append(
+            f"host {host['name']} ({host['at']}{address}): {', '.join(host['roles'])} · {cores}"
+            f" · {machine.get('cpu')} · {machine.get('cores')} cores · kernel "
+            f"{machine.get('kernel')}"
+        )
+    return out
+
+
+def load_host_lines(summary: RunSummary) -> list[str]:
+    """Each load host's share of every cell loaded from several: the merged figures above
+    are the whole; these are the parts, with each generator's own CPU."""
+    return [
+        f"{cell_name(cell)}: " + " · ".join(h.text() for h in cell.load_hosts)
+        for cell in summary.cells
+        if cell.load_hosts
+    ]
 
 
 def _render_tune(summary: RunSummary, console: Console) -> None:
@@ -292,6 +319,11 @@ def render_table(summary: RunSummary, console: Console) -> None:
         )
     for line in verdict_lines(summary):
         console.print(line, style="yellow", markup=False, highlight=False)
+    shares = load_host_lines(summary)
+    if shares:
+        console.print("Load hosts (each one's share of the merged figures):", style="bold")
+        for line in shares:
+            console.print(f"  {line}", markup=False, highlight=False)
     if summary.tool_agreement:
         console.print("Load tools compared (the same cell under each):", style="bold")
         for line in summary.tool_agreement:
@@ -330,6 +362,10 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    shares = load_host_lines(summary)
+    if shares:
+        out += ["", "Load hosts (each one's share of the merged figures):", ""]
+        out += [f"- {line}" for line in shares]
     if summary.tool_agreement:
         out += ["", "Load tools compared (the same cell under each):", ""]
         out += [f"- {line}" for line in summary.tool_agreement]

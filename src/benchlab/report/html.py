@@ -15,7 +15,9 @@ from benchlab.report.columns import Column, cell_columns
 from benchlab.report.formats import (
     cell_name,
     flip_lines,
+    host_lines,
     interval_note,
+    load_host_lines,
     method_notes,
     note_text,
     relative_rows,
@@ -152,6 +154,8 @@ def render_html(summary: RunSummary) -> str:
             ranked_by=summary.ranked_by,
             tune=recommendation_context(summary),
             tool_agreement=summary.tool_agreement,
+            host_lines=host_lines(summary),
+            load_host_lines=load_host_lines(summary),
             slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,
             ratio_method=RATIO_METHOD,

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from benchlab.errors import ServiceError
 from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.services.base import HERE, RunningService, ServicePlace
@@ -41,6 +42,14 @@ class Services:
         of /tmp. The run's passwords go in its `secrets/` (0700), which only benchlab reads.
         On another machine, under the run's directory there (made traversable, 0711)."""
         if not self.place.host.same_machine:
+            closed = self._closed_ancestor()
+            if closed:
+                raise ServiceError(
+                    f"{self.place.host.where}: the services' users (postgres, mysql, redis) "
+                    f"cannot reach the run's directory {self.workroot} there: {closed} is "
+                    "closed to others; run benchlab with TMPDIR set to a directory every user "
+                    "can traverse on both machines, such as /tmp"
+                )
             base = self.workroot / "services"
             self.place.host.make_dir(base, 0o711)
             base.mkdir(exist_ok=True)
@@ -56,6 +65,16 @@ class Services:
         if self.registry.journal is not None:
             self.registry.journal.add_dir(self._own_dir)
         return self._own_dir
+
+    def _closed_ancestor(self) -> str:
+        """The first directory above the run's one, on its host, that others cannot
+        traverse ('' when there is none)."""
+        script = (
+            'd=$1; while [ "$d" != / ]; do d=$(dirname "$d"); '
+            'case $(stat -c %A "$d") in *x|*t) ;; *) echo "$d"; exit 0;; esac; done'
+        )
+        done = self.place.host.run(["sh", "-c", script, "sh", str(self.workroot)])
+        return done.stdout.decode(errors="replace").strip()
 
     def remove_data(self) -> None:
         """Remove service data kept outside the run's directory (after the services stop)."""
