@@ -109,7 +109,9 @@ def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> li
         f"'{s.host}' ({s.load_cpu_pct:.0f}% CPU of cores {list(s.cores)})" for s in bound
     )
     shared = len({(s.machine, s.cores) for s in bound}) < len(bound)
-    where = f"; load host(s) {named} {'sharing their cores ' if shared else ''}were the limit"
+    hosts = "load host" if len(bound) == 1 else "load hosts"
+    verb = "was" if len(bound) == 1 else "were"
+    where = f"; {hosts} {named}{', sharing their cores,' if shared else ''} {verb} the limit"
     return [
         dataclasses.replace(v, sentence=v.sentence + where)
         if v.name in ("client-bound", "rate-not-delivered") and "server-bound" not in v.sentence
