@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.load import LoadRequest, base, run_tool
+from benchlab.load import LoadRequest, base, generators, run_tool
 from benchlab.load.base import LoadToolError, run_load
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.process import ProcessRegistry
@@ -112,7 +112,7 @@ class _HangsOnce(base.DebianTool):
 def test_a_hung_tool_is_killed_and_run_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(base, "HANG_MARGIN_S", 1.0)
+    monkeypatch.setattr(generators, "HANG_MARGIN_S", 1.0)
     result = run_load(
         _HangsOnce(), _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path
     )
@@ -128,7 +128,7 @@ def test_a_hung_tool_is_killed_and_run_afresh(
 def test_a_tool_that_keeps_hanging_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(base, "HANG_MARGIN_S", 1.0)
+    monkeypatch.setattr(generators, "HANG_MARGIN_S", 1.0)
     tool = _HangsOnce()
     tool.hang_retries = 0
     with pytest.raises(LoadToolError, match=r"did not finish.*1 attempts"):

@@ -137,7 +137,7 @@ def run(
             raise UserError(
                 f"load tool '{name}' is not installed; run ./lab setup or {TOOLS[name].install}"
             )
-    if set(plan.cores.server) & set(plan.cores.load):
+    if not plan.recipe.hosts and set(plan.cores.server) & set(plan.cores.load):
         console.print(
             "WARNING: server and load tool share a core on this machine: the figures will "
             "measure their fight for it, not the server",
@@ -155,6 +155,10 @@ def run(
     from benchlab.recovery import claim_machine
 
     shared = claim_machine(allow_concurrent, console.print)
+    if plan.recipe.hosts:
+        from benchlab.hosts.topology import preflight
+
+        preflight(plan)
     store = Store(results)
     reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
     command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -533,9 +537,19 @@ def stacks(
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    hosts: Annotated[
+        Path | None,
+        typer.Option(
+            "--hosts", metavar="RECIPE",
+            help="Also check every host of this recipe's [hosts]: reach, tools, versions, "
+            "cores, clock.",
+        ),
+    ] = None,
+) -> None:  # fmt: skip
     """Check this machine: tools, cores, CPU frequency scaling, pinning; clean up after a
-    benchlab that was killed (its processes, directories; its run marked abandoned)."""
+    benchlab that was killed (its processes, directories, namespaces, what it left on SSH
+    hosts; its run marked abandoned)."""
     from benchlab.machine import doctor_checks
     from benchlab.recovery import clean_stale, live_runs
 
@@ -556,9 +570,30 @@ def doctor() -> None:
         fix = f" → {check.fix}" if check.fix else ""
         console.print(f"{mark:>20}  {check.name:<14} {check.detail}{fix}")
         problems += (not check.ok) and check.required
+    if hosts is not None:
+        problems += _doctor_hosts(hosts)
     if problems:
         console.print(f"{problems} required item(s) missing; ./lab setup installs them on Debian")
         raise typer.Exit(1)
+
+
+def _doctor_hosts(path: Path) -> int:
+    from benchlab.hosts.doctor import host_checks
+
+    recipe, text = load_recipe(path)
+    if not recipe.hosts:
+        raise UserError(f"--hosts {path}: the recipe has no [hosts]; every role runs here")
+    problems, current = 0, None
+    for name, check in host_checks(build_plan(path, recipe, text)):
+        if name != current:
+            console.print(f"host [bold]{escape(name)}[/]", highlight=False)
+            current = name
+        mark = "[green]ok[/]" if check.ok else "[red]missing[/]"
+        fix = f" → {check.fix}" if check.fix else ""
+        console.print(f"{mark:>20}  {check.name:<18} {escape(check.detail)}{escape(fix)}",
+                      highlight=False)  # fmt: skip
+        problems += not check.ok
+    return problems
 
 
 @app.command()

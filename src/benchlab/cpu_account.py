@@ -50,14 +50,17 @@ class CpuGroup:
         procs = shlex.quote(str(self.path / "cgroup.procs"))
         return ["/bin/sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *argv]
 
+    def _read(self, name: str) -> str:
+        return (self.path / name).read_text()
+
     def seconds(self) -> float:
         if self.version == 2:
-            for line in (self.path / "cpu.stat").read_text().splitlines():
+            for line in self._read("cpu.stat").splitlines():
                 name, _, value = line.partition(" ")
                 if name == "usage_usec":
                     return int(value) / 1e6
             raise OSError(f"{self.path}/cpu.stat has no usage_usec")
-        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+        return int(self._read("cpuacct.usage")) / 1e9
 
     def pids(self) -> list[int]:
         try:

@@ -110,14 +110,11 @@ class ProcessTreeSampler:
             self._sample()
 
     def _sample(self) -> None:
-        rss = 0
-        for proc in self._process.tree():
-            try:
-                with proc.oneshot():
-                    self._seen.add((proc.pid, proc.create_time()))
-                    rss += proc.memory_info().rss
-            except psutil.Error:
-                continue
+        try:
+            rss, seen = self._process.memory_sample()
+        except Exception:
+            return  # a host that did not answer this once: the next sample counts
+        self._seen |= seen
         self._peak_rss = max(self._peak_rss, rss)
 
 

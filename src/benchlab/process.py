@@ -10,9 +10,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psutil
 
@@ -23,12 +23,27 @@ if TYPE_CHECKING:
     from benchlab.recovery import Journal
 
 
-def run_as(user: str | None) -> dict:
-    """subprocess arguments to run as `user`, with its own group and no supplementary ones
-    (user= alone would keep root's group 0)."""
+def as_user(user: str | None) -> list[str]:
+    """The argv prefix that runs a command as `user`, with its own group and no supplementary
+    ones. A prefix, not Popen's user=: it must come after `ip netns exec`, which needs root."""
     if user is None:
-        return {}
-    return {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
+        return []
+    return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups"]
+
+
+ListenerPids = Callable[[int], "set[int] | None"]
+
+
+def local_listener_pids(port: int) -> set[int] | None:
+    """Processes with a socket listening on `port` in benchlab's own network namespace."""
+    with contextlib.suppress(psutil.Error):
+        return {
+            conn.pid
+            for conn in psutil.net_connections(kind="tcp")
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+            and conn.pid is not None
+        }  # fmt: skip
+    return None
 
 
 class ManagedProcess:
@@ -36,6 +51,8 @@ class ManagedProcess:
 
     It runs in a session of its own, so a Ctrl-C in the terminal reaches only benchlab,
     which then stops every child in order instead of leaving half-dead servers behind.
+    `prefix` enters the host it runs on (`ip netns exec NAME` for a namespace): inside the
+    control group's wrapper, whose shell must see the controller's /sys/fs/cgroup.
     """
 
     def __init__(
@@ -49,29 +66,39 @@ class ManagedProcess:
         user: str | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
         cpu_group: CpuGroup | None = None,
+        prefix: Sequence[str] = (),
+        listeners: ListenerPids = local_listener_pids,
     ) -> None:
         self.argv = list(argv)
         self.stop_signal = stop_signal
         self.log_path = log_path
         self.cpu_group = cpu_group
-        cpu_list = ",".join(str(c) for c in cores)
-        full_env = {**os.environ, **(env or {})}
-        pinned = ["taskset", "--cpu-list", cpu_list, *self.argv]
+        self._listeners = listeners
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.popen = subprocess.Popen(
-            cpu_group.wrap(pinned) if cpu_group else pinned,
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            **run_as(user),
-        )
+        self.popen = self._spawn(cores, cwd, env, user, prefix)
         self.pid = self.popen.pid
         self.rusage: resource.struct_rusage | None = None
         self._known: dict[int, psutil.Process] = {}
         self.remember_tree()
+
+    def _spawn(
+        self,
+        cores: Sequence[int],
+        cwd: Path | None,
+        env: dict[str, str] | None,
+        user: str | None,
+        prefix: Sequence[str],
+    ) -> subprocess.Popen:
+        pinned = [*prefix, *as_user(user), *pin(cores), *self.argv]
+        return subprocess.Popen(
+            self.cpu_group.wrap(pinned) if self.cpu_group else pinned,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     # --- state ----------------------------------------------------------------------------
 
@@ -117,14 +144,28 @@ class ManagedProcess:
         except psutil.Error:
             return None
 
+    def memory_sample(self) -> tuple[int, set[tuple[int, float]]]:
+        """Resident memory of the tree now, in bytes, and its processes (pid, start time)."""
+        rss, seen = 0, set()
+        for proc in self.tree():
+            try:
+                with proc.oneshot():
+                    seen.add((proc.pid, proc.create_time()))
+                    rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+        return rss, seen
+
     def listens_on(self, port: int) -> bool:
-        """Whether the socket listening on `port` belongs to this process's tree."""
-        ours = {proc.pid for proc in self.tree()}
-        with contextlib.suppress(psutil.Error):
-            for conn in psutil.net_connections(kind="tcp"):
-                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                    return conn.pid in ours
-        return False
+        """Whether the socket listening on `port` (on the host it runs on) is this tree's."""
+        listening = self._listeners(port)
+        return bool(listening) and bool(listening & {proc.pid for proc in self.tree()})
+
+    def tool_cpu_seconds(self) -> float | None:
+        """CPU time the process used, once it has exited and been waited for (load tools)."""
+        if self.rusage is None:
+            return None
+        return self.rusage.ru_utime + self.rusage.ru_stime
 
     def log_tail(self, lines: int = 5) -> str:
         try:
@@ -156,12 +197,12 @@ class ManagedProcess:
     def stop(self, grace: float = 5.0) -> None:
         """Stop signal to the whole session, then SIGKILL what is left after `grace` seconds."""
         self.remember_tree()
-        self._signal_all(self.stop_signal)
+        self.signal_all(self.stop_signal)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self._survivors():
+        while time.monotonic() < deadline and self.survives():
             self.wait(0.05)
-        if self._survivors():
-            self._signal_all(signal.SIGKILL)
+        if self.survives():
+            self.signal_all(signal.SIGKILL)
             psutil.wait_procs(self._survivors(), timeout=2.0)
         self.wait(1.0)
         with contextlib.suppress(OSError):
@@ -169,7 +210,11 @@ class ManagedProcess:
         if self.cpu_group is not None:
             self.cpu_group.remove()
 
-    def _signal_all(self, sig: signal.Signals) -> None:
+    def survives(self) -> bool:
+        """Whether any process of the tree is still running."""
+        return bool(self._survivors())
+
+    def signal_all(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
         for proc in self._survivors():
@@ -185,6 +230,10 @@ class ManagedProcess:
             except psutil.Error:
                 continue
         return alive
+
+
+def pin(cores: Sequence[int]) -> list[str]:
+    return ["taskset", "--cpu-list", ",".join(str(c) for c in cores)]
 
 
 _CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
@@ -258,6 +307,20 @@ def signals_deferred() -> Iterator[None]:
             os.kill(os.getpid(), sig)  # now, to whatever handler the caller had installed
 
 
+class Launcher(Protocol):
+    """Where a process runs: a host's way to start one (see hosts/)."""
+
+    def start(self, argv: Sequence[str], **kwargs: Any) -> ManagedProcess: ...
+
+
+class _Here:
+    def start(self, argv: Sequence[str], **kwargs: Any) -> ManagedProcess:
+        return ManagedProcess(argv, **kwargs)
+
+
+LOCAL: Launcher = _Here()
+
+
 class ProcessRegistry:
     """Every process of a run, so that one call stops them all on any exit path; with a
     journal, each is also recorded on disk as it starts (see recovery.py)."""
@@ -266,9 +329,12 @@ class ProcessRegistry:
         self._processes: list[ManagedProcess] = []
         self.journal = journal
 
-    def start(self, argv: Sequence[str], **kwargs) -> ManagedProcess:
+    def start(
+        self, argv: Sequence[str], *, host: Launcher | None = None, **kwargs: Any
+    ) -> ManagedProcess:
+        """Start `argv` on `host` (default: here, in benchlab's own namespace)."""
         with signals_deferred():
-            process = ManagedProcess(argv, **kwargs)
+            process = (host or LOCAL).start(argv, **kwargs)
             self._processes.append(process)
             if self.journal is not None:
                 group = process.cpu_group
@@ -288,9 +354,9 @@ class ProcessRegistry:
         processes = list(reversed(self._processes))
         for process in processes:
             process.remember_tree()
-            process._signal_all(process.stop_signal)
+            process.signal_all(process.stop_signal)
         deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and any(p._survivors() for p in processes):
+        while time.monotonic() < deadline and any(p.survives() for p in processes):
             time.sleep(0.05)
         for process in processes:
             process.stop(grace=0.0)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchlab.errors import UserError
 from benchlab.figures import RANKABLE
+from benchlab.hosts.spec import HostSpec
 from benchlab.load import TOOLS
 from benchlab.scenarios import SCENARIOS
 
@@ -66,6 +67,21 @@ class Cores(_Strict):
     server: CoreList
     load: CoreList
     services: CoreList | None = None  # databases, Redis, pgbouncer; default: the server cores
+
+
+RoleName = Literal["server", "database", "load"]
+
+
+class HostEntry(_Strict):
+    """A machine (or a namespace of this one) and the roles it plays in the run."""
+
+    at: str  # local, netns:NAME, ssh://user@addr[:port]
+    roles: Annotated[list[RoleName], Field(min_length=1)]
+    # The cores its roles are pinned to: one list for all of them, or one per role.
+    cores: CoreList | dict[RoleName, CoreList] | None = None
+    # netns: its address (in 198.18.0.0/15; default: the next free one); ssh: where the
+    # other hosts reach its servers, when not the address benchlab connects to.
+    address: str | None = None
 
 
 PositiveInts = PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)]
@@ -156,6 +172,8 @@ class Recipe(_Strict):
     # What cells are ranked, compared and divided by; default: what their mode measures
     # (closed: throughput, rate: p99, slo: capacity).
     rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
+    # Where each role runs (default: all of them here): see hosts/.
+    hosts: dict[str, HostEntry] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -163,10 +181,30 @@ class CoreAssignment:
     server: tuple[int, ...]
     load: tuple[int, ...]
     services: tuple[int, ...] = ()
+    # Where benchlab itself runs (sampling, bookkeeping): default the load cores.
+    controller: tuple[int, ...] = ()
 
     @property
     def service_cores(self) -> tuple[int, ...]:
         return self.services or self.server
+
+    @property
+    def controller_cores(self) -> tuple[int, ...]:
+        return self.controller or self.load
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """One host of a run: where it is, what it does, on which of its cores."""
+
+    name: str
+    spec: HostSpec
+    roles: tuple[str, ...]
+    cores: tuple[tuple[str, tuple[int, ...]], ...]  # role -> cores
+    address: str | None = None  # netns: its address; ssh: where its servers are reached
+
+    def cores_of(self, role: str) -> tuple[int, ...]:
+        return dict(self.cores)[role]
 
 
 @dataclass(frozen=True)
@@ -225,6 +263,11 @@ class Plan:
     text: str
     cores: CoreAssignment
     cells: tuple[Cell, ...]
+    # Every host of the run; without [hosts], this machine alone in every role.
+    hosts: tuple[HostPlan, ...] = ()
+
+    def with_role(self, role: str) -> list[HostPlan]:
+        return [h for h in self.hosts if role in h.roles]
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -311,12 +354,18 @@ def at_point(recipe: Recipe, point: Point) -> Recipe:
 
 
 def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = None) -> Plan:
+    from benchlab.hosts.plan import local_only, resolve_hosts
+
     allowed = tuple(range(cpu_count)) if cpu_count else allowed_cores()
-    cores = resolve_cores(path, recipe, allowed)
-    cells = expand(recipe, cores)
+    if recipe.hosts:
+        hosts, cores = resolve_hosts(path, recipe, allowed)
+    else:
+        cores = resolve_cores(path, recipe, allowed)
+        hosts = local_only(cores)
+    cells = expand(recipe, cores, load_hosts=sum("load" in h.roles for h in hosts))
     _check_unique(path, cells)
     _check_sessions(path, recipe, cells)
-    return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells)
+    return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells, hosts=hosts)
 
 
 # Sessions the database keeps for others: PostgreSQL's superuser_reserved_connections (3)
@@ -412,14 +461,15 @@ def resolve_cores(path: Path, recipe: Recipe, allowed: tuple[int, ...]) -> CoreA
     )
 
 
-def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
+def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[Cell, ...]:
     """The matrix: stacks × scenarios × parameters × load profiles (× points), minus
-    exclusions and the pairs a stack does not serve."""
+    exclusions and the pairs a stack does not serve. With several load hosts a cell's
+    threads are each host's (its share of the connections, its own load cores)."""
     if recipe.points:
         return tuple(
             dataclasses.replace(cell, point=point.name)
             for point in recipe.points
-            for cell in expand(at_point(recipe, point), cores)
+            for cell in expand(at_point(recipe, point), cores, load_hosts)
         )
     from benchlab.stacks import CATALOGUE
 
@@ -467,7 +517,7 @@ def expand(recipe: Recipe, cores: CoreAssignment) -> tuple[Cell, ...]:
                             tool=profile.tool,
                             connections=connections,
                             threads=TOOLS[profile.tool].threads_for(
-                                profile.threads, connections, len(cores.load)
+                                profile.threads, -(-connections // load_hosts), len(cores.load)
                             ),
                             duration=profile.duration,
                             timeout=profile.timeout,

@@ -2,7 +2,8 @@
 next one cleans it.
 
 Every run keeps a journal on disk: its own pid and start time, its temp directories, the
-process group and control group of every child, as each starts. A clean end removes it.
+process group and control group of every child, the network namespaces and links it makes
+and its directory on each SSH host, as each starts. A clean end removes it.
 A journal whose owner is gone is stale: the next `benchlab run`, `tune` or `doctor` stops
 every process it lists (process groups, then control groups, which also hold the orphans
 that left their group), removes its directories and marks its run `abandoned` in its
@@ -71,6 +72,9 @@ class Journal:
             "dirs": [],
             "processes": [],
             "cgroups": [],
+            "namespaces": [],
+            "links": [],
+            "remote": [],
             "shared": False,
         }
 
@@ -100,6 +104,24 @@ class Journal:
             self.data["cgroups"].append(cgroup)
         self._write()
 
+    def add_network(self, namespaces: list[str], links: list[str]) -> None:
+        """Recorded before they are made: a kill in between leaves nothing unnamed."""
+        self.data["namespaces"] += namespaces
+        self.data["links"] += links
+        self._write()
+
+    def add_remote(
+        self, target: str, rundir: str, group_tag: str, control_path: str, ssh_config: str | None
+    ) -> None:
+        self.data["remote"].append(
+            {"target": target, "dir": rundir, "group_tag": group_tag,
+             "control_path": control_path, "ssh_config": ssh_config}
+        )  # fmt: skip
+        self._write()
+
+    def owned_namespaces(self) -> set[str]:
+        return set(self.data["namespaces"])
+
     def close(self) -> None:
         self.path.unlink(missing_ok=True)
 
@@ -112,12 +134,16 @@ class Stale:
     run_id: str | None
     processes: int
     dirs: int
+    namespaces: int = 0
+    remote: tuple[str, ...] = ()  # SSH hosts cleaned (or that could not be reached)
 
     def describe(self) -> str:
         run = f" (run {self.run_id}, now marked abandoned)" if self.run_id else ""
+        extra = f", removed {self.namespaces} network namespace(s)" if self.namespaces else ""
+        extra += "".join(f", {line}" for line in self.remote)
         return (
             f"a benchlab killed while running (pid {self.pid}){run}: stopped {self.processes} "
-            f"process(es), removed {self.dirs} director(ies)"
+            f"process(es), removed {self.dirs} director(ies){extra}"
         )
 
 
@@ -200,6 +226,56 @@ def _abandon(store: str | None, run_id: str | None, pid: int) -> None:
         db.close()
 
 
+def _clean_network(namespaces: list[str], links: list[str]) -> int:
+    from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
+
+    present = existing_namespaces() & set(namespaces)
+    for name in present:
+        remove_namespace(name)
+    for link in links:
+        remove_link(link)
+    return len(present)
+
+
+def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
+    """Stop what a killed run left on an SSH host and remove its directory there."""
+    import subprocess
+
+    from benchlab.hosts.spec import parse_spec
+    from benchlab.hosts.ssh import cleanup_script, run_over_ssh
+
+    spec = parse_spec(entry["target"])
+    previous = os.environ.get("BENCHLAB_SSH_CONFIG")
+    if entry.get("ssh_config"):
+        os.environ["BENCHLAB_SSH_CONFIG"] = entry["ssh_config"]
+    try:
+        done = run_over_ssh(
+            spec, None, cleanup_script(entry["dir"], entry["group_tag"]), timeout=60
+        )
+        reached = done.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        reached = False
+    finally:
+        if entry.get("ssh_config"):
+            if previous is None:
+                os.environ.pop("BENCHLAB_SSH_CONFIG", None)
+            else:
+                os.environ["BENCHLAB_SSH_CONFIG"] = previous
+    control = Path(entry.get("control_path") or "/nonexistent")
+    if control.exists():
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={control}", "-O", "exit", spec.addr],
+                capture_output=True, timeout=10, check=False,
+            )  # fmt: skip
+    if reached:
+        return True, f"cleaned {entry['dir']} on {spec.text}"
+    return False, (
+        f"could NOT reach {spec.text} to clean {entry['dir']}: when it answers, run "
+        "'benchlab doctor' again"
+    )
+
+
 def clean_stale() -> list[Stale]:
     """Clean every journal whose owner is gone, and control groups no journal owns."""
     cleaned = []
@@ -209,14 +285,22 @@ def clean_stale() -> list[Stale]:
         stopped = _stop(data.get("processes", []))
         for group in data.get("cgroups", []):
             stopped += _empty_group(Path(group))
+        remote_done = [(entry, *_clean_remote(entry)) for entry in data.get("remote", [])]
+        remote = tuple(message for _, _, message in remote_done)
+        namespaces = _clean_network(data.get("namespaces", []), data.get("links", []))
         dirs = 0
         for directory in data.get("dirs", []):
             if Path(directory).exists():
                 shutil.rmtree(directory, ignore_errors=True)
                 dirs += 1
         _abandon(data.get("store"), data.get("run_id"), data["pid"])
-        path.unlink(missing_ok=True)
-        cleaned.append(Stale(data["pid"], data.get("run_id"), stopped, dirs))
+        unreached = [entry for entry, reached, _ in remote_done if not reached]
+        if unreached:  # kept, so that a later doctor tries those hosts again
+            empty = {"processes": [], "cgroups": [], "dirs": [], "namespaces": [], "links": []}
+            path.write_text(json.dumps({**data, **empty, "remote": unreached}))
+        else:
+            path.unlink(missing_ok=True)
+        cleaned.append(Stale(data["pid"], data.get("run_id"), stopped, dirs, namespaces, remote))
     for group in stale_groups():
         owner = group.name.removeprefix(GROUP_PREFIX).split("-")[0]
         if owner.isdigit() and not psutil.pid_exists(int(owner)):

@@ -22,10 +22,12 @@ from typing import Protocol
 from benchlab import machine
 from benchlab.analysis import capacity
 from benchlab.analysis.stats import converged
-from benchlab.cpu_account import create_group
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
-from benchlab.load import LoadRequest, LoadToolError, run_tool
+from benchlab.hosts.base import THIS_MACHINE, Host, HostError
+from benchlab.hosts.topology import RunHosts
+from benchlab.load import TOOLS, LoadRequest, LoadToolError
 from benchlab.load.base import HttpTarget
+from benchlab.load.generators import Generated, run_generators
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import (
     INTERRUPTS,
@@ -39,7 +41,7 @@ from benchlab.recovery import Journal
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
-from benchlab.services.base import RunningService
+from benchlab.services.base import RunningService, ServicePlace
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.services.ports import free_port
 from benchlab.stacks import CATALOGUE, LaunchContext, Stack
@@ -125,8 +127,10 @@ def start_stack(
     ctx: LaunchContext,
     cores: tuple[int, ...],
     env: dict[str, str] | None = None,
+    host: Host = THIS_MACHINE,
 ) -> ManagedProcess:
-    """Launch a stack pinned to `cores`; anything it writes to TMPDIR stays in its workdir.
+    """Launch a stack pinned to `cores` on `host`; anything it writes to TMPDIR stays in its
+    workdir (copied to the host first when it is another machine).
 
     Paths stay short on purpose: servers put Unix sockets in TMPDIR (Sanic's and uvicorn's
     multiprocessing do), and a socket path may not exceed 107 bytes.
@@ -134,14 +138,16 @@ def start_stack(
     spec = stack.launch(ctx)
     private_tmp = ctx.workdir / "t"
     private_tmp.mkdir(exist_ok=True)
+    host.push(ctx.workdir)
     return registry.start(
         spec.argv,
+        host=host,
         cores=cores,
         log_path=ctx.workdir / "server.log",
         cwd=spec.cwd,
         env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
         # Its own control group: the trial's CPU time is counted over every process it forks.
-        cpu_group=create_group(),
+        cpu_group=host.create_cpu_group(),
     )
 
 
@@ -193,6 +199,7 @@ class Execution:
         self.rounds_planned: dict[Cell, int] = {}
         self.keep_alive = True  # whether the launch being measured keeps connections open
         self.shared_machine = False  # another benchlab ran beside this one (--allow-concurrent)
+        self.hosts = RunHosts(plan.hosts)
 
     # --- the whole run ----------------------------------------------------------------------
 
@@ -237,7 +244,8 @@ class Execution:
         journal.add_dir(self.workroot)
         self.reporter.start(self.run_id, total_trials, self.plan)
         try:
-            with sigterm_interrupts(), pinned_to(self.plan.cores.load):
+            with sigterm_interrupts(), pinned_to(self.plan.cores.controller_cores):
+                self._open_hosts(journal)
                 yield outcome
             outcome.status = "partial" if self.failed or self.out_of_time else "complete"
             if self.out_of_time:
@@ -257,6 +265,7 @@ class Execution:
                 self.registry.stop_all()
                 if self.services is not None:
                     self.services.remove_data()
+                self.hosts.close()
                 shutil.rmtree(self.workroot, ignore_errors=True)
                 self.costs.save()
                 self.reporter.finish()
@@ -268,6 +277,22 @@ class Execution:
                     pass  # the run stays `running`: the next benchlab marks it abandoned
                 else:
                     journal.close()
+
+    def _open_hosts(self, journal: Journal) -> None:
+        """Make the run's namespaces, connect to its SSH hosts, and store what each is."""
+        if not self.hosts.distributed:
+            self.store.set_run_hosts(self.run_id, self.hosts.records())
+            return
+        self.reporter.status("setting up the hosts: " + ", ".join(self.hosts.hosts))
+        try:
+            self.hosts.open(self.workroot, journal)
+        except HostError as exc:
+            raise ServiceError(f"hosts: {exc}") from None
+        self.store.set_run_hosts(self.run_id, self.hosts.records())
+
+    @property
+    def server_address(self) -> str:
+        return self.hosts.server.host.address
 
     def add_cells(self, cells: Sequence[Cell]) -> None:
         """Store the cells (those a resumed run already has are found by their key)."""
@@ -357,7 +382,13 @@ class Execution:
         live = [c for c in cells if c not in self.failed]
         need_database = any(self.scenarios[c.scenario].needs_database for c in live)
         need_cache = any(self.scenarios[c.scenario].needs_cache for c in live)
-        self.services = Services(self.registry, self.workroot, self.plan.cores.service_cores)
+        database, server = self.hosts.database, self.hosts.server
+        place = ServicePlace(
+            database.host,
+            database.host.address,
+            clients=(server.host.address, self.hosts.controller_address(database.host)),
+        )
+        self.services = Services(self.registry, self.workroot, database.cores, place)
         self.services.start(
             self.plan.recipe.services,
             need_database=need_database,
@@ -448,9 +479,12 @@ class Execution:
                 return
             port = ctx.port
             if self.plan.recipe.services.proxy == "nginx":
-                proxy, port = start_proxy(self.registry, workdir, self.plan.cores.server, ctx.port)
+                server_place = self.hosts.server
+                proxy, port = start_proxy(
+                    self.registry, workdir, server_place.cores, ctx.port, server_place.host
+                )
             first_path = self.scenarios[first.scenario].load_mix(first.ms)[0].path
-            self.keep_alive = keeps_alive(HOST, port, first_path)
+            self.keep_alive = keeps_alive(self.server_address, port, first_path)
             # One warm-up per launch and scenario: its later cells find the server warm, and
             # the pools of a scenario that uses them grown to what its load needs.
             warmed: set[str] = set()
@@ -482,14 +516,16 @@ class Execution:
         is given up for a fresh one, twice at most."""
         for attempt in range(PORT_ATTEMPTS):
             ctx = LaunchContext(
-                host=HOST, port=free_port(), workdir=workdir,
+                host=self.server_address, port=free_port(), workdir=workdir,
                 server_cores=self.plan.cores.server, workers=first.workers,
                 threads=first.server_threads,
             )  # fmt: skip
             started = time.monotonic()
-            server = start_stack(self.registry, stack, ctx, self.plan.cores.server, env)
+            server = start_stack(
+                self.registry, stack, ctx, self.plan.cores.server, env, self.hosts.server.host
+            )
             problem = wait_until_answering(
-                HOST, ctx.port, server.alive, stack.start_timeout,
+                self.server_address, ctx.port, server.alive, stack.start_timeout,
                 owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
             )  # fmt: skip
             taken = problem is not None and (
@@ -537,7 +573,7 @@ class Execution:
         if not self._verified(server, port, cell, "verification failed"):
             return
         self._flush_cache(scenario.needs_cache)  # the load of every cell starts on a cold cache
-        base = f"http://{HOST}:{port}"
+        base = f"http://{self.server_address}:{port}"
         mix = scenario.load_mix(cell.ms)
         request = LoadRequest(
             url=f"{base}{mix[0].path}",
@@ -558,7 +594,7 @@ class Execution:
         try:
             if self.plan.recipe.warmup > 0 and not warm:
                 warmup = dataclasses.replace(request, duration_s=self.plan.recipe.warmup)
-                run_tool(warmup, self.registry, workdir)
+                self._generate(warmup, workdir)
                 self._check_alive(server, cell)
                 # The warm-up leaves requests queued in the listen backlog whose clients are
                 # gone; a sync worker serves them all before anything new. One request that
@@ -603,7 +639,7 @@ class Execution:
     def _verified(self, server: ManagedProcess, port: int, cell: Cell, what: str) -> bool:
         expectations = self.scenarios[cell.scenario].expectations(cell.ms)
         with self.costs.timed("verify"):
-            problem = verify(HOST, port, expectations, timeout=SETTLE_TIMEOUT_S)
+            problem = verify(self.server_address, port, expectations, timeout=SETTLE_TIMEOUT_S)
         if problem:
             self._check_alive(server, cell)
             self._fail(cell, f"{what}: {problem}")
@@ -624,19 +660,19 @@ class Execution:
         scenario = self.scenarios[cell.scenario]
         request = dataclasses.replace(request, rate=rate)
         cache_before = self._cache_counters(scenario.needs_cache)
-        cores = self.plan.cores
         probes = self.probes if scenario.needs_database else {}
         # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
         # a finished trial is never lost to them.
         with contextlib.ExitStack() as finished:
             with (
                 ProcessTreeSampler(server) as sampler,
-                StealSampler(cores.server, cores.load) as steal,
+                StealSampler(*self._steal_cores()) as steal,
                 PeakSampler(probes) as peaks,
             ):
                 started_at, began = now(), time.monotonic()
                 peaks.count_until(began + request.duration_s)
-                result = run_tool(request, self.registry, workdir)
+                generated = self._generate(request, workdir)
+                result = generated.result
                 finished.enter_context(signals_deferred())
                 if result.requests == 0 and rate is None:
                     kinds = ", ".join(
@@ -666,9 +702,24 @@ class Execution:
             record = trial_record(
                 round_index, started_at, result, sampler.usage(), steal.result, extras, probe
             )
-            self.store.add_trial(self.cell_ids[cell], record)
+            self.store.add_trial(self.cell_ids[cell], record, generated.shares)
             self.measured.add(cell)
         return record
+
+    def _generate(self, request: LoadRequest, workdir: Path) -> Generated:
+        """The request's load from every load host at once, merged."""
+        tool = TOOLS[request.tool]
+        return run_generators(tool, request, self.hosts.load, self.registry, workdir)
+
+    def _steal_cores(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The server's and the load's cores, where they are this machine's (steal is read
+        from this machine's /proc/stat)."""
+        server = self.hosts.server
+        here = [p for p in self.hosts.load if p.host.same_machine]
+        return (
+            server.cores if server.host.same_machine else (),
+            here[0].cores if here else (),
+        )
 
     def _closed_capacity(
         self, server: ManagedProcess, cell: Cell, round_index: int, request: LoadRequest,

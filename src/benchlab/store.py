@@ -19,13 +19,14 @@ import sqlite3
 import types
 import typing
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from benchlab.errors import StoreError, UserError
+from benchlab.load.generators import LoadShare
 from benchlab.load.result import Errors, LoadResult
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
@@ -36,8 +37,9 @@ LATEST = re.compile(r"^latest(?:~(\d+))?$")
 # How long a write waits for a store another program has locked before the run stops.
 LOCK_TIMEOUT_S = float(os.environ.get("BENCHLAB_STORE_TIMEOUT_S", "30"))
 # 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
-# histograms, exact CPU, the capacities table, this version in `meta`.
-SCHEMA_VERSION = 2
+# histograms, exact CPU, the capacities table, this version in `meta`. 3: the hosts of a run
+# (what ran where, one machine description per host) and each load host's share of a trial.
+SCHEMA_VERSION = 3
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
@@ -177,7 +179,39 @@ class CapacityRecord:
     probes: int
 
 
-Record = TypeVar("Record", TrialRecord, CapacityRecord)
+@dataclass(frozen=True)
+class LoadShareRecord:
+    """One load host's part of a trial: a row of `trial_loads`."""
+
+    host: str
+    machine: str  # whose cores: hosts of one machine share them
+    cores: str  # JSON list
+    connections: int
+    rate: float | None
+    requests: int
+    duration_s: float
+    throughput_rps: float
+    load_cpu_pct: float | None
+    latency_p99_ms: float | None
+
+
+def share_record(share: LoadShare) -> LoadShareRecord:
+    result = share.result
+    return LoadShareRecord(
+        host=share.host,
+        machine=share.machine,
+        cores=json.dumps(list(share.cores)),
+        connections=share.connections,
+        rate=share.rate,
+        requests=result.requests,
+        duration_s=result.duration_s,
+        throughput_rps=result.throughput_rps,
+        load_cpu_pct=result.load_cpu_pct,
+        latency_p99_ms=result.latency.p99,
+    )
+
+
+Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord)
 
 
 def _sql_type(hint: Any) -> str:
@@ -254,6 +288,22 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("id", "INTEGER PRIMARY KEY"),
         ("cell_id", "INTEGER NOT NULL REFERENCES cells(id)"),
         *_columns(CapacityRecord),
+    ],
+    # Schema 3.
+    "hosts": [
+        ("id", "INTEGER PRIMARY KEY"),
+        ("run_id", "TEXT NOT NULL REFERENCES runs(id)"),
+        ("name", "TEXT NOT NULL"),
+        ("at", "TEXT NOT NULL"),  # local, netns:NAME, ssh://user@addr
+        ("roles", "TEXT NOT NULL"),  # JSON list: server, database, load
+        ("address", "TEXT"),
+        ("cores", "TEXT NOT NULL"),  # JSON: role -> cores
+        ("machine", "TEXT NOT NULL"),  # JSON: as runs.machine, of that host
+    ],
+    "trial_loads": [
+        ("id", "INTEGER PRIMARY KEY"),
+        ("trial_id", "INTEGER NOT NULL REFERENCES trials(id)"),
+        *_columns(LoadShareRecord),
     ],
 }
 
@@ -489,8 +539,27 @@ class Store:
         )
 
     @_writes
-    def add_trial(self, cell_id: int, record: TrialRecord) -> None:
-        _insert(self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)})
+    def add_trial(
+        self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShare] = ()
+    ) -> None:
+        """The trial, then each load host's share of it."""
+        trial_id = _insert(self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)})
+        for share in shares:
+            values = dataclasses.asdict(share_record(share))
+            _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
+
+    @_writes
+    def set_run_hosts(self, run_id: str, hosts: list[dict[str, Any]]) -> None:
+        for host in hosts:
+            _insert(
+                self.db,
+                "hosts",
+                {
+                    "run_id": run_id, "name": host["name"], "at": host["at"],
+                    "roles": json.dumps(host["roles"]), "address": host["address"],
+                    "cores": json.dumps(host["cores"]), "machine": json.dumps(host["machine"]),
+                },
+            )  # fmt: skip
 
     @_writes
     def add_capacity(self, cell_id: int, record: CapacityRecord) -> None:
@@ -560,6 +629,35 @@ class Store:
             "SELECT * FROM trials WHERE cell_id = ? ORDER BY round, id", (cell_id,)
         ).fetchall()
         return [_record(TrialRecord, row) for row in rows]
+
+    def hosts(self, run_id: str) -> list[dict[str, Any]]:
+        """What ran where (runs before schema 3: none recorded)."""
+        if not self._has_table("hosts"):
+            return []
+        rows = self.db.execute("SELECT * FROM hosts WHERE run_id = ? ORDER BY id", (run_id,))
+        return [
+            {
+                "name": row["name"], "at": row["at"], "roles": json.loads(row["roles"]),
+                "address": row["address"], "cores": json.loads(row["cores"]),
+                "machine": json.loads(row["machine"]),
+            }
+            for row in rows.fetchall()
+        ]  # fmt: skip
+
+    def load_shares(self, cell_id: int) -> dict[int, list[LoadShareRecord]]:
+        """Each trial's load hosts' shares, by trial round."""
+        if not self._has_table("trial_loads"):
+            return {}
+        rows = self.db.execute(
+            "SELECT trial_loads.*, trials.round AS trial_round FROM trial_loads"
+            " JOIN trials ON trials.id = trial_loads.trial_id"
+            " WHERE trials.cell_id = ? AND trials.probe IS NULL ORDER BY trial_loads.id",
+            (cell_id,),
+        ).fetchall()
+        out: dict[int, list[LoadShareRecord]] = {}
+        for row in rows:
+            out.setdefault(row["trial_round"], []).append(_record(LoadShareRecord, row))
+        return out
 
     def capacities(self, cell_id: int) -> list[CapacityRecord]:
         if not self._has_table("capacities"):

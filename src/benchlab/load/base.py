@@ -1,9 +1,8 @@
-"""What every load tool adapter shares: the request, the error type, and the runner that
-starts the tool pinned to the load cores and reads its CPU use from wait4."""
+"""What every load tool adapter shares: the request, the error type, and the way to run one
+tool on this machine (generators.py runs it on one host or several)."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,8 +12,6 @@ from typing import Protocol
 from benchlab.errors import BenchlabError
 from benchlab.load.result import LoadResult
 from benchlab.process import ProcessRegistry
-
-HANG_MARGIN_S = 15.0
 
 
 class LoadToolError(BenchlabError):
@@ -47,6 +44,9 @@ class LoadRequest:
     # Whether the server keeps connections open (learnt at verification): a server that
     # answers `Connection: close` (or HTTP/1.0 without keep-alive) does not.
     keep_alive: bool = True
+    # The generator's name when several share a trial (its host's): vegeta's attack name,
+    # by which their merged results tell whose schedule a request followed.
+    name: str = ""
 
 
 class LoadTool(Protocol):
@@ -67,6 +67,10 @@ class LoadTool(Protocol):
     def command(self, request: LoadRequest, workdir: Path) -> list[str]: ...
 
     def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult: ...
+
+    def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
+        """One result from several generators' (each with its request and directory)."""
+        ...
 
 
 class DebianTool:
@@ -89,40 +93,19 @@ class DebianTool:
     def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
         return min(asked or load_cores, connections)
 
+    def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
+        from benchlab.load.merge import merge_histograms
+
+        return merge_histograms(results)
+
 
 def run_load(
     tool: LoadTool, request: LoadRequest, registry: ProcessRegistry, workdir: Path
 ) -> LoadResult:
-    if tool.executable() is None:
-        raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
-    if request.targets and not tool.can_pace:
-        raise LoadToolError(f"{tool.name} sends one GET only; a mix of requests needs vegeta")
-    log = workdir / f"{tool.name}.out"
-    for _attempt in range(tool.hang_retries + 1):
-        log.unlink(missing_ok=True)
-        argv = tool.command(request, workdir)
-        # HOME: siege writes a settings template there on its first run; keep it in the workdir.
-        process = registry.start(
-            argv, cores=request.cores, log_path=log, env={"HOME": str(workdir)}
-        )
-        try:
-            # Every tool stops itself after the duration; the margin covers set-up and timeouts.
-            code = process.wait(timeout=request.duration_s + request.timeout_s + HANG_MARGIN_S)
-        finally:
-            registry.stop(process)
-        if code is not None:
-            break
-    else:
-        raise LoadToolError(
-            f"{tool.name} did not finish within its duration + margin"
-            f" ({tool.hang_retries + 1} attempts)"
-        )
-    output = log.read_text(errors="replace")
-    if code != 0:
-        raise LoadToolError(f"{tool.name} exited with {code}: {output.strip()[-500:]}")
-    result = tool.parse(output, request, workdir)
-    cpu_pct = None
-    if process.rusage is not None and result.duration_s > 0:
-        used = process.rusage.ru_utime + process.rusage.ru_stime
-        cpu_pct = 100.0 * used / result.duration_s
-    return dataclasses.replace(result, load_cpu_pct=cpu_pct)
+    """The tool on this machine, on the request's cores (one generator)."""
+    from benchlab.hosts.base import THIS_MACHINE, Placement
+    from benchlab.load.generators import run_generators
+
+    return run_generators(
+        tool, request, [Placement(THIS_MACHINE, request.cores)], registry, workdir
+    ).result

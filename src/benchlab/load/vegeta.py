@@ -97,24 +97,43 @@ class Vegeta:
             f"-duration={request.duration_s}s", f"-timeout={request.timeout_s}s",
             f"-max-connections={request.connections}", f"-connections={request.connections}",
             "-max-body=0", "-http2=false", "-keepalive=true",
+            *([f"-name={request.name}"] if request.name else []),
             f"-output={workdir / 'vegeta.bin'}",
         ]  # fmt: skip
 
     def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
-        encoded = workdir / "vegeta.csv"
-        with encoded.open("w") as handle:
-            done = subprocess.run(
-                [str(binary()), "encode", "--to", "csv", str(workdir / "vegeta.bin")],
-                stdout=handle, stderr=subprocess.PIPE, text=True, check=False, timeout=300,
-            )  # fmt: skip
-        if done.returncode != 0:
-            raise LoadToolError(f"vegeta encode failed: {done.stderr.strip()[-300:]}")
-        try:
-            with encoded.open(newline="") as handle:
-                return read_results(csv.reader(handle), request.rate)
-        finally:
-            encoded.unlink(missing_ok=True)
+        result = _read_encoded([workdir / "vegeta.bin"], request.rate, workdir)
+        if not request.name:  # a named generator's results are kept for the merge
             (workdir / "vegeta.bin").unlink(missing_ok=True)
+        return result
+
+    def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
+        """Every request of every generator, read back together (`vegeta encode` of all
+        their result files), each timed against its own generator's schedule (its attack
+        name says whose)."""
+        files = [directory / "vegeta.bin" for _, directory in parts]
+        rates = {request.name: request.rate for request, _ in parts}
+        if any(rate is None for rate in rates.values()):
+            return _read_encoded(files, None, parts[0][1])
+        return _read_encoded(files, rates, parts[0][1])  # type: ignore[arg-type]
+
+
+def _read_encoded(
+    files: list[Path], rate: float | dict[str, float] | None, workdir: Path
+) -> LoadResult:
+    encoded = workdir / "vegeta.csv"
+    with encoded.open("w") as handle:
+        done = subprocess.run(
+            [str(binary()), "encode", "--to", "csv", *map(str, files)],
+            stdout=handle, stderr=subprocess.PIPE, text=True, check=False, timeout=300,
+        )  # fmt: skip
+    if done.returncode != 0:
+        raise LoadToolError(f"vegeta encode failed: {done.stderr.strip()[-300:]}")
+    try:
+        with encoded.open(newline="") as handle:
+            return read_results(csv.reader(handle), rate)
+    finally:
+        encoded.unlink(missing_ok=True)
 
 
 def _targets_json(request: LoadRequest) -> str:
@@ -148,22 +167,25 @@ def _error_kind(error: str) -> str:
     return "other"
 
 
-def read_results(rows, rate: float | None) -> LoadResult:
-    """One LoadResult from vegeta's CSV results (see `vegeta encode -h` for the columns)."""
-    sends: list[tuple[int, int, int, int, int, str]] = []  # seq, sent ns, latency ns, code, ...
-    for row in rows:
-        sends.append((int(row[8]), int(row[0]), int(row[2]), int(row[1]), int(row[4]), row[5]))
-    if not sends:
+def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
+    """One LoadResult from vegeta's CSV results (see `vegeta encode -h` for the columns).
+    Several generators' results together: `rate` gives each attack name its own rate."""
+    by_attack: dict[str, list[tuple[int, int, int, int, int, str]]] = {}
+    for row in rows:  # seq, sent ns, latency ns, code, bytes in, error
+        send = (int(row[8]), int(row[0]), int(row[2]), int(row[1]), int(row[4]), row[5])
+        by_attack.setdefault(row[7], []).append(send)
+    if not by_attack:
         raise LoadToolError("vegeta sent no request")
-    sends.sort()
+    rates = rate if isinstance(rate, dict) else dict.fromkeys(by_attack, rate)
+    sends, lags = [], []
+    for name, attack in by_attack.items():
+        attack.sort()
+        sends += attack
+        lags += _lags(attack, rates[name])
+    if len(by_attack) > 1:  # in the order they were sent, whoever sent them
+        order = sorted(range(len(sends)), key=lambda i: (sends[i][1], sends[i][0]))
+        sends, lags = [sends[i] for i in order], [lags[i] for i in order]
     first_sent = min(s[1] for s in sends)
-    lags = [0] * len(sends)
-    if rate:
-        # Due time of request seq: start + (seq + 1) / rate. The start is not in the results;
-        # the least-late request fixes it (so the lag is a lower bound, off by that one's).
-        interval = 1e9 / rate
-        start = min(sent - (seq + 1) * interval for seq, sent, *_ in sends)
-        lags = [max(0, round(sent - start - (seq + 1) * interval)) for seq, sent, *_ in sends]
     counts = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "other": 0}
     latencies_us: list[int] = []
     answered = non_2xx = received = 0
@@ -184,7 +206,7 @@ def read_results(rows, rate: float | None) -> LoadResult:
     hist = histogram.from_counts((v, 1) for v in latencies_us)
     summary = histogram.summary_ms(hist) if latencies_us else {}
     quarter = max(1, len(latencies_us) // 4)
-    last_sent = max(s[1] for s in sends)
+    paced = all(rates.values())
     return LoadResult(
         tool="vegeta",
         requests=answered,
@@ -203,14 +225,28 @@ def read_results(rows, rate: float | None) -> LoadResult:
         ),
         errors=Errors(non_2xx=non_2xx, **counts),
         histogram=histogram.encode(hist) if latencies_us else None,
-        target_rate=rate,
-        sent_rate=(len(sends) - 1) / ((last_sent - first_sent) / 1e9)
-        if rate and last_sent > first_sent
-        else None,
-        schedule_lag_ms=max(lags) / 1e6 if rate else None,
+        target_rate=sum(rates.values()) if paced else None,  # type: ignore[arg-type]
+        sent_rate=sum(_sent_rate(a) for a in by_attack.values()) if paced else None,
+        schedule_lag_ms=max(lags) / 1e6 if paced else None,
         latency_first_ms=_median_ms(latencies_us[:quarter]),
         latency_last_ms=_median_ms(latencies_us[-quarter:]),
     )
+
+
+def _lags(sends: list[tuple[int, int, int, int, int, str]], rate: float | None) -> list[int]:
+    """How late each request of one attack was sent, in ns: due time of request seq is
+    start + (seq + 1) / rate. The start is not in the results; the least-late request fixes
+    it (so the lag is a lower bound, off by that one's)."""
+    if not rate:
+        return [0] * len(sends)
+    interval = 1e9 / rate
+    start = min(sent - (seq + 1) * interval for seq, sent, *_ in sends)
+    return [max(0, round(sent - start - (seq + 1) * interval)) for seq, sent, *_ in sends]
+
+
+def _sent_rate(sends: list[tuple[int, int, int, int, int, str]]) -> float:
+    first, last = min(s[1] for s in sends), max(s[1] for s in sends)
+    return (len(sends) - 1) / ((last - first) / 1e9) if last > first else 0.0
 
 
 def _median_ms(values_us: list[int]) -> float | None:

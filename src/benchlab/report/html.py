@@ -24,7 +24,9 @@ from benchlab.report.takeaways import reading_guide, takeaways
 from benchlab.report.text import (
     cell_name,
     flip_lines,
+    host_lines,
     interval_note,
+    load_host_lines,
     method_notes,
     relative_rows,
     stack_facts,
@@ -200,6 +202,8 @@ def render_html(summary: RunSummary) -> str:
             ranked_by=summary.ranked_by,
             tune=tune,
             tool_agreement=summary.tool_agreement,
+            host_lines=host_lines(summary),
+            load_host_lines=load_host_lines(summary),
             slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,
             ratio_method=RATIO_METHOD,

@@ -10,6 +10,7 @@ from benchlab.report.takeaways import reading_guide, takeaways
 from benchlab.report.text import (
     flip_lines,
     interval_note,
+    load_host_lines,
     method_notes,
     ranking_lines,
     relative_rows,
@@ -75,6 +76,10 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    shares = load_host_lines(summary)
+    if shares:
+        out += ["", "Load hosts (each one's share of the merged figures):", ""]
+        out += [f"- {line}" for line in shares]
     if summary.tool_agreement:
         out += ["", "Load tools compared (the same cell under each):", ""]
         out += [f"- {line}" for line in summary.tool_agreement]

@@ -28,11 +28,11 @@ from benchlab.analysis.relative import (
     relative_to,
 )
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
-from benchlab.analysis.verdicts import CellFigures, Verdict, verdicts
+from benchlab.analysis.verdicts import CLIENT_SATURATED, CellFigures, Verdict, verdicts
 from benchlab.load import TOOLS, histogram
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
-from benchlab.store import ERROR_KINDS, CapacityRecord, Store, TrialRecord
+from benchlab.store import ERROR_KINDS, CapacityRecord, LoadShareRecord, Store, TrialRecord
 
 FigureValue = Estimate | Ratio | float | int | None
 
@@ -47,6 +47,83 @@ class CurvePoint:
     p99_ms: float | None
     held: bool | None  # against the SLO, when there is one
     probe: str | None = None  # capacity search: step (the staircase) or search (bisection)
+
+
+@dataclass(frozen=True)
+class HostShare:
+    """One load host's part of a cell, medians over its trials (issue 18)."""
+
+    host: str
+    machine: str
+    cores: tuple[int, ...]
+    connections: int
+    rate: float | None
+    requests_pct: float  # of the merged requests
+    throughput_rps: float
+    load_cpu_pct: float | None  # its own generator's CPU (100 = one core)
+    bound: bool  # its generator (with those sharing its cores) used them up
+
+    def text(self) -> str:
+        load = f"{self.rate:,.0f} req/s asked" if self.rate is not None else (
+            f"{self.connections} conn"
+        )  # fmt: skip
+        cpu = "–" if self.load_cpu_pct is None else f"{self.load_cpu_pct:.0f}%"
+        return (
+            f"{self.host} ({load}, cores {list(self.cores)}): {self.requests_pct:.1f}% of the "
+            f"requests, {self.throughput_rps:,.0f} req/s, generator CPU {cpu}"
+            + (" — generator-bound" if self.bound else "")
+        )
+
+
+def host_shares(rounds: dict[int, list[LoadShareRecord]]) -> tuple[HostShare, ...]:
+    """Each load host's share of a cell (medians over the trials), and which were bound:
+    the generators that share a machine's cores used at least 90 % of them together."""
+    by_host: dict[str, list[tuple[LoadShareRecord, float, float | None]]] = {}
+    for shares in rounds.values():
+        total = sum(s.requests for s in shares)
+        used: dict[tuple[str, str], float] = {}
+        for s in shares:
+            key = (s.machine, s.cores)
+            used[key] = used.get(key, 0.0) + (s.load_cpu_pct or 0.0)
+        for s in shares:
+            pct = 100.0 * s.requests / total if total else 0.0
+            by_host.setdefault(s.host, []).append((s, pct, used[(s.machine, s.cores)]))
+    out = []
+    for host, rows in by_host.items():
+        first = rows[0][0]
+        cores = tuple(json.loads(first.cores))
+        cpus = [s.load_cpu_pct for s, _, _ in rows if s.load_cpu_pct is not None]
+        together = statistics.median(u for _, _, u in rows)
+        out.append(
+            HostShare(
+                host=host, machine=first.machine, cores=cores, connections=first.connections,
+                rate=first.rate, requests_pct=statistics.median(p for _, p, _ in rows),
+                throughput_rps=statistics.median(s.throughput_rps for s, _, _ in rows),
+                load_cpu_pct=statistics.median(cpus) if cpus else None,
+                bound=bool(cpus) and together >= CLIENT_SATURATED * 100 * max(len(cores), 1),
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> list[Verdict]:
+    """A generator-bound verdict of a cell loaded from several hosts names the host(s)."""
+    bound = [s for s in shares if s.bound]
+    if len(shares) < 2 or not bound:
+        return found
+    named = ", ".join(
+        f"'{s.host}' ({s.load_cpu_pct:.0f}% CPU of cores {list(s.cores)})" for s in bound
+    )
+    shared = len({(s.machine, s.cores) for s in bound}) < len(bound)
+    hosts = "load host" if len(bound) == 1 else "load hosts"
+    verb = "was" if len(bound) == 1 else "were"
+    where = f"; {hosts} {named}{', sharing their cores,' if shared else ''} {verb} the limit"
+    return [
+        dataclasses.replace(v, sentence=v.sentence + where)
+        if v.name in ("client-bound", "rate-not-delivered") and "server-bound" not in v.sentence
+        else v
+        for v in found
+    ]
 
 
 @dataclass(frozen=True)
@@ -86,6 +163,7 @@ class CellSummary:
     ranked_by: F.Figure = F.THROUGHPUT
     facts: dict[str, Any] = field(default_factory=dict)  # framework, server, worker model
     alone_ms: float | None = None  # median latency at one connection (benchlab tune)
+    load_hosts: tuple[HostShare, ...] = ()  # each load host's share, when there were several
 
     def value(self, figure: F.Figure) -> float | None:
         """The figure as one number: an estimate's median, a ratio's value."""
@@ -164,6 +242,7 @@ class CellSummary:
                 "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
                 "status": self.status,
                 "reason": self.reason,
+                "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
             }
         )
         return data
@@ -194,6 +273,7 @@ class RunSummary:
     ranked_by: F.Figure = F.THROUGHPUT
     # Cells measured by several tools (article 001): whether the tools agree, or which is off.
     tool_agreement: list[str] = field(default_factory=list)
+    hosts: list[dict[str, Any]] = field(default_factory=list)  # what ran where ([hosts])
 
     @property
     def baseline(self) -> str | None:
@@ -223,6 +303,7 @@ class RunSummary:
             "target_half_width_pct": self.target_half_width_pct,
             "evidence": self.options.evidence.describe(),
             "tool_agreement": self.tool_agreement,
+            "hosts": self.hosts,
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],
@@ -522,10 +603,13 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
     for cell in store.cells(row["id"]):
         trials = store.trials(cell["id"])
         summary = _summarise_cell(cell, trials, store.capacities(cell["id"]), options)
-        summary = dataclasses.replace(summary, grid=_grid_point(summary, options))
+        shares = host_shares(store.load_shares(cell["id"]))
         summary = dataclasses.replace(
-            summary, verdicts=_analyse(summary, run, options, _trend(trials))
-        )
+            summary, grid=_grid_point(summary, options),
+            load_hosts=shares if len(shares) > 1 else (),
+        )  # fmt: skip
+        found = _analyse(summary, run, options, _trend(trials))
+        summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
         cells.append(summary)
     ranked_by = _run_figure(cells, options)
     cells = _relative(cells, options.baseline, ranked_by)
@@ -543,6 +627,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         recipe_text=row["recipe_text"],
         ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
+        hosts=store.hosts(row["id"]),
     )
 
 

@@ -27,6 +27,7 @@ from benchlab.report.takeaways import grid_points, takeaways
 from benchlab.report.text import (
     flip_lines,
     interval_note,
+    load_host_lines,
     method_notes,
     ranking_lines,
     run_lines,
@@ -229,6 +230,11 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
         _say(console, line, "red")
     for line in verdict_lines(summary) if wide else grouped_verdicts(summary):
         _say(console, line, "yellow")
+    shares = load_host_lines(summary)
+    if shares:
+        console.print("Load hosts (each one's share of the merged figures):", style="bold")
+        for line in shares:
+            _say(console, f"  {line}")
     if summary.tool_agreement:
         console.print("Load tools compared (the same cell under each):", style="bold")
         for line in summary.tool_agreement:

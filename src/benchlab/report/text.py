@@ -186,7 +186,9 @@ def run_lines(summary: RunSummary) -> list[str]:
             f"{name} :{info['port']}" for name, info in services.items() if name != "redis"
         )
         cache = f" · redis :{services['redis']['port']}" if "redis" in services else ""
-        lines.append(f"services (loopback): {chain or 'none'}{cache}")
+        where = "(loopback)" if not summary.hosts else "(on the database host)"
+        lines.append(f"services {where}: {chain or 'none'}{cache}")
+    lines += host_lines(summary)
     if summary.options.slo is not None:
         lines.append(f"SLO: {summary.options.slo.describe()}")
     if summary.partial_note:
@@ -249,3 +251,28 @@ def settings_text(
         count = len(server_cores)
         parts.append(f"on {count} server core{'s' if count > 1 else ''}")
     return " · ".join(parts)
+
+
+def host_lines(summary: RunSummary) -> list[str]:
+    """What ran where, when the recipe had [hosts]: one line per host."""
+    out = []
+    for host in summary.hosts:
+        machine = host.get("machine") or {}
+        cores = " · ".join(f"{role} cores {c}" for role, c in (host.get("cores") or {}).items())
+        address = f" {host['address']}" if host.get("address") else ""
+        out.append(
+            f"host {host['name']} ({host['at']}{address}): {', '.join(host['roles'])} · {cores}"
+            f" · {machine.get('cpu')} · {machine.get('cores')} cores · kernel "
+            f"{machine.get('kernel')}"
+        )
+    return out
+
+
+def load_host_lines(summary: RunSummary) -> list[str]:
+    """Each load host's share of every cell loaded from several: the merged figures are the
+    whole; these are the parts, with each generator's own CPU."""
+    return [
+        f"{cell_name(cell)}: " + " · ".join(h.text() for h in cell.load_hosts)
+        for cell in summary.cells
+        if cell.load_hosts
+    ]

@@ -10,18 +10,26 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from benchlab.errors import ServiceError
 from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
-from benchlab.services.base import RunningService
+from benchlab.services.base import HERE, RunningService, ServicePlace
 
 SessionProbe = Callable[[], int]
 
 
 class Services:
-    def __init__(self, registry: ProcessRegistry, workroot: Path, cores: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        registry: ProcessRegistry,
+        workroot: Path,
+        cores: tuple[int, ...],
+        place: ServicePlace = HERE,
+    ) -> None:
         self.registry = registry
         self.workroot = workroot
         self.cores = cores
+        self.place = place
         self.running: dict[str, RunningService] = {}
         self.database_kind: str | None = None
         self._closers: list[Callable[[], None]] = []
@@ -31,7 +39,21 @@ class Services:
     def _base_dir(self) -> Path:
         """Where service data goes: under the run's directory, unless the daemons' own
         users (postgres, mysql, redis) could not reach it there; then in a private directory
-        of /tmp. The run's passwords go in its `secrets/` (0700), which only benchlab reads."""
+        of /tmp. The run's passwords go in its `secrets/` (0700), which only benchlab reads.
+        On another machine, under the run's directory there (made traversable, 0711)."""
+        if not self.place.host.same_machine:
+            closed = self._closed_ancestor()
+            if closed:
+                raise ServiceError(
+                    f"{self.place.host.where}: the services' users (postgres, mysql, redis) "
+                    f"cannot reach the run's directory {self.workroot} there: {closed} is "
+                    "closed to others; run benchlab with TMPDIR set to a directory every user "
+                    "can traverse on both machines, such as /tmp"
+                )
+            base = self.workroot / "services"
+            self.place.host.make_dir(base, 0o711)
+            base.mkdir(exist_ok=True)
+            return base
         if os.geteuid() != 0 or _traversable_by_others(self.workroot.parent):
             base = self.workroot / "services"
             base.mkdir(exist_ok=True)
@@ -43,6 +65,16 @@ class Services:
         if self.registry.journal is not None:
             self.registry.journal.add_dir(self._own_dir)
         return self._own_dir
+
+    def _closed_ancestor(self) -> str:
+        """The first directory above the run's one, on its host, that others cannot
+        traverse ('' when there is none)."""
+        script = (
+            'd=$1; while [ "$d" != / ]; do d=$(dirname "$d"); '
+            'case $(stat -c %A "$d") in *x|*t) ;; *) echo "$d"; exit 0;; esac; done'
+        )
+        done = self.place.host.run(["sh", "-c", script, "sh", str(self.workroot)])
+        return done.stdout.decode(errors="replace").strip()
 
     def remove_data(self) -> None:
         """Remove service data kept outside the run's directory (after the services stop)."""
@@ -72,27 +104,29 @@ class Services:
         if need_database and config.database == "postgres":
             status("starting PostgreSQL")
             with timed("service:postgresql"):
-                postgres = start_postgres(self.registry, base, self.cores, config.max_connections)
+                postgres = start_postgres(
+                    self.registry, base, self.cores, config.max_connections, self.place
+                )
             self.running["postgresql"] = postgres
             if config.pgbouncer:
                 status("starting pgbouncer")
                 with timed("service:pgbouncer"):
                     self.running["pgbouncer"] = start_pgbouncer(
                         self.registry, base, self.cores, postgres, config.pool_mode,
-                        config.pgbouncer_pool_size,
+                        config.pgbouncer_pool_size, self.place,
                     )  # fmt: skip
             self.database_kind = "postgres"
         elif need_database:
             status("starting MariaDB")
             with timed("service:mariadb"):
                 self.running["mariadb"] = start_mariadb(
-                    self.registry, base, self.cores, config.max_connections
+                    self.registry, base, self.cores, config.max_connections, self.place
                 )
             self.database_kind = "mariadb"
         if need_cache:
             status("starting Redis")
             with timed("service:redis"):
-                self.running["redis"] = start_redis(self.registry, base, self.cores)
+                self.running["redis"] = start_redis(self.registry, base, self.cores, self.place)
 
     def stack_env(self) -> dict[str, str]:
         """What a stack needs to reach the services (pgbouncer, when there, stands in front)."""
@@ -108,8 +142,11 @@ class Services:
         return next((s for s in self.running.values() if not s.process.alive()), None)
 
     def describe(self) -> dict[str, dict[str, object]]:
-        """What the results keep: addresses without their passwords."""
-        return {name: {"port": s.port, "dsn": s.public_dsn} for name, s in self.running.items()}
+        """What the results keep: addresses without their passwords, and the host."""
+        return {
+            name: {"port": s.port, "dsn": s.public_dsn, "host": self.place.host.name}
+            for name, s in self.running.items()
+        }
 
     # --- monitoring ---------------------------------------------------------------------------
 

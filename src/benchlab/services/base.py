@@ -5,16 +5,39 @@ from __future__ import annotations
 import os
 import pwd
 import shlex
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import ServiceError
+from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess
 
 HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServicePlace:
+    """Where the services run and who may reach them: the database host, the address the
+    stacks and benchlab reach them at, and the addresses (besides the host's own loopback)
+    allowed to connect — the server host's, and the controller's for seeding and probes."""
+
+    host: Host = THIS_MACHINE
+    address: str = HOST
+    clients: tuple[str, ...] = ()
+
+    @property
+    def listen(self) -> tuple[str, ...]:
+        return (HOST,) if self.address == HOST else (HOST, self.address)
+
+    @property
+    def admitted(self) -> tuple[str, ...]:
+        """Every address a client may come from: loopback, then the others."""
+        return tuple(dict.fromkeys((HOST, *self.clients)))
+
+
+HERE = ServicePlace()
 
 
 @dataclass
@@ -69,29 +92,40 @@ def wait_until(
     raise service_error(name, process.argv, f"not ready after {timeout:.0f} s", process.log_tail())
 
 
-def service_user(name: str) -> str | None:
-    """The system user a daemon must run as when benchlab is root (PostgreSQL refuses root)."""
-    if os.geteuid() != 0:
+def service_user(name: str, host: Host = THIS_MACHINE) -> str | None:
+    """The system user a daemon must run as when benchlab is root there (PostgreSQL
+    refuses root)."""
+    if host.same_machine:
+        root = os.geteuid() == 0
+        try:
+            pwd.getpwnam(name)
+            exists = True
+        except KeyError:
+            exists = False
+    else:
+        root = host.user_name() == "root"
+        exists = host.run(["id", "-u", name]).returncode == 0
+    if not root:
         return None
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
+    if not exists:
         raise ServiceError(
-            f"benchlab runs as root, and the '{name}' system user to run the service as is "
-            f"missing; install the Debian package that creates it"
-        ) from None
+            f"benchlab runs as root on {host.where}, and the '{name}' system user to run the "
+            "service as is missing there; install the Debian package that creates it"
+        )
     return name
 
 
-def owned_dir(path: Path, user: str | None) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    if user is not None:
-        shutil.chown(path, user, user)
+def owned_dir(path: Path, user: str | None, host: Host = THIS_MACHINE, mode: int = 0o755) -> Path:
+    """A service's directory on its host; on another machine, the controller keeps one at
+    the same path too, for the service's log (its output comes back over the connection)."""
+    host.make_dir(path, mode, owner=user)
+    if not host.same_machine:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def find_program(name: str, *extra_dirs: str) -> str:
-    found = shutil.which(name) or shutil.which(name, path=":".join((*extra_dirs, "/usr/sbin")))
+def find_program(name: str, host: Host = THIS_MACHINE) -> str:
+    found = host.which(name)
     if found is None:
-        raise ServiceError(f"'{name}' is not installed; run ./lab setup")
+        raise ServiceError(f"'{name}' is not installed on {host.where}; run ./lab setup there")
     return found

@@ -8,14 +8,16 @@ import psycopg
 
 from benchlab.process import ProcessRegistry
 from benchlab.services.base import (
+    HERE,
     HOST,
     RunningService,
+    ServicePlace,
     find_program,
     owned_dir,
     service_user,
     wait_until,
 )
-from benchlab.services.credentials import new_password, record_password, write_private
+from benchlab.services.credentials import new_password, record_password
 from benchlab.services.ports import free_port
 from benchlab.services.postgres import DATABASE, USER, dsn
 
@@ -29,25 +31,28 @@ def start_pgbouncer(
     postgres: RunningService,
     pool_mode: str,
     pool_size: int,
+    place: ServicePlace = HERE,
 ) -> RunningService:
-    user = service_user("postgres")  # pgbouncer refuses to run as root too
-    base = owned_dir(workdir / "pgbouncer", user)
+    host, address = place.host, place.address
+    user = service_user("postgres", host)  # pgbouncer refuses to run as root too
+    base = owned_dir(workdir / "pgbouncer", user, host)
     port = free_port()
     stats_password = new_password()
     record_password(workdir, "pgbouncer", STATS_USER, stats_password)
     # Plain passwords: the app user's also logs pgbouncer in to PostgreSQL (SCRAM there too).
-    users = write_private(
-        base / "users.txt",
-        f'"{USER}" "{postgres.password}"\n"{STATS_USER}" "{stats_password}"\n',
-        owner=user,
+    users = base / "users.txt"
+    host.write_file(
+        users, f'"{USER}" "{postgres.password}"\n"{STATS_USER}" "{stats_password}"\n', owner=user
     )
     config = base / "pgbouncer.ini"
-    config.write_text(
+    # PostgreSQL through its host's own loopback: pgbouncer sits beside it.
+    host.write_file(
+        config,
         f"""[databases]
 {DATABASE} = host={HOST} port={postgres.port} dbname={DATABASE} user={USER}
 
 [pgbouncer]
-listen_addr = {HOST}
+listen_addr = {",".join(place.listen)}
 listen_port = {port}
 unix_socket_dir =
 auth_type = scram-sha-256
@@ -59,11 +64,14 @@ min_pool_size = 0
 reserve_pool_size = 0
 max_client_conn = 20000
 ignore_startup_parameters = extra_float_digits
-"""
+""",
+        mode=0o644,
     )
-    argv = [find_program("pgbouncer"), str(config)]
-    process = registry.start(argv, cores=cores, log_path=base / "pgbouncer.log", user=user)
-    conninfo = dsn(port, postgres.password)
+    argv = [find_program("pgbouncer", host), str(config)]
+    process = registry.start(
+        argv, host=host, cores=cores, log_path=base / "pgbouncer.log", user=user
+    )
+    conninfo = dsn(port, postgres.password, address=address)
     wait_until("pgbouncer", process, lambda: _answers(conninfo))
     return RunningService(
         name="pgbouncer",
@@ -71,13 +79,13 @@ ignore_startup_parameters = extra_float_digits
         dsn=conninfo,
         process=process,
         env={
-            "BENCHLAB_PG_HOST": HOST,
+            "BENCHLAB_PG_HOST": address,
             "BENCHLAB_PG_PORT": str(port),
             "BENCHLAB_PG_PASSWORD": postgres.password,
             "BENCHLAB_PGBOUNCER": "1",
         },
         password=postgres.password,
-        monitor_dsn=dsn(port, stats_password, "pgbouncer", STATS_USER),
+        monitor_dsn=dsn(port, stats_password, "pgbouncer", STATS_USER, address),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 from pathlib import Path
 
 import psycopg
@@ -11,16 +10,19 @@ from psycopg import sql
 
 from benchlab.dataset import users
 from benchlab.errors import ServiceError
-from benchlab.process import ProcessRegistry, run_as
+from benchlab.hosts.base import Host
+from benchlab.process import ProcessRegistry
 from benchlab.services.base import (
+    HERE,
     HOST,
     RunningService,
+    ServicePlace,
     owned_dir,
     service_error,
     service_user,
     wait_until,
 )
-from benchlab.services.credentials import new_password, record_password, write_private
+from benchlab.services.credentials import new_password, record_password
 from benchlab.services.ports import free_port
 
 DATABASE = "benchlab"
@@ -28,9 +30,11 @@ USER = "benchlab"
 SUPERUSER = "postgres"
 
 
-def postgres_bin() -> Path:
+def postgres_bin(host: Host | None = None) -> Path:
+    found = (host or HERE.host).glob("/usr/lib/postgresql/*/bin/postgres")
     versions = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name)
+        (Path(p) for p in found if Path(p).parent.parent.name.isdigit()),
+        key=lambda p: int(p.parent.parent.name),
     )
     if not versions:
         raise ServiceError(
@@ -39,25 +43,38 @@ def postgres_bin() -> Path:
     return versions[-1].parent
 
 
-def dsn(port: int, password: str, database: str = DATABASE, user: str = USER) -> str:
-    return f"postgresql://{user}:{password}@{HOST}:{port}/{database}"
+def dsn(
+    port: int, password: str, database: str = DATABASE, user: str = USER, address: str = HOST
+) -> str:
+    return f"postgresql://{user}:{password}@{address}:{port}/{database}"
+
+
+def hba(admitted: tuple[str, ...]) -> str:
+    """Passwords (SCRAM) from the admitted addresses only; no Unix socket is opened."""
+    return "".join(f"host all all {address}/32 scram-sha-256\n" for address in admitted)
 
 
 def start_postgres(
-    registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...], max_connections: int
+    registry: ProcessRegistry,
+    workdir: Path,
+    cores: tuple[int, ...],
+    max_connections: int,
+    place: ServicePlace = HERE,
 ) -> RunningService:
-    user = service_user("postgres")
-    base = owned_dir(workdir / "pg", user)
+    host, address = place.host, place.address
+    user = service_user("postgres", host)
+    base = owned_dir(workdir / "pg", user, host)
     data = base / "data"
-    bindir = postgres_bin()
+    bindir = postgres_bin(host)
     superuser_password, password = new_password(), new_password()
     record_password(workdir, "postgresql", SUPERUSER, superuser_password)
     record_password(workdir, "postgresql", USER, password)
-    _initdb(bindir, base, data, user, superuser_password)
+    _initdb(host, bindir, base, data, user, superuser_password)
+    host.write_file(data / "pg_hba.conf", hba(place.admitted), owner=user)
     port = free_port()
     argv = [
         str(bindir / "postgres"), "-D", str(data),
-        "-c", f"port={port}", "-c", f"listen_addresses={HOST}",
+        "-c", f"port={port}", "-c", f"listen_addresses={','.join(place.listen)}",
         "-c", "unix_socket_directories=",
         "-c", f"max_connections={max_connections}",
         # A throwaway cluster: durability costs I/O that no scenario is about.
@@ -67,20 +84,21 @@ def start_postgres(
     # In the foreground (not pg_ctl's daemon) so benchlab owns it and stops it on any exit;
     # SIGINT is PostgreSQL's fast shutdown.
     process = registry.start(
-        argv, cores=cores, log_path=base / "postgres.log", user=user, stop_signal=signal.SIGINT
-    )
-    admin = dsn(port, superuser_password, "postgres", SUPERUSER)
+        argv, host=host, cores=cores, log_path=base / "postgres.log", user=user,
+        stop_signal=signal.SIGINT,
+    )  # fmt: skip
+    admin = dsn(port, superuser_password, "postgres", SUPERUSER, address)
     wait_until("postgresql", process, lambda: _answers(admin))
     _create_app_user(admin, password)
-    with psycopg.connect(dsn(port, password)) as conn:
+    with psycopg.connect(dsn(port, password, address=address)) as conn:
         seed(conn)
     return RunningService(
         name="postgresql",
         port=port,
-        dsn=dsn(port, password),
+        dsn=dsn(port, password, address=address),
         process=process,
         env={
-            "BENCHLAB_PG_HOST": HOST,
+            "BENCHLAB_PG_HOST": address,
             "BENCHLAB_PG_PORT": str(port),
             "BENCHLAB_PG_PASSWORD": password,
         },
@@ -89,19 +107,20 @@ def start_postgres(
 
 
 def _initdb(
-    bindir: Path, base: Path, data: Path, user: str | None, superuser_password: str
+    host: Host, bindir: Path, base: Path, data: Path, user: str | None, superuser_password: str
 ) -> None:
     """A cluster whose every connection needs a password (SCRAM), the superuser's included."""
-    pwfile = write_private(base / "superuser-password", superuser_password, owner=user)
+    pwfile = base / "superuser-password"
+    host.write_file(pwfile, superuser_password, owner=user)
     initdb = [str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}",
               "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"]  # fmt: skip
     try:
-        result = subprocess.run(initdb, capture_output=True, text=True, check=False, **run_as(user))
+        result = host.run(initdb, user=user, timeout=120)
     finally:
-        pwfile.unlink()
+        host.run(["rm", "-f", str(pwfile)])
     if result.returncode != 0:
         raise service_error(
-            "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr
+            "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr.decode()
         )
 
 

@@ -8,32 +8,39 @@ import redis
 
 from benchlab.process import ProcessRegistry
 from benchlab.services.base import (
-    HOST,
+    HERE,
     RunningService,
+    ServicePlace,
     find_program,
     owned_dir,
     service_user,
     wait_until,
 )
-from benchlab.services.credentials import new_password, record_password, write_private
+from benchlab.services.credentials import new_password, record_password
 from benchlab.services.ports import free_port
 
 
-def start_redis(registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...]) -> RunningService:
-    user = service_user("redis")
-    base = owned_dir(workdir / "redis", user)
+def start_redis(
+    registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...], place: ServicePlace = HERE
+) -> RunningService:
+    host = place.host
+    user = service_user("redis", host)
+    base = owned_dir(workdir / "redis", user, host)
     port = free_port()
     password = new_password()
     record_password(workdir, "redis", "default", password)
-    # In a file, not on the command line, where every local user could read it.
-    config = write_private(base / "redis.conf", f"requirepass {password}\n", owner=user)
+    # In a file, not on the command line, where every local user could read it. Redis has
+    # no list of client addresses: off loopback, the password is what keeps others out.
+    config = base / "redis.conf"
+    host.write_file(config, f"requirepass {password}\n", owner=user)
     argv = [
-        find_program("redis-server"), str(config), "--port", str(port), "--bind", HOST,
+        find_program("redis-server", host), str(config), "--port", str(port),
+        "--bind", *place.listen,
         "--save", "", "--appendonly", "no", "--dir", str(base), "--daemonize", "no",
         "--loglevel", "warning",
     ]  # fmt: skip
-    process = registry.start(argv, cores=cores, log_path=base / "redis.log", user=user)
-    url = f"redis://:{password}@{HOST}:{port}/0"
+    process = registry.start(argv, host=host, cores=cores, log_path=base / "redis.log", user=user)
+    url = f"redis://:{password}@{place.address}:{port}/0"
     wait_until("redis", process, lambda: _answers(url))
     return RunningService(
         name="redis",

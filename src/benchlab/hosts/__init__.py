@@ -1,0 +1,1 @@
+"""Hosts: where the roles of a run (server, database, load) run. See base.py."""

@@ -1,0 +1,486 @@
+"""Another machine over SSH, through the system's `ssh` client: the user's own keys, agent,
+~/.ssh/config and known hosts, exactly as `ssh user@addr` in a terminal uses them (benchlab
+stores no secret; BENCHLAB_SSH_CONFIG names another client config file, as `ssh -F` does).
+One master connection per host (ControlMaster) carries every command, so a command costs a
+few milliseconds rather than a handshake.
+
+A process started there runs in the session sshd gives every command (sshd calls setsid),
+so its shell's pid is its process group: recorded in the run's directory on that host
+(`pids/`), which is how it is stopped, sampled and, after a killed run, found again. Its
+output comes back through the connection into the controller's log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchlab.cpu_account import GROUP_PREFIX, CpuGroup
+from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
+from benchlab.hosts.spec import HostSpec
+from benchlab.process import ManagedProcess, pin
+
+CONNECT_TIMEOUT_S = 5
+SOURCE_DIR = Path(__file__).resolve().parent.parent.parent  # where `import benchlab` finds it
+
+
+def ssh_options(control_path: Path | None) -> list[str]:
+    options = [
+        "-o", "BatchMode=yes",  # keys or agent only: never a password prompt
+        "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+        "-o", "LogLevel=ERROR",
+    ]  # fmt: skip
+    config = os.environ.get("BENCHLAB_SSH_CONFIG")
+    if config:
+        options = ["-F", config, *options]
+    if control_path is not None:
+        # ControlPersist bounds how long a master outlives a benchlab killed with SIGKILL.
+        options += ["-o", f"ControlPath={control_path}", "-o", "ControlMaster=auto",
+                    "-o", "ControlPersist=60"]  # fmt: skip
+    return options
+
+
+def ssh_destination(spec: HostSpec) -> list[str]:
+    port = ["-p", str(spec.port)] if spec.port else []
+    return [*port, f"{spec.user}@{spec.addr}" if spec.user else spec.addr]
+
+
+def shell(argv: Sequence[str], user: str | None = None) -> str:
+    """A command line for the remote shell; as `user` (with that user's own group)."""
+    text = shlex.join(argv)
+    if user is None:
+        return text
+    q = shlex.quote(user)
+    return f'setpriv --reuid={q} --regid="$(id -g {q})" --clear-groups {text}'
+
+
+def cleanup_script(rundir: str, group_tag: str) -> str:
+    """Stop every process the run started on a host (by the process groups in its `pids/`),
+    empty and remove its control groups, and remove its directory. Used at the end of a run
+    and by the next benchlab after a killed one."""
+    d = shlex.quote(rundir)
+    groups = " ".join(
+        f"{root}/{group_tag}-*"
+        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpuacct")
+    )
+    return f"""
+groups() {{ for f in {d}/pids/*.pid; do [ -s "$f" ] && cat "$f"; done 2>/dev/null; }}
+for pg in $(groups); do kill -s TERM -- "-$pg" 2>/dev/null; done
+i=0
+while [ $i -lt 50 ]; do
+  alive=0
+  for pg in $(groups); do kill -s 0 -- "-$pg" 2>/dev/null && alive=1; done
+  [ $alive = 0 ] && break
+  sleep 0.1; i=$((i+1))
+done
+for pg in $(groups); do kill -s KILL -- "-$pg" 2>/dev/null; done
+for g in {groups}; do
+  [ -d "$g" ] || continue
+  if [ -f "$g/cgroup.kill" ]; then echo 1 > "$g/cgroup.kill"
+  else for p in $(cat "$g/cgroup.procs" "$g/tasks" 2>/dev/null); do kill -9 "$p"; done; fi
+  i=0; while ! rmdir "$g" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
+done
+rm -rf {d}
+"""
+
+
+def run_over_ssh(
+    spec: HostSpec, control_path: Path | None, command: str, *, input: bytes | None = None,
+    timeout: float = COMMAND_TIMEOUT_S,
+) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+    return subprocess.run(
+        ["ssh", *ssh_options(control_path), *ssh_destination(spec), "--", command],
+        input=input, capture_output=True, timeout=timeout, check=False,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+class SshHost(Host):
+    def __init__(self, name: str, spec: HostSpec, address: str | None = None) -> None:
+        super().__init__(name, spec, address or spec.addr)
+        self._control_dir: Path | None = None
+        self.control_path: Path | None = None
+        self.rundir: str | None = None  # this run's directory there (the controller's path)
+        self._user: str | None = None
+
+    # --- connection -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect once (the master connection); HostError says why it cannot."""
+        if self.control_path is None:
+            self._control_dir = Path(tempfile.mkdtemp(prefix="bl-ssh-"))
+            self.control_path = self._control_dir / "c"
+        try:
+            done = self._ssh("true", timeout=CONNECT_TIMEOUT_S + 10)
+        except subprocess.TimeoutExpired:
+            raise HostError(f"{self.where}: no answer within {CONNECT_TIMEOUT_S + 10} s") from None
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            raise HostError(f"{self.where}: cannot connect ({said[-1] if said else 'no reason'})")
+
+    def close(self) -> None:
+        if self.control_path is not None and self.control_path.exists():
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(
+                    ["ssh", *ssh_options(self.control_path), "-O", "exit",
+                     *ssh_destination(self.spec)],
+                    capture_output=True, timeout=10, check=False,
+                )  # fmt: skip
+        if self._control_dir is not None:
+            with contextlib.suppress(OSError):
+                for child in self._control_dir.iterdir():
+                    child.unlink()
+                self._control_dir.rmdir()
+        self.control_path = None
+        self._control_dir = None
+
+    def _ssh(
+        self, command: str, *, input: bytes | None = None, timeout: float = COMMAND_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[bytes]:
+        return run_over_ssh(self.spec, self.control_path, command, input=input, timeout=timeout)
+
+    def process_argv(self, command: str) -> list[str]:
+        """A long-lived process gets a connection of its own: sshd limits the sessions one
+        connection carries (MaxSessions, 10 by default), and the run's processes would fill
+        the shared one."""
+        return [
+            "ssh", *ssh_options(None), "-o", "ControlPath=none", *ssh_destination(self.spec),
+            "--", command,
+        ]  # fmt: skip
+
+    # --- the run's directory ----------------------------------------------------------------
+
+    def make_rundir(self, path: Path) -> None:
+        """The run's directory at the controller's path. One that exists already is someone
+        else's, unless it holds the controller's own token: then the host shares the
+        controller's files (another namespace of this machine, say) and it is the same one."""
+        token = uuid.uuid4().hex
+        (path / ".owner").write_text(token)
+        q = shlex.quote(str(path))
+        script = (
+            f'if [ -e {q} ]; then [ "$(cat {q}/.owner 2>/dev/null)" = {token} ] || exit 3; '
+            f"else mkdir {q}; fi && chmod 711 {q} && mkdir -p -m 700 {q}/pids"
+        )
+        done = self._ssh(script)
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip() or "it exists already"
+            raise HostError(f"{self.where}: cannot make the run's directory {path}: {said}")
+        self.rundir = str(path)
+
+    def clean_rundir(self) -> None:
+        """Stop what the run left there and remove its directory and control groups."""
+        if self.rundir is None:
+            return
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self._ssh(cleanup_script(self.rundir, group_tag()), timeout=30)
+        self.rundir = None
+
+    # --- processes ----------------------------------------------------------------------------
+
+    def start(self, argv: Sequence[str], **kwargs: Any) -> ManagedProcess:
+        if self.rundir is None:
+            raise HostError(f"{self.where}: no run directory to start processes from")
+        return RemoteProcess(self, argv, **kwargs)
+
+    def create_cpu_group(self) -> CpuGroup | None:
+        name = f"{group_tag()}-{uuid.uuid4().hex[:8]}"
+        script = f"""
+for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+  if [ -f $d/cgroup.procs ] && [ -f $d/cgroup.controllers ] && mkdir $d/{name} 2>/dev/null; then
+    grep -q usage_usec $d/{name}/cpu.stat && {{ echo "2 $d/{name}"; exit 0; }}
+    rmdir $d/{name}
+  fi
+done
+d=/sys/fs/cgroup/cpuacct
+[ -f $d/cpuacct.usage ] && mkdir $d/{name} 2>/dev/null && {{ echo "1 $d/{name}"; exit 0; }}
+exit 1
+"""
+        done = self._ssh(script)
+        if done.returncode != 0:
+            return None
+        version, path = done.stdout.decode().split()
+        return RemoteCpuGroup(self, Path(path), int(version))
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = COMMAND_TIMEOUT_S,
+        user: str | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        return self._ssh(shell(argv, user), input=input, timeout=timeout)
+
+    # --- files --------------------------------------------------------------------------------
+
+    def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:
+        q = shlex.quote(str(path))
+        chown = f" && chown {shlex.quote(owner)}: {q}" if owner else ""
+        self.check(["sh", "-c", f"mkdir -p {q} && chmod {mode:o} {q}{chown}"])
+
+    def write_file(
+        self, path: Path, data: str | bytes, mode: int = 0o600, owner: str | None = None
+    ) -> None:
+        q = shlex.quote(str(path))
+        chown = f" && chown {shlex.quote(owner)}: {q}" if owner else ""
+        self.check(
+            ["sh", "-c", f"umask 077 && cat > {q} && chmod {mode:o} {q}{chown}"],
+            input=data.encode() if isinstance(data, str) else data,
+        )
+
+    def read_file(self, path: Path) -> bytes:
+        return self.check(["cat", str(path)])
+
+    def remove_dir(self, path: Path) -> None:
+        self.run(["rm", "-rf", str(path)])
+
+    def push(self, directory: Path) -> None:
+        packed = subprocess.run(
+            ["tar", "-C", str(directory), "-cf", "-", "."], capture_output=True, check=True
+        ).stdout
+        q = shlex.quote(str(directory))
+        self.check(["sh", "-c", f"mkdir -p {q} && tar -C {q} -xf -"], input=packed)
+
+    def pull(self, directory: Path) -> None:
+        packed = self.check(["tar", "-C", str(directory), "-cf", "-", "."], timeout=300)
+        directory.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["tar", "-C", str(directory), "-xf", "-"], input=packed, check=True)
+
+    def which(self, program: str) -> str | None:
+        q = shlex.quote(program)
+        done = self.run(["sh", "-c", f"PATH=$PATH:/usr/sbin:/sbin command -v {q}"])
+        found = done.stdout.decode().strip()
+        return found or None
+
+    def glob(self, pattern: str) -> list[str]:
+        done = self.run(["sh", "-c", f'for f in {pattern}; do [ -e "$f" ] && echo "$f"; done'])
+        return sorted(done.stdout.decode().split())
+
+    # --- the machine --------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """What benchlab says of a machine, said by the same code there (the controller's
+        interpreter and source, at the same paths); a shorter one when they are not there."""
+        import sys
+
+        program = (
+            "import json, sys; sys.path.insert(0, sys.argv[1]); "
+            "from benchlab.machine import describe; print(json.dumps(describe()))"
+        )
+        done = self.run([sys.executable, "-c", program, str(SOURCE_DIR)], timeout=60)
+        if done.returncode == 0:
+            with contextlib.suppress(ValueError):
+                return {**json.loads(done.stdout), "address": self.address}
+        return {**self._short_description(), "address": self.address, "benchlab": None}
+
+    def _short_description(self) -> dict[str, Any]:
+        script = "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; nproc --all; nproc; uname -r"
+        lines = self.run(["sh", "-c", script]).stdout.decode().splitlines()
+        lines += [""] * (4 - len(lines))
+        cores = int(lines[1]) if lines[1].strip().isdigit() else None
+        allowed = int(lines[2]) if lines[2].strip().isdigit() else 0
+        return {
+            "cpu": lines[0].strip() or "unknown",
+            "cores": cores,
+            "allowed_cores": list(range(allowed)),
+            "kernel": lines[3].strip(),
+        }
+
+    def user_name(self) -> str:
+        if self._user is None:
+            self._user = self.check(["id", "-un"]).decode().strip()
+        return self._user
+
+    def controller_address(self) -> str | None:
+        """The controller's address as this host sees it (what its databases must admit)."""
+        done = self._ssh('echo "$SSH_CLIENT"')
+        words = done.stdout.decode().split()
+        return words[0] if words else None
+
+
+def group_tag() -> str:
+    """The prefix of every control group this benchlab makes, on any host."""
+    return f"{GROUP_PREFIX}{os.getpid()}"
+
+
+class RemoteCpuGroup(CpuGroup):
+    """A control group on an SSH host: its counter read over the connection."""
+
+    def __init__(self, host: SshHost, path: Path, version: int) -> None:
+        super().__init__(path, version)
+        self.host = host
+
+    def _read(self, name: str) -> str:
+        return self.host.read_file(self.path / name).decode()
+
+    def remove(self) -> None:
+        q = shlex.quote(str(self.path))
+        self.host.run(
+            ["sh", "-c", f"i=0; while ! rmdir {q} 2>/dev/null && [ -d {q} ] && [ $i -lt 20 ];"
+             " do sleep 0.1; i=$((i+1)); done"]
+        )  # fmt: skip
+
+
+_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+
+
+class RemoteProcess(ManagedProcess):
+    """A process on an SSH host, seen through the local `ssh` client that started it: alive
+    while it is, its exit code when it ends, its output in the local log."""
+
+    def __init__(self, host: SshHost, argv: Sequence[str], **kwargs: Any) -> None:
+        self.host = host
+        token = uuid.uuid4().hex[:12]
+        assert host.rundir is not None
+        self.pidfile = f"{host.rundir}/pids/{token}.pid"
+        self._token_base = f"{host.rundir}/pids/{token}"
+        super().__init__(argv, **kwargs)
+
+    def _spawn(
+        self,
+        cores: Sequence[int],
+        cwd: Path | None,
+        env: dict[str, str] | None,
+        user: str | None,
+        prefix: Sequence[str],
+    ) -> subprocess.Popen:
+        q = shlex.quote
+        lines = [f"echo $$ > {q(self.pidfile)} || exit 97"]
+        if self.cpu_group is not None:
+            procs = "cgroup.procs" if self.cpu_group.version == 2 else "tasks"
+            lines.append(f"echo $$ > {q(str(self.cpu_group.path / procs))} || exit 97")
+        if cwd is not None:
+            lines.append(f"cd {q(str(cwd))} || exit 97")
+        if env:
+            # In a 0600 file, not on the command line, where any user there could read it.
+            env_file = f"{self._token_base}.env"
+            self.host.write_file(Path(env_file), "".join(f"{k}={q(v)}\n" for k, v in env.items()))
+            lines.append(f"set -a; . {q(env_file)}; set +a")
+        lines += [
+            f"{shell([*pin(cores), *self.argv], user)} < /dev/null 2>&1",
+            "rc=$?",
+            f"times > {q(self._token_base)}.cpu",  # the command's CPU time, as wait4 gives it
+            "exit $rc",
+        ]
+        return subprocess.Popen(
+            self.host.process_argv(shlex.join(["sh", "-c", "\n".join(lines)])),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def tree(self) -> list:
+        return []  # its processes are on another machine: see memory_sample
+
+    def _remote(self, script: str, timeout: float = 15) -> str:
+        done = self.host.run(["sh", "-c", script], timeout=timeout)
+        return done.stdout.decode(errors="replace")
+
+    def _group_leader(self) -> str:
+        return f'pg=$(cat {shlex.quote(self.pidfile)} 2>/dev/null) && [ -n "$pg" ] || exit 0'
+
+    def memory_sample(self) -> tuple[int, set[tuple[int, float]]]:
+        out = self._remote(f'{self._group_leader()}; ps -o pid=,rss= --sid "$pg"')
+        rss, seen = 0, set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                seen.add((int(parts[0]), 0.0))
+                rss += int(parts[1]) * 1024
+        return rss, seen
+
+    def cpu_seconds(self) -> tuple[float, str]:
+        if self.cpu_group is not None:
+            return self.cpu_group.seconds(), self.cpu_group.source
+        # utime, stime, cutime, cstime of each process (fields 14-17 of /proc/PID/stat,
+        # counted after the command's name), in clock ticks; the tick rate last.
+        out = self._remote(
+            f'{self._group_leader()}; for p in $(ps -o pid= --sid "$pg"); do '
+            "sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f12-15; done; getconf CLK_TCK"
+        )
+        values = [int(v) for v in out.split() if v.isdigit()]
+        if not values:
+            return 0.0, "process tree"
+        return sum(values[:-1]) / max(values[-1], 1), "process tree"
+
+    def listens_on(self, port: int) -> bool:
+        out = self._remote(
+            f'{self._group_leader()}; ps -o pid= --sid "$pg"; echo --; ss -Hltnp "sport = :{port}"'
+        )
+        ours, _, listening = out.partition("--")
+        return bool(set(ours.split()) & set(re.findall(r"pid=(\d+)", listening)))
+
+    def tool_cpu_seconds(self) -> float | None:
+        try:
+            text = self.host.read_file(Path(f"{self._token_base}.cpu")).decode()
+        except HostError:
+            return None
+        lines = text.strip().splitlines()
+        if len(lines) < 2:
+            return None
+        return sum(int(m) * 60 + float(s) for m, s in _TIMES.findall(lines[1]))
+
+    def survives(self) -> bool:
+        # The ssh client ends when the command's shell there ends, which waits for the
+        # command; what outlives it is killed with the group in stop().
+        return self.popen.poll() is None
+
+    def remember_tree(self) -> None:
+        pass
+
+    def signal_all(self, sig: signal.Signals) -> None:
+        self._remote(f'{self._group_leader()}; kill -s {sig.name[3:]} -- "-$pg" 2>/dev/null')
+
+    def stop(self, grace: float = 5.0) -> None:
+        tenths = max(int(grace * 10), 0)
+        kill_group = ""
+        if self.cpu_group is not None:
+            g = shlex.quote(str(self.cpu_group.path))
+            kill_group = (
+                f"[ -f {g}/cgroup.kill ] && echo 1 > {g}/cgroup.kill || "
+                f"for p in $(cat {g}/cgroup.procs {g}/tasks 2>/dev/null); do kill -9 $p; done"
+            )
+        script = f"""
+f={shlex.quote(self.pidfile)}; i=0
+while [ ! -s "$f" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+[ -s "$f" ] || exit 0
+pg=$(cat "$f")
+kill -s {self.stop_signal.name[3:]} -- "-$pg" 2>/dev/null
+i=0; while kill -s 0 -- "-$pg" 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done
+kill -s KILL -- "-$pg" 2>/dev/null
+{kill_group}
+exit 0
+"""
+        with contextlib.suppress(HostError, OSError, subprocess.TimeoutExpired):
+            self._remote(script, timeout=grace + 20)
+        deadline = time.monotonic() + 3
+        while self.popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(5)
+        with contextlib.suppress(OSError):
+            self._log.close()
+        if self.cpu_group is not None:
+            with contextlib.suppress(HostError, OSError, subprocess.TimeoutExpired):
+                self.cpu_group.remove()
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None

@@ -1,0 +1,169 @@
+"""Load from one host or several at once: each generator gets its share of the profile (of
+the connections in a closed loop, of the rate at a fixed one), they run side by side, and
+their results are merged exactly (merge.py): what a report shows is the whole load, with
+each host's share and its own CPU beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.hosts.base import Placement
+from benchlab.load.base import LoadRequest, LoadTool, LoadToolError
+from benchlab.load.result import LoadResult
+from benchlab.process import ManagedProcess, ProcessRegistry
+
+HANG_MARGIN_S = 15.0
+
+
+@dataclass(frozen=True)
+class LoadShare:
+    """One generator's part of a trial."""
+
+    host: str
+    machine: str  # whose cores: generators on one machine share them
+    cores: tuple[int, ...]
+    connections: int
+    rate: float | None
+    result: LoadResult
+
+
+@dataclass(frozen=True)
+class Generated:
+    result: LoadResult  # the merged whole (its load_cpu_pct: the busiest machine's cores)
+    shares: list[LoadShare]
+
+
+def split(request: LoadRequest, tool: LoadTool, placements: list[Placement]) -> list[LoadRequest]:
+    """Each host's request: connections shared out (the first hosts get one more when they
+    do not divide), the rate divided, threads for its own share and cores."""
+    count = len(placements)
+    base, extra = divmod(request.connections, count)
+    out = []
+    for index, placement in enumerate(placements):
+        connections = base + (index < extra)
+        out.append(
+            dataclasses.replace(
+                request,
+                connections=connections,
+                rate=None if request.rate is None else request.rate / count,
+                threads=tool.threads_for(request.threads, connections, len(placement.cores)),
+                cores=placement.cores,
+                name=placement.host.name if count > 1 else request.name,
+            )
+        )
+    return out
+
+
+def run_generators(
+    tool: LoadTool,
+    request: LoadRequest,
+    placements: list[Placement],
+    registry: ProcessRegistry,
+    workdir: Path,
+    keep: Path | None = None,
+) -> Generated:
+    """`keep`: a directory to move each generator's raw results to (by host) rather than
+    remove them, to look at them again."""
+    if tool.executable() is None:
+        raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
+    if request.targets and not tool.can_pace:
+        raise LoadToolError(f"{tool.name} sends one GET only; a mix of requests needs vegeta")
+    requests = split(request, tool, placements)
+    single = len(placements) == 1
+    dirs = [workdir if single else workdir / f"load-{p.host.name}" for p in placements]
+    for attempt in range(tool.hang_retries + 1):
+        processes = _start_all(tool, requests, placements, registry, dirs)
+        try:
+            codes = _wait_all(processes, request.duration_s + request.timeout_s + HANG_MARGIN_S)
+        finally:
+            for process in processes:
+                registry.stop(process)
+        if all(code is not None for code in codes):
+            break
+        if attempt == tool.hang_retries:
+            raise LoadToolError(
+                f"{tool.name} did not finish within its duration + margin"
+                f" ({tool.hang_retries + 1} attempts)"
+            )
+    results = []
+    for placement, sub, directory, process, code in zip(
+        placements, requests, dirs, processes, codes, strict=True
+    ):
+        placement.host.pull(directory)
+        output = (directory / f"{tool.name}.out").read_text(errors="replace")
+        where = "" if single else f" on host '{placement.host.name}'"
+        if code != 0:
+            raise LoadToolError(f"{tool.name}{where} exited with {code}: {output.strip()[-500:]}")
+        result = tool.parse(output, sub, directory)
+        used = process.tool_cpu_seconds()
+        cpu = 100.0 * used / result.duration_s if used is not None and result.duration_s else None
+        results.append(dataclasses.replace(result, load_cpu_pct=cpu))
+    merged = results[0] if single else tool.merge(list(zip(requests, dirs, strict=True)), results)
+    shares = [
+        LoadShare(p.host.name, p.machine, p.cores, sub.connections, sub.rate, result)
+        for p, sub, result in zip(placements, requests, results, strict=True)
+    ]
+    if not single:
+        for placement, directory in zip(placements, dirs, strict=True):
+            if keep is not None:
+                shutil.move(directory, keep / placement.host.name)
+            else:
+                shutil.rmtree(directory, ignore_errors=True)
+    return Generated(dataclasses.replace(merged, load_cpu_pct=busiest_machine(shares)), shares)
+
+
+def _start_all(
+    tool: LoadTool,
+    requests: list[LoadRequest],
+    placements: list[Placement],
+    registry: ProcessRegistry,
+    dirs: list[Path],
+) -> list[ManagedProcess]:
+    """Every generator's command, its files copied where it runs, then all started."""
+    ready = []
+    for sub, placement, directory in zip(requests, placements, dirs, strict=True):
+        directory.mkdir(exist_ok=True)
+        (directory / f"{tool.name}.out").unlink(missing_ok=True)
+        argv = tool.command(sub, directory)
+        placement.host.push(directory)
+        ready.append((argv, placement, directory))
+    started = []
+    try:
+        for argv, placement, directory in ready:
+            # HOME: siege writes a settings template there on its first run.
+            started.append(
+                registry.start(
+                    argv,
+                    host=placement.host,
+                    cores=placement.cores,
+                    log_path=directory / f"{tool.name}.out",
+                    env={"HOME": str(directory)},
+                )
+            )
+    except BaseException:
+        for process in started:
+            registry.stop(process)
+        raise
+    return started
+
+
+def _wait_all(processes: list[ManagedProcess], timeout: float) -> list[int | None]:
+    deadline = time.monotonic() + timeout
+    return [p.wait(timeout=max(deadline - time.monotonic(), 0.0)) for p in processes]
+
+
+def busiest_machine(shares: list[LoadShare]) -> float | None:
+    """The generators' CPU where it was tightest: summed over the generators that share a
+    machine's cores, the most of any machine (100 = one core busy)."""
+    used: dict[tuple[str, tuple[int, ...]], float] = defaultdict(float)
+    for share in shares:
+        if share.result.load_cpu_pct is None:
+            return None
+        used[(share.machine, share.cores)] += share.result.load_cpu_pct
+    return max(used.values()) if used else None
