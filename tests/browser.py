@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -104,6 +106,8 @@ def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        # Its singleton socket directory (org.chromium.Chromium.*) goes inside the profile.
+        env={**os.environ, "TMPDIR": str(profile)},
     )
     try:
         port = _debugging_port(profile, process)
@@ -122,9 +126,23 @@ def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page
             page.wait_for("Page.loadEventFired")
             yield page
     finally:
-        process.kill()
+        # The whole group: the renderer and zygote outlive the browser process otherwise,
+        # and write into the profile after it is removed.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
+        _wait_for_group_to_end(process.pid)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _wait_for_group_to_end(group: int, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 def _debugging_port(profile: Path, process: subprocess.Popen) -> int:
