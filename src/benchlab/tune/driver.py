@@ -27,6 +27,7 @@ import psutil
 
 from benchlab import machine
 from benchlab.errors import UserError
+from benchlab.hosts.plan import local_only
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -276,8 +277,9 @@ def run_tune(
         say("nothing to resume for this tune in the store: starting afresh")
     coarse_cells = [_cell(c, cores, "closed", request.connections) for c in found]
     runner_plan = Plan(
-        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells)
-    )
+        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
+        hosts=local_only(cores),
+    )  # fmt: skip
     options = dataclasses.replace(
         RunOptions.from_recipe(recipe),
         tune={
