@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, write_recipe
 
 SCRIPT = REPO / "examples" / "ci" / "benchmark.sh"
@@ -41,6 +43,7 @@ def _script(step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

@@ -9,6 +9,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _wait_for
 
@@ -105,6 +107,7 @@ def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
         shutil.rmtree(workroot, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -150,6 +153,7 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     assert not data_dir.exists() and not data_dir.parent.parent.exists()
 
 
+@pytest.mark.slow
 def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -233,6 +237,7 @@ duration = 2
 """
 
 
+@pytest.mark.slow
 def test_sessions_are_counted_on_fast_queries_at_thousands_of_requests(tmp_path: Path) -> None:
     """Queries of a fraction of a millisecond: sampling the ones running read 0 or 1 here;
     the sessions the pools held are counted whatever the queries' length."""

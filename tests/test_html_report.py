@@ -21,6 +21,10 @@ PHONE_WIDTH = 390
 CHARTS = ("throughput", "latency", "throughput", "latency", "heatmap", "ranks")
 
 
+# Every test here reads one real quick run of about a minute.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("quick")

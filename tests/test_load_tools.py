@@ -68,6 +68,7 @@ def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path)
 
 
 @pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.slow
 def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
     # ab asks HTTP/1.0 keep-alive and waits for the server to close unless the answer says
     # keep-alive, as every real server does.

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import REPO, benchlab, write_recipe
 
@@ -51,6 +52,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path: Path, isolated_tmp
     assert {p.pid for p in psutil.Process().children(recursive=True)} == before
 
 
+@pytest.mark.slow
 def test_the_time_left_after_the_first_round_is_within_30_percent(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

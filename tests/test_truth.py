@@ -152,6 +152,7 @@ duration = 2
 """
 
 
+@pytest.mark.slow
 def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp: Path) -> None:
     cells = _by(_report(_run(tmp_path, isolated_tmp, SLEEP)), "stack")
     # The late gevent patch: 1000 greenlets that could wait at once, but the sleep blocks. No
@@ -203,6 +204,7 @@ connections = 4
 """
 
 
+@pytest.mark.slow
 def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
     report = _report(_run(tmp_path, isolated_tmp, POOL))
     cells = _by({"cells": [c for c in report["cells"] if c["stack"] == "fastapi+uvicorn"]}, "point")
@@ -242,6 +244,7 @@ def test_errors_verdict_on_a_stack_answering_500s(
     assert "errors" not in cells["nginx-static"]["verdicts"]
 
 
+@pytest.mark.slow
 def test_adaptive_trials_stop_when_converged_and_report_when_not(
     tmp_dirs: Path, isolated_tmp: Path
 ) -> None:
@@ -298,6 +301,7 @@ pool_size = 16
 """
 
 
+@pytest.mark.slow
 def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: Path) -> None:
     report = _report(_run(tmp_path, isolated_tmp, FLIP))
     flips_found = report["rank_flips"]
@@ -313,6 +317,7 @@ def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: P
     assert "Rank flips" in md and "[few-sessions]" in md
 
 
+@pytest.mark.slow
 def test_compare_same_recipe_twice_and_a_slowed_stack(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,6 +74,7 @@ def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serv
 @pytest.mark.parametrize(
     ("path", "blocked"), [("/report/blocking", True), ("/report/awaiting", False)]
 )
+@pytest.mark.slow
 def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     tmp_path: Path, path: str, blocked: bool
 ) -> None:

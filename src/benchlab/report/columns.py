@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
+from benchlab.load import TOOLS
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.scenarios import SCENARIOS
 
@@ -76,6 +77,9 @@ def figure_text(
     value = cell.figures.get(figure.key)
     if value is None:
         return ""
+    hidden = _below_resolution(cell, figure, value)
+    if hidden:
+        return hidden
     if isinstance(value, Estimate):
         if brief:
             return brief_estimate_text(figure, value) if interval else figure.format(value.median)
@@ -83,6 +87,18 @@ def figure_text(
     if isinstance(value, Ratio):
         return ratio_text(value, percent=figure.unit == "%")
     return figure.format(value)
+
+
+def _below_resolution(cell: CellSummary, figure: F.Figure, value: object) -> str:
+    """A latency finer than the tool can time (siege: hundredths of a second) is shown as
+    "<10", not as the 0.00 the tool prints."""
+    tool = TOOLS.get(cell.tool) if cell.tool else None
+    if figure.group != F.LATENCY_GROUP or tool is None:
+        return ""
+    number = value.median if isinstance(value, Estimate) else value
+    if isinstance(number, int | float) and number < tool.latency_resolution_ms:
+        return f"<{tool.latency_resolution_ms:g}"
+    return ""
 
 
 def figure_column(

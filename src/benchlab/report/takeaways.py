@@ -252,12 +252,14 @@ def _stack_notes(summary: RunSummary) -> list[str]:
         entry = CATALOGUE.get(stack)
         if entry is None or not entry.note:
             continue
-        why = (
-            ": its workers close every connection, so the load tool opens a new one for each "
-            "request, which costs both sides"
-            if "keep-alive" in entry.note
-            else ""
-        )
+        why = ""
+        if "keep-alive" in entry.note:
+            why = (
+                ": its workers close every connection, so the load tool opens a new one for "
+                "each request, which costs both sides"
+            )
+        elif "dev server" in entry.note:
+            why = ": the framework's development server, not meant for production"
         notes.append(f"{stack} ({entry.note}){why}.")
     return notes
 
