@@ -8,7 +8,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from benchlab import __version__
 from benchlab.errors import BenchlabError, RunInterrupted, UserError
 from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
 from benchlab.store import DEFAULT_RESULTS, Store
+
+if TYPE_CHECKING:
+    from benchlab.runner import Reporter
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
@@ -41,6 +44,14 @@ console = Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Conso
 
 ResultsOption = Annotated[
     Path, typer.Option("--results", metavar="FILE", help="The SQLite results store.")
+]
+AllowConcurrentOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-concurrent",
+        metavar="",
+        help="Run even if another benchlab runs on this machine (results say so).",
+    ),
 ]
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
 
@@ -96,19 +107,11 @@ def run(
         bool,
         typer.Option("--dry-run", metavar="", help="Print the plan and its time estimate only."),
     ] = False,
-    allow_concurrent: Annotated[
-        bool,
-        typer.Option(
-            "--allow-concurrent",
-            metavar="",
-            help="Run even if another benchlab runs on this machine (results say so).",
-        ),
-    ] = False,
+    allow_concurrent: AllowConcurrentOption = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
     from benchlab.report.html import render_html
-    from benchlab.report.progress import BarReporter, LineReporter
     from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
     from benchlab.runner import Execution
@@ -152,17 +155,13 @@ def run(
         raise UserError(
             f"--html {page}: is a directory; give a file name such as {page}/report.html"
         )
-    from benchlab.recovery import claim_machine
-
-    shared = claim_machine(allow_concurrent, console.print)
+    shared = _claim(allow_concurrent)
     if plan.recipe.hosts:
         from benchlab.hosts.topology import preflight
 
         preflight(plan)
     store = Store(results)
-    reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
-    command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    execution = Execution(plan, store, reporter, command)
+    execution = Execution(plan, store, _reporter(), _command_line())
     execution.shared_machine = shared
     outcome = execution.run()
     summary = summarise(store, outcome.run_id)
@@ -178,6 +177,24 @@ def run(
     console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
     if outcome.status == "interrupted":
         raise typer.Exit(130)
+
+
+def _claim(allow_concurrent: bool) -> bool:
+    """This machine for one run (stale runs cleaned first); whether another run shares it."""
+    from benchlab.recovery import claim_machine
+
+    return claim_machine(allow_concurrent, console.print)
+
+
+def _reporter() -> Reporter:
+    from benchlab.report.progress import BarReporter, LineReporter
+
+    return BarReporter(console) if console.is_terminal else LineReporter(console)
+
+
+def _command_line() -> str:
+    """The command as the user typed it, stored with the run to reproduce it."""
+    return "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 def _key_values(pairs: list[str], option: str) -> dict[str, str]:
@@ -316,14 +333,7 @@ def tune(
             metavar="C", min=1, max=100_000, help="The most connections the load may open."
         ),
     ] = 256,
-    allow_concurrent: Annotated[
-        bool,
-        typer.Option(
-            "--allow-concurrent",
-            metavar="",
-            help="Run even if another benchlab runs on this machine (results say so).",
-        ),
-    ] = False,
+    allow_concurrent: AllowConcurrentOption = False,
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[
         str | None,
@@ -343,7 +353,6 @@ def tune(
     under a latency target, and the command that deploys them."""
     from benchlab.report.exporters import choose, write
     from benchlab.report.html import render_html
-    from benchlab.report.progress import BarReporter, LineReporter
     from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
     from benchlab.tune.driver import TuneRequest, run_tune
@@ -370,15 +379,12 @@ def tune(
         raise UserError(
             f"-o {output}: no directory {output.parent}; create it or choose another path"
         )
-    from benchlab.recovery import claim_machine
-
-    shared = claim_machine(allow_concurrent, console.print)
+    shared = _claim(allow_concurrent)
     store = Store(results)
-    reporter = BarReporter(console) if console.is_terminal else LineReporter(console)
-    command = "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     done = run_tune(
-        tune_request, store, reporter, command, console.print, resume=resume, shared=shared
-    )
+        tune_request, store, _reporter(), _command_line(), console.print, resume=resume,
+        shared=shared,
+    )  # fmt: skip
     summary = summarise(store, done.outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     page.write_text(render_html(summary))

@@ -252,14 +252,7 @@ def _stack_notes(summary: RunSummary) -> list[str]:
         entry = CATALOGUE.get(stack)
         if entry is None or not entry.note:
             continue
-        why = ""
-        if "keep-alive" in entry.note:
-            why = (
-                ": its workers close every connection, so the load tool opens a new one for "
-                "each request, which costs both sides"
-            )
-        elif "dev server" in entry.note:
-            why = ": the framework's development server, not meant for production"
+        why = f": {entry.note_meaning}" if entry.note_meaning else ""
         notes.append(f"{stack} ({entry.note}){why}.")
     return notes
 

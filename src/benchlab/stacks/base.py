@@ -15,6 +15,17 @@ ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
 WITH_CPU = (*ALL_SCENARIOS, "cpu")
 
 
+# What a stack's note means for its figures (the report's reading guide prints it).
+NOTE_MEANINGS = (
+    (
+        "keep-alive",
+        "its workers close every connection, so the load tool opens a new one for each "
+        "request, which costs both sides",
+    ),
+    ("dev server", "the framework's development server, not meant for production"),
+)
+
+
 @dataclass(frozen=True)
 class Availability:
     ok: bool
@@ -68,6 +79,11 @@ class Stack:
     # and threads, and the worker class it uses.
     deploy: Callable[[int, int | None], str] | None = None
     worker_class: str | None = None
+
+    @property
+    def note_meaning(self) -> str:
+        """What the note means for the figures, in a sentence a report can print."""
+        return next((meaning for key, meaning in NOTE_MEANINGS if key in self.note), "")
 
     def availability(self) -> Availability:
         if self.unavailable:
