@@ -20,6 +20,13 @@ TOOLS: dict[str, LoadTool] = {
 PACING_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.can_pace)
 
 
+def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
+    """Whether a latency is under what the tool can time (siege: hundredths of a second), so
+    that the tool's figure for it says nothing (siege prints 0.00)."""
+    known = TOOLS.get(tool) if tool else None
+    return known is not None and latency_ms is not None and latency_ms < known.latency_resolution_ms
+
+
 def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> LoadResult:
     """Run the request's tool pinned to its cores; one LoadResult whatever the tool."""
     return run_load(TOOLS[request.tool], request, registry, workdir)
@@ -27,5 +34,5 @@ def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> 
 
 __all__ = [
     "PACING_TOOLS", "TOOLS", "Errors", "Latency", "LoadRequest", "LoadResult", "LoadTool",
-    "LoadToolError", "run_tool",
+    "LoadToolError", "finer_than_timed", "run_tool",
 ]  # fmt: skip

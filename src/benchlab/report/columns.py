@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
-from benchlab.load import TOOLS
+from benchlab.load import TOOLS, finer_than_timed
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.scenarios import SCENARIOS
 
@@ -92,13 +92,12 @@ def figure_text(
 def _below_resolution(cell: CellSummary, figure: F.Figure, value: object) -> str:
     """A latency finer than the tool can time (siege: hundredths of a second) is shown as
     "<10", not as the 0.00 the tool prints."""
-    tool = TOOLS.get(cell.tool) if cell.tool else None
-    if figure.group != F.LATENCY_GROUP or tool is None:
-        return ""
     number = value.median if isinstance(value, Estimate) else value
-    if isinstance(number, int | float) and number < tool.latency_resolution_ms:
-        return f"<{tool.latency_resolution_ms:g}"
-    return ""
+    if figure.group != F.LATENCY_GROUP or not isinstance(number, int | float):
+        return ""
+    if not finer_than_timed(cell.tool, number):
+        return ""
+    return f"<{TOOLS[cell.tool].latency_resolution_ms:g}"
 
 
 def figure_column(

@@ -46,13 +46,12 @@ def method_notes(summary: RunSummary) -> list[str]:
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "median over search replicates [interval]; latency and CPU shown at that rate."
         )
-    from benchlab.load import TOOLS
+    from benchlab.load import finer_than_timed
 
     coarse = sorted(
         {
             c.tool for c in summary.cells
-            if c.mode == "closed" and c.tool in TOOLS and c.value(F.LAT_MEAN) is not None
-            and c.value(F.LAT_MEAN) < TOOLS[c.tool].latency_resolution_ms
+            if c.mode == "closed" and finer_than_timed(c.tool, c.value(F.LAT_MEAN))
         }
     )  # fmt: skip
     if coarse:
