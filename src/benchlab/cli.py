@@ -20,6 +20,7 @@ from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_re
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
+    from benchlab.recipe import Plan
     from benchlab.runner import Reporter
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -559,6 +560,7 @@ def doctor(
     from benchlab.machine import doctor_checks
     from benchlab.recovery import clean_stale, live_runs
 
+    hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output
     for stale in clean_stale():
         console.print(f"[yellow]cleaned[/]  after {escape(stale.describe())}")
     for other in live_runs():
@@ -568,36 +570,41 @@ def doctor(
         )
     problems = 0
     for check in doctor_checks():
-        mark = (
-            "[green]ok[/]"
-            if check.ok
-            else ("[red]missing[/]" if check.required else "[yellow]warn[/]")
-        )
-        fix = f" → {check.fix}" if check.fix else ""
-        console.print(f"{mark:>20}  {check.name:<14} {check.detail}{fix}")
+        _print_check(check.ok, check.required, check.name, check.detail, check.fix, width=14)
         problems += (not check.ok) and check.required
-    if hosts is not None:
-        problems += _doctor_hosts(hosts)
+    if hosts_plan is not None:
+        problems += _doctor_hosts(hosts_plan)
     if problems:
         console.print(f"{problems} required item(s) missing; ./lab setup installs them on Debian")
         raise typer.Exit(1)
 
 
-def _doctor_hosts(path: Path) -> int:
-    from benchlab.hosts.doctor import host_checks
+def _print_check(
+    ok: bool, required: bool, name: str, detail: str, fix: str | None, width: int
+) -> None:
+    mark = "[green]ok[/]" if ok else ("[red]missing[/]" if required else "[yellow]warn[/]")
+    fix_text = f" → {fix}" if fix else ""
+    console.print(
+        f"{mark:>20}  {name:<{width}} {escape(detail)}{escape(fix_text)}", highlight=False
+    )
 
+
+def _hosts_plan(path: Path) -> Plan:
     recipe, text = load_recipe(path)
     if not recipe.hosts:
         raise UserError(f"--hosts {path}: the recipe has no [hosts]; every role runs here")
+    return build_plan(path, recipe, text)
+
+
+def _doctor_hosts(plan: Plan) -> int:
+    from benchlab.hosts.doctor import host_checks
+
     problems, current = 0, None
-    for name, check in host_checks(build_plan(path, recipe, text)):
+    for name, check in host_checks(plan):
         if name != current:
             console.print(f"host [bold]{escape(name)}[/]", highlight=False)
             current = name
-        mark = "[green]ok[/]" if check.ok else "[red]missing[/]"
-        fix = f" → {check.fix}" if check.fix else ""
-        console.print(f"{mark:>20}  {check.name:<18} {escape(check.detail)}{escape(fix)}",
-                      highlight=False)  # fmt: skip
+        _print_check(check.ok, True, check.name, check.detail, check.fix, width=18)
         problems += not check.ok
     return problems
 
