@@ -76,7 +76,10 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     row = next(line for line in report.splitlines() if line.startswith("| slowable"))
     assert "**slower**" in row
     ratio = float(row.split("|")[4])
-    assert ratio < 0.5, row  # 4 ms of work instead of 1: about a quarter of the throughput
+    # 4 ms of work instead of 1: (1 + o) / (4 + o) of the throughput, o being what the server
+    # adds to each request. Under 0.5 while o < 2 ms; 0.8 allows o up to 11 ms, far beyond
+    # this server's on any machine, and still tells a slowdown from the noise (±15 %).
+    assert ratio < 0.8, row
     assert "**FAIL:** slower by more than 10% (or failed, or missing): slowable" in report
     assert list(isolated_tmp.iterdir()) == []
 

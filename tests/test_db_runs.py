@@ -101,6 +101,9 @@ def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
                 assert conn.getresponse().status == 200
                 elapsed_ms = 1000 * (time.perf_counter() - started)
                 conn.close()
+                # The delay is a floor; above it a single request adds a connect, a parse
+                # and one query (a few ms), and 200 ms is room for a VM's stall that still
+                # tells the 50 ms delay from the 120 ms one.
                 assert ms <= elapsed_ms < ms + 200, elapsed_ms
     finally:
         registry.stop_all()
@@ -255,5 +258,9 @@ def test_sessions_are_counted_on_fast_queries_at_thousands_of_requests(tmp_path:
                 .execute("SELECT throughput_rps FROM trials WHERE cell_id = ?", (cell["id"],))
                 .fetchone()[0]
             )
-            assert rps > 1000, (database, cell["stack"], rps)
+            # The premise: queries far shorter than the 50 ms between samples. At over 200
+            # req/s on a pool of 10, each holds its session under 10 / 200 s = 50 ms (at
+            # 2,700-8,600 req/s here, well under 4 ms), so a sampler that counted running
+            # queries would miss them; the open sessions are what is counted.
+            assert rps > 200, (database, cell["stack"], rps)
             assert 1 <= cell["peak"] <= cell["db_pool_limit"] == 10, (database, cell["stack"])

@@ -227,6 +227,7 @@ def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
         run.send_signal(sig)
         output, _ = run.communicate(timeout=30)
         took = time.monotonic() - sent
+    # The promise (README, "On a machine it shares"): one 5 s grace period, then SIGKILL.
     assert took < 10, f"took {took:.1f} s to stop"
     assert run.returncode == 130, output
     assert "Traceback" not in output

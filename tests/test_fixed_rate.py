@@ -108,14 +108,17 @@ def test_a_rate_below_capacity_is_delivered_and_one_above_is_flagged(
     cells = {c["target_rate"]: c for c in _run(tmp_path, isolated_tmp, RATES)["cells"]}
     held, over = cells[100.0], cells[400.0]
     assert held["mode"] == "rate" and held["rate_ratio"]["median"] >= 0.97
-    assert 10 <= held["latency_ms"]["p50"] <= 20 and held["latency_ms"]["p99"] < 60
+    # The 10 ms sleep is a floor. Above it, at half the capacity a request waits little,
+    # while twice the capacity builds a queue of seconds: the reference is that queue.
+    assert held["latency_ms"]["p50"] >= 10
+    assert held["latency_ms"]["p99"] < over["latency_ms"]["p50"] / 10, (held, over)
     assert held["verdicts"] in ([], ["unstable"]), held["verdict_sentences"]
     assert held["latency_source"] == "merged histogram"
     # Twice what two workers serve: the queue grows all trial long.
     assert over["rate_ratio"]["median"] < 0.6
     assert "rate-not-delivered" in over["verdicts"] and "falling-behind" in over["verdicts"]
     assert "server-bound" in over["verdict_sentences"]["rate-not-delivered"]
-    assert over["latency_ms"]["p99"] > 1000
+    assert over["latency_ms"]["p99"] > 1000  # 200 req/s too many for 3 s: 600 queued
 
 
 SLO = """
@@ -145,8 +148,14 @@ timeout = 2
 def test_the_capacity_search_finds_the_known_capacity(tmp_path: Path, isolated_tmp: Path) -> None:
     (cell,) = _run(tmp_path, isolated_tmp, SLO)["cells"]
     assert cell["mode"] == "slo" and cell["ranked_by"] == "capacity_rps"
-    assert 150 <= cell["capacity_rps"]["median"] <= 210, cell["capacity_rps"]
-    assert cell["closed_capacity_rps"] <= 230
+    # Two workers, each request 10 ms asleep: 200 req/s at most, less what each request
+    # costs beside its sleep on this machine; the closed loop measures that in the same run.
+    closed, found = cell["closed_capacity_rps"], cell["capacity_rps"]["median"]
+    assert closed <= 200 * 1.1, closed  # 10 % for the trial's own timing
+    # A p99 of 100 ms leaves room for a queue of ten requests: the search's steps (25, 50,
+    # 75, 90 % of the closed loop) reach 75 % of it at least. Above, the two workers' 200
+    # (the closed loop itself can fall short of what a fixed rate holds: seen 171 vs 186).
+    assert 0.7 * closed <= found <= 200 * 1.05, (found, closed)
     assert cell["latency_ms"]["p99"] <= 100  # at the capacity it reports, the SLO held
     curve = cell["curve"]
     assert len(curve) >= 5 and any(not p["held"] for p in curve) and any(p["held"] for p in curve)
@@ -173,6 +182,7 @@ def test_a_rate_beyond_the_generator_is_blamed_on_the_generator(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
     (cell,) = _run(tmp_path, isolated_tmp, GENERATOR_BOUND)["cells"]
+    # 200,000 req/s is over ten times what one core of vegeta sends (about 18,000 here).
     assert cell["rate_ratio"]["median"] < 0.5
     sentence = cell["verdict_sentences"]["rate-not-delivered"]
     assert "generator-bound" in sentence and "says nothing about the server" in sentence
@@ -183,10 +193,10 @@ CPU = """
 name = "cpu-per-request"
 stacks = ["gin", "fastapi+uvicorn"]
 scenarios = ["cpu"]
-trials = 2
+trials = 3
 warmup = 0
 [params]
-cpu_us = 10000
+cpu_us = [0, 10000]
 [stack."fastapi+uvicorn"]
 workers = 2
 [cores]
@@ -204,12 +214,26 @@ duration = 3
 def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
-    # Each request burns 10 ms of CPU; what the server adds at 40 req/s (waking up, parsing,
-    # answering: 0.3-0.8 ms here) stays within the 20 % allowed.
-    for cell in _run(tmp_path, isolated_tmp, CPU)["cells"]:
+    # Each request of one cell burns 10 ms of its thread's CPU time, the other's none, on the
+    # same launch at the same rate: what the server adds around a request (waking up,
+    # parsing, answering: 0.3-2.3 ms at 40 req/s, depending on the machine) is in both, so
+    # the difference is the burn, plus what burning costs the runtime beside it (Go's
+    # scheduler hands its processor off while a goroutine holds a thread: about 2 ms here).
+    # What must not happen: a tree counted in part (fastapi's two workers under their
+    # master: the difference near 0) or twice (a child's time added again through its
+    # parent: 20 ms or more).
+    cells = _run(tmp_path, isolated_tmp, CPU)["cells"]
+    cost = {(c["stack"], c["ms"]): c["cpu_us_per_request"] for c in cells}
+    for cell in cells:
         assert cell["cpu_source"].startswith("cgroup"), cell["cpu_source"]
-        cost = cell["cpu_us_per_request"]["median"]
-        assert 10_000 * 0.98 <= cost <= 10_000 * 1.2, (cell["stack"], cost)
+    for stack in ("gin", "fastapi+uvicorn"):
+        burnt, idle = cost[(stack, 10_000)], cost[(stack, 0)]
+        added = burnt["median"] - idle["median"]
+        # Below: thread CPU time is never short of the 10 ms burnt, so only the idle
+        # overhead's own spread from trial to trial may take something off.
+        assert added >= 10_000 * 0.98 - (idle["high"] - idle["low"]), (stack, burnt, idle)
+        # Above: halfway to counting the burn twice.
+        assert added <= 10_000 * 1.5, (stack, burnt, idle)
 
 
 def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
@@ -239,8 +263,11 @@ def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
     report = benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "--format", "json")
     (cell,) = json.loads(report.stdout)["cells"]
     latency = cell["latency_ms"]
-    # Of every 200 requests: 192 wait 2 ms, 7 wait 20 ms, 1 waits 80 ms.
-    assert 2 <= latency["p50"] <= 4
-    assert 19 <= latency["p99"] <= 26
-    assert latency["mean"] < 6 and latency["max"] >= 79
+    # Of every 200 requests: 192 wait 5 ms, 7 wait 50 ms, 1 waits 200 ms. The waits are
+    # floors (a sleep is never shorter); above them only the server's own overhead, which
+    # the 4×-10× gaps between the groups leave room for on any machine: the median is a
+    # 5-ms request, the p99 a 50-ms one, neither the mean (7.55 ms + overhead) nor the max.
+    assert 5 <= latency["p50"] < 50, latency
+    assert 50 <= latency["p99"] < 200, latency
+    assert latency["mean"] < latency["p99"] / 2 and latency["max"] >= 200, latency
     assert latency["p99"] not in (latency["mean"], latency["max"])

@@ -328,7 +328,8 @@ def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
         network.down()
     merged, shares = generated.result, generated.shares
     assert [(s.host, s.rate, s.connections) for s in shares] == [("l1", 1000, 16), ("l2", 1000, 16)]
-    # The merged count is the sum of the parts, and of what each generator wrote.
+    # The merged count is the sum of the parts, and of what each generator wrote; 2,000
+    # req/s for 2 s is a tenth of what one core of vegeta sends, so nearly all 4,000 go out.
     assert merged.requests == sum(s.result.requests for s in shares) >= 3500
     rows = {}
     for share in shares:
@@ -359,6 +360,8 @@ def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
     assert (bins["p50"], bins["p99"], bins["p999"]) == (
         merged.latency.p50, merged.latency.p99, merged.latency.p999,
     )  # fmt: skip
+    # vegeta paces by its own clock (a schedule, not a feedback loop): its sent rate is the
+    # rate asked whatever the machine's speed, as long as it is far below its ceiling.
     assert merged.target_rate == 2000 and merged.sent_rate == pytest.approx(2000, rel=0.05)
     assert _left_on_this_machine(os.getpid()) == []
 

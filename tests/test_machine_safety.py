@@ -113,6 +113,8 @@ def test_ctrl_c_ends_a_run_whose_database_is_stopped_within_15_s(
         run.send_signal(signal.SIGINT)
         output, _ = run.communicate(timeout=60)
         took = time.monotonic() - sent
+    # The README's promise, from its bounded waits: probes time out in 5 s, the sampler is
+    # waited 3 s at most, the grace period is 5 s.
     assert took <= 15, f"Ctrl-C took {took:.1f} s"
     assert run.returncode == 130 and "Traceback" not in output, output
     assert living(everything) == [] and list(isolated_tmp.iterdir()) == []

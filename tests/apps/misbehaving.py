@@ -5,7 +5,8 @@ crash: prints a reason and exits 3 before listening.
 flaky: right answers at first (readiness, verification), then every second request a 500.
 slow: right answers, each after $BENCHLAB_SLOW_MS milliseconds of busy work.
 mix: right answers after a known mix of waits, by request number: of every 200, one waits
-    80 ms, seven wait 20 ms, the rest 2 ms (so p50 = 2, p99 = 20, max = 80, mean ~3 ms).
+    200 ms, seven wait 50 ms, the rest 5 ms (so p50 = 5, p99 = 50, max = 200, mean 7.55 ms;
+    each group 4× or more apart from the next, so a slow machine's overhead cannot merge them).
 ok: right answers at once (a healthy server, a thread per connection).
 sleepy: right answers, each after a 1 s wait (slow but well-behaved).
 stall: the first request of a connection gets a right answer (keep-alive, with its length);
@@ -65,7 +66,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(1.0)
         if mode == "mix":
             n = next(COUNTER) % 200
-            time.sleep(0.080 if n == 0 else 0.020 if n <= 7 else 0.002)
+            time.sleep(0.200 if n == 0 else 0.050 if n <= 7 else 0.005)
         if mode == "slow":
             deadline = time.perf_counter() + SLOW_S
             while time.perf_counter() < deadline:
