@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from benchlab.errors import UserError
-from benchlab.recipe import apply_overrides, build_plan, load_recipe
+from benchlab.recipe import (
+    BUNDLED_RECIPES,
+    apply_overrides,
+    build_plan,
+    load_recipe,
+    resolve_recipe,
+)
 from tests.conftest import REPO, benchlab, write_recipe
 
 GOOD = """
@@ -239,9 +245,20 @@ def test_bad_recipe_message_names_file_key_and_fix(
 
 def test_missing_recipe_file_lists_the_available_ones(tmp_path: Path) -> None:
     with pytest.raises(
-        UserError, match=r"recipe file 'nope.toml' not found; available recipes: .*quick.toml"
+        UserError, match=r"recipe file 'nope.toml' not found; give a .toml file or one of .*quick"
     ):
         load_recipe(Path("nope.toml"))
+
+
+def test_recipes_are_found_by_name_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_recipe("quick") == BUNDLED_RECIPES / "quick.toml"
+    assert resolve_recipe("seed-000") == BUNDLED_RECIPES / "seed-000-gin-vs-python.toml"
+    assert resolve_recipe("mine.toml") == Path("mine.toml")  # a path stays a path
+    (tmp_path / "quick").write_text("")  # a file of that name here wins over the bundled one
+    assert resolve_recipe("quick") == Path("quick")
 
 
 def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:

@@ -340,17 +340,30 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     second = _execute(tmp_path, store, recipe, "b.toml")
     monkeypatch.setenv("BENCHLAB_SLOW_MS", "2")
     slowed = _execute(tmp_path, store, recipe, "c.toml")
-    same = benchlab("compare", first, second, "--results", str(results), "--fail-above", "10")
-    # Two runs one after the other are not interleaved: the machine's drift between them can
-    # make one of the two cells differ beyond its interval. Most cells (here: at least one of
-    # two) show no change, and none regresses past --fail-above.
+    # Two runs one after the other are not interleaved: the whole machine can be slower for
+    # the second (a neighbour on the VM; seen: both stacks at 0.77-0.80). nginx-static, which
+    # nothing changes, measures that drift; the regression threshold allows it on top of 10 %.
+    drift = json.loads(
+        benchlab("compare", first, second, "--results", str(results), "--format", "json").stdout
+    )
+    reference = next(c for c in drift["cells"] if c["stack"].startswith("nginx-static"))
+    allowance = 10 + max(0.0, 100 * (1 - reference["ratio"]["low"]))
+    threshold = f"{allowance:.0f}"
+    same = benchlab("compare", first, second, "--results", str(results), "--fail-above", threshold)
     assert same.returncode == 0, same.stdout
-    assert same.stdout.count("no significant change") >= 1, same.stdout
-    worse = benchlab("compare", first, slowed, "--results", str(results), "--fail-above", "10")
+    tunable = next(c for c in drift["cells"] if c["stack"].startswith("tunable"))
+    # Unchanged code moves with the machine: the same way as the reference, within the noise.
+    assert tunable["ratio"]["low"] <= reference["ratio"]["high"], drift["cells"]
+    assert tunable["ratio"]["high"] >= reference["ratio"]["low"], drift["cells"]
+    # 2 ms of work on a request that took well under one: several times slower, far past any
+    # drift the threshold allows.
+    worse = benchlab("compare", first, slowed, "--results", str(results), "--fail-above", threshold)
     assert worse.returncode == 1, worse.stdout
     lines = {line.split("│")[1].strip(): line for line in worse.stdout.splitlines() if "│" in line}
     assert "slower" in next(v for k, v in lines.items() if k.startswith("tunable"))
-    assert "FAIL: slower by more than 10% (or failed, or missing): tunable" in worse.stdout
+    assert f"FAIL: slower by more than {threshold}% (or failed, or missing): tunable" in (
+        worse.stdout
+    )
     # A stack that no longer starts is the worst regression, not a cell to skip.
     monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "crash"))
     broken = _execute(tmp_path, store, recipe, "d.toml")

@@ -16,7 +16,13 @@ from rich.markup import escape
 
 from benchlab import __version__
 from benchlab.errors import BenchlabError, RunInterrupted, UserError
-from benchlab.recipe import DEFAULT_RECIPE, apply_overrides, build_plan, load_recipe
+from benchlab.recipe import (
+    DEFAULT_RECIPE,
+    apply_overrides,
+    build_plan,
+    load_recipe,
+    resolve_recipe,
+)
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
@@ -80,8 +86,12 @@ def _options(
 
 @app.command()
 def run(
-    recipe: Annotated[
-        Path, typer.Argument(metavar="RECIPE", help="The recipe, a TOML file.")
+    recipe_name: Annotated[
+        str,
+        typer.Argument(
+            metavar="RECIPE",
+            help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...).",
+        ),
     ] = DEFAULT_RECIPE,
     duration: Annotated[
         int | None,
@@ -117,6 +127,7 @@ def run(
     from benchlab.report.terminal import render_table
     from benchlab.runner import Execution
 
+    recipe = resolve_recipe(recipe_name)
     loaded, text = load_recipe(recipe)
     loaded = apply_overrides(
         loaded, duration=duration, trials=trials, connections=connections, points=point, path=recipe
@@ -209,12 +220,18 @@ def _key_values(pairs: list[str], option: str) -> dict[str, str]:
 
 
 def _env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines as a shell reads them with `set -a; . FILE` (the deploy command
+    does): `export` allowed, a value in matching quotes unquoted."""
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
         raise UserError(f"--env-file {path}: cannot read it ({exc.strerror})") from None
     pairs = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return _key_values([p.removeprefix("export ") for p in pairs], f"--env-file {path}: line")
+    found = _key_values([p.removeprefix("export ") for p in pairs], f"--env-file {path}: line")
+    return {
+        key: value[1:-1] if len(value) > 1 and value[0] == value[-1] in "'\"" else value
+        for key, value in found.items()
+    }
 
 
 def _with_services(text: str | None) -> dict[str, str]:
@@ -249,8 +266,28 @@ def _int_list(text: str | None, option: str) -> list[int] | None:
 @app.command()
 def tune(
     app_spec: Annotated[
-        str, typer.Argument(metavar="APP", help="path/to/module.py:app or package.module:app.")
+        str,
+        typer.Argument(
+            metavar="APP",
+            help="path/to/module.py:app, package.module:app, or a factory: "
+            "package.module:create_app() (literal arguments allowed).",
+        ),
     ],
+    factory: Annotated[
+        bool,
+        typer.Option("--factory", help="APP names a callable that returns the app (no arguments)."),
+    ] = False,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="The first pass only (about 10 s a candidate): candidates ranked by their "
+            "closed-loop throughput, no capacity search; the answer is provisional.",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
+    ] = False,
     python: Annotated[
         str,
         typer.Option(
@@ -356,6 +393,7 @@ def tune(
     from benchlab.report.html import render_html
     from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
+    from benchlab.tune.app import ProbeFailed
     from benchlab.tune.driver import TuneRequest, run_tune
     from benchlab.tune.requests import load_requests, parse_request
 
@@ -367,14 +405,17 @@ def tune(
         requests += load_requests(requests_file)
     if not requests:
         requests = [parse_request("GET /", check_status, check_body)]
-    variables = {**(_env_file(env_file) if env_file else {}), **_key_values(env or [], "--env")}
     tune_request = TuneRequest(
         app=app_spec, python=python, interface=interface, requests=tuple(requests),
-        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(), env=variables,
+        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(),
+        env=_key_values(env or [], "--env"),
+        env_file=env_file.resolve() if env_file else None,
+        env_from_file=_env_file(env_file) if env_file else {},
         with_services=_with_services(with_services),
         servers=servers.split(",") if servers else None,
         workers=_int_list(workers, "--workers"), threads=_int_list(threads, "--threads"),
         greenlets=_int_list(greenlets, "--greenlets"), connections=connections,
+        factory=factory, quick=quick,
     )  # fmt: skip
     if output is not None and not output.parent.is_dir():
         raise UserError(
@@ -382,10 +423,17 @@ def tune(
         )
     shared = _claim(allow_concurrent)
     store = Store(results)
-    done = run_tune(
-        tune_request, store, _reporter(), _command_line(), console.print, resume=resume,
-        shared=shared,
-    )  # fmt: skip
+    try:
+        done = run_tune(
+            tune_request, store, _reporter(), _command_line(), console.print, resume=resume,
+            shared=shared,
+        )  # fmt: skip
+    except ProbeFailed as failed:
+        if verbose:
+            sys.stderr.write(failed.traceback)
+        else:
+            failed.args = (f"{failed}; --verbose shows the traceback",)
+        raise
     summary = summarise(store, done.outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     page.write_text(render_html(summary))

@@ -46,6 +46,17 @@ def local_listener_pids(port: int) -> set[int] | None:
     return None
 
 
+OWN_VARIABLES = "BENCHLAB_"
+
+
+def environment(without_benchlab: bool = False) -> dict[str, str]:
+    """What a child inherits: this process's environment, less benchlab's own settings
+    (BENCHLAB_STORE_TIMEOUT_S, ...) for a process that is none of benchlab's business."""
+    if not without_benchlab:
+        return dict(os.environ)
+    return {k: v for k, v in os.environ.items() if not k.startswith(OWN_VARIABLES)}
+
+
 class ManagedProcess:
     """A child process (and everything it forks), pinned with taskset, logging to a file.
 
@@ -68,8 +79,10 @@ class ManagedProcess:
         cpu_group: CpuGroup | None = None,
         prefix: Sequence[str] = (),
         listeners: ListenerPids = local_listener_pids,
+        isolated_env: bool = False,
     ) -> None:
         self.argv = list(argv)
+        self.isolated_env = isolated_env
         self.stop_signal = stop_signal
         self.log_path = log_path
         self.cpu_group = cpu_group
@@ -93,7 +106,7 @@ class ManagedProcess:
         return subprocess.Popen(
             self.cpu_group.wrap(pinned) if self.cpu_group else pinned,
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env={**environment(self.isolated_env), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -26,7 +26,28 @@ from benchlab.hosts.spec import HostSpec
 from benchlab.load import TOOLS
 from benchlab.scenarios import SCENARIOS
 
-DEFAULT_RECIPE = Path("recipes/quick.toml")
+DEFAULT_RECIPE = "quick"
+# The recipes benchlab comes with, found by name from any directory.
+BUNDLED_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def bundled_recipes() -> list[Path]:
+    return sorted(BUNDLED_RECIPES.glob("*.toml")) if BUNDLED_RECIPES.is_dir() else []
+
+
+def resolve_recipe(text: str) -> Path:
+    """A recipe by its path, or one of benchlab's by name: `quick`, `seed-000` (a name's
+    unique prefix up to a dash is enough)."""
+    path = Path(text)
+    if path.exists() or text.endswith(".toml") or "/" in text:
+        return path
+    named = {p.stem: p for p in bundled_recipes()}
+    if text in named:
+        return named[text]
+    prefixed = [p for stem, p in named.items() if stem.startswith(f"{text}-")]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    return path
 
 
 class _Strict(BaseModel):
@@ -565,10 +586,10 @@ def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list
 
 
 def _available_recipes_hint() -> str:
-    recipes = sorted(Path("recipes").glob("*.toml")) if Path("recipes").is_dir() else []
+    recipes = bundled_recipes()
     if not recipes:
         return "; give the path of a recipe .toml file"
-    return "; available recipes: " + ", ".join(str(r) for r in recipes)
+    return "; give a .toml file or one of benchlab's recipes: " + ", ".join(r.stem for r in recipes)
 
 
 def _check_names(path: Path, recipe: Recipe) -> None:

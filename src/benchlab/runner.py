@@ -148,6 +148,7 @@ def start_stack(
         env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
         # Its own control group: the trial's CPU time is counted over every process it forks.
         cpu_group=host.create_cpu_group(),
+        isolated_env=stack.isolated_env,
     )
 
 
@@ -461,12 +462,14 @@ class Execution:
         stack = self.catalogue[first.stack]
         workdir = self.workroot / f"s{positions[first]}r{round_index}"
         workdir.mkdir()
-        env = {
-            **(self.services.stack_env() if self.services else {}),
-            "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
-            **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
-            **self.extra_env(),
-        }
+        env = self.extra_env()
+        if not stack.isolated_env:
+            env = {
+                **(self.services.stack_env() if self.services else {}),
+                "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
+                **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
+                **env,
+            }
         trials = self.plan.recipe.trials
         self.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
         server, ctx, problem = self._start_server(stack, first, workdir, env)

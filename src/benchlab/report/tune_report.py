@@ -32,12 +32,20 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
     best = recommendation.best
-    lines = [
-        f"Recommended for {tune.get('target')}: {best.label} — capacity {capacity_text(best)} "
-        f"req/s with {slo}",
-        f"  deploy: {best.command}",
-        f"  why: {recommendation.reason}",
-    ]
+    if recommendation.provisional:
+        head = (
+            f"Provisional recommendation for {tune.get('target')}: {best.label} — "
+            f"{F.THROUGHPUT.format(best.closed_rps)} req/s in a closed loop; no capacity "
+            f"with {slo} measured"
+        )
+    else:
+        head = (
+            f"Recommended for {tune.get('target')}: {best.label} — capacity "
+            f"{capacity_text(best)} req/s with {slo}"
+        )
+    lines = [head, f"  deploy: {best.command}", f"  why: {recommendation.reason}"]
+    if recommendation.missing:
+        lines.append(f"  provisional: {recommendation.missing}")
     if recommendation.equals:
         lines.append(
             "  as good within the noise (cheapest first): "

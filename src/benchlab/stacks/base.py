@@ -79,6 +79,9 @@ class Stack:
     # and threads, and the worker class it uses.
     deploy: Callable[[int, int | None], str] | None = None
     worker_class: str | None = None
+    # The user's own app: it sees the user's environment and what the user asked for
+    # (--env, --with), nothing of benchlab's (no BENCHLAB_ variable, no pool settings).
+    isolated_env: bool = False
 
     @property
     def note_meaning(self) -> str:

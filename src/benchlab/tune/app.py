@@ -1,17 +1,27 @@
 """The user's app as benchlab tune sees it: where it is, what it is, which servers its
-Python environment has. Everything is learnt by running the user's own interpreter on
-`probe_app.py`; benchlab never imports the app itself nor installs anything into that
-environment."""
+Python environment has. Everything is learnt by running the user's own interpreter on the
+probe (probe_app.py, passed as `-c` code so that nothing of benchlab's is on its path);
+benchlab never imports the app itself nor installs anything into that environment.
+
+APP is found the way its own server would find it: `package.module:app` from the directory
+the command was typed in, `path/to/module.py:app` by its file (a file inside a package is
+imported by its dotted name from the first directory above without an `__init__.py`, as
+pytest finds a rootdir), and `module:create_app(...)` or `--factory` for an application
+factory, called with literal arguments only, as gunicorn accepts them.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import UserError
+from benchlab.process import environment
 
 PROBE = Path(__file__).with_name("probe_app.py")
 PROBE_TIMEOUT_S = 120
@@ -19,39 +29,88 @@ PROBE_TIMEOUT_S = 120
 
 @dataclass(frozen=True)
 class AppSpec:
-    """APP as given: path/to/module.py:attr or package.module:attr."""
+    """APP as given, resolved: the module to import from `directory`, the attribute, and
+    the factory call's argument text (`None`: the attribute is the app itself)."""
 
     text: str
     module: str
     attr: str
-    directory: Path  # the working directory the servers run in (the app is importable there)
+    directory: Path  # the app's root: first on its path, the servers' working directory
+    call: str | None = None  # a factory's arguments as written: "()", "('prod', debug=False)"
 
     @property
     def target(self) -> str:
+        """module:attr, the form every server takes for the app object itself."""
         return f"{self.module}:{self.attr}"
 
+    @property
+    def factory_target(self) -> str:
+        """module:attr(args), the form gunicorn and hypercorn take for a factory."""
+        return f"{self.target}{self.call or ''}"
 
-def parse_app(text: str, cwd: Path) -> AppSpec:
-    module_part, sep, attr = text.rpartition(":")
-    if not sep or not module_part or not attr:
+    @property
+    def shown(self) -> str:
+        return self.factory_target
+
+
+def _attribute(text: str, attr_text: str, factory: bool) -> tuple[str, str | None]:
+    """The attribute's name and, for a factory, its call's argument text."""
+    try:
+        expression = ast.parse(attr_text.strip(), mode="eval").body
+    except SyntaxError:
+        expression = None
+    if isinstance(expression, ast.Name):
+        return expression.id, "()" if factory else None
+    if isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name):
+        try:
+            for argument in [*expression.args, *(k.value for k in expression.keywords)]:
+                ast.literal_eval(argument)
+        except ValueError:
+            raise UserError(
+                f"APP '{text}': the factory's arguments must be literals (strings, numbers, "
+                "True/False/None, lists, dicts), as gunicorn accepts them"
+            ) from None
+        if any(k.arg is None for k in expression.keywords):
+            raise UserError(f"APP '{text}': '**' is not allowed in the factory's arguments")
+        return expression.func.id, attr_text.strip()[len(expression.func.id) :].strip()
+    raise UserError(
+        f"APP '{text}': '{attr_text}' is neither a Python name (app) nor a factory call "
+        "(create_app() or create_app('prod')); the part after ':' is"
+    )
+
+
+def package_root(path: Path) -> tuple[Path, str]:
+    """The directory to import a .py file from and its dotted name there: upwards from the
+    file, every directory with an `__init__.py` is a package of its name."""
+    parts = [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return directory, ".".join(parts)
+
+
+def parse_app(text: str, cwd: Path, factory: bool = False) -> AppSpec:
+    module_part, sep, attr_text = text.partition(":")
+    if not sep or not module_part or not attr_text:
         raise UserError(
-            f"APP '{text}': give the module and the app's name, as path/to/module.py:app or "
-            "package.module:app"
+            f"APP '{text}': give the module and the app's name, as path/to/module.py:app, "
+            "package.module:app or package.module:create_app()"
         )
-    if not attr.isidentifier():
-        raise UserError(f"APP '{text}': '{attr}' is not a Python name; the part after ':' is")
+    attr, call = _attribute(text, attr_text, factory)
     if module_part.endswith(".py") or "/" in module_part:
         path = (cwd / module_part).resolve()
         if path.suffix != ".py":
             path = path.with_suffix(".py")
         if not path.is_file():
             raise UserError(f"APP '{text}': no file {path}; give the path of the module's .py file")
-        return AppSpec(text, path.stem, attr, path.parent)
+        directory, module = package_root(path)
+        return AppSpec(text, module, attr, directory, call)
     if not all(part.isidentifier() for part in module_part.split(".")):
         raise UserError(
             f"APP '{text}': '{module_part}' is neither a module path (a.b.c) nor a .py file"
         )
-    return AppSpec(text, module_part, attr, cwd.resolve())
+    return AppSpec(text, module_part, attr, cwd.resolve(), call)
 
 
 @dataclass(frozen=True)
@@ -62,8 +121,10 @@ class AppInfo:
     interface: str  # asgi or wsgi
     servers: dict[str, bool]
     rss_mb: float  # the interpreter with the app imported: a floor for one worker's memory
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # --env
     cwd: Path = Path(".")  # where benchlab tune ran: the deploy command starts from there
+    env_file: Path | None = None  # --env-file: the deploy command reads it too ...
+    env_from_file: dict[str, str] = field(default_factory=dict)  # ... and what it holds
 
     @property
     def missing_servers(self) -> list[str]:
@@ -76,22 +137,45 @@ ASGI_SERVERS = ("uvicorn", "gunicorn", "uvicorn-worker", "granian", "hypercorn")
 PIP_NAMES = {"uwsgi": "pyuwsgi", "uvicorn-worker": "uvicorn-worker"}
 
 
+def user_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """What the user's app sees: the user's environment without benchlab's own variables,
+    and what the user asked for (--env, --env-file) on top."""
+    return {**environment(without_benchlab=True), **env}
+
+
 def install_hint(python: str, names: list[str]) -> str:
     packages = " ".join(PIP_NAMES.get(n, n) for n in names)
     return f"{python} -m pip install {packages}"
 
 
+class ProbeFailed(UserError):
+    """The app could not be imported; `traceback` is the whole chain, for --verbose."""
+
+    def __init__(self, message: str, traceback: str) -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
 def probe(
-    spec: AppSpec, python: str, env: dict[str, str], interface: str | None, cwd: Path
+    spec: AppSpec,
+    python: str,
+    env: dict[str, str],
+    interface: str | None,
+    cwd: Path,
+    env_file: tuple[Path, dict[str, str]] | None = None,
 ) -> AppInfo:
-    """Run the user's interpreter on the app; every problem is one line naming its fix."""
+    """Run the user's interpreter on the app; every problem is one line naming its fix.
+    `env`: --env; `env_file`: --env-file's path and values (--env wins over them)."""
+    from_file = env_file[1] if env_file else {}
     executable = Path(python)
     if not executable.exists() or not os.access(executable, os.X_OK):
         raise UserError(f"--python {python}: no such interpreter; give the path of a python")
+    request = json.dumps({"module": spec.module, "attr": spec.attr, "call": spec.call})
     try:
         done = subprocess.run(
-            [python, str(PROBE), spec.module, spec.attr],
-            cwd=spec.directory, env={**os.environ, **env}, capture_output=True, text=True,
+            [python, "-c", PROBE.read_text(), request],
+            cwd=spec.directory, env=user_environment({**from_file, **env}), capture_output=True,
+            text=True,
             timeout=PROBE_TIMEOUT_S, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -101,8 +185,8 @@ def probe(
         ) from None
     except OSError as exc:
         raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"probe"')]
+    if not lines:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(
             f"--python {python}: it could not run benchlab's probe (Python 3.8 or newer is "
@@ -110,14 +194,25 @@ def probe(
         )
     data = json.loads(lines[-1])
     if "error" in data:
-        raise UserError(f"APP '{spec.text}': {data['error']} (run from {spec.directory})")
+        raise ProbeFailed(
+            f"APP '{spec.text}': {data['error']} (imported from {spec.directory})",
+            data.get("traceback", ""),
+        )
     found = data.get("interface")
     if interface is None and found is None:
-        raise UserError(
-            f"APP '{spec.text}': '{spec.attr}' is a {data.get('kind')}, not an ASGI or WSGI "
-            "application; point at the app object (or force it with --interface asgi|wsgi)"
+        what = "returned" if spec.call is not None else "is"
+        hint = (
+            ""
+            if spec.call is not None or data.get("kind") != "function"
+            else "; if it builds the app, call it as a factory: "
+            f"'{spec.module}:{spec.attr}()' or --factory"
         )
-    info = AppInfo(
+        raise UserError(
+            f"APP '{spec.text}': '{spec.shown}' {what} a {data.get('kind')}, not an ASGI or "
+            f"WSGI application; point at the app object (or force it with --interface "
+            f"asgi|wsgi){hint}"
+        )
+    return AppInfo(
         spec=spec,
         python=python,
         python_version=data["python"],
@@ -126,5 +221,6 @@ def probe(
         rss_mb=float(data.get("rss_mb") or 0.0),
         env=env,
         cwd=cwd,
+        env_file=env_file[0] if env_file else None,
+        env_from_file=from_file,
     )
-    return info

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
-from benchlab.tune.app import AppInfo
+from benchlab.tune.app import AppInfo, AppSpec
 
 BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
@@ -62,10 +62,34 @@ KINDS = (
 )  # fmt: skip
 
 
+def factory_unsupported(kind: Kind, info: AppInfo) -> str | None:
+    """Why a server cannot load the app's factory as called, or None when it can."""
+    call = info.spec.call
+    if call is None or call == "()" or kind.server in ("gunicorn", "hypercorn", "uwsgi"):
+        return None
+    flag = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}[kind.server]
+    return f"its {flag} calls the factory without arguments"
+
+
+def _app_argv(kind: Kind, spec: AppSpec) -> list[str]:
+    """How the server is told which app to load: the object, or its factory in the
+    server's own syntax (gunicorn and hypercorn call `module:create_app(...)` themselves,
+    uvicorn and granian take --factory, waitress --call, uWSGI evaluates the call)."""
+    if spec.call is None:
+        return ["--module", spec.target] if kind.server == "uwsgi" else [spec.target]
+    if kind.server in ("gunicorn", "hypercorn"):
+        return [spec.factory_target]
+    if kind.server == "uwsgi":
+        code = f"import {spec.module}; application = {spec.module}.{spec.attr}{spec.call}"
+        return ["--eval", code]
+    flag = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}[kind.server]
+    return [flag, spec.target]
+
+
 def _server_argv(kind: Kind, info: AppInfo, host: str, port: int, workers: int,
                  threads: int | None, workdir: Path | None) -> list[str]:  # fmt: skip
     """The command line of a kind; `workdir` None: the deployable form (console scripts)."""
-    target = info.spec.target
+    app = _app_argv(kind, info.spec)
     deploy = workdir is None
 
     def module(name: str) -> list[str]:
@@ -79,33 +103,33 @@ def _server_argv(kind: Kind, info: AppInfo, host: str, port: int, workers: int,
             "threads": ["--threads", str(threads)],
             "greenlets": ["--worker-connections", str(threads)],
         }.get(kind.concurrency or "", [])
-        argv = [*module("gunicorn"), target, "--bind", f"{host}:{port}", "--workers", str(workers),
+        argv = [*module("gunicorn"), *app, "--bind", f"{host}:{port}", "--workers", str(workers),
                 "--worker-class", cls, *per_worker, "--backlog", BACKLOG]  # fmt: skip
         return (
             argv if deploy else [*argv, "--log-level", "warning", "--worker-tmp-dir", str(workdir)]
         )
     if kind.server == "uvicorn":
-        argv = [*module("uvicorn"), target, "--host", host, "--port", str(port), "--workers",
+        argv = [*module("uvicorn"), *app, "--host", host, "--port", str(port), "--workers",
                 str(workers), "--backlog", BACKLOG, "--no-access-log"]  # fmt: skip
         return argv if deploy else [*argv, "--log-level", "warning"]
     if kind.server == "granian":
         blocking = ["--blocking-threads", str(threads)] if kind.interface == "wsgi" else []
         argv = [*module("granian"), "--interface", kind.interface, "--host", host, "--port",
                 str(port), "--workers", str(workers), *blocking, "--backlog", BACKLOG]  # fmt: skip
-        return [*argv, target] if deploy else [*argv, "--log-level", "warning", target]
+        return [*argv, *app] if deploy else [*argv, "--log-level", "warning", *app]
     if kind.server == "hypercorn":
         loop = ["--worker-class", "uvloop"] if info.servers.get("uvloop") else []
-        return [*module("hypercorn"), target, "--bind", f"{host}:{port}", "--workers",
+        return [*module("hypercorn"), *app, "--bind", f"{host}:{port}", "--workers",
                 str(workers), *loop, "--backlog", BACKLOG]  # fmt: skip
     if kind.server == "waitress":
         program = ["waitress-serve"] if deploy else [info.python, "-m", "waitress"]
         return [*program, f"--host={host}", f"--port={port}", f"--threads={threads}",
-                f"--backlog={BACKLOG}", target]  # fmt: skip
+                f"--backlog={BACKLOG}", *app]  # fmt: skip
     if kind.server == "uwsgi":
         program = "uwsgi" if deploy else str(Path(info.python).with_name("uwsgi"))
         argv = [program, "--http11-socket", f"{host}:{port}", "--master", "--processes",
                 str(workers), "--threads", str(threads), "--enable-threads", "--listen", BACKLOG,
-                "--module", target, "--disable-logging"]  # fmt: skip
+                *app, "--disable-logging"]  # fmt: skip
         return argv if deploy else [*argv, "--die-on-term", "--single-interpreter", "--lazy-apps"]
     raise ValueError(kind.server)
 
@@ -120,19 +144,26 @@ def _relative(directory: Path, cwd: Path) -> str:
 def stack_for(kind: Kind, info: AppInfo) -> Stack:
     def launch(ctx: LaunchContext) -> Launch:
         argv = _server_argv(kind, info, ctx.host, ctx.port, ctx.workers, ctx.threads, ctx.workdir)
-        return Launch(argv=argv, env=dict(info.env), cwd=info.spec.directory)
+        return Launch(argv=argv, env={**info.env_from_file, **info.env}, cwd=info.spec.directory)
 
     def deploy(workers: int, threads: int | None) -> str:
-        """Run from where `benchlab tune` ran: it goes to the app's directory first."""
+        """Run from where `benchlab tune` ran: it reads the --env-file there (the shell's
+        `set -a`), goes to the app's root, and sets the --env values on the command."""
         argv = _server_argv(kind, info, DEPLOY_HOST, DEPLOY_PORT, workers, threads, None)
+        steps = []
+        if info.env_file is not None:
+            env_file = shlex.quote(_relative(info.env_file, info.cwd))
+            steps.append(f"set -a && . {'./' if '/' not in env_file else ''}{env_file} && set +a")
         where = _relative(info.spec.directory, info.cwd)
-        return (
-            shlex.join(argv) if where == "." else f"cd {shlex.quote(where)} && {shlex.join(argv)}"
-        )
+        if where != ".":
+            steps.append(f"cd {shlex.quote(where)}")
+        values = [f"{k}={shlex.quote(v)}" for k, v in info.env.items()]
+        steps.append(shlex.join(argv) if not values else f"{' '.join(values)} {shlex.join(argv)}")
+        return " && ".join(steps)
 
     return Stack(
         name=kind.name,
-        framework=f"your app ({info.spec.target}, {info.interface.upper()})",
+        framework=f"your app ({info.spec.shown}, {info.interface.upper()})",
         server=f"{kind.server} ({kind.worker_class})",
         worker_model=kind.model,
         scenarios=(SCENARIO,),
@@ -143,6 +174,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         start_timeout=60.0,
         deploy=deploy,
         worker_class=kind.worker_class,
+        isolated_env=True,
     )
 
 
@@ -182,6 +214,7 @@ def candidates(
         k for k in KINDS
         if k.interface == info.interface and all(info.servers.get(n) for n in k.needs)
         and (servers is None or k.server in servers or k.name in servers)
+        and factory_unsupported(k, info) is None
     ]  # fmt: skip
     per_worker = max(info.rss_mb, 30.0)
     found = []
@@ -198,6 +231,16 @@ def candidates(
                 continue
             found += [Candidate(kind, w, t) for t in per]
     return found
+
+
+def skipped_servers(info: AppInfo) -> dict[str, str]:
+    """Servers the environment has that cannot load the app as given, and why."""
+    return {
+        k.server: why
+        for k in KINDS
+        if k.interface == info.interface and all(info.servers.get(n) for n in k.needs)
+        and (why := factory_unsupported(k, info)) is not None
+    }  # fmt: skip
 
 
 def catalogue(info: AppInfo) -> dict[str, Stack]:

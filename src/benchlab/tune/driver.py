@@ -43,7 +43,13 @@ from benchlab.runner import Execution, Reporter, RunOutcome
 from benchlab.scenarios import Expectation, Scenario
 from benchlab.store import RunInfo, Store
 from benchlab.tune import app as app_module
-from benchlab.tune.candidates import SCENARIO, Candidate, candidates, catalogue
+from benchlab.tune.candidates import (
+    SCENARIO,
+    Candidate,
+    candidates,
+    catalogue,
+    skipped_servers,
+)
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
 # verification, the coarse pass of one candidate (latency alone 1 s, warm-up 1 s, closed
@@ -83,6 +89,10 @@ class TuneRequest:
     greenlets: list[int] | None = None
     connections: int = DEFAULT_CONNECTIONS
     cores: CoreAssignment | None = None
+    env_file: Path | None = None  # --env-file (its values are in env_from_file)
+    env_from_file: dict[str, str] = field(default_factory=dict)
+    factory: bool = False  # --factory: APP names a callable that returns the app
+    quick: bool = False  # --quick: the first pass only, no capacity search
 
     def key(self) -> str:
         """What makes two tunes the same search (a resume continues only its own)."""
@@ -90,7 +100,8 @@ class TuneRequest:
             "app": self.app, "cwd": str(self.cwd), "python": self.python,
             "interface": self.interface, "slo": self.slo_p99_ms, "servers": self.servers,
             "workers": self.workers, "threads": self.threads, "greenlets": self.greenlets,
-            "connections": self.connections,
+            "connections": self.connections, "factory": self.factory, "quick": self.quick,
+            "env_file": str(self.env_file), "env": self.env, "env_from_file": self.env_from_file,
             "requests": [dataclasses.asdict(r) for r in self.requests],
             "with": self.with_services,
         }  # fmt: skip
@@ -107,11 +118,16 @@ class TunePlan:
     estimate_s: float
 
     def describe(self, budget_min: float) -> str:
-        return (
+        first = (
             f"plan: {len(self.candidates)} candidates measured briefly "
-            f"(~{_minutes(len(self.candidates) * coarse_cost())}), then the capacity search of "
-            f"up to {self.survivors} of them, {self.replicates} replicate(s) each; about "
-            f"{_minutes(self.estimate_s)} in all (budget {budget_min:g} min)"
+            f"(~{_minutes(len(self.candidates) * coarse_cost())})"
+        )
+        if self.survivors == 0:
+            return f"{first}, no capacity search (--quick); budget {budget_min:g} min"
+        return (
+            f"{first}, then the capacity search of up to {self.survivors} of them, "
+            f"{self.replicates} replicate(s) each; about {_minutes(self.estimate_s)} in all "
+            f"(budget {budget_min:g} min)"
         )
 
 
@@ -129,11 +145,13 @@ def search_cost(replicates: int) -> float:
     return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe)
 
 
-def plan(found: list[Candidate], budget_min: float) -> TunePlan:
+def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> TunePlan:
     """As many survivors and replicates as the budget allows: replicates first (down to 2),
-    then survivors (down to 1), then a single replicate."""
+    then survivors (down to 1), then a single replicate; none with --quick."""
     budget = budget_min * 60
     coarse = len(found) * coarse_cost()
+    if quick:
+        return TunePlan(found, 0, 0, coarse)
     most = min(MAX_SURVIVORS, len(found))
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
@@ -154,9 +172,9 @@ def plan(found: list[Candidate], budget_min: float) -> TunePlan:
 def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
     database = "mariadb" if "mariadb" in request.with_services else "postgres"
     return Recipe(
-        name=f"tune {info.spec.target}",
+        name=f"tune {info.spec.shown}",
         question=(
-            f"Which server and settings hold the most load for {info.spec.target} with p99 "
+            f"Which server and settings hold the most load for {info.spec.shown} with p99 "
             f"under {request.slo_p99_ms:g} ms?"
         ),
         stacks=["tune"],
@@ -243,8 +261,11 @@ def run_tune(
     resume: bool = False,
     shared: bool = False,
 ) -> TuneResult:
-    spec = app_module.parse_app(request.app, request.cwd)
-    info = app_module.probe(spec, request.python, request.env, request.interface, request.cwd)
+    spec = app_module.parse_app(request.app, request.cwd, request.factory)
+    env_file = (request.env_file, request.env_from_file) if request.env_file else None
+    info = app_module.probe(
+        spec, request.python, request.env, request.interface, request.cwd, env_file
+    )
     missing = info.missing_servers
     cores = request.cores or default_cores()
     memory_mb = psutil.virtual_memory().available / 2**20
@@ -255,20 +276,24 @@ def run_tune(
     if not found:
         wanted = app_module.WSGI_SERVERS if info.interface == "wsgi" else app_module.ASGI_SERVERS
         narrowed = f"; --servers {','.join(request.servers)}" if request.servers else ""
+        skipped = "".join(f"; not tried: {s} ({why})" for s, why in skipped_servers(info).items())
         raise UserError(
             f"--python {request.python}: no {info.interface.upper()} server to run "
-            f"{spec.target} in that environment (looked for {', '.join(wanted)}{narrowed}); "
-            f"add one: {app_module.install_hint(request.python, missing[:2] or ['gunicorn'])}"
+            f"{spec.shown} in that environment (looked for {', '.join(wanted)}{narrowed}"
+            f"{skipped}); add one: "
+            f"{app_module.install_hint(request.python, missing[:2] or ['gunicorn'])}"
         )
-    tune_plan = plan(found, request.budget_min)
+    tune_plan = plan(found, request.budget_min, request.quick)
     say(
-        f"{spec.target}: {info.interface.upper()} app, Python {info.python_version} "
-        f"({request.python}); servers here: "
+        f"{spec.shown}: {info.interface.upper()} app, Python {info.python_version} "
+        f"({request.python}), imported from {spec.directory}; servers here: "
         + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
     )
     if missing:
         say(f"not in that environment (not tried): {', '.join(missing)}; to add them: "
             f"{app_module.install_hint(request.python, missing)}")  # fmt: skip
+    for server, why in skipped_servers(info).items():
+        say(f"not tried: {server}: {why}")
     say(tune_plan.describe(request.budget_min))
     recipe = _recipe(request, info)
     key = request.key()
@@ -283,11 +308,11 @@ def run_tune(
     options = dataclasses.replace(
         RunOptions.from_recipe(recipe),
         tune={
-            "key": key, "app": spec.text, "target": spec.target, "directory": str(spec.directory),
+            "key": key, "app": spec.text, "target": spec.shown, "directory": str(spec.directory),
             "interface": info.interface, "python": request.python,
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
-            "missing_servers": missing,
+            "missing_servers": missing, "quick": request.quick,
         },
     )  # fmt: skip
     info_row = RunInfo(
@@ -311,6 +336,8 @@ def run_tune(
         execution.prepare(coarse_cells)
         execution.measure(coarse_cells, 1)
         _refuse_if_every_check_failed(execution, coarse_cells, request)
+        if request.quick:
+            return TuneResult(outcome, tune_plan, [])
         survivors = _survivors(execution, found, coarse_cells, tune_plan.survivors)
         reporter.extend((len(survivors) - tune_plan.survivors) * tune_plan.replicates)
         say(

@@ -1,13 +1,17 @@
-"""Run by the user's own interpreter (never benchlab's): import the app, say what it is and
-which servers this environment has. Standard library only; prints one JSON line.
+"""Run by the user's own interpreter (never benchlab's), as `python -c <this file's text>
+REQUEST` from the app's root, so that nothing of benchlab's is on its path: import the app
+(calling its factory if it has one), say what it is and which servers this environment has.
+Standard library only (Python 3.8+); prints one JSON line that starts with {"probe".
 
-    python probe_app.py MODULE ATTR
+REQUEST is JSON: {"module": "pkg.wsgi", "attr": "application", "call": null or "(...)"}.
 """
 
+import ast
 import importlib
 import importlib.util
 import inspect
 import json
+import os
 import resource
 import sys
 import traceback
@@ -48,22 +52,65 @@ def interface(app):
     return None
 
 
+def chain(exc):
+    """The exception and its causes, outermost first (`raise ... from`, or raised while
+    handling another)."""
+    found = []
+    while exc is not None and all(exc is not seen for seen in found):
+        found.append(exc)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return found
+
+
+def described(exc):
+    """Type: message (file:line where it was raised)."""
+    text = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f" ({frames[-1].filename}:{frames[-1].lineno})"
+    return text
+
+
+def root_cause(exc):
+    """The innermost exception of the chain, then the outer one when it says more."""
+    found = chain(exc)
+    inner, outer = found[-1], found[0]
+    text = described(inner)
+    outer_message = str(outer)
+    if outer is not inner and outer_message and outer_message not in str(inner):
+        text += f"; raised again as {type(outer).__name__}: {outer_message}"
+    return text
+
+
+def call_arguments(call):
+    expression = ast.parse("f" + call, mode="eval").body
+    args = [ast.literal_eval(a) for a in expression.args]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in expression.keywords}
+    return args, kwargs
+
+
 def main():
-    module_name, attr = sys.argv[1], sys.argv[2]
-    sys.path.insert(0, ".")
+    request = json.loads(sys.argv[1])
+    module_name, attr, call = request["module"], request["attr"], request.get("call")
+    root = os.getcwd()
+    # As a server started here would have it: the app's root first, and '' (which -c puts
+    # there) gone, so that a later chdir cannot change what is importable.
+    sys.path[:] = [root, *(p for p in sys.path if p not in ("", root))]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out = {
+        "probe": 1,
         "python": ".".join(map(str, sys.version_info[:3])),
         "executable": sys.executable,
         "servers": {
             name: importlib.util.find_spec(mod) is not None for name, mod in SERVERS.items()
         },
     }
+    shown = f"{module_name}:{attr}{call or ''}"
     try:
         module = importlib.import_module(module_name)
     except BaseException as exc:
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        out["error"] = f"import of '{module_name}' failed: {last}"
+        out["error"] = f"import of '{module_name}' failed: {root_cause(exc)}"
+        out["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         print(json.dumps(out))
         return
     app = getattr(module, attr, None)
@@ -72,7 +119,17 @@ def main():
         out["error"] = (
             f"module '{module_name}' has no attribute '{attr}' (it has: {', '.join(names[:12])})"
         )
-    else:
+    elif call is not None:
+        try:
+            args, kwargs = call_arguments(call)
+            app = app(*args, **kwargs)
+        except BaseException as exc:
+            out["error"] = f"the factory '{shown}' failed: {root_cause(exc)}"
+            out["traceback"] = "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__)
+            )
+            app = None
+    if app is not None:
         out["interface"] = interface(app)
         out["kind"] = type(app).__name__
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

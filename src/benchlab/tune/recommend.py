@@ -69,12 +69,21 @@ class Recommendation:
     equals: list[CandidateResult]  # as good within the intervals, cheapest first
     reason: str
     findings: list[str]  # what the measurements show about the app itself
+    # Why the answer is not final (what was not measured); None: it rests on the search.
+    missing: str | None = None
+
+    @property
+    def provisional(self) -> bool:
+        return self.missing is not None
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json()
         return {
             **{k: best[k] for k in ("server", "worker_class", "workers", "threads", "command")},
             "capacity_rps": best["capacity_rps"],
+            "closed_loop_rps": best["closed_loop_rps"],
+            "provisional": self.provisional,
+            "missing": self.missing,
             "reason": self.reason,
             "equally_good": [c.to_json() for c in self.equals],
             "findings": self.findings,
@@ -141,11 +150,33 @@ def _as_good(best: Estimate, other: Estimate, tolerance_pct: float) -> bool:
     return other.median >= best.median * (1 - tolerance_pct / 100)
 
 
+def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
+    """Without a capacity, the best first pass: what was measured, labelled as such."""
+    measured = [c for c in results if c.status != "failed" and c.closed_rps]
+    if not measured:
+        return None
+    best = max(measured, key=lambda c: c.closed_rps or 0.0)
+    quick = bool((summary.options.tune or {}).get("quick"))
+    missing = (
+        "no capacity search (--quick): ranked by the first pass's closed-loop throughput; "
+        "run without --quick for the load it holds under the SLO"
+        if quick
+        else "the capacity search did not finish within the budget: ranked by the first "
+        "pass's closed-loop throughput; raise --budget (or --resume) for the load it holds "
+        "under the SLO"
+    )
+    reason = (
+        f"the highest closed-loop throughput of the {len(measured)} candidate(s) measured "
+        f"({best.closed_rps:,.0f} req/s, every connection busy: not a rate to run at)"
+    )
+    return Recommendation(best, [], reason, _findings(results), missing)
+
+
 def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[CandidateResult]]:
     results = candidate_results(summary)
     searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
     if not searched:
-        return None, results
+        return _provisional(summary, results), results
     best = max(searched, key=lambda c: c.capacity.median)
     tolerance = summary.options.target_half_width_pct
     equals = sorted(
