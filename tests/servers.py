@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import os
+import signal
+import subprocess
+import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -13,6 +18,8 @@ from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.runner import HOST, free_port, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
+
+VENV_BIN = str(Path(sys.executable).parent)
 
 
 @contextlib.contextmanager
@@ -72,3 +79,24 @@ def scripted_server(responses: dict[str, tuple[int, dict[str, str], bytes]]) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def served_by(command: str, where: Path, path: str) -> str:
+    """Paste the printed deploy command into a shell in `where`; the body it answers."""
+    port = free_port()
+    command = command.replace("0.0.0.0:8000", f"127.0.0.1:{port}")
+    command = command.replace("--host 0.0.0.0 --port 8000", f"--host 127.0.0.1 --port {port}")
+    command = command.replace("--host=0.0.0.0 --port=8000", f"--host=127.0.0.1 --port={port}")
+    server = subprocess.Popen(
+        ["bash", "-c", command], cwd=where, start_new_session=True,
+        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        problem = wait_until_answering("127.0.0.1", port, lambda: server.poll() is None, 30)
+        assert problem is None, (command, problem)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.read().decode()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(10)

@@ -4,7 +4,6 @@ launched as printed, the mistakes it must name, and a resume that keeps what it 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 import sqlite3
@@ -15,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.services.ports import free_port
-from benchlab.verify import wait_until_answering
 from tests.conftest import REPO, benchlab, benchlab_process
+from tests.servers import served_by
 
 FLASK = "examples/flask-io/app.py:app"
 FASTAPI = "examples/fastapi-blocking/app.py:app"
-VENV_BIN = str(Path(sys.executable).parent)
 
 
 def _tune(*args: str, tmp: Path, timeout: float = 600) -> dict:
@@ -51,23 +48,9 @@ def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serv
     assert best["capacity_rps"]["median"] >= 5 * sync["closed_loop_rps"], (best, sync)
     assert "waits on I/O" in best["reason"]
     # The command, as printed, serves the app (from where tune ran: the repository).
-    port = free_port()
-    command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
-    assert command.startswith("cd examples/flask-io && gunicorn app:app")
-    server = subprocess.Popen(
-        ["bash", "-c", command], cwd=REPO, start_new_session=True,
-        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert wait_until_answering("127.0.0.1", port, lambda: server.poll() is None, 30) is None
-        answer = subprocess.run(
-            ["curl", "-s", f"http://127.0.0.1:{port}/orders/7"], capture_output=True, text=True
-        )
-        assert json.loads(answer.stdout) == {"order": 7, "status": "shipped"}
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(10)
+    assert best["command"].startswith("cd examples/flask-io && gunicorn app:app")
+    answer = served_by(best["command"], REPO, "/orders/7")
+    assert json.loads(answer) == {"order": 7, "status": "shipped"}
 
 
 @pytest.mark.slow

@@ -7,21 +7,15 @@ first pass only: --quick) from the app's own directory, as a user would type it.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import textwrap
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from benchlab.services.ports import free_port
-from benchlab.verify import wait_until_answering
 from tests.conftest import REPO, benchlab
+from tests.servers import VENV_BIN, served_by
 
-VENV_BIN = str(Path(sys.executable).parent)
 TUNE_MODULES = ("app", "candidates", "driver", "probe_app", "recommend", "requests")
 
 
@@ -43,27 +37,6 @@ def _tune(where: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     assert report["recommendation"] is not None, report
     assert report["recommendation"]["provisional"] is True, report["recommendation"]
     return report
-
-
-def _serves(command: str, where: Path, path: str) -> str:
-    """Paste the printed deploy command into a shell in `where`; the body it answers."""
-    port = free_port()
-    command = command.replace("0.0.0.0:8000", f"127.0.0.1:{port}")
-    command = command.replace("--host 0.0.0.0 --port 8000", f"--host 127.0.0.1 --port {port}")
-    command = command.replace("--host=0.0.0.0 --port=8000", f"--host=127.0.0.1 --port={port}")
-    server = subprocess.Popen(
-        ["bash", "-c", command], cwd=where, start_new_session=True,
-        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        problem = wait_until_answering("127.0.0.1", port, lambda: server.poll() is None, 30)
-        assert problem is None, (command, problem)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.read().decode()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(10)
 
 
 WSGI_ANSWER = """
@@ -142,7 +115,7 @@ def test_a_src_layout_package_is_imported_by_its_package_name(tmp_path: Path) ->
     )  # fmt: skip
     command = report["recommendation"]["command"]
     assert command.startswith("cd src && gunicorn shop.web:app "), command
-    assert json.loads(_serves(command, tmp_path, "/items")) == {"items": ["tea", "cups"]}
+    assert json.loads(served_by(command, tmp_path, "/items")) == {"items": ["tea", "cups"]}
 
 
 def _django_project(where: Path) -> Path:
@@ -207,7 +180,7 @@ def test_a_wsgi_factory_with_arguments_loads_in_gunicorns_own_syntax(tmp_path: P
     )  # fmt: skip
     command = report["recommendation"]["command"]
     assert command.startswith("gunicorn 'fact:create_app('\"'\"'harbour'\"'\"', debug=False)' ")
-    assert _serves(command, tmp_path, "/") == "shop harbour"
+    assert served_by(command, tmp_path, "/") == "shop harbour"
 
 
 def test_a_bare_factory_with_the_factory_flag_loads_through_waitress_call(
@@ -220,7 +193,7 @@ def test_a_bare_factory_with_the_factory_flag_loads_through_waitress_call(
     )  # fmt: skip
     command = report["recommendation"]["command"]
     assert command.startswith("waitress-serve ") and "--call fact:create_app" in command
-    assert _serves(command, tmp_path, "/") == "shop corner"
+    assert served_by(command, tmp_path, "/") == "shop corner"
 
 
 def test_an_asgi_factory_loads_with_uvicorns_factory_flag(tmp_path: Path) -> None:
@@ -290,7 +263,7 @@ def test_an_app_that_needs_its_env_file_gets_it_and_so_does_the_deploy_command(
     )  # fmt: skip
     command = report["recommendation"]["command"]
     assert command.startswith("set -a && . ./.env && set +a && cd web && gunicorn envapp:app")
-    assert _serves(command, tmp_path, "/") == "hello from the env file (quiet)"
+    assert served_by(command, tmp_path, "/") == "hello from the env file (quiet)"
 
 
 def test_an_import_that_fails_inside_a_library_shows_the_librarys_real_message(
