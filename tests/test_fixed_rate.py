@@ -112,7 +112,10 @@ def test_a_rate_below_capacity_is_delivered_and_one_above_is_flagged(
     # while twice the capacity builds a queue of seconds: the reference is that queue.
     assert held["latency_ms"]["p50"] >= 10
     assert held["latency_ms"]["p99"] < over["latency_ms"]["p50"] / 10, (held, over)
-    assert held["verdicts"] in ([], ["unstable"]), held["verdict_sentences"]
+    # Nothing says the server fell short. (The generator may be flagged late on a VM that
+    # stalls it for a moment: seen once, 17 ms late at 13 % CPU; that is about the load side.)
+    server_side = {"rate-not-delivered", "falling-behind", "server-saturated", "errors"}
+    assert not server_side & set(held["verdicts"]), held["verdict_sentences"]
     assert held["latency_source"] == "merged histogram"
     # Twice what two workers serve: the queue grows all trial long.
     assert over["rate_ratio"]["median"] < 0.6

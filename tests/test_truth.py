@@ -169,7 +169,7 @@ def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp:
         in (cells["flask+gunicorn"]["verdict_sentences"]["littles-law"])
     )
     assert "blocked" not in cells["flask+gunicorn"]["verdicts"]
-    assert cells["fastapi+uvicorn"]["verdicts"] in ([], ["unstable"])
+    assert not {"blocked", "littles-law"} & set(cells["fastapi+uvicorn"]["verdicts"])
     sentence = cells["flask+gevent-late-patch"]["verdict_sentences"]["blocked"]
     assert "it could hold 32 requests waiting at once" in sentence  # the clients bind first
     # The HTML report badges the verdicts, each with its sentence.
