@@ -58,6 +58,8 @@ def sshd_in_namespace() -> Iterator[SshServer]:
     made_run_dir = not Path("/run/sshd").exists()
     process = None
     try:
+        # One left by a test that was killed (its finally never ran) is this test's own.
+        subprocess.run(["ip", "netns", "delete", NAMESPACE], capture_output=True, check=False)
         _ip("netns", "add", NAMESPACE)
         _ip("link", "add", OUTER, "type", "veth", "peer", "name", INNER, "netns", NAMESPACE)
         _ip("addr", "add", f"{HERE_ADDRESS}/30", "dev", OUTER)
