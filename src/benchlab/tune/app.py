@@ -48,10 +48,6 @@ class AppSpec:
         """module:attr(args), the form gunicorn and hypercorn take for a factory."""
         return f"{self.target}{self.call or ''}"
 
-    @property
-    def shown(self) -> str:
-        return self.factory_target
-
 
 def _attribute(text: str, attr_text: str, factory: bool) -> tuple[str, str | None]:
     """The attribute's name and, for a factory, its call's argument text."""
@@ -208,8 +204,8 @@ def probe(
             f"'{spec.module}:{spec.attr}()' or --factory"
         )
         raise UserError(
-            f"APP '{spec.text}': '{spec.shown}' {what} a {data.get('kind')}, not an ASGI or "
-            f"WSGI application; point at the app object (or force it with --interface "
+            f"APP '{spec.text}': '{spec.factory_target}' {what} a {data.get('kind')}, not an "
+            f"ASGI or WSGI application; point at the app object (or force it with --interface "
             f"asgi|wsgi){hint}"
         )
     return AppInfo(

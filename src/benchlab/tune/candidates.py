@@ -62,12 +62,16 @@ KINDS = (
 )  # fmt: skip
 
 
+# Servers that call a factory named by a flag, always without arguments.
+FACTORY_FLAGS = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}
+
+
 def factory_unsupported(kind: Kind, info: AppInfo) -> str | None:
     """Why a server cannot load the app's factory as called, or None when it can."""
     call = info.spec.call
     if call is None or call == "()" or kind.server in ("gunicorn", "hypercorn", "uwsgi"):
         return None
-    flag = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}[kind.server]
+    flag = FACTORY_FLAGS[kind.server]
     return f"its {flag} calls the factory without arguments"
 
 
@@ -82,7 +86,7 @@ def _app_argv(kind: Kind, spec: AppSpec) -> list[str]:
     if kind.server == "uwsgi":
         code = f"import {spec.module}; application = {spec.module}.{spec.attr}{spec.call}"
         return ["--eval", code]
-    flag = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}[kind.server]
+    flag = FACTORY_FLAGS[kind.server]
     return [flag, spec.target]
 
 
@@ -163,7 +167,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
 
     return Stack(
         name=kind.name,
-        framework=f"your app ({info.spec.shown}, {info.interface.upper()})",
+        framework=f"your app ({info.spec.factory_target}, {info.interface.upper()})",
         server=f"{kind.server} ({kind.worker_class})",
         worker_model=kind.model,
         scenarios=(SCENARIO,),

@@ -172,9 +172,9 @@ def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> Tune
 def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
     database = "mariadb" if "mariadb" in request.with_services else "postgres"
     return Recipe(
-        name=f"tune {info.spec.shown}",
+        name=f"tune {info.spec.factory_target}",
         question=(
-            f"Which server and settings hold the most load for {info.spec.shown} with p99 "
+            f"Which server and settings hold the most load for {info.spec.factory_target} with p99 "
             f"under {request.slo_p99_ms:g} ms?"
         ),
         stacks=["tune"],
@@ -279,13 +279,13 @@ def run_tune(
         skipped = "".join(f"; not tried: {s} ({why})" for s, why in skipped_servers(info).items())
         raise UserError(
             f"--python {request.python}: no {info.interface.upper()} server to run "
-            f"{spec.shown} in that environment (looked for {', '.join(wanted)}{narrowed}"
+            f"{spec.factory_target} in that environment (looked for {', '.join(wanted)}{narrowed}"
             f"{skipped}); add one: "
             f"{app_module.install_hint(request.python, missing[:2] or ['gunicorn'])}"
         )
     tune_plan = plan(found, request.budget_min, request.quick)
     say(
-        f"{spec.shown}: {info.interface.upper()} app, Python {info.python_version} "
+        f"{spec.factory_target}: {info.interface.upper()} app, Python {info.python_version} "
         f"({request.python}), imported from {spec.directory}; servers here: "
         + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
     )
@@ -308,7 +308,8 @@ def run_tune(
     options = dataclasses.replace(
         RunOptions.from_recipe(recipe),
         tune={
-            "key": key, "app": spec.text, "target": spec.shown, "directory": str(spec.directory),
+            "key": key, "app": spec.text, "target": spec.factory_target,
+            "directory": str(spec.directory),
             "interface": info.interface, "python": request.python,
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
