@@ -189,7 +189,9 @@ def test_a_rate_beyond_the_generator_is_blamed_on_the_generator(
     assert cell["rate_ratio"]["median"] < 0.5
     sentence = cell["verdict_sentences"]["rate-not-delivered"]
     assert "generator-bound" in sentence and "says nothing about the server" in sentence
-    assert cell["load_cpu_pct"]["median"] >= 90
+    # Whose the shortfall is follows from when requests were sent, not from the generator's
+    # CPU: starved by the VM's neighbours, vegeta used 87 % of its core and still sent late.
+    assert cell["sent_rate"]["median"] < 0.95 * 200_000
 
 
 CPU = """

@@ -386,3 +386,23 @@ def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
     )  # fmt: skip
     assert [v.name for v in verdicts(figures, 5.0, adaptive=True)] == ["unstable"]
     assert verdicts(figures, 5.0, adaptive=False) == []
+
+
+def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
+    from benchlab.analysis.verdicts import CellFigures, verdicts
+
+    def shortfall(sent_rate: float) -> str:
+        figures = CellFigures(
+            scenario="sleep", connections=16, ms=10, throughput_rps=200.0, half_width_pct=1.0,
+            confidence=0.875, requests=400, errors={"total": 0}, server_cpu_pct=5.0,
+            load_cpu_pct=40.0, server_cores=1, load_cores=1, capacity=None,
+            db_sessions_peak=None, db_pool_limit=None, mode="rate", target_rate=500.0,
+            sent_rate=sent_rate, rate_ratio=0.4,
+        )  # fmt: skip
+        (found,) = [v for v in verdicts(figures, 50.0) if v.name == "rate-not-delivered"]
+        return found.sentence
+
+    # Sent on time at 40 % CPU, answered at 200 of 500: the server did not keep up.
+    assert "server-bound" in shortfall(sent_rate=499.0)
+    # Sent late at 40 % CPU (a generator whose core the VM gave away): the generator's.
+    assert "generator-bound" in shortfall(sent_rate=220.0)

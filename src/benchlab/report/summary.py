@@ -573,6 +573,7 @@ def _analyse(
         db_pool_limit=cell.db_pool_limit,
         mode=cell.mode,
         target_rate=cell.value(F.TARGET_RATE),
+        sent_rate=cell.value(F.SENT_RATE),
         rate_ratio=rate_ratio.median if rate_ratio else None,
         latency_first_ms=trend[0],
         latency_last_ms=trend[1],
