@@ -282,12 +282,13 @@ def reading_guide(summary: RunSummary) -> list[str]:
         )
     server = run.get("server_cores") or []
     load = run.get("load_cores") or []
-    lines.append(
-        f"Every stack ran {_workers(summary.cells)} on {len(server)} server "
-        f"core{'s' if len(server) != 1 else ''} ({', '.join(map(str, server))}); the load tool "
-        f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
-        "this machine's figures: more cores or workers change them, and not in proportion."
-    )
+    if summary.cells:  # a run stopped before its first cell has none
+        lines.append(
+            f"Every stack ran {_workers(summary.cells)} on {len(server)} server "
+            f"core{'s' if len(server) != 1 else ''} ({', '.join(map(str, server))}); the load tool "
+            f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
+            "this machine's figures: more cores or workers change them, and not in proportion."
+        )
     estimates = [c.estimate(c.ranked_by) for c in summary.cells]
     coverage = sorted({round(100 * e.confidence) for e in estimates if e and e.n > 1})
     if coverage:
