@@ -17,7 +17,7 @@ from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.html import render_html
 from benchlab.report.progress import LineReporter
 from benchlab.report.summary import summarise
-from benchlab.runner import Execution
+from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
@@ -88,9 +88,12 @@ def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
     recipe, text = load_recipe(path)
     store = Store(tmp_path / "r.db")
     output = io.StringIO()
-    outcome = Execution(
-        build_plan(path, recipe, text), store, LineReporter(Console(file=output)), "test"
-    ).run()
+    outcome = run_recipe(
+        build_plan(path, recipe, text),
+        store,
+        LineReporter(Console(file=output)),
+        SessionOptions("test"),
+    )
     assert outcome.status == "partial"
     cells = {(c["stack"], c["scenario"]): c for c in store.cells(outcome.run_id)}
     wrong = cells[("wrong-body", "plaintext")]

@@ -13,7 +13,7 @@ from rich.console import Console
 from benchlab.load.vegeta import read_results
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
-from benchlab.runner import Execution
+from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
@@ -264,7 +264,9 @@ def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
     recipe, text = load_recipe(path)
     store = Store(tmp_path / "r.db")
     reporter = LineReporter(Console(file=io.StringIO()))
-    run_id = Execution(build_plan(path, recipe, text), store, reporter, "test").run().run_id
+    run_id = run_recipe(
+        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+    ).run_id
     report = benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "--format", "json")
     (cell,) = json.loads(report.stdout)["cells"]
     latency = cell["latency_ms"]

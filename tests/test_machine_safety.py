@@ -184,10 +184,9 @@ def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
 
     from rich.console import Console
 
-    from benchlab import runner
     from benchlab.recipe import build_plan, load_recipe
     from benchlab.report.progress import LineReporter
-    from benchlab.runner import Execution
+    from benchlab.runner import SessionOptions, launch, run_recipe
     from benchlab.store import Store
     from tests.servers import scripted_server
 
@@ -200,14 +199,17 @@ def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
     answer = (200, {"Content-Type": "text/plain", "Content-Length": "13"}, b"Hello, World!")
     with scripted_server({"/plaintext": answer, "/": answer}) as taken:
         ports = iter([taken])
-        real = runner.free_port
-        monkeypatch.setattr(runner, "free_port", lambda: next(ports, None) or real())
+        real = launch.free_port
+        monkeypatch.setattr(launch, "free_port", lambda: next(ports, None) or real())
         recipe, text = load_recipe(path)
         out = io.StringIO()
         store = Store(tmp_path / "r.db")
-        outcome = Execution(
-            build_plan(path, recipe, text), store, LineReporter(Console(file=out)), "t"
-        ).run()
+        outcome = run_recipe(
+            build_plan(path, recipe, text),
+            store,
+            LineReporter(Console(file=out)),
+            SessionOptions("t"),
+        )
     assert outcome.status == "complete", out.getvalue()
     assert f"port {taken} was taken" in out.getvalue()
     trial = store.trials(store.cells(outcome.run_id)[0]["id"])[0]

@@ -14,7 +14,7 @@ from rich.console import Console
 from benchlab.load import TOOLS as TOOLS_BY_NAME
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
-from benchlab.runner import Execution
+from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
@@ -42,7 +42,9 @@ def test_a_tool_that_waits_outside_its_requests_is_caught_and_healthy_ones_are_n
     recipe, text = load_recipe(path)
     store = Store(tmp_path / "r.db")
     reporter = LineReporter(Console(file=io.StringIO()))
-    run_id = Execution(build_plan(path, recipe, text), store, reporter, "test").run().run_id
+    run_id = run_recipe(
+        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+    ).run_id
     report = json.loads(
         benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "-f", "json").stdout
     )

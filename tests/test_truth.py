@@ -18,7 +18,7 @@ from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import ratio_interval
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
-from benchlab.runner import Execution
+from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
@@ -49,7 +49,9 @@ def _execute(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
     path = write_recipe(tmp_path, recipe_text, name)
     recipe, text = load_recipe(path)
     reporter = LineReporter(Console(file=io.StringIO()))
-    return Execution(build_plan(path, recipe, text), store, reporter, "test").run().run_id
+    return run_recipe(
+        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+    ).run_id
 
 
 # --- synthetic ---------------------------------------------------------------------------

@@ -27,7 +27,9 @@ from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
     from benchlab.recipe import Plan
-    from benchlab.runner import Reporter
+    from benchlab.report.exporters import Exporter
+    from benchlab.runner import Reporter, RunOutcome
+    from benchlab.scenarios import Expectation
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
@@ -62,6 +64,182 @@ AllowConcurrentOption = Annotated[
 ]
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
 
+RunRecipeNameArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="RECIPE",
+        help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...).",
+    ),
+]
+
+RunDurationOption = Annotated[
+    int | None,
+    typer.Option(metavar="S", min=1, help="Seconds per trial, for every load profile."),
+]
+
+RunConnectionsOption = Annotated[
+    int | None,
+    typer.Option(metavar="C", min=1, help="Connections, for every load profile."),
+]
+
+RunPointOption = Annotated[
+    list[str] | None,
+    typer.Option("--point", metavar="NAME", help="Run only this named point (repeatable)."),
+]
+
+RunHtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="Write the HTML report here (default: RECIPE-NAME.html beside the results).",
+    ),
+]
+
+RunDryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", metavar="", help="Print the plan and its time estimate only."),
+]
+
+TuneAppSpecArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="APP",
+        help="path/to/module.py:app, package.module:app, or a factory: "
+        "package.module:create_app() (literal arguments allowed).",
+    ),
+]
+
+TuneFactoryOption = Annotated[
+    bool,
+    typer.Option("--factory", help="APP names a callable that returns the app (no arguments)."),
+]
+
+TuneQuickOption = Annotated[
+    bool,
+    typer.Option(
+        "--quick",
+        help="The first pass only (about 10 s a candidate): candidates ranked by their "
+        "closed-loop throughput, no capacity search; the answer is provisional.",
+    ),
+]
+
+TuneVerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
+]
+
+TunePythonOption = Annotated[
+    str,
+    typer.Option(
+        metavar="PATH", help="The interpreter of your app's environment (default: this one)."
+    ),
+]
+
+TuneInterfaceOption = Annotated[
+    str | None, typer.Option(metavar="asgi|wsgi", help="Default: detected.")
+]
+
+TuneRequestOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--request",
+        metavar="'METHOD PATH'",
+        help="A request to send (repeatable; default 'GET /').",
+    ),
+]
+
+TuneRequestsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="A TOML file of [[request]] tables: method, path, headers, body, weight, "
+        "status, contains, json_key.",
+    ),
+]
+
+TuneCheckStatusOption = Annotated[
+    int, typer.Option(metavar="CODE", help="The status every --request must get.")
+]
+
+TuneCheckBodyOption = Annotated[
+    str | None, typer.Option(metavar="TEXT", help="Text every --request's answer must contain.")
+]
+
+TuneSloP99MsOption = Annotated[
+    float, typer.Option(metavar="MS", min=0.1, help="The latency target: p99, ms.")
+]
+
+TuneBudgetOption = Annotated[
+    float,
+    typer.Option(metavar="MIN", min=1, max=24 * 60, help="Minutes the whole search may take."),
+]
+
+TuneResumeOption = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        metavar="",
+        help="Continue the last unfinished tune of this app and requests.",
+    ),
+]
+
+TuneEnvOption = Annotated[
+    list[str] | None,
+    typer.Option("--env", metavar="KEY=VALUE", help="For the app (repeatable)."),
+]
+
+TuneEnvFileOption = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="A file of KEY=VALUE lines.")
+]
+
+TuneWithServicesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--with",
+        metavar="SERVICES",
+        help="Services benchlab starts for the app, and the variables that get their "
+        "addresses: postgres[=VAR],mariadb[=VAR],redis[=VAR] (default DATABASE_URL, "
+        "REDIS_URL).",
+    ),
+]
+
+TuneServersOption = Annotated[
+    str | None, typer.Option(metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.")
+]
+
+TuneWorkersOption = Annotated[
+    str | None, typer.Option(metavar="LIST", help="Worker counts to try, e.g. 1,2,3.")
+]
+
+TuneThreadsOption = Annotated[
+    str | None,
+    typer.Option(metavar="LIST", help="Threads per worker to try (default 4,16,64)."),
+]
+
+TuneGreenletsOption = Annotated[
+    str | None,
+    typer.Option(metavar="LIST", help="Greenlets per gevent worker to try (default 100,1000)."),
+]
+
+TuneConnectionsOption = Annotated[
+    int,
+    typer.Option(metavar="C", min=1, max=100_000, help="The most connections the load may open."),
+]
+
+TuneFmtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="table|md|json|html",
+        help="Default: from the -o file's extension, else table.",
+    ),
+]
+
+TuneOutputOption = Annotated[
+    Path | None,
+    typer.Option("-o", "--output", metavar="FILE", help="Write the report to this file."),
+]
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -86,38 +264,14 @@ def _options(
 
 @app.command()
 def run(
-    recipe_name: Annotated[
-        str,
-        typer.Argument(
-            metavar="RECIPE",
-            help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...).",
-        ),
-    ] = DEFAULT_RECIPE,
-    duration: Annotated[
-        int | None,
-        typer.Option(metavar="S", min=1, help="Seconds per trial, for every load profile."),
-    ] = None,
+    recipe_name: RunRecipeNameArgument = DEFAULT_RECIPE,
+    duration: RunDurationOption = None,
     trials: Annotated[int | None, typer.Option(metavar="N", min=1, help="Trials per cell.")] = None,
-    connections: Annotated[
-        int | None,
-        typer.Option(metavar="C", min=1, help="Connections, for every load profile."),
-    ] = None,
-    point: Annotated[
-        list[str] | None,
-        typer.Option("--point", metavar="NAME", help="Run only this named point (repeatable)."),
-    ] = None,
+    connections: RunConnectionsOption = None,
+    point: RunPointOption = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    html: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="Write the HTML report here (default: RECIPE-NAME.html beside the results).",
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", metavar="", help="Print the plan and its time estimate only."),
-    ] = False,
+    html: RunHtmlOption = None,
+    dry_run: RunDryRunOption = False,
     allow_concurrent: AllowConcurrentOption = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
@@ -125,7 +279,7 @@ def run(
     from benchlab.report.html import render_html
     from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
-    from benchlab.runner import Execution
+    from benchlab.runner import SessionOptions, run_recipe
 
     recipe = resolve_recipe(recipe_name)
     loaded, text = load_recipe(recipe)
@@ -143,6 +297,33 @@ def run(
         console.print(line, markup=False, highlight=False)
     if dry_run:
         return
+    _check_ready(plan)
+    page = _html_page(html, results, plan)
+    shared = _claim(allow_concurrent)
+    if plan.recipe.hosts:
+        from benchlab.hosts.topology import preflight
+
+        preflight(plan)
+    store = Store(results)
+    options = SessionOptions(command=_command_line(), shared_machine=shared)
+    outcome = run_recipe(plan, store, _reporter(), options)
+    summary = summarise(store, outcome.run_id)
+    render_table(summary, console)
+    console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    try:
+        page.write_text(render_html(summary))
+    except OSError as exc:  # the run is stored: say how to get its report another way
+        raise UserError(
+            f"--html {page}: cannot write it ({exc.strerror}); the run is stored: "
+            f"benchlab report {outcome.run_id} --format html -o FILE"
+        ) from None
+    console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
+    if outcome.status == "interrupted":
+        raise typer.Exit(130)
+
+
+def _check_ready(plan: Plan) -> None:
+    """What the run needs on this machine, checked before anything starts."""
     from benchlab.load import TOOLS
 
     if shutil.which("taskset") is None:
@@ -158,8 +339,12 @@ def run(
             "measure their fight for it, not the server",
             style="yellow",
         )
+
+
+def _html_page(html: Path | None, results: Path, plan: Plan) -> Path:
+    """Where the report goes, checked before the run, not after it: it is its last step."""
     page = html or results.parent / (re.sub(r"[^\w.-]+", "-", plan.recipe.name) + ".html")
-    try:  # checked before the run, not after it: the report is its last step
+    try:
         page.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--html {page}: cannot create its directory ({exc.strerror})") from None
@@ -167,28 +352,7 @@ def run(
         raise UserError(
             f"--html {page}: is a directory; give a file name such as {page}/report.html"
         )
-    shared = _claim(allow_concurrent)
-    if plan.recipe.hosts:
-        from benchlab.hosts.topology import preflight
-
-        preflight(plan)
-    store = Store(results)
-    execution = Execution(plan, store, _reporter(), _command_line())
-    execution.shared_machine = shared
-    outcome = execution.run()
-    summary = summarise(store, outcome.run_id)
-    render_table(summary, console)
-    console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
-    try:
-        page.write_text(render_html(summary))
-    except OSError as exc:  # the run is stored: say how to get its report another way
-        raise UserError(
-            f"--html {page}: cannot write it ({exc.strerror}); the run is stored: "
-            f"benchlab report {outcome.run_id} --format html -o FILE"
-        ) from None
-    console.print(f"report: {page} (benchlab report {outcome.run_id} --format html|md|csv|json)")
-    if outcome.status == "interrupted":
-        raise typer.Exit(130)
+    return page
 
 
 def _claim(allow_concurrent: bool) -> bool:
@@ -265,146 +429,42 @@ def _int_list(text: str | None, option: str) -> list[int] | None:
 
 @app.command()
 def tune(
-    app_spec: Annotated[
-        str,
-        typer.Argument(
-            metavar="APP",
-            help="path/to/module.py:app, package.module:app, or a factory: "
-            "package.module:create_app() (literal arguments allowed).",
-        ),
-    ],
-    factory: Annotated[
-        bool,
-        typer.Option("--factory", help="APP names a callable that returns the app (no arguments)."),
-    ] = False,
-    quick: Annotated[
-        bool,
-        typer.Option(
-            "--quick",
-            help="The first pass only (about 10 s a candidate): candidates ranked by their "
-            "closed-loop throughput, no capacity search; the answer is provisional.",
-        ),
-    ] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
-    ] = False,
-    python: Annotated[
-        str,
-        typer.Option(
-            metavar="PATH", help="The interpreter of your app's environment (default: this one)."
-        ),
-    ] = sys.executable,
-    interface: Annotated[
-        str | None, typer.Option(metavar="asgi|wsgi", help="Default: detected.")
-    ] = None,
-    request: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--request",
-            metavar="'METHOD PATH'",
-            help="A request to send (repeatable; default 'GET /').",
-        ),
-    ] = None,
-    requests_file: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="A TOML file of [[request]] tables: method, path, headers, body, weight, "
-            "status, contains, json_key.",
-        ),
-    ] = None,
-    check_status: Annotated[
-        int, typer.Option(metavar="CODE", help="The status every --request must get.")
-    ] = 200,
-    check_body: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Text every --request's answer must contain.")
-    ] = None,
-    slo_p99_ms: Annotated[
-        float, typer.Option(metavar="MS", min=0.1, help="The latency target: p99, ms.")
-    ] = 100.0,
-    budget: Annotated[
-        float,
-        typer.Option(metavar="MIN", min=1, max=24 * 60, help="Minutes the whole search may take."),
-    ] = 15.0,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            metavar="",
-            help="Continue the last unfinished tune of this app and requests.",
-        ),
-    ] = False,
-    env: Annotated[
-        list[str] | None,
-        typer.Option("--env", metavar="KEY=VALUE", help="For the app (repeatable)."),
-    ] = None,
-    env_file: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="A file of KEY=VALUE lines.")
-    ] = None,
-    with_services: Annotated[
-        str | None,
-        typer.Option(
-            "--with",
-            metavar="SERVICES",
-            help="Services benchlab starts for the app, and the variables that get their "
-            "addresses: postgres[=VAR],mariadb[=VAR],redis[=VAR] (default DATABASE_URL, "
-            "REDIS_URL).",
-        ),
-    ] = None,
-    servers: Annotated[
-        str | None, typer.Option(metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.")
-    ] = None,
-    workers: Annotated[
-        str | None, typer.Option(metavar="LIST", help="Worker counts to try, e.g. 1,2,3.")
-    ] = None,
-    threads: Annotated[
-        str | None,
-        typer.Option(metavar="LIST", help="Threads per worker to try (default 4,16,64)."),
-    ] = None,
-    greenlets: Annotated[
-        str | None,
-        typer.Option(metavar="LIST", help="Greenlets per gevent worker to try (default 100,1000)."),
-    ] = None,
-    connections: Annotated[
-        int,
-        typer.Option(
-            metavar="C", min=1, max=100_000, help="The most connections the load may open."
-        ),
-    ] = 256,
+    app_spec: TuneAppSpecArgument,
+    factory: TuneFactoryOption = False,
+    quick: TuneQuickOption = False,
+    verbose: TuneVerboseOption = False,
+    python: TunePythonOption = sys.executable,
+    interface: TuneInterfaceOption = None,
+    request: TuneRequestOption = None,
+    requests_file: TuneRequestsFileOption = None,
+    check_status: TuneCheckStatusOption = 200,
+    check_body: TuneCheckBodyOption = None,
+    slo_p99_ms: TuneSloP99MsOption = 100.0,
+    budget: TuneBudgetOption = 15.0,
+    resume: TuneResumeOption = False,
+    env: TuneEnvOption = None,
+    env_file: TuneEnvFileOption = None,
+    with_services: TuneWithServicesOption = None,
+    servers: TuneServersOption = None,
+    workers: TuneWorkersOption = None,
+    threads: TuneThreadsOption = None,
+    greenlets: TuneGreenletsOption = None,
+    connections: TuneConnectionsOption = 256,
     allow_concurrent: AllowConcurrentOption = False,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="table|md|json|html",
-            help="Default: from the -o file's extension, else table.",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("-o", "--output", metavar="FILE", help="Write the report to this file."),
-    ] = None,
+    fmt: TuneFmtOption = None,
+    output: TuneOutputOption = None,
 ) -> None:
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
-    from benchlab.report.exporters import choose, write
-    from benchlab.report.html import render_html
-    from benchlab.report.summary import summarise
-    from benchlab.report.terminal import render_table
+    from benchlab.report.exporters import choose
     from benchlab.tune.app import ProbeFailed
     from benchlab.tune.driver import TuneRequest, run_tune
-    from benchlab.tune.requests import load_requests, parse_request
 
     exporter = choose(fmt, output, allowed=("table", "md", "json", "html"))
     if interface not in (None, "asgi", "wsgi"):
         raise UserError(f"--interface '{interface}': use asgi or wsgi")
-    requests = [parse_request(r, check_status, check_body) for r in request or []]
-    if requests_file is not None:
-        requests += load_requests(requests_file)
-    if not requests:
-        requests = [parse_request("GET /", check_status, check_body)]
+    requests = _tune_requests(request or [], requests_file, check_status, check_body)
     tune_request = TuneRequest(
         app=app_spec, python=python, interface=interface, requests=tuple(requests),
         slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(),
@@ -434,7 +494,34 @@ def tune(
         else:
             failed.args = (f"{failed}; --verbose shows the traceback",)
         raise
-    summary = summarise(store, done.outcome.run_id)
+    _show_tune(done.outcome, store, results, exporter, output, app_spec)
+    if done.outcome.status == "interrupted":
+        console.print("interrupted: what was measured is kept; continue with --resume")
+        raise typer.Exit(130)
+
+
+def _tune_requests(
+    given: list[str], requests_file: Path | None, status: int, body: str | None
+) -> list[Expectation]:
+    from benchlab.tune.requests import load_requests, parse_request
+
+    requests = [parse_request(r, status, body) for r in given]
+    if requests_file is not None:
+        requests += load_requests(requests_file)
+    return requests or [parse_request("GET /", status, body)]
+
+
+def _show_tune(
+    outcome: RunOutcome, store: Store, results: Path, exporter: Exporter, output: Path | None,
+    app_spec: str,
+) -> None:  # fmt: skip
+    """The tune's report where it was asked for, and its HTML page beside the results."""
+    from benchlab.report.exporters import write
+    from benchlab.report.html import render_html
+    from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
+
+    summary = summarise(store, outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     page.write_text(render_html(summary))
     if exporter.name == "table" and output is None:
@@ -444,13 +531,10 @@ def tune(
     else:
         write(exporter.render(summary, False), output)
     console.print(
-        f"run id: {done.outcome.run_id} ({done.outcome.status}) · results in {results} · "
+        f"run id: {outcome.run_id} ({outcome.status}) · results in {results} · "
         f"report: {page}",
         markup=False, highlight=False,
     )  # fmt: skip
-    if done.outcome.status == "interrupted":
-        console.print("interrupted: what was measured is kept; continue with --resume")
-        raise typer.Exit(130)
 
 
 @app.command()

@@ -39,10 +39,18 @@ from benchlab.recipe import (
     default_cores,
 )
 from benchlab.run_options import RunOptions
-from benchlab.runner import Execution, Reporter, RunOutcome
+from benchlab.runner import (
+    MeasureOptions,
+    Measurer,
+    Reporter,
+    RunOutcome,
+    Session,
+    SessionOptions,
+)
 from benchlab.scenarios import Expectation, Scenario
 from benchlab.store import RunInfo, Store
 from benchlab.tune import app as app_module
+from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.candidates import (
     SCENARIO,
     Candidate,
@@ -232,11 +240,11 @@ def _resumable(store: Store, key: str) -> str | None:
     return None
 
 
-def service_env(request: TuneRequest, execution: Execution) -> dict[str, str]:
+def service_env(request: TuneRequest, session: Session) -> dict[str, str]:
     """The addresses of benchlab's services in the variables the user named."""
-    if execution.services is None:
+    if session.services is None:
         return {}
-    running = execution.services.running
+    running = session.services.running
     names = {"postgres": "postgresql", "mariadb": "mariadb", "redis": "redis"}
     return {
         variable: running[names[service]].dsn
@@ -266,7 +274,6 @@ def run_tune(
     info = app_module.probe(
         spec, request.python, request.env, request.interface, request.cwd, env_file
     )
-    missing = info.missing_servers
     cores = request.cores or default_cores()
     memory_mb = psutil.virtual_memory().available / 2**20
     found = candidates(
@@ -274,16 +281,69 @@ def run_tune(
         request.greenlets,
     )  # fmt: skip
     if not found:
-        wanted = app_module.WSGI_SERVERS if info.interface == "wsgi" else app_module.ASGI_SERVERS
-        narrowed = f"; --servers {','.join(request.servers)}" if request.servers else ""
-        skipped = "".join(f"; not tried: {s} ({why})" for s, why in skipped_servers(info).items())
-        raise UserError(
-            f"--python {request.python}: no {info.interface.upper()} server to run "
-            f"{spec.factory_target} in that environment (looked for {', '.join(wanted)}{narrowed}"
-            f"{skipped}); add one: "
-            f"{app_module.install_hint(request.python, missing[:2] or ['gunicorn'])}"
-        )
+        raise _no_server(spec, info, request)
     tune_plan = plan(found, request.budget_min, request.quick)
+    _announce(say, spec, info, request, tune_plan)
+    recipe = _recipe(request, info)
+    previous = _resumable(store, request.key()) if resume else None
+    if resume and previous is None:
+        say("nothing to resume for this tune in the store: starting afresh")
+    coarse_cells = [_cell(c, cores, "closed", request.connections) for c in found]
+    runner_plan = Plan(
+        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
+        hosts=local_only(cores),
+    )  # fmt: skip
+    session = Session(
+        runner_plan, store, reporter,
+        SessionOptions(
+            command, run_info=_run_info(request, spec, info, recipe, cores, command, shared),
+            resume=previous, deadline_s=request.budget_min * 60, catalogue=catalogue(info),
+            scenarios={SCENARIO: _scenario(request)},
+        ),
+    )  # fmt: skip
+    measurer = Measurer(
+        session, MeasureOptions(measure_alone=True, extra_env=lambda: service_env(request, session))
+    )
+    survivors: list[Candidate] = []
+    planned = len(found) + tune_plan.survivors * tune_plan.replicates
+    with session.running(planned) as outcome:
+        session.add_cells(coarse_cells)
+        session.prepare(coarse_cells)
+        measurer.measure(coarse_cells, 1)
+        _refuse_if_every_check_failed(session, coarse_cells, request)
+        if request.quick:
+            return TuneResult(outcome, tune_plan, [])
+        survivors = _survivors(session, found, coarse_cells, tune_plan.survivors)
+        reporter.extend((len(survivors) - tune_plan.survivors) * tune_plan.replicates)
+        say(
+            f"kept {len(survivors)} of {len(found)} for the capacity search: "
+            + ", ".join(c.label for c in survivors)
+        )
+        search_cells = [_cell(c, cores, "slo", request.connections) for c in survivors]
+        session.add_cells(search_cells)
+        session.prepare(search_cells)
+        measurer.measure(search_cells, tune_plan.replicates)
+    return TuneResult(outcome, tune_plan, survivors)
+
+
+def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:
+    wanted = app_module.WSGI_SERVERS if info.interface == "wsgi" else app_module.ASGI_SERVERS
+    narrowed = f"; --servers {','.join(request.servers)}" if request.servers else ""
+    skipped = "".join(f"; not tried: {s} ({why})" for s, why in skipped_servers(info).items())
+    return UserError(
+        f"--python {request.python}: no {info.interface.upper()} server to run "
+        f"{spec.factory_target} in that environment (looked for {', '.join(wanted)}{narrowed}"
+        f"{skipped}); add one: "
+        f"{app_module.install_hint(request.python, info.missing_servers[:2] or ['gunicorn'])}"
+    )
+
+
+def _announce(
+    say: Callable[[str], None], spec: AppSpec, info: AppInfo, request: TuneRequest,
+    tune_plan: TunePlan,
+) -> None:  # fmt: skip
+    """What was found in the app's environment, and the plan."""
+    missing = info.missing_servers
     say(
         f"{spec.factory_target}: {info.interface.upper()} app, Python {info.python_version} "
         f"({request.python}), imported from {spec.directory}; servers here: "
@@ -295,68 +355,38 @@ def run_tune(
     for server, why in skipped_servers(info).items():
         say(f"not tried: {server}: {why}")
     say(tune_plan.describe(request.budget_min))
-    recipe = _recipe(request, info)
-    key = request.key()
-    previous = _resumable(store, key) if resume else None
-    if resume and previous is None:
-        say("nothing to resume for this tune in the store: starting afresh")
-    coarse_cells = [_cell(c, cores, "closed", request.connections) for c in found]
-    runner_plan = Plan(
-        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
-        hosts=local_only(cores),
-    )  # fmt: skip
+
+
+def _run_info(
+    request: TuneRequest, spec: AppSpec, info: AppInfo, recipe: Recipe, cores: CoreAssignment,
+    command: str, shared: bool,
+) -> RunInfo:  # fmt: skip
+    """The tune's row in the store: what it tried, on which app, as a run's options."""
     options = dataclasses.replace(
         RunOptions.from_recipe(recipe),
         tune={
-            "key": key, "app": spec.text, "target": spec.factory_target,
+            "key": request.key(), "app": spec.text, "target": spec.factory_target,
             "directory": str(spec.directory),
             "interface": info.interface, "python": request.python,
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
-            "missing_servers": missing, "quick": request.quick,
+            "missing_servers": info.missing_servers, "quick": request.quick,
         },
     )  # fmt: skip
-    info_row = RunInfo(
+    return RunInfo(
         recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
         question=recipe.question, command=command, git_commit=machine.git_commit(),
         server_cores=cores.server, load_cores=cores.load,
         machine={**machine.describe(), "shared_with_another_run": shared},
         options=options.to_json(),
     )  # fmt: skip
-    execution = Execution(
-        runner_plan, store, reporter, command, catalogue=catalogue(info),
-        scenarios={SCENARIO: _scenario(request)}, run_info=info_row, resume=previous,
-    )  # fmt: skip
-    execution.measure_alone = True
-    execution.extra_env = lambda: service_env(request, execution)
-    execution.deadline_s = request.budget_min * 60
-    survivors: list[Candidate] = []
-    planned = len(found) + tune_plan.survivors * tune_plan.replicates
-    with execution.session(planned) as outcome:
-        execution.add_cells(coarse_cells)
-        execution.prepare(coarse_cells)
-        execution.measure(coarse_cells, 1)
-        _refuse_if_every_check_failed(execution, coarse_cells, request)
-        if request.quick:
-            return TuneResult(outcome, tune_plan, [])
-        survivors = _survivors(execution, found, coarse_cells, tune_plan.survivors)
-        reporter.extend((len(survivors) - tune_plan.survivors) * tune_plan.replicates)
-        say(
-            f"kept {len(survivors)} of {len(found)} for the capacity search: "
-            + ", ".join(c.label for c in survivors)
-        )
-        search_cells = [_cell(c, cores, "slo", request.connections) for c in survivors]
-        execution.add_cells(search_cells)
-        execution.prepare(search_cells)
-        execution.measure(search_cells, tune_plan.replicates)
-    return TuneResult(outcome, tune_plan, survivors)
 
 
 def _refuse_if_every_check_failed(
-    execution: Execution, cells: list[Cell], request: TuneRequest
+    session: Session, cells: list[Cell], request: TuneRequest
 ) -> None:
     """A check that no candidate passes is the request's fault, not the servers'."""
-    reasons = [execution.failed.get(cell, "") for cell in cells]
+    reasons = [session.failed.get(cell, "") for cell in cells]
     if not all("verification failed" in r for r in reasons):
         return
     shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
@@ -368,13 +398,13 @@ def _refuse_if_every_check_failed(
 
 
 def _survivors(
-    execution: Execution, found: list[Candidate], cells: list[Cell], most: int
+    session: Session, found: list[Candidate], cells: list[Cell], most: int
 ) -> list[Candidate]:
     """The candidates within half of the best closed-loop throughput, best first."""
     measured = []
     for candidate, cell in zip(found, cells, strict=True):
-        trials = [t for t in execution.store.trials(execution.cell_ids[cell]) if t.probe is None]
-        if trials and cell not in execution.failed:
+        trials = [t for t in session.store.trials(session.cell_ids[cell]) if t.probe is None]
+        if trials and cell not in session.failed:
             measured.append((trials[-1].throughput_rps, candidate))
     if not measured:
         return []

@@ -1,0 +1,40 @@
+"""Execute a plan. A Session is what one run shares and must undo (its row in the store, its
+temp directory, hosts, services, cells, signals); a Measurer measures cells within it, in
+interleaved rounds. A recipe measures all its cells at once (`run_recipe`); `benchlab tune`
+measures in phases within one session, adding cells as it learns which are worth measuring.
+"""
+
+from __future__ import annotations
+
+from benchlab.recipe import Plan
+from benchlab.runner.launch import HOST, pinned_to, start_stack
+from benchlab.runner.measurer import MeasureOptions, Measurer
+from benchlab.runner.outcome import Reporter, RunOutcome
+from benchlab.runner.session import Session, SessionOptions
+from benchlab.services.ports import free_port
+from benchlab.store import Store
+
+__all__ = [
+    "HOST",
+    "MeasureOptions",
+    "Measurer",
+    "Reporter",
+    "RunOutcome",
+    "Session",
+    "SessionOptions",
+    "free_port",
+    "pinned_to",
+    "run_recipe",
+    "start_stack",
+]
+
+
+def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOptions) -> RunOutcome:
+    """Every cell of the plan: the recipe's rounds, then its adaptive ones."""
+    recipe = plan.recipe
+    session = Session(plan, store, reporter, options)
+    with session.running(len(plan.cells) * recipe.trials) as outcome:
+        session.add_cells(plan.cells)
+        session.prepare(plan.cells)
+        Measurer(session).measure(plan.cells, recipe.trials, recipe.max_trials)
+    return outcome

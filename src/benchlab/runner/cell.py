@@ -1,0 +1,192 @@
+"""One cell on a launched server, one round: verify, warm up, then a trial — in a closed
+loop, at a fixed rate, or one replicate of the capacity search."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.analysis import capacity
+from benchlab.load import LoadRequest, LoadToolError
+from benchlab.load.base import HttpTarget
+from benchlab.process import ManagedProcess
+from benchlab.recipe import Cell
+from benchlab.runner.session import Session
+from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
+from benchlab.store import TrialRecord
+from benchlab.verify import verify
+
+SETTLE_TIMEOUT_S = 120.0
+
+# A trial of the cell's launch: the request (at its rate), and what kind of step it is.
+Taker = Callable[[LoadRequest, str | None], TrialRecord]
+
+
+class _CellFailed(Exception):
+    """The cell was failed (its reason stored) in the middle of a search."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A server answering for one launch of a stack, in one round."""
+
+    server: ManagedProcess
+    port: int
+    workdir: Path
+    round_index: int
+    keep_alive: bool  # whether it keeps connections open (learnt before its first cell)
+
+
+class CellRunner:
+    """Measures cells on launched servers. `closed` keeps each cell's closed-loop capacity
+    (measured once a cell, the base of its rate share or search) across rounds."""
+
+    def __init__(self, session: Session, measure_alone: bool) -> None:
+        self.session = session
+        self.measure_alone = measure_alone
+        self.closed: dict[Cell, float] = {}
+
+    def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
+        """The cell's trial of this round; what it found, in words (None: it failed)."""
+        session = self.session
+        needs_cache = session.scenarios[cell.scenario].needs_cache
+        # Verification sees the miss, then the hit, of this stack's own cache-aside.
+        flush_cache(session, needs_cache)
+        # Generous timeout: this request may wait behind what the previous cell left queued.
+        if not self.verified(launched, cell, "verification failed"):
+            return None
+        flush_cache(session, needs_cache)  # the load of every cell starts on a cold cache
+        request = self._request(launched, cell)
+        try:
+            warmup = session.plan.recipe.warmup
+            if warmup > 0 and not warm:
+                generate(session, dataclasses.replace(request, duration_s=warmup), launched.workdir)
+                check_alive(session, launched.server, cell)
+                # The warm-up leaves requests queued in the listen backlog whose clients are
+                # gone; a sync worker serves them all before anything new. One request that
+                # waits its turn (the accept queue is first in, first out) lets the trial start
+                # on a drained server — and checks it still answers right.
+                if not self.verified(launched, cell, "verification after warm-up failed"):
+                    return None
+            figure = self._trial(launched, cell, request)
+        except LoadToolError as exc:
+            check_alive(session, launched.server, cell)
+            session.fail(cell, f"load tool failed: {exc}")
+            return None
+        return None if cell in session.failed else figure
+
+    def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
+        scenario = self.session.scenarios[cell.scenario]
+        base = f"http://{self.session.server_address}:{launched.port}"
+        mix = scenario.load_mix(cell.ms)
+        targets = tuple(
+            HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
+            for r in mix
+        )
+        return LoadRequest(
+            url=f"{base}{mix[0].path}",
+            targets=targets if scenario.requests else (),
+            connections=cell.connections,
+            threads=cell.threads,
+            duration_s=cell.duration,
+            timeout_s=cell.timeout,
+            cores=self.session.plan.cores.load,
+            tool=cell.tool,
+            keep_alive=launched.keep_alive,
+        )
+
+    def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+        if cell.mode == "slo":
+            return self._search(launched, cell, request)
+        rate = None
+        if cell.mode == "rate":
+            rate = self._target_rate(launched, cell, request)
+            if rate is None:
+                return None
+        take = self._taker(launched, cell)
+        if self.measure_alone and rate is None:
+            take(dataclasses.replace(request, connections=1, duration_s=1), "alone")
+        record = take(at_rate(request, rate), None)
+        if rate is None:
+            return f"{record.throughput_rps:,.0f} req/s"
+        return f"p99 {record.latency_p99_ms or 0:,.1f} ms at {rate:,.0f} req/s"
+
+    def _taker(self, launched: Launched, cell: Cell) -> Taker:
+        def take(request: LoadRequest, probe: str | None) -> TrialRecord:
+            return take_trial(
+                self.session, launched.server, cell, launched.round_index, request,
+                launched.workdir, probe,
+            )  # fmt: skip
+
+        return take
+
+    def verified(self, launched: Launched, cell: Cell, what: str) -> bool:
+        session = self.session
+        expectations = session.scenarios[cell.scenario].expectations(cell.ms)
+        with session.costs.timed("verify"):
+            problem = verify(
+                session.server_address, launched.port, expectations, timeout=SETTLE_TIMEOUT_S
+            )
+        if problem:
+            check_alive(session, launched.server, cell)
+            session.fail(cell, f"{what}: {problem}")
+            return False
+        return True
+
+    def _closed_capacity(self, launched: Launched, cell: Cell, request: LoadRequest) -> float:
+        """Successful responses per second in a closed loop at the cell's connections (its
+        own capacity, for a share of it or as the top of a search); measured once a cell."""
+        known = self.closed.get(cell)
+        if known is None:
+            record = self._taker(launched, cell)(at_rate(request, None), "closed")
+            known = record.successes / record.duration_s if record.duration_s > 0 else 0.0
+            self.closed[cell] = known
+        return known
+
+    def _target_rate(self, launched: Launched, cell: Cell, request: LoadRequest) -> float | None:
+        if cell.rate is not None:
+            return cell.rate
+        assert cell.rate_share is not None
+        first = cell not in self.closed
+        closed = self._closed_capacity(launched, cell, request)
+        target = round(closed * cell.rate_share / 100, 1)
+        if first:
+            self.session.store.set_cell_rates(self.session.cell_ids[cell], target, closed)
+            if not self.verified(launched, cell, "verification after the closed loop"):
+                return None
+        if target <= 0:
+            self.session.fail(cell, "its closed-loop probe completed no request: no rate to share")
+            return None
+        return target
+
+    def _search(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+        """One replicate of the capacity search (see analysis.capacity)."""
+        session, recipe = self.session, self.session.plan.recipe
+        assert recipe.slo is not None
+        target = capacity.Target(recipe.slo.p99_ms, recipe.slo.p50_ms, recipe.slo.max_error_pct)
+        cell_id = session.cell_ids[cell]
+        first = cell not in self.closed
+        closed = self._closed_capacity(launched, cell, request)
+        if first:
+            session.store.set_cell_rates(cell_id, None, closed)
+        take = self._taker(launched, cell)
+
+        def probe(rate: float, kind: str) -> bool:
+            if not self.verified(launched, cell, "verification between probes"):
+                raise _CellFailed
+            missed = capacity.misses(take(at_rate(request, rate), kind), target)
+            verdict = "held" if missed is None else f"missed: {missed}"
+            session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
+            return missed is None
+
+        previous = [c.capacity_rps for c in session.store.capacities(cell_id)]
+        try:
+            found = capacity.search(
+                launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100
+            )
+        except _CellFailed:
+            return ""
+        session.store.add_capacity(cell_id, found)
+        return f"capacity {found.capacity_rps:,.0f} req/s ({found.probes} probes)"

@@ -1,0 +1,118 @@
+"""Start a stack: pinned to its cores, on a free port, answering from its own socket."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.hosts.base import THIS_MACHINE, Host
+from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.services.ports import free_port
+from benchlab.stacks import LaunchContext, Stack
+from benchlab.verify import PORT_TAKEN, wait_until_answering
+
+HOST = "127.0.0.1"
+PORT_ATTEMPTS = 3
+
+
+@contextlib.contextmanager
+def pinned_to(cores: tuple[int, ...]) -> Iterator[None]:
+    """benchlab itself (sampling, bookkeeping) stays off the server's cores."""
+    try:
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, cores)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, before)
+
+
+def start_stack(
+    registry: ProcessRegistry,
+    stack: Stack,
+    ctx: LaunchContext,
+    cores: tuple[int, ...],
+    env: dict[str, str] | None = None,
+    host: Host = THIS_MACHINE,
+) -> ManagedProcess:
+    """Launch a stack pinned to `cores` on `host`; anything it writes to TMPDIR stays in its
+    workdir (copied to the host first when it is another machine).
+
+    Paths stay short on purpose: servers put Unix sockets in TMPDIR (Sanic's and uvicorn's
+    multiprocessing do), and a socket path may not exceed 107 bytes.
+    """
+    spec = stack.launch(ctx)
+    private_tmp = ctx.workdir / "t"
+    private_tmp.mkdir(exist_ok=True)
+    host.push(ctx.workdir)
+    return registry.start(
+        spec.argv,
+        host=host,
+        cores=cores,
+        log_path=ctx.workdir / "server.log",
+        cwd=spec.cwd,
+        env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
+        # Its own control group: the trial's CPU time is counted over every process it forks.
+        cpu_group=host.create_cpu_group(),
+        isolated_env=stack.isolated_env,
+    )
+
+
+@dataclass(frozen=True)
+class Started:
+    server: ManagedProcess
+    ctx: LaunchContext
+    problem: str | None  # why it does not answer; None: it does
+    seconds: float  # from its start until it answered
+
+
+@dataclass(frozen=True)
+class ServerPlace:
+    """Where a launch runs: the address it answers on, its host and cores."""
+
+    address: str
+    host: Host
+    cores: tuple[int, ...]
+
+
+def start_answering(
+    registry: ProcessRegistry,
+    stack: Stack,
+    place: ServerPlace,
+    launch: tuple[int, int | None],  # workers, threads
+    workdir: Path,
+    env: dict[str, str],
+    on_port_taken: Callable[[int], None] | None = None,
+) -> Started:
+    """Start the stack on a free port and wait until it answers from its own socket. A port
+    taken in between (by another program: ports are chosen, released, then bound) is given up
+    for a fresh one, twice at most; `on_port_taken(port)` hears of it."""
+    workers, threads = launch
+    for attempt in range(PORT_ATTEMPTS):
+        ctx = LaunchContext(
+            host=place.address, port=free_port(), workdir=workdir, server_cores=place.cores,
+            workers=workers, threads=threads,
+        )  # fmt: skip
+        began = time.monotonic()
+        server = start_stack(registry, stack, ctx, place.cores, env, place.host)
+        problem = wait_until_answering(
+            place.address, ctx.port, server.alive, stack.start_timeout,
+            owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
+        )  # fmt: skip
+        taken = problem is not None and (
+            PORT_TAKEN in problem or "address already in use" in server.log_tail(20).lower()
+        )
+        if not taken or attempt == PORT_ATTEMPTS - 1:
+            return Started(server, ctx, problem, time.monotonic() - began)
+        if on_port_taken is not None:
+            on_port_taken(ctx.port)
+        registry.stop(server)
+    raise AssertionError("unreachable")

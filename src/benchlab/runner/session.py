@@ -1,0 +1,326 @@
+"""A run's session: its row in the store, its journal, temp directory, hosts and services,
+its cells and their failures, the signals it takes, and the cleanup that always follows.
+
+A session measures nothing itself (measurer.py does): it is what every measurement of one
+run shares, and what must be undone whatever happens."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab import machine
+from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
+from benchlab.hosts.base import HostError
+from benchlab.hosts.topology import RunHosts
+from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
+from benchlab.recipe import Cell, Plan
+from benchlab.recovery import Journal
+from benchlab.run_options import RunOptions
+from benchlab.runner.launch import ServerPlace, pinned_to
+from benchlab.runner.outcome import Reporter, RunOutcome
+from benchlab.scenarios import SCENARIOS, Scenario
+from benchlab.services import Services
+from benchlab.services.base import RunningService, ServicePlace
+from benchlab.stacks import CATALOGUE, Stack
+from benchlab.store import RunInfo, Store
+from benchlab.timing import Costs
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How a run is recorded and bounded; `run` and `tune` each build one."""
+
+    command: str  # as the user typed it, stored to reproduce the run
+    run_info: RunInfo | None = None  # the run's row; None: described from the plan
+    resume: str | None = None  # an earlier run to continue (its finished work is kept)
+    shared_machine: bool = False  # another benchlab runs beside this one (--allow-concurrent)
+    deadline_s: float | None = None  # no launch starts past this many seconds (tune's budget)
+    catalogue: Mapping[str, Stack] = field(default_factory=lambda: CATALOGUE)
+    scenarios: Mapping[str, Scenario] = field(default_factory=lambda: SCENARIOS)
+
+
+class ServiceDied(Exception):
+    def __init__(self, service: RunningService) -> None:
+        super().__init__(service.name)
+        self.service = service
+
+
+@contextlib.contextmanager
+def _uninterruptible() -> Iterator[None]:
+    """Cleanup must finish even if the user presses Ctrl-C again."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in INTERRUPTS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Session:
+    """Open one with `running(total_trials)`; inside it, `add_cells` and `prepare` before a
+    Measurer measures them. Whatever happens inside, every process is stopped, the temp
+    directory removed, and the run's status stored."""
+
+    def __init__(self, plan: Plan, store: Store, reporter: Reporter, options: SessionOptions):
+        self.plan = plan
+        self.store = store
+        self.reporter = reporter
+        self.options = options
+        self.catalogue = options.catalogue
+        self.scenarios = options.scenarios
+        self.registry = ProcessRegistry()
+        self.hosts = RunHosts(plan.hosts)
+        self.costs = Costs.load()
+        self.run_id = ""
+        self.workroot = Path(".")
+        self.cells: list[Cell] = []
+        self.cell_ids: dict[Cell, int] = {}
+        self.failed: dict[Cell, str] = {}
+        self.measured: set[Cell] = set()
+        self.services: Services | None = None
+        self.probes: dict[str, Callable[[], int] | None] = {}
+        self.cache: Any = None  # a Redis client, while the cache runs
+        self._started = time.monotonic()
+        self.out_of_time = False
+
+    # --- the session's life -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def running(self, total_trials: int) -> Iterator[RunOutcome]:
+        self.run_id = self._open_run()
+        # Recorded on disk as it starts, so the next benchlab can clean up after a kill.
+        journal = Journal("tune" if self.plan.recipe.stacks == ["tune"] else "run").open()
+        self.registry.journal = journal
+        journal.set_run(self.run_id, self.store.path)
+        outcome = RunOutcome(run_id=self.run_id, status="running")
+        self._started = time.monotonic()
+        self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
+        journal.add_dir(self.workroot)
+        self.reporter.start(self.run_id, total_trials, self.plan)
+        try:
+            with sigterm_interrupts(), pinned_to(self.plan.cores.controller_cores):
+                self._open_hosts(journal)
+                yield outcome
+            outcome.status = "partial" if self.failed or self.out_of_time else "complete"
+            if self.out_of_time:
+                outcome.reason = "the budget ran out before every cell was measured"
+        except (KeyboardInterrupt, RunInterrupted) as exc:
+            outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
+        except ServiceError as exc:
+            outcome.status, outcome.reason = "failed", str(exc)
+            raise
+        except BaseException as exc:
+            outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            with _uninterruptible():
+                self._clean_up(outcome, journal)
+
+    def _open_run(self) -> str:
+        if self.options.resume:
+            return self.store.reopen_run(self.options.resume)
+        return self.store.create_run(self.options.run_info or self._info())
+
+    def _info(self) -> RunInfo:
+        plan = self.plan
+        return RunInfo(
+            recipe_path=str(plan.path),
+            recipe_name=plan.recipe.name,
+            recipe_text=plan.text,
+            question=plan.recipe.question,
+            command=self.options.command,
+            git_commit=machine.git_commit(),
+            server_cores=plan.cores.server,
+            load_cores=plan.cores.load,
+            machine={
+                **machine.describe(),
+                "shared_with_another_run": self.options.shared_machine,
+            },
+            options=RunOptions.from_recipe(plan.recipe).to_json(),
+        )
+
+    def _open_hosts(self, journal: Journal) -> None:
+        """Make the run's namespaces, connect to its SSH hosts, and store what each is."""
+        if self.hosts.distributed:
+            self.reporter.status("setting up the hosts: " + ", ".join(self.hosts.hosts))
+            try:
+                self.hosts.open(self.workroot, journal)
+            except HostError as exc:
+                raise ServiceError(f"hosts: {exc}") from None
+        self.store.set_run_hosts(self.run_id, self.hosts.records())
+
+    def _clean_up(self, outcome: RunOutcome, journal: Journal) -> None:
+        if self.services is not None:
+            self.services.close_monitors()
+        self.registry.stop_all()
+        if self.services is not None:
+            self.services.remove_data()
+        self.hosts.close()
+        shutil.rmtree(self.workroot, ignore_errors=True)
+        self.costs.save()
+        self.reporter.finish()
+        try:
+            for cell in self.measured - set(self.failed):
+                self.store.mark_cell(self.cell_ids[cell], "ok")
+            self.store.finish_run(self.run_id, outcome.status, outcome.reason)
+        except StoreError:
+            pass  # the run stays `running`: the next benchlab marks it abandoned
+        else:
+            journal.close()
+
+    def time_left(self) -> bool:
+        """Whether a launch may still start (a deadline spent says so once)."""
+        deadline = self.options.deadline_s
+        if deadline is None or time.monotonic() - self._started < deadline:
+            return True
+        if not self.out_of_time:
+            self.reporter.status("the budget is spent: no more launches")
+        self.out_of_time = True
+        return False
+
+    # --- where things run -------------------------------------------------------------------
+
+    @property
+    def server_address(self) -> str:
+        return self.hosts.server.host.address
+
+    @property
+    def server_place(self) -> ServerPlace:
+        server = self.hosts.server
+        return ServerPlace(server.host.address, server.host, self.plan.cores.server)
+
+    def steal_cores(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The server's and the load's cores, where they are this machine's (steal is read
+        from this machine's /proc/stat)."""
+        server = self.hosts.server
+        here = [p for p in self.hosts.load if p.host.same_machine]
+        return (
+            server.cores if server.host.same_machine else (),
+            here[0].cores if here else (),
+        )
+
+    # --- cells ------------------------------------------------------------------------------
+
+    def add_cells(self, cells: Sequence[Cell]) -> None:
+        """Store the cells (those a resumed run already has are found by their key)."""
+        known = {row["key"]: row["id"] for row in self.store.cells(self.run_id)}
+        for cell in cells:
+            if cell in self.cell_ids:
+                continue
+            self.cells.append(cell)
+            if cell.key in known:
+                self.cell_ids[cell] = known[cell.key]
+                continue
+            stack = self.catalogue[cell.stack]
+            label = stack.label(cell.workers, cell.flavour, cell.server_threads)
+            limit = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
+            self.cell_ids[cell] = self.store.add_cell(
+                self.run_id, len(self.cells) - 1, cell, label, limit, self._db_pool_limit(cell),
+                facts=stack.facts(cell.workers, cell.server_threads),
+            )  # fmt: skip
+
+    def _db_pool_limit(self, cell: Cell) -> int | None:
+        """The most database sessions the cell's pools can hold: pool × workers, or
+        pgbouncer's pool when it stands in front. Not the server's own concurrency: a sync
+        worker that holds one session leaves its pool idle, not exhausted."""
+        if cell.pool_size is None:
+            return None
+        limits = [cell.pool_size * cell.workers]
+        services = self.plan.recipe.services
+        if services.pgbouncer and services.database == "postgres":
+            limits.append(services.pgbouncer_pool_size)
+        return min(limits)
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        if cell in self.failed:
+            return
+        self.failed[cell] = reason
+        self.store.mark_cell(self.cell_ids[cell], "failed", reason)
+        self.reporter.cell_failed(cell, reason)
+
+    def fail_launch(self, first: Cell, reason: str) -> None:
+        """Every cell served by `first`'s launch fails (its stack died)."""
+        for cell in self.cells:
+            if cell.launch_key == first.launch_key:
+                self.fail(cell, reason)
+
+    # --- what the cells need ----------------------------------------------------------------
+
+    def prepare(self, cells: Sequence[Cell]) -> None:
+        """Build what the cells' stacks need, then start the services they use (once)."""
+        self._prepare_stacks(cells)
+        if self.services is None:
+            self._start_services(cells)
+
+    def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:
+        for name in dict.fromkeys(cell.stack for cell in all_cells):
+            cells = [c for c in all_cells if c.stack == name]
+            stack = self.catalogue[name]
+            available = stack.availability()
+            if not available.ok:
+                for cell in cells:
+                    self.fail(cell, f"unavailable: {available.reason}; fix: {available.fix}")
+                continue
+            if stack.build is not None:
+                self.reporter.status(f"building {name}")
+                try:
+                    stack.build()
+                except UserError as exc:
+                    for cell in cells:
+                        self.fail(cell, f"build failed: {exc}")
+
+    def _start_services(self, cells: Sequence[Cell]) -> None:
+        live = [c for c in cells if c not in self.failed]
+        need_database = any(self.scenarios[c.scenario].needs_database for c in live)
+        need_cache = any(self.scenarios[c.scenario].needs_cache for c in live)
+        database, server = self.hosts.database, self.hosts.server
+        place = ServicePlace(
+            database.host,
+            database.host.address,
+            clients=(server.host.address, self.hosts.controller_address(database.host)),
+        )
+        self.services = Services(self.registry, self.workroot, database.cores, place)
+        self.services.start(
+            self.plan.recipe.services,
+            need_database=need_database,
+            need_cache=need_cache,
+            status=self.reporter.status,
+            timed=self.costs.timed,
+        )
+        self.probes = {"db": self.services.session_probe(), "pool": self.services.pool_probe()}
+        self.cache = self.services.cache_client()
+        self.store.set_run_services(
+            self.run_id, self.services.describe(), self.services.database_kind
+        )
+
+    def check_services(self) -> None:
+        """Raise ServiceDied for a service that exited."""
+        if self.services is not None:
+            dead = self.services.dead()
+            if dead is not None:
+                raise ServiceDied(dead)
+
+    def service_died(self, service: RunningService) -> None:
+        """Fail every cell that needs the dead service; the others go on without it."""
+        assert self.services is not None
+        self.services.running.pop(service.name, None)
+        if service.name == "redis":
+            self.cache = None
+        tail = service.log_tail(3) or "(empty log)"
+        reason = (
+            f"{service.name} exited with code {service.process.returncode} during a trial; "
+            f"last log lines: {tail}"
+        )
+        for cell in self.cells:
+            scenario = self.scenarios[cell.scenario]
+            needs = scenario.needs_cache if service.name == "redis" else scenario.needs_database
+            if needs:
+                self.fail(cell, reason)

@@ -1,0 +1,121 @@
+"""One trial: the load tool's run with the monitors beside it, stored the moment it ends."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from pathlib import Path
+
+from benchlab.load import TOOLS, LoadRequest, LoadToolError
+from benchlab.load.generators import Generated, run_generators
+from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
+from benchlab.process import ManagedProcess, signals_deferred
+from benchlab.recipe import Cell
+from benchlab.runner.session import Session
+from benchlab.services.redis_service import hit_counters
+from benchlab.store import TrialExtras, TrialRecord, now, trial_record
+
+
+class StackDied(Exception):
+    pass
+
+
+def check_alive(session: Session, server: ManagedProcess, cell: Cell) -> None:
+    """Raise ServiceDied for a dead service, StackDied for a dead server."""
+    session.check_services()
+    if server.alive():
+        return
+    tail = server.log_tail(3) or "(empty log)"
+    raise StackDied(
+        f"{cell.stack} exited with code {server.returncode} during the {cell.scenario} "
+        f"trial at {cell.connections} connections; last log lines: {tail}"
+    )
+
+
+def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
+    """The request's load from every load host at once, merged."""
+    tool = TOOLS[request.tool]
+    return run_generators(tool, request, session.hosts.load, session.registry, workdir)
+
+
+def flush_cache(session: Session, needed: bool) -> None:
+    if needed and session.cache is not None:
+        try:
+            session.cache.flushall()
+        except Exception:
+            session.check_services()  # a dead Redis fails its cells, not the run
+            raise
+
+
+def _cache_counters(session: Session, needed: bool) -> tuple[int, int] | None:
+    if not needed or session.cache is None:
+        return None
+    try:
+        return hit_counters(session.cache)
+    except Exception:
+        session.check_services()
+        raise
+
+
+def take_trial(
+    session: Session,
+    server: ManagedProcess,
+    cell: Cell,
+    round_index: int,
+    request: LoadRequest,
+    workdir: Path,
+    probe: str | None = None,
+) -> TrialRecord:
+    """One trial of `request` (at its rate, or in a closed loop), stored; `probe` names a
+    trial that is a step of something else (closed, alone, a search's step)."""
+    scenario = session.scenarios[cell.scenario]
+    cache_before = _cache_counters(session, scenario.needs_cache)
+    probes = session.probes if scenario.needs_database else {}
+    # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
+    # a finished trial is never lost to them.
+    with contextlib.ExitStack() as finished:
+        with (
+            ProcessTreeSampler(server) as sampler,
+            StealSampler(*session.steal_cores()) as steal,
+            PeakSampler(probes) as peaks,
+        ):
+            started_at, began = now(), time.monotonic()
+            peaks.count_until(began + request.duration_s)
+            generated = generate(session, request, workdir)
+            result = generated.result
+            finished.enter_context(signals_deferred())
+            if result.requests == 0 and request.rate is None:
+                kinds = ", ".join(
+                    f"{kind} {count:,}" for kind, count in vars(result.errors).items() if count
+                )
+                raise LoadToolError(
+                    f"{request.tool} completed no request in {result.duration_s:.1f} s "
+                    f"({kinds or 'and counted no error: it waited the whole trial'}); "
+                    "a trial without a request is no measurement"
+                )
+            session.costs.record(
+                f"overhead:{request.tool}", time.monotonic() - began - request.duration_s
+            )
+        check_alive(session, server, cell)
+        for name, error in peaks.errors.items():
+            session.reporter.status(
+                f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
+            )
+        cache_after = _cache_counters(session, scenario.needs_cache)
+        extras = TrialExtras(
+            db_sessions_peak=peaks.peaks.get("db"),
+            pool_active_peak=peaks.peaks.get("pool"),
+            cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
+            cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+        )
+        record = trial_record(
+            round_index, started_at, result, sampler.usage(), steal.result, extras, probe
+        )
+        session.store.add_trial(session.cell_ids[cell], record, generated.shares)
+        session.measured.add(cell)
+    return record
+
+
+def at_rate(request: LoadRequest, rate: float | None) -> LoadRequest:
+    return dataclasses.replace(request, rate=rate)

@@ -1,0 +1,36 @@
+"""The code's shape, held: no class over 300 lines, no function over 80 (signature and
+docstring included), so that each stays readable in one sitting."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parent.parent / "src" / "benchlab"
+MOST_CLASS_LINES = 300
+MOST_FUNCTION_LINES = 80
+
+
+def _definitions() -> list[tuple[str, ast.AST]]:
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append((f"{path.relative_to(SOURCE)}:{node.lineno} {node.name}", node))
+    return found
+
+
+def _lines(node: ast.AST) -> int:
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return (node.end_lineno or node.lineno) - first + 1
+
+
+def test_no_class_is_over_300_lines_and_no_function_over_80() -> None:
+    too_long = [
+        f"{where}: {_lines(node)} lines"
+        for where, node in _definitions()
+        if _lines(node)
+        > (MOST_CLASS_LINES if isinstance(node, ast.ClassDef) else MOST_FUNCTION_LINES)
+    ]
+    assert not too_long, "\n".join(too_long)
