@@ -15,7 +15,15 @@ from benchlab.load import histogram
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
-from benchlab.store import SCHEMA_VERSION, TABLES, RunInfo, Store, TrialExtras, trial_record
+from benchlab.store import (
+    SCHEMA_VERSION,
+    TABLES,
+    RunInfo,
+    Store,
+    TrialExtras,
+    concurrency_limit,
+    trial_record,
+)
 
 # The columns of schema 1 (before fixed-rate load and the capacities table) that later
 # schemas added to: an old store lacks them.
@@ -80,6 +88,27 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
     (trial,) = store.trials(cell_id)
     assert trial.errors_other == 3 and trial.server_cpu_s == 0.5
     assert trial.cpu_us_per_request == pytest.approx(1e6 * 0.5 / 2)
+
+
+def test_a_cell_stored_as_capacity_keeps_its_concurrency_limit(tmp_path: Path) -> None:
+    """Schemas 1-3 called a launch's concurrency limit cells.capacity."""
+    path = tmp_path / "old.db"
+    _old_store(path)
+    old = sqlite3.connect(path)
+    old.execute("ALTER TABLE cells RENAME COLUMN concurrency_limit TO capacity")
+    old.execute(
+        "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
+        " connections, threads, duration_s, workers, status, capacity)"
+        " VALUES ('old-run', 0, 'k', 'flask', 'flask', 'json', 'wrk', 8, 1, 5, 2, 'ok', 4)"
+    )
+    old.commit()
+    old.close()
+    reader = Store(path, create=False)
+    assert [concurrency_limit(c) for c in reader.cells("old-run")] == [4]
+    reader.close()
+    store = Store(path)  # brought up to date: the new column filled from the old
+    assert [c["concurrency_limit"] for c in store.cells("old-run")] == [4]
+    store.close()
 
 
 def test_a_store_from_a_newer_benchlab_is_refused_naming_both_versions(tmp_path: Path) -> None:

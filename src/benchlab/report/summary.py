@@ -32,7 +32,14 @@ from benchlab.analysis.verdicts import CLIENT_SATURATED, CellFigures, Verdict, v
 from benchlab.load import TOOLS, histogram
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
-from benchlab.store import ERROR_KINDS, CapacityRecord, LoadShareRecord, Store, TrialRecord
+from benchlab.store import (
+    ERROR_KINDS,
+    CapacityRecord,
+    LoadShareRecord,
+    Store,
+    TrialRecord,
+    concurrency_limit,
+)
 
 FigureValue = Estimate | Ratio | float | int | None
 
@@ -236,7 +243,6 @@ class CellSummary:
                 "cpu_source": self.cpu_source,
                 "facts": self.facts,
                 "concurrency_limit": self.concurrency_limit,
-                "capacity": self.concurrency_limit,  # the old name of concurrency_limit
                 "db_pool_limit": self.db_pool_limit,
                 "verdicts": [v.name for v in self.verdicts],
                 "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
@@ -501,7 +507,7 @@ def _summarise_cell(
         errors=errors,
         figures=figures,
         server_threads=cell["server_threads"],
-        concurrency_limit=cell["capacity"],
+        concurrency_limit=concurrency_limit(cell),
         db_pool_limit=cell["db_pool_limit"],
         rate_share=cell["rate_share"] if "rate_share" in keys else None,
         samples=samples,
