@@ -71,6 +71,9 @@ class Figure:
     text: Callable[[float], str] = WHOLE
     group: str | None = None  # JSON: nested under this key (latency_ms: {p50: ...})
     brief: bool = False  # one of the few columns of the default terminal table
+    # The least a value must be (better: higher) for what it measures to count: the rate
+    # ratio's 0.95 ("delivered"). None: the figure has no such line.
+    threshold: float | None = None
 
     def format(self, value: float | None) -> str:
         return "–" if value is None else self.text(value)
@@ -78,6 +81,12 @@ class Figure:
     @property
     def title(self) -> str:
         return f"{self.label} {self.unit}".strip()
+
+    def reaches(self, value: float, of: float = 1.0) -> bool:
+        """Whether `value` reaches the threshold (times `of`: a share of a whole)."""
+        if self.threshold is None or self.better is not Better.HIGHER:
+            raise ValueError(f"{self.key} has no threshold to reach")
+        return value >= self.threshold * of
 
     def wins(self, ratio: float) -> bool:
         """Whether a/b = `ratio` means a is better than b."""
@@ -94,8 +103,9 @@ def _figure(
     text: Callable[[float], str] = WHOLE,
     group: str | None = None,
     brief: bool = False,
+    threshold: float | None = None,
 ) -> Figure:
-    figure = Figure(key, label, unit, better, kind, description, text, group, brief)
+    figure = Figure(key, label, unit, better, kind, description, text, group, brief, threshold)
     FIGURES[key] = figure
     return figure
 
@@ -117,9 +127,11 @@ ACHIEVED = _figure(
     "achieved_rps", "achieved", "req/s", UP, E,
     "successful responses per second at the fixed rate", rate_text,
 )  # fmt: skip
+_DELIVERED = 0.95  # a fixed rate below this share of its target did not get its load
 RATE_RATIO = _figure(
     "rate_ratio", "rate ratio", "", UP, E,
-    "achieved ÷ target: under 0.95 the offered load was not delivered", _grouped(2),
+    f"achieved ÷ target: under {_DELIVERED} the offered load was not delivered", _grouped(2),
+    threshold=_DELIVERED,
 )  # fmt: skip
 SENT_RATE = _figure(
     "sent_rate", "sent", "req/s", FLAT, E,

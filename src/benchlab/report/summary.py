@@ -28,7 +28,7 @@ from benchlab.analysis.relative import (
     relative_to,
 )
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
-from benchlab.analysis.verdicts import CLIENT_SATURATED, CellFigures, Verdict, verdicts
+from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS, histogram
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
@@ -126,9 +126,7 @@ def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> li
     verb = "was" if len(bound) == 1 else "were"
     where = f"; {hosts} {named}{', sharing their cores,' if shared else ''} {verb} the limit"
     return [
-        dataclasses.replace(v, sentence=v.sentence + where)
-        if v.name in ("client-bound", "rate-not-delivered") and "server-bound" not in v.sentence
-        else v
+        dataclasses.replace(v, sentence=v.sentence + where) if v.bound is Side.GENERATOR else v
         for v in found
     ]
 
@@ -554,43 +552,22 @@ def _analyse(
     options: RunOptions,
     trend: tuple[float | None, float | None] = (None, None),
 ) -> list[Verdict]:
-    throughput = cell.throughput
-    if throughput is None:
+    if cell.throughput is None:
         return []
-    ranked = cell.samples.get(cell.ranked_by.key) or ()
-    spread = median_interval(ranked)
-    rate_ratio = cell.estimate(F.RATE_RATIO)
-    figures = CellFigures(
-        scenario=cell.scenario,
-        connections=cell.connections,
-        ms=cell.ms,
-        throughput_rps=throughput.median,
-        half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
-        confidence=spread.confidence if spread else 0.0,
-        requests=cell.value(F.REQUESTS) or 0,
-        errors=cell.errors,
-        server_cpu_pct=cell.value(F.SERVER_CPU),
-        load_cpu_pct=cell.value(F.LOAD_CPU),
+    spread = median_interval(cell.samples.get(cell.ranked_by.key) or ())
+    setting = Setting(
         server_cores=len(run["server_cores"]),
         # A tool can keep busy no more cores than it has threads (ab: one, whatever it has).
         load_cores=min(len(run["load_cores"]), cell.threads),
-        capacity=cell.concurrency_limit,
-        db_sessions_peak=cell.value(F.DB_SESSIONS),
-        db_pool_limit=cell.db_pool_limit,
-        mode=cell.mode,
-        target_rate=cell.value(F.TARGET_RATE),
-        sent_rate=cell.value(F.SENT_RATE),
-        rate_ratio=rate_ratio.median if rate_ratio else None,
+        half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
+        confidence=spread.confidence if spread else 0.0,
+        target_half_width_pct=options.target_half_width_pct,
+        adaptive=options.adaptive,
         latency_first_ms=trend[0],
         latency_last_ms=trend[1],
-        schedule_lag_ms=cell.value(F.SCHEDULE_LAG),
-        p99_ms=cell.value(F.P99),
-        alone_ms=cell.alone_ms,
-        mean_latency_ms=cell.value(F.LAT_MEAN),
-        tool=cell.tool,
         latency_resolution_ms=TOOLS[cell.tool].latency_resolution_ms if cell.tool in TOOLS else 0.0,
     )
-    return verdicts(figures, options.target_half_width_pct, options.adaptive)
+    return verdicts(cell, setting)
 
 
 def _options(row: sqlite3.Row) -> RunOptions:
