@@ -168,3 +168,24 @@ def test_a_histogram_round_trips_through_the_store(tmp_path: Path) -> None:
     assert back.get_total_count() == 5000
     for q in (50, 90, 99, 99.9, 100):
         assert back.get_value_at_percentile(q) == original.get_value_at_percentile(q)
+
+
+def test_every_figure_reads_what_the_store_keeps() -> None:
+    """A figure's source names a trial column or derivation (a replicate's, a cell's)."""
+    import dataclasses
+
+    from benchlab.figures import FIGURES, Combine
+    from benchlab.store import CapacityRecord, TrialRecord
+
+    def attributes(record: type) -> set[str]:
+        derived = {name for name, v in vars(record).items() if isinstance(v, property)}
+        return {f.name for f in dataclasses.fields(record)} | derived
+
+    kept = {
+        Combine.REPLICATES: attributes(CapacityRecord),
+        Combine.CELL: {name for name, _ in TABLES["cells"]},
+    }
+    for figure in FIGURES.values():
+        if figure.source is not None and figure.source.attr is not None:
+            where = kept.get(figure.source.combine, attributes(TrialRecord))
+            assert figure.source.attr in where, figure.key
