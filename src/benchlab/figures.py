@@ -107,10 +107,6 @@ def _peak(attr: str, modes: frozenset[str] | None = None) -> Source:
     return Source(Combine.PEAK, attr, modes)
 
 
-def _histogram(attr: str, fallback: Combine = Combine.MEDIAN) -> Source:
-    return Source(Combine.HISTOGRAM, attr, fallback=fallback)
-
-
 @dataclass(frozen=True)
 class Figure:
     key: str  # the name in code, the JSON key (within `group`), the CSV column stem
@@ -248,30 +244,24 @@ TRANSFER = _figure(
 
 # --- latency: percentiles of the merged histogram of every trial ------------------------------
 LATENCY_GROUP = "latency_ms"
-LAT_MEAN = _figure(
-    "mean", "avg", "ms", DOWN, V, "mean latency", ms_text, LATENCY_GROUP,
-    source=_histogram("latency_mean_ms"),
-)  # fmt: skip
-P50 = _figure(
-    "p50", "p50", "ms", DOWN, V, "median latency", ms_text, LATENCY_GROUP, brief=True,
-    source=_histogram("latency_p50_ms"),
-)  # fmt: skip
-P90 = _figure(
-    "p90", "p90", "ms", DOWN, V, "90th percentile latency", ms_text, LATENCY_GROUP,
-    source=_histogram("latency_p90_ms"),
-)  # fmt: skip
-P99 = _figure(
-    "p99", "p99", "ms", DOWN, V, "99th percentile latency", ms_text, LATENCY_GROUP, brief=True,
-    source=_histogram("latency_p99_ms"),
-)  # fmt: skip
-P999 = _figure(
-    "p999", "p99.9", "ms", DOWN, V, "99.9th percentile latency", ms_text, LATENCY_GROUP,
-    source=_histogram("latency_p999_ms"),
-)  # fmt: skip
-LAT_MAX = _figure(
-    "max", "max", "ms", DOWN, V, "the slowest request", ms_text, LATENCY_GROUP,
-    source=_histogram("latency_max_ms", fallback=Combine.PEAK),
-)  # fmt: skip
+
+
+def _latency(
+    key: str, label: str, description: str, brief: bool = False, fallback: Combine = Combine.MEDIAN
+) -> Figure:
+    """A latency figure (ms, lower is better), read from the trials' `latency_<key>_ms`."""
+    source = Source(Combine.HISTOGRAM, f"latency_{key}_ms", fallback=fallback)
+    return _figure(
+        key, label, "ms", DOWN, V, description, ms_text, LATENCY_GROUP, brief, source=source
+    )
+
+
+LAT_MEAN = _latency("mean", "avg", "mean latency")
+P50 = _latency("p50", "p50", "median latency", brief=True)
+P90 = _latency("p90", "p90", "90th percentile latency")
+P99 = _latency("p99", "p99", "99th percentile latency", brief=True)
+P999 = _latency("p999", "p99.9", "99.9th percentile latency")
+LAT_MAX = _latency("max", "max", "the slowest request", fallback=Combine.PEAK)
 PERCENTILES = (P50, P90, P99, P999)
 QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
 
