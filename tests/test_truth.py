@@ -395,6 +395,23 @@ class _Measured:
         return self.figures.get(figure.key)
 
 
+def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
+    from benchlab.analysis.verdicts import CAUTIONS, VERDICTS
+
+    assert list(VERDICTS) == [
+        "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
+        "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
+        "unstable",
+    ]  # fmt: skip
+    assert CAUTIONS == {
+        "client-bound", "tool-stalled", "errors", "blocked", "unstable", "rate-not-delivered"
+    }  # fmt: skip
+    # A ceiling cell with one of these measured its load tool, not the machine.
+    assert {name for name, kind in VERDICTS.items() if kind.tool_figure} == {
+        "client-bound", "tool-stalled"
+    }  # fmt: skip
+
+
 def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
     from benchlab.analysis.verdicts import Setting, verdicts
 
