@@ -403,9 +403,15 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
         "unstable",
     ]  # fmt: skip
-    assert CAUTIONS == {
-        "client-bound", "tool-stalled", "errors", "blocked", "unstable", "rate-not-delivered"
-    }  # fmt: skip
+    cautions = {
+        "client-bound",
+        "tool-stalled",
+        "errors",
+        "blocked",
+        "unstable",
+        "rate-not-delivered",
+    }
+    assert set(CAUTIONS) == cautions
     # A ceiling cell with one of these measured its load tool, not the machine.
     assert {name for name, kind in VERDICTS.items() if kind.tool_figure} == {
         "client-bound", "tool-stalled"
