@@ -451,7 +451,7 @@ def _share(host: str, requests: int, cpu: float | None, cores: str = "[1]") -> o
 
 
 def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict() -> None:
-    from benchlab.analysis.verdicts import Verdict
+    from benchlab.analysis.verdicts import CLIENT_BOUND
     from benchlab.report.summary import _name_bound_hosts, host_shares
 
     # Two trials: the two generators on one core used 94 % and 96 % of it together.
@@ -462,7 +462,7 @@ def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict
     assert [(s.host, s.requests_pct, s.bound) for s in shares] == [
         ("l1", 55.0, True), ("l2", 45.0, True)
     ]  # fmt: skip
-    found = _name_bound_hosts([Verdict("client-bound", "the load tool used 95% CPU")], shares)
+    found = _name_bound_hosts([CLIENT_BOUND.says("the load tool used 95% CPU")], shares)
     assert found[0].sentence.endswith(
         "; load hosts 'l1' (49% CPU of cores [1]), 'l2' (46% CPU of cores [1]), sharing their "
         "cores, were the limit"
@@ -470,7 +470,7 @@ def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict
     # On cores of their own, at half a core each, neither is bound, and nothing is named.
     apart = host_shares({1: [_share("l1", 500, 50.0, "[0]"), _share("l2", 500, 50.0)]})
     assert not any(s.bound for s in apart)
-    verdict = Verdict("client-bound", "x")
+    verdict = CLIENT_BOUND.says("x")
     assert _name_bound_hosts([verdict], apart) == [verdict]
 
 

@@ -15,7 +15,15 @@ from benchlab.load import histogram
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
-from benchlab.store import SCHEMA_VERSION, TABLES, RunInfo, Store, TrialExtras, trial_record
+from benchlab.store import (
+    SCHEMA_VERSION,
+    TABLES,
+    RunInfo,
+    Store,
+    TrialExtras,
+    concurrency_limit,
+    trial_record,
+)
 
 # The columns of schema 1 (before fixed-rate load and the capacities table) that later
 # schemas added to: an old store lacks them.
@@ -82,6 +90,27 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
     assert trial.cpu_us_per_request == pytest.approx(1e6 * 0.5 / 2)
 
 
+def test_a_cell_stored_as_capacity_keeps_its_concurrency_limit(tmp_path: Path) -> None:
+    """Schemas 1-3 called a launch's concurrency limit cells.capacity."""
+    path = tmp_path / "old.db"
+    _old_store(path)
+    old = sqlite3.connect(path)
+    old.execute("ALTER TABLE cells RENAME COLUMN concurrency_limit TO capacity")
+    old.execute(
+        "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
+        " connections, threads, duration_s, workers, status, capacity)"
+        " VALUES ('old-run', 0, 'k', 'flask', 'flask', 'json', 'wrk', 8, 1, 5, 2, 'ok', 4)"
+    )
+    old.commit()
+    old.close()
+    reader = Store(path, create=False)
+    assert [concurrency_limit(c) for c in reader.cells("old-run")] == [4]
+    reader.close()
+    store = Store(path)  # brought up to date: the new column filled from the old
+    assert [c["concurrency_limit"] for c in store.cells("old-run")] == [4]
+    store.close()
+
+
 def test_a_store_from_a_newer_benchlab_is_refused_naming_both_versions(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     Store(path).close()
@@ -139,3 +168,24 @@ def test_a_histogram_round_trips_through_the_store(tmp_path: Path) -> None:
     assert back.get_total_count() == 5000
     for q in (50, 90, 99, 99.9, 100):
         assert back.get_value_at_percentile(q) == original.get_value_at_percentile(q)
+
+
+def test_every_figure_reads_what_the_store_keeps() -> None:
+    """A figure's source names a trial column or derivation (a replicate's, a cell's)."""
+    import dataclasses
+
+    from benchlab.figures import FIGURES, Combine
+    from benchlab.store import CapacityRecord, TrialRecord
+
+    def attributes(record: type) -> set[str]:
+        derived = {name for name, v in vars(record).items() if isinstance(v, property)}
+        return {f.name for f in dataclasses.fields(record)} | derived
+
+    kept = {
+        Combine.REPLICATES: attributes(CapacityRecord),
+        Combine.CELL: {name for name, _ in TABLES["cells"]},
+    }
+    for figure in FIGURES.values():
+        if figure.source is not None and figure.source.attr is not None:
+            where = kept.get(figure.source.combine, attributes(TrialRecord))
+            assert figure.source.attr in where, figure.key

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -377,34 +378,84 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr
 
 
-def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
-    from benchlab.analysis.verdicts import CellFigures, verdicts
+@dataclass(frozen=True)
+class _Measured:
+    """A cell as the verdicts read it (a report's cell summary is one)."""
 
-    figures = CellFigures(
-        scenario="json", connections=8, ms=None, throughput_rps=1000.0, half_width_pct=1.0,
-        confidence=0.875, requests=10_000, errors={"total": 0}, server_cpu_pct=95.0,
-        load_cpu_pct=40.0, server_cores=1, load_cores=1, capacity=None,
-        db_sessions_peak=None, db_pool_limit=None,
+    figures: dict[str, float]
+    scenario: str
+    connections: int
+    ms: int | None = None
+    mode: str = "closed"
+    tool: str = ""
+    errors: dict[str, int] = field(default_factory=lambda: {"total": 0})
+    concurrency_limit: int | None = None
+    db_pool_limit: int | None = None
+    alone_ms: float | None = None
+
+    def value(self, figure: F.Figure) -> float | None:
+        return self.figures.get(figure.key)
+
+
+def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
+    from benchlab.analysis.verdicts import CAUTIONS, VERDICTS
+
+    assert list(VERDICTS) == [
+        "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
+        "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
+        "unstable",
+    ]  # fmt: skip
+    cautions = {
+        "client-bound",
+        "tool-stalled",
+        "errors",
+        "blocked",
+        "unstable",
+        "rate-not-delivered",
+    }
+    assert set(CAUTIONS) == cautions
+    # A ceiling cell with one of these measured its load tool, not the machine.
+    assert {name for name, kind in VERDICTS.items() if kind.tool_figure} == {
+        "client-bound", "tool-stalled"
+    }  # fmt: skip
+
+
+def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
+    from benchlab.analysis.verdicts import Setting, verdicts
+
+    cell = _Measured(
+        {F.THROUGHPUT.key: 1000.0, F.REQUESTS.key: 10_000, F.SERVER_CPU.key: 95.0,
+         F.LOAD_CPU.key: 40.0},
+        scenario="json", connections=8,
     )  # fmt: skip
-    assert [v.name for v in verdicts(figures, 5.0, adaptive=True)] == ["unstable"]
-    assert verdicts(figures, 5.0, adaptive=False) == []
+    setting = Setting(
+        server_cores=1, load_cores=1, half_width_pct=1.0, confidence=0.875,
+        target_half_width_pct=5.0,
+    )  # fmt: skip
+    assert [v.name for v in verdicts(cell, replace(setting, adaptive=True))] == ["unstable"]
+    assert verdicts(cell, setting) == []
 
 
 def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
-    from benchlab.analysis.verdicts import CellFigures, verdicts
+    from benchlab.analysis.verdicts import RATE_NOT_DELIVERED, Setting, Side, verdicts
 
-    def shortfall(sent_rate: float) -> str:
-        figures = CellFigures(
-            scenario="sleep", connections=16, ms=10, throughput_rps=200.0, half_width_pct=1.0,
-            confidence=0.875, requests=400, errors={"total": 0}, server_cpu_pct=5.0,
-            load_cpu_pct=40.0, server_cores=1, load_cores=1, capacity=None,
-            db_sessions_peak=None, db_pool_limit=None, mode="rate", target_rate=500.0,
-            sent_rate=sent_rate, rate_ratio=0.4,
+    def shortfall(sent_rate: float) -> tuple[str, Side | None]:
+        cell = _Measured(
+            {F.THROUGHPUT.key: 200.0, F.REQUESTS.key: 400, F.SERVER_CPU.key: 5.0,
+             F.LOAD_CPU.key: 40.0, F.TARGET_RATE.key: 500.0, F.SENT_RATE.key: sent_rate,
+             F.RATE_RATIO.key: 0.4},
+            scenario="sleep", connections=16, ms=10, mode="rate",
         )  # fmt: skip
-        (found,) = [v for v in verdicts(figures, 50.0) if v.name == "rate-not-delivered"]
-        return found.sentence
+        setting = Setting(
+            server_cores=1, load_cores=1, half_width_pct=1.0, confidence=0.875,
+            target_half_width_pct=50.0,
+        )  # fmt: skip
+        (found,) = [v for v in verdicts(cell, setting) if v.name == RATE_NOT_DELIVERED.name]
+        return found.sentence, found.bound
 
     # Sent on time at 40 % CPU, answered at 200 of 500: the server did not keep up.
-    assert "server-bound" in shortfall(sent_rate=499.0)
+    sentence, bound = shortfall(sent_rate=499.0)
+    assert "server-bound" in sentence and bound is Side.SERVER
     # Sent late at 40 % CPU (a generator whose core the VM gave away): the generator's.
-    assert "generator-bound" in shortfall(sent_rate=220.0)
+    sentence, bound = shortfall(sent_rate=220.0)
+    assert "generator-bound" in sentence and bound is Side.GENERATOR

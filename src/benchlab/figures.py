@@ -1,8 +1,11 @@
 """Every figure benchlab reports, defined once: its name, unit, which direction is better,
-how it is written, and where a cell summary keeps it.
+how it is written, where a cell summary keeps it, and where its value comes from (`Source`:
+the trial column or derivation it reads, and how a cell's trials combine into one figure).
 
-The store's trial columns, the summary, the JSON, CSV, Markdown and terminal tables, the
-HTML page and the charts all read these definitions; none of them spells a figure out again.
+A source names a trial attribute of the store's `TrialRecord` (a column, or a derivation of
+columns such as `rate_ratio`); `analysis.combine` makes every cell's figures by these sources,
+and the summary, the verdicts, the JSON, CSV, Markdown and terminal tables, the HTML page and
+the charts read the figures by this registry; none of them spells a figure out again.
 A figure is one of three kinds:
 
 - an estimate: a median over a cell's trials with its interval (throughput, capacity, CPU);
@@ -12,9 +15,10 @@ A figure is one of three kinds:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class Better(Enum):
@@ -60,6 +64,49 @@ def compact_number(value: float) -> str:
     return f"{value:.3g}"
 
 
+class Combine(Enum):
+    """How a cell's trials make one figure."""
+
+    MEDIAN = "median over the trials, with its interval"
+    PEAK = "the highest of the trials"
+    SUM = "the sum over the trials"
+    # The trials' histograms merged; a tool without histograms: the trials' own percentiles
+    # combined by the source's `fallback`.
+    HISTOGRAM = "from the merged histogram of the trials"
+    REPLICATES = "median over the capacity search's replicates, with its interval"
+    CELL = "stored once for the cell"
+    DERIVED = "derived from the trials or from the cell's other figures"
+
+
+# (the cell's trials, the figures combined before this one) -> the figure
+Derive = Callable[[Sequence[Any], Mapping[str, Any]], float | None]
+FIXED_RATE = frozenset({"rate", "slo"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a figure's value comes from."""
+
+    combine: Combine
+    # The TrialRecord attribute (CapacityRecord's for REPLICATES, the cells column for CELL).
+    attr: str | None = None
+    modes: frozenset[str] | None = None  # the modes whose cells have it; None: every mode
+    per: int | None = None  # SUM: the total divided by this (bytes into MB)
+    fallback: Combine | None = None  # HISTOGRAM without histograms: MEDIAN or PEAK
+    derive: Derive | None = None  # DERIVED
+
+    def applies(self, mode: str) -> bool:
+        return self.modes is None or mode in self.modes
+
+
+def _median(attr: str, modes: frozenset[str] | None = None) -> Source:
+    return Source(Combine.MEDIAN, attr, modes)
+
+
+def _peak(attr: str, modes: frozenset[str] | None = None) -> Source:
+    return Source(Combine.PEAK, attr, modes)
+
+
 @dataclass(frozen=True)
 class Figure:
     key: str  # the name in code, the JSON key (within `group`), the CSV column stem
@@ -71,6 +118,11 @@ class Figure:
     text: Callable[[float], str] = WHOLE
     group: str | None = None  # JSON: nested under this key (latency_ms: {p50: ...})
     brief: bool = False  # one of the few columns of the default terminal table
+    # The least a value must be (better: higher) for what it measures to count: the rate
+    # ratio's 0.95 ("delivered"). None: the figure has no such line.
+    threshold: float | None = None
+    # None: made across cells (a ratio to another cell's, in `analysis.relative`).
+    source: Source | None = None
 
     def format(self, value: float | None) -> str:
         return "–" if value is None else self.text(value)
@@ -78,6 +130,12 @@ class Figure:
     @property
     def title(self) -> str:
         return f"{self.label} {self.unit}".strip()
+
+    def reaches(self, value: float, of: float = 1.0) -> bool:
+        """Whether `value` reaches the threshold (times `of`: a share of a whole)."""
+        if self.threshold is None or self.better is not Better.HIGHER:
+            raise ValueError(f"{self.key} has no threshold to reach")
+        return value >= self.threshold * of
 
     def wins(self, ratio: float) -> bool:
         """Whether a/b = `ratio` means a is better than b."""
@@ -94,8 +152,12 @@ def _figure(
     text: Callable[[float], str] = WHOLE,
     group: str | None = None,
     brief: bool = False,
+    threshold: float | None = None,
+    source: Source | None = None,
 ) -> Figure:
-    figure = Figure(key, label, unit, better, kind, description, text, group, brief)
+    figure = Figure(
+        key, label, unit, better, kind, description, text, group, brief, threshold, source
+    )
     FIGURES[key] = figure
     return figure
 
@@ -104,56 +166,102 @@ FIGURES: dict[str, Figure] = {}
 E, V, R = Kind.ESTIMATE, Kind.VALUE, Kind.RATIO
 UP, DOWN, FLAT = Better.HIGHER, Better.LOWER, Better.NEITHER
 
+# --- derivations (Source.derive): from a cell's trials, or its figures combined before ------
+
+
+def _requests_per_cpu_second(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
+    """From the CPU per request; a run without counted CPU: from the sampled CPU share."""
+    cpu, throughput, server = (
+        figures.get(f.key) for f in (CPU_PER_REQUEST, THROUGHPUT, SERVER_CPU)
+    )
+    if cpu and cpu.median > 0:
+        return 1e6 / cpu.median
+    if throughput and server and server.median > 0:
+        return throughput.median / (server.median / 100)
+    return None
+
+
+def _hit_share(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
+    """Hits ÷ lookups over every trial (None: the scenario uses no cache)."""
+    if all(t.cache_hits is None for t in trials):
+        return None
+    hits = sum(t.cache_hits or 0 for t in trials)
+    misses = sum(t.cache_misses or 0 for t in trials)
+    return hits / (hits + misses) if hits + misses else None
+
+
 # --- load and what it achieved ---------------------------------------------------------------
 THROUGHPUT = _figure(
     "throughput_rps", "throughput", "req/s", UP, E,
     "responses per second: median over trials [interval]", rate_text, brief=True,
+    source=_median("throughput_rps"),
 )  # fmt: skip
 TARGET_RATE = _figure(
     "target_rate", "target", "req/s", FLAT, V,
     "the fixed rate requests were sent at (rate cells)", rate_text,
+    source=Source(Combine.CELL, "target_rate", FIXED_RATE),
 )  # fmt: skip
 ACHIEVED = _figure(
     "achieved_rps", "achieved", "req/s", UP, E,
     "successful responses per second at the fixed rate", rate_text,
+    source=_median("achieved_rps", FIXED_RATE),
 )  # fmt: skip
+_DELIVERED = 0.95  # a fixed rate below this share of its target did not get its load
 RATE_RATIO = _figure(
     "rate_ratio", "rate ratio", "", UP, E,
-    "achieved ÷ target: under 0.95 the offered load was not delivered", _grouped(2),
+    f"achieved ÷ target: under {_DELIVERED} the offered load was not delivered", _grouped(2),
+    threshold=_DELIVERED, source=_median("rate_ratio", FIXED_RATE),
 )  # fmt: skip
 SENT_RATE = _figure(
     "sent_rate", "sent", "req/s", FLAT, E,
     "requests the generator actually sent per second", rate_text,
+    source=_median("sent_rate", FIXED_RATE),
 )  # fmt: skip
 SCHEDULE_LAG = _figure(
     "schedule_lag_ms", "lag", "ms", DOWN, V,
     "the most a request was sent after it was due (added to its latency)", ms_text,
+    source=_peak("schedule_lag_ms", FIXED_RATE),
 )  # fmt: skip
 CAPACITY = _figure(
     "capacity_rps", "capacity", "req/s", UP, E,
     "the highest fixed rate that held the SLO: median over search replicates [interval]",
     rate_text, brief=True,
+    source=Source(Combine.REPLICATES, "capacity_rps", frozenset({"slo"})),
 )  # fmt: skip
 CLOSED_CAPACITY = _figure(
     "closed_capacity_rps", "closed-loop", "req/s", UP, V,
     "throughput under a closed loop at the same connections: the search's upper bound",
-    rate_text,
+    rate_text, source=Source(Combine.CELL, "closed_capacity_rps", FIXED_RATE),
 )  # fmt: skip
-REQUESTS = _figure("requests", "requests", "", FLAT, V, "requests completed, all trials")
+REQUESTS = _figure(
+    "requests", "requests", "", FLAT, V, "requests completed, all trials",
+    source=Source(Combine.SUM, "requests"),
+)  # fmt: skip
 TRANSFER = _figure(
-    "transfer_mb", "transfer", "MB", FLAT, V, "bytes received, all trials", _grouped(1)
-)
+    "transfer_mb", "transfer", "MB", FLAT, V, "bytes received, all trials", _grouped(1),
+    source=Source(Combine.SUM, "bytes", per=2**20),
+)  # fmt: skip
 
 # --- latency: percentiles of the merged histogram of every trial ------------------------------
 LATENCY_GROUP = "latency_ms"
-LAT_MEAN = _figure("mean", "avg", "ms", DOWN, V, "mean latency", ms_text, LATENCY_GROUP)
-P50 = _figure("p50", "p50", "ms", DOWN, V, "median latency", ms_text, LATENCY_GROUP, brief=True)
-P90 = _figure("p90", "p90", "ms", DOWN, V, "90th percentile latency", ms_text, LATENCY_GROUP)
-P99 = _figure(
-    "p99", "p99", "ms", DOWN, V, "99th percentile latency", ms_text, LATENCY_GROUP, brief=True
-)
-P999 = _figure("p999", "p99.9", "ms", DOWN, V, "99.9th percentile latency", ms_text, LATENCY_GROUP)
-LAT_MAX = _figure("max", "max", "ms", DOWN, V, "the slowest request", ms_text, LATENCY_GROUP)
+
+
+def _latency(
+    key: str, label: str, description: str, brief: bool = False, fallback: Combine = Combine.MEDIAN
+) -> Figure:
+    """A latency figure (ms, lower is better), read from the trials' `latency_<key>_ms`."""
+    source = Source(Combine.HISTOGRAM, f"latency_{key}_ms", fallback=fallback)
+    return _figure(
+        key, label, "ms", DOWN, V, description, ms_text, LATENCY_GROUP, brief, source=source
+    )
+
+
+LAT_MEAN = _latency("mean", "avg", "mean latency")
+P50 = _latency("p50", "p50", "median latency", brief=True)
+P90 = _latency("p90", "p90", "90th percentile latency")
+P99 = _latency("p99", "p99", "99th percentile latency", brief=True)
+P999 = _latency("p999", "p99.9", "99.9th percentile latency")
+LAT_MAX = _latency("max", "max", "the slowest request", fallback=Combine.PEAK)
 PERCENTILES = (P50, P90, P99, P999)
 QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
 
@@ -161,36 +269,43 @@ QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
 CPU_PER_REQUEST = _figure(
     "cpu_us_per_request", "CPU/req", "µs", DOWN, E,
     "server CPU time per successful response, counted over its whole process tree",
-    WHOLE, brief=True,
+    WHOLE, brief=True, source=_median("cpu_us_per_request"),
 )  # fmt: skip
 SERVER_CPU = _figure(
-    "server_cpu_pct", "server CPU", "%", FLAT, E, "100 = one core busy for the whole trial"
-)
+    "server_cpu_pct", "server CPU", "%", FLAT, E, "100 = one core busy for the whole trial",
+    source=_median("server_cpu_pct"),
+)  # fmt: skip
 SERVER_RSS = _figure(
     "server_rss_mb", "RSS", "MB", DOWN, V,
     "peak resident memory of the server's whole process tree", _grouped(1),
+    source=_peak("server_rss_mb"),
 )  # fmt: skip
 LOAD_CPU = _figure(
-    "load_cpu_pct", "load CPU", "%", FLAT, E, "the load generator's own CPU (100 = one core)"
-)
+    "load_cpu_pct", "load CPU", "%", FLAT, E, "the load generator's own CPU (100 = one core)",
+    source=_median("load_cpu_pct"),
+)  # fmt: skip
 STEAL = _figure(
     "server_steal_pct", "steal", "%", DOWN, E,
-    "CPU time the hypervisor took from the server's cores",
+    "CPU time the hypervisor took from the server's cores", source=_median("server_steal_pct"),
 )  # fmt: skip
 RPS_PER_CPU = _figure(
-    "rps_per_cpu_s", "req/CPU-s", "", UP, V, "requests served per second of server CPU"
-)
+    "rps_per_cpu_s", "req/CPU-s", "", UP, V, "requests served per second of server CPU",
+    source=Source(Combine.DERIVED, derive=_requests_per_cpu_second),
+)  # fmt: skip
 
 # --- services ---------------------------------------------------------------------------------
 DB_SESSIONS = _figure(
-    "db_sessions_peak", "#DB", "", FLAT, V, "peak database sessions held by the server"
-)
+    "db_sessions_peak", "#DB", "", FLAT, V, "peak database sessions held by the server",
+    source=_peak("db_sessions_peak"),
+)  # fmt: skip
 POOL_ACTIVE = _figure(
-    "pool_active_peak", "pool active", "", FLAT, V, "peak server connections pgbouncer handed out"
-)
+    "pool_active_peak", "pool active", "", FLAT, V, "peak server connections pgbouncer handed out",
+    source=_peak("pool_active_peak"),
+)  # fmt: skip
 CACHE_HITS = _figure(
     "cache_hit_ratio", "cache hit", "%", UP, V, "Redis hits ÷ lookups",
     lambda v: f"{100 * v:.1f}",
+    source=Source(Combine.DERIVED, derive=_hit_share),
 )  # fmt: skip
 
 # --- relative to other cells ------------------------------------------------------------------
@@ -202,6 +317,7 @@ CEILING = _figure(
     "ceiling_fraction", "of ceiling", "%", FLAT, R,
     "throughput ÷ nginx-static's at the same grid point", lambda v: f"{100 * v:.0f}",
 )  # fmt: skip
+
 
 # What a cell is ranked, compared and divided by, per mode: what the mode measures.
 RANK_BY_MODE = {"closed": THROUGHPUT, "rate": P99, "slo": CAPACITY}

@@ -39,7 +39,9 @@ LOCK_TIMEOUT_S = float(os.environ.get("BENCHLAB_STORE_TIMEOUT_S", "30"))
 # 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
 # histograms, exact CPU, the capacities table, this version in `meta`. 3: the hosts of a run
 # (what ran where, one machine description per host) and each load host's share of a trial.
-SCHEMA_VERSION = 3
+# 4: cells.concurrency_limit, the name of what schemas 1-3 called cells.capacity (requests a
+# launch can hold at once; "capacity" is only req/s under the SLO).
+SCHEMA_VERSION = 4
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
@@ -270,7 +272,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("pool_size", "INTEGER"),
         ("ms", "INTEGER"),
         ("point", "TEXT"),  # the named grid point, when the recipe has points
-        ("capacity", "INTEGER"),  # requests the launch can hold at once; NULL: no own limit
+        # Requests the launch can hold at once; NULL: no limit of its own. Schema 4: the
+        # column 'capacity' of older stores, which keep it (see RENAMED).
+        ("concurrency_limit", "INTEGER"),
         ("db_pool_limit", "INTEGER"),  # database sessions the launch can use at most
         ("mode", "TEXT"),  # closed (NULL in schema 1), rate, slo
         ("target_rate", "REAL"),  # rate cells: the rate asked for (a share once resolved)
@@ -308,6 +312,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# A column under a new name: (table, new name) -> the old name, which an older store keeps.
+# Added to an older store, the new column is filled from the old; read-only, the old is read.
+RENAMED = {("cells", "concurrency_limit"): "capacity"}
+
+
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
     _refuse_newer(db, path)
     for table, columns in TABLES.items():
@@ -318,6 +327,9 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             if name not in present:
                 # SQLite cannot add a NOT NULL column without a default: added ones are nullable.
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' NOT NULL', '')}")
+                old = RENAMED.get((table, name))
+                if old in present:
+                    db.execute(f"UPDATE {table} SET {name} = {old}")
     db.execute("CREATE UNIQUE INDEX IF NOT EXISTS cells_run_key ON cells (run_id, key)")
     db.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -402,6 +414,20 @@ def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
+def _renamed(table: str, name: str, row: sqlite3.Row) -> Any:
+    """A column by its current name; a store from before its rename: by its old one."""
+    keys = row.keys()
+    if name in keys:
+        return row[name]
+    old = RENAMED[(table, name)]
+    return row[old] if old in keys else None
+
+
+def concurrency_limit(cell: sqlite3.Row) -> int | None:
+    """Requests the cell's launch could hold at once; None: no limit of its own."""
+    return _renamed("cells", "concurrency_limit", cell)
+
+
 def _record(kind: type[Record], row: sqlite3.Row) -> Record:
     """A row as its record; columns an older store lacks read as their default (empty)."""
     present = set(row.keys())
@@ -479,7 +505,7 @@ class Store:
         position: int,
         cell: Cell,
         label: str,
-        capacity: int | None = None,
+        concurrency_limit: int | None = None,
         db_pool_limit: int | None = None,
         facts: dict[str, Any] | None = None,
     ) -> int:
@@ -504,7 +530,7 @@ class Store:
                 "pool_size": cell.pool_size,
                 "ms": cell.ms,
                 "point": cell.point,
-                "capacity": capacity,
+                "concurrency_limit": concurrency_limit,
                 "db_pool_limit": db_pool_limit,
                 "mode": cell.mode,
                 "target_rate": cell.rate,

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from benchlab import figures as F
 from benchlab.analysis.stats import median_interval
 from benchlab.store import CapacityRecord, TrialRecord
 
-DELIVERED = 0.95  # a trial that delivered under 95 % of its target rate did not hold it
 STEP_SHARES = (0.25, 0.5, 0.75, 0.9)
 MAX_PROBES = 8  # per replicate, after the steps: bounds the time a search can take
 LOWEST_SHARE = 0.02  # below 2 % of the closed-loop throughput the SLO is called unattainable
@@ -47,7 +47,7 @@ class Target:
 def misses(trial: TrialRecord, target: Target) -> str | None:
     """Why a fixed-rate trial did not hold the target; None when it held."""
     ratio = trial.rate_ratio
-    if ratio is None or ratio < DELIVERED:
+    if ratio is None or not F.RATE_RATIO.reaches(ratio):
         shown = "nothing" if ratio is None else f"{100 * ratio:.0f}%"
         return f"delivered {shown} of the target rate"
     if trial.error_pct > target.max_error_pct:

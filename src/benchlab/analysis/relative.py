@@ -9,16 +9,15 @@ from dataclasses import dataclass
 
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio, ratio_interval
+from benchlab.analysis.verdicts import VERDICTS
 
 CEILING_STACK = "nginx-static"
-# A ceiling cell with one of these verdicts measured its load tool's limit, not the machine's:
-# no share of it is reported.
-NOT_A_CEILING = ("client-bound", "tool-stalled")
 
 
 def is_ceiling(stack: str, verdicts: Sequence[str]) -> bool:
-    """Whether a cell can stand for the machine's ceiling at its grid point."""
-    return stack == CEILING_STACK and not set(verdicts) & set(NOT_A_CEILING)
+    """Whether a cell can stand for the machine's ceiling at its grid point: a ceiling cell
+    whose figure is its load tool's limit (not the machine's) does not."""
+    return stack == CEILING_STACK and not any(VERDICTS[name].tool_figure for name in verdicts)
 
 
 @dataclass(frozen=True)

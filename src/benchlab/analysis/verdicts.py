@@ -1,18 +1,29 @@
 """Validity verdicts: whether a cell's figure can be trusted, each with one plain sentence.
 
+Every verdict is declared once, in `VERDICTS` (the end of this module): its name, what it is
+about, whether it is a caution beside a comparison, which figure it weakens, and the check
+that writes its sentence. Reports, takeaways, relative figures and `tune` read those
+declarations, never a verdict's name or sentence spelled out again.
+
+A check reads the cell's figures through the registry in `benchlab.figures` (any object with
+the `Measured` shape: a report's cell summary) and what the run adds (`Setting`).
 Thresholds are deliberately coarse: a verdict flags a figure to look at, it does not grade it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from benchlab import figures as F
 
 ERROR_RATE = 0.001  # more than 0.1 % of requests failed
 CLIENT_SATURATED = 0.90  # the load tool used 90 % of its cores
-SERVER_SATURATED = 0.90  # the server used 90 % of its cores
-DELIVERED = 0.95  # a fixed-rate cell below 95 % of its target did not get its load
-FALLING_BEHIND = 2.0  # latency at the end of a trial at least twice that at its start ...
-FALLING_BEHIND_MS = 10.0  # ... and at least this much longer
+SERVER_FULL = 0.90  # the server used 90 % of its cores
+GREW = 2.0  # latency at the end of a trial at least twice that at its start ...
+GREW_MS = 10.0  # ... and at least this much longer
 LAG_MS = 5.0  # the generator sent a request this late ...
 LAG_SHARE = 0.25  # ... and that is a quarter of the p99 or more
 IDLE_SERVER = 0.50  # the server used under half of its cores ...
@@ -24,105 +35,113 @@ WAITING_SCENARIOS = ("sleep", "db-delay")
 SERVER_ONLY_SCENARIOS = ("plaintext", "json")
 
 
+class Side(Enum):
+    """Whose limit a verdict says was reached."""
+
+    SERVER = "server"
+    GENERATOR = "generator"
+
+
 @dataclass(frozen=True)
 class Verdict:
     name: str
     sentence: str
+    bound: Side | None = None  # whose limit it found, when it names one
+
+
+class Measured(Protocol):
+    """A cell as the verdicts read it: its identity and its figures (by the registry)."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def connections(self) -> int: ...
+    @property
+    def ms(self) -> int | None: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def errors(self) -> Mapping[str, int]: ...
+    @property
+    def concurrency_limit(self) -> int | None: ...  # None: no limit of its own
+    @property
+    def db_pool_limit(self) -> int | None: ...
+    # How long a request waits when it is alone (a user's app: its latency at one
+    # connection); the contract's sleep and db-delay wait their `ms`.
+    @property
+    def alone_ms(self) -> float | None: ...
+
+    def value(self, figure: F.Figure) -> float | None: ...
 
 
 @dataclass(frozen=True)
-class CellFigures:
-    """What the verdicts look at, for one cell (medians over its trials)."""
+class Setting:
+    """What the verdicts need beside a cell's figures: where it ran, how its trials agreed."""
 
-    scenario: str
-    connections: int
-    ms: int | None
-    throughput_rps: float
-    half_width_pct: float | None  # of the figure the cell is ranked by
-    confidence: float  # the coverage that figure's interval really has
-    requests: int
-    errors: dict[str, int]
-    server_cpu_pct: float | None
-    load_cpu_pct: float | None
     server_cores: int
     load_cores: int  # the load cores its tool could use: no more than its threads
-    capacity: int | None  # requests the launch can hold at once; None: no limit of its own
-    db_sessions_peak: int | None
-    db_pool_limit: int | None
-    mode: str = "closed"
-    target_rate: float | None = None
-    sent_rate: float | None = None  # the rate the generator sent at (its requests' send times)
-    rate_ratio: float | None = None  # achieved ÷ target, median over trials
+    half_width_pct: float | None  # of the figure the cell is ranked by
+    confidence: float  # the coverage that figure's interval really has
+    target_half_width_pct: float
+    adaptive: bool = False  # the recipe allowed more trials (max_trials)
     latency_first_ms: float | None = None  # median latency of a trial's first quarter ...
     latency_last_ms: float | None = None  # ... and of its last (medians over trials)
-    schedule_lag_ms: float | None = None  # the latest a request was sent past its due time
-    p99_ms: float | None = None
-    # How long a request waits when it is alone (a user's app: its latency at one
-    # connection); the contract's sleep and db-delay wait their `ms`.
-    alone_ms: float | None = None
-    mean_latency_ms: float | None = None  # the tool's own mean (closed loop)
-    tool: str = ""
     latency_resolution_ms: float = 0.0  # the tool's: a mean below it cannot be checked
 
-    @property
-    def wait_ms(self) -> float | None:
-        if self.scenario in WAITING_SCENARIOS:
-            return float(self.ms) if self.ms else None
-        return self.alone_ms
+
+def _throughput(cell: Measured) -> float:
+    return cell.value(F.THROUGHPUT) or 0.0
 
 
-def verdicts(
-    cell: CellFigures, target_half_width_pct: float, adaptive: bool = False
-) -> list[Verdict]:
-    """Every verdict that applies; `adaptive`: the recipe allowed more trials (max_trials)."""
-    checks = (
-        _errors, _tool_stalled, _client_bound, _rate_not_delivered, _generator_lag,
-        _falling_behind, _server_saturated,
-        _blocked, _littles_law, _pool_exhausted,
-    )  # fmt: skip
-    found = [check(cell) for check in checks]
-    found.append(_unstable(cell, target_half_width_pct, adaptive))
+def _wait_ms(cell: Measured) -> float | None:
+    if cell.scenario in WAITING_SCENARIOS:
+        return float(cell.ms) if cell.ms else None
+    return cell.alone_ms
+
+
+def verdicts(cell: Measured, setting: Setting) -> list[Verdict]:
+    """Every verdict that applies, in the registry's order."""
+    found = [kind.check(cell, setting) for kind in VERDICTS.values()]
     return [v for v in found if v is not None]
 
 
-def _errors(cell: CellFigures) -> Verdict | None:
+def _errors(cell: Measured, setting: Setting) -> Verdict | None:
     socket = sum(v for k, v in cell.errors.items() if k not in ("total", "non_2xx"))
     failed = socket + cell.errors.get("non_2xx", 0)
-    attempts = cell.requests + socket
+    attempts = int(cell.value(F.REQUESTS) or 0) + socket
     if attempts == 0 or failed / attempts <= ERROR_RATE:
         return None
     kinds = ", ".join(f"{k} {v:,}" for k, v in cell.errors.items() if k != "total" and v)
-    return Verdict(
-        "errors", f"{100 * failed / attempts:.1f}% of requests failed ({kinds}): the figure "
+    return ERRORS.says(
+        f"{100 * failed / attempts:.1f}% of requests failed ({kinds}): the figure "
         "counts failures as answers"
-    )  # fmt: skip
+    )
 
 
 TOOL_BUSY = 0.5  # in a closed loop, under half the connections busy with a request
 
 
-def consistency_checkable(cell: CellFigures) -> bool:
+def consistency_checkable(cell: Measured, setting: Setting) -> bool:
     """Whether the tool reported a mean latency fine enough to check its figures with."""
-    return (
-        cell.mean_latency_ms is not None
-        and cell.mean_latency_ms >= cell.latency_resolution_ms
-        and cell.connections >= 1
-    )
+    mean = cell.value(F.LAT_MEAN)
+    return mean is not None and mean >= setting.latency_resolution_ms and cell.connections >= 1
 
 
-def _tool_stalled(cell: CellFigures) -> Verdict | None:
+def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
     """Little's law on the client side: in a closed loop every connection always has one
     request in flight, so throughput × mean latency is close to the connections held open.
     Far below, the tool spent its time somewhere other than in requests."""
-    if cell.mode != "closed" or not consistency_checkable(cell):
+    if cell.mode != "closed" or not consistency_checkable(cell, setting):
         return None
-    in_flight = cell.throughput_rps * cell.mean_latency_ms / 1000
+    throughput, mean = _throughput(cell), cell.value(F.LAT_MEAN) or 0.0
+    in_flight = throughput * mean / 1000
     if in_flight >= TOOL_BUSY * cell.connections:
         return None
     idle = 100 * (1 - in_flight / cell.connections)
-    return Verdict(
-        "tool-stalled",
-        f"{cell.throughput_rps:,.1f} req/s × {cell.mean_latency_ms:,.1f} ms mean latency = "
+    return TOOL_STALLED.says(
+        f"{throughput:,.1f} req/s × {mean:,.1f} ms mean latency = "
         f"{in_flight:,.2f} requests in flight, against {cell.connections:,} connections held "
         f"open: {cell.tool or 'the load tool'} spent {idle:.0f}% "
         "of its time outside the requests it timed (waiting on a socket, reconnecting), so "
@@ -130,212 +149,280 @@ def _tool_stalled(cell: CellFigures) -> Verdict | None:
     )
 
 
-def _load_saturated(cell: CellFigures) -> bool:
-    return (
-        cell.load_cpu_pct is not None
-        and cell.load_cpu_pct >= CLIENT_SATURATED * 100 * cell.load_cores
-    )
+def _load_saturated(cell: Measured, setting: Setting) -> bool:
+    load_cpu = cell.value(F.LOAD_CPU)
+    return load_cpu is not None and load_cpu >= CLIENT_SATURATED * 100 * setting.load_cores
 
 
-def _client_bound(cell: CellFigures) -> Verdict | None:
-    if not _load_saturated(cell) or _undelivered(cell):
+def _client_bound(cell: Measured, setting: Setting) -> Verdict | None:
+    if not _load_saturated(cell, setting) or _undelivered(cell):
         return None  # an undelivered rate says it in its own verdict
-    return Verdict(
-        "client-bound",
-        f"the load tool used {cell.load_cpu_pct:.0f}% CPU of its {cell.load_cores} core(s): it, "
-        "not the server, may have been the limit",
+    return CLIENT_BOUND.says(
+        f"the load tool used {cell.value(F.LOAD_CPU):.0f}% CPU of its {setting.load_cores} "
+        "core(s): it, not the server, may have been the limit",
     )
 
 
-def _undelivered(cell: CellFigures) -> bool:
-    return cell.mode == "rate" and cell.rate_ratio is not None and cell.rate_ratio < DELIVERED
+def _undelivered(cell: Measured) -> bool:
+    ratio = cell.value(F.RATE_RATIO)
+    return cell.mode == "rate" and ratio is not None and not F.RATE_RATIO.reaches(ratio)
 
 
-def _rate_not_delivered(cell: CellFigures) -> Verdict | None:
-    if not _undelivered(cell) or cell.target_rate is None or cell.rate_ratio is None:
+def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
+    target, ratio = cell.value(F.TARGET_RATE), cell.value(F.RATE_RATIO)
+    if not _undelivered(cell) or target is None or ratio is None:
         return None
-    achieved = cell.rate_ratio * cell.target_rate
+    load_cpu = cell.value(F.LOAD_CPU)
     shortfall = (
-        f"{achieved:,.0f} successful req/s of the {cell.target_rate:,.0f} asked "
-        f"({100 * cell.rate_ratio:.0f}%)"
+        f"{ratio * target:,.0f} successful req/s of the {target:,.0f} asked ({100 * ratio:.0f}%)"
     )
-    if _load_saturated(cell):
-        return Verdict(
-            "rate-not-delivered",
-            f"{shortfall}: generator-bound — the load generator used {cell.load_cpu_pct:.0f}% "
-            f"CPU of its {cell.load_cores} core(s) and could not send faster; this says nothing "
-            "about the server",
+    if _load_saturated(cell, setting):
+        return RATE_NOT_DELIVERED.says(
+            f"{shortfall}: generator-bound — the load generator used {load_cpu:.0f}% "
+            f"CPU of its {setting.load_cores} core(s) and could not send faster; this says "
+            "nothing about the server",
+            Side.GENERATOR,
         )
     if _unsent(cell):
         # A generator starved of its cores (a VM's neighbours, steal) uses less than
         # 90 % CPU and still sends late: when it sent, not its CPU, says whose the shortfall is.
-        return Verdict(
-            "rate-not-delivered",
+        return RATE_NOT_DELIVERED.says(
             f"{shortfall}: generator-bound — the load generator sent only "
-            f"{cell.sent_rate:,.0f} req/s (its CPU at {cell.load_cpu_pct or 0:.0f}%): it fell "
+            f"{cell.value(F.SENT_RATE):,.0f} req/s (its CPU at {load_cpu or 0:.0f}%): it fell "
             "behind its own schedule; this says nothing about the server",
+            Side.GENERATOR,
         )
-    return Verdict(
-        "rate-not-delivered",
+    return RATE_NOT_DELIVERED.says(
         f"{shortfall}: server-bound — the generator sent on time, the server did not keep up",
+        Side.SERVER,
     )
 
 
-def _unsent(cell: CellFigures) -> bool:
-    """The generator sent under DELIVERED of the rate asked (a tool that keeps its schedule
-    and waits for a connection records the send when it was due, so a slow server does not
-    show here)."""
-    return (
-        cell.sent_rate is not None
-        and cell.target_rate is not None
-        and cell.sent_rate < DELIVERED * cell.target_rate
-    )
+def _unsent(cell: Measured) -> bool:
+    """The generator sent under the delivered share of the rate asked (a tool that keeps its
+    schedule and waits for a connection records the send when it was due, so a slow server
+    does not show here)."""
+    sent, target = cell.value(F.SENT_RATE), cell.value(F.TARGET_RATE)
+    return sent is not None and target is not None and not F.RATE_RATIO.reaches(sent, of=target)
 
 
-def _generator_lag(cell: CellFigures) -> Verdict | None:
-    lag, p99 = cell.schedule_lag_ms, cell.p99_ms
+def _generator_lag(cell: Measured, setting: Setting) -> Verdict | None:
+    lag, p99 = cell.value(F.SCHEDULE_LAG), cell.value(F.P99)
     if cell.mode != "rate" or lag is None or p99 is None or _undelivered(cell):
         return None
     if lag < LAG_MS or lag < LAG_SHARE * p99:
         return None
-    cpu = "" if cell.load_cpu_pct is None else f" (its CPU at {cell.load_cpu_pct:.0f}%)"
-    return Verdict(
-        "generator-lag",
+    load_cpu = cell.value(F.LOAD_CPU)
+    cpu = "" if load_cpu is None else f" (its CPU at {load_cpu:.0f}%)"
+    return GENERATOR_LAG.says(
         f"the generator sent requests up to {lag:,.1f} ms after they were due{cpu}; that wait "
         f"is counted in the latency (p99 {p99:,.1f} ms), so part of it is the generator's: "
         "lower the rate or give the load more cores",
     )
 
 
-def _falling_behind(cell: CellFigures) -> Verdict | None:
-    first, last = cell.latency_first_ms, cell.latency_last_ms
+def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
+    first, last = setting.latency_first_ms, setting.latency_last_ms
     if cell.mode != "rate" or first is None or last is None:
         return None
-    if last < FALLING_BEHIND * first or last - first < FALLING_BEHIND_MS:
+    if last < GREW * first or last - first < GREW_MS:
         return None
-    return Verdict(
-        "falling-behind",
+    return FALLING_BEHIND.says(
         f"latency grew through each trial, from {first:,.1f} ms (median of its first quarter) to "
         f"{last:,.1f} ms (its last): requests queue faster than they are served, so the "
         "percentiles depend on how long the trial ran",
     )
 
 
-def _server_saturated(cell: CellFigures) -> Verdict | None:
-    share = _server_share(cell)
-    if cell.mode == "closed" or share is None or share < SERVER_SATURATED:
+def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
+    share = _server_share(cell, setting)
+    if cell.mode == "closed" or share is None or share < SERVER_FULL:
         return None
-    return Verdict(
-        "server-saturated",
-        f"the server used {100 * share:.0f}% of its {cell.server_cores} core(s): at this rate "
-        "its CPU, not its concurrency, is the limit",
+    return SERVER_SATURATED.says(
+        f"the server used {100 * share:.0f}% of its {setting.server_cores} core(s): at this "
+        "rate its CPU, not its concurrency, is the limit",
     )
 
 
-def _server_share(cell: CellFigures) -> float | None:
-    if cell.server_cpu_pct is None:
+def _server_share(cell: Measured, setting: Setting) -> float | None:
+    server_cpu = cell.value(F.SERVER_CPU)
+    if server_cpu is None:
         return None
-    return cell.server_cpu_pct / (100 * cell.server_cores)
+    return server_cpu / (100 * setting.server_cores)
 
 
-def _littles_bound(cell: CellFigures, concurrency: int) -> float | None:
-    wait = cell.wait_ms
+def _littles_bound(cell: Measured, concurrency: int) -> float | None:
+    wait = _wait_ms(cell)
     return None if not wait else concurrency / (wait / 1000)
 
 
-def _blocked(cell: CellFigures) -> Verdict | None:
-    share = _server_share(cell)
+def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
+    share = _server_share(cell, setting)
     if cell.mode != "closed" or share is None or share >= IDLE_SERVER:
         return None
-    if cell.wait_ms is not None:
+    wait, throughput = _wait_ms(cell), _throughput(cell)
+    if wait is not None:
         # What the launch could hold at once: its own limit, the clients, and (db-delay) the
         # database pool — a pool that caps the figure is pool-exhausted, not blocked.
         limits = [cell.connections]
-        if cell.capacity is not None:
-            limits.append(cell.capacity)
+        if cell.concurrency_limit is not None:
+            limits.append(cell.concurrency_limit)
         if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
             limits.append(cell.db_pool_limit)
         bound = _littles_bound(cell, min(limits))
-        if bound is None or cell.throughput_rps >= FAR_BELOW * bound:
+        if bound is None or throughput >= FAR_BELOW * bound:
             return None
-        holding = cell.throughput_rps * cell.wait_ms / 1000
-        return Verdict(
-            "blocked",
+        holding = throughput * wait / 1000
+        return BLOCKED.says(
             f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
-            f"({cell.throughput_rps:,.0f} req/s of a possible {bound:,.0f}) with its CPU at "
+            f"({throughput:,.0f} req/s of a possible {bound:,.0f}) with its CPU at "
             f"{100 * share:.0f}%: something blocks (a blocking call in an event loop, a late "
             "gevent patch)",
         )
     if cell.scenario not in SERVER_ONLY_SCENARIOS:
         return None
-    load = cell.load_cpu_pct / (100 * cell.load_cores) if cell.load_cpu_pct is not None else 1.0
+    load_cpu = cell.value(F.LOAD_CPU)
+    load = load_cpu / (100 * setting.load_cores) if load_cpu is not None else 1.0
     if load >= IDLE_SERVER or sum(cell.errors.values()):
         return None
-    return Verdict(
-        "blocked",
+    return BLOCKED.says(
         f"neither the server ({100 * share:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "
         "busy: something else limited the throughput",
     )
 
 
-def _binding_limit(cell: CellFigures) -> tuple[str, int]:
+def _binding_limit(cell: Measured) -> tuple[str, int]:
     """The limit on requests in progress that is reached first: the clients, the server's
     own concurrency (workers × threads), or the database pool (db-delay)."""
     limits = [(f"the {cell.connections:,} clients", cell.connections)]
-    if cell.capacity is not None:
-        limits.append((f"its own concurrency ({cell.capacity:,} requests at once)", cell.capacity))
+    own = cell.concurrency_limit
+    if own is not None:
+        limits.append((f"its own concurrency ({own:,} requests at once)", own))
     if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
         limits.append((f"its database pool ({cell.db_pool_limit:,} sessions)", cell.db_pool_limit))
     return min(limits, key=lambda limit: limit[1])
 
 
-def _littles_law(cell: CellFigures) -> Verdict | None:
+def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
     bound = _littles_bound(cell, cell.connections)
-    share = _server_share(cell)
+    share = _server_share(cell, setting)
     if cell.mode != "closed" or bound is None or share is None or share >= CPU_BOUND:
         return None
-    fraction = cell.throughput_rps / bound
+    fraction = _throughput(cell) / bound
     if fraction >= FAR_BELOW:
         return None
     name, value = _binding_limit(cell)
     if value == cell.connections:
         return None  # no limit of its own explains it: that is `blocked`, if anything
-    if "pool" in name and _pool_exhausted(cell) is not None:
+    if "pool" in name and _pool_exhausted(cell, setting) is not None:
         return None  # pool-exhausted says it
     most = _littles_bound(cell, value) or 0.0
-    return Verdict(
-        "littles-law",
-        f"{cell.throughput_rps:,.0f} req/s is {100 * fraction:.0f}% of what {cell.connections:,} "
-        f"connections could carry ({bound:,.0f}: connections ÷ {cell.wait_ms:,.3g} ms) while the "
-        f"server's CPU was at {100 * share:.0f}%: the limit reached first is {name}, "
-        f"{most:,.0f} req/s at most",
+    return LITTLES_LAW.says(
+        f"{_throughput(cell):,.0f} req/s is {100 * fraction:.0f}% of what "
+        f"{cell.connections:,} connections could carry ({bound:,.0f}: connections ÷ "
+        f"{_wait_ms(cell):,.3g} ms) while the server's CPU was at {100 * share:.0f}%: the limit "
+        f"reached first is {name}, {most:,.0f} req/s at most",
     )
 
 
-def _pool_exhausted(cell: CellFigures) -> Verdict | None:
-    if cell.db_sessions_peak is None or not cell.db_pool_limit:
+def _pool_exhausted(cell: Measured, setting: Setting) -> Verdict | None:
+    peak = cell.value(F.DB_SESSIONS)
+    if peak is None or not cell.db_pool_limit:
         return None
-    if cell.db_sessions_peak < cell.db_pool_limit:
+    if peak < cell.db_pool_limit:
         return None
-    return Verdict(
-        "pool-exhausted",
+    return POOL_EXHAUSTED.says(
         f"the stack's pools grew to their limit of {cell.db_pool_limit} database sessions "
-        f"({cell.db_sessions_peak} open at the peak): they grow only when every session is "
+        f"({peak} open at the peak): they grow only when every session is "
         "busy, so requests waited for one",
     )
 
 
-def _unstable(cell: CellFigures, target: float, adaptive: bool) -> Verdict | None:
-    if adaptive and cell.confidence < 0.95:
-        return Verdict(
-            "unstable",
+def _unstable(cell: Measured, setting: Setting) -> Verdict | None:
+    if setting.adaptive and setting.confidence < 0.95:
+        return UNSTABLE.says(
             f"never converged: max_trials ran out before its interval reached 95% "
-            f"({100 * cell.confidence:.0f}% now; it takes 6 trials)",
+            f"({100 * setting.confidence:.0f}% now; it takes 6 trials)",
         )
-    if cell.half_width_pct is None or cell.half_width_pct <= target:
+    half_width, target = setting.half_width_pct, setting.target_half_width_pct
+    if half_width is None or half_width <= target:
         return None
-    return Verdict(
-        "unstable",
-        f"trials disagree: the interval spans ±{cell.half_width_pct:.0f}% of the median "
+    return UNSTABLE.says(
+        f"trials disagree: the interval spans ±{half_width:.0f}% of the median "
         f"(target ±{target:g}%)",
     )
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+Check = Callable[[Measured, Setting], Verdict | None]
+
+
+@dataclass(frozen=True)
+class VerdictKind:
+    """One verdict, declared once."""
+
+    name: str  # what reports, the JSON and the CSV call it
+    about: str  # what it flags, in a few words
+    check: Check  # whether it applies to a cell, and its sentence when it does
+    weakens: F.Figure | None  # the figure it casts doubt on; None: the one the cell is ranked by
+    caution: bool = False  # a comparison that rests on the figure gets a caution beside it
+    # The figure is the load tool's limit, not the server's: a ceiling cell with it is none.
+    tool_figure: bool = False
+    bound: Side | None = None  # whose limit it says was reached, when always the same side
+
+    def says(self, sentence: str, bound: Side | None = None) -> Verdict:
+        return Verdict(self.name, sentence, bound or self.bound)
+
+
+VERDICTS: dict[str, VerdictKind] = {}
+
+
+def _declare(kind: VerdictKind) -> VerdictKind:
+    VERDICTS[kind.name] = kind
+    return kind
+
+
+# In the order their sentences are listed.
+ERRORS = _declare(VerdictKind(
+    "errors", "requests that failed, counted as answers", _errors, None, caution=True,
+))  # fmt: skip
+TOOL_STALLED = _declare(VerdictKind(
+    "tool-stalled", "a load tool idle between the requests it timed", _tool_stalled,
+    F.THROUGHPUT, caution=True, tool_figure=True,
+))  # fmt: skip
+CLIENT_BOUND = _declare(VerdictKind(
+    "client-bound", "a load tool out of CPU", _client_bound, F.THROUGHPUT, caution=True,
+    tool_figure=True, bound=Side.GENERATOR,
+))  # fmt: skip
+RATE_NOT_DELIVERED = _declare(VerdictKind(
+    "rate-not-delivered", "a fixed rate that was not delivered, and whose fault",
+    _rate_not_delivered, F.P99, caution=True,
+))  # fmt: skip
+GENERATOR_LAG = _declare(VerdictKind(
+    "generator-lag", "a generator that sent late, adding to the latency", _generator_lag, F.P99,
+))  # fmt: skip
+FALLING_BEHIND = _declare(VerdictKind(
+    "falling-behind", "a queue that grew through each trial", _falling_behind, F.P99,
+))  # fmt: skip
+SERVER_SATURATED = _declare(VerdictKind(
+    "server-saturated", "a server out of CPU at a fixed rate", _server_saturated, F.P99,
+    bound=Side.SERVER,
+))  # fmt: skip
+BLOCKED = _declare(VerdictKind(
+    "blocked", "a server that waited with its CPU idle", _blocked, F.THROUGHPUT, caution=True,
+))  # fmt: skip
+LITTLES_LAW = _declare(VerdictKind(
+    "littles-law", "a limit of its own reached before the clients'", _littles_law, F.THROUGHPUT,
+))  # fmt: skip
+POOL_EXHAUSTED = _declare(VerdictKind(
+    "pool-exhausted", "requests that waited for a database session", _pool_exhausted,
+    F.THROUGHPUT,
+))  # fmt: skip
+UNSTABLE = _declare(VerdictKind(
+    "unstable", "trials that disagree more than the target allows", _unstable, None,
+    caution=True,
+))  # fmt: skip
+
+# Verdicts that make a comparison worth a caution beside it.
+CAUTIONS = frozenset(name for name, kind in VERDICTS.items() if kind.caution)

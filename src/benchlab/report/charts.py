@@ -459,14 +459,14 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
         if cell.mode == "slo":
             line += [
                 (
-                    p.target_rps, p.p50_ms, p.p99_ms, p.achieved_rps >= 0.95 * p.target_rps,
-                    p.probe == "step",
+                    p.target_rps, p.p50_ms, p.p99_ms,
+                    F.RATE_RATIO.reaches(p.achieved_rps, of=p.target_rps), p.probe == "step",
                 )
                 for p in cell.curve
                 if p.p99_ms
             ]  # fmt: skip
         elif cell.value(F.TARGET_RATE) and cell.value(F.P99):
-            delivered = (cell.value(F.RATE_RATIO) or 0.0) >= 0.95
+            delivered = F.RATE_RATIO.reaches(cell.value(F.RATE_RATIO) or 0.0)
             rate, p50, p99 = (cell.value(f) for f in (F.TARGET_RATE, F.P50, F.P99))
             line.append((rate, p50, p99, delivered, True))
     return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}

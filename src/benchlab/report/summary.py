@@ -18,6 +18,7 @@ from typing import Any
 
 from benchlab import figures as F
 from benchlab.analysis.capacity import Target, misses
+from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.relative import (
@@ -28,13 +29,18 @@ from benchlab.analysis.relative import (
     relative_to,
 )
 from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
-from benchlab.analysis.verdicts import CLIENT_SATURATED, CellFigures, Verdict, verdicts
-from benchlab.load import TOOLS, histogram
+from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
+from benchlab.load import TOOLS
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
-from benchlab.store import ERROR_KINDS, CapacityRecord, LoadShareRecord, Store, TrialRecord
-
-FigureValue = Estimate | Ratio | float | int | None
+from benchlab.store import (
+    ERROR_KINDS,
+    CapacityRecord,
+    LoadShareRecord,
+    Store,
+    TrialRecord,
+    concurrency_limit,
+)
 
 
 @dataclass(frozen=True)
@@ -119,9 +125,7 @@ def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> li
     verb = "was" if len(bound) == 1 else "were"
     where = f"; {hosts} {named}{', sharing their cores,' if shared else ''} {verb} the limit"
     return [
-        dataclasses.replace(v, sentence=v.sentence + where)
-        if v.name in ("client-bound", "rate-not-delivered") and "server-bound" not in v.sentence
-        else v
+        dataclasses.replace(v, sentence=v.sentence + where) if v.bound is Side.GENERATOR else v
         for v in found
     ]
 
@@ -236,7 +240,6 @@ class CellSummary:
                 "cpu_source": self.cpu_source,
                 "facts": self.facts,
                 "concurrency_limit": self.concurrency_limit,
-                "capacity": self.concurrency_limit,  # the old name of concurrency_limit
                 "db_pool_limit": self.db_pool_limit,
                 "verdicts": [v.name for v in self.verdicts],
                 "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
@@ -340,49 +343,6 @@ class RunSummary:
 # --- one cell ----------------------------------------------------------------------------------
 
 
-def _estimate(values: list[float | None]) -> Estimate | None:
-    return median_interval([v for v in values if v is not None])
-
-
-def _peak(values: list[Any]) -> Any:
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
-
-
-def _hit_ratio(trials: list[TrialRecord]) -> float | None:
-    if all(t.cache_hits is None for t in trials):
-        return None
-    hits = sum(t.cache_hits or 0 for t in trials)
-    misses_ = sum(t.cache_misses or 0 for t in trials)
-    return hits / (hits + misses_) if hits + misses_ else None
-
-
-def _percentile_medians(trials: list[TrialRecord]) -> dict[str, float]:
-    """Quantiles every trial reported, each the median over trials, in quantile order."""
-    per_trial = [json.loads(t.latency_percentiles or "{}") for t in trials]
-    if not per_trial:
-        return {}
-    common = set.intersection(*(set(p) for p in per_trial))
-    medians = {q: statistics.median(p[q] for p in per_trial) for q in common}
-    return dict(sorted(medians.items(), key=lambda kv: float(kv[0])))
-
-
-def _latency(trials: list[TrialRecord]) -> tuple[dict[str, float | None], dict[str, float], str]:
-    """Latency of a cell: from the merge of its trials' histograms when every trial has
-    one; otherwise (tools that give no histogram) the median of the trials' figures."""
-    if trials and all(t.latency_histogram for t in trials):
-        merged = histogram.merge(t.latency_histogram for t in trials)
-        return histogram.summary_ms(merged), histogram.curve_ms(merged), "merged histogram"
-    maxima = [t.latency_max_ms for t in trials if t.latency_max_ms is not None]
-    figures = {
-        key: _estimate([getattr(t, f"latency_{key}_ms") for t in trials])
-        for key in ("mean", "p50", "p90", "p99", "p999")
-    }
-    values = {key: e.median if e else None for key, e in figures.items()}
-    values["max"] = max(maxima) if maxima else None
-    return values, _percentile_medians(trials), "median of the trials' percentiles"
-
-
 def _at_capacity(trials: list[TrialRecord], capacities: list[CapacityRecord]) -> list[TrialRecord]:
     """Each replicate's trial at the capacity it found (the highest rate that held)."""
     found = []
@@ -433,53 +393,7 @@ def _summarise_cell(
     if status == "pending" and (trials or capacities):
         status = "incomplete"
     errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
-    errors = {"total": sum(errors.values()), **errors}
-    latency, curve_ms, latency_source = _latency(trials)
-    cpu = [t.cpu_us_per_request for t in trials]
-    throughput = _estimate([t.throughput_rps for t in trials])
-    cpu_per_request = _estimate(cpu)
-    server_cpu = _estimate([t.server_cpu_pct for t in trials])
-    rps_per_cpu = (
-        1e6 / cpu_per_request.median
-        if cpu_per_request and cpu_per_request.median > 0
-        else (throughput.median / (server_cpu.median / 100))
-        if throughput and server_cpu and server_cpu.median > 0
-        else None
-    )
-    figures: dict[str, FigureValue] = {
-        F.THROUGHPUT.key: throughput,
-        F.REQUESTS.key: sum(t.requests for t in trials),
-        F.TRANSFER.key: sum(t.bytes for t in trials) / 2**20,
-        F.SERVER_CPU.key: server_cpu,
-        F.SERVER_RSS.key: _peak([t.server_rss_mb for t in trials]),
-        F.LOAD_CPU.key: _estimate([t.load_cpu_pct for t in trials]),
-        F.STEAL.key: _estimate([t.server_steal_pct for t in trials]),
-        F.CPU_PER_REQUEST.key: cpu_per_request,
-        F.RPS_PER_CPU.key: rps_per_cpu,
-        F.DB_SESSIONS.key: _peak([t.db_sessions_peak for t in trials]),
-        F.POOL_ACTIVE.key: _peak([t.pool_active_peak for t in trials]),
-        F.CACHE_HITS.key: _hit_ratio(trials),
-        **{key: latency.get(key) for key in ("mean", "p50", "p90", "p99", "p999", "max")},
-    }
-    if mode != "closed":
-        figures.update(
-            {
-                F.TARGET_RATE.key: cell["target_rate"],
-                F.ACHIEVED.key: _estimate([t.achieved_rps for t in trials]),
-                F.RATE_RATIO.key: _estimate([t.rate_ratio for t in trials]),
-                F.SENT_RATE.key: _estimate([t.sent_rate for t in trials]),
-                F.SCHEDULE_LAG.key: _peak([t.schedule_lag_ms for t in trials]),
-                F.CLOSED_CAPACITY.key: cell["closed_capacity_rps"],
-            }
-        )
-    if mode == "slo":
-        figures[F.CAPACITY.key] = _estimate([c.capacity_rps for c in capacities])
-    samples = {
-        F.THROUGHPUT.key: tuple(t.throughput_rps for t in trials),
-        F.P99.key: tuple(t.latency_p99_ms for t in trials if t.latency_p99_ms is not None),
-        F.CPU_PER_REQUEST.key: tuple(v for v in cpu if v is not None),
-        F.CAPACITY.key: tuple(c.capacity_rps for c in capacities),
-    }
+    combined = combine(trials, capacities, cell, mode)
     return CellSummary(
         key=cell["key"],
         stack=cell["stack"],
@@ -498,20 +412,17 @@ def _summarise_cell(
         reason=cell["reason"],
         mode=mode,
         trials=replicates,
-        errors=errors,
-        figures=figures,
+        errors={"total": sum(errors.values()), **errors},
+        figures=combined.figures,
         server_threads=cell["server_threads"],
-        concurrency_limit=cell["capacity"],
+        concurrency_limit=concurrency_limit(cell),
         db_pool_limit=cell["db_pool_limit"],
         rate_share=cell["rate_share"] if "rate_share" in keys else None,
-        samples=samples,
-        latency_intervals={
-            key: _estimate([getattr(t, f"latency_{key}_ms") for t in trials])
-            for key in ("p50", "p90", "p99", "p999")
-        },
-        percentiles=curve_ms,
+        samples=combined.samples,
+        latency_intervals=combined.latency_intervals,
+        percentiles=combined.latency.percentiles,
         curve=_curve(all_trials, options.slo),
-        latency_source=latency_source if trials else "",
+        latency_source=combined.latency.source if trials else "",
         cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
         ranked_by=F.rank_figure(mode, options.rank_by),
         facts=_facts(cell),
@@ -520,7 +431,7 @@ def _summarise_cell(
 
 
 def _alone_ms(trials: list[TrialRecord]) -> float | None:
-    alone = _estimate([t.latency_p50_ms for t in trials if t.probe == "alone"])
+    alone = median_interval([t.latency_p50_ms for t in trials if t.probe == "alone"])
     return alone.median if alone else None
 
 
@@ -548,43 +459,22 @@ def _analyse(
     options: RunOptions,
     trend: tuple[float | None, float | None] = (None, None),
 ) -> list[Verdict]:
-    throughput = cell.throughput
-    if throughput is None:
+    if cell.throughput is None:
         return []
-    ranked = cell.samples.get(cell.ranked_by.key) or ()
-    spread = median_interval(ranked)
-    rate_ratio = cell.estimate(F.RATE_RATIO)
-    figures = CellFigures(
-        scenario=cell.scenario,
-        connections=cell.connections,
-        ms=cell.ms,
-        throughput_rps=throughput.median,
-        half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
-        confidence=spread.confidence if spread else 0.0,
-        requests=cell.value(F.REQUESTS) or 0,
-        errors=cell.errors,
-        server_cpu_pct=cell.value(F.SERVER_CPU),
-        load_cpu_pct=cell.value(F.LOAD_CPU),
+    spread = median_interval(cell.samples.get(cell.ranked_by.key) or ())
+    setting = Setting(
         server_cores=len(run["server_cores"]),
         # A tool can keep busy no more cores than it has threads (ab: one, whatever it has).
         load_cores=min(len(run["load_cores"]), cell.threads),
-        capacity=cell.concurrency_limit,
-        db_sessions_peak=cell.value(F.DB_SESSIONS),
-        db_pool_limit=cell.db_pool_limit,
-        mode=cell.mode,
-        target_rate=cell.value(F.TARGET_RATE),
-        sent_rate=cell.value(F.SENT_RATE),
-        rate_ratio=rate_ratio.median if rate_ratio else None,
+        half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
+        confidence=spread.confidence if spread else 0.0,
+        target_half_width_pct=options.target_half_width_pct,
+        adaptive=options.adaptive,
         latency_first_ms=trend[0],
         latency_last_ms=trend[1],
-        schedule_lag_ms=cell.value(F.SCHEDULE_LAG),
-        p99_ms=cell.value(F.P99),
-        alone_ms=cell.alone_ms,
-        mean_latency_ms=cell.value(F.LAT_MEAN),
-        tool=cell.tool,
         latency_resolution_ms=TOOLS[cell.tool].latency_resolution_ms if cell.tool in TOOLS else 0.0,
     )
-    return verdicts(figures, options.target_half_width_pct, options.adaptive)
+    return verdicts(cell, setting)
 
 
 def _options(row: sqlite3.Row) -> RunOptions:
@@ -676,8 +566,8 @@ def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
     """Median latency of the first and of the last quarter of the trials (medians over
     trials): a queue that grows through a trial shows as last >> first."""
     plain = [t for t in trials if t.probe is None]
-    first = _estimate([t.latency_first_ms for t in plain])
-    last = _estimate([t.latency_last_ms for t in plain])
+    first = median_interval([t.latency_first_ms for t in plain])
+    last = median_interval([t.latency_last_ms for t in plain])
     return (first.median if first else None, last.median if last else None)
 
 

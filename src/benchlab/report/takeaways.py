@@ -17,11 +17,9 @@ from benchlab.analysis.evidence import MIN_TRIALS, Evidence
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
+from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.text import display_names, settings_text
-
-# Verdicts that make a comparison worth a caution beside it.
-CAUTIONS = ("client-bound", "tool-stalled", "errors", "blocked", "unstable", "rate-not-delivered")
 
 
 @dataclass(frozen=True)
@@ -182,7 +180,7 @@ def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evi
     runner = rest[0]
     ratio = _better_by(judged[runner.key].ratio, figure)
     client_bound = figure.better is F.Better.HIGHER and any(
-        v.name == "client-bound" for v in best.verdicts
+        v.name == CLIENT_BOUND.name for v in best.verdicts
     )
     win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
     lead = _tied_lead(top, names, figure, evidence) if len(top) > 1 else ""
@@ -194,7 +192,7 @@ def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evi
             else f"the other {len(rest)} stacks"
         )
         tail = f"; {others} are {_spread(rest, figure)}"
-    skip = f"{best.key}|client-bound" if client_bound else ""
+    skip = f"{best.key}|{CLIENT_BOUND.name}" if client_bound else ""
     caution = _cautions([best, runner], names, skip)
     return f"{lead}{win}{caution}{tail}."
 
@@ -300,7 +298,7 @@ def reading_guide(summary: RunSummary) -> list[str]:
             "'tie' or 'within' otherwise."
         )
     lines.append(
-        "A verdict (client-bound, blocked, errors, …) flags a figure to check before trusting "
-        "it; 'valid' means none applied."
+        f"A verdict ({CLIENT_BOUND.name}, {BLOCKED.name}, {ERRORS.name}, …) flags a figure to "
+        "check before trusting it; 'valid' means none applied."
     )
     return lines + _stack_notes(summary)

@@ -221,7 +221,7 @@ class Session:
                 continue
             stack = self.catalogue[cell.stack]
             label = stack.label(cell.workers, cell.flavour, cell.server_threads)
-            limit = stack.capacity(cell.workers, cell.server_threads, cell.flavour)
+            limit = stack.concurrency_limit(cell.workers, cell.server_threads, cell.flavour)
             self.cell_ids[cell] = self.store.add_cell(
                 self.run_id, len(self.cells) - 1, cell, label, limit, self._db_pool_limit(cell),
                 facts=stack.facts(cell.workers, cell.server_threads),

@@ -104,7 +104,9 @@ class Stack:
                 )
         return Availability(True)
 
-    def capacity(self, workers: int, threads: int | None, flavour: str | None) -> int | None:
+    def concurrency_limit(
+        self, workers: int, threads: int | None, flavour: str | None
+    ) -> int | None:
         """How many requests the launch can hold in progress at once; None when an event loop
         (or Go's scheduler) sets no limit of its own."""
         if self.concurrency and threads is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate
+from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
 
 
@@ -260,13 +261,13 @@ def _findings(results: list[CandidateResult]) -> list[str]:
     if blocked:
         found.append(
             f"something blocks where the server expects no wait: {blocked[0].label}: "
-            f"{blocked[0].verdicts['blocked']}"
+            f"{blocked[0].verdicts[BLOCKED.name]}"
         )
-    errors = [c for c in results if "errors" in c.at_capacity]
+    errors = [c for c in results if ERRORS.name in c.at_capacity]
     if errors:
         first = errors[0]
         found.append(
-            f"requests fail at a load it holds: {first.label}: {first.at_capacity['errors']}"
+            f"requests fail at a load it holds: {first.label}: {first.at_capacity[ERRORS.name]}"
         )
     slope = _memory_per_worker(results)
     if slope is not None:
@@ -278,7 +279,7 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
     """Candidates flagged `blocked` where nothing but the app can block: an event loop,
     greenlets. (Threads left idle behind busy connections say something about the server.)"""
     return [
-        c for c in results if "blocked" in c.verdicts and c.concurrency in (None, "greenlets")
+        c for c in results if BLOCKED.name in c.verdicts and c.concurrency in (None, "greenlets")
         and not c.one_at_a_time
     ]  # fmt: skip
 
