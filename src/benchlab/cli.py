@@ -605,7 +605,7 @@ def doctor(
     """Check this machine: tools, cores, CPU frequency scaling, pinning; clean up after a
     benchlab that was killed (its processes, directories, namespaces, what it left on SSH
     hosts; its run marked abandoned)."""
-    from benchlab.machine import doctor_checks
+    from benchlab.doctor import doctor_checks
     from benchlab.recovery import clean_stale, live_runs
 
     hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchlab.errors import UserError
 from benchlab.figures import RANKABLE
 from benchlab.hosts.spec import HostSpec
-from benchlab.load import TOOLS
+from benchlab.load import DEFAULT_TOOL, RATE_TOOL, TOOLS
 from benchlab.scenarios import SCENARIOS
 
 DEFAULT_RECIPE = "quick"
@@ -64,7 +64,7 @@ SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
 class LoadProfile(_Strict):
-    tool: ToolName = "wrk"
+    tool: ToolName = DEFAULT_TOOL
     # closed loop: connections held open; fixed rate: the most the generator may open
     connections: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 64
     threads: PositiveInt | None = None
@@ -708,14 +708,13 @@ def _check_names(path: Path, recipe: Recipe) -> None:
 
 
 def _check_rates(path: Path, recipe: Recipe) -> None:
-    pacing = [name for name, tool in TOOLS.items() if tool.can_pace]
     for i, profile in enumerate(recipe.load):
         if profile.rate is None:
             continue
         if not TOOLS[profile.tool].can_pace:
             raise UserError(
                 f"{path}: key 'load[{i}].rate': {profile.tool} cannot send at a fixed rate (it "
-                f'runs a closed loop only); use tool = "{pacing[0]}" for a rate, or remove '
+                f'runs a closed loop only); use tool = "{RATE_TOOL}" for a rate, or remove '
                 "'rate'"
             )
         if profile.threads is not None:
@@ -748,7 +747,7 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
         if not any(profile_mode(recipe, p) == "slo" for p in recipe.load):
             raise UserError(
                 f"{path}: key 'slo': no [[load]] profile can search a capacity; add one with "
-                f'tool = "{pacing[0]}" and no rate'
+                f'tool = "{RATE_TOOL}" and no rate'
             )
 
 

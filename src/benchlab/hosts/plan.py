@@ -16,12 +16,9 @@ from benchlab.hosts.spec import (
     default_addresses,
     parse_spec,
 )
+from benchlab.load import MERGEABLE_TOOLS
 from benchlab.recipe import CoreAssignment, HostPlan, Recipe, default_cores
 from benchlab.scenarios import SCENARIOS
-
-# Several generators are merged exactly only from tools that keep every latency (a whole
-# histogram or each request): the others give percentiles, which cannot be added up.
-MERGEABLE_TOOLS = ("wrk", "vegeta")
 
 
 def local_only(cores: CoreAssignment) -> tuple[HostPlan, ...]:

@@ -28,6 +28,7 @@ import psutil
 from benchlab import machine
 from benchlab.errors import UserError
 from benchlab.hosts.plan import local_only
+from benchlab.load import RATE_TOOL
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -180,7 +181,9 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         stacks=["tune"],
         scenarios=[SCENARIO],
         load=[
-            LoadProfile(tool="vegeta", connections=request.connections, duration=PROBE_S, timeout=2)
+            LoadProfile(
+                tool=RATE_TOOL, connections=request.connections, duration=PROBE_S, timeout=2
+            )
         ],
         trials=REPLICATES,
         warmup=1,
@@ -217,7 +220,7 @@ def _cell(candidate: Candidate, cores: CoreAssignment, mode: str, connections: i
     if mode == "closed":
         connections = coarse_connections(candidate, connections)
     return Cell(
-        stack=candidate.kind.name, scenario=SCENARIO, tool="vegeta", connections=connections,
+        stack=candidate.kind.name, scenario=SCENARIO, tool=RATE_TOOL, connections=connections,
         threads=len(cores.load), duration=COARSE_S if mode == "closed" else PROBE_S,
         timeout=5 if mode == "closed" else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
