@@ -25,6 +25,7 @@ from benchlab.analysis.stats import converged
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.hosts.base import THIS_MACHINE, Host, HostError
 from benchlab.hosts.topology import RunHosts
+from benchlab.journal import Journal
 from benchlab.load import TOOLS, LoadRequest, LoadToolError
 from benchlab.load.base import HttpTarget
 from benchlab.load.generators import Generated, run_generators
@@ -37,7 +38,6 @@ from benchlab.process import (
     sigterm_interrupts,
 )
 from benchlab.recipe import Cell, Plan
-from benchlab.recovery import Journal
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
