@@ -27,7 +27,6 @@ import psutil
 
 from benchlab import machine
 from benchlab.errors import UserError
-from benchlab.hosts.plan import local_only
 from benchlab.load import RATE_TOOL
 from benchlab.recipe import (
     Cell,
@@ -38,6 +37,7 @@ from benchlab.recipe import (
     Services,
     Slo,
     default_cores,
+    local_only,
 )
 from benchlab.run_options import RunOptions
 from benchlab.runner import Execution, Reporter, RunOutcome
