@@ -645,7 +645,7 @@ def _hosts_plan(path: Path) -> Plan:
 
 
 def _doctor_hosts(plan: Plan) -> int:
-    from benchlab.hosts.doctor import host_checks
+    from benchlab.doctor import host_checks
 
     problems, current = 0, None
     for name, check in host_checks(plan):

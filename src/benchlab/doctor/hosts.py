@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchlab.doctor import Check
+from benchlab.doctor.check import Check
 from benchlab.hosts.base import Host, HostError
 from benchlab.hosts.netns import existing_namespaces
 from benchlab.hosts.ssh import SOURCE_DIR

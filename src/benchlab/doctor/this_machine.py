@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.doctor.check import Check
 from benchlab.load import TOOLS
 from benchlab.machine import frequency_governor
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    required: bool = True
-
 
 BUILT = " and ".join(name for name, tool in TOOLS.items() if tool.build is not None)
 PROGRAMS = (
@@ -27,7 +17,7 @@ PROGRAMS = (
     ("nginx", "the nginx-static ceiling stack", "apt-get install nginx-light", True),
     (
         "go",
-        f"builds the Go stacks and {' and '.join(BUILT)}",
+        f"builds the Go stacks and {BUILT}",
         "apt-get install golang (or go.dev/dl)",
         True,
     ),
