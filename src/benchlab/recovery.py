@@ -28,9 +28,9 @@ import psutil
 from benchlab.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.errors import UserError
 from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
-from benchlab.hosts.spec import parse_spec
 from benchlab.hosts.ssh import cleanup_script, run_over_ssh
 from benchlab.journal import alive, journals
+from benchlab.recipe.host_spec import parse_spec
 
 GRACE_S = 5.0
 

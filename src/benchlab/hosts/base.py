@@ -28,8 +28,8 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.cpu_account import CpuGroup, create_group
-from benchlab.hosts.spec import HostSpec
 from benchlab.process import ManagedProcess, as_user, local_listener_pids
+from benchlab.recipe.host_spec import HostSpec
 
 COMMAND_TIMEOUT_S = 60.0
 

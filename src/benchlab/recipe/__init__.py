@@ -1,7 +1,7 @@
 """Recipes: TOML files declaring stacks, scenarios, load profiles and trials; expanded to the
 cells of a plan. schema.py is a recipe's shape, files.py finds and reads one (its mistakes
-worded by messages.py and checks.py), cores.py and hosts.py place its roles, cells.py
-expands its matrix and plan.py puts them together."""
+worded by messages.py and checks.py), cores.py and hosts.py place its roles (host_spec.py
+parses where a host is), cells.py expands its matrix and plan.py puts them together."""
 
 from benchlab.recipe.cells import Cell, expand
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, default_cores, resolve_cores

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import UserError
-from benchlab.hosts.spec import (
+from benchlab.load import MERGEABLE_TOOLS
+from benchlab.recipe.cores import CoreAssignment, default_cores
+from benchlab.recipe.host_spec import (
     HostSpec,
     SpecError,
     check_namespace_address,
     default_addresses,
     parse_spec,
 )
-from benchlab.load import MERGEABLE_TOOLS
-from benchlab.recipe.cores import CoreAssignment, default_cores
 from benchlab.recipe.schema import Recipe
 from benchlab.scenarios import SCENARIOS
 
