@@ -800,7 +800,7 @@ class Execution:
     def _cache_counters(self, needed: bool) -> tuple[int, int] | None:
         if not needed or self.cache is None:
             return None
-        from benchlab.services.redis_service import hit_counters
+        from benchlab.services.redis_service import hit_counters  # redis: only with a cache
 
         try:
             return hit_counters(self.cache)

@@ -21,6 +21,7 @@ from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.cache import cache_dir
 from benchlab.load import TOOLS
 from benchlab.recipe import Cell
+from benchlab.scenarios import SCENARIOS
 
 DEFAULTS = {
     "start": 1.5, "stop": 0.5, "verify": 0.05, "overhead": 0.3,
@@ -155,8 +156,6 @@ def estimate(
 
 
 def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
-    from benchlab.scenarios import SCENARIOS
-
     scenarios = [SCENARIOS[c.scenario] for c in plan_cells if c.scenario in SCENARIOS]
     names = []
     if any(s.needs_database for s in scenarios):

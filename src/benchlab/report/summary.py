@@ -32,6 +32,7 @@ from benchlab.analysis.verdicts import CLIENT_SATURATED, CellFigures, Verdict, v
 from benchlab.load import TOOLS, histogram
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
+from benchlab.stacks import CATALOGUE
 from benchlab.store import ERROR_KINDS, CapacityRecord, LoadShareRecord, Store, TrialRecord
 
 FigureValue = Estimate | Ratio | float | int | None
@@ -530,8 +531,6 @@ def _facts(cell: sqlite3.Row) -> dict[str, Any]:
     stored = cell["facts"] if "facts" in cell.keys() else None  # noqa: SIM118
     if stored:
         return json.loads(stored)
-    from benchlab.stacks import CATALOGUE
-
     entry = CATALOGUE.get(cell["stack"])
     if entry is None:
         return {}

@@ -19,6 +19,7 @@ from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.text import display_names, settings_text
+from benchlab.stacks import CATALOGUE
 
 # Verdicts that make a comparison worth a caution beside it.
 CAUTIONS = ("client-bound", "tool-stalled", "errors", "blocked", "unstable", "rate-not-delivered")
@@ -245,8 +246,6 @@ def _workers(cells: Sequence[CellSummary]) -> str:
 
 
 def _stack_notes(summary: RunSummary) -> list[str]:
-    from benchlab.stacks import CATALOGUE
-
     notes = []
     for stack in dict.fromkeys(c.stack for c in summary.cells):
         entry = CATALOGUE.get(stack)

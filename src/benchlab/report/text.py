@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
+from benchlab.load import finer_than_timed
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.report.summary import CellSummary, RunSummary
 
@@ -46,8 +47,6 @@ def method_notes(summary: RunSummary) -> list[str]:
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "median over search replicates [interval]; latency and CPU shown at that rate."
         )
-    from benchlab.load import finer_than_timed
-
     coarse = sorted(
         {
             c.tool for c in summary.cells
