@@ -12,15 +12,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import psutil
 
 from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted
-
-if TYPE_CHECKING:
-    from benchlab.journal import Journal
+from benchlab.journal import Journal
 
 
 def as_user(user: str | None) -> list[str]:
