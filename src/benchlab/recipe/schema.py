@@ -182,5 +182,6 @@ def profile_mode(recipe: Recipe, profile: LoadProfile) -> str:
 
 
 def rate_share(text: str) -> float | None:
+    """The percentage a rate like "60%" gives of the cell's capacity; None if it is not one."""
     match = SHARE.match(text)
     return float(match.group(1)) if match else None
