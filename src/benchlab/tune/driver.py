@@ -27,7 +27,7 @@ import psutil
 
 from benchlab import machine
 from benchlab.errors import UserError
-from benchlab.load import RATE_TOOL
+from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -219,9 +219,10 @@ def coarse_connections(candidate: Candidate, most: int) -> int:
 def _cell(candidate: Candidate, cores: CoreAssignment, mode: str, connections: int) -> Cell:
     if mode == "closed":
         connections = coarse_connections(candidate, connections)
+    threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
     return Cell(
         stack=candidate.kind.name, scenario=SCENARIO, tool=RATE_TOOL, connections=connections,
-        threads=len(cores.load), duration=COARSE_S if mode == "closed" else PROBE_S,
+        threads=threads, duration=COARSE_S if mode == "closed" else PROBE_S,
         timeout=5 if mode == "closed" else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
     )  # fmt: skip
