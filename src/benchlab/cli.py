@@ -16,21 +16,24 @@ from rich.markup import escape
 
 from benchlab import __version__
 from benchlab.errors import BenchlabError, RunInterrupted, UserError
+from benchlab.load import TOOLS
 from benchlab.recipe import (
     DEFAULT_RECIPE,
     apply_overrides,
     build_plan,
+    default_cores,
     load_recipe,
     resolve_recipe,
 )
+from benchlab.stacks import CATALOGUE, catalogue_markdown
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
     from benchlab.recipe import Plan
     from benchlab.runner import Reporter
 
-# Each command imports what it needs inside it: `--help`, `stacks` and `doctor` start without
-# the runner, the reports and matplotlib (together about 0.7 s on a 2-core machine).
+# Commands import the heavier modules they need inside them: `--help`, `stacks` and `doctor`
+# start without the runner, the reports and matplotlib (together about 0.7 s on 2 cores).
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
 # flags with none, paragraphs joined, no box to wrap.
@@ -562,8 +565,6 @@ def stacks(
     ] = "table",
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
-    from benchlab.stacks import CATALOGUE, catalogue_markdown
-
     if fmt == "md":
         sys.stdout.write(catalogue_markdown())
         return
@@ -766,7 +767,6 @@ def services_up(
     redis: Annotated[bool, typer.Option("--redis/--no-redis", metavar="", help="Redis.")] = True,
 ) -> None:
     """Start the services (seeded, on loopback) and print their connection strings."""
-    from benchlab.recipe import default_cores
     from benchlab.services.manual import services_up as start
 
     started = start(
@@ -798,7 +798,6 @@ def selfcheck(
     connections: Annotated[int, typer.Option(metavar="C", min=1, help="Connections.")] = 64,
 ) -> None:
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
-    from benchlab.recipe import default_cores
     from benchlab.selfcheck import run_selfcheck
 
     cores = default_cores()
@@ -828,9 +827,6 @@ def selfcheck(
 @app.command()
 def build() -> None:
     """Build the Go stacks from the project's sources and the pinned load tools (cached)."""
-    from benchlab.load import TOOLS
-    from benchlab.stacks import CATALOGUE
-
     for stack in CATALOGUE.values():
         if stack.build is not None and stack.availability().ok:
             console.print(f"building {stack.name}")
