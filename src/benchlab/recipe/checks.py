@@ -4,6 +4,7 @@ UserError naming the file, the key and what would be right."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from benchlab.errors import UserError
@@ -36,11 +37,19 @@ def check_names(path: Path, recipe: Recipe) -> None:
 
 def _check_stack_names(path: Path, recipe: Recipe) -> None:
     """Every stack is one of the catalogue's."""
-    for i, name in enumerate(recipe.stacks):
-        if name not in CATALOGUE:
+    _check_known(
+        path, "stacks", recipe.stacks, CATALOGUE, "stack", "run 'benchlab stacks' for the catalogue"
+    )
+
+
+def _check_known(
+    path: Path, key: str, names: list[str], known: Collection[str], what: str, hint: str
+) -> None:
+    for i, name in enumerate(names):
+        if name not in known:
             raise UserError(
-                f"{path}: key 'stacks[{i}]': unknown stack '{name}'"
-                f"{did_you_mean(name, CATALOGUE)}; run 'benchlab stacks' for the catalogue"
+                f"{path}: key '{key}[{i}]': unknown {what} '{name}'"
+                f"{did_you_mean(name, known)}; {hint}"
             )
 
 
@@ -74,12 +83,8 @@ def _check_trials(path: Path, recipe: Recipe) -> None:
 
 def _check_scenario_names(path: Path, recipe: Recipe) -> None:
     """Every scenario is a known one."""
-    for i, name in enumerate(recipe.scenarios):
-        if name not in SCENARIOS:
-            raise UserError(
-                f"{path}: key 'scenarios[{i}]': unknown scenario '{name}'"
-                f"{did_you_mean(name, SCENARIOS)}; known scenarios: {', '.join(SCENARIOS)}"
-            )
+    hint = f"known scenarios: {', '.join(SCENARIOS)}"
+    _check_known(path, "scenarios", recipe.scenarios, SCENARIOS, "scenario", hint)
 
 
 def _check_stack_tables(path: Path, recipe: Recipe) -> None:
