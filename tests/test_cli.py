@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.machine import doctor_checks
+from benchlab.doctor import doctor_checks
 from benchlab.stacks import CATALOGUE
 from tests.conftest import ALL_CORE_STACKS, benchlab, benchlab_process, living
 

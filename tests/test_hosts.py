@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.recovery import journal_dir
+from benchlab.journal import journal_dir
 from tests.conftest import REPO, benchlab, benchlab_process, living, write_recipe
 from tests.sshd import available, processes_in_namespace, sshd_in_namespace
 from tests.test_failures import _children, _stored_trials, _wait_for

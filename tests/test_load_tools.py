@@ -8,8 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.load import LoadRequest, base, generators, run_tool
-from benchlab.load.base import LoadToolError, run_load
+from benchlab.errors import LoadToolError
+from benchlab.load import LoadRequest, base, generators
+from benchlab.load.generators import run_load, run_tool
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST

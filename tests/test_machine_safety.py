@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.recovery import journal_dir
+from benchlab.journal import journal_dir
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.load import LoadRequest, LoadToolError, run_tool
+from benchlab.load import LoadRequest, LoadToolError
+from benchlab.load.generators import run_tool
 from benchlab.load.wrk import parse_wrk_output
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
@@ -23,6 +24,7 @@ def _request(port: int, path: str, connections: int = 8) -> LoadRequest:
         duration_s=1,
         timeout_s=2,
         cores=(1,),
+        tool="wrk",
     )
 
 

@@ -18,6 +18,10 @@ class StoreError(BenchlabError):
     every trial already stored stays."""
 
 
+class LoadToolError(BenchlabError):
+    """The load tool failed to run or printed no result."""
+
+
 class ServiceError(BenchlabError):
     """A real service (PostgreSQL, Redis, …) failed to start or to answer."""
 

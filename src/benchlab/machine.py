@@ -1,4 +1,5 @@
-"""Facts about this machine that a result depends on, and the checks `benchlab doctor` runs."""
+"""Facts about this machine that a result depends on: CPU, kernel, versions of what it runs.
+Another machine says the same of itself by running describe() there (hosts/ssh.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from benchlab.load import TOOLS
 
 PACKAGES = (
     "benchlab", "fastapi", "starlette", "uvicorn", "uvloop", "httptools", "gunicorn",
@@ -17,13 +19,14 @@ PACKAGES = (
     "django", "aiohttp", "pyuwsgi", "psycopg", "psycopg-pool", "asyncpg", "pymysql",
     "aiomysql", "redis",
 )  # fmt: skip
-# The Debian packages a result can depend on: the load tools and the real services.
+# The Debian packages a result can depend on: the load tools' and the real services'.
 DEBIAN_PACKAGES = (
-    "wrk", "apache2-utils", "hey", "siege", "nginx-light", "libnginx-mod-http-lua",
-    "postgresql-15", "pgbouncer", "mariadb-server", "redis-server",
+    *(tool.package for tool in TOOLS.values() if tool.package),
+    "nginx-light", "libnginx-mod-http-lua", "postgresql-15", "pgbouncer", "mariadb-server",
+    "redis-server",
 )  # fmt: skip
 TOOL_VERSION_COMMANDS = {
-    "wrk": ["wrk", "-v"],
+    **{name: list(tool.version_command) for name, tool in TOOLS.items() if tool.version_command},
     "nginx": ["nginx", "-v"],
     "go": ["go", "version"],
 }
@@ -95,9 +98,11 @@ def git_commit() -> str | None:
 
 def built_tool_versions() -> dict[str, str]:
     """Load tools benchlab builds itself, at their pinned versions."""
-    from benchlab.load.vegeta import VERSION, binary
-
-    return {"vegeta": VERSION} if binary().exists() else {}
+    return {
+        name: tool.pinned_version
+        for name, tool in TOOLS.items()
+        if tool.pinned_version is not None and tool.executable() is not None
+    }
 
 
 def describe() -> dict:
@@ -125,105 +130,3 @@ def frequency_governor() -> str | None:
         if p.is_file()
     }
     return ",".join(sorted(governors)) if governors else None
-
-
-# --- doctor --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    required: bool = True
-
-
-PROGRAMS = (
-    ("taskset", "pins server and load tool to their cores", "apt-get install util-linux", True),
-    ("nginx", "the nginx-static ceiling stack", "apt-get install nginx-light", True),
-    ("go", "builds the Go stacks and vegeta", "apt-get install golang (or go.dev/dl)", True),
-    ("redis-server", "the cache scenario", "apt-get install redis-server", False),
-    ("pgbouncer", "pooling in front of PostgreSQL", "apt-get install pgbouncer", False),
-    ("mariadbd", "the MySQL scenarios", "apt-get install mariadb-server", False),
-)
-
-
-def _which(program: str) -> str | None:
-    return shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
-
-
-def doctor_checks() -> list[Check]:
-    from benchlab.load import TOOLS
-
-    checks = []
-    for name, tool in TOOLS.items():
-        path = tool.executable()
-        purpose = "the default load tool" if name == "wrk" else "load tool"
-        if tool.can_pace:
-            purpose += " (fixed rates, capacity searches)"
-        detail = path or f"missing ({purpose})"
-        checks.append(
-            Check(name, path is not None, detail, "" if path else tool.install, name == "wrk")
-        )
-    for program, purpose, fix, required in PROGRAMS:
-        path = _which(program)
-        detail = f"{path}" if path else f"missing ({purpose})"
-        checks.append(Check(program, path is not None, detail, "" if path else fix, required))
-    postgres = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    checks.append(
-        Check(
-            "postgresql",
-            bool(postgres),
-            str(postgres[-1].parent) if postgres else "missing (the db scenarios)",
-            "" if postgres else "apt-get install postgresql-15",
-            required=False,
-        )
-    )
-    cores = os.cpu_count() or 1
-    checks.append(
-        Check(
-            "cores",
-            cores >= 2,
-            f"{cores} core(s); server and load tool need separate cores",
-            "" if cores >= 2 else "use a machine with at least 2 cores",
-        )
-    )
-    checks.append(_pinning_check())
-    governor = frequency_governor()
-    if governor is None:
-        checks.append(
-            Check(
-                "cpu frequency",
-                True,
-                "scaling governor not exposed (typical in a VM)",
-                required=False,
-            )
-        )
-    else:
-        steady = governor == "performance"
-        checks.append(
-            Check(
-                "cpu frequency",
-                steady,
-                f"scaling governor: {governor}",
-                "" if steady else "cpupower frequency-set -g performance (steadier numbers)",
-                required=False,
-            )
-        )
-    return checks
-
-
-def _pinning_check() -> Check:
-    try:
-        allowed = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, allowed)
-    except OSError as exc:
-        return Check(
-            "pinning", False, f"sched_setaffinity failed: {exc}", "run outside a restricted cgroup"
-        )
-    if len(allowed) < 2:
-        return Check(
-            "pinning", False, f"only core(s) {sorted(allowed)} allowed", "allow >= 2 cores"
-        )
-    return Check("pinning", True, f"possible on cores {sorted(allowed)}")

@@ -12,15 +12,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import psutil
 
 from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted
-
-if TYPE_CHECKING:
-    from benchlab.recovery import Journal
+from benchlab.journal import Journal
 
 
 def as_user(user: str | None) -> list[str]:
@@ -336,7 +334,7 @@ LOCAL: Launcher = _Here()
 
 class ProcessRegistry:
     """Every process of a run, so that one call stops them all on any exit path; with a
-    journal, each is also recorded on disk as it starts (see recovery.py)."""
+    journal, each is also recorded on disk as it starts (see journal.py)."""
 
     def __init__(self, journal: Journal | None = None) -> None:
         self._processes: list[ManagedProcess] = []

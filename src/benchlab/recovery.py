@@ -1,9 +1,6 @@
 """What a run leaves if it is killed (SIGKILL, the OOM killer, a CI timeout), and how the
-next one cleans it.
+next one cleans it, from the journal every run keeps (journal.py).
 
-Every run keeps a journal on disk: its own pid and start time, its temp directories, the
-process group and control group of every child, the network namespaces and links it makes
-and its directory on each SSH host, as each starts. A clean end removes it.
 A journal whose owner is gone is stale: the next `benchlab run`, `tune` or `doctor` stops
 every process it lists (process groups, then control groups, which also hold the orphans
 that left their group), removes its directories and marks its run `abandoned` in its
@@ -19,6 +16,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,103 +25,14 @@ from typing import Any
 
 import psutil
 
-from benchlab.cache import cache_dir
 from benchlab.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.errors import UserError
+from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
+from benchlab.hosts.ssh import cleanup_script, run_over_ssh
+from benchlab.journal import alive, journals
+from benchlab.recipe.host_spec import parse_spec
 
 GRACE_S = 5.0
-
-
-def journal_dir() -> Path:
-    return cache_dir().parent / "journal"
-
-
-def _create_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
-def _alive(pid: int, create_time: float | None) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        return (create_time is None or proc.create_time() == create_time) and (
-            proc.status() != psutil.STATUS_ZOMBIE
-        )
-    except psutil.Error:
-        return False
-
-
-class Journal:
-    """The on-disk record of one run's children and directories, kept as they start."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.pid = os.getpid()
-        self.path = journal_dir() / f"{kind}-{self.pid}.json"
-        self.data: dict[str, Any] = {
-            "kind": kind,
-            "pid": self.pid,
-            "create_time": _create_time(self.pid),
-            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "run_id": None,
-            "store": None,
-            "dirs": [],
-            "processes": [],
-            "cgroups": [],
-            "namespaces": [],
-            "links": [],
-            "remote": [],
-            "shared": False,
-        }
-
-    def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps(self.data))
-        partial.replace(self.path)  # never half a journal, even if killed while writing
-
-    def open(self) -> Journal:
-        self._write()
-        return self
-
-    def set_run(self, run_id: str, store: Path) -> None:
-        self.data.update(run_id=run_id, store=str(store.resolve()))
-        self._write()
-
-    def add_dir(self, path: Path) -> None:
-        self.data["dirs"].append(str(path))
-        self._write()
-
-    def add_process(self, pid: int, stop_signal: int, cgroup: str | None) -> None:
-        self.data["processes"].append(
-            {"pid": pid, "create_time": _create_time(pid), "stop_signal": stop_signal}
-        )
-        if cgroup:
-            self.data["cgroups"].append(cgroup)
-        self._write()
-
-    def add_network(self, namespaces: list[str], links: list[str]) -> None:
-        """Recorded before they are made: a kill in between leaves nothing unnamed."""
-        self.data["namespaces"] += namespaces
-        self.data["links"] += links
-        self._write()
-
-    def add_remote(
-        self, target: str, rundir: str, group_tag: str, control_path: str, ssh_config: str | None
-    ) -> None:
-        self.data["remote"].append(
-            {"target": target, "dir": rundir, "group_tag": group_tag,
-             "control_path": control_path, "ssh_config": ssh_config}
-        )  # fmt: skip
-        self._write()
-
-    def owned_namespaces(self) -> set[str]:
-        return set(self.data["namespaces"])
-
-    def close(self) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -147,37 +56,27 @@ class Stale:
         )
 
 
-def _journals() -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for path in sorted(journal_dir().glob("*.json")):
-        try:
-            found.append((path, json.loads(path.read_text())))
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)  # unreadable: nothing to act on
-    return found
-
-
 def live_runs() -> list[dict[str, Any]]:
     """Journals of runs whose benchlab is still running (not this process)."""
     return [
-        data for _, data in _journals()
-        if data["pid"] != os.getpid() and _alive(data["pid"], data.get("create_time"))
+        data for _, data in journals()
+        if data["pid"] != os.getpid() and alive(data["pid"], data.get("create_time"))
     ]  # fmt: skip
 
 
 def _stop(entries: list[dict[str, Any]]) -> int:
     """Stop signal to each process group, one deadline for all, then SIGKILL."""
-    living = [e for e in entries if _alive(e["pid"], e.get("create_time"))]
+    living = [e for e in entries if alive(e["pid"], e.get("create_time"))]
     for entry in living:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(entry["pid"], signal.Signals(entry.get("stop_signal", signal.SIGTERM)))
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline and any(
-        _alive(e["pid"], e.get("create_time")) for e in living
+        alive(e["pid"], e.get("create_time")) for e in living
     ):
         time.sleep(0.1)
     for entry in living:
-        if _alive(entry["pid"], entry.get("create_time")):
+        if alive(entry["pid"], entry.get("create_time")):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(entry["pid"], signal.SIGKILL)
     return len(living)
@@ -227,8 +126,6 @@ def _abandon(store: str | None, run_id: str | None, pid: int) -> None:
 
 
 def _clean_network(namespaces: list[str], links: list[str]) -> int:
-    from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
-
     present = existing_namespaces() & set(namespaces)
     for name in present:
         remove_namespace(name)
@@ -239,11 +136,6 @@ def _clean_network(namespaces: list[str], links: list[str]) -> int:
 
 def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
     """Stop what a killed run left on an SSH host and remove its directory there."""
-    import subprocess
-
-    from benchlab.hosts.spec import parse_spec
-    from benchlab.hosts.ssh import cleanup_script, run_over_ssh
-
     spec = parse_spec(entry["target"])
     previous = os.environ.get("BENCHLAB_SSH_CONFIG")
     if entry.get("ssh_config"):
@@ -279,8 +171,8 @@ def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
 def clean_stale() -> list[Stale]:
     """Clean every journal whose owner is gone, and control groups no journal owns."""
     cleaned = []
-    for path, data in _journals():
-        if _alive(data["pid"], data.get("create_time")):
+    for path, data in journals():
+        if alive(data["pid"], data.get("create_time")):
             continue
         stopped = _stop(data.get("processes", []))
         for group in data.get("cgroups", []):

@@ -7,16 +7,15 @@ drift falls on both sides equally.
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.stats import Estimate, median_interval
-from benchlab.load import LoadRequest, run_tool
-from benchlab.load.base import LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load import wrk
+from benchlab.load.base import LoadRequest
+from benchlab.load.generators import run_tool
 from benchlab.monitor import ProcessTreeSampler
 from benchlab.process import ProcessRegistry, sigterm_interrupts
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
@@ -30,25 +29,6 @@ class SelfCheck:
     harness: Estimate
     ratio: Estimate  # harness / bare, pair by pair
     command: str
-
-
-def bare_wrk(request: LoadRequest) -> float:
-    """Plain wrk, no script, pinned like benchlab's; its own 'Requests/sec' line."""
-    argv = [
-        "taskset", "--cpu-list", ",".join(map(str, request.cores)), "wrk",
-        f"--threads={request.threads}", f"--connections={request.connections}",
-        f"--duration={request.duration_s}s", request.url,
-    ]  # fmt: skip
-    if shutil.which("wrk") is None:
-        raise LoadToolError("wrk is not installed (apt-get install wrk, or ./lab setup)")
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise LoadToolError(f"bare wrk exited with {done.returncode}: {done.stderr.strip()[-300:]}")
-    output = done.stdout
-    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    if match is None:
-        raise LoadToolError(f"bare wrk printed no Requests/sec: {output[-300:]}")
-    return float(match.group(1))
 
 
 def run_selfcheck(
@@ -71,6 +51,7 @@ def run_selfcheck(
                 duration_s=duration,
                 timeout_s=5,
                 cores=load_cores,
+                tool=wrk.Wrk.name,
             )
 
             def measure_harness() -> float:
@@ -85,9 +66,9 @@ def run_selfcheck(
                     # advantage of running second, then falls on both sides equally.
                     if i % 2:
                         harness.append(measure_harness())
-                        bare.append(bare_wrk(request))
+                        bare.append(wrk.bare_throughput(request))
                     else:
-                        bare.append(bare_wrk(request))
+                        bare.append(wrk.bare_throughput(request))
                         harness.append(measure_harness())
                     progress(
                         f"pair {i + 1}/{pairs}: bare {bare[-1]:,.0f}  benchlab {harness[-1]:,.0f}"
@@ -98,7 +79,6 @@ def run_selfcheck(
     estimates = [median_interval(v) for v in (bare, harness, ratios)]
     assert all(e is not None for e in estimates)
     cores = ",".join(map(str, load_cores))
-    command = (
-        f"taskset --cpu-list {cores} wrk -t{len(load_cores)} -c{connections} -d{duration}s URL"
-    )
+    bare = wrk.bare_command(len(load_cores), connections, duration)
+    command = f"taskset --cpu-list {cores} {bare}"
     return SelfCheck(*estimates, command=command)  # type: ignore[arg-type]

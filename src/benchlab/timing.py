@@ -19,14 +19,15 @@ from pathlib import Path
 
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.cache import cache_dir
+from benchlab.load import TOOLS
 from benchlab.recipe import Cell
+from benchlab.scenarios import SCENARIOS
 
 DEFAULTS = {
     "start": 1.5, "stop": 0.5, "verify": 0.05, "overhead": 0.3,
     "service:postgresql": 4.0, "service:pgbouncer": 0.5, "service:mariadb": 8.0,
     "service:redis": 0.5, "proxy": 0.3,
-    "overhead:wrk": 0.15, "overhead:ab": 0.3, "overhead:hey": 0.2, "overhead:siege": 0.4,
-    "overhead:vegeta": 0.4,
+    **{f"overhead:{name}": tool.overhead_s for name, tool in TOOLS.items()},
 }  # fmt: skip
 # Probes of a capacity search: the first replicate's closed loop, steps and bisection; later
 # replicates' bisection (from the searches of recipes/slo-capacity.toml).
@@ -155,8 +156,6 @@ def estimate(
 
 
 def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
-    from benchlab.scenarios import SCENARIOS
-
     scenarios = [SCENARIOS[c.scenario] for c in plan_cells if c.scenario in SCENARIOS]
     names = []
     if any(s.needs_database for s in scenarios):

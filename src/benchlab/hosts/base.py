@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlab import machine
 from benchlab.cpu_account import CpuGroup, create_group
-from benchlab.hosts.spec import HostSpec
 from benchlab.process import ManagedProcess, as_user, local_listener_pids
+from benchlab.recipe.host_spec import HostSpec
 
 COMMAND_TIMEOUT_S = 60.0
 
@@ -206,8 +207,6 @@ class ThisMachine(Host):
         return sorted(globbing.glob(pattern))
 
     def describe(self) -> dict[str, Any]:
-        from benchlab import machine
-
         return machine.describe()
 
     def user_name(self) -> str:

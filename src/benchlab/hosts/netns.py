@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlab.hosts.base import HostError, ThisMachine
-from benchlab.hosts.spec import BENCHMARK_NET, CONTROLLER_ADDRESS, HostSpec
+from benchlab.recipe.host_spec import BENCHMARK_NET, CONTROLLER_ADDRESS, HostSpec
 
 PREFIX_LENGTH = BENCHMARK_NET.prefixlen
 IP_TIMEOUT_S = 10.0

@@ -28,8 +28,8 @@ from typing import Any
 
 from benchlab.cpu_account import GROUP_PREFIX, CpuGroup
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
-from benchlab.hosts.spec import HostSpec
 from benchlab.process import ManagedProcess, pin
+from benchlab.recipe.host_spec import HostSpec
 
 CONNECT_TIMEOUT_S = 5
 SOURCE_DIR = Path(__file__).resolve().parent.parent.parent  # where `import benchlab` finds it

@@ -13,9 +13,9 @@ from typing import Any
 from benchlab.errors import UserError
 from benchlab.hosts.base import Host, HostError, LocalHost, Placement
 from benchlab.hosts.netns import BenchmarkNetwork, NetnsHost, existing_namespaces
-from benchlab.hosts.spec import CONTROLLER_ADDRESS
 from benchlab.hosts.ssh import SshHost, group_tag
 from benchlab.recipe import HostPlan, Plan
+from benchlab.recipe.host_spec import CONTROLLER_ADDRESS
 
 LOOPBACK = "127.0.0.1"
 

@@ -1,23 +1,30 @@
 """Load tool adapters: each runs its tool and returns one LoadResult. TOOLS is the one list of
-them: the recipe, the preflight, `doctor` and the machine description all read it."""
+them, and each tool declares its own traits (base.LoadTool): the recipe, the preflight,
+`doctor`, the plan's estimates and the machine description all read them there.
+
+Running a tool (on one host or several) is generators.py's: it needs the hosts, which need
+this package's declarations, so it is not imported here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from benchlab.errors import LoadToolError
 from benchlab.load.ab import ApacheBench
-from benchlab.load.base import LoadRequest, LoadTool, LoadToolError, run_load
+from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.hey import Hey
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.load.siege import Siege
 from benchlab.load.vegeta import Vegeta
 from benchlab.load.wrk import Wrk
-from benchlab.process import ProcessRegistry
 
 TOOLS: dict[str, LoadTool] = {
     tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta())
 }
-PACING_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.can_pace)
+# The tool of a load profile that names none.
+DEFAULT_TOOL = next(name for name, tool in TOOLS.items() if tool.is_default)
+# The tool to name for fixed rates, capacity searches and mixes of requests.
+RATE_TOOL = next(name for name, tool in TOOLS.items() if tool.can_pace)
+# The tools whose generators on several hosts merge into one exact result.
+MERGEABLE_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.merges_exactly)
 
 
 def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
@@ -27,12 +34,7 @@ def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
     return known is not None and latency_ms is not None and latency_ms < known.latency_resolution_ms
 
 
-def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> LoadResult:
-    """Run the request's tool pinned to its cores; one LoadResult whatever the tool."""
-    return run_load(TOOLS[request.tool], request, registry, workdir)
-
-
 __all__ = [
-    "PACING_TOOLS", "TOOLS", "Errors", "Latency", "LoadRequest", "LoadResult", "LoadTool",
-    "LoadToolError", "finer_than_timed", "run_tool",
+    "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "Errors", "Latency", "LoadRequest",
+    "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed",
 ]  # fmt: skip

@@ -7,7 +7,8 @@ import csv
 import re
 from pathlib import Path
 
-from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 # -t alone caps ab at 50 000 requests; -n after -t lifts that cap. ab allocates 32 bytes per
@@ -28,6 +29,7 @@ def _number(pattern: str, text: str, default: float | None = None) -> float:
 class ApacheBench(DebianTool):
     name = "ab"
     package = "apache2-utils"
+    overhead_s = 0.3
 
     def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
         return 1  # ab is single-threaded whatever it is told

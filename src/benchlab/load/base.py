@@ -1,5 +1,5 @@
-"""What every load tool adapter shares: the request, the error type, and the way to run one
-tool on this machine (generators.py runs it on one host or several)."""
+"""What every load tool adapter shares: the request, and the traits every tool declares
+(generators.py runs a tool on one host or several)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from benchlab.errors import BenchlabError
+from benchlab.load.merge import merge_histograms
 from benchlab.load.result import LoadResult
-from benchlab.process import ProcessRegistry
-
-
-class LoadToolError(BenchlabError):
-    """The load tool failed to run or printed no result."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +32,7 @@ class LoadRequest:
     duration_s: int
     timeout_s: int
     cores: tuple[int, ...]
-    tool: str = "wrk"
+    tool: str
     rate: float | None = None  # requests per second on a fixed schedule; None: closed loop
     # A mix of requests (a user's app); empty: GET `url` only, what every tool can send.
     targets: tuple[HttpTarget, ...] = ()
@@ -51,14 +46,28 @@ class LoadRequest:
 
 class LoadTool(Protocol):
     name: str
+    is_default: bool  # the tool of a load profile that names none (one tool says so)
     install: str  # how to get it: the Debian package, or the benchlab command that builds it
+    package: str | None  # the Debian package it comes from (None: benchlab builds it)
+    build: Callable[[], object] | None  # builds it into benchlab's cache (None: a package)
+    pinned_version: str | None  # the version benchlab builds (None: its package's)
+    version_command: tuple[str, ...]  # prints its version beyond its package's; () none
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
+    # Several generators' results merge exactly: it keeps every latency (a whole histogram
+    # or each request), not only percentiles, which cannot be added up.
+    merges_exactly: bool
     latency_resolution_ms: float  # the finest latency it reports
     # Fresh attempts after the tool hangs without a result (a known upstream deadlock).
     hang_retries: int
-    build: Callable[[], object] | None  # builds it into benchlab's cache (None: a package)
+    # Its time beyond a trial's duration (start-up, draining, reading its results): the
+    # estimate a plan uses until this machine has measured it.
+    overhead_s: float
 
     def executable(self) -> str | None: ...
+
+    def program(self) -> str:
+        """How a host finds it: its name on the PATH, or its path in benchlab's cache."""
+        ...
 
     def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
         """Threads (the cores it can keep busy) the tool runs with for a profile."""
@@ -77,11 +86,16 @@ class DebianTool:
     """A load tool installed from a Debian package: found on PATH."""
 
     name = ""
+    is_default = False
     package = ""
-    can_pace = False
-    hang_retries = 0
     build = None
+    pinned_version = None
+    version_command: tuple[str, ...] = ()
+    can_pace = False
+    merges_exactly = False
     latency_resolution_ms = 0.001
+    hang_retries = 0
+    overhead_s = 0.3
 
     @property
     def install(self) -> str:
@@ -90,22 +104,11 @@ class DebianTool:
     def executable(self) -> str | None:
         return shutil.which(self.name)
 
+    def program(self) -> str:
+        return self.name
+
     def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
         return min(asked or load_cores, connections)
 
     def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
-        from benchlab.load.merge import merge_histograms
-
         return merge_histograms(results)
-
-
-def run_load(
-    tool: LoadTool, request: LoadRequest, registry: ProcessRegistry, workdir: Path
-) -> LoadResult:
-    """The tool on this machine, on the request's cores (one generator)."""
-    from benchlab.hosts.base import THIS_MACHINE, Placement
-    from benchlab.load.generators import run_generators
-
-    return run_generators(
-        tool, request, [Placement(THIS_MACHINE, request.cores)], registry, workdir
-    ).result

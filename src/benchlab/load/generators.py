@@ -13,8 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.hosts.base import Placement
-from benchlab.load.base import LoadRequest, LoadTool, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.hosts.base import THIS_MACHINE, Placement
+from benchlab.load import TOOLS
+from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.result import LoadResult
 from benchlab.process import ManagedProcess, ProcessRegistry
 
@@ -116,6 +118,20 @@ def run_generators(
             else:
                 shutil.rmtree(directory, ignore_errors=True)
     return Generated(dataclasses.replace(merged, load_cpu_pct=busiest_machine(shares)), shares)
+
+
+def run_load(
+    tool: LoadTool, request: LoadRequest, registry: ProcessRegistry, workdir: Path
+) -> LoadResult:
+    """The tool on this machine, on the request's cores (one generator)."""
+    return run_generators(
+        tool, request, [Placement(THIS_MACHINE, request.cores)], registry, workdir
+    ).result
+
+
+def run_tool(request: LoadRequest, registry: ProcessRegistry, workdir: Path) -> LoadResult:
+    """Run the request's tool pinned to its cores; one LoadResult whatever the tool."""
+    return run_load(TOOLS[request.tool], request, registry, workdir)
 
 
 def _start_all(

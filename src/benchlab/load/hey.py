@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 
@@ -20,6 +21,7 @@ class Hey(DebianTool):
     name = "hey"
     package = "hey"
     latency_resolution_ms = 0.1  # tenths of a millisecond
+    overhead_s = 0.2
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [

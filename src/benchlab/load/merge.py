@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
+from benchlab.errors import LoadToolError
 from benchlab.load import histogram
-from benchlab.load.base import LoadToolError
 from benchlab.load.result import Errors, Latency, LoadResult
 
 

@@ -10,7 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 MB = 1024 * 1024
@@ -23,6 +24,7 @@ class Siege(DebianTool):
     # About 1 run in 70 deadlocks after its workers end, SIGINT ignored (JoeDog/siege#4,
     # #66); nothing was measured, so a fresh run is the honest retry.
     hang_retries = 2
+    overhead_s = 0.4
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         rc = workdir / "siegerc"

@@ -23,8 +23,9 @@ import subprocess
 from pathlib import Path
 
 from benchlab.cache import cache_dir
+from benchlab.errors import LoadToolError, UserError
 from benchlab.load import histogram
-from benchlab.load.base import HttpTarget, LoadRequest, LoadToolError
+from benchlab.load.base import HttpTarget, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 MODULE = "github.com/tsenart/vegeta/v12"
@@ -38,8 +39,6 @@ def binary() -> Path:
 
 def build() -> Path:
     """`go install` of the pinned version into benchlab's cache (once)."""
-    from benchlab.errors import UserError
-
     target = binary()
     if target.exists():
         return target
@@ -66,10 +65,16 @@ def build() -> Path:
 
 class Vegeta:
     name = "vegeta"
+    is_default = False
     install = "benchlab build (./lab setup runs it)"
+    package = None
+    pinned_version = VERSION
+    version_command = ()
     can_pace = True
-    hang_retries = 0
+    merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
+    hang_retries = 0
+    overhead_s = 0.4
 
     @staticmethod
     def build() -> Path:
@@ -78,6 +83,9 @@ class Vegeta:
     def executable(self) -> str | None:
         path = binary()
         return str(path) if path.exists() else None
+
+    def program(self) -> str:
+        return str(binary())
 
     def threads_for(self, asked: int | None, connections: int, load_cores: int) -> int:
         return load_cores  # Go runs on every core it is pinned to

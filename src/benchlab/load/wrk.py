@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
+from benchlab.errors import LoadToolError
 from benchlab.load import histogram
-from benchlab.load.base import DebianTool, LoadRequest, LoadToolError
+from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
@@ -15,7 +19,11 @@ MARKER = "BENCHLAB_WRK_JSON "
 
 class Wrk(DebianTool):
     name = "wrk"
+    is_default = True
     package = "wrk"
+    version_command = ("wrk", "-v")
+    merges_exactly = True  # its done() hook prints the whole histogram
+    overhead_s = 0.15
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [
@@ -70,3 +78,28 @@ def parse_wrk_output(output: str) -> LoadResult:
         ),
         histogram=histogram.encode(histogram.from_counts(buckets)) if buckets else None,
     )
+
+
+def bare_throughput(request: LoadRequest) -> float:
+    """Plain wrk, no script, pinned like benchlab's; its own 'Requests/sec' line (the
+    selfcheck's yardstick for what benchlab's measurement path costs)."""
+    argv = [
+        "taskset", "--cpu-list", ",".join(map(str, request.cores)), "wrk",
+        f"--threads={request.threads}", f"--connections={request.connections}",
+        f"--duration={request.duration_s}s", request.url,
+    ]  # fmt: skip
+    if shutil.which("wrk") is None:
+        raise LoadToolError("wrk is not installed (apt-get install wrk, or ./lab setup)")
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LoadToolError(f"bare wrk exited with {done.returncode}: {done.stderr.strip()[-300:]}")
+    output = done.stdout
+    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if match is None:
+        raise LoadToolError(f"bare wrk printed no Requests/sec: {output[-300:]}")
+    return float(match.group(1))
+
+
+def bare_command(threads: int, connections: int, duration: int) -> str:
+    """The bare command as the selfcheck shows it."""
+    return f"wrk -t{threads} -c{connections} -d{duration}s URL"

@@ -32,6 +32,7 @@ from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.text import display_names
+from benchlab.tune.recommend import candidate_results
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
 STYLE = {
@@ -534,8 +535,6 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
     holds more load for less memory)."""
     if summary.options.tune is None:
         return None
-    from benchlab.tune.recommend import candidate_results
-
     points = [
         c for c in candidate_results(summary) if c.capacity is not None and c.rss_mb is not None
     ]

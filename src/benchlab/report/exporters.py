@@ -12,7 +12,11 @@ from pathlib import Path
 from rich.console import Console
 
 from benchlab.errors import UserError
+from benchlab.report.csvfile import render_csv
+from benchlab.report.jsonfile import render_json
+from benchlab.report.markdown import render_markdown
 from benchlab.report.summary import RunSummary
+from benchlab.report.terminal import render_table
 
 # A table written to a file is laid out for a terminal of this width (as one that fits 100
 # columns reads anywhere); --wide gives every column at its natural width.
@@ -27,16 +31,12 @@ class Exporter:
 
 
 def _table(summary: RunSummary, wide: bool) -> str:
-    from benchlab.report.terminal import render_table
-
     buffer = io.StringIO()
     render_table(summary, Console(file=buffer, width=FILE_WIDTH, color_system=None), wide)
     return buffer.getvalue()
 
 
 def _markdown(summary: RunSummary, wide: bool) -> str:
-    from benchlab.report.markdown import render_markdown
-
     return render_markdown(summary)
 
 
@@ -47,14 +47,10 @@ def _html(summary: RunSummary, wide: bool) -> str:
 
 
 def _json(summary: RunSummary, wide: bool) -> str:
-    from benchlab.report.jsonfile import render_json
-
     return render_json(summary)
 
 
 def _csv(summary: RunSummary, wide: bool) -> str:
-    from benchlab.report.csvfile import render_csv
-
     return render_csv(summary)
 
 

@@ -7,13 +7,12 @@ import json
 
 from benchlab.report.summary import RunSummary
 from benchlab.report.takeaways import reading_guide, takeaways
+from benchlab.report.tune_report import tune_json
 
 
 def render_json(summary: RunSummary) -> str:
     data = summary.to_json()
     if summary.options.tune is not None:
-        from benchlab.report.tune_report import tune_json
-
         data = {**tune_json(summary), **data}
     else:
         data["takeaways"] = [

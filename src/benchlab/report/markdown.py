@@ -17,6 +17,7 @@ from benchlab.report.text import (
     run_lines,
     verdict_lines,
 )
+from benchlab.report.tune_report import tune_markdown
 
 
 def _row(values: list[str]) -> str:
@@ -62,8 +63,6 @@ def render_markdown(summary: RunSummary) -> str:
     if summary.run.get("question"):
         out += [f"> {summary.run['question']}", ""]
     if summary.options.tune is not None:
-        from benchlab.report.tune_report import tune_markdown
-
         out += [f"- {line}" for line in run_lines(summary)]
         out += ["", *tune_markdown(summary), "## Every cell measured"]
     else:

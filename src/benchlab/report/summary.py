@@ -33,6 +33,7 @@ from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict,
 from benchlab.load import TOOLS
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
+from benchlab.stacks import CATALOGUE
 from benchlab.store import (
     ERROR_KINDS,
     CapacityRecord,
@@ -441,8 +442,6 @@ def _facts(cell: sqlite3.Row) -> dict[str, Any]:
     stored = cell["facts"] if "facts" in cell.keys() else None  # noqa: SIM118
     if stored:
         return json.loads(stored)
-    from benchlab.stacks import CATALOGUE
-
     entry = CATALOGUE.get(cell["stack"])
     if entry is None:
         return {}

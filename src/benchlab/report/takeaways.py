@@ -20,6 +20,7 @@ from benchlab.analysis.stats import Ratio
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.text import display_names, settings_text
+from benchlab.stacks import CATALOGUE
 
 
 @dataclass(frozen=True)
@@ -243,8 +244,6 @@ def _workers(cells: Sequence[CellSummary]) -> str:
 
 
 def _stack_notes(summary: RunSummary) -> list[str]:
-    from benchlab.stacks import CATALOGUE
-
     notes = []
     for stack in dict.fromkeys(c.stack for c in summary.cells):
         entry = CATALOGUE.get(stack)

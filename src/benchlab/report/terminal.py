@@ -33,6 +33,7 @@ from benchlab.report.text import (
     run_lines,
     verdict_lines,
 )
+from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
 
 
 def _say(console: Console, text: str, style: str | None = None) -> None:
@@ -262,8 +263,6 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
 
 
 def _render_tune(summary: RunSummary, console: Console) -> None:
-    from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
-
     for line in run_lines(summary):
         _say(console, line)
     table = Table(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
+from benchlab.load import TOOLS, finer_than_timed
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.report.summary import CellSummary, RunSummary
 
@@ -46,8 +47,6 @@ def method_notes(summary: RunSummary) -> list[str]:
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "median over search replicates [interval]; latency and CPU shown at that rate."
         )
-    from benchlab.load import finer_than_timed
-
     coarse = sorted(
         {
             c.tool for c in summary.cells
@@ -57,12 +56,26 @@ def method_notes(summary: RunSummary) -> list[str]:
     if coarse:
         notes.append(
             f"Not checked for tool-stalled: {', '.join(coarse)} cells whose mean latency is under "
-            "the tool's resolution (siege times to 10 ms, hey to 0.1 ms)."
+            f"the tool's resolution ({_coarse_resolutions()})."
         )
     sources = {c.cpu_source for c in summary.cells if c.cpu_source}
     if sources:
         notes.append(f"Server CPU counted per trial ({', '.join(sorted(sources))}).")
     return notes
+
+
+def _coarse_resolutions() -> str:
+    """The tools that time coarser than the finest, coarsest first: "siege times to 10 ms,
+    hey to 0.1 ms"."""
+    finest = min(tool.latency_resolution_ms for tool in TOOLS.values())
+    coarse = sorted(
+        (tool for tool in TOOLS.values() if tool.latency_resolution_ms > finest),
+        key=lambda tool: -tool.latency_resolution_ms,
+    )
+    return ", ".join(
+        f"{tool.name}{' times' if i == 0 else ''} to {tool.latency_resolution_ms:g} ms"
+        for i, tool in enumerate(coarse)
+    )
 
 
 def cell_name(cell: CellSummary) -> str:

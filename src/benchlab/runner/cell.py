@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis import capacity
-from benchlab.load import LoadRequest, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
 from benchlab.process import ManagedProcess
 from benchlab.recipe import Cell

@@ -20,9 +20,9 @@ from benchlab import machine
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
+from benchlab.journal import Journal
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.recipe import Cell, Plan
-from benchlab.recovery import Journal
 from benchlab.run_options import RunOptions
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome

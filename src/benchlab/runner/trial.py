@@ -7,7 +7,8 @@ import dataclasses
 import time
 from pathlib import Path
 
-from benchlab.load import TOOLS, LoadRequest, LoadToolError
+from benchlab.errors import LoadToolError
+from benchlab.load import TOOLS, LoadRequest
 from benchlab.load.generators import Generated, run_generators
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import ManagedProcess, signals_deferred

@@ -15,6 +15,9 @@ from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.services.base import HERE, RunningService, ServicePlace
 
+# Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
+# together), so it is imported where that service is started or probed: a run, or a
+# command, that needs none of them does not pay for them.
 SessionProbe = Callable[[], int]
 
 
@@ -93,7 +96,7 @@ class Services:
         ),
     ) -> None:
         """Start what the cells need; `timed(name)` wraps each start (its cost is learnt)."""
-        from benchlab.services.mariadb import start_mariadb
+        from benchlab.services.mariadb import start_mariadb  # client libraries: see the top
         from benchlab.services.pgbouncer import start_pgbouncer
         from benchlab.services.postgres import start_postgres
         from benchlab.services.redis_service import start_redis

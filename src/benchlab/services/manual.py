@@ -18,6 +18,10 @@ from benchlab.process import ProcessRegistry
 from benchlab.services.base import RunningService
 from benchlab.services.credentials import write_private
 
+# Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
+# together), so it is imported where that service is started or probed: a run, or a
+# command, that needs none of them does not pay for them.
+
 
 def state_file() -> Path:
     root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
@@ -35,7 +39,7 @@ def _alive(pid: int, create_time: float) -> bool:
 def services_up(
     cores: tuple[int, ...], *, postgres: bool, pgbouncer: bool, mariadb: bool, redis: bool
 ) -> list[RunningService]:
-    from benchlab.services.mariadb import start_mariadb
+    from benchlab.services.mariadb import start_mariadb  # client libraries: see the top
     from benchlab.services.pgbouncer import start_pgbouncer
     from benchlab.services.postgres import start_postgres
     from benchlab.services.redis_service import start_redis

@@ -27,7 +27,7 @@ import psutil
 
 from benchlab import machine
 from benchlab.errors import UserError
-from benchlab.hosts.plan import local_only
+from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -37,6 +37,7 @@ from benchlab.recipe import (
     Services,
     Slo,
     default_cores,
+    local_only,
 )
 from benchlab.run_options import RunOptions
 from benchlab.runner import (
@@ -188,7 +189,9 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         stacks=["tune"],
         scenarios=[SCENARIO],
         load=[
-            LoadProfile(tool="vegeta", connections=request.connections, duration=PROBE_S, timeout=2)
+            LoadProfile(
+                tool=RATE_TOOL, connections=request.connections, duration=PROBE_S, timeout=2
+            )
         ],
         trials=REPLICATES,
         warmup=1,
@@ -224,9 +227,10 @@ def coarse_connections(candidate: Candidate, most: int) -> int:
 def _cell(candidate: Candidate, cores: CoreAssignment, mode: str, connections: int) -> Cell:
     if mode == "closed":
         connections = coarse_connections(candidate, connections)
+    threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=candidate.kind.name, scenario=SCENARIO, tool="vegeta", connections=connections,
-        threads=len(cores.load), duration=COARSE_S if mode == "closed" else PROBE_S,
+        stack=candidate.kind.name, scenario=SCENARIO, tool=RATE_TOOL, connections=connections,
+        threads=threads, duration=COARSE_S if mode == "closed" else PROBE_S,
         timeout=5 if mode == "closed" else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
     )  # fmt: skip

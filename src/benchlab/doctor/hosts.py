@@ -13,11 +13,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from benchlab.doctor.check import Check
 from benchlab.hosts.base import Host, HostError
 from benchlab.hosts.netns import existing_namespaces
 from benchlab.hosts.ssh import SOURCE_DIR
 from benchlab.hosts.topology import make_host
-from benchlab.machine import Check, describe
+from benchlab.load import TOOLS
+from benchlab.machine import describe
 from benchlab.recipe import HostPlan, Plan
 
 CLOCK_TOLERANCE_MS = 50.0  # latencies are measured on one host each; logs are compared by time
@@ -121,28 +123,36 @@ def _benchlab_check(there: dict[str, Any]) -> Check:
     )  # fmt: skip
 
 
-def _tool_checks(plan: Plan, entry: HostPlan, host: Host) -> list[Check]:
-    from benchlab.load import TOOLS
-    from benchlab.load.vegeta import binary
-
-    needed = ["taskset", "setpriv", "ss", "tar"]
+def _needed_programs(plan: Plan, entry: HostPlan) -> list[tuple[str, str]]:
+    """What the host's roles run, each with its fix: a program on its PATH, or a load tool
+    benchlab builds, by its path in benchlab's cache (the same there as here)."""
+    programs = [_program(name) for name in ("taskset", "setpriv", "ss", "tar")]
     if "load" in entry.roles:
-        for tool in sorted({profile.tool for profile in plan.recipe.load}):
-            needed.append(str(binary()) if tool == "vegeta" else tool)
+        for name in sorted({profile.tool for profile in plan.recipe.load}):
+            tool = TOOLS[name]
+            built = tool.build is not None
+            fix = "benchlab build there (./lab setup)" if built else tool.install
+            programs.append((tool.program(), fix))
     if "database" in entry.roles:
         services = plan.recipe.services
-        needed += ["mariadbd", "mariadb"] if services.database == "mariadb" else []
+        needed = ["mariadbd", "mariadb"] if services.database == "mariadb" else []
         needed += ["pgbouncer"] if services.pgbouncer else []
         needed += ["redis-server"] if "cache" in plan.recipe.scenarios else []
+        programs += [_program(name) for name in needed]
+    return programs
+
+
+def _program(name: str) -> tuple[str, str]:
+    return name, f"install {name} there (./lab setup)"
+
+
+def _tool_checks(plan: Plan, entry: HostPlan, host: Host) -> list[Check]:
     checks = []
-    for program in needed:
+    for program, fix in _needed_programs(plan, entry):
         path = host.which(program) if not program.startswith("/") else (
             program if host.run(["test", "-x", program]).returncode == 0 else None
         )  # fmt: skip
         name = os.path.basename(program)
-        fix = TOOLS[name].install if name in TOOLS else f"install {name} there (./lab setup)"
-        if name.startswith("vegeta"):
-            fix = "benchlab build there (./lab setup)"
         checks.append(Check(name, path is not None, path or "missing", "" if path else fix))
     if "database" in entry.roles and plan.recipe.services.database == "postgres":
         found = host.glob("/usr/lib/postgresql/*/bin/postgres")

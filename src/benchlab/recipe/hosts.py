@@ -7,21 +7,35 @@ free) is checked by `hosts.topology.preflight` just before the run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import UserError
-from benchlab.hosts.spec import (
+from benchlab.load import MERGEABLE_TOOLS
+from benchlab.recipe.cores import CoreAssignment, default_cores
+from benchlab.recipe.host_spec import (
+    HostSpec,
     SpecError,
     check_namespace_address,
     default_addresses,
     parse_spec,
 )
-from benchlab.recipe import CoreAssignment, HostPlan, Recipe, default_cores
+from benchlab.recipe.schema import Recipe
 from benchlab.scenarios import SCENARIOS
 
-# Several generators are merged exactly only from tools that keep every latency (a whole
-# histogram or each request): the others give percentiles, which cannot be added up.
-MERGEABLE_TOOLS = ("wrk", "vegeta")
+
+@dataclass(frozen=True)
+class HostPlan:
+    """One host of a run: where it is, what it does, on which of its cores."""
+
+    name: str
+    spec: HostSpec
+    roles: tuple[str, ...]
+    cores: tuple[tuple[str, tuple[int, ...]], ...]  # role -> cores
+    address: str | None = None  # netns: its address; ssh: where its servers are reached
+
+    def cores_of(self, role: str) -> tuple[int, ...]:
+        return dict(self.cores)[role]
 
 
 def local_only(cores: CoreAssignment) -> tuple[HostPlan, ...]:

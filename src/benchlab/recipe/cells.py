@@ -1,0 +1,146 @@
+"""The matrix of a recipe: its cells (stack × scenario × parameters × load profile), minus
+exclusions and the pairs a stack does not serve."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+
+from benchlab.load import TOOLS
+from benchlab.recipe.cores import CoreAssignment
+from benchlab.recipe.schema import Recipe, StackParams, as_list, at_point, profile_mode, rate_share
+from benchlab.scenarios import SCENARIOS
+from benchlab.stacks import CATALOGUE
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured unit: stack × scenario × load profile (× parameters, later)."""
+
+    stack: str
+    scenario: str
+    tool: str
+    connections: int
+    threads: int
+    duration: int
+    timeout: int
+    workers: int
+    flavour: str | None = None
+    server_threads: int | None = None  # threads or greenlets per worker
+    pool_size: int | None = None  # per worker; only for scenarios that use the database
+    ms: int | None = None  # the scenario's parameter: db-delay's or sleep's ms, cpu's µs
+    point: str | None = None  # the named grid point, when the recipe has points
+    mode: str = "closed"  # closed, rate (a fixed rate), slo (the capacity under the SLO)
+    rate: float | None = None  # rate cells: requests per second
+    rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
+    # The pool the serving launch is started with: cells that use no database ride along
+    # with the stack's first pool size instead of needing a launch of their own.
+    launch_pool: int | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> str:
+        return (
+            f"{self.stack}|{self.flavour or '-'}|{self.scenario}|{self.tool}|c{self.connections}"
+            f"|t{self.threads}|d{self.duration}|w{self.workers}|st{self.server_threads or '-'}"
+            f"|p{self.pool_size or '-'}"
+            f"|ms{self.ms if self.ms is not None else '-'}"
+            + (f"|{self.point}" if self.point else "")
+            + (f"|{self.mode}" if self.mode != "closed" else "")
+            + (f"|r{self.rate:g}" if self.rate is not None else "")
+            + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
+        )
+
+    @property
+    def rate_text(self) -> str:
+        if self.rate is not None:
+            return f"{self.rate:,.0f}/s"
+        return f"{self.rate_share:g}%" if self.rate_share is not None else ""
+
+    @property
+    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None]:
+        """Cells with the same launch key are served by one launch of their stack."""
+        return (self.stack, self.flavour, self.workers, self.server_threads, self.launch_pool)
+
+
+def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[Cell, ...]:
+    """The matrix: stacks × scenarios × parameters × load profiles (× points), minus
+    exclusions and the pairs a stack does not serve. With several load hosts a cell's
+    threads are each host's (its share of the connections, its own load cores)."""
+    if recipe.points:
+        return tuple(
+            dataclasses.replace(cell, point=point.name)
+            for point in recipe.points
+            for cell in expand(at_point(recipe, point), cores, load_hosts)
+        )
+    cells: list[Cell] = []
+    for stack_name in recipe.stacks:
+        stack = CATALOGUE[stack_name]
+        overrides = recipe.stack.get(stack_name, StackParams())
+        worker_counts = (
+            [1] if stack.fixed_workers else as_list(overrides.workers or len(cores.server))
+        )
+        thread_counts = (
+            as_list(overrides.threads or stack.default_concurrency) if stack.concurrency else [None]
+        )
+        pools = [overrides.pool_size] if overrides.pool_size else as_list(recipe.params.pool_size)
+        launches = itertools.product(
+            _flavours(recipe, stack_name, stack.flavours), worker_counts, thread_counts
+        )
+        for flavour, workers, server_threads in launches:
+            for scenario_name in recipe.scenarios:
+                if scenario_name not in stack.scenarios:
+                    continue
+                scenario = SCENARIOS[scenario_name]
+                pool_values = pools if scenario.needs_database else [None]
+                ms_values = (
+                    as_list(getattr(recipe.params, scenario.param)) if scenario.param else [None]
+                )
+                profiles = [
+                    (profile, connections, rate)
+                    for profile in recipe.load
+                    for connections in as_list(profile.connections)
+                    for rate in (as_list(profile.rate) if profile.rate is not None else [None])
+                ]
+                for pool, ms, (profile, connections, rate) in itertools.product(
+                    pool_values, ms_values, profiles
+                ):
+                    if any(
+                        e.matches(stack_name, scenario_name, connections) for e in recipe.exclude
+                    ):
+                        continue
+                    share = rate_share(rate) if isinstance(rate, str) else None
+                    cells.append(
+                        Cell(
+                            stack=stack_name,
+                            scenario=scenario_name,
+                            tool=profile.tool,
+                            connections=connections,
+                            threads=TOOLS[profile.tool].threads_for(
+                                profile.threads, -(-connections // load_hosts), len(cores.load)
+                            ),
+                            duration=profile.duration,
+                            timeout=profile.timeout,
+                            workers=workers,
+                            flavour=flavour,
+                            server_threads=server_threads,
+                            pool_size=pool,
+                            ms=ms,
+                            mode=profile_mode(recipe, profile),
+                            rate=float(rate) if rate is not None and share is None else None,
+                            rate_share=share,
+                            launch_pool=pool if pool is not None else pools[0],
+                        )
+                    )
+    return tuple(cells)
+
+
+def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:
+    if not offered:
+        return [None]
+    override = recipe.stack.get(stack_name, StackParams()).flavour
+    if override:
+        return [override]
+    if recipe.params.flavour is None:
+        return [offered[0]]
+    return [f for f in as_list(recipe.params.flavour) if f in offered]

@@ -1,0 +1,240 @@
+"""What a recipe's types cannot say: names that must exist (stacks, scenarios, flavours,
+points), settings a stack or tool cannot take, rates and the SLO. Each mistake is one
+UserError naming the file, the key and what would be right."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from benchlab.errors import UserError
+from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.recipe.messages import did_you_mean
+from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
+from benchlab.scenarios import SCENARIOS
+from benchlab.stacks import CATALOGUE
+
+
+def check_names(path: Path, recipe: Recipe) -> None:
+    """Every check, in this order: the first mistake found is the one reported."""
+    for check in (
+        _check_stack_names,
+        _check_baseline,
+        _check_points,
+        _check_trials,
+        _check_scenario_names,
+        _check_stack_tables,
+        _check_exclusions,
+        _check_stack_params,
+        _check_flavours,
+        _check_pool_sweep,
+        _check_rates,
+        _check_pgbouncer,
+        _check_served,
+    ):
+        check(path, recipe)
+
+
+def _check_stack_names(path: Path, recipe: Recipe) -> None:
+    """Every stack is one of the catalogue's."""
+    _check_known(
+        path, "stacks", recipe.stacks, CATALOGUE, "stack", "run 'benchlab stacks' for the catalogue"
+    )
+
+
+def _check_known(
+    path: Path, key: str, names: list[str], known: Collection[str], what: str, hint: str
+) -> None:
+    for i, name in enumerate(names):
+        if name not in known:
+            raise UserError(
+                f"{path}: key '{key}[{i}]': unknown {what} '{name}'"
+                f"{did_you_mean(name, known)}; {hint}"
+            )
+
+
+def _check_baseline(path: Path, recipe: Recipe) -> None:
+    """The baseline is one of the stacks measured."""
+    if recipe.baseline is not None and recipe.baseline not in recipe.stacks:
+        raise UserError(
+            f"{path}: key 'baseline': '{recipe.baseline}' is not in 'stacks'"
+            f"{did_you_mean(recipe.baseline, recipe.stacks)}; the baseline must be measured too"
+        )
+
+
+def _check_points(path: Path, recipe: Recipe) -> None:
+    """Each point is named once."""
+    names = [p.name for p in recipe.points]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            raise UserError(
+                f"{path}: key 'points[{i}].name': '{name}' is used twice; name each point once"
+            )
+
+
+def _check_trials(path: Path, recipe: Recipe) -> None:
+    """max_trials is at least trials."""
+    if recipe.max_trials is not None and recipe.max_trials < recipe.trials:
+        raise UserError(
+            f"{path}: key 'max_trials': {recipe.max_trials} is below 'trials' ({recipe.trials}); "
+            "max_trials is the most trials an unconverged cell gets"
+        )
+
+
+def _check_scenario_names(path: Path, recipe: Recipe) -> None:
+    """Every scenario is a known one."""
+    hint = f"known scenarios: {', '.join(SCENARIOS)}"
+    _check_known(path, "scenarios", recipe.scenarios, SCENARIOS, "scenario", hint)
+
+
+def _check_stack_tables(path: Path, recipe: Recipe) -> None:
+    """Every [stack."NAME"] table is one of the recipe's stacks."""
+    for name in recipe.stack:
+        if name not in recipe.stacks:
+            where = "unknown stack" if name not in CATALOGUE else "stack not in 'stacks'"
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\"': {where} '{name}'"
+                f"{did_you_mean(name, recipe.stacks)}; parameters apply only to listed stacks"
+            )
+
+
+def _check_exclusions(path: Path, recipe: Recipe) -> None:
+    """Every exclusion names a stack and a scenario of the recipe."""
+    for i, exclusion in enumerate(recipe.exclude):
+        if exclusion.stack is not None and exclusion.stack not in recipe.stacks:
+            raise UserError(
+                f"{path}: key 'exclude[{i}].stack': '{exclusion.stack}' is not in 'stacks'"
+                f"{did_you_mean(exclusion.stack, recipe.stacks)}"
+            )
+        if exclusion.scenario is not None and exclusion.scenario not in recipe.scenarios:
+            raise UserError(
+                f"{path}: key 'exclude[{i}].scenario': '{exclusion.scenario}' is not in "
+                f"'scenarios'{did_you_mean(exclusion.scenario, recipe.scenarios)}"
+            )
+
+
+def _check_stack_params(path: Path, recipe: Recipe) -> None:
+    """Each stack's own settings are ones it can take."""
+    for name, params in recipe.stack.items():
+        stack = CATALOGUE[name]
+        if params.workers not in (None, 1, [1]) and stack.fixed_workers:
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".workers': '{name}' runs one process only; "
+                "remove 'workers' or pick a stack with worker processes"
+            )
+        if params.threads is not None and not stack.concurrency:
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".threads': '{name}' has no threads or greenlets "
+                "per worker to set; remove 'threads'"
+            )
+        offered = stack.flavours
+        if params.flavour is not None and params.flavour not in offered:
+            choices = ", ".join(offered) or "none (it has no driver flavours)"
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".flavour': '{params.flavour}' is not a flavour of "
+                f"'{name}'; it offers: {choices}"
+            )
+
+
+def _check_flavours(path: Path, recipe: Recipe) -> None:
+    """params.flavour names flavours the recipe's stacks offer."""
+    if recipe.params.flavour is not None:
+        wanted = as_list(recipe.params.flavour)
+        every_offered = {f for name in recipe.stacks for f in CATALOGUE[name].flavours}
+        for i, flavour in enumerate(wanted):
+            if flavour not in every_offered:
+                key = (
+                    f"params.flavour[{i}]"
+                    if isinstance(recipe.params.flavour, list)
+                    else "params.flavour"
+                )
+                raise UserError(
+                    f"{path}: key '{key}': no stack of the recipe offers flavour '{flavour}'"
+                    f"{did_you_mean(flavour, sorted(every_offered))}; flavours offered: "
+                    f"{', '.join(sorted(every_offered)) or 'none'}"
+                )
+        for name in recipe.stacks:
+            offered = CATALOGUE[name].flavours
+            explicit = recipe.stack.get(name, StackParams()).flavour
+            if offered and not explicit and not set(wanted) & set(offered):
+                raise UserError(
+                    f"{path}: key 'params.flavour': stack '{name}' offers none of "
+                    f"{', '.join(wanted)} (it offers {', '.join(offered)}); add that flavour "
+                    f'or set [stack."{name}"] flavour'
+                )
+
+
+def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
+    """A swept params.pool_size leaves no stack a pool of its own."""
+    if isinstance(recipe.params.pool_size, list):
+        for name, params in recipe.stack.items():
+            if params.pool_size is not None:
+                raise UserError(
+                    f"{path}: key 'stack.\"{name}\".pool_size': a stack's own pool cannot join "
+                    "the sweep of 'params.pool_size' (its cells would be ranked alone); to hold "
+                    "it while the others' pools change, give [[points]] each a pool_size"
+                )
+
+
+def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
+    """pgbouncer fronts PostgreSQL only."""
+    if recipe.services.pgbouncer and recipe.services.database != "postgres":
+        raise UserError(
+            f"{path}: key 'services.pgbouncer': pgbouncer fronts PostgreSQL only; "
+            'set database = "postgres" or pgbouncer = false'
+        )
+
+
+def _check_served(path: Path, recipe: Recipe) -> None:
+    """Every stack serves one of the recipe's scenarios at least."""
+    for name in recipe.stacks:
+        served = [s for s in recipe.scenarios if s in CATALOGUE[name].scenarios]
+        if not served:
+            raise UserError(
+                f"{path}: key 'stacks': stack '{name}' serves none of the recipe's scenarios "
+                f"({', '.join(recipe.scenarios)}); it serves {', '.join(CATALOGUE[name].scenarios)}"
+            )
+
+
+def _check_rates(path: Path, recipe: Recipe) -> None:
+    for i, profile in enumerate(recipe.load):
+        if profile.rate is None:
+            continue
+        if not TOOLS[profile.tool].can_pace:
+            raise UserError(
+                f"{path}: key 'load[{i}].rate': {profile.tool} cannot send at a fixed rate (it "
+                f'runs a closed loop only); use tool = "{RATE_TOOL}" for a rate, or remove '
+                "'rate'"
+            )
+        if profile.threads is not None:
+            raise UserError(
+                f"{path}: key 'load[{i}].threads': a fixed-rate profile takes no threads "
+                f"({profile.tool} starts the workers its schedule needs); remove 'threads'"
+            )
+        rates = as_list(profile.rate)
+        for j, rate in enumerate(rates):
+            if not isinstance(rate, str):
+                continue
+            key = f"load[{i}].rate" + (f"[{j}]" if isinstance(profile.rate, list) else "")
+            share = rate_share(rate)
+            if share is None:
+                raise UserError(
+                    f"{path}: key '{key}': '{rate}' is neither a number of requests per second "
+                    'nor a share like "60%" of the cell\'s own capacity'
+                )
+            if not 0 < share <= 100:
+                raise UserError(
+                    f"{path}: key '{key}': a share must be within (0, 100] % of the cell's "
+                    f"capacity, got {rate!r}"
+                )
+    if recipe.slo is not None:
+        if recipe.slo.p99_ms is None and recipe.slo.p50_ms is None:
+            raise UserError(
+                f"{path}: key 'slo': no latency target; give p99_ms (and optionally p50_ms), "
+                "e.g. p99_ms = 100"
+            )
+        if not any(profile_mode(recipe, p) == "slo" for p in recipe.load):
+            raise UserError(
+                f"{path}: key 'slo': no [[load]] profile can search a capacity; add one with "
+                f'tool = "{RATE_TOOL}" and no rate'
+            )

@@ -1,0 +1,116 @@
+"""Recipe files: found by path or by name among benchlab's own, read, validated, and changed
+by command-line overrides.
+
+Every mistake in a recipe becomes one UserError naming the file, the key and what would be
+right, so `benchlab run` never shows a traceback for a bad recipe.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from benchlab.errors import UserError
+from benchlab.recipe.checks import check_names
+from benchlab.recipe.messages import describe_validation_error, what_was_expected
+from benchlab.recipe.schema import Recipe
+
+DEFAULT_RECIPE = "quick"
+# The recipes benchlab comes with, found by name from any directory.
+BUNDLED_RECIPES = Path(__file__).resolve().parents[3] / "recipes"
+
+
+def bundled_recipes() -> list[Path]:
+    return sorted(BUNDLED_RECIPES.glob("*.toml")) if BUNDLED_RECIPES.is_dir() else []
+
+
+def resolve_recipe(text: str) -> Path:
+    """A recipe by its path, or one of benchlab's by name: `quick`, `seed-000` (a name's
+    unique prefix up to a dash is enough)."""
+    path = Path(text)
+    if path.exists() or text.endswith(".toml") or "/" in text:
+        return path
+    named = {p.stem: p for p in bundled_recipes()}
+    if text in named:
+        return named[text]
+    prefixed = [p for stem, p in named.items() if stem.startswith(f"{text}-")]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    return path
+
+
+def load_recipe(path: Path) -> tuple[Recipe, str]:
+    """Read and validate a recipe file; every problem is a UserError naming file and key."""
+    if not path.exists():
+        hint = _available_recipes_hint()
+        raise UserError(f"recipe file '{path}' not found{hint}")
+    if path.is_dir():
+        raise UserError(f"recipe '{path}' is a directory; give a .toml file inside it")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"recipe '{path}': cannot read it ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(path, exc)) from None
+    check_names(path, recipe)
+    return recipe, text
+
+
+def apply_overrides(
+    recipe: Recipe,
+    *,
+    duration: int | None = None,
+    trials: int | None = None,
+    connections: int | None = None,
+    points: list[str] | None = None,
+    path: Path | None = None,
+) -> Recipe:
+    """Command-line overrides: they replace the value in every load profile."""
+    if points:
+        known = [p.name for p in recipe.points]
+        for name in points:
+            if name not in known:
+                raise UserError(
+                    f"--point '{name}': {path or 'the recipe'} has no such point; "
+                    f"its points: {', '.join(known) or 'none'}"
+                )
+        recipe = recipe.model_copy(
+            update={"points": [p for p in recipe.points if p.name in points]}
+        )
+    # Validated as the recipe's own values are: the same limits, the same messages.
+    options = {"--trials": ("trials", trials), "--duration": ("duration", duration),
+               "--connections": ("connections", connections)}  # fmt: skip
+    data = recipe.model_dump(exclude_unset=True)
+    for key, value in options.values():
+        if value is None:
+            continue
+        if key == "trials":
+            data["trials"] = value
+            if recipe.max_trials is not None and recipe.max_trials < value:
+                data["max_trials"] = value
+        else:
+            data["load"] = [{**profile, key: value} for profile in data["load"]]
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = next((o for o, (k, _) in options.items() if k in error["loc"]), "an option")
+        given = next(v for o, (_, v) in options.items() if o == option) if option in options else ""
+        raise UserError(
+            f"{option} {given}: {what_was_expected(error['type'], error)} (the recipe's own limit)"
+        ) from None
+
+
+def _available_recipes_hint() -> str:
+    recipes = bundled_recipes()
+    if not recipes:
+        return "; give the path of a recipe .toml file"
+    return "; give a .toml file or one of benchlab's recipes: " + ", ".join(r.stem for r in recipes)

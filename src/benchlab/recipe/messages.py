@@ -1,0 +1,131 @@
+"""What a recipe's validation errors say: the key (as the TOML names it), what was expected,
+what was given, and the closest allowed word."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ValidationError
+
+from benchlab.recipe.schema import Recipe
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    options = list(choices)
+    close = [o for o in options if o.startswith(word) or word in o.split("+")]
+    close = close or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            part_text = part if part.replace("_", "").replace("-", "").isalnum() else f'"{part}"'
+            out += f".{part_text}" if out else part_text
+    return out or "(top level)"
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class that holds the key at `loc` (to list the keys allowed there)."""
+    model: Any = Recipe
+    skip_next = False  # the next part is a list index or a dict key, not a field name
+    for part in loc:
+        if skip_next:
+            skip_next = False
+            continue
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        skip_next = _is_container(field.annotation)
+        model = _unwrap(field.annotation)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+    return model
+
+
+def _is_container(annotation: Any) -> bool:
+    while typing.get_origin(annotation) is Annotated or typing.get_origin(annotation) in (
+        typing.Union,
+        types.UnionType,
+    ):
+        args = typing.get_args(annotation)
+        annotation = (
+            args[0]
+            if typing.get_origin(annotation) is Annotated
+            else next(a for a in args if a is not type(None))
+        )
+    return typing.get_origin(annotation) in (list, dict)
+
+
+def _unwrap(annotation: Any) -> Any:
+    while True:
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if origin is Annotated:
+            annotation = args[0]
+        elif origin in (list, typing.Union, types.UnionType):
+            annotation = next(a for a in args if a is not type(None))
+        elif origin is dict:
+            annotation = args[1]
+        else:
+            return annotation
+
+
+_UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool)$|^list\[")
+
+
+def describe_validation_error(path: Path, exc: ValidationError) -> str:
+    # A value that may be one thing or a list of them fails once per branch, with the branch
+    # named in its location; the deepest location is the one that says what is wrong.
+    errors = [
+        {**e, "loc": tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))}
+        for e in exc.errors()
+    ]
+    error = max(errors, key=lambda e: len(e["loc"]))
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    key = _key_path(loc)
+    others = {e["loc"] for e in errors if loc[: len(e["loc"])] != e["loc"]}
+    more = f" (and {len(others)} more problem(s))" if others else ""
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        allowed = list(parent.model_fields) if parent else []
+        name = str(loc[-1])
+        hint = did_you_mean(name, allowed)
+        listed = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
+        return f"{path}: key '{key}': unknown key{hint}{listed}{more}"
+    if kind == "missing":
+        return f"{path}: key '{key}': required key is missing; add it{more}"
+    given = error.get("input")
+    expected = what_was_expected(kind, error)
+    return f"{path}: key '{key}': {expected}, got {given!r}{more}"
+
+
+def what_was_expected(kind: str, error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    messages = {
+        "int_parsing": "expected a whole number",
+        "int_type": "expected a whole number",
+        "int_from_float": "expected a whole number",
+        "float_parsing": "expected a number",
+        "float_type": "expected a number",
+        "string_type": "expected a text string in quotes",
+        "list_type": 'expected a list like ["a", "b"]',
+        "dict_type": "expected a table",
+        "model_type": "expected a table",
+        "bool_type": "expected true or false",
+        "literal_error": f"expected one of {ctx.get('expected', '')}",
+        "greater_than_equal": f"expected a value >= {ctx.get('ge')}",
+        "greater_than": f"expected a value > {ctx.get('gt')}",
+        "less_than_equal": f"expected a value <= {ctx.get('le')}",
+        "too_short": "expected at least one entry",
+    }
+    return messages.get(kind, error.get("msg", "invalid value"))

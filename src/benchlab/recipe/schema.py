@@ -1,0 +1,187 @@
+"""A recipe's shape: the TOML tables and keys it may have, their types and limits (pydantic
+models, strict), and what a load profile measures."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchlab.figures import RANKABLE
+from benchlab.load import DEFAULT_TOOL, TOOLS
+
+
+class _Strict(BaseModel):
+    # strict: `connections = true` or `pgbouncer = "yes"` is a mistake to name, not to coerce.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
+# A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
+RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
+SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+class LoadProfile(_Strict):
+    tool: ToolName = DEFAULT_TOOL
+    # closed loop: connections held open; fixed rate: the most the generator may open
+    connections: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 64
+    threads: PositiveInt | None = None
+    # wrk takes whole seconds
+    duration: Annotated[int, Field(ge=1, le=3600)] = 5
+    timeout: Annotated[int, Field(ge=1, le=600)] = 5
+    # Requests per second on a fixed schedule (open loop): a number, a list (a sweep), or a
+    # share of the cell's own closed-loop capacity ("60%"). None: a closed loop.
+    rate: RateValue | Annotated[list[RateValue], Field(min_length=1)] | None = None
+
+
+class Slo(_Strict):
+    """The latency target a stack must hold; a recipe with it searches each cell's capacity."""
+
+    p99_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    p50_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    max_error_pct: Annotated[float, Field(ge=0, le=100)] = 0.1
+
+
+class Cores(_Strict):
+    server: CoreList
+    load: CoreList
+    services: CoreList | None = None  # databases, Redis, pgbouncer; default: the server cores
+
+
+RoleName = Literal["server", "database", "load"]
+
+
+class HostEntry(_Strict):
+    """A machine (or a namespace of this one) and the roles it plays in the run."""
+
+    at: str  # local, netns:NAME, ssh://user@addr[:port]
+    roles: Annotated[list[RoleName], Field(min_length=1)]
+    # The cores its roles are pinned to: one list for all of them, or one per role.
+    cores: CoreList | dict[RoleName, CoreList] | None = None
+    # netns: its address (in 198.18.0.0/15; default: the next free one); ssh: where the
+    # other hosts reach its servers, when not the address benchlab connects to.
+    address: str | None = None
+
+
+PositiveInts = PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)]
+
+
+class StackParams(_Strict):
+    """Per-stack settings; a list for workers or threads gives one launch per value."""
+
+    workers: PositiveInts | None = None
+    threads: PositiveInts | None = None  # threads (gthread, waitress, uWSGI) or greenlets (gevent)
+    flavour: str | None = None
+    pool_size: PositiveInt | None = None
+
+
+NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
+CpuMicros = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+class Services(_Strict):
+    database: Literal["postgres", "mariadb"] = "postgres"
+    pgbouncer: bool = False
+    pool_mode: Literal["session", "transaction", "statement"] = "transaction"
+    pgbouncer_pool_size: PositiveInt = 20
+    max_connections: Annotated[int, Field(ge=10, le=10_000)] = 200
+    proxy: Literal["none", "nginx"] = "none"
+
+
+class Params(_Strict):
+    """Cell parameters; a list gives one cell per value."""
+
+    flavour: str | list[str] | None = None
+    pool_size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 10
+    db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
+    sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
+    cpu_us: CpuMicros | Annotated[list[CpuMicros], Field(min_length=1)] = 500
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+class Point(_Strict):
+    """A named grid point: knobs that change together (article 002's "Better Async" moves
+    sessions, delay and clients at once). Each point's cells are compared with each other."""
+
+    name: Annotated[str, Field(min_length=1)]
+    connections: PositiveInt | None = None
+    pool_size: PositiveInt | None = None
+    db_delay_ms: NonNegativeInt | None = None
+    sleep_ms: NonNegativeInt | None = None
+
+
+class Exclusion(_Strict):
+    stack: str | None = None
+    scenario: str | None = None
+    connections: PositiveInt | None = None
+
+    def matches(self, stack: str, scenario: str, connections: int) -> bool:
+        return (
+            (self.stack is None or self.stack == stack)
+            and (self.scenario is None or self.scenario == scenario)
+            and (self.connections is None or self.connections == connections)
+        )
+
+
+class Recipe(_Strict):
+    name: str
+    question: str = ""
+    stacks: Annotated[list[str], Field(min_length=1)]
+    scenarios: Annotated[list[str], Field(min_length=1)]
+    load: Annotated[list[LoadProfile], Field(min_length=1)]
+    trials: Annotated[int, Field(ge=1, le=1000)] = 3
+    # Adaptive trials: cells whose interval is wider than the target get more interleaved
+    # rounds, up to max_trials; those that never converge are reported.
+    max_trials: Annotated[int, Field(ge=1, le=1000)] | None = None
+    target_half_width_pct: Annotated[float, Field(gt=0, le=100)] = 5.0
+    # The practical threshold: a smaller difference is a tie, whatever its interval.
+    min_effect_pct: Annotated[float, Field(ge=0, le=1000)] | None = None
+    baseline: str | None = None  # the stack every throughput is divided by (article 002)
+    warmup: Annotated[int, Field(ge=0, le=600)] = 1
+    cores: Cores | None = None
+    services: Services = Field(default_factory=Services)
+    params: Params = Field(default_factory=Params)
+    stack: dict[str, StackParams] = Field(default_factory=dict)
+    exclude: list[Exclusion] = Field(default_factory=list)
+    points: list[Point] = Field(default_factory=list)
+    slo: Slo | None = None
+    # What cells are ranked, compared and divided by; default: what their mode measures
+    # (closed: throughput, rate: p99, slo: capacity).
+    rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
+    # Where each role runs (default: all of them here): see hosts/.
+    hosts: dict[str, HostEntry] = Field(default_factory=dict)
+
+
+def at_point(recipe: Recipe, point: Point) -> Recipe:
+    """The recipe as one of its points sees it: the point's knobs replace the recipe's."""
+    params = {k: getattr(point, k) for k in ("pool_size", "db_delay_ms", "sleep_ms")}
+    params = {k: v for k, v in params.items() if v is not None}
+    load = recipe.load
+    if point.connections is not None:
+        load = [p.model_copy(update={"connections": point.connections}) for p in load]
+    return recipe.model_copy(
+        update={"params": recipe.params.model_copy(update=params), "load": load, "points": []}
+    )
+
+
+def profile_mode(recipe: Recipe, profile: LoadProfile) -> str:
+    """rate: the profile sets a rate; slo: the recipe has a target and the profile's tool can
+    pace (its capacity is searched); closed otherwise."""
+    if profile.rate is not None:
+        return "rate"
+    if recipe.slo is not None and TOOLS[profile.tool].can_pace:
+        return "slo"
+    return "closed"
+
+
+def rate_share(text: str) -> float | None:
+    """The percentage a rate like "60%" gives of the cell's capacity; None if it is not one."""
+    match = SHARE.match(text)
+    return float(match.group(1)) if match else None
