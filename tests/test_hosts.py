@@ -294,10 +294,10 @@ def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
     from benchlab.hosts.base import Placement
+    from benchlab.hosts.generators import run_generators
     from benchlab.hosts.netns import BenchmarkNetwork, NetnsHost
     from benchlab.load import TOOLS, histogram
     from benchlab.load.base import LoadRequest
-    from benchlab.load.generators import run_generators
     from benchlab.load.vegeta import binary
     from benchlab.process import ProcessRegistry
     from benchlab.runner import start_stack

@@ -9,8 +9,8 @@ import psutil
 import pytest
 
 from benchlab.errors import LoadToolError
+from benchlab.hosts.generators import run_load, run_tool
 from benchlab.load import LoadRequest, base, generators
-from benchlab.load.generators import run_load, run_tool
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST

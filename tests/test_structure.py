@@ -4,6 +4,8 @@ docstring included), so that each stays readable in one sitting."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "benchlab"
@@ -34,3 +36,13 @@ def test_no_class_is_over_300_lines_and_no_function_over_80() -> None:
         > (MOST_CLASS_LINES if isinstance(node, ast.ClassDef) else MOST_FUNCTION_LINES)
     ]
     assert not too_long, "\n".join(too_long)
+
+
+def test_each_layer_imports_only_from_below_it() -> None:
+    # The contract is in pyproject.toml ([tool.importlinter]); import-linter reads every
+    # import, those inside functions included, so an arrow upward cannot hide in one.
+    checked = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache", "--no-logo"],
+        cwd=SOURCE.parent.parent, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]

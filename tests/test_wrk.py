@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest, LoadToolError
-from benchlab.load.generators import run_tool
 from benchlab.load.wrk import parse_wrk_output
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST

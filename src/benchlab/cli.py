@@ -294,8 +294,8 @@ def run(
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
+    from benchlab.estimates import Costs, plan_lines
     from benchlab.stacks import CATALOGUE
-    from benchlab.timing import Costs, plan_lines
 
     runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
     for line in plan_lines(runnable, plan.recipe, Costs.load()):

@@ -16,7 +16,7 @@ from typing import Any
 
 import psutil
 
-from benchlab.cache import cache_dir
+from benchlab.build_cache import cache_dir
 
 
 def journal_dir() -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from benchlab.analysis.stats import Estimate, median_interval
 from benchlab.errors import LoadToolError
+from benchlab.hosts.generators import run_tool
 from benchlab.load import wrk
 from benchlab.load.base import LoadRequest
-from benchlab.load.generators import run_tool
 from benchlab.monitor import ProcessTreeSampler
 from benchlab.process import ProcessRegistry, sigterm_interrupts
 from benchlab.runner import HOST, free_port, pinned_to, start_stack

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchlab.errors import StoreError, UserError
-from benchlab.load.generators import LoadShare
-from benchlab.load.result import Errors, LoadResult
+from benchlab.load.result import Errors, LoadResult, LoadShare
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 

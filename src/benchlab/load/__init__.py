@@ -2,7 +2,7 @@
 them, and each tool declares its own traits (base.LoadTool): the recipe, the preflight,
 `doctor`, the plan's estimates and the machine description all read them there.
 
-Running a tool (on one host or several) is generators.py's: it needs the hosts, which need
+Running a tool (on one host or several) is hosts/generators.py's: it needs the hosts, which need
 this package's declarations, so it is not imported here."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What every load tool adapter shares: the request, and the traits every tool declares
-(generators.py runs a tool on one host or several)."""
+(hosts/generators.py runs a tool on one host or several)."""
 
 from __future__ import annotations
 

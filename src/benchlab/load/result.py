@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 
@@ -73,3 +74,26 @@ class LoadResult:
     def achieved_rps(self) -> float:
         """Successful responses per second."""
         return self.successes / self.duration_s if self.duration_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class LoadShare:
+    """One generator's part of a trial."""
+
+    host: str
+    machine: str  # whose cores: generators on one machine share them
+    cores: tuple[int, ...]
+    connections: int
+    rate: float | None
+    result: LoadResult
+
+
+def busiest_machine(shares: list[LoadShare]) -> float | None:
+    """The generators' CPU where it was tightest: summed over the generators that share a
+    machine's cores, the most of any machine (100 = one core busy)."""
+    used: dict[tuple[str, tuple[int, ...]], float] = defaultdict(float)
+    for share in shares:
+        if share.result.load_cpu_pct is None:
+            return None
+        used[(share.machine, share.cores)] += share.result.load_cpu_pct
+    return max(used.values()) if used else None

@@ -22,7 +22,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from benchlab.cache import cache_dir
+from benchlab.build_cache import cache_dir
 from benchlab.errors import LoadToolError, UserError
 from benchlab.load import histogram
 from benchlab.load.base import HttpTarget, LoadRequest

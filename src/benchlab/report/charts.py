@@ -30,9 +30,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK
+from benchlab.report.recommendation import candidate_results
 from benchlab.report.summary import CellSummary, RunSummary
-from benchlab.report.text import display_names
-from benchlab.tune.recommend import candidate_results
+from benchlab.report.wording import display_names
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
 STYLE = {

@@ -21,7 +21,8 @@ from benchlab.report.columns import (
 )
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import reading_guide, takeaways
-from benchlab.report.text import (
+from benchlab.report.tune_report import recommendation_context
+from benchlab.report.wording import (
     cell_name,
     flip_lines,
     host_lines,
@@ -31,7 +32,6 @@ from benchlab.report.text import (
     relative_rows,
     stack_facts,
 )
-from benchlab.report.tune_report import recommendation_context
 
 VERDICTS = "verdicts"
 

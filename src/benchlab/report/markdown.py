@@ -7,7 +7,8 @@ from __future__ import annotations
 from benchlab.report.columns import cell_columns, footnote_lines, footnotes, note_text
 from benchlab.report.summary import RunSummary
 from benchlab.report.takeaways import reading_guide, takeaways
-from benchlab.report.text import (
+from benchlab.report.tune_report import tune_markdown
+from benchlab.report.wording import (
     flip_lines,
     interval_note,
     load_host_lines,
@@ -17,7 +18,6 @@ from benchlab.report.text import (
     run_lines,
     verdict_lines,
 )
-from benchlab.report.tune_report import tune_markdown
 
 
 def _row(values: list[str]) -> str:

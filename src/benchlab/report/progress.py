@@ -7,8 +7,8 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from benchlab.estimates import minutes
 from benchlab.recipe import Cell, Plan
-from benchlab.timing import minutes
 
 
 def _cell_text(cell: Cell) -> str:

@@ -19,7 +19,7 @@ from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
-from benchlab.report.text import display_names, settings_text
+from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
 

@@ -24,7 +24,8 @@ from benchlab.report.columns import (
 )
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import grid_points, takeaways
-from benchlab.report.text import (
+from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
+from benchlab.report.wording import (
     flip_lines,
     interval_note,
     load_host_lines,
@@ -33,7 +34,6 @@ from benchlab.report.text import (
     run_lines,
     verdict_lines,
 )
-from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
 
 
 def _say(console: Console, text: str, style: str | None = None) -> None:

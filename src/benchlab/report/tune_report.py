@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab import figures as F
+from benchlab.report.recommendation import CandidateResult, Recommendation, recommend
 from benchlab.report.summary import RunSummary
-from benchlab.tune.recommend import CandidateResult, Recommendation, recommend
 
 
 def is_tune(summary: RunSummary) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from benchlab.analysis.stats import converged
+from benchlab.estimates import estimate
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.launch import start_answering
@@ -19,7 +20,6 @@ from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
-from benchlab.timing import estimate
 from benchlab.verify import keeps_alive
 
 DEFAULT_POOL_SIZE = 10

@@ -18,6 +18,7 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
+from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
@@ -31,7 +32,6 @@ from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import RunInfo, Store
-from benchlab.timing import Costs
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from benchlab.errors import LoadToolError
+from benchlab.hosts.generators import Generated, run_generators
 from benchlab.load import TOOLS, LoadRequest
-from benchlab.load.generators import Generated, run_generators
 from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
 from benchlab.process import ManagedProcess, signals_deferred
 from benchlab.recipe import Cell

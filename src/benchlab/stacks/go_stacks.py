@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from benchlab.cache import cache_dir
+from benchlab.build_cache import cache_dir
 from benchlab.errors import UserError
 from benchlab.stacks.base import APPS_DIR, WITH_CPU, Launch, LaunchContext, Stack
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.capacity import STEP_SHARES
-from benchlab.cache import cache_dir
+from benchlab.build_cache import cache_dir
 from benchlab.load import TOOLS
 from benchlab.recipe import Cell
 from benchlab.scenarios import SCENARIOS

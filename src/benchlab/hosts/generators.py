@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,22 +16,10 @@ from benchlab.errors import LoadToolError
 from benchlab.hosts.base import THIS_MACHINE, Placement
 from benchlab.load import TOOLS
 from benchlab.load.base import LoadRequest, LoadTool
-from benchlab.load.result import LoadResult
+from benchlab.load.result import LoadResult, LoadShare, busiest_machine
 from benchlab.process import ManagedProcess, ProcessRegistry
 
 HANG_MARGIN_S = 15.0
-
-
-@dataclass(frozen=True)
-class LoadShare:
-    """One generator's part of a trial."""
-
-    host: str
-    machine: str  # whose cores: generators on one machine share them
-    cores: tuple[int, ...]
-    connections: int
-    rate: float | None
-    result: LoadResult
 
 
 @dataclass(frozen=True)
@@ -172,14 +159,3 @@ def _start_all(
 def _wait_all(processes: list[ManagedProcess], timeout: float) -> list[int | None]:
     deadline = time.monotonic() + timeout
     return [p.wait(timeout=max(deadline - time.monotonic(), 0.0)) for p in processes]
-
-
-def busiest_machine(shares: list[LoadShare]) -> float | None:
-    """The generators' CPU where it was tightest: summed over the generators that share a
-    machine's cores, the most of any machine (100 = one core busy)."""
-    used: dict[tuple[str, tuple[int, ...]], float] = defaultdict(float)
-    for share in shares:
-        if share.result.load_cpu_pct is None:
-            return None
-        used[(share.machine, share.cores)] += share.result.load_cpu_pct
-    return max(used.values()) if used else None
