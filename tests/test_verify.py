@@ -8,7 +8,7 @@ import pytest
 
 from benchlab.runner import HOST
 from benchlab.scenarios import SCENARIOS
-from benchlab.verify import verify
+from benchlab.verify import keeps_alive, verify, wait_until_answering
 from tests.servers import running_stack, scripted_server
 
 JSON = SCENARIOS["json"].expectations()[0]
@@ -66,3 +66,16 @@ def test_nothing_listening_is_a_reason_not_a_crash() -> None:
 def test_nginx_static_honours_the_contract(tmp_path: Path) -> None:
     with running_stack("nginx-static", tmp_path) as (_, port):
         assert verify(HOST, port, [PLAINTEXT, JSON]) is None
+
+
+def test_a_server_is_ready_at_its_first_status_line_even_if_the_body_never_ends() -> None:
+    # uWSGI's http11 socket answers a path it does not serve with a 404 that has no
+    # Content-Length and keeps the connection open: its body ends only when the server closes.
+    unframed = (404, {}, b"not here")
+    with scripted_server({"/": unframed, "/x": unframed}) as port:
+        assert wait_until_answering(HOST, port, lambda: True, timeout=10) is None
+        # Such an answer cannot share its connection with the next request.
+        assert keeps_alive(HOST, port, "/x") is False
+    framed = (200, {"Content-Length": "2"}, b"ok")
+    with scripted_server({"/x": framed}) as port:
+        assert keeps_alive(HOST, port, "/x") is True

@@ -100,7 +100,9 @@ def wait_until_answering(host: str, port: int, alive, timeout: float, owns_port=
             conn = http.client.HTTPConnection(host, port, timeout=2.0)
             try:
                 conn.request("GET", "/")
-                conn.getresponse().read()
+                # Its status line is the answer: a body need not end (uWSGI's 404 has no
+                # Content-Length and keeps the connection open), and it is not read.
+                conn.getresponse()
             finally:
                 conn.close()
         except (OSError, http.client.HTTPException):
@@ -120,11 +122,16 @@ def keeps_alive(host: str, port: int, path: str, timeout: float = 10.0) -> bool:
         try:
             conn.request("GET", path)
             response = conn.getresponse()
-            response.read()
+            # A body with neither a length nor chunks ends only when the server closes.
+            unframed = response.length is None and not response.chunked
+            if not unframed:
+                response.read()
         finally:
             conn.close()
     except (OSError, http.client.HTTPException):
         return True  # verification reports the failure; assume the common case here
+    if unframed and response.status not in (204, 304) and response.status >= 200:
+        return False
     connection = (response.getheader("Connection") or "").lower()
     if response.version >= 11:
         return "close" not in connection

@@ -17,6 +17,18 @@ from benchlab.verify import PORT_TAKEN, wait_until_answering
 
 HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3
+# A start that takes ten times what this stack's starts cost here (learned, at least 15 s)
+# is not coming: it fails in seconds, not at the stack's ceiling.
+START_FLOOR_S = 15.0
+START_MARGIN = 10.0
+
+
+def start_timeout(stack: Stack, learned_s: float | None) -> float:
+    """How long a start may take before it fails: the stack's ceiling until its starts have
+    been timed on this machine."""
+    if learned_s is None:
+        return stack.start_timeout
+    return min(stack.start_timeout, max(START_FLOOR_S, START_MARGIN * learned_s))
 
 
 @contextlib.contextmanager
@@ -90,6 +102,7 @@ def start_answering(
     launch: tuple[int, int | None],  # workers, threads
     workdir: Path,
     env: dict[str, str],
+    timeout: float,
     on_port_taken: Callable[[int], None] | None = None,
 ) -> Started:
     """Start the stack on a free port and wait until it answers from its own socket. A port
@@ -104,7 +117,7 @@ def start_answering(
         began = time.monotonic()
         server = start_stack(registry, stack, ctx, place.cores, env, place.host)
         problem = wait_until_answering(
-            place.address, ctx.port, server.alive, stack.start_timeout,
+            place.address, ctx.port, server.alive, timeout,
             owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
         )  # fmt: skip
         taken = problem is not None and (

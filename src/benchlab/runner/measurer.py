@@ -15,7 +15,7 @@ from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
-from benchlab.runner.launch import start_answering
+from benchlab.runner.launch import start_answering, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.services.nginx_proxy import start_proxy
@@ -150,6 +150,7 @@ class Measurer:
         started = start_answering(
             session.registry, stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
+            start_timeout(stack, session.costs.known.get(f"start:{stack.name}")),
             lambda port: session.reporter.status(
                 f"port {port} was taken: starting {stack.name} on another"
             ),

@@ -16,6 +16,7 @@ import ast
 import json
 import os
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,7 @@ class AppInfo:
     interface: str  # asgi or wsgi
     servers: dict[str, bool]
     rss_mb: float  # the interpreter with the app imported: a floor for one worker's memory
+    load_s: float = 0.0  # the probe's time: an interpreter started, the app imported
     env: dict[str, str] = field(default_factory=dict)  # --env
     cwd: Path = Path(".")  # where benchlab tune ran: the deploy command starts from there
     env_file: Path | None = None  # --env-file: the deploy command reads it too ...
@@ -167,6 +169,7 @@ def probe(
     if not executable.exists() or not os.access(executable, os.X_OK):
         raise UserError(f"--python {python}: no such interpreter; give the path of a python")
     request = json.dumps({"module": spec.module, "attr": spec.attr, "call": spec.call})
+    began = time.monotonic()
     try:
         done = subprocess.run(
             [python, "-c", PROBE.read_text(), request],
@@ -215,6 +218,7 @@ def probe(
         interface=interface or found,
         servers=data["servers"],
         rss_mb=float(data.get("rss_mb") or 0.0),
+        load_s=time.monotonic() - began,
         env=env,
         cwd=cwd,
         env_file=env_file[0] if env_file else None,

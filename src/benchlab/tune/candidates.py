@@ -20,6 +20,17 @@ BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
 THREADS = (4, 16, 64)
 GREENLETS = (100, 1000)
+# A candidate that has not answered by then will not: its start is an interpreter, the
+# server's imports and the app's, which the probe timed once (at least 15 s, at most 60).
+START_FLOOR_S = 15.0
+START_CEILING_S = 60.0
+START_PER_PROBE = 10.0
+
+
+def start_timeout(probe_s: float) -> float:
+    return min(START_CEILING_S, max(START_FLOOR_S, START_PER_PROBE * probe_s))
+
+
 DEPLOY_HOST, DEPLOY_PORT = "0.0.0.0", 8000
 
 
@@ -175,7 +186,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         concurrency=kind.concurrency,
         fixed_workers=kind.fixed_workers,
         one_at_a_time=kind.one_at_a_time,
-        start_timeout=60.0,
+        start_timeout=start_timeout(info.load_s),
         deploy=deploy,
         worker_class=kind.worker_class,
         isolated_env=True,
