@@ -123,7 +123,8 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     decided = summarise(Store(tmp_path / "a.db"), write_run(tmp_path / "a.db"))
     sentences = {t.label: t.sentence for t in takeaways(decided)}
     assert sentences["json"].startswith("gin served 5.5× fastapi+uvicorn's throughput [5.1–5.8]")
-    assert "within 4.0× of each other" in sentences["json"]
+    # ... and the rest in order, not "the other 3 are within 4.0× of each other".
+    assert "> sanic 1.83× tornado [1.72–1.94] > tornado 1.89× flask+gunicorn" in sentences["json"]
     # Two trials a side: the same medians, and no winner.
     few = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", trials=2))
     for takeaway in takeaways(few):
@@ -346,3 +347,34 @@ def test_the_docs_stand_alone_without_files_outside_the_repository() -> None:
     recipe = (REPO / "recipes" / "fastapi-flask-gin.toml").read_text()
     lines = [line for line in recipe.splitlines() if line and not line.startswith("#")]
     assert len(lines) == 5 and "\n".join(lines) in first_screen  # the recipe shown is the file
+
+
+def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
+    # Known separations: gin 5× sanic, sanic 1.6× the pair tornado/fastapi (1.7 % apart: a
+    # tie by the rule), the pair 6× flask; every cell's trials within ±3 % of its median.
+    medians = {
+        "nginx-static": {"json": 200_000},
+        "gin": {"json": 50_000},
+        "sanic": {"json": 10_000},
+        "tornado": {"json": 6_100},
+        "fastapi+uvicorn": {"json": 6_000},
+        "flask+gunicorn": {"json": 1_000},
+    }
+    summary = summarise(Store(tmp_path / "r.db"), write_run(tmp_path / "r.db", medians))
+    (only,) = takeaways(summary)
+    # The headline names the leader; the order, not "the others are within 10×", the rest.
+    assert only.sentence.startswith("gin served 5.0× sanic's throughput [4.7–5.3]. In order")
+    stacks = [[key.split("|")[0] for key in tier.as_json()["stacks"]] for tier in only.tiers]
+    # The ceiling stands apart: it is the load tool's limit, not a contender.
+    assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]
+    assert only.tiers[0].ahead is not None and only.tiers[0].ahead.low > 1
+    assert only.tiers[2].spread is not None and only.tiers[2].spread.low <= 1
+    assert (
+        "In order of throughput: gin 5.0× sanic [4.7–5.3] > sanic 1.64× tornado [1.54–1.74] > "
+        "tornado ≈ fastapi+uvicorn (tie, 1.02× [0.96–1.08]) > tornado 6.1× flask+gunicorn "
+        in only.sentence
+    ), only.sentence
+    report = json.loads(
+        benchlab("report", "--results", str(tmp_path / "r.db"), "-f", "json").stdout
+    )
+    assert [len(t["stacks"]) for t in report["takeaways"][0]["tiers"]] == [1, 1, 2, 1]

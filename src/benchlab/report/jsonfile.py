@@ -22,6 +22,7 @@ def render_json(summary: RunSummary) -> str:
                 "sentence": t.sentence,
                 "settings": t.settings,
                 "notes": list(t.notes),
+                "tiers": [tier.as_json() for tier in t.tiers],
             }
             for t in takeaways(summary)
         ]

@@ -19,6 +19,7 @@ from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.report.tiers import Tier, better_by, interval, order_sentence, tiers, times
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
@@ -30,6 +31,7 @@ class Takeaway:
     sentence: str
     settings: str  # how its cells were measured
     notes: tuple[str, ...] = ()  # what qualifies the figures (a ceiling that is not one)
+    tiers: tuple[Tier, ...] = ()  # the whole order, when there is more than one tier
 
 
 def grid_points(summary: RunSummary) -> dict[GridPoint, list[CellSummary]]:
@@ -47,40 +49,23 @@ def takeaways(summary: RunSummary) -> list[Takeaway]:
     cores = summary.run.get("server_cores") or ()
     found = []
     for point, cells in grouped.items():
-        sentence = point_sentence(cells, summary.ranked_by, summary.options.evidence)
+        figure, evidence = summary.ranked_by, summary.options.evidence
+        order = _tiers(cells, figure, evidence)
+        sentence = point_sentence(cells, figure, evidence, others=not order)
+        if order:
+            names = display_names([c for tier in order for c in tier.cells])
+            sentence += " " + order_sentence(order, figure, names)
         notes = tuple(n for n in (_ceiling_note(cells),) if n)
         # the tool and connections once: in the label when they tell points apart
         load = f"c={point.connections}" not in labels[point].split()
         settings = settings_text(cells, cores, load=load)
         if not load:
             settings = f"{point.tool} · {settings}" if point.tool not in labels[point] else settings
-        found.append(Takeaway(point, labels[point], sentence, settings, notes))
+        found.append(Takeaway(point, labels[point], sentence, settings, notes, tuple(order)))
     return found
 
 
 # --- one grid point ---------------------------------------------------------------------------
-
-
-def _decimals(value: float) -> int:
-    """As many decimals as a ratio needs to be read: 1.08, 5.7, 12."""
-    return 2 if value < 2 else 1 if value < 9.95 else 0
-
-
-def _times(value: float, decimals: int | None = None) -> str:
-    return f"{value:.{_decimals(value) if decimals is None else decimals}f}"
-
-
-def _interval(ratio: Ratio) -> str:
-    """The bounds written as precisely as the ratio itself."""
-    digits = _decimals(ratio.value)
-    return f"[{_times(ratio.low, digits)}–{_times(ratio.high, digits)}]"
-
-
-def _better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
-    """a / b as 'a is this many times better than b' (inverted when lower is better)."""
-    if figure.better is F.Better.LOWER:
-        return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence, ratio.fewest)
-    return ratio
 
 
 def _spread(cells: Sequence[CellSummary], figure: F.Figure) -> str:
@@ -91,7 +76,7 @@ def _spread(cells: Sequence[CellSummary], figure: F.Figure) -> str:
     ratio = high / low
     if ratio < 1.5:
         return f"within {max(1, round(100 * (ratio - 1)))}% of each other"
-    return f"within {_times(ratio)}× of each other"
+    return f"within {times(ratio)}× of each other"
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -99,8 +84,8 @@ def _listed(names: Sequence[str]) -> str:
 
 
 def _win(a: str, b: str, ratio: Ratio, figure: F.Figure, at_least: bool) -> str:
-    x = ("at least " if at_least else "") + _times(ratio.value) + "×"
-    where = _interval(ratio)
+    x = ("at least " if at_least else "") + times(ratio.value) + "×"
+    where = interval(ratio)
     if figure is F.THROUGHPUT:
         return f"{a} served {x} {b}'s throughput {where}"
     if figure is F.CAPACITY:
@@ -140,17 +125,33 @@ def _tied_lead(
     )
 
 
-def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> str:
-    """The takeaway of one grid point: who leads and by how much by the evidence rule, or
-    that nobody does, and how far apart the others are."""
+def _ranked(cells: Sequence[CellSummary], figure: F.Figure) -> list[CellSummary]:
+    """The contenders measured by `figure`, best first (the ceiling apart)."""
     contenders = [c for c in cells if c.stack != CEILING_STACK] or list(cells)
     measured = [c for c in contenders if c.samples.get(figure.key)]
-    if not measured:
+    order = -1 if figure.better is F.Better.HIGHER else 1
+    return sorted(measured, key=lambda c: order * (c.value(figure) or 0.0))
+
+
+def _tiers(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> list[Tier]:
+    """The whole order, where the headline sentence leaves some of it out: three stacks or
+    more, in more than one tier."""
+    ranked = _ranked(cells, figure)
+    found = tiers(ranked, figure, evidence) if len(ranked) >= 3 else []
+    return found if len(found) > 1 else []
+
+
+def point_sentence(
+    cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence, others: bool = True
+) -> str:
+    """The takeaway of one grid point: who leads and by how much by the evidence rule, or
+    that nobody does, and (`others`) how far apart the others are."""
+    ranked = _ranked(cells, figure)
+    if not ranked:
+        contenders = [c for c in cells if c.stack != CEILING_STACK] or list(cells)
         failed = [c for c in contenders if c.status == "failed"]
         return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
-    names = display_names(measured)
-    order = -1 if figure.better is F.Better.HIGHER else 1
-    ranked = sorted(measured, key=lambda c: order * (c.value(figure) or 0.0))
+    names = display_names(ranked)
     best = ranked[0]
     if len(ranked) == 1:
         value = F.compact_number(best.value(figure) or 0.0)
@@ -179,20 +180,20 @@ def point_sentence(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evi
             f"{_cautions(ranked, names)}."
         )
     runner = rest[0]
-    ratio = _better_by(judged[runner.key].ratio, figure)
+    ratio = better_by(judged[runner.key].ratio, figure)
     client_bound = figure.better is F.Better.HIGHER and any(
         v.name == CLIENT_BOUND.name for v in best.verdicts
     )
     win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
     lead = _tied_lead(top, names, figure, evidence) if len(top) > 1 else ""
     tail = ""
-    if len(rest) > 1:
-        others = (
+    if len(rest) > 1 and others:
+        listed = (
             _listed([names[c.key] for c in rest])
             if len(rest) <= 3
             else f"the other {len(rest)} stacks"
         )
-        tail = f"; {others} are {_spread(rest, figure)}"
+        tail = f"; {listed} are {_spread(rest, figure)}"
     skip = f"{best.key}|{CLIENT_BOUND.name}" if client_bound else ""
     caution = _cautions([best, runner], names, skip)
     return f"{lead}{win}{caution}{tail}."

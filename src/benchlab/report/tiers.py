@@ -1,0 +1,109 @@
+"""A grid point's whole ranking as tiers: stacks the evidence rule cannot separate share a
+tier, and each tier is separated from the next by a declared difference, with its ratio and
+interval. The ceiling stack stands apart (it is the load tool's limit, not a contender)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchlab import figures as F
+from benchlab.analysis.evidence import Evidence
+from benchlab.analysis.stats import Ratio
+from benchlab.analysis.verdicts import CAUTIONS
+from benchlab.report.summary import CellSummary
+
+
+@dataclass(frozen=True)
+class Tier:
+    cells: tuple[CellSummary, ...]  # best first; its first is the tier's head
+    # How far the tier's head is ahead of the next tier's head ("better by", so always ≥ 1);
+    # None for the last tier.
+    ahead: Ratio | None = None
+    spread: Ratio | None = None  # its head against its last member, when it has several
+
+    def as_json(self) -> dict:
+        def ratio(r: Ratio | None) -> dict | None:
+            return None if r is None else {"value": r.value, "low": r.low, "high": r.high}
+
+        return {
+            "stacks": [c.key for c in self.cells],
+            "ratio_to_next": ratio(self.ahead),
+            "ratio_within": ratio(self.spread),
+        }
+
+
+def better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
+    """a / b as 'a is this many times better than b' (inverted when lower is better)."""
+    if figure.better is F.Better.LOWER:
+        return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence, ratio.fewest)
+    return ratio
+
+
+def tiers(ranked: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> list[Tier]:
+    """`ranked`: best first, each with samples of `figure`. A stack joins the tier above when
+    the rule cannot tell it from that tier's head; otherwise it heads a new tier."""
+    groups: list[list[CellSummary]] = []
+    for cell in ranked:
+        if groups:
+            head = groups[-1][0]
+            judged = evidence.judge(head.samples[figure.key], cell.samples[figure.key], figure)
+            if not judged.decided:
+                groups[-1].append(cell)
+                continue
+        groups.append([cell])
+    found = []
+    for i, group in enumerate(groups):
+        head = group[0]
+        ahead = spread = None
+        if i + 1 < len(groups):
+            judged = evidence.judge(
+                head.samples[figure.key], groups[i + 1][0].samples[figure.key], figure
+            )
+            ahead = better_by(judged.ratio, figure) if judged.ratio else None
+        if len(group) > 1:
+            judged = evidence.judge(head.samples[figure.key], group[-1].samples[figure.key], figure)
+            spread = better_by(judged.ratio, figure) if judged.ratio else None
+        found.append(Tier(tuple(group), ahead, spread))
+    return found
+
+
+def _decimals(value: float) -> int:
+    """As many decimals as a ratio needs to be read: 1.08, 5.7, 12."""
+    return 2 if value < 2 else 1 if value < 9.95 else 0
+
+
+def times(value: float, decimals: int | None = None) -> str:
+    return f"{value:.{_decimals(value) if decimals is None else decimals}f}"
+
+
+def interval(ratio: Ratio) -> str:
+    """The bounds written as precisely as the ratio itself."""
+    digits = _decimals(ratio.value)
+    return f"[{times(ratio.low, digits)}–{times(ratio.high, digits)}]"
+
+
+def order_sentence(found: Sequence[Tier], figure: F.Figure, names: dict[str, str]) -> str:
+    """'In order of throughput: gin 5.1× sanic [5.0–5.2] > sanic 1.7× fastapi [1.6–1.9] >
+    fastapi ≈ tornado (tie, 1.04× [0.97–1.12]).' A caution stands beside a stack the first
+    time it is named."""
+    shown: set[str] = set()
+
+    def name(cell: CellSummary) -> str:
+        flagged = [v.name for v in cell.verdicts if v.name in CAUTIONS]
+        first = cell.key not in shown
+        shown.add(cell.key)
+        return names[cell.key] + (f" ({', '.join(flagged)})" if flagged and first else "")
+
+    lower = " lower than" if figure.better is F.Better.LOWER else ""
+    parts = []
+    for i, tier in enumerate(found):
+        if len(tier.cells) > 1:
+            within = tier.spread
+            tie = f"tie, {times(within.value)}× {interval(within)}" if within else "tie"
+            parts.append(" ≈ ".join(name(c) for c in tier.cells) + f" ({tie})")
+        if tier.ahead is not None:
+            head, following = name(tier.cells[0]), name(found[i + 1].cells[0])
+            parts.append(f"{head} {times(tier.ahead.value)}×{lower} {following} "
+                         f"{interval(tier.ahead)}")  # fmt: skip
+    return f"In order of {figure.label}: " + " > ".join(parts) + "."
