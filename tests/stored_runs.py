@@ -4,6 +4,7 @@ the page must show without running load."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -100,6 +101,15 @@ def write_run(
     return run_id
 
 
+def held_trial(round_index: int, rate: float, probe: str | None = None) -> TrialRecord:
+    """A fixed-rate trial that delivered `rate` with a p99 far under any target."""
+    trial = _trial(round_index, rate, 64, 40.0)
+    return dataclasses.replace(
+        trial, probe=probe, target_rate=rate, sent_rate=rate, achieved_rps=rate,
+        latency_p99_ms=5.0,
+    )  # fmt: skip
+
+
 def with_machine(**changes: object) -> dict[str, object]:
     """MACHINE with some facts or versions changed."""
     machine = dict(MACHINE)
@@ -111,4 +121,4 @@ def with_machine(**changes: object) -> dict[str, object]:
     return machine
 
 
-__all__ = ["MACHINE", "QUICK_LIKE", "with_machine", "write_run"]
+__all__ = ["MACHINE", "QUICK_LIKE", "held_trial", "with_machine", "write_run"]

@@ -392,6 +392,8 @@ class _Measured:
     concurrency_limit: int | None = None
     db_pool_limit: int | None = None
     alone_ms: float | None = None
+    trials: int = 3
+    unbracketed: int = 0
 
     def value(self, figure: F.Figure) -> float | None:
         return self.figures.get(figure.key)
@@ -403,7 +405,7 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
     assert list(VERDICTS) == [
         "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
-        "unstable",
+        "capacity-unbracketed", "unstable",
     ]  # fmt: skip
     cautions = {
         "client-bound",
@@ -412,6 +414,7 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
         "blocked",
         "unstable",
         "rate-not-delivered",
+        "capacity-unbracketed",
     }
     assert set(CAUTIONS) == cautions
     # A ceiling cell with one of these measured its load tool, not the machine.

@@ -12,7 +12,9 @@ that held and the first that did not. Later replicates start from a bracket arou
 capacity found so far; a bound that no probe has confirmed is probed before it is trusted.
 A replicate stops when its bracket is narrower than `resolution` (a fraction of the rate).
 The reported capacity of a replicate is the highest rate that held: conservative by at most
-the resolution, never a rate that was not seen to hold.
+the resolution, never a rate that was not seen to hold. A replicate in which no rate missed
+has no bracket above it (`bracket_high_rps` None): its figure is a lower bound ("≥ X"), and
+the report says so rather than call it a capacity.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from benchlab.store import CapacityRecord, TrialRecord
 STEP_SHARES = (0.25, 0.5, 0.75, 0.9)
 MAX_PROBES = 8  # per replicate, after the steps: bounds the time a search can take
 LOWEST_SHARE = 0.02  # below 2 % of the closed-loop throughput the SLO is called unattainable
+# A bound that held is doubled (up to the connections' ceiling) until a rate misses: a search
+# that crept up in small steps ran out of probes with nothing above it, a lower bound.
+CLIMB = 2.0
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,16 @@ def replicate(
     """Bisect [low, high] until narrower than `resolution` × high, confirming the bounds."""
     probes = 0
     while probes < max_probes:
-        if high - low > resolution * high and high - low > 0.2:
+        if low_known and not high_known and high < ceiling:
+            # The bound above is confirmed before bisecting towards it: if it holds too,
+            # the bracket doubles (up to what the connections can carry).
+            probes += 1
+            if probe(high, "search"):
+                low, low_known = high, True
+                high = _rate(min(ceiling, high * CLIMB))
+            else:
+                high_known = True
+        elif high - low > resolution * high and high - low > 0.2:
             mid = _rate((low + high) / 2)
             probes += 1
             if probe(mid, "search"):
@@ -131,17 +145,8 @@ def replicate(
             else:
                 high, high_known = low, True
                 low = _rate(max(floor, low * (1 - 4 * resolution)))
-        elif not high_known:
-            if high >= ceiling:
-                break  # held up to what the connections can carry: the bound is theirs
-            probes += 1
-            if probe(high, "search"):
-                low, low_known = high, True
-                high = _rate(min(ceiling, high * (1 + 4 * resolution)))
-            else:
-                high_known = True
         else:
-            break
+            break  # bracketed, or held up to what the connections carry (the bound is theirs)
     return CapacityRecord(
         round=round_index,
         capacity_rps=low if low_known else 0.0,

@@ -29,6 +29,7 @@ LAG_SHARE = 0.25  # ... and that is a quarter of the p99 or more
 IDLE_SERVER = 0.50  # the server used under half of its cores ...
 FAR_BELOW = 0.50  # ... while throughput stayed under half of what it could hold
 CPU_BOUND = 0.80  # a server at 80 % of its cores is busy, not waiting
+NEAR_CLOSED = 0.95  # a capacity this close to the closed loop's throughput met its bound
 WAITING_SCENARIOS = ("sleep", "db-delay")
 # Where the server alone should be busy: with a database, the database works on the
 # server's cores too and an idle app proves nothing.
@@ -72,6 +73,12 @@ class Measured(Protocol):
     # connection); the contract's sleep and db-delay wait their `ms`.
     @property
     def alone_ms(self) -> float | None: ...
+    @property
+    def trials(self) -> int: ...  # trials measured (for a capacity search: replicates)
+    # Capacity-search replicates in which no rate missed the target: their figure is a
+    # lower bound, not a capacity.
+    @property
+    def unbracketed(self) -> int: ...
 
     def value(self, figure: F.Figure) -> float | None: ...
 
@@ -378,6 +385,25 @@ class VerdictKind:
 VERDICTS: dict[str, VerdictKind] = {}
 
 
+def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
+    if cell.mode != "slo" or not cell.unbracketed:
+        return None
+    found, closed = cell.value(F.CAPACITY) or 0.0, cell.value(F.CLOSED_CAPACITY)
+    lead = (
+        f"no rate the search tried missed the target in {cell.unbracketed} of {cell.trials} "
+        f"replicate(s): ≥ {F.rate_text(found)} req/s is a lower bound, not the capacity; "
+    )
+    if closed and found >= NEAR_CLOSED * closed:
+        return UNBRACKETED.says(
+            lead + f"it held up to what {cell.connections} connections carry in a closed loop "
+            f"({F.rate_text(closed)} req/s): more connections would let the search go higher"
+        )
+    return UNBRACKETED.says(
+        lead + "the search ran out of probes first: more replicates (max_trials, or a longer "
+        "budget) would bracket it"
+    )
+
+
 def _declare(kind: VerdictKind) -> VerdictKind:
     VERDICTS[kind.name] = kind
     return kind
@@ -418,6 +444,10 @@ LITTLES_LAW = _declare(VerdictKind(
 POOL_EXHAUSTED = _declare(VerdictKind(
     "pool-exhausted", "requests that waited for a database session", _pool_exhausted,
     F.THROUGHPUT,
+))  # fmt: skip
+UNBRACKETED = _declare(VerdictKind(
+    "capacity-unbracketed", "a capacity search that never saw a rate miss: a lower bound",
+    _unbracketed, F.CAPACITY, caution=True,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

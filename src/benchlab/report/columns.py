@@ -81,9 +81,12 @@ def figure_text(
     if hidden:
         return hidden
     if isinstance(value, Estimate):
+        at_least = "≥ " if figure.key in cell.lower_bounds else ""
         if brief:
-            return brief_estimate_text(figure, value) if interval else figure.format(value.median)
-        return estimate_text(figure, value) if interval else figure.format(value.median)
+            shown = brief_estimate_text(figure, value) if interval else figure.format(value.median)
+        else:
+            shown = estimate_text(figure, value) if interval else figure.format(value.median)
+        return at_least + shown
     if isinstance(value, Ratio):
         return ratio_text(value, percent=figure.unit == "%")
     return figure.format(value)

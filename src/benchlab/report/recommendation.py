@@ -34,6 +34,7 @@ class CandidateResult:
     reason: str | None = None
     one_at_a_time: bool = False
     concurrency: str | None = None
+    bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -53,6 +54,7 @@ class CandidateResult:
                 "low": capacity.low if capacity.n > 1 else None,
                 "high": capacity.high if capacity.n > 1 else None,
                 "n": capacity.n,
+                "bracketed": self.bracketed,
             },
             "p99_ms_at_capacity": self.p99_ms,
             "cpu_us_per_request": self.cpu_us_per_request,
@@ -122,6 +124,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 status=status,
                 closed_rps=first.value(F.THROUGHPUT),
                 capacity=measured.estimate(F.CAPACITY) if measured else None,
+                bracketed=not (measured and measured.unbracketed),
                 p99_ms=measured.value(F.P99) if measured else None,
                 cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
                 rss_mb=shown.value(F.SERVER_RSS),

@@ -169,6 +169,14 @@ class CellSummary:
     facts: dict[str, Any] = field(default_factory=dict)  # framework, server, worker model
     alone_ms: float | None = None  # median latency at one connection (benchlab tune)
     load_hosts: tuple[HostShare, ...] = ()  # each load host's share, when there were several
+    # Capacity-search replicates that held every rate they tried: no bracket above, so the
+    # capacity is a lower bound ("≥ X").
+    unbracketed: int = 0
+
+    @property
+    def lower_bounds(self) -> frozenset[str]:
+        """The figures whose value is only a lower bound."""
+        return frozenset({F.CAPACITY.key}) if self.unbracketed else frozenset()
 
     def value(self, figure: F.Figure) -> float | None:
         """The figure as one number: an estimate's median, a ratio's value."""
@@ -225,6 +233,8 @@ class CellSummary:
         }
         for figure in F.FIGURES.values():
             value = _figure_json(self.figures.get(figure.key))
+            if isinstance(value, dict) and figure is F.CAPACITY:
+                value["bracketed"] = figure.key not in self.lower_bounds
             if figure.group:
                 data.setdefault(figure.group, {})[figure.key] = value
             else:
@@ -428,6 +438,7 @@ def _summarise_cell(
         ranked_by=F.rank_figure(mode, options.rank_by),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
+        unbracketed=sum(1 for c in capacities if c.capacity_rps > 0 and c.bracket_high_rps is None),
     )
 
 

@@ -17,9 +17,10 @@ def capacity_text(c: CandidateResult) -> str:
     e = c.capacity
     if e is None:
         return "–"
+    at_least = "" if c.bracketed else "≥ "
     if e.n == 1:
-        return f"{e.median:,.0f} (1 replicate)"
-    return f"{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
+        return f"{at_least}{e.median:,.0f} (1 replicate)"
+    return f"{at_least}{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
 
 
 def recommendation_lines(summary: RunSummary) -> list[str]:

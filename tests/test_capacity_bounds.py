@@ -1,0 +1,88 @@
+"""A capacity is bracketed or it is a lower bound: known answers of the search, and what a
+report makes of a replicate that never saw a rate miss (no load: the store's own API)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchlab.analysis import capacity
+from benchlab.analysis.capacity import Target
+from benchlab.recipe import Cell
+from benchlab.report.summary import summarise
+from benchlab.run_options import RunOptions
+from benchlab.stacks import CATALOGUE
+from benchlab.store import CapacityRecord, RunInfo, Store
+from tests.conftest import benchlab
+from tests.stored_runs import MACHINE, held_trial
+
+
+def _held_below(limit: float, tried: list[float]) -> capacity.Probe:
+    def probe(rate: float, kind: str) -> bool:
+        tried.append(rate)
+        return rate <= limit
+
+    return probe
+
+
+def test_the_search_brackets_a_known_capacity_and_calls_an_unbracketed_one_a_bound() -> None:
+    # A server that holds up to 700 req/s, its closed loop at 1,000: a rate missed above.
+    tried: list[float] = []
+    found = capacity.search(0, 1000.0, [], _held_below(700, tried), 0.05)
+    assert found.bracket_high_rps is not None and 665 <= found.capacity_rps <= 700, found
+    # Later replicates start around it, and bracket it again.
+    again = capacity.search(1, 1000.0, [found.capacity_rps], _held_below(700, []), 0.05)
+    assert again.bracket_high_rps is not None and 665 <= again.capacity_rps <= 700, again
+    # A cap above every rate the connections can send: nothing misses, no bracket.
+    everything: list[float] = []
+    bound = capacity.search(0, 1000.0, [], _held_below(1e9, everything), 0.05)
+    assert bound.bracket_high_rps is None and bound.capacity_rps == max(everything)
+    # A later replicate whose first replicate stopped low (778 of a closed loop at 2,282)
+    # climbs geometrically to what the connections carry (1.2 × closed), not 20 % a probe
+    # until its probes run out: its bound is then the connections', and it says so.
+    later: list[float] = []
+    climbed = capacity.search(1, 2282.0, [778.0], _held_below(1e9, later), 0.05)
+    assert climbed.bracket_high_rps is None and climbed.capacity_rps >= 2282, later
+
+
+def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
+    store = Store(path)
+    options = RunOptions(slo=Target(100.0, None, 1.0)).to_json()
+    run_id = store.create_run(
+        RunInfo("r.toml", "capacity", 'name = "capacity"\n', "", "benchlab run r.toml",
+                "0123456789abcdef", (0,), (1,), dict(MACHINE), options)
+    )  # fmt: skip
+    for position, (stack, records) in enumerate(replicates.items()):
+        cell = Cell(stack, "json", "vegeta", 64, 1, 2, 5, 1, mode="slo")
+        entry = CATALOGUE[stack]
+        cell_id = store.add_cell(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        store.set_cell_rates(cell_id, None, 1000.0)
+        for record in records:
+            store.add_capacity(cell_id, record)
+            rate = record.bracket_low_rps or 0.0
+            store.add_trial(cell_id, held_trial(record.round, rate, probe="search"))
+        store.mark_cell(cell_id, "ok")
+    store.finish_run(run_id, "complete")
+    store.close()
+    return run_id
+
+
+def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    run_id = _slo_run(path, {
+        "gin": [CapacityRecord(r, 1200.0, 1200.0, None, 3) for r in range(3)],
+        "sanic": [CapacityRecord(r, 690.0 + r, 690.0 + r, 720.0, 5) for r in range(3)],
+    })  # fmt: skip
+    cells = {c.stack: c for c in summarise(Store(path), run_id).cells}
+    assert cells["gin"].unbracketed == 3 and cells["sanic"].unbracketed == 0
+    report = json.loads(benchlab("report", "--results", str(path), "-f", "json").stdout)
+    by_stack = {c["stack"]: c for c in report["cells"]}
+    assert by_stack["gin"]["capacity_rps"]["bracketed"] is False
+    assert by_stack["sanic"]["capacity_rps"]["bracketed"] is True
+    sentence = by_stack["gin"]["verdict_sentences"]["capacity-unbracketed"]
+    assert "≥ 1,200 req/s is a lower bound, not the capacity" in sentence
+    assert "more connections" in sentence  # it held up to what the connections carry
+    assert "capacity-unbracketed" not in by_stack["sanic"]["verdicts"]
+    table = benchlab("report", "--results", str(path), env={"COLUMNS": "100"}).stdout
+    gin_row = next(line for line in table.splitlines() if line.startswith("gin"))
+    assert "≥ 1,200" in gin_row, table
