@@ -462,3 +462,24 @@ def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
     # Sent late at 40 % CPU (a generator whose core the VM gave away): the generator's.
     sentence, bound = shortfall(sent_rate=220.0)
     assert "generator-bound" in sentence and bound is Side.GENERATOR
+
+
+def test_a_server_starved_by_the_hypervisor_is_not_called_blocked() -> None:
+    from benchlab.analysis.verdicts import BLOCKED, Setting, verdicts
+
+    def named(steal_pct: float) -> list[str]:
+        # An app whose request waits 55 ms alone, 256 connections: it could serve 4,655
+        # req/s; it served 1,650 with its one core 40 % busy.
+        cell = _Measured(
+            {F.THROUGHPUT.key: 1650.0, F.REQUESTS.key: 3300, F.SERVER_CPU.key: 40.0,
+             F.LOAD_CPU.key: 30.0, F.STEAL.key: steal_pct},
+            scenario="app", connections=256, alone_ms=55.0,
+        )  # fmt: skip
+        setting = Setting(
+            server_cores=1, load_cores=1, half_width_pct=1.0, confidence=0.875,
+            target_half_width_pct=50.0,
+        )  # fmt: skip
+        return [v.name for v in verdicts(cell, setting)]
+
+    assert BLOCKED.name in named(steal_pct=0.0)  # its CPU idle: something blocks
+    assert BLOCKED.name not in named(steal_pct=30.0)  # its CPU taken away: not its doing

@@ -69,6 +69,19 @@ def misses(trial: TrialRecord, target: Target) -> str | None:
     return None
 
 
+def missed_by_latency(trial: TrialRecord, target: Target) -> bool:
+    """A miss on latency alone: the rate delivered, the errors within the target. One short
+    window's p99 is a few samples, and one stall of the machine (a VM's neighbour, a GC
+    pass) moves it past any target: such a miss is confirmed by a second window."""
+    ratio = trial.rate_ratio
+    return (
+        ratio is not None
+        and F.RATE_RATIO.reaches(ratio)
+        and trial.error_pct <= target.max_error_pct
+        and misses(trial, target) is not None
+    )
+
+
 Probe = Callable[[float, str], bool]  # (rate, kind) -> whether the rate held the target
 
 

@@ -258,15 +258,23 @@ def _server_share(cell: Measured, setting: Setting) -> float | None:
     return server_cpu / (100 * setting.server_cores)
 
 
+def _busy_or_starved(cell: Measured, setting: Setting) -> float | None:
+    """The share of its cores the server was busy on, or had taken from it by the
+    hypervisor (steal): a server starved by a VM's neighbours is not idle, it waits."""
+    share = _server_share(cell, setting)
+    return None if share is None else share + (cell.value(F.STEAL) or 0.0) / 100
+
+
 def _littles_bound(cell: Measured, concurrency: int) -> float | None:
     wait = _wait_ms(cell)
     return None if not wait else concurrency / (wait / 1000)
 
 
 def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
-    share = _server_share(cell, setting)
+    share = _busy_or_starved(cell, setting)
     if cell.mode != "closed" or share is None or share >= IDLE_SERVER:
         return None
+    cpu = _server_share(cell, setting) or 0.0
     wait, throughput = _wait_ms(cell), _throughput(cell)
     if wait is not None:
         # What the launch could hold at once: its own limit, the clients, and (db-delay) the
@@ -283,7 +291,7 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
         return BLOCKED.says(
             f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
             f"({throughput:,.0f} req/s of a possible {bound:,.0f}) with its CPU at "
-            f"{100 * share:.0f}%: something blocks (a blocking call in an event loop, a late "
+            f"{100 * cpu:.0f}%: something blocks (a blocking call in an event loop, a late "
             "gevent patch)",
         )
     if cell.scenario not in SERVER_ONLY_SCENARIOS:
@@ -293,7 +301,7 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
     if load >= IDLE_SERVER or sum(cell.errors.values()):
         return None
     return BLOCKED.says(
-        f"neither the server ({100 * share:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "
+        f"neither the server ({100 * cpu:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "
         "busy: something else limited the throughput",
     )
 

@@ -174,10 +174,18 @@ class CellRunner:
             session.store.set_cell_rates(cell_id, None, closed)
         take = self._taker(launched, cell)
 
-        def probe(rate: float, kind: str) -> bool:
+        def window(rate: float, kind: str) -> TrialRecord:
             if not self.verified(launched, cell, "verification between probes"):
                 raise _CellFailed
-            missed = capacity.misses(take(at_rate(request, rate), kind), target)
+            return take(at_rate(request, rate), kind)
+
+        def probe(rate: float, kind: str) -> bool:
+            first = window(rate, kind)
+            missed = capacity.misses(first, target)
+            if capacity.missed_by_latency(first, target):
+                # A latency miss counts when a second window misses too.
+                session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {missed}: again")
+                missed = capacity.misses(window(rate, kind), target) and missed
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
