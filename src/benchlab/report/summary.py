@@ -583,11 +583,12 @@ def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
 
 def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
     """What the run's cells are ranked by: the recipe's choice, else what most cells measure
-    (a tie goes to the mode of the run's first cell, so a report is the same every time)."""
+    (a tie goes to the search, then the fixed rate: what the run went on to measure)."""
     if options.rank_by:
         return F.FIGURES[options.rank_by]
     modes = [c.mode for c in cells] or ["closed"]
-    return F.RANK_BY_MODE[max(dict.fromkeys(modes), key=modes.count)]
+    order = ("closed", "rate", "slo")
+    return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
 
 def _relative(
