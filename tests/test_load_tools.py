@@ -9,8 +9,9 @@ import psutil
 import pytest
 
 from benchlab.errors import LoadToolError
+from benchlab.hosts import generators
 from benchlab.hosts.generators import run_load, run_tool
-from benchlab.load import LoadRequest, base, generators
+from benchlab.load import LoadRequest, base
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
