@@ -16,7 +16,7 @@ from benchlab import figures as F
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.flips import Contender, flips, rankings
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.stats import ratio_interval
+from benchlab.analysis.stats import converged, ratio_interval
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe
@@ -267,8 +267,15 @@ def test_adaptive_trials_stop_when_converged_and_report_when_not(
     easy = _run(tmp_path / "easy", isolated_tmp, recipe.format(max=9, target=60))
     hard = _run(tmp_path / "hard", isolated_tmp, recipe.format(max=7, target=0.001))
     db = sqlite3.connect(easy)
-    counts = [n for (n,) in db.execute("SELECT COUNT(*) FROM trials GROUP BY cell_id")]
-    assert counts == [6, 6], "95% needs 6 trials; then ±60% is reached and it stops"
+    for (cell_id,) in db.execute("SELECT id FROM cells"):
+        rows = db.execute(
+            "SELECT throughput_rps FROM trials WHERE cell_id = ? ORDER BY round", (cell_id,)
+        )
+        values = [rps for (rps,) in rows]
+        # 95 % needs 6 trials; from there it stops at the first count whose interval is
+        # within ±60 % (6 on a quiet machine; a VM's stall in a 1-s trial can take more).
+        stop = next((n for n in range(2, 10) if converged(values[:n], 60)), 9)
+        assert len(values) == stop >= 6, values
     hard_cells = _report(hard)["cells"]
     assert [c["trials"] for c in hard_cells] == [7, 7]
     assert all("unstable" in c["verdicts"] for c in hard_cells)
