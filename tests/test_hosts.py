@@ -142,8 +142,14 @@ def test_a_host_that_cannot_be_reached_is_named_with_the_fix(tmp_path: Path) -> 
 # --- the three-namespace recipe -------------------------------------------------------------
 
 
-def _netns_inode(name: str) -> int:
-    return os.stat(f"/run/netns/{name}").st_ino
+def _netns_inode(name: str) -> int | None:
+    """The namespace's inode once `ip netns add` has bound it onto its file: the file is
+    made first, and sampled in between it is a plain file's inode (seen: 811367)."""
+    try:
+        found = os.stat(f"/run/netns/{name}")
+    except OSError:
+        return None
+    return found.st_ino if found.st_dev == os.stat("/proc/self/ns/net").st_dev else None
 
 
 def _net_inode(pid: int) -> int | None:
@@ -168,8 +174,9 @@ def test_the_netns_recipe_measures_every_cell_over_the_veth_links(
     ) as run:  # fmt: skip
         while run.poll() is None:
             for role, name in NAMESPACES.items():
-                if role not in inodes and Path(f"/run/netns/{name}").exists():
-                    inodes[role] = _netns_inode(name)
+                inode = None if role in inodes else _netns_inode(name)
+                if inode is not None:
+                    inodes[role] = inode
             for proc in _children(run.pid):
                 try:
                     seen.add((proc.pid, " ".join(proc.cmdline()), _net_inode(proc.pid)))
