@@ -23,12 +23,17 @@ START_FLOOR_S = 15.0
 START_MARGIN = 10.0
 
 
+def bounded_start_s(typical_s: float, ceiling_s: float) -> float:
+    """Ten times what a start typically takes here, at least 15 s, at most `ceiling_s`."""
+    return min(ceiling_s, max(START_FLOOR_S, START_MARGIN * typical_s))
+
+
 def start_timeout(stack: Stack, learned_s: float | None) -> float:
     """How long a start may take before it fails: the stack's ceiling until its starts have
     been timed on this machine."""
     if learned_s is None:
         return stack.start_timeout
-    return min(stack.start_timeout, max(START_FLOOR_S, START_MARGIN * learned_s))
+    return bounded_start_s(learned_s, stack.start_timeout)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
 from benchlab.tune.app import AppInfo, AppSpec
 
@@ -20,15 +21,9 @@ BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
 THREADS = (4, 16, 64)
 GREENLETS = (100, 1000)
-# A candidate that has not answered by then will not: its start is an interpreter, the
-# server's imports and the app's, which the probe timed once (at least 15 s, at most 60).
-START_FLOOR_S = 15.0
+# A candidate's start is an interpreter, the server's imports and the app's, which the probe
+# timed once: its timeout is bounded from that time as any start's is from its learned one.
 START_CEILING_S = 60.0
-START_PER_PROBE = 10.0
-
-
-def start_timeout(probe_s: float) -> float:
-    return min(START_CEILING_S, max(START_FLOOR_S, START_PER_PROBE * probe_s))
 
 
 DEPLOY_HOST, DEPLOY_PORT = "0.0.0.0", 8000
@@ -186,7 +181,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         concurrency=kind.concurrency,
         fixed_workers=kind.fixed_workers,
         one_at_a_time=kind.one_at_a_time,
-        start_timeout=start_timeout(info.load_s),
+        start_timeout=bounded_start_s(info.load_s, START_CEILING_S),
         deploy=deploy,
         worker_class=kind.worker_class,
         isolated_env=True,
