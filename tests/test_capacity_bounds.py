@@ -30,6 +30,7 @@ def test_the_search_brackets_a_known_capacity_and_calls_an_unbracketed_one_a_bou
     tried: list[float] = []
     found = capacity.search(0, 1000.0, [], _held_below(700, tried), 0.05)
     assert found.bracket_high_rps is not None and 665 <= found.capacity_rps <= 700, found
+    assert found.stop == "bracketed", found
     # Later replicates start around it, and bracket it again.
     again = capacity.search(1, 1000.0, [found.capacity_rps], _held_below(700, []), 0.05)
     assert again.bracket_high_rps is not None and 665 <= again.capacity_rps <= 700, again
@@ -37,6 +38,10 @@ def test_the_search_brackets_a_known_capacity_and_calls_an_unbracketed_one_a_bou
     everything: list[float] = []
     bound = capacity.search(0, 1000.0, [], _held_below(1e9, everything), 0.05)
     assert bound.bracket_high_rps is None and bound.capacity_rps == max(everything)
+    assert bound.stop == "ceiling", bound  # the stop reason is stored with the replicate
+    # Nothing held down to the floor: no capacity, and the reason says so.
+    nothing = capacity.search(0, 1000.0, [], _held_below(0, []), 0.05)
+    assert nothing.capacity_rps == 0 and nothing.stop == "floor", nothing
     # A later replicate whose first replicate stopped low (778 of a closed loop at 2,282)
     # climbs geometrically to what the connections carry (1.2 × closed), not 20 % a probe
     # until its probes run out: its bound is then the connections', and it says so.

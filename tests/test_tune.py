@@ -51,6 +51,19 @@ def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serv
     held = capacity["high"] if capacity["high"] is not None else capacity["median"]
     assert held >= 5 * sync["closed_loop_rps"], (best, sync)
     assert "waits on I/O" in best["reason"]
+    # Its proof replayed the printed command at a rate every replicate held (at most the
+    # interval's low end), stepping down only while it missed; the rate to run at is the one
+    # it held.
+    proof = best["proof"]
+    assert proof is not None and proof["duration_s"] == 20, best
+    rates = [step["rate"] for step in proof["steps"]]
+    assert 1 <= len(rates) <= 3 and rates == sorted(rates, reverse=True), proof
+    assert capacity["low"] is None or rates[0] <= capacity["low"], (rates, capacity)
+    assert [step["held"] for step in proof["steps"]][:-1] == [False] * (len(rates) - 1), proof
+    if proof["held"]:
+        assert best["run_at_rps"] == proof["rate"] == rates[-1], best
+    replayed = [c for c in report["cells"] if c["stack"].endswith("-as-printed")]
+    assert len(replayed) == len(rates), report["cells"]
     # The command, as printed, serves the app (from where tune ran: the repository).
     assert best["command"].startswith("cd examples/flask-io && gunicorn app:app")
     answer = served_by(best["command"], REPO, "/orders/7")

@@ -196,6 +196,17 @@ TuneEnvFileOption = Annotated[
     Path | None, typer.Option(metavar="FILE", help="A file of KEY=VALUE lines.")
 ]
 
+TuneSetupOption = Annotated[
+    str | None,
+    typer.Option(
+        "--setup",
+        metavar="COMMAND",
+        help="A shell command run once after the --with services start, before the first "
+        "candidate (e.g. 'python manage.py migrate'): in this directory, with the app's "
+        "environment and the services' addresses.",
+    ),
+]
+
 TuneWithServicesOption = Annotated[
     str | None,
     typer.Option(
@@ -450,6 +461,7 @@ def tune(
     env: TuneEnvOption = None,
     env_file: TuneEnvFileOption = None,
     with_services: TuneWithServicesOption = None,
+    setup: TuneSetupOption = None,
     servers: TuneServersOption = None,
     workers: TuneWorkersOption = None,
     threads: TuneThreadsOption = None,
@@ -480,7 +492,7 @@ def tune(
         servers=servers.split(",") if servers else None,
         workers=_int_list(workers, "--workers"), threads=_int_list(threads, "--threads"),
         greenlets=_int_list(greenlets, "--greenlets"), connections=connections,
-        factory=factory, quick=quick,
+        factory=factory, quick=quick, setup=setup,
     )  # fmt: skip
     if output is not None and not output.parent.is_dir():
         raise UserError(

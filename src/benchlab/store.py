@@ -178,6 +178,10 @@ class CapacityRecord:
     bracket_low_rps: float | None  # the highest rate that held (None: none did)
     bracket_high_rps: float | None  # the lowest rate that did not (None: all held)
     probes: int
+    # Why the search stopped: bracketed (narrower than the resolution), ceiling (held up to
+    # what the connections carry), probes (out of probes), floor (not held at the lowest
+    # rate worth sending), no-closed-loop (nothing to start from). None: an older store.
+    stop: str | None = None
 
 
 @dataclass(frozen=True)
@@ -550,6 +554,15 @@ class Store:
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, reason, cell_id)
+        )
+
+    @_writes
+    def add_cell_facts(self, cell_id: int, more: dict[str, Any]) -> None:
+        """Facts learnt once the cell was measured (a tune's proof: whether it held)."""
+        row = self.db.execute("SELECT facts FROM cells WHERE id = ?", (cell_id,)).fetchone()
+        facts = json.loads(row["facts"] or "{}") if row is not None else {}
+        self.db.execute(
+            "UPDATE cells SET facts = ? WHERE id = ?", (json.dumps({**facts, **more}), cell_id)
         )
 
     @_writes

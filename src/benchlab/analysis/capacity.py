@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from benchlab import figures as F
 from benchlab.analysis.stats import median_interval
+from benchlab.analysis.verdicts import queue_grew
 from benchlab.store import CapacityRecord, TrialRecord
 
 STEP_SHARES = (0.25, 0.5, 0.75, 0.9)
@@ -33,6 +34,7 @@ LOWEST_SHARE = 0.02  # below 2 % of the closed-loop throughput the SLO is called
 # that crept up in small steps ran out of probes with nothing above it, a lower bound.
 CLIMB = 2.0
 STOLEN_PCT = 10.0  # a window in which the hypervisor took this share of the server's cores
+PROOF_STEP_DOWN = 0.85  # a proof that missed tries again 15 % lower
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,34 @@ def needs_a_second_window(trial: TrialRecord, target: Target) -> bool:
     )
 
 
+def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
+    """Why a long window at a fixed rate (a tune's proof) did not hold: what `misses` finds,
+    or a queue that grew through the window (a rate held for a few seconds can build one)."""
+    missed = misses(trial, target)
+    if missed is not None:
+        return missed
+    first, last = trial.latency_first_ms, trial.latency_last_ms
+    if queue_grew(first, last):
+        return (
+            f"latency grew from {first:,.1f} to {last:,.1f} ms through the window: a queue builds"
+        )
+    return None
+
+
+def rate_to_run_at(capacities: Sequence[float]) -> float | None:
+    """A rate every replicate of a search held: the lowest of their capacities (never above
+    the low end of the median's interval, which is an order statistic of them). A capacity
+    is where p99 crosses the target, so running at the median is a coin flip; here the SLO
+    held in every replicate."""
+    held = [c for c in capacities if c > 0]
+    return _rate(min(held)) if held else None
+
+
+def step_down(rate: float) -> float:
+    """The next rate a proof tries when the one before missed."""
+    return _rate(rate * PROOF_STEP_DOWN)
+
+
 Probe = Callable[[float, str], bool]  # (rate, kind) -> whether the rate held the target
 
 
@@ -137,6 +167,7 @@ def replicate(
 ) -> CapacityRecord:
     """Bisect [low, high] until narrower than `resolution` × high, confirming the bounds."""
     probes = 0
+    stop = "probes"
     while probes < max_probes:
         if low_known and not high_known and high < ceiling:
             # The bound above is confirmed before bisecting towards it: if it holds too,
@@ -160,18 +191,22 @@ def replicate(
                 low_known = True
             elif low <= floor:
                 high, high_known, low = low, True, 0.0
-                break  # not held even at the lowest rate worth sending
+                stop = "floor"  # not held even at the lowest rate worth sending
+                break
             else:
                 high, high_known = low, True
                 low = _rate(max(floor, low * (1 - 4 * resolution)))
         else:
-            break  # bracketed, or held up to what the connections carry (the bound is theirs)
+            # Bracketed, or held up to what the connections carry (the bound is theirs).
+            stop = "bracketed" if high_known else "ceiling"
+            break
     return CapacityRecord(
         round=round_index,
         capacity_rps=low if low_known else 0.0,
         bracket_low_rps=low if low_known else None,
         bracket_high_rps=high if high_known else None,
         probes=probes,
+        stop=stop,
     )
 
 
@@ -185,7 +220,7 @@ def search(
     """One replicate: the first from the closed-loop throughput, later ones around the
     capacities of earlier ones."""
     if closed_rps is None or closed_rps <= 0:
-        return CapacityRecord(round_index, 0.0, None, None, 0)
+        return CapacityRecord(round_index, 0.0, None, None, 0, stop="no-closed-loop")
     ceiling = _rate(closed_rps * 1.2)
     floor = _rate(max(closed_rps * LOWEST_SHARE, 0.5))
     held = [c for c in previous if c > 0]
@@ -196,7 +231,7 @@ def search(
         )
     low, low_known, high, high_known = first_bracket(closed_rps, probe, floor)
     if low == 0.0:
-        return CapacityRecord(round_index, 0.0, None, high, 0)
+        return CapacityRecord(round_index, 0.0, None, high, 0, stop="floor")
     return replicate(
         round_index, low, low_known, high, high_known, probe, resolution, ceiling, floor
     )

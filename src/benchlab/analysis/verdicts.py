@@ -228,11 +228,18 @@ def _generator_lag(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
+def queue_grew(first_ms: float | None, last_ms: float | None) -> bool:
+    """Whether latency at the end of a fixed-rate window (the median of its last quarter)
+    grew enough over its start (its first quarter) to say requests queue faster than they
+    are served."""
+    if first_ms is None or last_ms is None:
+        return False
+    return last_ms >= GREW * first_ms and last_ms - first_ms >= GREW_MS
+
+
 def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
     first, last = setting.latency_first_ms, setting.latency_last_ms
-    if cell.mode != "rate" or first is None or last is None:
-        return None
-    if last < GREW * first or last - first < GREW_MS:
+    if cell.mode != "rate" or first is None or last is None or not queue_grew(first, last):
         return None
     return FALLING_BEHIND.says(
         f"latency grew through each trial, from {first:,.1f} ms (median of its first quarter) to "

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab import figures as F
+from benchlab.analysis.capacity import rate_to_run_at
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.report.summary import CellSummary, RunSummary
@@ -35,6 +36,7 @@ class CandidateResult:
     one_at_a_time: bool = False
     concurrency: str | None = None
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
+    replicates: tuple[float, ...] = ()  # each search replicate's capacity
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -67,6 +69,41 @@ class CandidateResult:
 
 
 @dataclass(frozen=True)
+class ProofStep:
+    """One sustained window of the printed command at a fixed rate."""
+
+    rate: float
+    p99_ms: float | None
+    errors: int
+    delivered: float | None  # achieved ÷ asked
+    held: bool
+    missed: str | None  # why not, when it did not hold
+    duration_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate, "p99_ms": self.p99_ms, "errors": self.errors,
+            "delivered": self.delivered, "held": self.held, "missed": self.missed,
+            "duration_s": self.duration_s,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The recommended command replayed as printed: its steps, from the rate to run at down."""
+
+    steps: list[ProofStep]
+
+    @property
+    def final(self) -> ProofStep:
+        """The step that held, or the last one tried."""
+        return next((s for s in self.steps if s.held), self.steps[-1])
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.final.to_json(), "steps": [s.to_json() for s in self.steps]}
+
+
+@dataclass(frozen=True)
 class Recommendation:
     best: CandidateResult
     equals: list[CandidateResult]  # as good within the intervals, cheapest first
@@ -74,16 +111,26 @@ class Recommendation:
     findings: list[str]  # what the measurements show about the app itself
     # Why the answer is not final (what was not measured); None: it rests on the search.
     missing: str | None = None
+    proof: Proof | None = None
 
     @property
     def provisional(self) -> bool:
         return self.missing is not None
+
+    @property
+    def run_at(self) -> float | None:
+        """The rate to run at: the one the proof held, else the one every replicate held."""
+        if self.proof is not None and self.proof.final.held:
+            return self.proof.final.rate
+        return rate_to_run_at(self.best.replicates)
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json()
         return {
             **{k: best[k] for k in ("server", "worker_class", "workers", "threads", "command")},
             "capacity_rps": best["capacity_rps"],
+            "run_at_rps": self.run_at,
+            "proof": self.proof.to_json() if self.proof else None,
             "closed_loop_rps": best["closed_loop_rps"],
             "provisional": self.provisional,
             "missing": self.missing,
@@ -91,6 +138,30 @@ class Recommendation:
             "equally_good": [c.to_json() for c in self.equals],
             "findings": self.findings,
         }
+
+
+def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
+    """The proof cells tune measured for this candidate (their facts say whom and how it went)."""
+    steps = []
+    for cell in summary.cells:
+        judged = cell.facts.get("proof") or {}
+        if cell.mode != "rate" or judged.get("of") != best.label:
+            continue
+        steps.append(
+            (
+                judged.get("step", 0),
+                ProofStep(
+                    rate=cell.value(F.TARGET_RATE) or 0.0,
+                    p99_ms=cell.value(F.P99),
+                    errors=sum(cell.errors.values()),
+                    delivered=cell.value(F.RATE_RATIO),
+                    held=bool(judged.get("held")),
+                    missed=judged.get("missed"),
+                    duration_s=cell.duration_s,
+                ),
+            )
+        )
+    return Proof([step for _, step in sorted(steps, key=lambda s: s[0])]) if steps else None
 
 
 def _key(cell: CellSummary) -> tuple[str, int, int | None]:
@@ -125,6 +196,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 closed_rps=first.value(F.THROUGHPUT),
                 capacity=measured.estimate(F.CAPACITY) if measured else None,
                 bracketed=not (measured and measured.unbracketed),
+                replicates=measured.samples.get(F.CAPACITY.key, ()) if measured else (),
                 p99_ms=measured.value(F.P99) if measured else None,
                 cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
                 rss_mb=shown.value(F.SERVER_RSS),
@@ -187,7 +259,9 @@ def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[Candidat
         (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
         key=_cost,
     )
-    return Recommendation(best, equals, _reason(best, results), _findings(results)), results
+    return Recommendation(
+        best, equals, _reason(best, results), _findings(results), proof=_proof(summary, best)
+    ), results
 
 
 def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:

@@ -169,9 +169,14 @@ class CellSummary:
     facts: dict[str, Any] = field(default_factory=dict)  # framework, server, worker model
     alone_ms: float | None = None  # median latency at one connection (benchlab tune)
     load_hosts: tuple[HostShare, ...] = ()  # each load host's share, when there were several
-    # Capacity-search replicates that held every rate they tried: no bracket above, so the
-    # capacity is a lower bound ("≥ X").
-    unbracketed: int = 0
+    # Each capacity-search replicate: what it found, its bracket, its probes, why it stopped.
+    replicates: tuple[CapacityRecord, ...] = ()
+
+    @property
+    def unbracketed(self) -> int:
+        """Replicates that held every rate they tried: no bracket above, so the capacity is
+        a lower bound ("≥ X")."""
+        return sum(1 for c in self.replicates if c.capacity_rps > 0 and c.bracket_high_rps is None)
 
     @property
     def lower_bounds(self) -> frozenset[str]:
@@ -257,6 +262,7 @@ class CellSummary:
                 "status": self.status,
                 "reason": self.reason,
                 "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
+                "replicates": [dataclasses.asdict(r) for r in self.replicates],
             }
         )
         return data
@@ -438,7 +444,7 @@ def _summarise_cell(
         ranked_by=F.rank_figure(mode, options.rank_by),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
-        unbracketed=sum(1 for c in capacities if c.capacity_rps > 0 and c.bracket_high_rps is None),
+        replicates=tuple(capacities),
     )
 
 

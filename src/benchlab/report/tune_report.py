@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.report.recommendation import CandidateResult, Recommendation, recommend
+from benchlab.report.recommendation import (
+    CandidateResult,
+    Proof,
+    ProofStep,
+    Recommendation,
+    recommend,
+)
 from benchlab.report.summary import RunSummary
 
 
@@ -21,6 +27,32 @@ def capacity_text(c: CandidateResult) -> str:
     if e.n == 1:
         return f"{at_least}{e.median:,.0f} (1 replicate)"
     return f"{at_least}{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
+
+
+def _step_text(step: ProofStep) -> str:
+    delivered = "–" if step.delivered is None else f"{100 * step.delivered:.0f} %"
+    return (
+        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms, "
+        f"{step.errors:,} errors, {delivered} delivered"
+    )
+
+
+def proof_text(proof: Proof) -> str:
+    """What the replay of the printed command showed, missed steps first."""
+    final = proof.final
+    seconds = f"{final.duration_s:g} s"
+    earlier = [s for s in proof.steps if s is not final]  # each missed: a proof stops at a hold
+    before = "".join(f"{F.THROUGHPUT.format(s.rate)} req/s missed ({s.missed}); " for s in earlier)
+    if final.held:
+        return (
+            f"the command as printed, fresh and warmed up, for {seconds}: {before}"
+            f"{_step_text(final)} — held"
+        )
+    return (
+        f"the command as printed, fresh and warmed up, for {seconds}: {before}"
+        f"{_step_text(final)} — missed ({final.missed}); no rate tried held: run below "
+        f"{F.THROUGHPUT.format(final.rate)} req/s, or raise --budget for more steps down"
+    )
 
 
 def recommendation_lines(summary: RunSummary) -> list[str]:
@@ -40,11 +72,19 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
             f"with {slo} measured"
         )
     else:
+        run_at = recommendation.run_at
+        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} req/s" if run_at else ""
         head = (
             f"Recommended for {tune.get('target')}: {best.label} — capacity "
-            f"{capacity_text(best)} req/s with {slo}"
+            f"{capacity_text(best)} req/s with {slo}{at}"
         )
-    lines = [head, f"  deploy: {best.command}", f"  why: {recommendation.reason}"]
+    lines = [head, f"  deploy: {best.command}"]
+    if recommendation.proof is not None:
+        lines.append(f"  proof: {proof_text(recommendation.proof)}")
+    elif not recommendation.provisional:
+        lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
+                     "every search replicate held")  # fmt: skip
+    lines.append(f"  why: {recommendation.reason}")
     if recommendation.missing:
         lines.append(f"  provisional: {recommendation.missing}")
     if recommendation.equals:

@@ -7,6 +7,7 @@ run shares, and what must be undone whatever happens."""
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import signal
 import tempfile
@@ -90,6 +91,7 @@ class Session:
         self.cache: Any = None  # a Redis client, while the cache runs
         self._started = time.monotonic()
         self.out_of_time = False
+        self.deadline_s = options.deadline_s
 
     # --- the session's life -----------------------------------------------------------------
 
@@ -176,10 +178,16 @@ class Session:
         else:
             journal.close()
 
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self._started
+
+    def seconds_left(self) -> float:
+        """Until the deadline (infinite without one)."""
+        return math.inf if self.deadline_s is None else self.deadline_s - self.elapsed_s()
+
     def time_left(self) -> bool:
         """Whether a launch may still start (a deadline spent says so once)."""
-        deadline = self.options.deadline_s
-        if deadline is None or time.monotonic() - self._started < deadline:
+        if self.seconds_left() > 0:
             return True
         if not self.out_of_time:
             self.reporter.status("the budget is spent: no more launches")

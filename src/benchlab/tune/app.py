@@ -141,6 +141,11 @@ def user_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {**environment(without_benchlab=True), **env}
 
 
+def app_path(python: str) -> str:
+    """PATH with the app's interpreter's directory first, as an activated venv has it."""
+    return f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+
+
 def install_hint(python: str, names: list[str]) -> str:
     packages = " ".join(PIP_NAMES.get(n, n) for n in names)
     return f"{python} -m pip install {packages}"

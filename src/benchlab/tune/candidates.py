@@ -8,6 +8,7 @@ off (they are off by default on all of them) and the same listen backlog (2048) 
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
-from benchlab.tune.app import AppInfo, AppSpec
+from benchlab.tune.app import AppInfo, AppSpec, app_path
 
 BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
@@ -139,8 +140,9 @@ def _server_argv(kind: Kind, info: AppInfo, host: str, port: int, workers: int,
         program = "uwsgi" if deploy else str(Path(info.python).with_name("uwsgi"))
         argv = [program, "--http11-socket", f"{host}:{port}", "--master", "--processes",
                 str(workers), "--threads", str(threads), "--enable-threads", "--listen", BACKLOG,
-                *app, "--disable-logging"]  # fmt: skip
-        return argv if deploy else [*argv, "--die-on-term", "--single-interpreter", "--lazy-apps"]
+                *app, "--disable-logging", "--die-on-term", "--single-interpreter",
+                "--lazy-apps"]  # fmt: skip
+        return argv
     raise ValueError(kind.server)
 
 
@@ -151,25 +153,33 @@ def _relative(directory: Path, cwd: Path) -> str:
         return str(directory)
 
 
+def deploy_command(
+    kind: Kind, info: AppInfo, workers: int, threads: int | None, host: str = DEPLOY_HOST,
+    port: int = DEPLOY_PORT,
+) -> str:  # fmt: skip
+    """The command that deploys a candidate, run from where `benchlab tune` ran: it reads
+    the --env-file there (the shell's `set -a`), goes to the app's root, and sets the --env
+    values on the command."""
+    argv = _server_argv(kind, info, host, port, workers, threads, None)
+    steps = []
+    if info.env_file is not None:
+        env_file = shlex.quote(_relative(info.env_file, info.cwd))
+        steps.append(f"set -a && . {'./' if '/' not in env_file else ''}{env_file} && set +a")
+    where = _relative(info.spec.directory, info.cwd)
+    if where != ".":
+        steps.append(f"cd {shlex.quote(where)}")
+    values = [f"{k}={shlex.quote(v)}" for k, v in info.env.items()]
+    steps.append(shlex.join(argv) if not values else f"{' '.join(values)} {shlex.join(argv)}")
+    return " && ".join(steps)
+
+
 def stack_for(kind: Kind, info: AppInfo) -> Stack:
     def launch(ctx: LaunchContext) -> Launch:
         argv = _server_argv(kind, info, ctx.host, ctx.port, ctx.workers, ctx.threads, ctx.workdir)
         return Launch(argv=argv, env={**info.env_from_file, **info.env}, cwd=info.spec.directory)
 
     def deploy(workers: int, threads: int | None) -> str:
-        """Run from where `benchlab tune` ran: it reads the --env-file there (the shell's
-        `set -a`), goes to the app's root, and sets the --env values on the command."""
-        argv = _server_argv(kind, info, DEPLOY_HOST, DEPLOY_PORT, workers, threads, None)
-        steps = []
-        if info.env_file is not None:
-            env_file = shlex.quote(_relative(info.env_file, info.cwd))
-            steps.append(f"set -a && . {'./' if '/' not in env_file else ''}{env_file} && set +a")
-        where = _relative(info.spec.directory, info.cwd)
-        if where != ".":
-            steps.append(f"cd {shlex.quote(where)}")
-        values = [f"{k}={shlex.quote(v)}" for k, v in info.env.items()]
-        steps.append(shlex.join(argv) if not values else f"{' '.join(values)} {shlex.join(argv)}")
-        return " && ".join(steps)
+        return deploy_command(kind, info, workers, threads)
 
     return Stack(
         name=kind.name,
@@ -186,6 +196,26 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         worker_class=kind.worker_class,
         isolated_env=True,
     )
+
+
+REPLAY = "-as-printed"  # the stack that runs a candidate's deploy command itself
+
+
+def replay_stack_for(kind: Kind, info: AppInfo) -> Stack:
+    """The candidate's deploy command exactly as printed, run by a shell from where tune ran
+    with the app's environment first on PATH (as an activated venv has it); only its
+    address differs: it listens where benchlab loads it (loopback), not on 0.0.0.0:8000."""
+    searched = stack_for(kind, info)
+
+    def launch(ctx: LaunchContext) -> Launch:
+        command = deploy_command(kind, info, ctx.workers, ctx.threads, ctx.host, ctx.port)
+        env = {"PATH": app_path(info.python)}
+        return Launch(argv=["bash", "-c", command], env=env, cwd=info.cwd)
+
+    return dataclasses.replace(
+        searched, name=f"{kind.name}{REPLAY}", launch=launch,
+        framework=f"{searched.framework}, by its printed command",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -254,7 +284,12 @@ def skipped_servers(info: AppInfo) -> dict[str, str]:
 
 
 def catalogue(info: AppInfo) -> dict[str, Stack]:
-    return {kind.name: stack_for(kind, info) for kind in KINDS if kind.interface == info.interface}
+    """Every kind's stack, and the stack that replays its printed command."""
+    kinds = [kind for kind in KINDS if kind.interface == info.interface]
+    return {
+        **{kind.name: stack_for(kind, info) for kind in kinds},
+        **{f"{kind.name}{REPLAY}": replay_stack_for(kind, info) for kind in kinds},
+    }
 
 
 Deploy = Callable[[int, int | None], str]

@@ -59,6 +59,8 @@ from benchlab.tune.candidates import (
     catalogue,
     skipped_servers,
 )
+from benchlab.tune.proof import PROOF_COST_S, PROOF_S, Searched, prove
+from benchlab.tune.setup_step import run_setup
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
 # verification, the coarse pass of one candidate (latency alone 1 s, warm-up 1 s, closed
@@ -102,6 +104,7 @@ class TuneRequest:
     env_from_file: dict[str, str] = field(default_factory=dict)
     factory: bool = False  # --factory: APP names a callable that returns the app
     quick: bool = False  # --quick: the first pass only, no capacity search
+    setup: str | None = None  # --setup: a command run once, after the services start
 
     def key(self) -> str:
         """What makes two tunes the same search (a resume continues only its own)."""
@@ -112,7 +115,7 @@ class TuneRequest:
             "connections": self.connections, "factory": self.factory, "quick": self.quick,
             "env_file": str(self.env_file), "env": self.env, "env_from_file": self.env_from_file,
             "requests": [dataclasses.asdict(r) for r in self.requests],
-            "with": self.with_services,
+            "with": self.with_services, "setup": self.setup,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -125,6 +128,7 @@ class TunePlan:
     survivors: int  # at most
     replicates: int
     estimate_s: float
+    proof: bool = True  # whether the budget holds the proof of the answer
 
     def describe(self, budget_min: float) -> str:
         first = (
@@ -133,10 +137,15 @@ class TunePlan:
         )
         if self.survivors == 0:
             return f"{first}, no capacity search (--quick); budget {budget_min:g} min"
+        proof = (
+            f", and a {PROOF_S}-s proof of the answer"
+            if self.proof
+            else f"; no room for the {PROOF_S}-s proof of the answer in this budget"
+        )
         return (
             f"{first}, then the capacity search of up to {self.survivors} of them, "
-            f"{self.replicates} replicate(s) each; about {_minutes(self.estimate_s)} in all "
-            f"(budget {budget_min:g} min)"
+            f"{self.replicates} replicate(s) each{proof}; about {_minutes(self.estimate_s)} in "
+            f"all (budget {budget_min:g} min)"
         )
 
 
@@ -154,22 +163,37 @@ def search_cost(replicates: int) -> float:
     return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe)
 
 
-def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> TunePlan:
-    """As many survivors and replicates as the budget allows: replicates first (down to 2),
-    then survivors (down to 1), then a single replicate; none with --quick."""
-    budget = budget_min * 60
-    coarse = len(found) * coarse_cost()
-    if quick:
-        return TunePlan(found, 0, 0, coarse)
-    most = min(MAX_SURVIVORS, len(found))
+def fit_search(
+    most: int, seconds: float, proof: bool = True, slower: float = 1.0
+) -> tuple[int, int] | None:
+    """(survivors, replicates) whose search (and proof) fit in `seconds`: replicates first
+    (down to 2), then survivors (down to 1), then a single replicate. `slower`: how much
+    longer than planned this machine's steps took (the first pass says)."""
+    reserve = PROOF_COST_S if proof else 0.0
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
         (1, 1),
     ):
-        estimate = coarse + survivors * search_cost(replicates)
-        if estimate <= budget:
-            return TunePlan(found, survivors, replicates, estimate)
+        if (survivors * search_cost(replicates) + reserve) * slower <= seconds:
+            return survivors, replicates
+    return None
+
+
+def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> TunePlan:
+    """As many survivors and replicates as the budget allows after the first pass and the
+    proof (without the proof when only that fits); none with --quick."""
+    budget = budget_min * 60
+    coarse = len(found) * coarse_cost()
+    if quick:
+        return TunePlan(found, 0, 0, coarse, proof=False)
+    most = min(MAX_SURVIVORS, len(found))
+    for proof in (True, False):
+        fitted = fit_search(most, budget - coarse, proof)
+        if fitted is not None:
+            survivors, replicates = fitted
+            estimate = coarse + survivors * search_cost(replicates) + PROOF_COST_S * proof
+            return TunePlan(found, survivors, replicates, estimate, proof)
     least = coarse + search_cost(1)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
@@ -309,16 +333,23 @@ def run_tune(
         session, MeasureOptions(measure_alone=True, extra_env=lambda: service_env(request, session))
     )
     survivors: list[Candidate] = []
-    planned = len(found) + tune_plan.survivors * tune_plan.replicates
+    planned = len(found) + tune_plan.survivors * tune_plan.replicates + tune_plan.proof
     with session.running(planned) as outcome:
         session.add_cells(coarse_cells)
         session.prepare(coarse_cells)
+        if request.setup:
+            services = service_env(request, session)
+            run_setup(request.setup, info, services, session.workroot / "setup.log", say)
         measurer.measure(coarse_cells, 1)
         _refuse_if_every_check_failed(session, coarse_cells, request)
         if request.quick:
             return TuneResult(outcome, tune_plan, [])
-        survivors = _survivors(session, found, coarse_cells, tune_plan.survivors)
-        reporter.extend((len(survivors) - tune_plan.survivors) * tune_plan.replicates)
+        fitted = _replan(session, tune_plan, request, say)
+        if fitted is None:
+            return TuneResult(outcome, tune_plan, [])
+        most, replicates = fitted
+        survivors = _survivors(session, found, coarse_cells, most)
+        reporter.extend(len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates)
         say(
             f"kept {len(survivors)} of {len(found)} for the capacity search: "
             + ", ".join(c.label for c in survivors)
@@ -326,8 +357,41 @@ def run_tune(
         search_cells = [_cell(c, cores, "slo", request.connections) for c in survivors]
         session.add_cells(search_cells)
         session.prepare(search_cells)
-        measurer.measure(search_cells, tune_plan.replicates)
+        # The search stops launching where the proof's time begins; the proof has the rest.
+        session.deadline_s = request.budget_min * 60 - PROOF_COST_S * tune_plan.proof
+        measurer.measure(search_cells, replicates)
+        session.deadline_s = request.budget_min * 60
+        searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
+        prove(session, measurer, searched, cores, request.connections, say)
     return TuneResult(outcome, tune_plan, survivors)
+
+
+def _replan(
+    session: Session, tune_plan: TunePlan, request: TuneRequest, say: Callable[[str], None]
+) -> tuple[int, int] | None:
+    """The search that still fits, now that the first pass has shown this machine's pace
+    (a slower first pass shrinks it; never grown past the plan shown)."""
+    planned = len(tune_plan.candidates) * coarse_cost()
+    took = session.elapsed_s()
+    slower = max(1.0, took / planned) if planned > 0 else 1.0
+    left = request.budget_min * 60 - took
+    fitted = fit_search(tune_plan.survivors, left, tune_plan.proof, slower)
+    if fitted is None:
+        say(
+            f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): "
+            f"{_minutes(max(left, 0))} of the budget left is too little for a capacity search; "
+            "the answer is the first pass's (raise --budget for the load it holds under the SLO)"
+        )
+        return None
+    survivors, replicates = min(fitted[0], tune_plan.survivors), fitted[1]
+    if fitted[0] == tune_plan.survivors and replicates >= tune_plan.replicates:
+        return tune_plan.survivors, tune_plan.replicates
+    say(
+        f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): the search "
+        f"shrinks to {survivors} candidate(s), {replicates} replicate(s) each, to fit the "
+        f"{_minutes(left)} left"
+    )
+    return survivors, replicates
 
 
 def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:
@@ -375,6 +439,7 @@ def _run_info(
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
             "missing_servers": info.missing_servers, "quick": request.quick,
+            "setup": request.setup,
         },
     )  # fmt: skip
     return RunInfo(

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Recreates the acceptance apps for `benchlab tune` (see 2026-11-24-acceptance-apps.md beside this file):
+# Installs the acceptance apps for `benchlab tune` (what each is: docs/research/2026-11-24-acceptance-apps.md;
+# what tune answered on them: examples/README.md; tune them all: examples/acceptance/tune-all.sh):
 # one venv per app in $ACCEPTANCE_ROOT/<name>/ (default /work/acceptance), CPython 3.11,
 # every package pinned (full `pip freeze` of 2026-11-24 as a constraints file), the app's
 # files, its database or data, and a tune-requests.toml for `benchlab tune --requests-file`.
 # Idempotent: an existing venv, project or seed is kept, and pip only adds what is missing.
 # It installs and imports only; it starts no server (seeds run the apps in-process).
-#   bash acceptance-setup.sh                 # all apps
-#   bash acceptance-setup.sh django kinto    # only these
-#   ACCEPTANCE_ROOT=/tmp/acc bash acceptance-setup.sh
+#   examples/acceptance/setup.sh                 # all apps
+#   examples/acceptance/setup.sh django kinto    # only these
+#   ACCEPTANCE_ROOT=/tmp/acc examples/acceptance/setup.sh
 set -euo pipefail
 
 ROOT=${ACCEPTANCE_ROOT:-/work/acceptance}
-PY=${PYTHON311:-/root/.pyenv/versions/3.11.7/bin/python3.11}
+PY=${PYTHON311:-$(command -v python3.11 || command -v python3)}
 ALL=(httpbin django datasette radicale kinto wagtail ihatemoney wsgidav)
 APPS=("$@")
 [ ${#APPS[@]} -eq 0 ] && APPS=("${ALL[@]}")

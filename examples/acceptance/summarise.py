@@ -1,0 +1,53 @@
+"""One Markdown row per tuned app: its recommendation, the rate to run at, the proof and
+the time the tune took (from the JSON reports tune-all.sh wrote)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _row(out: Path, name: str) -> str:
+    report_path = out / f"{name}.json"
+    timed = out / f"{name}.seconds"
+    seconds = int(timed.read_text()) if timed.exists() else 0
+    took = f"{seconds // 60}m{seconds % 60:02d}s"
+    if not report_path.exists():
+        return f"| {name} | no answer (see {name}.log) | | | | {took} |"
+    best = json.loads(report_path.read_text())["recommendation"]
+    if best is None:
+        return f"| {name} | none | | | | {took} |"
+    label = f"{best['server']} {best['worker_class']} w={best['workers']}" + (
+        f" t={best['threads']}" if best["threads"] else ""
+    )
+    capacity = best["capacity_rps"]
+    if capacity is None:
+        shown = f"provisional: {best['closed_loop_rps']:,.0f} closed-loop"
+    else:
+        bound = "" if capacity["bracketed"] else "≥ "
+        interval = f" [{capacity['low']:,.0f}–{capacity['high']:,.0f}]" if capacity["low"] else ""
+        shown = f"{bound}{capacity['median']:,.0f}{interval}"
+    proof = best.get("proof")
+    if proof is None:
+        proved = "not run"
+    else:
+        steps = "; ".join(
+            f"{s['rate']:,.0f}/s p99 {s['p99_ms'] or 0:,.1f} ms {'held' if s['held'] else 'missed'}"
+            for s in proof["steps"]
+        )
+        proved = steps
+    run_at = f"{best['run_at_rps']:,.0f}" if best.get("run_at_rps") else "–"
+    return f"| {name} | {label} | {shown} | {run_at} | {proved} | {took} |"
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    print("| app | recommended | capacity req/s | run at | proof (20 s each) | tune time |")
+    print("|---|---|---|---|---|---|")
+    for name in sys.argv[2:]:
+        print(_row(out, name))
+
+
+if __name__ == "__main__":
+    main()

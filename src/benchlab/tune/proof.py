@@ -1,0 +1,111 @@
+"""A tune's last step: the recommended command, run exactly as printed, holds the rate it
+says to run at for a sustained window, or the rate steps down until one does.
+
+The capacity search judges a rate by a few 2-s windows; a queue that grows by a few
+requests a second shows only later (DESIGN: a Django site held 378 req/s in its search and
+gave p99 190 ms over 10 s). The proof runs one window of PROOF_S at the rate every search
+replicate held, on a fresh launch of the printed command, warmed up, and judges it by the
+search's own rule plus the latency trend through the window.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchlab.analysis import capacity
+from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.recipe import Cell, CoreAssignment
+from benchlab.runner import Measurer, Session
+from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
+
+PROOF_S = 20  # long enough that a queue a 2-s step hides shows in the trend and the p99
+PROOF_STEPS = 3  # the rate found, then at most two steps down
+# A launch, its verification, the 1-s warm-up, the window and the load tool's start.
+PROOF_COST_S = 3.0 + 1 + 1 + PROOF_S + 1.0
+
+
+@dataclass(frozen=True)
+class Searched:
+    """A candidate of the capacity search and its cell."""
+
+    candidate: Candidate
+    cell: Cell
+
+
+def best_searched(
+    session: Session, searched: list[Searched]
+) -> tuple[Searched, list[float]] | None:
+    """The candidate with the highest median capacity (the recommendation's rule), and its
+    replicates' capacities."""
+    found = []
+    for entry in searched:
+        if entry.cell in session.failed:
+            continue
+        values = [c.capacity_rps for c in session.store.capacities(session.cell_ids[entry.cell])]
+        if any(v > 0 for v in values):
+            found.append((statistics.median(values), entry, values))
+    if not found:
+        return None
+    _, entry, values = max(found, key=lambda f: f[0])
+    return entry, values
+
+
+def proof_cell(candidate: Candidate, cores: CoreAssignment, rate: float, connections: int) -> Cell:
+    threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
+    return Cell(
+        stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=RATE_TOOL,
+        connections=connections, threads=threads, duration=PROOF_S, timeout=2,
+        workers=candidate.workers, server_threads=candidate.threads, mode="rate", rate=rate,
+    )  # fmt: skip
+
+
+def prove(
+    session: Session,
+    measurer: Measurer,
+    searched: list[Searched],
+    cores: CoreAssignment,
+    connections: int,
+    say: Callable[[str], None],
+) -> None:
+    """Replay the best candidate's printed command at the rate to run at; step down while
+    it misses, within the budget. Each step's judgement is stored in its cell's facts."""
+    best = best_searched(session, searched)
+    if best is None:
+        return
+    entry, capacities = best
+    rate = capacity.rate_to_run_at(capacities)
+    recipe = session.plan.recipe
+    assert recipe.slo is not None
+    target = capacity.Target(recipe.slo.p99_ms, recipe.slo.p50_ms, recipe.slo.max_error_pct)
+    cell = entry.cell
+    # The label its rows carry in the store, which a report matches the proof by.
+    label = session.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+    for step in range(PROOF_STEPS):
+        if rate is None or rate <= 0:
+            return
+        if session.seconds_left() < PROOF_COST_S:
+            say(f"proof of {label}: no budget left for a {PROOF_S}-s replay at {rate:,.0f} req/s")
+            return
+        cell = proof_cell(entry.candidate, cores, rate, connections)
+        session.add_cells([cell])
+        cell_id = session.cell_ids[cell]
+        measurer.measure([cell], 1)
+        trials = [t for t in session.store.trials(cell_id) if t.probe is None]
+        if cell in session.failed or not trials:
+            say(f"proof of {label}: {session.failed.get(cell, 'no trial')}")
+            return
+        missed = capacity.sustained_miss(trials[-1], target)
+        session.store.add_cell_facts(
+            cell_id,
+            {"proof": {"of": label, "step": step, "held": missed is None, "missed": missed}},
+        )
+        p99 = trials[-1].latency_p99_ms or 0.0
+        if missed is None:
+            say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for {PROOF_S} s "
+                f"(p99 {p99:,.1f} ms)")  # fmt: skip
+            return
+        rate_before, rate = rate, capacity.step_down(rate)
+        say(f"proof of {label}: {rate_before:,.0f} req/s missed over {PROOF_S} s ({missed})"
+            + (f"; trying {rate:,.0f}" if step + 1 < PROOF_STEPS else ""))  # fmt: skip

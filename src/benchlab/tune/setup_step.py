@@ -1,0 +1,55 @@
+"""`tune --setup CMD`: a command run once, after benchlab's services start and before the
+first candidate launches (`python manage.py migrate`, a fixture load), in the directory
+tune was typed in, with the app's environment: its interpreter's directory first on PATH,
+--env, --env-file and the addresses of the --with services."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from benchlab.errors import UserError
+from benchlab.tune.app import AppInfo, app_path, user_environment
+
+SETUP_TIMEOUT_S = 600.0
+
+
+def run_setup(
+    command: str,
+    info: AppInfo,
+    services: Mapping[str, str],
+    log_path: Path,
+    say: Callable[[str], None],
+) -> None:
+    """Run `command`; a failure ends the tune with the command's last line of output."""
+    say(f"setup: {command}")
+    env = {
+        **user_environment({**info.env_from_file, **info.env, **services}),
+        "PATH": app_path(info.python),
+    }
+    with open(log_path, "wb") as log:
+        child = subprocess.Popen(
+            ["bash", "-c", command], cwd=info.cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            code = child.wait(timeout=SETUP_TIMEOUT_S)
+        except BaseException as exc:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise UserError(
+                    f"--setup {command!r}: still running after {SETUP_TIMEOUT_S:g} s (stopped); "
+                    "give a command that ends"
+                ) from None
+            raise
+    if code != 0:
+        lines = [line for line in log_path.read_text(errors="replace").splitlines() if line]
+        last = lines[-1].strip() if lines else "no output"
+        raise UserError(
+            f"--setup {command!r}: exit {code}: {last}; it runs in {info.cwd} with the app's "
+            "environment (and the --with services' addresses): fix the command"
+        )

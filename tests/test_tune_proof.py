@@ -1,0 +1,119 @@
+"""tune's answer is a rate a user can run at, proved by replaying the printed command: the
+rules that choose and judge it, and what every format makes of a proof (no load: the
+store's own API; the real replay is in test_tune.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from benchlab.analysis import capacity
+from benchlab.analysis.capacity import Target
+from benchlab.analysis.stats import median_interval
+from benchlab.recipe import Cell
+from benchlab.run_options import RunOptions
+from benchlab.store import CapacityRecord, RunInfo, Store
+from benchlab.tune.driver import PROOF_COST_S, fit_search, search_cost
+from tests.conftest import benchlab
+from tests.stored_runs import MACHINE, held_trial
+
+SLO = Target(100.0, None, 1.0)
+LABEL = "gunicorn-gthread w=1 t=16"
+COMMAND = "gunicorn app:app --bind 0.0.0.0:8000 --workers 1 --worker-class gthread --threads 16"
+
+
+def test_the_rate_to_run_at_is_one_every_replicate_held() -> None:
+    replicates = [1205.0, 1150.0, 1260.0, 1190.0, 1230.0, 1175.0]
+    rate = capacity.rate_to_run_at(replicates)
+    assert rate == 1150.0
+    interval = median_interval(replicates)
+    assert interval is not None and rate <= interval.low < interval.median
+    assert capacity.rate_to_run_at([0.0, 0.0]) is None  # nothing held: no rate to run at
+    assert capacity.step_down(1150.0) < 1150.0
+
+
+def test_a_sustained_window_holds_only_if_no_queue_grew_through_it() -> None:
+    steady = dataclasses.replace(held_trial(0, 1000.0), latency_first_ms=2.0, latency_last_ms=2.5)
+    assert capacity.sustained_miss(steady, SLO) is None
+    # Its p99 is under the target, but the last quarter waited 20× the first: a queue.
+    growing = dataclasses.replace(steady, latency_last_ms=40.0)
+    assert capacity.misses(growing, SLO) is None
+    assert "a queue" in (capacity.sustained_miss(growing, SLO) or "")
+    slow = dataclasses.replace(steady, latency_p99_ms=130.0)
+    assert capacity.sustained_miss(slow, SLO) == "p99 130.0 ms > 100 ms"
+
+
+def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
+    left = 3 * search_cost(4) + PROOF_COST_S
+    assert fit_search(3, left) == (3, 4)
+    survivors, replicates = fit_search(3, left, slower=1.6) or (0, 0)
+    assert survivors * search_cost(replicates) < 3 * search_cost(4)
+    # Without the proof's reserve the same seconds hold more.
+    assert fit_search(3, 3 * search_cost(4), proof=True) != (3, 4)
+    assert fit_search(3, 3 * search_cost(4), proof=False) == (3, 4)
+
+
+def _tune_run(path: Path) -> str:
+    """A tune whose best candidate held 1,150–1,260 req/s in its search, then missed over
+    the proof's 20 s at 1,150 and held at 978."""
+    store = Store(path)
+    tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": 100.0}
+    options = dataclasses.replace(RunOptions(slo=SLO), tune=tune).to_json()
+    run_id = store.create_run(
+        RunInfo("app.py:app", "tune app:app", "", "", "benchlab tune app.py:app",
+                "0123456789abcdef", (0,), (1,), dict(MACHINE), options)
+    )  # fmt: skip
+    facts = {
+        "framework": "your app", "server": "gunicorn (gthread)", "worker_class": "gthread",
+        "worker_model": "a thread per request, N threads per process", "command": COMMAND,
+    }  # fmt: skip
+    closed = Cell("gunicorn-gthread", "app", "vegeta", 64, 1, 2, 5, 1, server_threads=16)
+    cell_id = store.add_cell(run_id, 0, closed, LABEL, facts=facts)
+    for r in range(2):
+        store.add_trial(cell_id, dataclasses.replace(held_trial(r, 2000.0), target_rate=None))
+    store.mark_cell(cell_id, "ok")
+    search = dataclasses.replace(closed, mode="slo")
+    cell_id = store.add_cell(run_id, 1, search, LABEL, facts=facts)
+    store.set_cell_rates(cell_id, None, 2000.0)
+    for r, found in enumerate((1205.0, 1150.0, 1260.0, 1190.0, 1230.0, 1175.0)):
+        store.add_capacity(cell_id, CapacityRecord(r, found, found, found * 1.05, 5))
+        store.add_trial(cell_id, held_trial(r, found, probe="search"))
+    store.mark_cell(cell_id, "ok")
+    for step, (rate, p99, held) in enumerate(((1150.0, 130.0, False), (978.0, 35.0, True))):
+        cell = Cell("gunicorn-gthread-as-printed", "app", "vegeta", 64, 1, 20, 2, 1,
+                    server_threads=16, mode="rate", rate=rate)  # fmt: skip
+        cell_id = store.add_cell(run_id, 2 + step, cell, LABEL, facts=facts)
+        trial = dataclasses.replace(held_trial(0, rate), latency_p99_ms=p99, duration_s=20.0)
+        store.add_trial(cell_id, trial)
+        missed = None if held else f"p99 {p99:.1f} ms > 100 ms"
+        store.add_cell_facts(
+            cell_id, {"proof": {"of": LABEL, "step": step, "held": held, "missed": missed}}
+        )
+        store.mark_cell(cell_id, "ok")
+    store.finish_run(run_id, "complete")
+    store.close()
+    return run_id
+
+
+def test_the_proof_and_the_rate_to_run_at_stand_beside_the_recommendation(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.db"
+    _tune_run(path)
+    report = json.loads(benchlab("report", "--results", str(path), "-f", "json").stdout)
+    best = report["recommendation"]
+    assert best["command"] == COMMAND
+    proof = best["proof"]
+    assert proof["held"] is True and proof["rate"] == 978.0 and proof["p99_ms"] == 35.0
+    assert proof["errors"] == 0 and proof["delivered"] == 1.0 and proof["duration_s"] == 20.0
+    assert [s["held"] for s in proof["steps"]] == [False, True]
+    assert best["run_at_rps"] == 978.0  # what the proof held, not the capacity's median
+    assert best["capacity_rps"]["median"] > 1150
+    table = benchlab("report", "--results", str(path), env={"COLUMNS": "100"}).stdout
+    flat = " ".join(table.split())
+    assert "run it at up to 978 req/s" in flat, table
+    assert "1,150 req/s missed (p99 130.0 ms > 100 ms); 978 req/s: p99 35" in flat, table
+    assert "— held" in flat, table
+    markdown = benchlab("report", "--results", str(path), "-f", "md").stdout
+    assert "proof: the command as printed" in markdown
