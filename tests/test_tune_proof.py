@@ -54,9 +54,12 @@ def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
     assert fit_search(3, 3 * search_cost(4), proof=False) == (3, 4)
 
 
-def _tune_run(path: Path) -> str:
-    """A tune whose best candidate held 1,150–1,260 req/s in its search, then missed over
-    the proof's 20 s at 1,150 and held at 978."""
+HELD_SECOND = ((1150.0, 130.0, False), (978.0, 35.0, True))
+
+
+def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SECOND) -> str:
+    """A tune whose best candidate held 1,150–1,260 req/s in its search, then (by default)
+    missed over the proof's 20 s at 1,150 and held at 978."""
     store = Store(path)
     tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": 100.0}
     options = dataclasses.replace(RunOptions(slo=SLO), tune=tune).to_json()
@@ -80,7 +83,7 @@ def _tune_run(path: Path) -> str:
         store.add_capacity(cell_id, CapacityRecord(r, found, found, found * 1.05, 5))
         store.add_trial(cell_id, held_trial(r, found, probe="search"))
     store.mark_cell(cell_id, "ok")
-    for step, (rate, p99, held) in enumerate(((1150.0, 130.0, False), (978.0, 35.0, True))):
+    for step, (rate, p99, held) in enumerate(steps):
         cell = Cell("gunicorn-gthread-as-printed", "app", "vegeta", 64, 1, 20, 2, 1,
                     server_threads=16, mode="rate", rate=rate)  # fmt: skip
         cell_id = store.add_cell(run_id, 2 + step, cell, LABEL, facts=facts)
@@ -117,3 +120,14 @@ def test_the_proof_and_the_rate_to_run_at_stand_beside_the_recommendation(
     assert "— held" in flat, table
     markdown = benchlab("report", "--results", str(path), "-f", "md").stdout
     assert "proof: the command as printed" in markdown
+
+
+def test_a_proof_that_held_no_rate_gives_no_rate_to_run_at(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    _tune_run(path, ((1150.0, 130.0, False), (978.0, 120.0, False), (831.0, 110.0, False)))
+    report = json.loads(benchlab("report", "--results", str(path), "-f", "json").stdout)
+    best = report["recommendation"]
+    assert best["proof"]["held"] is False and best["proof"]["rate"] == 831.0
+    assert best["run_at_rps"] is None  # not the replicates' 1,150, which the proof missed
+    table = " ".join(benchlab("report", "--results", str(path)).stdout.split())
+    assert "run it at up to" not in table and "no rate tried held: run below 831" in table

@@ -119,9 +119,10 @@ class Recommendation:
 
     @property
     def run_at(self) -> float | None:
-        """The rate to run at: the one the proof held, else the one every replicate held."""
-        if self.proof is not None and self.proof.final.held:
-            return self.proof.final.rate
+        """The rate to run at: the one the proof held; without a proof, the one every
+        replicate held; None when the proof held none of the rates it tried."""
+        if self.proof is not None:
+            return self.proof.final.rate if self.proof.final.held else None
         return rate_to_run_at(self.best.replicates)
 
     def to_json(self) -> dict[str, Any]:
