@@ -16,7 +16,9 @@ import pytest
 from tests.conftest import REPO, benchlab
 from tests.servers import VENV_BIN, served_by
 
-TUNE_MODULES = ("app", "candidates", "driver", "probe_app", "recommend", "requests")
+# Every module of benchlab's tune package (and recommend, its old name), as a user's own.
+_OWN = {p.stem for p in (REPO / "src/benchlab/tune").glob("*.py")} - {"__init__"}
+TUNE_MODULES = tuple(sorted(_OWN | {"recommend"}))
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -80,11 +82,12 @@ def test_an_app_that_imports_requests_gets_the_real_one_and_nothing_of_benchlab(
 def test_modules_named_like_benchlabs_own_are_the_apps(tmp_path: Path) -> None:
     files = {f"{name}.py": f'MARK = "users-{name}"\n' for name in TUNE_MODULES if name != "app"}
     files["answer.py"] = WSGI_ANSWER
-    files["app.py"] = """
-        import candidates, driver, probe_app, recommend, requests
+    names = [name for name in TUNE_MODULES if name != "app"]
+    files["app.py"] = f"""
+        import importlib
         from answer import answer
 
-        marks = [m.MARK for m in (candidates, driver, probe_app, recommend, requests)]
+        marks = [importlib.import_module(name).MARK for name in {names!r}]
         app = answer(" ".join(marks))
     """
     _write(tmp_path, files)
@@ -304,3 +307,46 @@ def test_a_factory_a_server_cannot_call_with_arguments_is_skipped_with_the_reaso
     assert "not tried: waitress (its --call calls the factory without arguments)" in (
         result.stderr
     ), result.stderr
+
+
+SETUP_DB = """
+import os
+
+import psycopg
+
+with psycopg.connect(os.environ["DATABASE_URL"]) as db:
+    db.execute("CREATE TABLE IF NOT EXISTS greeting (text TEXT)")
+    db.execute("INSERT INTO greeting VALUES ('made by --setup')")
+"""
+
+READS_DB = """
+import os
+
+import psycopg
+
+
+def app(environ, start_response):
+    with psycopg.connect(os.environ["DATABASE_URL"]) as db:
+        body = db.execute("SELECT text FROM greeting").fetchone()[0].encode()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+def test_setup_runs_once_on_the_services_before_the_first_candidate(tmp_path: Path) -> None:
+    _write(tmp_path, {"setup_db.py": SETUP_DB, "reads.py": READS_DB})
+    report = _tune(
+        tmp_path, "reads.py:app", "--servers", "gunicorn-sync", "--with", "postgres=DATABASE_URL",
+        "--setup", "python setup_db.py", "--check-body", "made by --setup",
+    )  # fmt: skip
+    assert report["recommendation"]["command"].startswith("gunicorn reads:app ")
+    # A setup that fails ends the tune with its own last line, and nothing is left running.
+    failed = benchlab(
+        "tune", "reads.py:app", "--servers", "gunicorn-sync", "--workers", "1", "--quick",
+        "--with", "postgres=DATABASE_URL", "--setup", "echo no migrations here; exit 3",
+        "--results", "results.db", cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "--setup 'echo no migrations here; exit 3': exit 3: no migrations here" in (
+        failed.stderr
+    ), failed.stderr
