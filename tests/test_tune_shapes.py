@@ -340,7 +340,7 @@ def test_setup_runs_once_on_the_services_before_the_first_candidate(tmp_path: Pa
         "--setup", "python setup_db.py", "--check-body", "made by --setup",
     )  # fmt: skip
     assert report["recommendation"]["command"].startswith("gunicorn reads:app ")
-    # A setup that fails ends the tune with its own last line, and nothing is left running.
+    # A setup that fails ends the tune with its own last line of output.
     failed = benchlab(
         "tune", "reads.py:app", "--servers", "gunicorn-sync", "--workers", "1", "--quick",
         "--with", "postgres=DATABASE_URL", "--setup", "echo no migrations here; exit 3",
