@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,7 +14,8 @@ import pytest
 
 from benchlab.doctor import doctor_checks
 from benchlab.stacks import CATALOGUE
-from tests.conftest import ALL_CORE_STACKS, benchlab, benchlab_process, living
+from tests.conftest import ALL_CORE_STACKS, REPO, benchlab, benchlab_process, living
+from tests.stored_runs import write_run
 
 
 def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:
@@ -99,3 +104,28 @@ def test_readme_stacks_table_is_the_catalogue() -> None:
     begin, end = readme.index("<!-- stacks:begin"), readme.index("<!-- stacks:end -->")
     table = readme[readme.index("\n", begin) + 1 : end]
     assert table == catalogue_markdown(), "regenerate it: benchlab stacks --format md"
+
+
+def _piped(*args: str, **env: str) -> str:
+    """benchlab's output into a pipe, as CI logs it: no terminal, no COLUMNS."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlab", *args], cwd=REPO, env={**clean, **env},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_piped_output_fits_100_columns_and_colours_can_be_turned_off(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    write_run(path)
+    for args in (("stacks",), ("report", "--results", str(path)), ("runs", "--results", str(path))):
+        widest = max(len(line) for line in _piped(*args).splitlines())
+        assert widest <= 100, (args, widest)
+    # COLUMNS still says otherwise.
+    assert max(len(line) for line in _piped("stacks", COLUMNS="160").splitlines()) > 100
+    colour = re.compile(r"\x1b\[(3[0-9]|9[0-7])")  # a foreground colour
+    assert colour.search(_piped("stacks", FORCE_COLOR="1"))  # a terminal gets colours ...
+    assert not colour.search(_piped("--no-color", "stacks", FORCE_COLOR="1"))  # ... unless asked
+    assert not colour.search(_piped("stacks", FORCE_COLOR="1", NO_COLOR="1"))

@@ -53,8 +53,12 @@ typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ign
 typer.core.TyperArgument._usage_display_name = (  # type: ignore[method-assign]
     lambda self: self.display_name_raw if self.required else f"[{self.display_name_raw}]"
 )
-# Piped or logged output is not wrapped at 80 columns: the tables would become unreadable.
-console = Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Console(width=240)
+# Piped or logged output (CI, `| cat`) is 100 columns wide unless COLUMNS says otherwise,
+# not rich's 80 (its tables would wrap into unreadable columns). NO_COLOR is rich's own.
+PIPED_WIDTH = 100
+console = (
+    Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Console(width=PIPED_WIDTH)
+)
 
 ResultsOption = Annotated[
     Path, typer.Option("--results", metavar="FILE", help="The SQLite results store.")
@@ -271,11 +275,16 @@ def _options(
             "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (as NO_COLOR=1 in the environment).")
+    ] = False,
 ) -> None:
     """Benchmark web stacks fairly: real services, verified responses, honest statistics.
 
     Start with `benchlab run` (the quick recipe), then `benchlab report` to see a stored run
     again, `benchlab runs` to list them, `benchlab compare` to compare two."""
+    if no_color:
+        console.no_color = True
 
 
 @app.command()
