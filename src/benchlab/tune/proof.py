@@ -89,6 +89,8 @@ def prove(
             say(f"proof of {label}: no budget left for a {PROOF_S}-s replay at {rate:,.0f} req/s")
             return
         cell = proof_cell(entry.candidate, cores, rate, connections)
+        if step:
+            session.reporter.extend(1)  # the plan counted one replay
         session.add_cells([cell])
         cell_id = session.cell_ids[cell]
         measurer.measure([cell], 1)
