@@ -340,11 +340,13 @@ def run_tune(
         if request.setup:
             services = service_env(request, session)
             run_setup(request.setup, info, services, session.workroot / "setup.log", say)
+        began = session.elapsed_s()
         measurer.measure(coarse_cells, 1)
+        first_pass_s = session.elapsed_s() - began
         _refuse_if_every_check_failed(session, coarse_cells, request)
         if request.quick:
             return TuneResult(outcome, tune_plan, [])
-        fitted = _replan(session, tune_plan, request, say)
+        fitted = _replan(session, tune_plan, request, first_pass_s, say)
         if fitted is None:
             return TuneResult(outcome, tune_plan, [])
         most, replicates = fitted
@@ -367,14 +369,14 @@ def run_tune(
 
 
 def _replan(
-    session: Session, tune_plan: TunePlan, request: TuneRequest, say: Callable[[str], None]
-) -> tuple[int, int] | None:
-    """The search that still fits, now that the first pass has shown this machine's pace
-    (a slower first pass shrinks it; never grown past the plan shown)."""
+    session: Session, tune_plan: TunePlan, request: TuneRequest, took: float,
+    say: Callable[[str], None],
+) -> tuple[int, int] | None:  # fmt: skip
+    """The search that still fits, now that the first pass (`took` seconds) has shown this
+    machine's pace (a slower first pass shrinks it; never grown past the plan shown)."""
     planned = len(tune_plan.candidates) * coarse_cost()
-    took = session.elapsed_s()
     slower = max(1.0, took / planned) if planned > 0 else 1.0
-    left = request.budget_min * 60 - took
+    left = request.budget_min * 60 - session.elapsed_s()
     fitted = fit_search(tune_plan.survivors, left, tune_plan.proof, slower)
     if fitted is None:
         say(
