@@ -40,6 +40,10 @@ def test_a_sustained_window_holds_only_if_no_queue_grew_through_it() -> None:
     growing = dataclasses.replace(steady, latency_last_ms=40.0)
     assert capacity.misses(growing, SLO) is None
     assert "a queue" in (capacity.sustained_miss(growing, SLO) or "")
+    # The search judges its steps by the same rule; a trend alone is a latency miss, which a
+    # second window must confirm.
+    assert capacity.needs_a_second_window(growing, SLO)
+    assert not capacity.needs_a_second_window(steady, SLO)
     slow = dataclasses.replace(steady, latency_p99_ms=130.0)
     assert capacity.sustained_miss(slow, SLO) == "p99 130.0 ms > 100 ms"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.analysis.capacity import Target, misses
+from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint
@@ -383,7 +383,7 @@ def _curve(trials: list[TrialRecord], target: Target | None) -> tuple[CurvePoint
             achieved_rps=t.achieved_rps or 0.0,
             p50_ms=t.latency_p50_ms,
             p99_ms=t.latency_p99_ms,
-            held=None if target is None else misses(t, target) is None,
+            held=None if target is None else sustained_miss(t, target) is None,
             probe=t.probe,
         )
         for t in trials

@@ -181,12 +181,12 @@ class CellRunner:
 
         def probe(rate: float, kind: str) -> bool:
             first = window(rate, kind)
-            missed = capacity.misses(first, target)
+            missed = capacity.sustained_miss(first, target)
             if capacity.needs_a_second_window(first, target):
                 # A latency miss, or one under the hypervisor's steal, counts when a second
                 # window misses too.
                 session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {missed}: again")
-                missed = capacity.misses(window(rate, kind), target) and missed
+                missed = capacity.sustained_miss(window(rate, kind), target) and missed
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
