@@ -51,9 +51,11 @@ def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path)
     result = run_tool(_request(tool, nginx, "/plaintext"), ProcessRegistry(), tmp_path)
     assert result.tool == tool
     assert result.requests > 100, result
-    # siege's -t stops early on short runs; its duration is its own elapsed time. The others
-    # stop on their own timer (1 s): 3 s would be a tool that overran by two whole seconds.
-    assert (0.05 if tool == "siege" else 0.5) < result.duration_s < 3
+    # siege's -t stops early on short runs, after anything from 30 ms (seen once in ~20
+    # runs here: 363 requests in 0.03 s) to the second asked; its duration is its own elapsed
+    # time (the throughput is counted over it). The others stop on their own timer (1 s):
+    # 3 s would be a tool that overran by two whole seconds.
+    assert (0.0 if tool == "siege" else 0.5) < result.duration_s < 3
     assert result.errors.total == 0
     # siege reports megabytes to two decimals: its bytes are known to ±5 kB only.
     slack = 0.005 * 1024 * 1024 if tool == "siege" else 0
