@@ -1,7 +1,9 @@
 """Anytime-valid confidence sequence for the mean of i.i.d. Gaussian-ish data,
 unknown variance (scale-invariant normal mixture; Lai 1976; Lindon et al. 2022/24;
 Perez-Ortiz et al. 2024).  Standard library only."""
+
 import math
+
 
 def t_cs(n: int, mean: float, ss: float, alpha: float = 0.05, g: float = 1.0):
     """Two-sided (1-alpha) confidence sequence for mu at sample size n.
@@ -24,7 +26,7 @@ def t_cs(n: int, mean: float, ss: float, alpha: float = 0.05, g: float = 1.0):
     c = 1.0 + n * g
     # Lambda >= 1/alpha  <=>  (1+r)/(1+r/c) >= K
     logK = (2.0 / n) * (0.5 * math.log(c) - math.log(alpha))
-    if logK >= math.log(c):          # sup_r Lambda = c^{(n-1)/2} < 1/alpha
+    if logK >= math.log(c):  # sup_r Lambda = c^{(n-1)/2} < 1/alpha
         return (-math.inf, math.inf)
     K = math.exp(logK)
     r_star = (K - 1.0) / (1.0 - K / c)
@@ -34,13 +36,14 @@ def t_cs(n: int, mean: float, ss: float, alpha: float = 0.05, g: float = 1.0):
 
 class RunningTCS:
     """Feed observations one by one; keeps the running intersection."""
+
     def __init__(self, alpha=0.05, g=1.0):
         self.alpha, self.g = alpha, g
         self.n, self.mean, self.ss = 0, 0.0, 0.0
         self.lo, self.hi = -math.inf, math.inf
 
     def update(self, x: float):
-        self.n += 1                          # Welford
+        self.n += 1  # Welford
         d = x - self.mean
         self.mean += d / self.n
         self.ss += d * (x - self.mean)
@@ -53,7 +56,10 @@ def decide(lo, hi, min_effect_pct=5.0):
     """lo/hi on log-ratio scale. 'faster'/'slower' = separation, 'tie' = CS
     inside +/- log(1+e); None = keep measuring."""
     e = math.log1p(min_effect_pct / 100.0)
-    if lo > 0: return "A>B"
-    if hi < 0: return "A<B"
-    if -e < lo and hi < e: return "tie"
+    if lo > 0:
+        return "A>B"
+    if hi < 0:
+        return "A<B"
+    if -e < lo and hi < e:
+        return "tie"
     return None
