@@ -69,7 +69,15 @@ def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     )
     assert check.bare.n == check.harness.n == check.ratio.n == 2
     assert check.bare.median > 100 and check.harness.median > 100
-    assert check.ratio.median == pytest.approx(check.harness.median / check.bare.median, rel=0.5)
+    # The ratio is taken pair by pair: each pair's harness ÷ bare lies between the lowest
+    # harness over the highest bare and the highest over the lowest, and so does their
+    # median. (Against the ratio of the medians it can differ by any factor: with two pairs
+    # one stalled pair moves it, seen 2.58 against 1.17.)
+    assert (
+        check.harness.low / check.bare.high
+        <= check.ratio.median
+        <= check.harness.high / check.bare.low
+    ), (check.harness, check.bare, check.ratio)
     assert len(lines) == 2 and "bare" in lines[0]
     assert "taskset --cpu-list 1 wrk -t1 -c8 -d1s" in check.command
 
