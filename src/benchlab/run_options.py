@@ -42,7 +42,7 @@ class RunOptions:
             baseline=recipe.baseline,
             target_half_width_pct=recipe.target_half_width_pct,
             adaptive=recipe.max_trials is not None,
-            slo=Target(slo.p99_ms, slo.p50_ms, slo.max_error_pct) if slo else None,
+            slo=Target.of(slo) if slo else None,
             rank_by=recipe.rank_by,
             pool_swept=isinstance(recipe.params.pool_size, list),
             min_effect_pct=recipe.min_effect_pct,

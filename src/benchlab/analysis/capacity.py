@@ -21,11 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from benchlab import figures as F
 from benchlab.analysis.stats import median_interval
 from benchlab.analysis.verdicts import queue_grew
 from benchlab.store import CapacityRecord, TrialRecord
+
+if TYPE_CHECKING:
+    from benchlab.recipe import Slo
 
 STEP_SHARES = (0.25, 0.5, 0.75, 0.9)
 MAX_PROBES = 8  # per replicate, after the steps: bounds the time a search can take
@@ -44,6 +48,11 @@ class Target:
     p99_ms: float | None
     p50_ms: float | None
     max_error_pct: float
+
+    @classmethod
+    def of(cls, slo: Slo) -> Target:
+        """The target a recipe's [slo] sets."""
+        return cls(slo.p99_ms, slo.p50_ms, slo.max_error_pct)
 
     def describe(self) -> str:
         parts = [f"p99 ≤ {self.p99_ms:g} ms"] if self.p99_ms is not None else []

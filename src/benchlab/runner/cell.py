@@ -166,7 +166,7 @@ class CellRunner:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
         assert recipe.slo is not None
-        target = capacity.Target(recipe.slo.p99_ms, recipe.slo.p50_ms, recipe.slo.max_error_pct)
+        target = capacity.Target.of(recipe.slo)
         cell_id = session.cell_ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)

@@ -78,7 +78,7 @@ def prove(
     rate = capacity.rate_to_run_at(capacities)
     recipe = session.plan.recipe
     assert recipe.slo is not None
-    target = capacity.Target(recipe.slo.p99_ms, recipe.slo.p50_ms, recipe.slo.max_error_pct)
+    target = capacity.Target.of(recipe.slo)
     cell = entry.cell
     # The label its rows carry in the store, which a report matches the proof by.
     label = session.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
