@@ -94,9 +94,9 @@ def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SE
         trial = dataclasses.replace(held_trial(0, rate), latency_p99_ms=p99, duration_s=20.0)
         store.add_trial(cell_id, trial)
         missed = None if held else f"p99 {p99:.1f} ms > 100 ms"
-        store.add_cell_facts(
-            cell_id, {"proof": {"of": LABEL, "step": step, "held": held, "missed": missed}}
-        )
+        windows = [12.0, 15.0, 260.0, 14.0] if held else [p99] * 4
+        judged = {"of": LABEL, "step": step, "held": held, "missed": missed}
+        store.add_cell_facts(cell_id, {"proof": {**judged, "windows_p99_ms": windows}})
         store.mark_cell(cell_id, "ok")
     store.finish_run(run_id, "complete")
     store.close()
@@ -122,6 +122,8 @@ def test_the_proof_and_the_rate_to_run_at_stand_beside_the_recommendation(
     assert "run it at up to 978 req/s" in flat, table
     assert "1,150 req/s missed (p99 130.0 ms > 100 ms); 978 req/s: p99 35" in flat, table
     assert "— held" in flat, table
+    assert "(its 5-s windows: 12.0, 15.0, 260, 14.0 ms; 3 of 4 held)" in flat, table
+    assert proof["windows_p99_ms"] == [12.0, 15.0, 260.0, 14.0]
     markdown = benchlab("report", "--results", str(path), "-f", "md").stdout
     assert "proof: the command as printed" in markdown
 
@@ -135,3 +137,22 @@ def test_a_proof_that_held_no_rate_gives_no_rate_to_run_at(tmp_path: Path) -> No
     assert best["run_at_rps"] is None  # not the replicates' 1,150, which the proof missed
     table = " ".join(benchlab("report", "--results", str(path)).stdout.split())
     assert "run it at up to" not in table and "no rate tried held: run below 831" in table
+
+
+def test_a_proof_is_judged_window_by_window_and_one_stall_is_one_window() -> None:
+    from benchlab.load.vegeta import window_p99s
+
+    # 4 × 200 requests of 2 ms, one stall of 300 ms on 10 requests in the third window.
+    latencies = [2_000] * 800
+    latencies[450:460] = [300_000] * 10
+    assert window_p99s(latencies) == (2.0, 2.0, 300.0, 2.0)
+    assert window_p99s([2_000] * 399) == ()  # under 100 requests a window: no windows
+    stalled = dataclasses.replace(
+        held_trial(0, 1000.0), latency_p99_ms=150.0, window_p99_ms="[2.0, 2.0, 300.0, 2.0]"
+    )
+    assert capacity.misses(stalled, SLO) is not None  # the whole window's p99 misses ...
+    assert capacity.proof_miss(stalled, SLO) is None  # ... one stall, one window of four
+    twice = dataclasses.replace(stalled, window_p99_ms="[2.0, 180.0, 300.0, 2.0]")
+    assert capacity.proof_miss(twice, SLO) == (
+        "p99 over 100 ms in 2 of its 4 windows (2, 180, 300, 2 ms)"
+    )

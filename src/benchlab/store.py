@@ -92,6 +92,7 @@ class TrialRecord:
     server_cpu_s: float | None = None
     cpu_source: str | None = None
     latency_histogram: str | None = None
+    window_p99_ms: str | None = None  # JSON list: p99 of each quarter of a fixed-rate trial
 
     @property
     def errors(self) -> Errors:
@@ -112,6 +113,10 @@ class TrialRecord:
         if not self.target_rate or self.achieved_rps is None:
             return None
         return self.achieved_rps / self.target_rate
+
+    @property
+    def windows_p99(self) -> list[float]:
+        return json.loads(self.window_p99_ms) if self.window_p99_ms else []
 
     @property
     def error_pct(self) -> float:
@@ -166,6 +171,7 @@ def trial_record(
         server_cpu_s=server.cpu_s,
         cpu_source=server.cpu_source,
         latency_histogram=load.histogram,
+        window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
     )
 
 

@@ -61,14 +61,22 @@ class Target:
         return ", ".join(parts)
 
 
-def misses(trial: TrialRecord, target: Target) -> str | None:
-    """Why a fixed-rate trial did not hold the target; None when it held."""
+def _undelivered(trial: TrialRecord, target: Target) -> str | None:
+    """Why a fixed-rate trial did not get its load through: too little delivered, or errors."""
     ratio = trial.rate_ratio
     if ratio is None or not F.RATE_RATIO.reaches(ratio):
         shown = "nothing" if ratio is None else f"{100 * ratio:.0f}%"
         return f"delivered {shown} of the target rate"
     if trial.error_pct > target.max_error_pct:
         return f"{trial.error_pct:.2f}% errors"
+    return None
+
+
+def misses(trial: TrialRecord, target: Target) -> str | None:
+    """Why a fixed-rate trial did not hold the target; None when it held."""
+    undelivered = _undelivered(trial, target)
+    if undelivered is not None:
+        return undelivered
     checks = (
         ("p99", trial.latency_p99_ms, target.p99_ms),
         ("p50", trial.latency_p50_ms, target.p50_ms),
@@ -111,6 +119,36 @@ def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
     if queue_grew(first, last):
         return (
             f"latency grew from {first:,.1f} to {last:,.1f} ms through the window: a queue builds"
+        )
+    return None
+
+
+# A proof's windows that may miss the p99 target: one stall of the machine sets one window's
+# p99 (DESIGN: judge over several windows and say how many held).
+PROOF_WINDOWS_MISSED = 1
+
+
+def proof_miss(trial: TrialRecord, target: Target) -> str | None:
+    """Why a proof's sustained window did not hold: its load not delivered, a queue that grew
+    through it, p50 over its target, or more than PROOF_WINDOWS_MISSED of its windows with a
+    p99 over the target (the whole window's p99 when it has no windows)."""
+    undelivered = _undelivered(trial, target)
+    if undelivered is not None:
+        return undelivered
+    first, last = trial.latency_first_ms, trial.latency_last_ms
+    if queue_grew(first, last):
+        return f"latency grew from {first:,.1f} to {last:,.1f} ms through the window: a queue"
+    if target.p50_ms is not None and (trial.latency_p50_ms or 0.0) > target.p50_ms:
+        return f"p50 {trial.latency_p50_ms or 0:.1f} ms > {target.p50_ms:g} ms"
+    windows = trial.windows_p99
+    if not windows or target.p99_ms is None:
+        return misses(trial, target)
+    over = [w for w in windows if w > target.p99_ms]
+    if len(over) > PROOF_WINDOWS_MISSED:
+        shown = ", ".join(f"{w:,.0f}" for w in windows)
+        return (
+            f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} windows "
+            f"({shown} ms)"
         )
     return None
 

@@ -61,6 +61,9 @@ class LoadResult:
     # queue that grows through a trial shows as last >> first.
     latency_first_ms: float | None = None
     latency_last_ms: float | None = None
+    # p99 of each of LATENCY_WINDOWS consecutive parts of the requests (by send order): one
+    # stall decides one window's p99, not the trial's (DESIGN: judge over several windows).
+    window_p99_ms: tuple[float, ...] = ()
 
     @property
     def throughput_rps(self) -> float:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -238,7 +239,24 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
         schedule_lag_ms=max(lags) / 1e6 if paced else None,
         latency_first_ms=_median_ms(latencies_us[:quarter]),
         latency_last_ms=_median_ms(latencies_us[-quarter:]),
+        window_p99_ms=window_p99s(latencies_us),
     )
+
+
+LATENCY_WINDOWS = 4
+
+
+def window_p99s(latencies_us: list[int], windows: int = LATENCY_WINDOWS) -> tuple[float, ...]:
+    """The p99 (ms) of each of `windows` consecutive equal parts of the latencies, in send
+    order; none when a part would hold under 100 requests (its p99 would be its maximum)."""
+    size = len(latencies_us) // windows
+    if size < 100:
+        return ()
+    found = []
+    for i in range(windows):
+        part = sorted(latencies_us[i * size : (i + 1) * size])
+        found.append(part[math.ceil(0.99 * len(part)) - 1] / 1000)
+    return tuple(found)
 
 
 def _lags(sends: list[tuple[int, int, int, int, int, str]], rate: float | None) -> list[int]:

@@ -79,12 +79,13 @@ class ProofStep:
     held: bool
     missed: str | None  # why not, when it did not hold
     duration_s: float
+    windows_p99_ms: tuple[float, ...] = ()  # the p99 of each of its consecutive windows
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rate": self.rate, "p99_ms": self.p99_ms, "errors": self.errors,
             "delivered": self.delivered, "held": self.held, "missed": self.missed,
-            "duration_s": self.duration_s,
+            "duration_s": self.duration_s, "windows_p99_ms": list(self.windows_p99_ms),
         }  # fmt: skip
 
 
@@ -159,6 +160,7 @@ def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
                     held=bool(judged.get("held")),
                     missed=judged.get("missed"),
                     duration_s=cell.duration_s,
+                    windows_p99_ms=tuple(judged.get("windows_p99_ms") or ()),
                 ),
             )
         )

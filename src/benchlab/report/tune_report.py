@@ -29,15 +29,23 @@ def capacity_text(c: CandidateResult) -> str:
     return f"{at_least}{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
 
 
-def _step_text(step: ProofStep) -> str:
+def _step_text(step: ProofStep, slo_ms: float | None = None) -> str:
     delivered = "–" if step.delivered is None else f"{100 * step.delivered:.0f} %"
+    windows = ""
+    if step.windows_p99_ms:
+        shown = ", ".join(F.P99.format(w) for w in step.windows_p99_ms)
+        held = sum(1 for w in step.windows_p99_ms if slo_ms is None or w <= slo_ms)
+        seconds = step.duration_s / len(step.windows_p99_ms)
+        windows = (
+            f" (its {seconds:g}-s windows: {shown} ms; {held} of {len(step.windows_p99_ms)} held)"
+        )
     return (
-        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms, "
+        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms{windows}, "
         f"{step.errors:,} errors, {delivered} delivered"
     )
 
 
-def proof_text(proof: Proof) -> str:
+def proof_text(proof: Proof, slo_ms: float | None = None) -> str:
     """What the replay of the printed command showed, missed steps first."""
     final = proof.final
     seconds = f"{final.duration_s:g} s"
@@ -46,11 +54,11 @@ def proof_text(proof: Proof) -> str:
     if final.held:
         return (
             f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-            f"{_step_text(final)} — held"
+            f"{_step_text(final, slo_ms)} — held"
         )
     return (
         f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-        f"{_step_text(final)} — missed ({final.missed}); no rate tried held: run below "
+        f"{_step_text(final, slo_ms)} — missed ({final.missed}); no rate tried held: run below "
         f"{F.THROUGHPUT.format(final.rate)} req/s, or raise --budget for more steps down"
     )
 
@@ -80,7 +88,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         )
     lines = [head, f"  deploy: {best.command}"]
     if recommendation.proof is not None:
-        lines.append(f"  proof: {proof_text(recommendation.proof)}")
+        slo_ms = tune.get("slo_p99_ms")
+        lines.append(f"  proof: {proof_text(recommendation.proof, slo_ms)}")
     elif not recommendation.provisional:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip

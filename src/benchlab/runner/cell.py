@@ -63,7 +63,11 @@ class CellRunner:
         try:
             warmup = session.plan.recipe.warmup
             if warmup > 0 and not warm:
-                generate(session, dataclasses.replace(request, duration_s=warmup), launched.workdir)
+                # A cell at a known fixed rate warms up at that rate: a closed loop at its
+                # connections would leave a queue the trial then inherits.
+                known = cell.rate if cell.mode == "rate" else None
+                warming = dataclasses.replace(at_rate(request, known), duration_s=warmup)
+                generate(session, warming, launched.workdir)
                 check_alive(session, launched.server, cell)
                 # The warm-up leaves requests queued in the listen backlog whose clients are
                 # gone; a sync worker serves them all before anything new. One request that
