@@ -22,7 +22,7 @@ from benchlab.runner import Measurer, Session
 from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
 
 PROOF_S = 20  # long enough that a queue a 2-s step hides shows in the trend and the p99
-PROOF_STEPS = 3  # the rate found, then at most two steps down
+PROOF_STEPS = 4  # the rate found, then at most three steps down (within the budget)
 # A launch, its verification, the 1-s warm-up, the window and the load tool's start.
 PROOF_COST_S = 3.0 + 1 + 1 + PROOF_S + 1.0
 
