@@ -102,8 +102,9 @@ def prove(
         missed = capacity.proof_miss(trials[-1], target)
         session.store.add_cell_facts(
             cell_id,
-            {"proof": {"of": label, "step": step, "held": missed is None, "missed": missed}},
-        )
+            {"proof": {"of": label, "step": step, "held": missed is None, "missed": missed,
+                       "windows_p99_ms": trials[-1].windows_p99}},
+        )  # fmt: skip
         p99 = trials[-1].latency_p99_ms or 0.0
         if missed is None:
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for {PROOF_S} s "
