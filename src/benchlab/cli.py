@@ -29,7 +29,7 @@ from benchlab.stacks import CATALOGUE, catalogue_markdown
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
-    from benchlab.recipe import Plan
+    from benchlab.recipe import CoreAssignment, Plan
     from benchlab.report.exporters import Exporter
     from benchlab.runner import Reporter, RunOutcome
     from benchlab.scenarios import Expectation
@@ -901,11 +901,25 @@ def selfcheck(
         int, typer.Option(metavar="S", min=1, max=60, help="Seconds per measurement.")
     ] = 2,
     connections: Annotated[int, typer.Option(metavar="C", min=1, help="Connections.")] = 64,
+    noise: Annotated[
+        bool,
+        typer.Option(
+            "--noise",
+            help="Instead: where this machine's variation comes from (within a launch, between "
+            "launches, shared by a round, a stack's own drift), kept for the runs that follow.",
+        ),
+    ] = False,
+    rounds: Annotated[
+        int, typer.Option(metavar="N", min=3, max=60, help="Rounds for --noise.")
+    ] = 6,
 ) -> None:
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
     from benchlab.selfcheck import run_selfcheck
 
     cores = default_cores()
+    if noise:
+        _noise_check(rounds, duration, connections, cores)
+        return
     try:
         check = run_selfcheck(
             pairs=pairs,
@@ -927,6 +941,30 @@ def selfcheck(
         f"({check.ratio.confidence:.0%} interval over {check.ratio.n} pairs)"
     )
     console.print(f"bare command: {check.command}", markup=False)
+
+
+def _noise_check(rounds: int, duration: int, connections: int, cores: CoreAssignment) -> None:
+    from benchlab.noise_check import NoiseDesign, measure_noise, noise_path
+
+    design = NoiseDesign(rounds=rounds, duration=duration, connections=connections)
+    minutes = rounds * len(design.stacks) * design.launches * (3 + design.trials * duration) / 60
+    console.print(
+        f"noise: {rounds} rounds × {len(design.stacks)} stacks ({', '.join(design.stacks)}) × "
+        f"{design.launches} launches × {design.trials} trials of {duration} s; about "
+        f"{minutes:.0f} min"
+    )
+    try:
+        found = measure_noise(design, cores, console.print)
+    except (KeyboardInterrupt, RunInterrupted) as exc:
+        console.print(f"selfcheck stopped by {exc or 'SIGINT'}; nothing was left running")
+        raise typer.Exit(130) from None
+    for name, value in (
+        ("within a launch", found.within_launch), ("between launches", found.between_launches),
+        ("shared by a round", found.shared_by_round), ("a stack's own drift", found.own_drift),
+    ):  # fmt: skip
+        console.print(f"{name:<20}: ±{100 * value:.1f} %")
+    method = "paired by round" if found.pairing_helps else "independent cells"
+    console.print(f"ratios between cells: {method} (kept in {noise_path()})", markup=False)
 
 
 @app.command()

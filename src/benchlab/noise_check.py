@@ -1,0 +1,124 @@
+"""`benchlab selfcheck --noise`: measure where this machine's variation comes from, so that a
+run can choose its ratio method before it sees its own data (analysis/noise.py).
+
+Rounds of every stack, each launched several times and measured several times per launch,
+interleaved (the stacks' order rotates each round). The result is kept in benchlab's cache
+with the machine it was measured on; a run on the same machine reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchlab import machine
+from benchlab.analysis.noise import NoiseComponents, decompose
+from benchlab.build_cache import cache_dir
+from benchlab.errors import LoadToolError
+from benchlab.hosts.generators import run_tool
+from benchlab.load import DEFAULT_TOOL
+from benchlab.load.base import LoadRequest
+from benchlab.process import ProcessRegistry, sigterm_interrupts
+from benchlab.runner import HOST, free_port, pinned_to, start_stack
+from benchlab.stacks import CATALOGUE, LaunchContext
+from benchlab.verify import wait_until_answering
+
+NOISE_STACKS = ("fastapi+uvicorn", "flask+gunicorn")
+SCENARIO_PATH = "/json"
+
+
+@dataclass(frozen=True)
+class NoiseDesign:
+    rounds: int = 6
+    launches: int = 2
+    trials: int = 2
+    duration: int = 2
+    connections: int = 64
+    stacks: tuple[str, ...] = NOISE_STACKS
+
+
+def noise_path() -> Path:
+    return cache_dir().parent / "noise.json"
+
+
+def _machine_key() -> dict[str, Any]:
+    facts = machine.describe()
+    return {k: facts.get(k) for k in ("cpu", "cores", "kernel")}
+
+
+def stored_noise() -> NoiseComponents | None:
+    """The last decomposition measured on this machine, if any."""
+    try:
+        data = json.loads(noise_path().read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("machine") != _machine_key():
+        return None
+    c = data["components"]
+    return NoiseComponents(
+        c["within_launch"], c["between_launches"], c["shared_by_round"], c["own_drift"],
+        c["rounds"],
+    )  # fmt: skip
+
+
+def _one_launch(
+    registry: ProcessRegistry, stack_name: str, design: NoiseDesign, cores, workdir: Path
+) -> list[float]:
+    stack = CATALOGUE[stack_name]
+    ctx = LaunchContext(HOST, free_port(), workdir, cores.server, 1)
+    server = start_stack(registry, stack, ctx, cores.server)
+    try:
+        problem = wait_until_answering(HOST, ctx.port, server.alive, 30)
+        if problem:
+            raise LoadToolError(f"{stack_name} {problem}")
+        request = LoadRequest(
+            url=f"http://{HOST}:{ctx.port}{SCENARIO_PATH}", connections=design.connections,
+            threads=len(cores.load), duration_s=1, timeout_s=5, cores=cores.load,
+            tool=DEFAULT_TOOL,
+        )  # fmt: skip
+        run_tool(request, registry, workdir)  # warm-up, discarded
+        timed = LoadRequest(**{**request.__dict__, "duration_s": design.duration})
+        return [run_tool(timed, registry, workdir).throughput_rps for _ in range(design.trials)]
+    finally:
+        registry.stop(server)
+
+
+def measure_noise(design: NoiseDesign, cores, progress: Callable[[str], None]) -> NoiseComponents:
+    registry = ProcessRegistry()
+    measured: list[list[list[list[float]]]] = []
+    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="bl-") as tmp:
+        try:
+            with pinned_to(cores.load):
+                for r in range(design.rounds):
+                    shift = r % len(design.stacks)
+                    order = design.stacks[shift:] + design.stacks[:shift]
+                    this_round: dict[str, list[list[float]]] = {s: [] for s in design.stacks}
+                    for launch in range(design.launches):
+                        for name in order:
+                            workdir = Path(tmp) / f"r{r}l{launch}{name.replace('+', '-')}"
+                            workdir.mkdir()
+                            this_round[name].append(
+                                _one_launch(registry, name, design, cores, workdir)
+                            )
+                    measured.append([this_round[s] for s in design.stacks])
+                    progress(f"round {r + 1}/{design.rounds} measured")
+        finally:
+            registry.stop_all()
+    found = decompose(measured)
+    noise_path().write_text(
+        json.dumps(
+            {
+                "machine": _machine_key(),
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "design": design.__dict__,
+                "components": found.as_json(),
+            },
+            indent=2,
+        )
+    )
+    return found
