@@ -1,5 +1,5 @@
 """The measurement of cells in interleaved rounds: every round visits every cell once, each
-stack launched fresh, then adaptive rounds for the cells not yet within their target.
+stack launched fresh, then adaptive rounds where the ranking is still undecided.
 
 Every round visits every cell once (round-robin), so slow drift of a noisy machine spreads
 over all cells instead of biasing the last one; a stack is relaunched for each round so the
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
 from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
 from benchlab.recipe import Cell
@@ -76,26 +77,61 @@ class Measurer:
     # --- rounds -----------------------------------------------------------------------------
 
     def _run_adaptive_rounds(self, cells: Sequence[Cell], rounds: int, max_rounds: int) -> None:
-        """More interleaved rounds for the cells whose interval is still wider than the
-        target (or that cannot reach 95 % yet), up to `max_rounds`."""
+        """More interleaved rounds, up to `max_rounds`, only for the cells whose place in the
+        ranking is still undecided: both sides of every adjacent pair at a grid point whose
+        confidence sequence neither separates them nor ties them within `min_effect_pct`
+        (analysis/ranking_decisions.py: stopping there keeps the decisions honest). A cell
+        alone at its point gets rounds until its interval is within the target."""
         session = self.session
-        target = session.plan.recipe.target_half_width_pct
         for round_index in range(rounds, max_rounds):
-            pending = [
-                cell for cell in cells
-                if cell in session.measured and cell not in session.failed
-                and not self._converged(cell)
-            ]  # fmt: skip
-            if not pending:
+            live = [c for c in cells if c in session.measured and c not in session.failed]
+            pending, waiting = self._still_to_decide(live)
+            if not pending or not session.time_left():
                 return
             session.reporter.status(
-                f"adaptive round {round_index + 1}: {len(pending)} cell(s) not yet within "
-                f"±{target:g}%"
+                f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
             )
             session.reporter.extend(len(pending))
+            expected = _rounds_expected(waiting, max_rounds - round_index)
             for cell in pending:
-                self.rounds_planned[cell] = round_index + 1
+                self.rounds_planned[cell] = round_index + expected.get(cell, 1)
             self._run_round(round_index, pending)
+
+    def _still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[AdjacentPair]]:
+        """The cells the next round should measure, and the undecided pairs that want them."""
+        recipe = self.session.plan.recipe
+        min_effect = (
+            recipe.min_effect_pct
+            if recipe.min_effect_pct is not None
+            else recipe.target_half_width_pct
+        )
+        swept_pool = isinstance(recipe.params.pool_size, list)
+        points: dict[tuple, list[Cell]] = {}
+        for cell in cells:
+            points.setdefault(_point_of(cell, swept_pool), []).append(cell)
+        pending: set[Cell] = set()
+        waiting: list[AdjacentPair] = []
+        for group in points.values():
+            if len(group) == 1:
+                if not self._converged(group[0]):
+                    pending.add(group[0])
+                continue
+            series = {cell: self._by_round(cell) for cell in group}
+            pairs = adjacent_pairs(series, group[0].mode != "rate", min_effect)
+            pending |= still_to_decide(pairs)
+            waiting += [pair for pair in pairs if not pair.decided]
+        return [c for c in cells if c in pending], waiting
+
+    def _by_round(self, cell: Cell) -> dict[int, float]:
+        """The cell's ranking figure, round by round: throughput (closed loop), p99 (fixed
+        rate), the capacity (a search)."""
+        store, cell_id = self.session.store, self.session.cell_ids[cell]
+        if cell.mode == "slo":
+            return {c.round: c.capacity_rps for c in store.capacities(cell_id)}
+        trials = [t for t in store.trials(cell_id) if t.probe is None]
+        if cell.mode == "rate":
+            return {t.round: t.latency_p99_ms for t in trials if t.latency_p99_ms is not None}
+        return {t.round: t.throughput_rps for t in trials}
 
     def _converged(self, cell: Cell) -> bool:
         """Whether the figure the cell is measured for is within the target: throughput
@@ -200,3 +236,41 @@ class Measurer:
                     positions[cell], len(session.cells), launched.round_index, cell, figure,
                     self.seconds_left(),
                 )  # fmt: skip
+
+
+def _point_of(cell: Cell, swept_pool: bool) -> tuple:
+    """The load a cell faced, whatever serves it: cells at one point are ranked together."""
+    return (
+        cell.point, cell.scenario, cell.tool, cell.connections, cell.threads, cell.duration,
+        cell.ms, cell.mode, cell.rate, cell.rate_share, cell.pool_size if swept_pool else None,
+    )  # fmt: skip
+
+
+def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:
+    """What the round is for: the undecided pair expected to need the most rounds, by name."""
+    if not waiting:
+        return f"{cells} cell(s) not yet within their target"
+    pair = max(waiting, key=lambda p: p.more_rounds if p.more_rounds is not None else 10**6)
+    e = pair.evidence
+    high = "∞" if e.high == float("inf") else f"{e.high:.2f}"
+    more = (
+        f"about {pair.more_rounds} more round(s) expected"
+        if pair.more_rounds is not None
+        else "more rounds than a run would spend, at this noise"
+    )
+    others = f"; {len(waiting) - 1} other pair(s) undecided" if len(waiting) > 1 else ""
+    return (
+        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.ahead.scenario}): "
+        f"{e.ratio:.2f}× [{e.low:.2f}–{high}], {more}{others}"
+    )
+
+
+def _rounds_expected(waiting: Sequence[AdjacentPair], most: int) -> dict[Cell, int]:
+    """Rounds each cell of an undecided pair is expected to need still (for the ETA), at
+    most `most`: the rounds left before max_trials."""
+    expected: dict[Cell, int] = {}
+    for pair in waiting:
+        need = most if pair.more_rounds is None else max(1, min(most, pair.more_rounds))
+        for cell in (pair.ahead, pair.behind):
+            expected[cell] = max(expected.get(cell, 1), need)
+    return expected
