@@ -61,12 +61,13 @@ def write_run(
     machine: Mapping[str, object] = MACHINE,
     ceiling_load_cpu: float = 99.0,
     spread: tuple[float, ...] = SPREAD,
+    options: RunOptions | None = None,
 ) -> str:
     """A complete run of `medians` (stack -> scenario -> req/s) in the store at `path`, wrk at
     64 connections, `trials` trials a cell; the ceiling's load tool at `ceiling_load_cpu` %
     of its one core (99: client-bound). Returns the run id."""
     store = Store(path)
-    options = RunOptions(baseline="flask+gunicorn").to_json()
+    options_json = (options or RunOptions(baseline="flask+gunicorn")).to_json()
     recipe = 'name = "quick"\nbaseline = "flask+gunicorn"\n'
     run_id = store.create_run(
         RunInfo(
@@ -79,7 +80,7 @@ def write_run(
             (0,),
             (1,),
             dict(machine),
-            options,
+            options_json,
         )
     )
     position = 0

@@ -88,7 +88,7 @@ def test_rounds_go_only_to_the_pairs_still_undecided() -> None:
         "d": {r: v for r, v in enumerate((5000, 5100, 4900, 5050, 4950))},
     }
     pairs = adjacent_pairs(series, higher_is_better=True, min_effect_pct=MIN_EFFECT_PCT)
-    assert [(p.ahead, p.behind) for p in pairs][0] == ("d", pairs[1].ahead)
+    assert (pairs[0].ahead, pairs[0].behind) == ("d", pairs[1].ahead)
     assert pairs[0].evidence.decision is Decision.FIRST_HIGHER
     assert not pairs[1].decided
     assert still_to_decide(pairs) == {"a", "b"}

@@ -964,7 +964,8 @@ def selfcheck(
 
 
 def _noise_check(rounds: int, duration: int, connections: int, cores: CoreAssignment) -> None:
-    from benchlab.noise_check import NoiseDesign, measure_noise, noise_path
+    from benchlab.noise_check import NoiseDesign, measure_noise
+    from benchlab.noise_record import noise_path
 
     design = NoiseDesign(rounds=rounds, duration=duration, connections=connections)
     minutes = rounds * len(design.stacks) * design.launches * (3 + design.trials * duration) / 60

@@ -8,21 +8,17 @@ with the machine it was measured on; a run on the same machine reads it.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from benchlab import machine
 from benchlab.analysis.noise import NoiseComponents, decompose
-from benchlab.build_cache import cache_dir
 from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import DEFAULT_TOOL
 from benchlab.load.base import LoadRequest
+from benchlab.noise_record import keep_noise
 from benchlab.process import ProcessRegistry, sigterm_interrupts
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
@@ -40,30 +36,6 @@ class NoiseDesign:
     duration: int = 2
     connections: int = 64
     stacks: tuple[str, ...] = NOISE_STACKS
-
-
-def noise_path() -> Path:
-    return cache_dir().parent / "noise.json"
-
-
-def _machine_key() -> dict[str, Any]:
-    facts = machine.describe()
-    return {k: facts.get(k) for k in ("cpu", "cores", "kernel")}
-
-
-def stored_noise() -> NoiseComponents | None:
-    """The last decomposition measured on this machine, if any."""
-    try:
-        data = json.loads(noise_path().read_text())
-    except (OSError, ValueError):
-        return None
-    if data.get("machine") != _machine_key():
-        return None
-    c = data["components"]
-    return NoiseComponents(
-        c["within_launch"], c["between_launches"], c["shared_by_round"], c["own_drift"],
-        c["rounds"],
-    )  # fmt: skip
 
 
 def _one_launch(
@@ -110,15 +82,5 @@ def measure_noise(design: NoiseDesign, cores, progress: Callable[[str], None]) -
         finally:
             registry.stop_all()
     found = decompose(measured)
-    noise_path().write_text(
-        json.dumps(
-            {
-                "machine": _machine_key(),
-                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "design": design.__dict__,
-                "components": found.as_json(),
-            },
-            indent=2,
-        )
-    )
+    keep_noise(found, design.__dict__)
     return found

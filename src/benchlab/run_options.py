@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.analysis.capacity import Target
-from benchlab.analysis.evidence import Evidence
+from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.recipe import Recipe
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
@@ -27,18 +27,27 @@ class RunOptions:
     pool_swept: bool = False
     tune: dict[str, Any] | None = None  # a benchlab tune run: its app, interface, requests
     min_effect_pct: float | None = None  # the practical threshold; None: the target
+    # How ratios between this run's cells get their intervals, declared when the run started
+    # (runs stored before it: independent cells).
+    ratio_method: str = RatioMethod.INDEPENDENT.value
 
     @property
     def evidence(self) -> Evidence:
-        return Evidence(self.min_effect_pct or self.target_half_width_pct)
+        return Evidence(
+            self.min_effect_pct or self.target_half_width_pct,
+            method=RatioMethod(self.ratio_method),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_recipe(cls, recipe: Recipe) -> RunOptions:
+    def from_recipe(cls, recipe: Recipe, rounds_move_together: bool = False) -> RunOptions:
+        """`rounds_move_together`: this machine's measured noise says a round's movement is
+        shared by every stack (noise_record), so ratios are taken within rounds."""
         slo = recipe.slo
         return cls(
+            ratio_method=ratio_method(recipe.max_trials is not None, rounds_move_together),
             baseline=recipe.baseline,
             target_half_width_pct=recipe.target_half_width_pct,
             adaptive=recipe.max_trials is not None,
@@ -74,3 +83,12 @@ class RunOptions:
             pool_swept=isinstance(options.get("params", {}).get("pool_size"), list),
             min_effect_pct=options.get("min_effect_pct"),
         )
+
+
+def ratio_method(stops_on_its_data: bool, rounds_move_together: bool) -> str:
+    """Chosen before the run has data: a run that adds rounds until its ranking is decided
+    needs intervals valid at whatever round it stopped (sequential); otherwise the ratio is
+    taken within rounds only when this machine's rounds share a movement worth cancelling."""
+    if stops_on_its_data:
+        return RatioMethod.SEQUENTIAL.value
+    return (RatioMethod.PAIRED if rounds_move_together else RatioMethod.INDEPENDENT).value

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab import figures as F
+from benchlab.analysis.samples import Samples
 from benchlab.analysis.stats import Estimate, Ratio, median_interval
 from benchlab.load import histogram
 from benchlab.store import CapacityRecord, TrialRecord
@@ -37,7 +38,7 @@ class Latency:
 class Combined:
     figures: dict[str, FigureValue]
     # Per trial (or replicate) values of every figure a cell can be ranked by.
-    samples: dict[str, tuple[float, ...]]
+    samples: dict[str, Samples]
     latency_intervals: dict[str, Estimate | None]  # of each percentile, over the trials
     latency: Latency
 
@@ -112,12 +113,15 @@ def _values(records: Sequence[Any], attr: str) -> list[Any]:
 
 def samples(
     figure: F.Figure, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
-) -> tuple[float, ...]:
-    """The figure's value in each trial (a capacity: in each replicate), where it has one."""
+) -> Samples:
+    """The figure's value in each trial (a capacity: in each replicate), where it has one,
+    with the round of each."""
     assert figure.source is not None and figure.source.attr is not None
     replicates = figure.source.combine is F.Combine.REPLICATES
-    values = _values(capacities if replicates else trials, figure.source.attr)
-    return tuple(v for v in values if v is not None)
+    records: Sequence[TrialRecord | CapacityRecord] = capacities if replicates else trials
+    found = [(getattr(r, figure.source.attr), r.round) for r in records]
+    kept = [(v, r) for v, r in found if v is not None]
+    return Samples(tuple(v for v, _ in kept), tuple(r for _, r in kept))
 
 
 def combine(

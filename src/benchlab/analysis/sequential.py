@@ -33,12 +33,14 @@ def t_interval(
 ) -> tuple[float, float]:
     """The sequence's interval at n observations of mean `mean` and sum of squared
     deviations `ss`; unbounded while nothing can be excluded yet."""
-    if n < 2 or ss <= 0.0:
+    if n < 2:
         return -math.inf, math.inf
     c = 1.0 + n * g
     log_k = (2.0 / n) * (0.5 * math.log(c) - math.log(alpha))
     if log_k >= math.log(c):  # the largest Λ_n, c^((n-1)/2), is still under 1/alpha
         return -math.inf, math.inf
+    if ss <= 0.0:  # every observation equal: Λ_n is unbounded for any other mean
+        return mean, mean
     k = math.exp(log_k)
     half = math.sqrt((k - 1.0) / (1.0 - k / c) * ss / n)
     return mean - half, mean + half

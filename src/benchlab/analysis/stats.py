@@ -134,3 +134,30 @@ def ratio_interval(
     low = ratios[int(tail * (len(ratios) - 1))]
     high = ratios[int((1.0 - tail) * (len(ratios) - 1))]
     return Ratio(value, low, high, confidence, min(len(top), len(bottom)))
+
+
+def paired_ratio_interval(
+    pairs: Sequence[tuple[float, float]],
+    confidence: float = TARGET_CONFIDENCE,
+    seed: int = 20261125,
+) -> Ratio | None:
+    """The median of per-round ratios a / b of two cells measured in the same rounds, with
+    a bootstrap interval that resamples whole rounds: what a round shares (the machine's state
+    that minute) moves both sides and cancels in each ratio, so it adds nothing to the
+    interval. With few rounds, the range of the per-round ratios (a sign-test interval: it
+    misses the median ratio with probability 2 / 2^n)."""
+    ratios = sorted(a / b for a, b in pairs if a > 0 and b > 0 and math.isfinite(a / b))
+    if not ratios:
+        return None
+    n = len(ratios)
+    value = statistics.median(ratios)
+    if n < BOOTSTRAP_MIN_TRIALS:
+        return Ratio(value, ratios[0], ratios[-1], max(0.0, 1 - 2 / 2**n), n)
+    rng = random.Random(seed)
+    medians = sorted(
+        statistics.median(rng.choices(ratios, k=n)) for _ in range(BOOTSTRAP_RESAMPLES)
+    )
+    tail = (1.0 - confidence) / 2.0
+    low = medians[int(tail * (len(medians) - 1))]
+    high = medians[int((1.0 - tail) * (len(medians) - 1))]
+    return Ratio(value, low, high, confidence, n)

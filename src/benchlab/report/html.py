@@ -207,6 +207,7 @@ def render_html(summary: RunSummary) -> str:
             slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,
             ratio_method=RATIO_METHOD,
+            ranking_ratio_method=summary.options.evidence.method.detail,
             generated=datetime.now(UTC).isoformat(timespec="seconds"),
         )
     )

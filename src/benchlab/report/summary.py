@@ -13,6 +13,7 @@ import dataclasses
 import json
 import sqlite3
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from benchlab.analysis.relative import (
     reference_cells,
     relative_to,
 )
-from benchlab.analysis.stats import METHOD, RATIO_METHOD, Estimate, Ratio, median_interval
+from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval
 from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS
 from benchlab.run_options import RunOptions
@@ -157,7 +158,7 @@ class CellSummary:
     db_pool_limit: int | None = None
     rate_share: float | None = None
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
-    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    samples: dict[str, Sequence[float]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
     percentiles: dict[str, float] = field(default_factory=dict)  # the latency curve
     curve: tuple[CurvePoint, ...] = ()
@@ -318,7 +319,7 @@ class RunSummary:
         return {
             "run": self.run,
             "method": METHOD,
-            "ratio_method": RATIO_METHOD,
+            "ratio_method": self.options.evidence.method.detail,
             "baseline": self.baseline,
             "target_half_width_pct": self.target_half_width_pct,
             "evidence": self.options.evidence.describe(),

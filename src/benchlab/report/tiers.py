@@ -4,6 +4,7 @@ interval. The ceiling stack stands apart (it is the load tool's limit, not a con
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,8 +37,16 @@ class Tier:
 def better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
     """a / b as 'a is this many times better than b' (inverted when lower is better)."""
     if figure.better is F.Better.LOWER:
-        return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence, ratio.fewest)
+        return Ratio(
+            _inverse(ratio.value), _inverse(ratio.high), _inverse(ratio.low), ratio.confidence,
+            ratio.fewest,
+        )  # fmt: skip
     return ratio
+
+
+def _inverse(x: float) -> float:
+    """1 / x, where a bound not yet reached (0 or ∞: a sequence still unbounded) stays one."""
+    return math.inf if x == 0 else 0.0 if math.isinf(x) else 1 / x
 
 
 def tiers(ranked: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> list[Tier]:
@@ -74,6 +83,8 @@ def _decimals(value: float) -> int:
 
 
 def times(value: float, decimals: int | None = None) -> str:
+    if math.isinf(value):
+        return "∞"  # a bound a confidence sequence has not reached yet
     return f"{value:.{_decimals(value) if decimals is None else decimals}f}"
 
 

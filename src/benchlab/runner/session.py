@@ -23,6 +23,7 @@ from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
+from benchlab.noise_record import stored_noise
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
@@ -146,8 +147,15 @@ class Session:
                 **machine.describe(),
                 "shared_with_another_run": self.options.shared_machine,
             },
-            options=RunOptions.from_recipe(plan.recipe).to_json(),
+            options=RunOptions.from_recipe(plan.recipe, self._rounds_move_together()).to_json(),
         )
+
+    def _rounds_move_together(self) -> bool:
+        """What this machine's measured noise says (selfcheck --noise), when the run is on it."""
+        if self.plan.recipe.hosts:
+            return False
+        noise = stored_noise()
+        return noise is not None and noise.pairing_helps
 
     def _open_hosts(self, journal: Journal) -> None:
         """Make the run's namespaces, connect to its SSH hosts, and store what each is."""

@@ -1,0 +1,55 @@
+"""This machine's measured noise (`benchlab selfcheck --noise`), kept in benchlab's cache with
+the machine it was measured on: a run on the same machine reads it to choose, before it has
+any data of its own, how its ratios get their intervals."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchlab import machine
+from benchlab.analysis.noise import NoiseComponents
+from benchlab.build_cache import cache_dir
+
+
+def noise_path() -> Path:
+    return cache_dir().parent / "noise.json"
+
+
+def machine_key() -> dict[str, Any]:
+    facts = machine.describe()
+    return {k: facts.get(k) for k in ("cpu", "cores", "kernel")}
+
+
+def stored_noise() -> NoiseComponents | None:
+    """The last decomposition measured on this machine, if any."""
+    try:
+        data = json.loads(noise_path().read_text())
+        if data.get("machine") != machine_key():
+            return None
+        c = data["components"]
+        return NoiseComponents(
+            c["within_launch"], c["between_launches"], c["shared_by_round"], c["own_drift"],
+            c["rounds"],
+        )  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep_noise(found: NoiseComponents, design: dict[str, Any]) -> Path:
+    path = noise_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "machine": machine_key(),
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "design": design,
+                "components": found.as_json(),
+            },
+            indent=2,
+        )
+    )
+    return path
