@@ -62,10 +62,12 @@ def write_run(
     ceiling_load_cpu: float = 99.0,
     spread: tuple[float, ...] = SPREAD,
     options: RunOptions | None = None,
+    own_spread: Mapping[str, tuple[float, ...]] | None = None,
 ) -> str:
     """A complete run of `medians` (stack -> scenario -> req/s) in the store at `path`, wrk at
     64 connections, `trials` trials a cell; the ceiling's load tool at `ceiling_load_cpu` %
-    of its one core (99: client-bound). Returns the run id."""
+    of its one core (99: client-bound); `own_spread`: a stack's own factors on top of the
+    round's (`spread`, which every stack shares). Returns the run id."""
     store = Store(path)
     options_json = (options or RunOptions(baseline="flask+gunicorn")).to_json()
     recipe = 'name = "quick"\nbaseline = "flask+gunicorn"\n'
@@ -93,7 +95,8 @@ def write_run(
             )
             position += 1
             load_cpu = ceiling_load_cpu if stack == "nginx-static" else 55.0
-            factors = [spread[i % len(spread)] for i in range(trials)]
+            own = (own_spread or {}).get(stack, (1.0,))
+            factors = [spread[i % len(spread)] * own[i % len(own)] for i in range(trials)]
             for index, factor in enumerate(factors):
                 store.add_trial(cell_id, _trial(index, median * factor, 64, load_cpu))
             store.mark_cell(cell_id, "ok")

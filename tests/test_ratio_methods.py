@@ -121,3 +121,21 @@ def test_a_run_that_stopped_on_its_data_is_ranked_by_its_confidence_sequences(
     report = found["sequential"][0].to_json()
     assert "confidence sequence" in report["ratio_method"]
     assert "confidence sequence" in report["evidence"]
+
+
+def test_a_pair_the_run_stopped_before_deciding_is_called_undecided_not_a_tie(
+    tmp_path: Path,
+) -> None:
+    medians = {"sanic": {"json": 10_000}, "tornado": {"json": 6_100},
+               "fastapi+uvicorn": {"json": 5_800}, "flask+gunicorn": {"json": 1_000}}  # fmt: skip
+    options = RunOptions(baseline="flask+gunicorn", ratio_method="sequential")
+    path = tmp_path / "r.db"
+    # Six rounds, each stack's own noise ±4 %: tornado vs fastapi (5 % apart) is neither
+    # separated nor tied within 5 % yet.
+    own = {"tornado": (0.96, 1.04, 1.0, 0.97, 1.03, 1.01),
+           "fastapi+uvicorn": (1.03, 0.98, 0.96, 1.04, 1.0, 0.99)}  # fmt: skip
+    run_id = write_run(path, medians, trials=6, options=options, own_spread=own)
+    (only,) = takeaways(summarise(Store(path), run_id))
+    assert "tornado ≈ fastapi+uvicorn (undecided: about " in only.sentence, only.sentence
+    tier = next(t for t in only.tiers if len(t.cells) == 2)
+    assert tier.as_json()["undecided"].endswith("more round(s) would decide it")

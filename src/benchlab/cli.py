@@ -335,7 +335,7 @@ def run(
     from benchlab.stacks import CATALOGUE
 
     runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
-    for line in plan_lines(runnable, plan.recipe, Costs.load()):
+    for line in plan_lines(runnable, plan.recipe, Costs.load(), budget):
         console.print(line, markup=False, highlight=False)
     if dry_run:
         return

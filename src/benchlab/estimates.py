@@ -168,7 +168,9 @@ def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
     return names
 
 
-def plan_lines(cells: Sequence[Cell], recipe, costs: Costs) -> list[str]:
+def plan_lines(
+    cells: Sequence[Cell], recipe, costs: Costs, budget_min: float | None = None
+) -> list[str]:
     """What a run will do and how long it will take, before it starts."""
     services = services_needed(cells, recipe)
     launches = len({c.launch_key for c in cells})
@@ -182,8 +184,20 @@ def plan_lines(cells: Sequence[Cell], recipe, costs: Costs) -> list[str]:
         most = estimate(
             cells, dict.fromkeys(cells, recipe.max_trials), {}, recipe.warmup, costs, services
         )
-        lines.append(
-            f"  up to {minutes(most.total_s)} if every cell needs all {recipe.max_trials} "
-            "rounds (max_trials) to reach its target"
-        )
+        if budget_min is None:
+            lines.append(
+                f"  up to {minutes(most.total_s)} if every pair still undecided needs all "
+                f"{recipe.max_trials} rounds (max_trials)"
+            )
+        else:
+            within = min(most.total_s, budget_min * 60)
+            lines.append(
+                f"  then rounds only for the pairs still undecided, until each is decided, "
+                f"{recipe.max_trials} rounds, or {minutes(within)} (--budget)"
+            )
+            if base.total_s > budget_min * 60:
+                lines.append(
+                    f"  the budget ({minutes(budget_min * 60)}) ends before the first "
+                    f"{recipe.trials} rounds: raise --budget, or lower --trials"
+                )
     return lines

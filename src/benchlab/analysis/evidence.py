@@ -35,6 +35,9 @@ class Judgement:
     verdict: str  # "a" (a is better), "b", "tie", "none" (nothing to compare)
     ratio: Ratio | None  # a / b
     why: str  # for a tie: the reason there is no winner
+    # A run that stopped on its data before this pair was decided: what would decide it
+    # (the pair is reported undecided, not tied).
+    pending: str | None = None
 
     @property
     def decided(self) -> bool:
@@ -129,6 +132,12 @@ class Evidence:
             more = rounds_to_decide(
                 [math.log(x / y) for x, y in pairs if x > 0 and y > 0], self.min_effect_pct
             )
-            need = f"about {more} more round(s) would decide it" if more else "not decidable soon"
-            return Judgement("tie", ratio, f"undecided after {found.rounds} rounds: {need}")
+            need = (
+                f"about {more} more round(s) would decide it"
+                if more
+                else "more rounds than a run would spend would decide it, at this noise"
+            )
+            return Judgement(
+                "tie", ratio, f"undecided after {found.rounds} rounds: {need}", pending=need
+            )
         return self._effect(ratio, figure)

@@ -199,7 +199,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 closed_rps=first.value(F.THROUGHPUT),
                 capacity=measured.estimate(F.CAPACITY) if measured else None,
                 bracketed=not (measured and measured.unbracketed),
-                replicates=measured.samples.get(F.CAPACITY.key, ()) if measured else (),
+                replicates=tuple(measured.samples.get(F.CAPACITY.key, ())) if measured else (),
                 p99_ms=measured.value(F.P99) if measured else None,
                 cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
                 rss_mb=shown.value(F.SERVER_RSS),

@@ -20,6 +20,7 @@ from typing import Any
 from benchlab import figures as F
 from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.combine import FigureValue, combine
+from benchlab.analysis.evidence import RatioMethod
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.relative import (
@@ -486,7 +487,9 @@ def _analyse(
         half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
         confidence=spread.confidence if spread else 0.0,
         target_half_width_pct=options.target_half_width_pct,
-        adaptive=options.adaptive,
+        # A run that stopped when its ranking was decided did not run out of rounds: its
+        # cells' spread is still shown, but none "never converged".
+        adaptive=options.adaptive and options.ratio_method != RatioMethod.SEQUENTIAL,
         latency_first_ms=trend[0],
         latency_last_ms=trend[1],
         latency_resolution_ms=TOOLS[cell.tool].latency_resolution_ms if cell.tool in TOOLS else 0.0,

@@ -22,15 +22,22 @@ class Tier:
     # None for the last tier.
     ahead: Ratio | None = None
     spread: Ratio | None = None  # its head against its last member, when it has several
+    # When the run stopped before its members were told apart: what would tell them apart.
+    pending: str | None = None
 
     def as_json(self) -> dict:
         def ratio(r: Ratio | None) -> dict | None:
-            return None if r is None else {"value": r.value, "low": r.low, "high": r.high}
+            if r is None:
+                return None
+            # A bound a confidence sequence has not reached yet (0 or ∞) is null.
+            low, high = (r.low or None), (r.high if math.isfinite(r.high) else None)
+            return {"value": r.value, "low": low, "high": high}
 
         return {
             "stacks": [c.key for c in self.cells],
             "ratio_to_next": ratio(self.ahead),
             "ratio_within": ratio(self.spread),
+            "undecided": self.pending,
         }
 
 
@@ -53,12 +60,15 @@ def tiers(ranked: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -
     """`ranked`: best first, each with samples of `figure`. A stack joins the tier above when
     the rule cannot tell it from that tier's head; otherwise it heads a new tier."""
     groups: list[list[CellSummary]] = []
+    pending: dict[int, str] = {}  # group index -> what would decide it
     for cell in ranked:
         if groups:
             head = groups[-1][0]
             judged = evidence.judge(head.samples[figure.key], cell.samples[figure.key], figure)
             if not judged.decided:
                 groups[-1].append(cell)
+                if judged.pending:
+                    pending[len(groups) - 1] = judged.pending
                 continue
         groups.append([cell])
     found = []
@@ -73,7 +83,7 @@ def tiers(ranked: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -
         if len(group) > 1:
             judged = evidence.judge(head.samples[figure.key], group[-1].samples[figure.key], figure)
             spread = better_by(judged.ratio, figure) if judged.ratio else None
-        found.append(Tier(tuple(group), ahead, spread))
+        found.append(Tier(tuple(group), ahead, spread, pending.get(i)))
     return found
 
 
@@ -111,7 +121,8 @@ def order_sentence(found: Sequence[Tier], figure: F.Figure, names: dict[str, str
     for i, tier in enumerate(found):
         if len(tier.cells) > 1:
             within = tier.spread
-            tie = f"tie, {times(within.value)}× {interval(within)}" if within else "tie"
+            what = f"undecided: {tier.pending}" if tier.pending else "tie"
+            tie = f"{what}, {times(within.value)}× {interval(within)}" if within else what
             parts.append(" ≈ ".join(name(c) for c in tier.cells) + f" ({tie})")
         if tier.ahead is not None:
             head, following = name(tier.cells[0]), name(found[i + 1].cells[0])
