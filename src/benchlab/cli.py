@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -783,6 +784,53 @@ def _doctor_hosts(plan: Plan) -> int:
         _print_check(check.ok, True, check.name, check.detail, check.fix, width=18)
         problems += not check.ok
     return problems
+
+
+@app.command()
+def history(
+    recipe: Annotated[str, typer.Argument(metavar="RECIPE", help="The recipe's name.")],
+    results: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--results",
+            metavar="FILE",
+            help="A store to read (repeatable: a CI history and today's run, say).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|md|json", help="How to write it.")
+    ] = "table",
+    fail_on_change: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on-change",
+            metavar="slower|faster",
+            help="Exit 1 when a cell's latest change point goes this way.",
+        ),
+    ] = None,
+) -> None:
+    """Every run of RECIPE in the stores, as a series per cell, with the change points the
+    evidence confirms (a run on another machine starts a new segment, never a change)."""
+    from benchlab.report import history as report
+
+    if fmt not in report.FORMATS:
+        raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(report.FORMATS)}")
+    if fail_on_change not in (None, "slower", "faster"):
+        raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
+    found = report.build_history(results or [DEFAULT_RESULTS], recipe)
+    if fmt == "table":
+        for line in report.render_text(found):
+            console.print(line, markup=False, highlight=False)
+    elif fmt == "md":
+        sys.stdout.write(report.render_markdown(found))
+    else:
+        sys.stdout.write(json.dumps(found.as_json(), indent=2) + "\n")
+    if fail_on_change is not None:
+        hit = found.latest_change(fail_on_change)
+        if hit:
+            names = ", ".join(s.label for s in hit)
+            print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
+            raise typer.Exit(1)
 
 
 @app.command()

@@ -1,0 +1,204 @@
+"""Every run of one recipe, across one or more stores, as a series per cell: the ranked
+figure run by run with its interval, the commit and versions behind it, the machine it ran
+on, and the change points the evidence confirms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab import figures as F
+from benchlab.analysis.changepoints import ChangePoint, SeriesPoint, change_points
+from benchlab.analysis.environment import MACHINE_KEYS, differences
+from benchlab.errors import UserError
+from benchlab.report.summary import RunSummary, summarise
+from benchlab.store import Store
+
+FINISHED = ("complete", "partial")
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    run: str
+    started_at: str
+    commit: str | None
+    median: float
+    low: float
+    high: float
+    samples: tuple[float, ...]
+    machine: dict[str, Any]  # the facts a segment is made of (cpu, cores, kernel, governor)
+    versions: dict[str, Any]  # the whole machine record: python, packages, tools
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run, "started_at": self.started_at, "commit": self.commit,
+            "median": self.median, "low": self.low, "high": self.high, "machine": self.machine,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FoundChange:
+    change: ChangePoint
+    point: HistoryPoint  # the first run after it
+    versions_changed: list[str]  # "fastapi 0.115.0 → 0.116.0", between the runs either side
+
+    def as_json(self, index: int) -> dict[str, Any]:
+        ratio = self.change.ratio
+        return {
+            "run": self.point.run, "index": index, "commit": self.point.commit,
+            "ratio": {"value": ratio.value, "low": ratio.low, "high": ratio.high},
+            "direction": self.change.direction, "versions_changed": self.versions_changed,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CellSeries:
+    key: str
+    label: str
+    figure: F.Figure
+    points: list[HistoryPoint]
+    changes: list[FoundChange] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "figure": self.figure.key,
+            "points": [p.as_json() for p in self.points],
+            "change_points": [c.as_json(c.change.index) for c in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class History:
+    recipe: str
+    runs: int
+    series: list[CellSeries]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe,
+            "runs": self.runs,
+            "series": [s.as_json() for s in self.series],
+        }
+
+    def latest_change(self, direction: str) -> list[CellSeries]:
+        """The series whose most recent change point goes `direction`."""
+        return [s for s in self.series if s.changes and s.changes[-1].change.direction == direction]
+
+
+def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
+    """The finished runs of `recipe` in every store, oldest first (by their start, then in
+    the order a store holds them: starts are stored to the second), each once."""
+    found: dict[str, tuple[tuple[str, int, int], RunSummary]] = {}
+    for store_index, path in enumerate(stores):
+        store = Store(path, create=False)
+        for position, row in enumerate(reversed(store.runs())):
+            run_id = str(row["id"])
+            if row["recipe_name"] == recipe and row["status"] in FINISHED and run_id not in found:
+                order = (str(row["started_at"]), store_index, position)
+                found[run_id] = (order, summarise(store, run_id))
+    return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
+
+
+def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | None:
+    cell = next((c for c in summary.cells if c.key == key), None)
+    if cell is None or cell.status == "failed":
+        return None
+    estimate, samples = cell.estimate(figure), cell.samples.get(figure.key, ())
+    if estimate is None or not samples:
+        return None
+    machine = summary.run.get("machine") or {}
+    return HistoryPoint(
+        run=str(summary.run["id"]), started_at=str(summary.run["started_at"]),
+        commit=summary.run.get("git_commit"), median=estimate.median, low=estimate.low,
+        high=estimate.high, samples=tuple(samples),
+        machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=machine,
+    )  # fmt: skip
+
+
+def _versions_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:
+    return [d.text() for d in differences(before.versions, after.versions) if d.kind == "versions"]
+
+
+def build_history(stores: list[Path], recipe: str) -> History:
+    runs = _runs(stores, recipe)
+    if not runs:
+        shown = ", ".join(str(p) for p in stores)
+        raise UserError(
+            f"--results {shown}: no finished run of recipe '{recipe}'; "
+            "`benchlab runs` lists the runs a store holds"
+        )
+    latest = runs[-1]
+    evidence = latest.options.evidence
+    series = []
+    for cell in latest.cells:
+        figure = cell.ranked_by
+        points = [p for s in runs if (p := _point(s, cell.key, figure)) is not None]
+        if not points:
+            continue
+        found = change_points(
+            [SeriesPoint(p.run, p.samples, repr(sorted(p.machine.items()))) for p in points],
+            figure, evidence,
+        )  # fmt: skip
+        changes = [
+            FoundChange(c, points[c.index], _versions_changed(points[c.index - 1], points[c.index]))
+            for c in found
+        ]
+        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes))
+    return History(recipe, len(runs), series)
+
+
+# --- how it is written -------------------------------------------------------------------------
+
+FORMATS = ("table", "md", "json")
+
+
+def _mark(series: CellSeries, index: int) -> str:
+    change = next((c for c in series.changes if c.change.index == index), None)
+    if change is None:
+        return ""
+    return "▼" if change.change.direction == "slower" else "▲"
+
+
+def _series_line(series: CellSeries) -> str:
+    """The medians in order; ▲▼ before a change point, | where the machine changed."""
+    parts = []
+    for i, point in enumerate(series.points):
+        if i and point.machine != series.points[i - 1].machine:
+            parts.append("|")
+        parts.append(f"{_mark(series, i)}{F.compact_number(point.median)}")
+    return " ".join(parts)
+
+
+def _change_text(series: CellSeries, found: FoundChange) -> str:
+    ratio = found.change.ratio
+    commit = f", {found.point.commit[:8]}" if found.point.commit else ""
+    versions = f"; {', '.join(found.versions_changed)}" if found.versions_changed else ""
+    return (
+        f"{_mark(series, found.change.index)} run {found.change.index + 1} "
+        f"({found.point.run}{commit}): {ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}] "
+        f"{found.change.direction}{versions}"
+    )
+
+
+def render_text(history: History) -> list[str]:
+    lines = [f"history of {history.recipe}: {history.runs} run(s), oldest first"]
+    for series in history.series:
+        unit = f" {series.figure.unit}" if series.figure.unit else ""
+        lines.append(f"{series.label} · {series.key} ({series.figure.label}{unit})")
+        lines.append(f"  {_series_line(series)}")
+        lines += [f"  {_change_text(series, c)}" for c in series.changes]
+    changed = sum(1 for s in history.series if s.changes)
+    lines.append(f"{changed} of {len(history.series)} cell(s) changed")
+    return lines
+
+
+def render_markdown(history: History) -> str:
+    out = [f"## History of {history.recipe} ({history.runs} runs)", ""]
+    out += ["| cell | series (oldest first) | change points |", "|---|---|---|"]
+    for series in history.series:
+        changes = "<br>".join(_change_text(series, c) for c in series.changes) or "none"
+        out.append(f"| {series.label} | {_series_line(series)} | {changes} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,79 @@
+"""benchlab history: every run of a recipe as a series per cell, and the change points the
+evidence confirms — on stored runs whose figures the test sets (no load: the store's API)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import benchlab
+from tests.stored_runs import MACHINE, with_machine, write_run
+
+FAST, SLOW = 4_020.0, 3_200.0
+
+
+def _eight_runs(path: Path, flask: list[float], machines: list[dict] | None = None) -> None:
+    for i, rps in enumerate(flask):
+        medians = {"gin": {"json": 88_000.0}, "flask+gunicorn": {"json": rps}}
+        write_run(path, medians, machine=(machines or [MACHINE] * 8)[i])
+
+
+def _history(*stores: Path, fmt: str = "json") -> dict:
+    args = [a for s in stores for a in ("--results", str(s))]
+    done = benchlab("history", "quick", *args, "-f", fmt)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _series(history: dict, stack: str) -> dict:
+    return next(s for s in history["series"] if s["key"].startswith(f"{stack}|"))
+
+
+def test_a_slowdown_from_the_fifth_run_is_one_change_point_at_the_fifth(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    flask_updated = with_machine(packages={"flask": "3.2.0"})
+    _eight_runs(path, [FAST] * 4 + [SLOW] * 4, [MACHINE] * 4 + [flask_updated] * 4)
+    history = _history(path)
+    assert history["runs"] == 8
+    flask = _series(history, "flask+gunicorn")
+    assert [round(p["median"]) for p in flask["points"]] == [round(FAST)] * 4 + [round(SLOW)] * 4
+    (change,) = flask["change_points"]
+    assert change["index"] == 4 and change["run"] == flask["points"][4]["run"]
+    assert change["direction"] == "slower"
+    assert change["ratio"]["high"] < 1 and abs(change["ratio"]["value"] - SLOW / FAST) < 0.01
+    assert change["versions_changed"] == ["flask 3.1.3 → 3.2.0"]
+    assert _series(history, "gin")["change_points"] == []  # nothing moved it
+    text = benchlab("history", "quick", "--results", str(path)).stdout
+    assert "▼3,200" in text and "run 5" in text and "slower; flask 3.1.3 → 3.2.0" in text
+    failed = benchlab("history", "quick", "--results", str(path), "--fail-on-change", "slower")
+    assert failed.returncode == 1 and "flask+gunicorn" in failed.stderr
+
+
+def test_eight_runs_with_no_change_have_no_change_point(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    _eight_runs(path, [FAST, FAST * 1.01, FAST * 0.99, FAST, FAST * 1.02, FAST, FAST * 0.98, FAST])
+    history = _history(path)
+    assert all(s["change_points"] == [] for s in history["series"])
+    ok = benchlab("history", "quick", "--results", str(path), "--fail-on-change", "slower")
+    assert ok.returncode == 0
+
+
+def test_another_machine_starts_a_segment_not_a_change(tmp_path: Path) -> None:
+    first, second = tmp_path / "ci.db", tmp_path / "laptop.db"
+    bigger = with_machine(cores=8, cpu="Intel Xeon")
+    _eight_runs(first, [FAST] * 4, [MACHINE] * 4)
+    _eight_runs(second, [SLOW] * 4, [bigger] * 4)  # slower figures, but another machine
+    history = _history(first, second)
+    flask = _series(history, "flask+gunicorn")
+    assert len(flask["points"]) == 8 and flask["change_points"] == []
+    assert {p["machine"]["cores"] for p in flask["points"]} == {2, 8}
+    text = benchlab("history", "quick", "--results", str(first), "--results", str(second)).stdout
+    assert " | " in text  # the segment boundary is shown
+
+
+def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    write_run(path)
+    done = benchlab("history", "seed-000", "--results", str(path))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "no finished run of recipe 'seed-000'" in done.stderr
