@@ -4,6 +4,7 @@ evidence confirms — on stored runs whose figures the test sets (no load: the s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.conftest import benchlab
@@ -77,3 +78,14 @@ def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = benchlab("history", "seed-000", "--results", str(path))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "no finished run of recipe 'seed-000'" in done.stderr
+
+
+def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    _eight_runs(path, [FAST] * 4 + [SLOW] * 4)
+    page = tmp_path / "history.html"
+    done = benchlab("history", "quick", "--results", str(path), "-f", "html", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    assert text.count("<svg") == 2 and "flask+gunicorn" in text and "▼" in text
+    assert "<script" not in text and not re.search(r'(src|href)="https?:', text)  # offline

@@ -798,8 +798,12 @@ def history(
         ),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", metavar="table|md|json", help="How to write it.")
+        str,
+        typer.Option("--format", "-f", metavar="table|md|json|html", help="How to write it."),
     ] = "table",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
+    ] = None,
     fail_on_change: Annotated[
         str | None,
         typer.Option(
@@ -818,13 +822,23 @@ def history(
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     found = report.build_history(results or [DEFAULT_RESULTS], recipe)
-    if fmt == "table":
-        for line in report.render_text(found):
-            console.print(line, markup=False, highlight=False)
+    if fmt == "html":
+        from benchlab.report.history_html import render_history_html
+
+        text = render_history_html(found)
     elif fmt == "md":
-        sys.stdout.write(report.render_markdown(found))
+        text = report.render_markdown(found)
+    elif fmt == "json":
+        text = json.dumps(found.as_json(), indent=2) + "\n"
     else:
-        sys.stdout.write(json.dumps(found.as_json(), indent=2) + "\n")
+        text = "\n".join(report.render_text(found)) + "\n"
+    if output is not None:
+        output.write_text(text)
+        console.print(f"history written to {output}", markup=False, highlight=False)
+    elif fmt == "table":
+        console.print(text, markup=False, highlight=False, end="")
+    else:
+        sys.stdout.write(text)
     if fail_on_change is not None:
         hit = found.latest_change(fail_on_change)
         if hit:

@@ -152,7 +152,7 @@ def build_history(stores: list[Path], recipe: str) -> History:
 
 # --- how it is written -------------------------------------------------------------------------
 
-FORMATS = ("table", "md", "json")
+FORMATS = ("table", "md", "json", "html")
 
 
 def _mark(series: CellSeries, index: int) -> str:

@@ -1,0 +1,80 @@
+"""The history as an offline page: one timeline per cell, its interval as a band, change
+points marked, each machine's segment shaded; no script, no font, no network."""
+
+from __future__ import annotations
+
+import html
+
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from benchlab import figures as F
+from benchlab.report.charts import CEILING_COLOUR, PALETTE, STYLE, WIDTH_IN, _svg
+from benchlab.report.history import CellSeries, History, render_text
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1rem auto; max-width: 52rem; padding: 0 1rem;
+       color: #1d2733; }}
+figure {{ margin: 1.5rem 0; }} figcaption {{ font-size: 0.9rem; color: #4a5562; }}
+svg {{ width: 100%; height: auto; }}
+pre {{ font-size: 0.8rem; overflow-x: auto; background: #f4f6f8; padding: 0.5rem; }}
+</style></head><body>
+<h1>{title}</h1>
+<p>{runs} run(s), oldest first. A band is each run's interval of the median; ▼ marks a change
+point where the figure got worse, ▲ where it got better (confirmed by the evidence rule between
+the trials on either side); a shaded stretch is one machine.</p>
+{charts}
+<h2>As text</h2>
+<pre>{text}</pre>
+</body></html>
+"""
+
+
+def timeline(series: CellSeries) -> str:
+    """One cell's series as an SVG chart."""
+    xs = list(range(1, len(series.points) + 1))
+    figure = Figure(figsize=(WIDTH_IN, 2.4))
+    with rc_context(STYLE):
+        ax = figure.add_subplot()
+        start = 0
+        for i in range(1, len(series.points) + 1):
+            if i == len(series.points) or series.points[i].machine != series.points[start].machine:
+                if start or i < len(series.points):
+                    shade = "#eef1f4" if (start // 1) % 2 == 0 else "#ffffff"
+                    ax.axvspan(start + 0.5, i + 0.5, color=shade, zorder=0)
+                start = i
+        ax.fill_between(
+            xs, [p.low for p in series.points], [p.high for p in series.points],
+            color=PALETTE[0], alpha=0.2, linewidth=0,
+        )  # fmt: skip
+        ax.plot(xs, [p.median for p in series.points], marker="o", color=PALETTE[0])
+        for change in series.changes:
+            x = change.change.index + 1
+            slower = change.change.direction == "slower"
+            ax.axvline(x - 0.5, color=PALETTE[3] if slower else PALETTE[2], linestyle="--")
+            ax.annotate(
+                "▼" if slower else "▲", (x - 0.5, max(p.high for p in series.points)),
+                ha="center", va="bottom", color=PALETTE[3] if slower else PALETTE[2],
+            )  # fmt: skip
+        ax.set_xticks(xs)
+        ax.set_xlabel("run")
+        unit = f" ({series.figure.unit})" if series.figure.unit else ""
+        ax.set_ylabel(f"{series.figure.label}{unit}", color=CEILING_COLOUR)
+        ax.yaxis.set_major_formatter(lambda v, _: F.compact_number(v))
+        ax.set_title(series.label)
+    return _svg(figure, f"{series.label}: {series.figure.label} run by run")
+
+
+def render_history_html(history: History) -> str:
+    charts = "\n".join(
+        f"<figure>{timeline(s)}<figcaption>{html.escape(s.key)}</figcaption></figure>"
+        for s in history.series
+    )
+    return PAGE.format(
+        title=html.escape(f"benchlab · history of {history.recipe}"), runs=history.runs,
+        charts=charts, text=html.escape("\n".join(render_text(history))),
+    )  # fmt: skip
