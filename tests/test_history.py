@@ -89,3 +89,17 @@ def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
     text = page.read_text()
     assert text.count("<svg") == 2 and "flask+gunicorn" in text and "▼" in text
     assert "<script" not in text and not re.search(r'(src|href)="https?:', text)  # offline
+
+
+def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) -> None:
+    main, branch = tmp_path / "main.db", tmp_path / "branch.db"
+    _eight_runs(main, [FAST] * 5)
+    write_run(branch, {"gin": {"json": 88_000.0}, "flask+gunicorn": {"json": SLOW}})
+    history = _history(main, branch)
+    flask, gin = _series(history, "flask+gunicorn"), _series(history, "gin")
+    assert flask["latest"]["in_segment"] is False and flask["latest"]["direction"] == "slower"
+    assert flask["latest"]["segment_runs"] == 5 and flask["change_points"] == []
+    assert gin["latest"]["in_segment"] is True
+    args = ["--results", str(main), "--results", str(branch), "--fail-on-change", "slower"]
+    failed = benchlab("history", "quick", *args)
+    assert failed.returncode == 1 and "flask+gunicorn" in failed.stderr

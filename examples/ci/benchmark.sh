@@ -4,7 +4,8 @@
 #   examples/ci/benchmark.sh baseline   measure RECIPE into the store BASELINE (on the main
 #                                       branch; CI keeps that store as an artifact)
 #   examples/ci/benchmark.sh check      measure RECIPE into the store BRANCH, compare its run
-#                                       with the latest run of BASELINE, write OUT/compare.md
+#                                       with the latest run of BASELINE and with main's
+#                                       history (its current segment), write OUT/compare.md
 #                                       (for the pull request; also on stdout, the run's
 #                                       output on stderr) and exit 1 if a cell is slower
 #                                       by more than FAIL_ABOVE % beyond its interval, or
@@ -26,7 +27,11 @@ mkdir -p "$OUT"
 
 case "${1:-}" in
   baseline)
+    # BASELINE keeps every run on main (CI downloads the last one's store first): it is the
+    # history each run is added to.
     $BENCHLAB run "$RECIPE" --results "$BASELINE" --html "$OUT/baseline.html"
+    $BENCHLAB history "$RECIPE" --results "$BASELINE" --format html -o "$OUT/history.html" >&2
+    $BENCHLAB history "$RECIPE" --results "$BASELINE" --format md >"$OUT/history.md"
     ;;
   check)
     if [ ! -f "$BASELINE" ]; then
@@ -38,6 +43,10 @@ case "${1:-}" in
     status=0
     $BENCHLAB compare latest latest --results "$BASELINE" --results-b "$BRANCH" \
       --format md --fail-above "$FAIL_ABOVE" >"$OUT/compare.md" || status=$?
+    # The branch's run at the end of main's history: within main's current segment, or not.
+    echo >>"$OUT/compare.md"
+    $BENCHLAB history "$RECIPE" --results "$BASELINE" --results "$BRANCH" --format md \
+      >>"$OUT/compare.md" || status=$?
     cat "$OUT/compare.md"
     exit "$status"
     ;;

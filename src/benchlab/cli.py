@@ -788,7 +788,9 @@ def _doctor_hosts(plan: Plan) -> int:
 
 @app.command()
 def history(
-    recipe: Annotated[str, typer.Argument(metavar="RECIPE", help="The recipe's name.")],
+    recipe: Annotated[
+        str, typer.Argument(metavar="RECIPE", help="The recipe's name, or its file.")
+    ],
     results: Annotated[
         list[Path] | None,
         typer.Option(
@@ -821,6 +823,8 @@ def history(
         raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(report.FORMATS)}")
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
+    if recipe.endswith(".toml") and Path(recipe).is_file():
+        recipe = load_recipe(Path(recipe))[0].name
     found = report.build_history(results or [DEFAULT_RESULTS], recipe)
     if fmt == "html":
         from benchlab.report.history_html import render_history_html

@@ -11,6 +11,7 @@ from typing import Any
 from benchlab import figures as F
 from benchlab.analysis.changepoints import ChangePoint, SeriesPoint, change_points
 from benchlab.analysis.environment import MACHINE_KEYS, differences
+from benchlab.analysis.evidence import Evidence, Judgement
 from benchlab.errors import UserError
 from benchlab.report.summary import RunSummary, summarise
 from benchlab.store import Store
@@ -53,12 +54,41 @@ class FoundChange:
 
 
 @dataclass(frozen=True)
+class Latest:
+    """The newest run against the segment it would continue (the runs since the last change
+    point on its machine): in it, or out of it, slower or faster."""
+
+    judged: Judgement
+    segment_runs: int
+
+    @property
+    def in_segment(self) -> bool:
+        return not self.judged.decided
+
+    def direction(self, figure: F.Figure) -> str | None:
+        if self.in_segment:
+            return None
+        return "faster" if self.judged.verdict == "a" else "slower"
+
+    def as_json(self, figure: F.Figure) -> dict[str, Any]:
+        ratio = self.judged.ratio
+        return {
+            "in_segment": self.in_segment, "segment_runs": self.segment_runs,
+            "direction": self.direction(figure), "why": self.judged.why,
+            "ratio": None if ratio is None else {
+                "value": ratio.value, "low": ratio.low, "high": ratio.high,
+            },
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class CellSeries:
     key: str
     label: str
     figure: F.Figure
     points: list[HistoryPoint]
     changes: list[FoundChange] = field(default_factory=list)
+    latest: Latest | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,7 +97,15 @@ class CellSeries:
             "figure": self.figure.key,
             "points": [p.as_json() for p in self.points],
             "change_points": [c.as_json(c.change.index) for c in self.changes],
+            "latest": self.latest.as_json(self.figure) if self.latest else None,
         }
+
+    def latest_direction(self) -> str | None:
+        """How the figure moved last: the newest run out of its segment, else the last
+        change point."""
+        if self.latest is not None and not self.latest.in_segment:
+            return self.latest.direction(self.figure)
+        return self.changes[-1].change.direction if self.changes else None
 
 
 @dataclass(frozen=True)
@@ -84,8 +122,8 @@ class History:
         }
 
     def latest_change(self, direction: str) -> list[CellSeries]:
-        """The series whose most recent change point goes `direction`."""
-        return [s for s in self.series if s.changes and s.changes[-1].change.direction == direction]
+        """The series whose figure moved `direction` last."""
+        return [s for s in self.series if s.latest_direction() == direction]
 
 
 def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
@@ -146,8 +184,28 @@ def build_history(stores: list[Path], recipe: str) -> History:
             FoundChange(c, points[c.index], _versions_changed(points[c.index - 1], points[c.index]))
             for c in found
         ]
-        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes))
+        latest = _latest(points, changes, figure, evidence)
+        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes, latest))
     return History(recipe, len(runs), series)
+
+
+def _latest(
+    points: list[HistoryPoint], changes: list[FoundChange], figure: F.Figure, evidence: Evidence
+) -> Latest | None:
+    """The newest point against the runs before it since the last change point or machine."""
+    if len(points) < 2:
+        return None
+    newest = points[-1]
+    start = max((c.change.index for c in changes if c.change.index < len(points) - 1), default=0)
+    for i in range(len(points) - 2, start - 1, -1):
+        if points[i].machine != newest.machine:
+            start = i + 1
+            break
+    segment = points[start:-1]
+    if not segment:
+        return None
+    before = [v for p in segment for v in p.samples]
+    return Latest(evidence.judge(list(newest.samples), before, figure), len(segment))
 
 
 # --- how it is written -------------------------------------------------------------------------
@@ -183,6 +241,15 @@ def _change_text(series: CellSeries, found: FoundChange) -> str:
     )
 
 
+def _latest_text(latest: Latest, figure: F.Figure) -> str:
+    ratio = latest.judged.ratio
+    shown = "" if ratio is None else f" {ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
+    where = f"the {latest.segment_runs} run(s) of its segment"
+    if latest.in_segment:
+        return f"newest run: within{shown} {where} ({latest.judged.why})"
+    return f"newest run: {latest.direction(figure)}{shown} than {where}"
+
+
 def render_text(history: History) -> list[str]:
     lines = [f"history of {history.recipe}: {history.runs} run(s), oldest first"]
     for series in history.series:
@@ -190,6 +257,8 @@ def render_text(history: History) -> list[str]:
         lines.append(f"{series.label} · {series.key} ({series.figure.label}{unit})")
         lines.append(f"  {_series_line(series)}")
         lines += [f"  {_change_text(series, c)}" for c in series.changes]
+        if series.latest is not None:
+            lines.append(f"  {_latest_text(series.latest, series.figure)}")
     changed = sum(1 for s in history.series if s.changes)
     lines.append(f"{changed} of {len(history.series)} cell(s) changed")
     return lines
@@ -197,8 +266,9 @@ def render_text(history: History) -> list[str]:
 
 def render_markdown(history: History) -> str:
     out = [f"## History of {history.recipe} ({history.runs} runs)", ""]
-    out += ["| cell | series (oldest first) | change points |", "|---|---|---|"]
+    out += ["| cell | series (oldest first) | change points | newest run |", "|---|---|---|---|"]
     for series in history.series:
         changes = "<br>".join(_change_text(series, c) for c in series.changes) or "none"
-        out.append(f"| {series.label} | {_series_line(series)} | {changes} |")
+        latest = _latest_text(series.latest, series.figure) if series.latest else "–"
+        out.append(f"| {series.label} | {_series_line(series)} | {changes} | {latest} |")
     return "\n".join(out) + "\n"
