@@ -7,10 +7,12 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import benchlab
+from tests.browser import open_page
+from tests.conftest import REPO, benchlab
 from tests.stored_runs import MACHINE, with_machine, write_run
 
 FAST, SLOW = 4_020.0, 3_200.0
+ARTIFACTS = REPO / "test-artifacts"
 
 
 def _eight_runs(path: Path, flask: list[float], machines: list[dict] | None = None) -> None:
@@ -103,3 +105,25 @@ def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) ->
     args = ["--results", str(main), "--results", str(branch), "--fail-on-change", "slower"]
     failed = benchlab("history", "quick", *args)
     assert failed.returncode == 1 and "flask+gunicorn" in failed.stderr
+
+
+def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    _eight_runs(path, [FAST] * 4 + [SLOW] * 4)
+    page = tmp_path / "history.html"
+    done = benchlab("history", "quick", "--results", str(path), "-f", "html", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    with open_page(page) as browser:
+        charts = browser.evaluate(
+            """Array.from(document.querySelectorAll("figure svg")).map(svg => {
+                   const box = svg.getBoundingClientRect();
+                   return {label: svg.getAttribute("aria-label"), width: box.width,
+                           height: box.height, marks: svg.querySelectorAll("path").length};
+               })"""
+        )
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.screenshot(ARTIFACTS / "history.png")
+        errors = browser.console_errors()
+    assert errors == []
+    assert sorted(c["label"].split(":")[0] for c in charts) == ["flask+gunicorn w=1", "gin w=1"]
+    assert all(c["width"] > 300 and c["height"] > 100 and c["marks"] > 8 for c in charts), charts
