@@ -125,5 +125,5 @@ def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path:
         browser.screenshot(ARTIFACTS / "history.png")
         errors = browser.console_errors()
     assert errors == []
-    assert sorted(c["label"].split(":")[0] for c in charts) == ["flask+gunicorn w=1", "gin w=1"]
+    assert sorted(c["label"].split(" w=")[0] for c in charts) == ["flask+gunicorn", "gin"]
     assert all(c["width"] > 300 and c["height"] > 100 and c["marks"] > 8 for c in charts), charts
