@@ -78,8 +78,10 @@ def debian_versions() -> dict[str, str]:
     return {name: version for name, version in pairs if version}
 
 
-def git_commit() -> str | None:
-    source = Path(__file__).resolve().parent
+def git_commit(source: Path | None = None) -> str | None:
+    """The commit of the repository `source` is in (default: benchlab's own), with "+dirty"
+    when tracked files changed since; None outside a repository."""
+    source = source or Path(__file__).resolve().parent
     try:
         head = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "HEAD"],

@@ -446,7 +446,9 @@ def _run_info(
     )  # fmt: skip
     return RunInfo(
         recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
-        question=recipe.question, command=command, git_commit=machine.git_commit(),
+        # The code under test is the app's: its repository's commit (and dirty state).
+        question=recipe.question, command=command,
+        git_commit=machine.git_commit(spec.directory) or machine.git_commit(),
         server_cores=cores.server, load_cores=cores.load,
         machine={**machine.describe(), "shared_with_another_run": shared},
         options=options.to_json(),
