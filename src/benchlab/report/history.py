@@ -148,9 +148,11 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     if estimate is None or not samples:
         return None
     machine = summary.run.get("machine") or {}
+    # The commit of the code under test: the app's for a tune, benchlab's for its own stacks.
+    commit = (summary.options.tune or {}).get("app_commit") or summary.run.get("git_commit")
     return HistoryPoint(
         run=str(summary.run["id"]), started_at=str(summary.run["started_at"]),
-        commit=summary.run.get("git_commit"), median=estimate.median, low=estimate.low,
+        commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=machine,
     )  # fmt: skip

@@ -442,13 +442,13 @@ def _run_info(
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
             "missing_servers": info.missing_servers, "quick": request.quick,
             "setup": request.setup,
+            # The code under test is the app's: its repository's commit and dirty state.
+            "app_commit": machine.git_commit(spec.directory),
         },
     )  # fmt: skip
     return RunInfo(
         recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
-        # The code under test is the app's: its repository's commit (and dirty state).
-        question=recipe.question, command=command,
-        git_commit=machine.git_commit(spec.directory) or machine.git_commit(),
+        question=recipe.question, command=command, git_commit=machine.git_commit(),
         server_cores=cores.server, load_cores=cores.load,
         machine={**machine.describe(), "shared_with_another_run": shared},
         options=options.to_json(),
