@@ -4,11 +4,16 @@ evidence confirms — on stored runs whose figures the test sets (no load: the s
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from tests.browser import open_page
-from tests.conftest import REPO, benchlab
+from tests.conftest import REPO, benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 
 FAST, SLOW = 4_020.0, 3_200.0
@@ -127,3 +132,41 @@ def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path:
     assert errors == []
     assert sorted(c["label"].split(" w=")[0] for c in charts) == ["flask+gunicorn", "gin"]
     assert all(c["width"] > 300 and c["height"] > 100 and c["marks"] > 8 for c in charts), charts
+
+
+HISTORY_RECIPE = """
+name = "history-test"
+stacks = ["slowable"]
+scenarios = ["json"]
+trials = 3
+warmup = 0
+[[load]]
+connections = 4
+duration = 1
+"""
+
+
+@pytest.mark.slow
+def test_eight_real_runs_slowed_from_the_fifth_give_one_change_point_there(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    """The stack's speed is set by the test (1 ms of work a request, then 4 from run 5): the
+    history finds exactly one change point, at the fifth run, slower."""
+    recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
+    ci_benchlab = [sys.executable, str(REPO / "tests" / "apps" / "ci_benchlab.py")]
+    for run in range(8):
+        slow_ms = "1" if run < 4 else "4"
+        done = subprocess.run(
+            [*ci_benchlab, "run", str(recipe), "--results", str(results)],
+            env={**os.environ, "BENCHLAB_SLOW_MS": slow_ms, "TMPDIR": str(isolated_tmp)},
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    history = json.loads(
+        benchlab("history", "history-test", "--results", str(results), "-f", "json").stdout
+    )
+    (series,) = history["series"]
+    assert len(series["points"]) == 8
+    (change,) = series["change_points"]
+    assert change["index"] == 4 and change["direction"] == "slower", series
+    assert change["ratio"]["high"] < 1
