@@ -58,9 +58,12 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     }
     early = _script("check", env)
     assert early.returncode == 2 and "no baseline store" in early.stderr
-    baseline = _script("baseline", env)
-    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    for _ in range(2):  # two runs on main: the baseline store is its history
+        baseline = _script("baseline", env)
+        assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     assert (out / "baseline.db").exists() and (out / "baseline.html").exists()
+    assert "<svg" in (out / "history.html").read_text()
+    assert "## History of ci-test (2 runs)" in (out / "history.md").read_text()
 
     same = _script("check", env)
     assert same.returncode == 0, same.stdout + same.stderr
@@ -69,6 +72,7 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     assert "No cell slower by more than 10% beyond its interval." in report
     assert f"in {out / 'baseline.db'}" in report and f"in {out / 'branch.db'}" in report
     assert "not measured alike" not in report  # one machine, one environment
+    assert "## History of ci-test (3 runs)" in report and "newest run: within" in report
 
     slowed = _script("check", {**env, "BENCHLAB_SLOW_MS": "4"})
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
@@ -81,6 +85,7 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     # this server's on any machine, and still tells a slowdown from the noise (±15 %).
     assert ratio < 0.8, row
     assert "**FAIL:** slower by more than 10% (or failed, or missing): slowable" in report
+    assert "newest run: slower" in report  # out of main's current segment
     assert list(isolated_tmp.iterdir()) == []
 
 
