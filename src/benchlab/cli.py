@@ -1002,6 +1002,7 @@ def selfcheck(
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
     from benchlab.selfcheck import run_selfcheck
 
+    _claim(False)  # it measures: one load at a time on this machine
     cores = default_cores()
     if noise:
         _noise_check(rounds, duration, connections, cores)
