@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.doctor import doctor_checks
+from benchlab.doctor import apt_command, doctor_checks
 from benchlab.stacks import CATALOGUE
 from tests.conftest import ALL_CORE_STACKS, REPO, benchlab, benchlab_process, living
 from tests.stored_runs import write_run
@@ -45,8 +45,13 @@ def test_doctor_checks_tools_cores_and_pinning() -> None:
 
 def test_doctor_names_the_package_to_install(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    wrk = next(c for c in doctor_checks() if c.name == "wrk")
+    checks = doctor_checks()
+    wrk = next(c for c in checks if c.name == "wrk")
     assert not wrk.ok and wrk.fix == "apt-get install wrk"
+    # Every missing Debian package in one command (ab's apache2-utils, ...).
+    command = apt_command(checks) or ""
+    assert command.startswith("apt-get install -y wrk ") and "apache2-utils" in command
+    assert "(or" not in command  # go's alternative is not an apt package name
 
 
 def test_unknown_command_and_option_exit_2() -> None:

@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -43,7 +44,6 @@ HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     help="Benchmark web stacks fairly: real services, verified responses, honest statistics.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings=HELP_OPTIONS,
     rich_markup_mode=None,
@@ -632,6 +632,20 @@ def report(
 
 
 @app.command()
+def recipes() -> None:
+    """benchlab's own recipes, by the name `run` takes, with the question each answers."""
+    from benchlab.recipe.files import bundled_recipes
+
+    for path in bundled_recipes():
+        recipe, _ = load_recipe(path)
+        console.print(path.stem, markup=False, highlight=False)
+        question = recipe.question or "(no question: see the file)"
+        for line in textwrap.wrap(question, max(console.width - 4, 40)):
+            console.print(f"    {line}", markup=False, highlight=False)
+    console.print("run one: benchlab run NAME (a unique prefix is enough: seed-000)")
+
+
+@app.command()
 def runs(
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[
@@ -734,7 +748,7 @@ def doctor(
     """Check this machine: tools, cores, CPU frequency scaling, pinning; clean up after a
     benchlab that was killed (its processes, directories, namespaces, what it left on SSH
     hosts; its run marked abandoned)."""
-    from benchlab.doctor import doctor_checks
+    from benchlab.doctor import apt_command, doctor_checks
     from benchlab.recovery import clean_stale, live_runs
 
     hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output
@@ -746,9 +760,13 @@ def doctor(
             f"(since {other['started_at']})"
         )
     problems = 0
-    for check in doctor_checks():
+    checks = doctor_checks()
+    for check in checks:
         _print_check(check.ok, check.required, check.name, check.detail, check.fix, width=14)
         problems += (not check.ok) and check.required
+    install = apt_command(checks)
+    if install:
+        console.print(f"to install every missing Debian package: {install}", markup=False)
     if hosts_plan is not None:
         problems += _doctor_hosts(hosts_plan)
     if problems:

@@ -18,8 +18,9 @@ from benchlab.recipe.messages import describe_validation_error, what_was_expecte
 from benchlab.recipe.schema import Recipe
 
 DEFAULT_RECIPE = "quick"
-# The recipes benchlab comes with, found by name from any directory.
-BUNDLED_RECIPES = Path(__file__).resolve().parents[3] / "recipes"
+# The recipes benchlab comes with (package data: an installed benchlab has them too), found
+# by name from any directory. The checkout's recipes/ is a link to them.
+BUNDLED_RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 
 
 def bundled_recipes() -> list[Path]:

@@ -1,0 +1,63 @@
+"""benchlab as a tool in the user's own project: the wheel built from this checkout, installed
+into a fresh virtualenv outside it, run from an empty directory — a quick run, its HTML
+report, and a tune of a small app in that directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+UV = Path(sys.executable).with_name("uv")
+APP = """
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+
+def _run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, env={**env, "COLUMNS": "100"}, capture_output=True,
+        text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> None:
+    dist, venv, work = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
+    built = _run(UV, "build", "--wheel", "--out-dir", dist, REPO, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = dist.glob("benchlab-*.whl")
+    assert _run(UV, "venv", "--python", sys.executable, venv, cwd=tmp_path).returncode == 0
+    installed = _run(
+        UV, "pip", "install", "--python", venv / "bin" / "python", wheel,
+        "--constraint", REPO / "requirements.lock", cwd=tmp_path,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    work.mkdir()
+    (work / "app.py").write_text(APP)
+    benchlab = venv / "bin" / "benchlab"
+    listed = _run(benchlab, "recipes", cwd=work)
+    assert listed.returncode == 0 and "seed-000-gin-vs-python" in listed.stdout, listed.stderr
+    run = _run(
+        benchlab, "run", "quick", "--duration", "1", "--trials", "1", "--results", "r.db",
+        cwd=work,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = _run(benchlab, "report", "--results", "r.db", "-o", "x.html", cwd=work)
+    assert page.returncode == 0 and (work / "x.html").stat().st_size > 10_000, page.stderr
+    tune = _run(
+        benchlab, "tune", "app.py:app", "--python", venv / "bin" / "python", "--quick",
+        "--servers", "gunicorn-sync", "--workers", "1", "--check-body", "ok",
+        "--results", "r.db", "-f", "json", "-o", "tune.json", cwd=work,
+    )  # fmt: skip
+    assert tune.returncode == 0, tune.stdout + tune.stderr
+    assert '"command": "gunicorn app:app' in (work / "tune.json").read_text()
+    assert REPO.as_posix() not in (work / "tune.json").read_text()  # nothing of the checkout
