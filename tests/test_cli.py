@@ -109,13 +109,13 @@ def test_a_signal_stops_selfcheck_and_leaves_nothing(
     assert list(isolated_tmp.iterdir()) == []
 
 
-def test_readme_stacks_table_is_the_catalogue() -> None:
+def test_the_stacks_page_table_is_the_catalogue() -> None:
     from benchlab.stacks import catalogue_markdown
     from tests.conftest import REPO
 
-    readme = (REPO / "README.md").read_text()
-    begin, end = readme.index("<!-- stacks:begin"), readme.index("<!-- stacks:end -->")
-    table = readme[readme.index("\n", begin) + 1 : end]
+    page = (REPO / "docs" / "stacks.md").read_text()
+    begin, end = page.index("<!-- stacks:begin"), page.index("<!-- stacks:end -->")
+    table = page[page.index("\n", begin) + 1 : end]
     assert table == catalogue_markdown(), "regenerate it: benchlab stacks --format md"
 
 

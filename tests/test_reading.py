@@ -7,8 +7,10 @@ command line around it (runs, latest~N, -o by extension, -h, --version, a bare .
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -344,6 +346,7 @@ def test_the_docs_stand_alone_without_files_outside_the_repository() -> None:
     for section in ("## Choosing the load", "## Reading the results", "## Using it in CI",
                     "## Your own app: `benchlab tune`", "## How long a run takes"):  # fmt: skip
         assert section in readme, section
+    assert len(readme.splitlines()) <= 300  # the guide; the reference is docs/
     recipe = (REPO / "recipes" / "fastapi-flask-gin.toml").read_text()
     lines = [line for line in recipe.splitlines() if line and not line.startswith("#")]
     assert len(lines) == 5 and "\n".join(lines) in first_screen  # the recipe shown is the file
@@ -378,3 +381,15 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
         benchlab("report", "--results", str(tmp_path / "r.db"), "-f", "json").stdout
     )
     assert [len(t["stacks"]) for t in report["takeaways"][0]["tiers"]] == [1, 1, 2, 1]
+
+
+def test_the_reference_builds_as_a_site_with_no_broken_link(tmp_path: Path) -> None:
+    """docs/ as an MkDocs site, --strict: a broken link or a page outside the nav fails."""
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    pages = {p.stem for p in (REPO / "docs").glob("*.md")}
+    assert {p.parent.name for p in (tmp_path / "site").glob("*/index.html")} == pages - {"index"}
