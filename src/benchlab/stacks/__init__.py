@@ -9,7 +9,7 @@ CATALOGUE: dict[str, Stack] = {s.name: s for s in (*NGINX_STACKS, *GO_STACKS, *P
 
 
 def catalogue_markdown() -> str:
-    """The catalogue as a Markdown table (the README's is this, regenerated)."""
+    """The catalogue as a Markdown table (docs/stacks.md's is this, regenerated)."""
     rows = [
         "| stack | framework | server | worker model | flavours | scenarios | status here |",
         "| --- | --- | --- | --- | --- | --- | --- |",
