@@ -139,3 +139,22 @@ def test_a_pair_the_run_stopped_before_deciding_is_called_undecided_not_a_tie(
     assert "tornado ≈ fastapi+uvicorn (undecided: about " in only.sentence, only.sentence
     tier = next(t for t in only.tiers if len(t.cells) == 2)
     assert tier.as_json()["undecided"].endswith("more round(s) would decide it")
+
+
+def test_the_report_shows_the_noise_the_run_found_measured(tmp_path: Path) -> None:
+    from benchlab.report.html import render_html
+    from tests.stored_runs import MACHINE
+
+    noise = {"within_launch": 0.021, "between_launches": 0.064, "shared_by_round": 0.012,
+             "own_drift": 0.03, "rounds": 6, "pairing_helps": False,
+             "measured_at": "2026-11-25T00:10:00+00:00"}  # fmt: skip
+    path = tmp_path / "r.db"
+    run_id = write_run(path, machine={**MACHINE, "noise": noise})
+    page = render_html(summarise(Store(path), run_id))
+    assert "within a launch ±2.1 %, between launches ±6.4 %, shared by a round ±1.2 %" in page
+    assert (
+        "(benchlab selfcheck --noise, 6 rounds, 2026-11-25); ratios between stacks: ratio of"
+        in page
+    )
+    plain = write_run(tmp_path / "p.db")
+    assert "<b>noise</b>" not in render_html(summarise(Store(tmp_path / "p.db"), plain))

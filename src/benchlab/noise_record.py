@@ -23,18 +23,34 @@ def machine_key() -> dict[str, Any]:
     return {k: facts.get(k) for k in ("cpu", "cores", "kernel")}
 
 
-def stored_noise() -> NoiseComponents | None:
-    """The last decomposition measured on this machine, if any."""
+def _record() -> dict[str, Any] | None:
     try:
         data = json.loads(noise_path().read_text())
-        if data.get("machine") != machine_key():
-            return None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("machine") == machine_key() else None
+
+
+def noise_facts() -> dict[str, Any] | None:
+    """What a run stores with its machine: the components and when they were measured."""
+    data = _record()
+    if data is None or stored_noise() is None:
+        return None
+    return {**data["components"], "measured_at": data.get("measured_at")}
+
+
+def stored_noise() -> NoiseComponents | None:
+    """The last decomposition measured on this machine, if any."""
+    data = _record()
+    if data is None:
+        return None
+    try:
         c = data["components"]
         return NoiseComponents(
             c["within_launch"], c["between_launches"], c["shared_by_round"], c["own_drift"],
             c["rounds"],
         )  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 

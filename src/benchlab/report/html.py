@@ -29,6 +29,7 @@ from benchlab.report.wording import (
     interval_note,
     load_host_lines,
     method_notes,
+    noise_line,
     relative_rows,
     stack_facts,
 )
@@ -198,6 +199,7 @@ def render_html(summary: RunSummary) -> str:
             baseline=summary.baseline,
             flips=flip_lines(summary),
             interval_note=interval_note(summary),
+            noise=noise_line(run.get("machine") or {}),
             method_notes=method_notes(summary),
             ranked_by=summary.ranked_by,
             tune=tune,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
@@ -288,3 +289,19 @@ def load_host_lines(summary: RunSummary) -> list[str]:
         for cell in summary.cells
         if cell.load_hosts
     ]
+
+
+def noise_line(machine: dict[str, Any]) -> str | None:
+    """The machine's measured noise, as the run found it stored (selfcheck --noise)."""
+    noise = machine.get("noise")
+    if not noise:
+        return None
+    parts = ", ".join(
+        f"{name} ±{100 * noise[key]:.1f} %"
+        for name, key in (
+            ("within a launch", "within_launch"), ("between launches", "between_launches"),
+            ("shared by a round", "shared_by_round"), ("a stack's own drift", "own_drift"),
+        )
+    )  # fmt: skip
+    when = str(noise.get("measured_at") or "")[:10]
+    return f"{parts} (benchlab selfcheck --noise, {noise.get('rounds')} rounds, {when})"

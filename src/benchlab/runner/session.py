@@ -23,7 +23,7 @@ from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
-from benchlab.noise_record import stored_noise
+from benchlab.noise_record import noise_facts, stored_noise
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
@@ -146,6 +146,8 @@ class Session:
             machine={
                 **machine.describe(),
                 "shared_with_another_run": self.options.shared_machine,
+                # Where this machine's variation comes from, if selfcheck --noise measured it.
+                "noise": None if plan.recipe.hosts else noise_facts(),
             },
             options=RunOptions.from_recipe(plan.recipe, self._rounds_move_together()).to_json(),
         )
