@@ -26,6 +26,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 ALL_CORE_STACKS = ["nginx-static", "gin", "fastapi+uvicorn", "flask+gunicorn", "sanic", "tornado"]
 
 
+# A recipe of one stack whose speed a test sets (tests/apps: $BENCHLAB_SLOW_MS of work a
+# request), short enough to run several times in a test.
+SLOWABLE_RECIPE = """
+name = "{name}"
+stacks = ["slowable"]
+scenarios = ["json"]
+trials = 3
+warmup = 0
+[[load]]
+connections = 4
+duration = 1
+"""
+
+
 def write_recipe(directory: Path, body: str, name: str = "recipe.toml") -> Path:
     path = directory / name
     path.write_text(textwrap.dedent(body))

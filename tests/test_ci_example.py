@@ -16,20 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, write_recipe
+from tests.conftest import REPO, SLOWABLE_RECIPE, write_recipe
 
 SCRIPT = REPO / "examples" / "ci" / "benchmark.sh"
 WORKFLOW = REPO / "examples" / "ci" / "benchmark.yml"
-RECIPE = """
-name = "ci-test"
-stacks = ["slowable"]
-scenarios = ["json"]
-trials = 3
-warmup = 0
-[[load]]
-connections = 4
-duration = 1
-"""
+RECIPE = SLOWABLE_RECIPE.format(name="ci-test")
 
 
 def _script(step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

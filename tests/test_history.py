@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import open_page
-from tests.conftest import REPO, benchlab, write_recipe
+from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 
 FAST, SLOW = 4_020.0, 3_200.0
@@ -87,13 +87,18 @@ def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "no finished run of recipe 'seed-000'" in done.stderr
 
 
-def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
+def _history_page(tmp_path: Path) -> Path:
+    """The HTML history of eight runs, slowed from the fifth."""
     path = tmp_path / "history.db"
     _eight_runs(path, [FAST] * 4 + [SLOW] * 4)
     page = tmp_path / "history.html"
     done = benchlab("history", "quick", "--results", str(path), "-f", "html", "-o", str(page))
     assert done.returncode == 0, done.stderr
-    text = page.read_text()
+    return page
+
+
+def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
+    text = _history_page(tmp_path).read_text()
     assert text.count("<svg") == 2 and "flask+gunicorn" in text and "▼" in text
     assert "<script" not in text and not re.search(r'(src|href)="https?:', text)  # offline
 
@@ -113,12 +118,7 @@ def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) ->
 
 
 def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path: Path) -> None:
-    path = tmp_path / "history.db"
-    _eight_runs(path, [FAST] * 4 + [SLOW] * 4)
-    page = tmp_path / "history.html"
-    done = benchlab("history", "quick", "--results", str(path), "-f", "html", "-o", str(page))
-    assert done.returncode == 0, done.stderr
-    with open_page(page) as browser:
+    with open_page(_history_page(tmp_path)) as browser:
         charts = browser.evaluate(
             """Array.from(document.querySelectorAll("figure svg")).map(svg => {
                    const box = svg.getBoundingClientRect();
@@ -134,16 +134,7 @@ def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path:
     assert all(c["width"] > 300 and c["height"] > 100 and c["marks"] > 8 for c in charts), charts
 
 
-HISTORY_RECIPE = """
-name = "history-test"
-stacks = ["slowable"]
-scenarios = ["json"]
-trials = 3
-warmup = 0
-[[load]]
-connections = 4
-duration = 1
-"""
+HISTORY_RECIPE = SLOWABLE_RECIPE.format(name="history-test")
 
 
 @pytest.mark.slow
