@@ -5,6 +5,8 @@ any data of its own, how its ratios get their intervals."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,9 @@ def noise_path() -> Path:
 
 
 def machine_key() -> dict[str, Any]:
-    facts = machine.describe()
-    return {k: facts.get(k) for k in ("cpu", "cores", "kernel")}
+    """The facts a noise measurement holds for (those of machine.describe(), without the
+    version probes it also runs)."""
+    return {"cpu": machine.cpu_model(), "cores": os.cpu_count(), "kernel": platform.release()}
 
 
 def _record() -> dict[str, Any] | None:
@@ -31,19 +34,7 @@ def _record() -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("machine") == machine_key() else None
 
 
-def noise_facts() -> dict[str, Any] | None:
-    """What a run stores with its machine: the components and when they were measured."""
-    data = _record()
-    if data is None or stored_noise() is None:
-        return None
-    return {**data["components"], "measured_at": data.get("measured_at")}
-
-
-def stored_noise() -> NoiseComponents | None:
-    """The last decomposition measured on this machine, if any."""
-    data = _record()
-    if data is None:
-        return None
+def _components(data: dict[str, Any]) -> NoiseComponents | None:
     try:
         c = data["components"]
         return NoiseComponents(
@@ -52,6 +43,16 @@ def stored_noise() -> NoiseComponents | None:
         )  # fmt: skip
     except (KeyError, TypeError):
         return None
+
+
+def noise_facts() -> dict[str, Any] | None:
+    """What a run stores with its machine: the components, whether pairing by round helps,
+    and when they were measured."""
+    data = _record()
+    found = None if data is None else _components(data)
+    if data is None or found is None:
+        return None
+    return {**found.as_json(), "measured_at": data.get("measured_at")}
 
 
 def keep_noise(found: NoiseComponents, design: dict[str, Any]) -> Path:

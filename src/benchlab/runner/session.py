@@ -23,7 +23,7 @@ from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
-from benchlab.noise_record import noise_facts, stored_noise
+from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
@@ -134,6 +134,7 @@ class Session:
 
     def _info(self) -> RunInfo:
         plan = self.plan
+        noise = None if plan.recipe.hosts else noise_facts()  # measured here, not on the hosts
         return RunInfo(
             recipe_path=str(plan.path),
             recipe_name=plan.recipe.name,
@@ -147,17 +148,13 @@ class Session:
                 **machine.describe(),
                 "shared_with_another_run": self.options.shared_machine,
                 # Where this machine's variation comes from, if selfcheck --noise measured it.
-                "noise": None if plan.recipe.hosts else noise_facts(),
+                "noise": noise,
             },
-            options=RunOptions.from_recipe(plan.recipe, self._rounds_move_together()).to_json(),
+            # Whether this machine's rounds move every stack together (selfcheck --noise).
+            options=RunOptions.from_recipe(
+                plan.recipe, bool(noise and noise["pairing_helps"])
+            ).to_json(),
         )
-
-    def _rounds_move_together(self) -> bool:
-        """What this machine's measured noise says (selfcheck --noise), when the run is on it."""
-        if self.plan.recipe.hosts:
-            return False
-        noise = stored_noise()
-        return noise is not None and noise.pairing_helps
 
     def _open_hosts(self, journal: Journal) -> None:
         """Make the run's namespaces, connect to its SSH hosts, and store what each is."""
