@@ -23,6 +23,12 @@ REPO = Path(__file__).resolve().parent.parent
 # tests that press Ctrl-C would press it on a process that cannot hear it.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# The suite's runs choose their ratio method as a fresh machine's would: never from a noise
+# record `benchlab selfcheck --noise` left in this machine's cache (it can switch them to
+# paired ratios, which need more rounds than the tests' short runs have).
+os.environ["BENCHLAB_NOISE_RECORD"] = str(
+    Path(tempfile.gettempdir()) / f"benchlab-tests-{os.getpid()}-noise.json"
+)
 ALL_CORE_STACKS = ["nginx-static", "gin", "fastapi+uvicorn", "flask+gunicorn", "sanic", "tornado"]
 
 

@@ -327,6 +327,23 @@ def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: P
     assert "Rank flips" in md and "[few-sessions]" in md
 
 
+# A run whose unchanged reference (nginx-static) spread more than 1.5x across its own trials
+# was disturbed while it ran: seen once in CI, every trial of one run 2-50x slower for half a
+# minute, so that run compared nothing. Such a run is measured again (at most twice more);
+# the reference, not the machine's speed, says when.
+STEADY_REFERENCE_SPREAD = 1.5
+
+
+def _steady_run(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+    for attempt in range(3):
+        run_id = _execute(tmp_path, store, recipe_text, f"{attempt}-{name}")
+        cells = _report(store.path, run_id)["cells"]
+        reference = next(c for c in cells if c["stack"] == "nginx-static")["throughput_rps"]
+        if reference["high"] <= STEADY_REFERENCE_SPREAD * reference["low"]:
+            break
+    return run_id
+
+
 @pytest.mark.slow
 def test_compare_same_recipe_twice_and_a_slowed_stack(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
@@ -346,10 +363,10 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
         duration = 1
     """
     monkeypatch.setenv("BENCHLAB_SLOW_MS", "0")
-    first = _execute(tmp_path, store, recipe, "a.toml")
-    second = _execute(tmp_path, store, recipe, "b.toml")
+    first = _steady_run(tmp_path, store, recipe, "a.toml")
+    second = _steady_run(tmp_path, store, recipe, "b.toml")
     monkeypatch.setenv("BENCHLAB_SLOW_MS", "2")
-    slowed = _execute(tmp_path, store, recipe, "c.toml")
+    slowed = _steady_run(tmp_path, store, recipe, "c.toml")
     # Two runs one after the other are not interleaved: the whole machine can be slower for
     # the second (a neighbour on the VM; seen: both stacks at 0.77-0.80). nginx-static, which
     # nothing changes, measures that drift; the regression threshold allows it on top of 10 %.

@@ -15,9 +15,14 @@ from benchlab import machine
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.build_cache import cache_dir
 
+NOISE_RECORD_VARIABLE = "BENCHLAB_NOISE_RECORD"
+
 
 def noise_path() -> Path:
-    return cache_dir().parent / "noise.json"
+    """Where the record is kept: benchlab's cache, unless $BENCHLAB_NOISE_RECORD names a file
+    (the tests do, so that this machine's record never changes how their runs compare)."""
+    override = os.environ.get(NOISE_RECORD_VARIABLE)
+    return Path(override) if override else cache_dir().parent / "noise.json"
 
 
 def machine_key() -> dict[str, Any]:
