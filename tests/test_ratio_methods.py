@@ -158,3 +158,37 @@ def test_the_report_shows_the_noise_the_run_found_measured(tmp_path: Path) -> No
     )
     plain = write_run(tmp_path / "p.db")
     assert "<b>noise</b>" not in render_html(summarise(Store(tmp_path / "p.db"), plain))
+
+
+def test_a_lead_the_run_stopped_before_deciding_is_not_called_a_tie(tmp_path: Path) -> None:
+    medians = {"sanic": {"json": 10_000}, "tornado": {"json": 9_500},
+               "flask+gunicorn": {"json": 1_000}}  # fmt: skip
+    options = RunOptions(baseline="flask+gunicorn", ratio_method="sequential")
+    path = tmp_path / "r.db"
+    own = {"sanic": (0.96, 1.04, 1.0, 0.97, 1.03, 1.01),
+           "tornado": (1.03, 0.98, 0.96, 1.04, 1.0, 0.99)}  # fmt: skip
+    run_id = write_run(path, medians, trials=6, options=options, own_spread=own)
+    (only,) = takeaways(summarise(Store(path), run_id))
+    assert "tie at the top" not in only.sentence, only.sentence
+    assert only.sentence.startswith("sanic and tornado lead, undecided among them (sanic first"), (
+        only.sentence
+    )
+    assert "more round(s) would decide it); sanic served" in only.sentence, only.sentence
+
+
+def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
+    from benchlab.analysis.sequential import FIRST_DECISIVE_ROUND, t_interval
+    from benchlab.cli import BUDGET_MAX_TRIALS, _budgeted
+    from benchlab.recipe import load_recipe, resolve_recipe
+
+    # The sequence can exclude nothing before FIRST_DECISIVE_ROUND rounds, and can at it.
+    assert t_interval(FIRST_DECISIVE_ROUND - 1, 1.0, 0.01) == (-math.inf, math.inf)
+    assert math.isfinite(t_interval(FIRST_DECISIVE_ROUND, 1.0, 0.01)[0])
+    seed, _ = load_recipe(resolve_recipe("seed-000"))
+    assert seed.trials > FIRST_DECISIVE_ROUND
+    budgeted = _budgeted(seed, trials_given=False)
+    assert (budgeted.trials, budgeted.max_trials) == (FIRST_DECISIVE_ROUND, BUDGET_MAX_TRIALS)
+    # --trials given on the command line is the user's, and kept.
+    assert _budgeted(seed, trials_given=True).trials == seed.trials
+    quick, _ = load_recipe(resolve_recipe("quick"))
+    assert _budgeted(quick, trials_given=False).trials == quick.trials

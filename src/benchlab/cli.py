@@ -31,7 +31,7 @@ from benchlab.stacks import CATALOGUE, catalogue_markdown
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
-    from benchlab.recipe import CoreAssignment, Plan
+    from benchlab.recipe import CoreAssignment, Plan, Recipe
     from benchlab.report.exporters import Exporter
     from benchlab.runner import Reporter, RunOutcome
     from benchlab.scenarios import Expectation
@@ -293,6 +293,19 @@ def _options(
 BUDGET_MAX_TRIALS = 40
 
 
+def _budgeted(recipe: Recipe, trials_given: bool) -> Recipe:
+    """A recipe run under --budget: base rounds only up to the first at which a decision can
+    be taken (the rounds after go to the pairs still undecided), up to max_trials."""
+    from benchlab.analysis.sequential import FIRST_DECISIVE_ROUND
+
+    update: dict[str, int] = {}
+    if not trials_given and recipe.trials > FIRST_DECISIVE_ROUND:
+        update["trials"] = FIRST_DECISIVE_ROUND
+    if recipe.max_trials is None:
+        update["max_trials"] = max(recipe.trials, BUDGET_MAX_TRIALS)
+    return recipe.model_copy(update=update)
+
+
 @app.command()
 def run(
     recipe_name: RunRecipeNameArgument = DEFAULT_RECIPE,
@@ -327,8 +340,8 @@ def run(
     loaded = apply_overrides(
         loaded, duration=duration, trials=trials, connections=connections, points=point, path=recipe
     )
-    if budget is not None and loaded.max_trials is None:
-        loaded = loaded.model_copy(update={"max_trials": max(loaded.trials, BUDGET_MAX_TRIALS)})
+    if budget is not None:
+        loaded = _budgeted(loaded, trials_given=trials is not None)
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")

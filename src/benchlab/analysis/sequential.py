@@ -26,6 +26,9 @@ from enum import Enum
 
 ALPHA = 0.05
 PRIOR_G = 1.0  # the first n at which anything can be excluded at alpha 0.05 is 5
+# The first round at which the sequence (ALPHA, PRIOR_G) can decide anything: a run that
+# stops on its data needs no more base rounds than this before its adaptive ones.
+FIRST_DECISIVE_ROUND = 5
 
 
 def t_interval(

@@ -107,15 +107,25 @@ def _cautions(cells: Sequence[CellSummary], names: dict[str, str], skip: str = "
 
 
 def _tied_lead(
-    top: Sequence[CellSummary], names: dict[str, str], figure: F.Figure, evidence: Evidence
+    top: Sequence[CellSummary],
+    names: dict[str, str],
+    figure: F.Figure,
+    evidence: Evidence,
+    pending: str | None = None,
 ) -> str:
     """The stacks the evidence rule cannot separate from the first. Close medians make a tie
-    plain; far-apart ones (wide intervals) say that the rule, not the medians, ties them."""
+    plain; far-apart ones (wide intervals) say that the rule, not the medians, ties them. A
+    run that stopped before deciding them (`pending`: what would) says so: not a tie."""
     values = [c.value(figure) or 0.0 for c in top]
     low, high = min(values), max(values)
     close = low > 0 and 100 * (high / low - 1) <= evidence.min_effect_pct
     first = names[top[0].key]
     who = f"{len(top)} stacks" if len(top) > 3 else _listed([names[c.key] for c in top])
+    if pending:
+        return (
+            f"{who} lead, undecided among them ({first} first, medians "
+            f"{_spread(top, figure)}; {pending}); "
+        )
     if close:
         where = f"{_spread(top, figure)}, {first} first" if len(top) > 3 else _spread(top, figure)
         return f"{who} tie at the top ({where}); "
@@ -185,7 +195,8 @@ def point_sentence(
         v.name == CLIENT_BOUND.name for v in best.verdicts
     )
     win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
-    lead = _tied_lead(top, names, figure, evidence) if len(top) > 1 else ""
+    pending = next((judged[c.key].pending for c in top if judged[c.key].pending), None)
+    lead = _tied_lead(top, names, figure, evidence, pending) if len(top) > 1 else ""
     tail = ""
     if len(rest) > 1 and others:
         listed = (

@@ -36,5 +36,6 @@ def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOpt
     with session.running(len(plan.cells) * recipe.trials) as outcome:
         session.add_cells(plan.cells)
         session.prepare(plan.cells)
-        Measurer(session).measure(plan.cells, recipe.trials, recipe.max_trials)
+        options = MeasureOptions(launches_fit_deadline=True)
+        Measurer(session, options).measure(plan.cells, recipe.trials, recipe.max_trials)
     return outcome

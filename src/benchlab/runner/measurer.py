@@ -36,6 +36,10 @@ class MeasureOptions:
     # Variables every launch gets (addresses of the services the app was told about); read
     # at each launch, since the services start after the measurer is made.
     extra_env: Callable[[], dict[str, str]] = field(default=dict)
+    # A launch starts only if its estimated time fits before the deadline (a run's
+    # --budget), rather than whenever the deadline has not passed yet (tune, which keeps
+    # its own reserve for the proof).
+    launches_fit_deadline: bool = False
 
 
 class Measurer:
@@ -86,7 +90,8 @@ class Measurer:
         for round_index in range(rounds, max_rounds):
             live = [c for c in cells if c in session.measured and c not in session.failed]
             pending, waiting = self._still_to_decide(live)
-            if not pending or not session.time_left():
+            # The whole round or none: a pair is compared only in rounds that measured both.
+            if not pending or not session.time_left(self._launch_seconds(pending)):
                 return
             session.reporter.status(
                 f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
@@ -157,8 +162,16 @@ class Measurer:
         shift = round_index % len(launches)
         for group in launches[shift:] + launches[:shift]:
             live = [c for c in group if c not in failed]
-            if live and self.session.time_left():
+            if live and self.session.time_left(self._launch_seconds(live)):
                 self._run_launch(live, round_index)
+
+    def _launch_seconds(self, cells: Sequence[Cell]) -> float:
+        """What one launch of these cells is expected to take, when launches must fit."""
+        if not self.options.launches_fit_deadline or self.session.deadline_s is None:
+            return 0.0
+        done = {c: self.done_rounds(c) for c in cells}
+        warmup = self.session.plan.recipe.warmup
+        return estimate(cells, dict.fromkeys(cells, 1), done, warmup, self.session.costs).total_s
 
     # --- one launch of a stack, one round ---------------------------------------------------
 

@@ -192,9 +192,10 @@ class Session:
         """Until the deadline (infinite without one)."""
         return math.inf if self.deadline_s is None else self.deadline_s - self.elapsed_s()
 
-    def time_left(self) -> bool:
-        """Whether a launch may still start (a deadline spent says so once)."""
-        if self.seconds_left() > 0:
+    def time_left(self, needs_s: float = 0.0) -> bool:
+        """Whether a launch that takes `needs_s` may still start before the deadline (a
+        deadline spent says so once)."""
+        if self.seconds_left() > needs_s:
             return True
         if not self.out_of_time:
             self.reporter.status("the budget is spent: no more launches")
