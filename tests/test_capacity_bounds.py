@@ -3,6 +3,7 @@ report makes of a replicate that never saw a rate miss (no load: the store's own
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -48,6 +49,42 @@ def test_the_search_brackets_a_known_capacity_and_calls_an_unbracketed_one_a_bou
     later: list[float] = []
     climbed = capacity.search(1, 2282.0, [778.0], _held_below(1e9, later), 0.05)
     assert climbed.bracket_high_rps is None and climbed.capacity_rps >= 2282, later
+
+
+def test_a_rate_held_for_a_step_but_not_sustained_is_not_the_capacity() -> None:
+    # A server whose queue builds slowly: a 2-s step holds up to 700 req/s, a sustained
+    # window only up to 520 (a Django site held 378 in its search and missed over 10 s).
+    steps: list[float] = []
+    confirms: list[float] = []
+
+    def confirm(rate: float, kind: str) -> bool:
+        assert kind == "confirm"
+        confirms.append(rate)
+        return rate <= 520
+
+    found = capacity.search(0, 1000.0, [], _held_below(700, steps), 0.05, confirm)
+    assert 0.8 * 520 <= found.capacity_rps <= 520, (found, steps, confirms)
+    assert found.bracket_high_rps is not None and found.bracket_high_rps <= 700, found
+    assert confirms[-1] == found.capacity_rps and len(confirms) <= capacity.MAX_CONFIRMS
+    plain = capacity.search(0, 1000.0, [], _held_below(700, []), 0.05)
+    assert found.stop == "bracketed" and found.probes == plain.probes + len(confirms), found
+    # Sustained, nothing near the step's rates holds: bounded confirmations, and the
+    # replicate has no capacity (stop "unconfirmed"), never one that held only for a step.
+    tried: list[float] = []
+    never = capacity.search(0, 1000.0, [], _held_below(700, []), 0.05, _held_below(100, tried))
+    assert len(tried) == capacity.MAX_CONFIRMS and never.stop == "unconfirmed", never
+    assert never.capacity_rps == 0 and never.bracket_high_rps == tried[-1], never
+    # Without a confirmation asked, the step's rate stands.
+    assert plain.capacity_rps >= 665
+
+
+def test_a_proof_steps_down_further_each_time_it_misses() -> None:
+    rates = [1000.0]
+    for misses in range(1, 4):
+        rates.append(capacity.step_down(rates[-1], misses))
+    steps = [b / a for a, b in itertools.pairwise(rates)]
+    assert steps[0] > steps[1] > steps[2], steps  # each step down larger than the last
+    assert rates[-1] < 0.4 * rates[0], rates  # three misses reach below 40 %
 
 
 def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:

@@ -9,7 +9,7 @@ import math
 import random
 import statistics
 
-from benchlab.analysis.sequential import ALPHA, Decision, decide_pair
+from benchlab.analysis.sequential import ALPHA, FIRST_DECISIVE_ROUND, Decision, decide_pair
 
 RUNS = 1_000
 FIRST_ROUND, LAST_ROUND = 3, 40
@@ -93,10 +93,12 @@ def test_a_tie_is_declared_only_within_the_threshold() -> None:
     assert ties_outside / RUNS <= ALPHA, ties_outside
 
 
-def test_the_sequence_needs_five_rounds_and_narrows_with_more() -> None:
+def test_the_sequence_needs_its_first_decisive_round_and_narrows_with_more() -> None:
     logs_first = [1000.0 * f for f in (1.05, 0.98, 1.11, 1.0, 1.07, 1.03, 1.09, 0.99)]
     ones = [1000.0] * 8
-    assert decide_pair(logs_first[:4], ones[:4], 5.0).high == math.inf  # nothing yet
-    at_five = decide_pair(logs_first[:5], ones[:5], 5.0)
+    first = FIRST_DECISIVE_ROUND
+    before = decide_pair(logs_first[: first - 1], ones[: first - 1], 5.0)
+    assert before.high == math.inf  # nothing yet
+    at_first = decide_pair(logs_first[:first], ones[:first], 5.0)
     at_eight = decide_pair(logs_first, ones, 5.0)
-    assert at_five.high < math.inf and at_eight.high - at_eight.low < at_five.high - at_five.low
+    assert at_first.high < math.inf and at_eight.high - at_eight.low < at_first.high - at_first.low

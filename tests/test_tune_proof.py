@@ -54,8 +54,8 @@ def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
     survivors, replicates = fit_search(3, left, slower=1.6) or (0, 0)
     assert survivors * search_cost(replicates) < 3 * search_cost(4)
     # Without the proof's reserve the same seconds hold more.
-    assert fit_search(3, 3 * search_cost(4), proof=True) != (3, 4)
-    assert fit_search(3, 3 * search_cost(4), proof=False) == (3, 4)
+    assert fit_search(3, 3 * search_cost(4), proofs=1) != (3, 4)
+    assert fit_search(3, 3 * search_cost(4), proofs=0) == (3, 4)
 
 
 HELD_SECOND = ((1150.0, 130.0, False), (978.0, 35.0, True))

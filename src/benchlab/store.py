@@ -186,7 +186,9 @@ class CapacityRecord:
     probes: int
     # Why the search stopped: bracketed (narrower than the resolution), ceiling (held up to
     # what the connections carry), probes (out of probes), floor (not held at the lowest
-    # rate worth sending), no-closed-loop (nothing to start from). None: an older store.
+    # rate worth sending), no-closed-loop (nothing to start from), unconfirmed (its highest
+    # held rate missed the sustained window the [slo] asks, MAX_CONFIRMS times). None: an
+    # older store.
     stop: str | None = None
 
 

@@ -370,7 +370,7 @@ def _at_capacity(trials: list[TrialRecord], capacities: list[CapacityRecord]) ->
             continue
         at = [
             t for t in trials
-            if t.round == record.round and t.probe in ("step", "search")
+            if t.round == record.round and t.probe in ("step", "search", "confirm")
             and t.target_rate == record.bracket_low_rps
         ]  # fmt: skip
         if at:

@@ -185,6 +185,16 @@ def point_sentence(
             if len(ranked) <= 3
             else f"All {len(ranked)} stacks"
         )
+        pending = next((judged[c.key].pending for c in ranked if judged[c.key].pending), None)
+        if pending:
+            low, high = ranked[-1], ranked[0]
+            return (
+                f"Undecided: the run stopped before the evidence rule could order these "
+                f"stacks (medians from {names[low.key]}, "
+                f"{F.compact_number(low.value(figure) or 0)}, to {names[high.key]}, "
+                f"{F.compact_number(high.value(figure) or 0)} {figure.unit}); for "
+                f"{names[high.key]} against the next, {pending}{_cautions(ranked, names)}."
+            )
         return (
             f"{who} are {_spread(ranked, figure)}: a tie by the evidence rule"
             f"{_cautions(ranked, names)}."

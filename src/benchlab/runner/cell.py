@@ -195,11 +195,22 @@ class CellRunner:
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
 
+        def confirm(rate: float, kind: str) -> bool:
+            if not self.verified(launched, cell, "verification between probes"):
+                raise _CellFailed
+            sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
+            missed = capacity.proof_miss(take(at_rate(sustained, rate), kind), target)
+            verdict = "held" if missed is None else f"missed: {missed}"
+            seconds = recipe.slo.sustain_s
+            session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")
+            return missed is None
+
         previous = [c.capacity_rps for c in session.store.capacities(cell_id)]
         try:
             found = capacity.search(
-                launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100
-            )
+                launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100,
+                confirm if recipe.slo.sustain_s else None,
+            )  # fmt: skip
         except _CellFailed:
             return ""
         session.store.add_capacity(cell_id, found)

@@ -152,7 +152,9 @@ class Measurer:
     def _run_round(self, round_index: int, cells: Sequence[Cell]) -> None:
         failed = self.session.failed
         todo = [c for c in cells if c not in failed and self.done_rounds(c) <= round_index]
-        if not todo:
+        # Under a budget, a round starts only if all of it fits: a pair is compared only in
+        # rounds that measured both of its cells.
+        if not todo or not self.session.time_left(self._launch_seconds(todo)):
             return
         grouped: dict[tuple, list[Cell]] = {}  # by the launch that serves them, in order
         for cell in todo:

@@ -59,7 +59,7 @@ from benchlab.tune.candidates import (
     catalogue,
     skipped_servers,
 )
-from benchlab.tune.proof import PROOF_COST_S, PROOF_S, Searched, prove
+from benchlab.tune.proof import PROOF_COST_S, PROOF_REPLAYS, PROOF_S, Searched, prove
 from benchlab.tune.setup_step import run_setup
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
@@ -73,6 +73,9 @@ PROBE_S = 2
 PROBE_OVERHEAD_S = 1.0
 FIRST_REPLICATE_PROBES = 9
 LATER_REPLICATE_PROBES = 3.5
+# Each replicate's highest held rate is confirmed over one window this long ([slo]
+# sustain_s): the search then ranks candidates by rates that held for more than a 2-s step.
+CONFIRM_S = 8
 MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
 SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
@@ -128,7 +131,9 @@ class TunePlan:
     survivors: int  # at most
     replicates: int
     estimate_s: float
-    proof: bool = True  # whether the budget holds the proof of the answer
+    # Replays of the answer the budget keeps room for (PROOF_REPLAYS when it fits: a proof
+    # that misses steps down; 1; 0 when only the search fits).
+    proofs: int = 1
 
     def describe(self, budget_min: float) -> str:
         first = (
@@ -138,8 +143,9 @@ class TunePlan:
         if self.survivors == 0:
             return f"{first}, no capacity search (--quick); budget {budget_min:g} min"
         proof = (
-            f", and a {PROOF_S}-s proof of the answer"
-            if self.proof
+            f", and a {PROOF_S}-s proof of the answer (room for {self.proofs} replay"
+            f"{'s' if self.proofs > 1 else ''})"
+            if self.proofs
             else f"; no room for the {PROOF_S}-s proof of the answer in this budget"
         )
         return (
@@ -159,17 +165,18 @@ def coarse_cost() -> float:
 
 def search_cost(replicates: int) -> float:
     probe = PROBE_S + PROBE_OVERHEAD_S
-    first = LAUNCH_S + 1 + (1 + FIRST_REPLICATE_PROBES) * probe
-    return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe)
+    confirm = CONFIRM_S + PROBE_OVERHEAD_S
+    first = LAUNCH_S + 1 + (1 + FIRST_REPLICATE_PROBES) * probe + confirm
+    return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe + confirm)
 
 
 def fit_search(
-    most: int, seconds: float, proof: bool = True, slower: float = 1.0
+    most: int, seconds: float, proofs: int = 1, slower: float = 1.0
 ) -> tuple[int, int] | None:
-    """(survivors, replicates) whose search (and proof) fit in `seconds`: replicates first
-    (down to 2), then survivors (down to 1), then a single replicate. `slower`: how much
-    longer than planned this machine's steps took (the first pass says)."""
-    reserve = PROOF_COST_S if proof else 0.0
+    """(survivors, replicates) whose search (and `proofs` replays) fit in `seconds`:
+    replicates first (down to 2), then survivors (down to 1), then a single replicate.
+    `slower`: how much longer than planned this machine's steps took (the first pass says)."""
+    reserve = PROOF_COST_S * proofs
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
@@ -186,14 +193,15 @@ def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> Tune
     budget = budget_min * 60
     coarse = len(found) * coarse_cost()
     if quick:
-        return TunePlan(found, 0, 0, coarse, proof=False)
+        return TunePlan(found, 0, 0, coarse, proofs=0)
     most = min(MAX_SURVIVORS, len(found))
-    for proof in (True, False):
-        fitted = fit_search(most, budget - coarse, proof)
-        if fitted is not None:
+    for proofs in (PROOF_REPLAYS, 1, 0):
+        fitted = fit_search(most, budget - coarse, proofs)
+        # Room for a second replay only beside a search of at least two replicates each.
+        if fitted is not None and (proofs < PROOF_REPLAYS or fitted[1] >= 2):
             survivors, replicates = fitted
-            estimate = coarse + survivors * search_cost(replicates) + PROOF_COST_S * proof
-            return TunePlan(found, survivors, replicates, estimate, proof)
+            estimate = coarse + survivors * search_cost(replicates) + PROOF_COST_S * min(1, proofs)
+            return TunePlan(found, survivors, replicates, estimate, proofs)
     least = coarse + search_cost(1)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
@@ -219,7 +227,7 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         ],
         trials=REPLICATES,
         warmup=1,
-        slo=Slo(p99_ms=request.slo_p99_ms),
+        slo=Slo(p99_ms=request.slo_p99_ms, sustain_s=CONFIRM_S),
         services=Services(database=database),
     )
 
@@ -333,7 +341,7 @@ def run_tune(
         session, MeasureOptions(measure_alone=True, extra_env=lambda: service_env(request, session))
     )
     survivors: list[Candidate] = []
-    planned = len(found) + tune_plan.survivors * tune_plan.replicates + tune_plan.proof
+    planned = len(found) + tune_plan.survivors * tune_plan.replicates + min(1, tune_plan.proofs)
     with session.running(planned) as outcome:
         session.add_cells(coarse_cells)
         session.prepare(coarse_cells)
@@ -349,7 +357,7 @@ def run_tune(
         fitted = _replan(session, tune_plan, request, first_pass_s, say)
         if fitted is None:
             return TuneResult(outcome, tune_plan, [])
-        most, replicates = fitted
+        most, replicates, proofs = fitted
         survivors = _survivors(session, found, coarse_cells, most)
         reporter.extend(len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates)
         say(
@@ -360,7 +368,7 @@ def run_tune(
         session.add_cells(search_cells)
         session.prepare(search_cells)
         # The search stops launching where the proof's time begins; the proof has the rest.
-        session.deadline_s = request.budget_min * 60 - PROOF_COST_S * tune_plan.proof
+        session.deadline_s = request.budget_min * 60 - PROOF_COST_S * proofs
         measurer.measure(search_cells, replicates)
         session.deadline_s = request.budget_min * 60
         searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
@@ -371,13 +379,19 @@ def run_tune(
 def _replan(
     session: Session, tune_plan: TunePlan, request: TuneRequest, took: float,
     say: Callable[[str], None],
-) -> tuple[int, int] | None:  # fmt: skip
-    """The search that still fits, now that the first pass (`took` seconds) has shown this
-    machine's pace (a slower first pass shrinks it; never grown past the plan shown)."""
+) -> tuple[int, int, int] | None:  # fmt: skip
+    """The search (survivors, replicates) and proof replays that still fit, now that the
+    first pass (`took` seconds) has shown this machine's pace (a slower first pass shrinks
+    them, a second replay going first; never grown past the plan shown)."""
     planned = len(tune_plan.candidates) * coarse_cost()
     slower = max(1.0, took / planned) if planned > 0 else 1.0
     left = request.budget_min * 60 - session.elapsed_s()
-    fitted = fit_search(tune_plan.survivors, left, tune_plan.proof, slower)
+    proofs = tune_plan.proofs
+    fitted = fit_search(tune_plan.survivors, left, proofs, slower)
+    full = (tune_plan.survivors, tune_plan.replicates)
+    if proofs > 1 and (fitted is None or fitted < full):
+        proofs = 1  # the search first: a second replay only in time it does not need
+        fitted = fit_search(tune_plan.survivors, left, proofs, slower)
     if fitted is None:
         say(
             f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): "
@@ -387,13 +401,13 @@ def _replan(
         return None
     survivors, replicates = min(fitted[0], tune_plan.survivors), fitted[1]
     if fitted[0] == tune_plan.survivors and replicates >= tune_plan.replicates:
-        return tune_plan.survivors, tune_plan.replicates
+        return tune_plan.survivors, tune_plan.replicates, proofs
     say(
         f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): the search "
         f"shrinks to {survivors} candidate(s), {replicates} replicate(s) each, to fit the "
         f"{_minutes(left)} left"
     )
-    return survivors, replicates
+    return survivors, replicates, proofs
 
 
 def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:

@@ -23,6 +23,7 @@ from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
 
 PROOF_S = 20  # long enough that a queue a 2-s step hides shows in the trend and the p99
 PROOF_STEPS = 4  # the rate found, then at most three steps down (within the budget)
+PROOF_REPLAYS = 2  # replays the plan keeps room for when it can: the first may miss
 # A launch, its verification, the 1-s warm-up, the window and the load tool's start.
 PROOF_COST_S = 3.0 + 1 + 1 + PROOF_S + 1.0
 
@@ -110,6 +111,6 @@ def prove(
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for {PROOF_S} s "
                 f"(p99 {p99:,.1f} ms)")  # fmt: skip
             return
-        rate_before, rate = rate, capacity.step_down(rate)
+        rate_before, rate = rate, capacity.step_down(rate, step + 1)
         say(f"proof of {label}: {rate_before:,.0f} req/s missed over {PROOF_S} s ({missed})"
             + (f"; trying {rate:,.0f}" if step + 1 < PROOF_STEPS else ""))  # fmt: skip
