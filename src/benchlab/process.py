@@ -354,8 +354,8 @@ class ProcessRegistry:
                 )
         return process
 
-    def stop(self, process: ManagedProcess) -> None:
-        process.stop()
+    def stop(self, process: ManagedProcess, grace: float = 5.0) -> None:
+        process.stop(grace)
         if process in self._processes:
             self._processes.remove(process)
 

@@ -26,6 +26,12 @@ from benchlab.verify import keeps_alive
 DEFAULT_POOL_SIZE = 10
 
 
+# A launch's measurements are stored before it stops, so nothing its graceful shutdown does
+# is kept: after this long its tree is killed (gunicorn waited 1.7 s for tornado workers,
+# granian 2.3-5 s; uvicorn, sanic and gin exit within 0.3 s).
+STACK_STOP_GRACE_S = 0.5
+
+
 @dataclass(frozen=True)
 class MeasureOptions:
     """What `tune` asks beyond a recipe's rounds."""
@@ -230,7 +236,7 @@ class Measurer:
             if proxy is not None:
                 session.registry.stop(proxy)
             with session.costs.timed(f"stop:{stack.name}"):
-                session.registry.stop(server)
+                session.registry.stop(server, grace=STACK_STOP_GRACE_S)
 
     def _run_cells(self, launched: Launched, cells: list[Cell], positions: dict[Cell, int]) -> None:
         # One warm-up per launch and scenario: its later cells find the server warm, and
