@@ -236,10 +236,15 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
         return None
     best = max(measured, key=lambda c: c.closed_rps or 0.0)
     quick = bool((summary.options.tune or {}).get("quick"))
+    held_none = any(c.capacity is not None for c in results)
     missing = (
         "no capacity search (--quick): ranked by the first pass's closed-loop throughput; "
         "run without --quick for the load it holds under the SLO"
         if quick
+        else "the capacity search found no rate that held the SLO over a sustained window "
+        "(rates held in short steps missed when sustained): ranked by the first pass's "
+        "closed-loop throughput; the target may be out of this app's reach here"
+        if held_none
         else "the capacity search did not finish within the budget: ranked by the first "
         "pass's closed-loop throughput; raise --budget (or --resume) for the load it holds "
         "under the SLO"
