@@ -7,6 +7,7 @@ import itertools
 import json
 from pathlib import Path
 
+from benchlab import figures as F
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
 from benchlab.recipe import Cell
@@ -101,8 +102,10 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
         store.set_cell_rates(cell_id, None, 1000.0)
         for record in records:
             store.add_capacity(cell_id, record)
-            rate = record.bracket_low_rps or 0.0
-            store.add_trial(cell_id, held_trial(record.round, rate, probe="search"))
+            if record.bracket_low_rps:  # the trial at the rate it found, if any
+                store.add_trial(
+                    cell_id, held_trial(record.round, record.bracket_low_rps, probe="search")
+                )
         store.mark_cell(cell_id, "ok")
     store.finish_run(run_id, "complete")
     store.close()
@@ -128,3 +131,24 @@ def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) ->
     table = benchlab("report", "--results", str(path), env={"COLUMNS": "100"}).stdout
     gin_row = next(line for line in table.splitlines() if line.startswith("gin"))
     assert "≥ 1,200" in gin_row, table
+
+
+def test_a_replicate_that_sustained_nothing_it_tried_does_not_drag_the_capacity(
+    tmp_path: Path,
+) -> None:
+    # Kinto, 2026-11-25: one replicate's windows missed 701, 561 and 449 req/s; the other's
+    # held 311 sustained (and the proof held 311 for 20 s). The capacity is 311, not the
+    # median of 0 and 311.
+    unconfirmed = CapacityRecord(0, 0.0, None, 449.0, 6, stop="unconfirmed")
+    held = CapacityRecord(1, 311.0, 311.0, 389.0, 6, stop="bracketed")
+    path = tmp_path / "r.db"
+    run_id = _slo_run(path, {"gin": [unconfirmed, held]})
+    (cell,) = summarise(Store(path), run_id).cells
+    estimate = cell.estimate(F.CAPACITY)
+    assert estimate is not None and estimate.median == 311.0 and estimate.n == 1, estimate
+    assert (
+        capacity.rate_to_run_at([r.capacity_rps for r in capacity.sustained([unconfirmed, held])])
+        == 311.0
+    )
+    # When no replicate sustained anything, nothing held: a capacity of 0, not a rate.
+    assert capacity.sustained([unconfirmed]) == [unconfirmed]

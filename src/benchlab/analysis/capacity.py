@@ -159,6 +159,15 @@ def proof_miss(trial: TrialRecord, target: Target) -> str | None:
     return None
 
 
+def sustained(records: Sequence[CapacityRecord]) -> list[CapacityRecord]:
+    """The replicates a capacity is made of: those whose rate held its sustained window (or
+    needed none). One that sustained no rate it tried (stop "unconfirmed") only bounds the
+    capacity from above, at rates another replicate may have held below: it is left out
+    while any other replicate found a rate, and kept (a capacity of 0) when none did."""
+    found = [r for r in records if r.stop != "unconfirmed"]
+    return found or list(records)
+
+
 def rate_to_run_at(capacities: Sequence[float]) -> float | None:
     """A rate every replicate of a search held: the lowest of their capacities (never above
     the low end of the median's interval, which is an order statistic of them). A capacity

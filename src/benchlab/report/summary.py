@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.analysis.capacity import Target, sustained_miss
+from benchlab.analysis.capacity import Target, sustained, sustained_miss
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
@@ -403,6 +403,7 @@ def _summarise_cell(
     keys = cell.keys()
     mode = (cell["mode"] if "mode" in keys else None) or "closed"
     if mode == "slo":
+        capacities = sustained(capacities)
         trials = _at_capacity(all_trials, capacities)
         replicates = len(capacities)
     else:

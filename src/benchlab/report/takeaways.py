@@ -168,7 +168,9 @@ def point_sentence(
         return f"{names[best.key]}: {value} {figure.unit} (the only stack measured here)."
     samples = {c.key: c.samples[figure.key] for c in ranked}
     judged = {c.key: evidence.judge(samples[best.key], samples[c.key], figure) for c in ranked}
-    top = [c for c in ranked if c is best or not judged[c.key].decided]
+    # The lead is the first tier: the stacks the rule cannot tell from the best, taken in
+    # order until one is told apart (as the order sentence and the adaptive rounds do).
+    top = list(tiers(ranked, figure, evidence)[0].cells)
     rest = [c for c in ranked if c not in top]
     if not rest:
         fewest = min(len(s) for s in samples.values())

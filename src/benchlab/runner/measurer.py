@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from benchlab.analysis import capacity
 from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
 from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
@@ -138,7 +139,7 @@ class Measurer:
         rate), the capacity (a search)."""
         store, cell_id = self.session.store, self.session.cell_ids[cell]
         if cell.mode == "slo":
-            return {c.round: c.capacity_rps for c in store.capacities(cell_id)}
+            return {c.round: c.capacity_rps for c in capacity.sustained(store.capacities(cell_id))}
         trials = [t for t in store.trials(cell_id) if t.probe is None]
         if cell.mode == "rate":
             return {t.round: t.latency_p99_ms for t in trials if t.latency_p99_ms is not None}
@@ -149,7 +150,7 @@ class Measurer:
         (closed loop), p99 (fixed rate), the capacity (a search)."""
         store, cell_id = self.session.store, self.session.cell_ids[cell]
         if cell.mode == "slo":
-            values = [c.capacity_rps for c in store.capacities(cell_id)]
+            values = [c.capacity_rps for c in capacity.sustained(store.capacities(cell_id))]
         else:
             trials = [t for t in store.trials(cell_id) if t.probe is None]
             values = [t.latency_p99_ms if cell.mode == "rate" else t.throughput_rps for t in trials]

@@ -45,7 +45,8 @@ def best_searched(
     for entry in searched:
         if entry.cell in session.failed:
             continue
-        values = [c.capacity_rps for c in session.store.capacities(session.cell_ids[entry.cell])]
+        records = capacity.sustained(session.store.capacities(session.cell_ids[entry.cell]))
+        values = [c.capacity_rps for c in records]
         if any(v > 0 for v in values):
             found.append((statistics.median(values), entry, values))
     if not found:
