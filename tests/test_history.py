@@ -134,11 +134,12 @@ def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path:
     assert all(c["width"] > 300 and c["height"] > 100 and c["marks"] > 8 for c in charts), charts
 
 
-# Separate runs on this VM differ by 5-15 % (README; seen here: 895, 841, 849, 812 req/s for
-# the same stack, and a 7 % step between runs 2 and 3 confirmed as a change at the default
-# 5 %). The history claims a change between runs only past 20 %: the 4x slowdown is far past it.
+# Separate runs on this VM differ by 5-25 % (README; seen here: 895, 841, 849, 812 req/s for
+# the same stack, a 7 % step between runs 2 and 3 confirmed as a change at the default 5 %,
+# and a first slowed run 20 % under the three after it). The history claims a change between
+# runs only past 50 %: the 4x slowdown (0.26-0.28x) is far past it.
 HISTORY_RECIPE = SLOWABLE_RECIPE.format(name="history-test").replace(
-    "trials = 3\n", "trials = 3\nmin_effect_pct = 20\n"
+    "trials = 3\n", "trials = 3\nmin_effect_pct = 50\n"
 )
 
 
