@@ -161,7 +161,12 @@ def test_the_capacity_search_finds_the_known_capacity(tmp_path: Path, isolated_t
     assert 0.7 * closed <= found <= 200 * 1.05, (found, closed)
     assert cell["latency_ms"]["p99"] <= 100  # at the capacity it reports, the SLO held
     curve = cell["curve"]
-    assert len(curve) >= 5 and any(not p["held"] for p in curve) and any(p["held"] for p in curve)
+    assert len(curve) >= 5 and any(p["held"] for p in curve), curve
+    # The search stops at 1.2x the closed loop (what its connections carry). A closed loop
+    # that fell short (seen in CI: 146 req/s, so the search held everything up to 176) leaves
+    # no missed rate: the figure must then say it is a lower bound, never call it the capacity.
+    if not any(not p["held"] for p in curve):
+        assert cell["capacity_rps"]["bracketed"] is False, cell["capacity_rps"]
 
 
 GENERATOR_BOUND = """
