@@ -214,7 +214,11 @@ class ManagedProcess:
             self.wait(0.05)
         if self.survives():
             self.signal_all(signal.SIGKILL)
-            psutil.wait_procs(self._survivors(), timeout=2.0)
+            # Until none runs: a killed grandchild left a zombie (its parent killed too, and
+            # a PID 1 that does not reap) would hold psutil.wait_procs for its whole timeout.
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and self.survives():
+                time.sleep(0.02)
         self.wait(1.0)
         with contextlib.suppress(OSError):
             self._log.close()
