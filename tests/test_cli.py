@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,41 @@ def test_a_stack_without_its_program_says_why_and_how_to_fix(monkeypatch) -> Non
     monkeypatch.setenv("PATH", "/nonexistent")
     gin = CATALOGUE["gin"].availability()
     assert not gin.ok and "'go' is not installed" in gin.reason and "golang" in gin.fix
+
+
+RATE_RECIPE = """
+name = "rate"
+stacks = ["nginx-static"]
+scenarios = ["plaintext"]
+
+[[load]]
+tool = "vegeta"
+rate = [100]
+connections = 8
+duration = 1
+"""
+
+
+def test_vegeta_is_built_on_its_first_use_and_without_go_one_line_says_what_to_install(
+    tmp_path: Path,
+) -> None:
+    """An installed benchlab builds vegeta when a run first needs it (the install test
+    builds it so); without Go, one line says what to install, before anything starts."""
+    programs = tmp_path / "bin"
+    programs.mkdir()
+    for program in ("taskset", "nginx"):  # what this run needs besides Go
+        (programs / program).symlink_to(shutil.which(program) or f"/nonexistent/{program}")
+    recipe = tmp_path / "rate.toml"
+    recipe.write_text(RATE_RECIPE)
+    env = {"PATH": str(programs), "BENCHLAB_CACHE": str(tmp_path / "cache")}
+    result = benchlab("run", str(recipe), "--results", str(tmp_path / "r.db"), env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "building vegeta" in result.stdout, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        "error: cannot build vegeta: 'go' is not installed (apt-get install golang, or Go from "
+        "go.dev)"
+    ]
+    assert not (tmp_path / "r.db").exists()  # refused before anything started
 
 
 def test_doctor_checks_tools_cores_and_pinning() -> None:

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.report.history_html import SEGMENT_SHADES
 from tests.browser import open_page
 from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 
 FAST, SLOW = 4_020.0, 3_200.0
+SHADED = SEGMENT_SHADES[0]
 ARTIFACTS = REPO / "test-artifacts"
 
 
@@ -50,6 +52,10 @@ def test_a_slowdown_from_the_fifth_run_is_one_change_point_at_the_fifth(tmp_path
     assert change["direction"] == "slower"
     assert change["ratio"]["high"] < 1 and abs(change["ratio"]["value"] - SLOW / FAST) < 0.01
     assert change["versions_changed"] == ["flask 3.1.3 → 3.2.0"]
+    # Each point names the versions that define its cell (benchlab's and its stack's packages).
+    points = flask["points"]
+    assert points[3]["versions"]["flask"] == "3.1.3" and points[4]["versions"]["flask"] == "3.2.0"
+    assert "flask" not in _series(history, "gin")["points"][0]["versions"]
     assert _series(history, "gin")["change_points"] == []  # nothing moved it
     text = benchlab("history", "quick", "--results", str(path)).stdout
     assert "▼3,200" in text and "run 5" in text and "slower; flask 3.1.3 → 3.2.0" in text
@@ -101,6 +107,20 @@ def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
     text = _history_page(tmp_path).read_text()
     assert text.count("<svg") == 2 and "flask+gunicorn" in text and "▼" in text
     assert "<script" not in text and not re.search(r'(src|href)="https?:', text)  # offline
+
+
+def test_each_machine_of_a_timeline_is_a_stretch_shaded_apart_from_the_next(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "ci.db", tmp_path / "laptop.db"
+    _eight_runs(first, [FAST] * 4, [MACHINE] * 4)
+    _eight_runs(second, [FAST] * 4, [with_machine(cores=8)] * 4)
+    page = tmp_path / "history.html"
+    args = ["--results", str(first), "--results", str(second), "-f", "html", "-o", str(page)]
+    assert benchlab("history", "quick", *args).returncode == 0
+    charts = page.read_text().split("<svg")[1:]
+    # Two machines, two stretches: one shaded, the next not (alike, they would read as one).
+    assert len(charts) == 2 and all(c.count(SHADED) == 1 for c in charts), charts[0]
 
 
 def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ report, and a tune of a small app in that directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,8 +22,12 @@ def app(environ, start_response):
 """
 
 
-def _run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str | Path, cwd: Path, cache: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    if cache is not None:  # a user's own cache, empty before their first run
+        env["BENCHLAB_CACHE"] = str(cache)
     return subprocess.run(
         [str(a) for a in args], cwd=cwd, env={**env, "COLUMNS": "100"}, capture_output=True,
         text=True, timeout=timeout, check=False,
@@ -32,6 +37,7 @@ def _run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Compl
 @pytest.mark.slow
 def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> None:
     dist, venv, work = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
+    cache = tmp_path / "cache"
     built = _run(UV, "build", "--wheel", "--out-dir", dist, REPO, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     (wheel,) = dist.glob("benchlab-*.whl")
@@ -44,20 +50,23 @@ def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> No
     work.mkdir()
     (work / "app.py").write_text(APP)
     benchlab = venv / "bin" / "benchlab"
-    listed = _run(benchlab, "recipes", cwd=work)
+    listed = _run(benchlab, "recipes", cwd=work, cache=cache)
     assert listed.returncode == 0 and "seed-000-gin-vs-python" in listed.stdout, listed.stderr
     run = _run(
         benchlab, "run", "quick", "--duration", "1", "--trials", "1", "--results", "r.db",
-        cwd=work,
+        cwd=work, cache=cache,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
-    page = _run(benchlab, "report", "--results", "r.db", "-o", "x.html", cwd=work)
+    assert list((cache / "bin").glob("gin-*")), run.stdout  # built on its first use
+    page = _run(benchlab, "report", "--results", "r.db", "-o", "x.html", cwd=work, cache=cache)
     assert page.returncode == 0 and (work / "x.html").stat().st_size > 10_000, page.stderr
     tune = _run(
         benchlab, "tune", "app.py:app", "--python", venv / "bin" / "python", "--quick",
         "--servers", "gunicorn-sync", "--workers", "1", "--check-body", "ok",
-        "--results", "r.db", "-f", "json", "-o", "tune.json", cwd=work,
+        "--results", "r.db", "-f", "json", "-o", "tune.json", cwd=work, cache=cache,
     )  # fmt: skip
     assert tune.returncode == 0, tune.stdout + tune.stderr
+    assert "building vegeta" in tune.stdout and list((cache / "bin").glob("vegeta-*"))
     assert '"command": "gunicorn app:app' in (work / "tune.json").read_text()
+    assert "gunicorn" in json.loads((work / "tune.json").read_text())["app"]["versions"]
     assert REPO.as_posix() not in (work / "tune.json").read_text()  # nothing of the checkout

@@ -51,6 +51,8 @@ def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serv
     held = capacity["high"] if capacity["high"] is not None else capacity["median"]
     assert held >= 5 * sync["closed_loop_rps"], (best, sync)
     assert "waits on I/O" in best["reason"]
+    # The code under test is named: its environment's server and framework, with versions.
+    assert {"flask", "gunicorn"} <= {name.lower() for name in report["app"]["versions"]}
     # Its proof replayed the printed command at a rate every replicate held (at most the
     # interval's low end), stepping down only while it missed; the rate to run at is the one
     # it held.

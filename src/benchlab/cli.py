@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from benchlab import __version__
 from benchlab.errors import BenchlabError, RunInterrupted, UserError
-from benchlab.load import TOOLS
+from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import (
     DEFAULT_RECIPE,
     apply_overrides,
@@ -382,16 +382,11 @@ def run(
 
 
 def _check_ready(plan: Plan) -> None:
-    """What the run needs on this machine, checked before anything starts."""
-    from benchlab.load import TOOLS
-
+    """What the run needs on this machine, checked (or built) before anything starts."""
     if shutil.which("taskset") is None:
-        raise UserError("'taskset' is not installed; run ./lab setup or apt-get install util-linux")
+        raise UserError("'taskset' is not installed: apt-get install util-linux")
     for name in sorted({c.tool for c in plan.cells}):
-        if TOOLS[name].executable() is None:
-            raise UserError(
-                f"load tool '{name}' is not installed; run ./lab setup or {TOOLS[name].install}"
-            )
+        make_ready(TOOLS[name], console.print)
     if not plan.recipe.hosts and set(plan.cores.server) & set(plan.cores.load):
         console.print(
             "WARNING: server and load tool share a core on this machine: the figures will "
@@ -541,6 +536,7 @@ def tune(
         raise UserError(
             f"-o {output}: no directory {output.parent}; create it or choose another path"
         )
+    make_ready(TOOLS[RATE_TOOL], console.print)
     shared = _claim(allow_concurrent)
     store = Store(results)
     try:

@@ -15,12 +15,18 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.stats import Ratio
 from benchlab.figures import Figure
 
 MIN_SIZE = 2  # the fewest runs a segment between change points may hold
+
+
+class OnAMachine(Protocol):
+    @property
+    def machine(self) -> Any: ...  # what tells machines apart; equal on the same machine
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class ChangePoint:
     direction: str  # faster or slower (better or worse, whichever way the figure is better)
 
 
-def machine_segments(points: Sequence[SeriesPoint]) -> list[range]:
+def machine_segments(points: Sequence[OnAMachine]) -> list[range]:
     """Runs of consecutive points on one machine."""
     segments: list[range] = []
     start = 0

@@ -7,7 +7,9 @@ this package's declarations, so it is not imported here."""
 
 from __future__ import annotations
 
-from benchlab.errors import LoadToolError
+from collections.abc import Callable
+
+from benchlab.errors import LoadToolError, UserError
 from benchlab.load.ab import ApacheBench
 from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.hey import Hey
@@ -27,6 +29,18 @@ RATE_TOOL = next(name for name, tool in TOOLS.items() if tool.can_pace)
 MERGEABLE_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.merges_exactly)
 
 
+def make_ready(tool: LoadTool, say: Callable[[str], object]) -> None:
+    """The tool on this machine before anything starts: one benchlab builds (vegeta) is built
+    on its first use, once, into benchlab's cache, so that an installed benchlab needs no
+    separate build step; a Debian package's absence names its apt command."""
+    if tool.executable() is not None:
+        return
+    if tool.build is None:
+        raise UserError(f"load tool '{tool.name}' is not installed: {tool.install}")
+    say(f"building {tool.name} {tool.pinned_version} into benchlab's cache (its first use, once)")
+    tool.build()
+
+
 def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
     """Whether a latency is under what the tool can time (siege: hundredths of a second), so
     that the tool's figure for it says nothing (siege prints 0.00)."""
@@ -36,5 +50,5 @@ def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
 
 __all__ = [
     "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "Errors", "Latency", "LoadRequest",
-    "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed",
+    "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed", "make_ready",
 ]  # fmt: skip

@@ -53,7 +53,7 @@ def build() -> Path:
         )  # fmt: skip
     except FileNotFoundError:
         raise UserError(
-            "cannot build vegeta: 'go' is not installed (apt-get install golang)"
+            "cannot build vegeta: 'go' is not installed (apt-get install golang, or Go from go.dev)"
         ) from None
     except subprocess.TimeoutExpired:
         raise UserError("cannot build vegeta: 'go install' took over 10 minutes") from None
@@ -67,7 +67,7 @@ def build() -> Path:
 class Vegeta:
     name = "vegeta"
     is_default = False
-    install = "benchlab build (./lab setup runs it)"
+    install = "built on its first use (needs Go); benchlab build builds it ahead"
     package = None
     pinned_version = VERSION
     version_command = ()

@@ -4,6 +4,7 @@ on, and the change points the evidence confirms."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,25 @@ class HistoryPoint:
     samples: tuple[float, ...]
     machine: dict[str, Any]  # the facts a segment is made of (cpu, cores, kernel, governor)
     versions: dict[str, Any]  # the whole machine record: python, packages, tools
+    stack: str
+
+    tuned: bool  # a tune's: its packages are the app environment's
+
+    def cell_versions(self) -> dict[str, str]:
+        """The versions that define the cell: benchlab's, and those of the packages its stack
+        is named after (fastapi+gunicorn-uvicorn: fastapi, gunicorn, uvicorn); for a tune,
+        every version its app's environment gave (its servers and its framework)."""
+        packages = self.versions.get("packages") or {}
+        if self.tuned:
+            return dict(packages)
+        names = ["benchlab", *re.split(r"[+\-\[\]]", self.stack)]
+        return {n: packages[n] for n in dict.fromkeys(names) if n in packages}
 
     def as_json(self) -> dict[str, Any]:
         return {
             "run": self.run, "started_at": self.started_at, "commit": self.commit,
             "median": self.median, "low": self.low, "high": self.high, "machine": self.machine,
+            "versions": self.cell_versions(),
         }  # fmt: skip
 
 
@@ -148,13 +163,21 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     if estimate is None or not samples:
         return None
     machine = summary.run.get("machine") or {}
-    # The commit of the code under test: the app's for a tune, benchlab's for its own stacks.
-    commit = (summary.options.tune or {}).get("app_commit") or summary.run.get("git_commit")
+    tune = summary.options.tune or {}
+    # The code under test: the app's for a tune (its commit, its environment's servers and
+    # framework), benchlab's for its own stacks.
+    commit = tune.get("app_commit") or summary.run.get("git_commit")
+    versions = machine
+    if "app_versions" in tune:
+        own = (machine.get("packages") or {}).get("benchlab")
+        packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
+        versions = {**machine, "packages": packages}
     return HistoryPoint(
         run=str(summary.run["id"]), started_at=str(summary.run["started_at"]),
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
-        machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=machine,
+        machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions, stack=cell.stack,
+        tuned="app_versions" in tune,
     )  # fmt: skip
 
 

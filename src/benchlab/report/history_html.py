@@ -9,9 +9,11 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from benchlab import figures as F
+from benchlab.analysis.changepoints import machine_segments
 from benchlab.report.charts import CEILING_COLOUR, PALETTE, STYLE, WIDTH_IN, _svg
 from benchlab.report.history import CellSeries, History, render_text
 
+SEGMENT_SHADES = ("#eef1f4", "#ffffff")
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -40,13 +42,11 @@ def timeline(series: CellSeries) -> str:
     figure = Figure(figsize=(WIDTH_IN, 2.4))
     with rc_context(STYLE):
         ax = figure.add_subplot()
-        start = 0
-        for i in range(1, len(series.points) + 1):
-            if i == len(series.points) or series.points[i].machine != series.points[start].machine:
-                if start or i < len(series.points):
-                    shade = "#eef1f4" if (start // 1) % 2 == 0 else "#ffffff"
-                    ax.axvspan(start + 0.5, i + 0.5, color=shade, zorder=0)
-                start = i
+        segments = machine_segments(series.points)
+        if len(segments) > 1:  # one machine's stretch shaded, the next not, and so on
+            for number, segment in enumerate(segments):
+                shade = SEGMENT_SHADES[number % 2]
+                ax.axvspan(segment.start + 0.5, segment.stop + 0.5, color=shade, zorder=0)
         ax.fill_between(
             xs, [p.low for p in series.points], [p.high for p in series.points],
             color=PALETTE[0], alpha=0.2, linewidth=0,

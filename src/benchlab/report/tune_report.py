@@ -139,9 +139,13 @@ def candidate_rows(summary: RunSummary) -> list[list[str]]:
 
 def tune_json(summary: RunSummary) -> dict[str, Any]:
     recommendation, results = recommend(summary)
+    tune = summary.options.tune or {}
     return {
         "recommendation": recommendation.to_json() if recommendation else None,
         "candidates": [c.to_json() for c in results],
+        # The code under test: the app's commit, and its environment's server and framework
+        # versions (benchlab's own are in the machine record).
+        "app": {"commit": tune.get("app_commit"), "versions": tune.get("app_versions") or {}},
     }
 
 

@@ -123,6 +123,8 @@ class AppInfo:
     cwd: Path = Path(".")  # where benchlab tune ran: the deploy command starts from there
     env_file: Path | None = None  # --env-file: the deploy command reads it too ...
     env_from_file: dict[str, str] = field(default_factory=dict)  # ... and what it holds
+    # The app environment's versions of its servers and of its framework: what defines a cell.
+    versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def missing_servers(self) -> list[str]:
@@ -228,4 +230,5 @@ def probe(
         cwd=cwd,
         env_file=env_file[0] if env_file else None,
         env_from_file=from_file,
+        versions=data.get("versions") or {},
     )

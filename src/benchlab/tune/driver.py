@@ -458,6 +458,7 @@ def _run_info(
             "setup": request.setup,
             # The code under test is the app's: its repository's commit and dirty state.
             "app_commit": machine.git_commit(spec.directory),
+            "app_versions": info.versions,
         },
     )  # fmt: skip
     return RunInfo(

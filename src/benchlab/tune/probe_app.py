@@ -7,6 +7,7 @@ REQUEST is JSON: {"module": "pkg.wsgi", "attr": "application", "call": null or "
 """
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -89,6 +90,31 @@ def call_arguments(call):
     return args, kwargs
 
 
+# The distributions the servers come from, where their names differ.
+DISTRIBUTIONS = {"uwsgi": "pyuwsgi"}
+
+
+def versions(app, servers):
+    """The versions that define the tune's cells: each server this environment has, and the
+    distribution the app object's class comes from (flask, django, fastapi...)."""
+    from importlib import metadata
+
+    names = [DISTRIBUTIONS.get(name, name) for name, present in servers.items() if present]
+    top = type(app).__module__.split(".")[0] if app is not None else ""
+    owners = getattr(metadata, "packages_distributions", None)  # Python 3.10+
+    if owners is not None and top not in ("builtins", "__main__"):
+        # A broken distribution's metadata: the framework's version is just not known.
+        with contextlib.suppress(Exception):
+            names += owners().get(top, [])
+    found = {}
+    for name in dict.fromkeys(names):
+        try:
+            found[name] = metadata.version(name)
+        except Exception:
+            continue
+    return found
+
+
 def main():
     request = json.loads(sys.argv[1])
     module_name, attr, call = request["module"], request["attr"], request.get("call")
@@ -132,6 +158,7 @@ def main():
     if app is not None:
         out["interface"] = interface(app)
         out["kind"] = type(app).__name__
+    out["versions"] = versions(app, out["servers"])
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["import_rss_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     print(json.dumps(out))
