@@ -120,7 +120,7 @@ def test_each_machine_of_a_timeline_is_a_stretch_shaded_apart_from_the_next(
     assert benchlab("history", "quick", *args).returncode == 0
     charts = page.read_text().split("<svg")[1:]
     # Two machines, two stretches: one shaded, the next not (alike, they would read as one).
-    assert len(charts) == 2 and all(c.count(SHADED) == 1 for c in charts), charts[0]
+    assert len(charts) == 2 and all(c.count(f"fill: {SHADED}") == 1 for c in charts), charts[0]
 
 
 def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) -> None:
