@@ -31,25 +31,13 @@ class HistoryPoint:
     samples: tuple[float, ...]
     machine: dict[str, Any]  # the facts a segment is made of (cpu, cores, kernel, governor)
     versions: dict[str, Any]  # the whole machine record: python, packages, tools
-    stack: str
-
-    tuned: bool  # a tune's: its packages are the app environment's
-
-    def cell_versions(self) -> dict[str, str]:
-        """The versions that define the cell: benchlab's, and those of the packages its stack
-        is named after (fastapi+gunicorn-uvicorn: fastapi, gunicorn, uvicorn); for a tune,
-        every version its app's environment gave (its servers and its framework)."""
-        packages = self.versions.get("packages") or {}
-        if self.tuned:
-            return dict(packages)
-        names = ["benchlab", *re.split(r"[+\-\[\]]", self.stack)]
-        return {n: packages[n] for n in dict.fromkeys(names) if n in packages}
+    cell_versions: dict[str, str]  # the versions that define the cell (see _cell_versions)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "run": self.run, "started_at": self.started_at, "commit": self.commit,
             "median": self.median, "low": self.low, "high": self.high, "machine": self.machine,
-            "versions": self.cell_versions(),
+            "versions": self.cell_versions,
         }  # fmt: skip
 
 
@@ -167,8 +155,8 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     # The code under test: the app's for a tune (its commit, its environment's servers and
     # framework), benchlab's for its own stacks.
     commit = tune.get("app_commit") or summary.run.get("git_commit")
-    versions = machine
-    if "app_versions" in tune:
+    versions, tuned = machine, "app_versions" in tune
+    if tuned:
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
         versions = {**machine, "packages": packages}
@@ -176,9 +164,19 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
         run=str(summary.run["id"]), started_at=str(summary.run["started_at"]),
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
-        machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions, stack=cell.stack,
-        tuned="app_versions" in tune,
+        machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,
+        cell_versions=_cell_versions(versions.get("packages") or {}, cell.stack, tuned),
     )  # fmt: skip
+
+
+def _cell_versions(packages: dict[str, str], stack: str, tuned: bool) -> dict[str, str]:
+    """The versions that define a cell: for a tune, every version its app's environment gave
+    (its servers and its framework, and benchlab's); else benchlab's and those of the packages
+    its stack is named after (fastapi+gunicorn-uvicorn: fastapi, gunicorn, uvicorn)."""
+    if tuned:
+        return dict(packages)
+    names = ["benchlab", *re.split(r"[+\-\[\]]", stack)]
+    return {n: packages[n] for n in dict.fromkeys(names) if n in packages}
 
 
 def _versions_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:

@@ -175,7 +175,9 @@ def probe(
     executable = Path(python)
     if not executable.exists() or not os.access(executable, os.X_OK):
         raise UserError(f"--python {python}: no such interpreter; give the path of a python")
-    request = json.dumps({"module": spec.module, "attr": spec.attr, "call": spec.call})
+    request = json.dumps(
+        {"module": spec.module, "attr": spec.attr, "call": spec.call, "distributions": PIP_NAMES}
+    )
     began = time.monotonic()
     try:
         done = subprocess.run(

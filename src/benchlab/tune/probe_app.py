@@ -90,16 +90,13 @@ def call_arguments(call):
     return args, kwargs
 
 
-# The distributions the servers come from, where their names differ.
-DISTRIBUTIONS = {"uwsgi": "pyuwsgi"}
-
-
-def versions(app, servers):
-    """The versions that define the tune's cells: each server this environment has, and the
-    distribution the app object's class comes from (flask, django, fastapi...)."""
+def versions(app, servers, distributions):
+    """The versions that define the tune's cells: each server this environment has (by its
+    distribution's name, where `distributions` says it differs), and the distribution the app
+    object's class comes from (flask, django, fastapi...)."""
     from importlib import metadata
 
-    names = [DISTRIBUTIONS.get(name, name) for name, present in servers.items() if present]
+    names = [distributions.get(name, name) for name, present in servers.items() if present]
     top = type(app).__module__.split(".")[0] if app is not None else ""
     owners = getattr(metadata, "packages_distributions", None)  # Python 3.10+
     if owners is not None and top not in ("builtins", "__main__"):
@@ -158,7 +155,7 @@ def main():
     if app is not None:
         out["interface"] = interface(app)
         out["kind"] = type(app).__name__
-    out["versions"] = versions(app, out["servers"])
+    out["versions"] = versions(app, out["servers"], request.get("distributions", {}))
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["import_rss_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     print(json.dumps(out))
