@@ -26,6 +26,7 @@ from benchlab.recipe import (
     default_cores,
     load_recipe,
     resolve_recipe,
+    unserved,
 )
 from benchlab.stacks import CATALOGUE, catalogue_markdown
 from benchlab.store import DEFAULT_RESULTS, Store
@@ -350,6 +351,8 @@ def run(
 
     runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
     for line in plan_lines(runnable, plan.recipe, Costs.load(), budget):
+        console.print(line, markup=False, highlight=False)
+    for line in unserved(plan.recipe):
         console.print(line, markup=False, highlight=False)
     if dry_run:
         return
@@ -741,6 +744,22 @@ def stacks(
     console.print(text_table(layout, rows, fit_widths(layout, rows, console.width), styles))
     for number, note in enumerate(notes, 1):
         console.print(f"[{number}] {note}", markup=False, highlight=False)
+    for line in _unserved_lines():
+        console.print(line, markup=False, highlight=False)
+
+
+def _unserved_lines() -> list[str]:
+    """Which available stacks do not serve which scenarios, and why: a line per reason."""
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for stack in CATALOGUE.values():
+        if not stack.availability().ok:
+            continue
+        for why, scenarios in stack.unserved_reasons().items():
+            grouped.setdefault((why, tuple(scenarios)), []).append(stack.name)
+    return [
+        f"not {', '.join(scenarios)} on {', '.join(names)}: {why}"
+        for (why, scenarios), names in grouped.items()
+    ]
 
 
 @app.command()

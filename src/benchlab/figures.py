@@ -190,6 +190,13 @@ def _hit_share(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | Non
     return hits / (hits + misses) if hits + misses else None
 
 
+def _bytes_per_response(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
+    """Bytes received ÷ responses, over every trial: what one answer costs the network."""
+    requests = sum(t.requests or 0 for t in trials)
+    received = sum(t.bytes or 0 for t in trials)
+    return received / requests if requests and received else None
+
+
 # --- load and what it achieved ---------------------------------------------------------------
 THROUGHPUT = _figure(
     "throughput_rps", "throughput", "req/s", UP, E,
@@ -240,6 +247,12 @@ REQUESTS = _figure(
 TRANSFER = _figure(
     "transfer_mb", "transfer", "MB", FLAT, V, "bytes received, all trials", _grouped(1),
     source=Source(Combine.SUM, "bytes", per=2**20),
+)  # fmt: skip
+
+BYTES_PER_RESPONSE = _figure(
+    "bytes_per_response", "bytes/resp", "B", DOWN, V,
+    "bytes received per response, headers included (what compression saves shows here)",
+    source=Source(Combine.DERIVED, derive=_bytes_per_response),
 )  # fmt: skip
 
 # --- latency: percentiles of the merged histogram of every trial ------------------------------

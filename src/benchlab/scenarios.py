@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchlab.dataset import HUI_ID, HUI_ROLE
+from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, gzip_document
 
 HUI_BODY = (
     f'{{"code":0,"message":"ok","data":{{"id":{HUI_ID},"username":"hui","role":"{HUI_ROLE}"}}}}'
@@ -29,6 +29,17 @@ class Expectation:
     json_key: str | None = None  # a dotted path that must exist in the JSON body
     contract: bool = True  # the reference contract's framing checks apply
     weight: int = 1  # share of the load mix (a user's requests)
+    # How the body is judged, beyond status and framing (verify.py): "exact" (byte for
+    # byte), "fortunes" (the table's rows, escaped), "worlds" (`rows` world rows, each as
+    # the database holds it when read back), "gzip" (compressed, then exact).
+    answer: str = "exact"
+    rows: int = 0
+    writes: bool = False  # worlds: each answer must have written its rows (updates)
+
+    @property
+    def plain_get(self) -> bool:
+        """What every load tool can send: a GET with no header or body of its own."""
+        return self.method == "GET" and not self.headers and self.request_body is None
 
     def describe(self) -> str:
         return f"{self.method} {self.path}"
@@ -45,6 +56,9 @@ class Scenario:
     param: str | None = None  # the recipe's [params] key whose value goes into the URL
     param_label: str = ""  # how the value is named in reports: delay, sleep, cpu
     unit: str = "ms"
+    # The databases whose apps serve it (the API scenarios: PostgreSQL's only).
+    databases: tuple[str, ...] = ("postgres", "mariadb")
+    needs_files: bool = False  # benchlab writes the files it serves ($BENCHLAB_STATIC_DIR)
 
     def param_text(self, value: int | None) -> str:
         return "" if value is None or not self.param else f"{self.param_label}={value}{self.unit}"
@@ -88,7 +102,51 @@ _EXPECTATIONS = {
     ],
     "sleep": lambda ms: [Expectation(f"/sleep?ms={ms}", "text/plain", b"ok")],
     "cpu": lambda us: [Expectation(f"/cpu?us={us}", "text/plain", b"ok")],
+    "fortunes": lambda _: [Expectation("/fortunes", "text/html", None, answer="fortunes")],
+    "queries": lambda n: [
+        Expectation(f"/queries?n={n}", "application/json", None, answer="worlds", rows=n)
+    ],
+    "updates": lambda n: [
+        Expectation(
+            f"/updates?n={n}", "application/json", None, answer="worlds", rows=n, writes=True
+        )
+    ],
+    "static": lambda kb: [
+        Expectation(f"/static/{kb}k.bin", "application/octet-stream", file_bytes(kb))
+    ],
+    "upload": lambda kb: [
+        Expectation(
+            "/upload",
+            "application/json",
+            upload_answer(file_bytes(kb)),
+            method="POST",
+            headers=(("Content-Type", "application/octet-stream"),),
+            request_body=file_bytes(kb),
+        )
+    ],
+    # Asked for gzip, then not: the framework must compress only when asked.
+    "json-gzip": lambda _: [
+        Expectation(
+            "/gzip/json",
+            "application/json",
+            gzip_document(),
+            headers=(("Accept-Encoding", "gzip"),),
+            answer="gzip",
+        ),
+        Expectation("/gzip/json", "application/json", gzip_document()),
+    ],
 }
+
+
+def upload_answer(body: bytes) -> bytes:
+    import hashlib
+
+    return f'{{"bytes":{len(body)},"sha256":"{hashlib.sha256(body).hexdigest()}"}}'.encode()
+
+
+# The API scenarios (docs/scenarios.md): served by the FastAPI, Flask, Django and Gin apps.
+API_SCENARIOS = ("fortunes", "queries", "updates", "static", "upload", "json-gzip")
+ON_POSTGRES = ("postgres",)
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -121,6 +179,49 @@ SCENARIOS: dict[str, Scenario] = {
             param="cpu_us",
             param_label="cpu",
             unit="µs",
+        ),
+        Scenario(
+            "fortunes",
+            "GET /fortunes: the fortune table, one row added, sorted, through a template",
+            needs_database=True,
+            databases=ON_POSTGRES,
+        ),
+        Scenario(
+            "queries",
+            "GET /queries?n=N: N single-row queries, a JSON array",
+            needs_database=True,
+            param="queries",
+            param_label="n",
+            unit="",
+            databases=ON_POSTGRES,
+        ),
+        Scenario(
+            "updates",
+            "GET /updates?n=N: N rows read and written back in one transaction",
+            needs_database=True,
+            param="updates",
+            param_label="n",
+            unit="",
+            databases=ON_POSTGRES,
+        ),
+        Scenario(
+            "static",
+            "GET /static/Kk.bin: a K-KiB file from the framework's static handler",
+            param="file_kb",
+            param_label="file",
+            unit="KiB",
+            needs_files=True,
+        ),
+        Scenario(
+            "upload",
+            "POST /upload of K KiB: its byte count and SHA-256",
+            param="body_kb",
+            param_label="body",
+            unit="KiB",
+        ),
+        Scenario(
+            "json-gzip",
+            "GET /gzip/json, Accept-Encoding: gzip: a 4.9-KB JSON document, compressed",
         ),
     )
 }

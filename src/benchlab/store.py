@@ -293,6 +293,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("closed_capacity_rps", "REAL"),  # the closed-loop probe of a share or a search
         ("timeout_s", "INTEGER"),
         ("facts", "TEXT"),  # JSON: framework, server, worker model (and a tune's command)
+        ("keepalive", "INTEGER"),  # 0: a new connection for every request; NULL (older): 1
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -548,6 +549,7 @@ class Store:
                 "rate_share": cell.rate_share,
                 "timeout_s": cell.timeout,
                 "facts": json.dumps(facts or {}),
+                "keepalive": int(cell.keepalive),
             },
         )
 

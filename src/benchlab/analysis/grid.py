@@ -17,6 +17,7 @@ class GridPoint:
     mode: str = "closed"
     rate: str = ""  # rate cells: "2,000/s" or "60%"
     pool: int | None = None  # only when the recipe sweeps the pool size
+    keepalive: bool = True  # False: a new connection for every request
 
     def parts(self) -> tuple[str, ...]:
         """The point in short words, one per field (empty where it does not apply)."""
@@ -27,6 +28,7 @@ class GridPoint:
             self.param,
             {"closed": "", "slo": "capacity"}.get(self.mode, f"rate {self.rate}"),
             f"pool={self.pool}" if self.pool is not None else "",
+            "" if self.keepalive else "no keep-alive",
         )
 
     def text(self) -> str:

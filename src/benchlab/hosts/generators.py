@@ -61,8 +61,10 @@ def run_generators(
     remove them, to look at them again."""
     if tool.executable() is None:
         raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
-    if request.targets and not tool.can_pace:
-        raise LoadToolError(f"{tool.name} sends one GET only; a mix of requests needs vegeta")
+    if len(request.targets) > 1 and not tool.can_pace:
+        raise LoadToolError(f"{tool.name} sends one request only; a mix of requests needs vegeta")
+    if request.targets and not tool.sends_any_request:
+        raise LoadToolError(f"{tool.name} sends a plain GET only; this request needs wrk or vegeta")
     requests = split(request, tool, placements)
     single = len(placements) == 1
     dirs = [workdir if single else workdir / f"load-{p.host.name}" for p in placements]

@@ -36,7 +36,7 @@ class ApacheBench(DebianTool):
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
         return [
-            "ab", "-k", "-q", "-r",
+            "ab", *([] if request.close_each else ["-k"]), "-q", "-r",
             "-c", str(request.connections),
             "-t", str(request.duration_s), "-n", str(max(50_000, MAX_RATE * request.duration_s)),
             "-s", str(request.timeout_s),

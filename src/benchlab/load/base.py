@@ -39,6 +39,8 @@ class LoadRequest:
     # Whether the server keeps connections open (learnt at verification): a server that
     # answers `Connection: close` (or HTTP/1.0 without keep-alive) does not.
     keep_alive: bool = True
+    # The client closes each connection after one request (a profile's keepalive = false).
+    close_each: bool = False
     # The generator's name when several share a trial (its host's): vegeta's attack name,
     # by which their merged results tell whose schedule a request followed.
     name: str = ""
@@ -53,6 +55,8 @@ class LoadTool(Protocol):
     pinned_version: str | None  # the version benchlab builds (None: its package's)
     version_command: tuple[str, ...]  # prints its version beyond its package's; () none
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
+    # Sends any method, headers and body (an upload, a gzip request), not only a plain GET.
+    sends_any_request: bool
     # Several generators' results merge exactly: it keeps every latency (a whole histogram
     # or each request), not only percentiles, which cannot be added up.
     merges_exactly: bool
@@ -92,6 +96,7 @@ class DebianTool:
     pinned_version = None
     version_command: tuple[str, ...] = ()
     can_pace = False
+    sends_any_request = False
     merges_exactly = False
     latency_resolution_ms = 0.001
     hang_retries = 0

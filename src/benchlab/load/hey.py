@@ -30,6 +30,7 @@ class Hey(DebianTool):
             "-c", str(request.connections),
             "-t", str(request.timeout_s),
             "-cpus", str(len(request.cores)),
+            *(["-disable-keepalive"] if request.close_each else []),
             request.url,
         ]  # fmt: skip
 

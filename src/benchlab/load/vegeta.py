@@ -72,6 +72,7 @@ class Vegeta:
     pinned_version = VERSION
     version_command = ()
     can_pace = True
+    sends_any_request = True
     merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
     hang_retries = 0
@@ -105,7 +106,7 @@ class Vegeta:
             str(binary()), "attack", "-format=json", f"-targets={targets}", *pacing,
             f"-duration={request.duration_s}s", f"-timeout={request.timeout_s}s",
             f"-max-connections={request.connections}", f"-connections={request.connections}",
-            "-max-body=0", "-http2=false", "-keepalive=true",
+            "-max-body=0", "-http2=false", f"-keepalive={str(not request.close_each).lower()}",
             *([f"-name={request.name}"] if request.name else []),
             f"-output={workdir / 'vegeta.bin'}",
         ]  # fmt: skip

@@ -23,6 +23,7 @@ class Wrk(DebianTool):
     package = "wrk"
     version_command = ("wrk", "-v")
     merges_exactly = True  # its done() hook prints the whole histogram
+    sends_any_request = True  # its Lua sets the method, headers and body
     overhead_s = 0.15
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:
@@ -32,12 +33,40 @@ class Wrk(DebianTool):
             f"--connections={request.connections}",
             f"--duration={request.duration_s}s",
             f"--timeout={request.timeout_s}s",
-            f"--script={REPORT_SCRIPT}",
+            f"--script={_script(request, workdir)}",
             request.url,
         ]
 
     def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
         return parse_wrk_output(output)
+
+
+def _script(request: LoadRequest, workdir: Path) -> Path:
+    """The report hook, in the trial's directory (copied wherever wrk runs), preceded by the
+    request's method, headers and body when it is not a plain GET (the body from a file:
+    Lua reads it whole, whatever bytes it holds)."""
+    lines = []
+    if request.close_each:  # wrk opens a new connection when the answer says close
+        lines.append('wrk.headers["Connection"] = "close"')
+    if request.targets:
+        (target,) = request.targets
+        lines.append(f"wrk.method = {_lua_string(target.method)}")
+        for name, value in target.headers:
+            lines.append(f"wrk.headers[{_lua_string(name)}] = {_lua_string(value)}")
+        if target.body is not None:
+            body = workdir / "wrk-body.bin"
+            body.write_bytes(target.body)
+            lines.append(
+                f'local body_file = io.open({_lua_string(str(body))}, "rb")\n'
+                'wrk.body = body_file:read("*a")\nbody_file:close()'
+            )
+    script = workdir / "wrk.lua"
+    script.write_text("\n".join([*lines, REPORT_SCRIPT.read_text()]))
+    return script
+
+
+def _lua_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string of printable ASCII escapes is a Lua string too
 
 
 def parse_wrk_output(output: str) -> LoadResult:

@@ -3,7 +3,7 @@ cells of a plan. schema.py is a recipe's shape, files.py finds and reads one (it
 worded by messages.py and checks.py), cores.py and hosts.py place its roles (host_spec.py
 parses where a host is), cells.py expands its matrix and plan.py puts them together."""
 
-from benchlab.recipe.cells import Cell, expand
+from benchlab.recipe.cells import Cell, expand, unserved
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, default_cores, resolve_cores
 from benchlab.recipe.files import (
     BUNDLED_RECIPES,
@@ -36,5 +36,5 @@ __all__ = [
     "HostEntry", "HostPlan", "LoadProfile", "Params", "Plan", "Point", "Recipe", "Services",
     "Slo", "StackParams", "allowed_cores", "apply_overrides", "as_list", "at_point",
     "build_plan", "bundled_recipes", "default_cores", "expand", "load_recipe", "local_only",
-    "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe",
+    "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe", "unserved",
 ]  # fmt: skip

@@ -34,6 +34,7 @@ class Cell:
     mode: str = "closed"  # closed, rate (a fixed rate), slo (the capacity under the SLO)
     rate: float | None = None  # rate cells: requests per second
     rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
+    keepalive: bool = True  # False: the client closes each connection after one request
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
@@ -49,6 +50,7 @@ class Cell:
             + (f"|{self.mode}" if self.mode != "closed" else "")
             + (f"|r{self.rate:g}" if self.rate is not None else "")
             + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
+            + ("" if self.keepalive else "|noka")
         )
 
     @property
@@ -129,6 +131,7 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                             mode=profile_mode(recipe, profile),
                             rate=float(rate) if rate is not None and share is None else None,
                             rate_share=share,
+                            keepalive=profile.keepalive,
                             launch_pool=pool if pool is not None else pools[0],
                         )
                     )
@@ -144,3 +147,15 @@ def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list
     if recipe.params.flavour is None:
         return [offered[0]]
     return [f for f in as_list(recipe.params.flavour) if f in offered]
+
+
+def unserved(recipe: Recipe) -> list[str]:
+    """The recipe's stack × scenario pairs that are not measured because the stack does not
+    serve the scenario, a line per reason."""
+    by_reason: dict[str, list[str]] = {}
+    for stack_name in recipe.stacks:
+        for scenario in recipe.scenarios:
+            why = CATALOGUE[stack_name].why_not(scenario)
+            if why is not None:
+                by_reason.setdefault(why, []).append(f"{stack_name} × {scenario}")
+    return [f"not measured: {', '.join(pairs)}: {why}" for why, pairs in by_reason.items()]

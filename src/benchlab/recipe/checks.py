@@ -31,6 +31,8 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_rates,
         _check_pgbouncer,
         _check_served,
+        _check_database_serves,
+        _check_tool_sends,
     ):
         check(path, recipe)
 
@@ -238,3 +240,38 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'slo': no [[load]] profile can search a capacity; add one with "
                 f'tool = "{RATE_TOOL}" and no rate'
             )
+
+
+def _check_database_serves(path: Path, recipe: Recipe) -> None:
+    """The API scenarios' apps query PostgreSQL only."""
+    database = recipe.services.database
+    for i, name in enumerate(recipe.scenarios):
+        scenario = SCENARIOS[name]
+        if scenario.needs_database and database not in scenario.databases:
+            raise UserError(
+                f"{path}: key 'scenarios[{i}]': '{name}' is served on "
+                f"{', '.join(scenario.databases)} only, and services.database is '{database}'; "
+                'set database = "postgres" or run it in a recipe of its own'
+            )
+
+
+def _check_tool_sends(path: Path, recipe: Recipe) -> None:
+    """A request with its own method, headers or body needs a tool that can send it."""
+    needy = [
+        name
+        for name in recipe.scenarios
+        if not all(e.plain_get for e in SCENARIOS[name].load_mix(_first_param(recipe, name)))
+    ]
+    for i, profile in enumerate(recipe.load):
+        if needy and not TOOLS[profile.tool].sends_any_request:
+            able = ", ".join(n for n, t in TOOLS.items() if t.sends_any_request)
+            raise UserError(
+                f"{path}: key 'load[{i}].tool': {profile.tool} sends a plain GET only, and "
+                f"{', '.join(needy)} needs its own method, headers or body; use one of {able}, "
+                "or measure those scenarios in a recipe of their own"
+            )
+
+
+def _first_param(recipe: Recipe, scenario: str) -> int | None:
+    param = SCENARIOS[scenario].param
+    return as_list(getattr(recipe.params, param))[0] if param else None

@@ -36,6 +36,9 @@ class LoadProfile(_Strict):
     # Requests per second on a fixed schedule (open loop): a number, a list (a sweep), or a
     # share of the cell's own closed-loop capacity ("60%"). None: a closed loop.
     rate: RateValue | Annotated[list[RateValue], Field(min_length=1)] | None = None
+    # false: every request on a connection of its own, closed after its answer (TechEmpower's
+    # test without keep-alive; what clients behind no pool do).
+    keepalive: bool = True
 
 
 class Slo(_Strict):
@@ -84,6 +87,8 @@ class StackParams(_Strict):
 
 NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
 CpuMicros = Annotated[int, Field(ge=0, le=1_000_000)]
+QueryCount = Annotated[int, Field(ge=1, le=500)]
+KiB = Annotated[int, Field(ge=1, le=65_536)]
 
 
 class Services(_Strict):
@@ -103,6 +108,12 @@ class Params(_Strict):
     db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
     sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
     cpu_us: CpuMicros | Annotated[list[CpuMicros], Field(min_length=1)] = 500
+    # The API scenarios (docs/scenarios.md): rows per request (TechEmpower's 1 … 500),
+    # KiB of the static file and of the upload's body.
+    queries: QueryCount | Annotated[list[QueryCount], Field(min_length=1)] = 20
+    updates: QueryCount | Annotated[list[QueryCount], Field(min_length=1)] = 5
+    file_kb: KiB | Annotated[list[KiB], Field(min_length=1)] = 16
+    body_kb: KiB | Annotated[list[KiB], Field(min_length=1)] = 64
 
 
 def as_list(value: Any) -> list[Any]:

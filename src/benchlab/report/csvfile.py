@@ -12,7 +12,8 @@ from benchlab.report.summary import CellSummary, RunSummary
 
 IDENTITY_FIELDS = (
     "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",
-    "duration_s", "workers", "flavour", "pool_size", "ms", "point_name", "rate_share", "trials",
+    "duration_s", "workers", "flavour", "pool_size", "ms", "point_name", "rate_share", "keepalive",
+    "trials",
 )  # fmt: skip
 
 

@@ -158,6 +158,7 @@ class CellSummary:
     concurrency_limit: int | None = None  # requests the launch can hold at once
     db_pool_limit: int | None = None
     rate_share: float | None = None
+    keepalive: bool = True  # False: the client closed each connection after one request
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
     samples: dict[str, Sequence[float]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
@@ -235,6 +236,7 @@ class CellSummary:
             "ms": self.ms,
             "point": self.point_name,
             "rate_share_pct": self.rate_share,
+            "keepalive": self.keepalive,
             "trials": self.trials,
             "ranked_by": self.ranked_by.key,
         }
@@ -438,6 +440,7 @@ def _summarise_cell(
         concurrency_limit=concurrency_limit(cell),
         db_pool_limit=cell["db_pool_limit"],
         rate_share=cell["rate_share"] if "rate_share" in keys else None,
+        keepalive=cell["keepalive"] != 0 if "keepalive" in keys else True,
         samples=combined.samples,
         latency_intervals=combined.latency_intervals,
         percentiles=combined.latency.percentiles,
@@ -635,4 +638,5 @@ def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
         mode=cell.mode,
         rate=cell.rate_text if cell.mode == "rate" else "",
         pool=cell.pool_size if options.pool_swept else None,
+        keepalive=cell.keepalive,
     )

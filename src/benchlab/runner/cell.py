@@ -90,16 +90,18 @@ class CellRunner:
             HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
             for r in mix
         )
+        plain = not scenario.requests and all(r.plain_get for r in mix)
         return LoadRequest(
             url=f"{base}{mix[0].path}",
-            targets=targets if scenario.requests else (),
+            targets=() if plain else targets,
             connections=cell.connections,
             threads=cell.threads,
             duration_s=cell.duration,
             timeout_s=cell.timeout,
             cores=self.session.plan.cores.load,
             tool=cell.tool,
-            keep_alive=launched.keep_alive,
+            keep_alive=launched.keep_alive and cell.keepalive,
+            close_each=not cell.keepalive,
         )
 
     def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
@@ -132,8 +134,9 @@ class CellRunner:
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         with session.costs.timed("verify"):
             problem = verify(
-                session.server_address, launched.port, expectations, timeout=SETTLE_TIMEOUT_S
-            )
+                session.server_address, launched.port, expectations,
+                timeout=SETTLE_TIMEOUT_S, read_worlds=session.read_worlds,
+            )  # fmt: skip
         if problem:
             check_alive(session, launched.server, cell)
             session.fail(cell, f"{what}: {problem}")

@@ -193,6 +193,7 @@ class Measurer:
             **(services.stack_env() if services else {}),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
+            **({"BENCHLAB_STATIC_DIR": str(static)} if (static := self.session.static_dir) else {}),
             **env,
         }
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab import machine
+from benchlab.answers import ReadWorlds
+from benchlab.dataset import file_bytes
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
@@ -90,6 +92,8 @@ class Session:
         self.services: Services | None = None
         self.probes: dict[str, Callable[[], int] | None] = {}
         self.cache: Any = None  # a Redis client, while the cache runs
+        self.read_worlds: ReadWorlds | None = None  # world rows, while PostgreSQL runs
+        self.static_dir: Path | None = None  # the files the static scenario serves
         self._started = time.monotonic()
         self.out_of_time = False
         self.deadline_s = options.deadline_s
@@ -275,6 +279,20 @@ class Session:
         self._prepare_stacks(cells)
         if self.services is None:
             self._start_services(cells)
+        if self.static_dir is None:
+            self._write_files(cells)
+
+    def _write_files(self, cells: Sequence[Cell]) -> None:
+        """The files the static scenario's cells serve, on the server's host."""
+        sizes = {c.ms for c in cells if self.scenarios[c.scenario].needs_files}
+        if not sizes:
+            return
+        directory = self.workroot / "static"
+        directory.mkdir()
+        for kb in sorted(s for s in sizes if s is not None):
+            (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
+        self.hosts.server.host.push(directory)
+        self.static_dir = directory
 
     def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:
         for name in dict.fromkeys(cell.stack for cell in all_cells):
@@ -313,6 +331,7 @@ class Session:
         )
         self.probes = {"db": self.services.session_probe(), "pool": self.services.pool_probe()}
         self.cache = self.services.cache_client()
+        self.read_worlds = self.services.world_reader()
         self.store.set_run_services(
             self.run_id, self.services.describe(), self.services.database_kind
         )

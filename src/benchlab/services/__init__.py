@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -10,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from benchlab.answers import ReadWorlds
 from benchlab.errors import ServiceError
 from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
@@ -174,6 +176,22 @@ class Services:
             self._closers.append(my.close)
             return lambda: open_sessions(my)
         return None
+
+    def world_reader(self) -> ReadWorlds | None:
+        """The world rows as PostgreSQL holds them (queries and updates are judged by it)."""
+        if "postgresql" not in self.running:
+            return None
+        import psycopg
+
+        conn = psycopg.connect(
+            self.running["postgresql"].dsn, autocommit=True, connect_timeout=5,
+            options="-c statement_timeout=5000",
+        )  # fmt: skip
+        self._closers.append(conn.close)
+
+        from benchlab.services.postgres import read_worlds
+
+        return functools.partial(read_worlds, conn)
 
     def pool_probe(self) -> SessionProbe | None:
         """Server connections pgbouncer has handed to clients right now."""

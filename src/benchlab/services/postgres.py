@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from benchlab.dataset import users
+from benchlab.dataset import FORTUNES, users, worlds
 from benchlab.errors import ServiceError
 from benchlab.hosts.base import Host
 from benchlab.process import ProcessRegistry
@@ -158,8 +158,29 @@ def seed(conn: psycopg.Connection) -> None:
         for row in users():
             copy.write_row(row)
     conn.execute("SELECT setval('user_basic_id_seq', (SELECT max(id) FROM user_basic))")
+    # The API scenarios' tables, TechEmpower's: queries and updates read world, fortunes
+    # reads fortune.
+    conn.execute("CREATE TABLE world (id integer PRIMARY KEY, randomnumber integer NOT NULL)")
+    with conn.cursor() as cursor, cursor.copy("COPY world (id, randomnumber) FROM STDIN") as copy:
+        for row in worlds():
+            copy.write_row(row)
+    conn.execute("CREATE TABLE fortune (id integer PRIMARY KEY, message text NOT NULL)")
+    with conn.cursor() as cursor:
+        cursor.executemany("INSERT INTO fortune (id, message) VALUES (%s, %s)", FORTUNES)
     conn.execute("ANALYZE user_basic")
+    conn.execute("ANALYZE world")
+    conn.execute("ANALYZE fortune")
     conn.commit()
+
+
+def read_worlds(conn: psycopg.Connection, ids: list[int] | None) -> dict[int, int]:
+    """The world rows' numbers by id (None: every row), as the database holds them now."""
+    if ids is None:
+        found = conn.execute("SELECT id, randomnumber FROM world").fetchall()
+    else:
+        query = "SELECT id, randomnumber FROM world WHERE id = ANY(%s)"
+        found = conn.execute(query, (ids,)).fetchall()
+    return {int(i): int(n) for i, n in found}
 
 
 def open_sessions(conn: psycopg.Connection) -> int:

@@ -8,11 +8,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab.scenarios import API_SCENARIOS, SCENARIOS
+
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
 # The apps that serve GET /cpu?us=N too (Flask's, FastAPI's, the Go ones).
 WITH_CPU = (*ALL_SCENARIOS, "cpu")
+# The apps that serve the API scenarios too (FastAPI's, Flask's, Django's, Gin's).
+WITH_API = (*WITH_CPU, *API_SCENARIOS)
+# Why a stack does not serve a scenario, unless it says more of its own.
+NOT_IN_ITS_APP = {
+    **dict.fromkeys(
+        API_SCENARIOS,
+        "its reference app serves the first contract only; the API scenarios are served by "
+        "the FastAPI, Flask, Django and Gin apps",
+    ),
+    "cpu": "GET /cpu is served by the Flask, FastAPI and Go apps",
+}
 
 
 # What a stack's note means for its figures (the report's reading guide prints it).
@@ -82,6 +95,24 @@ class Stack:
     # The user's own app: it sees the user's environment and what the user asked for
     # (--env, --with), nothing of benchlab's (no BENCHLAB_ variable, no pool settings).
     isolated_env: bool = False
+    # Why it does not serve a scenario, where NOT_IN_ITS_APP's reason is not the one.
+    unserved: tuple[tuple[str, str], ...] = ()
+
+    def why_not(self, scenario: str) -> str | None:
+        """None when it serves `scenario`, else why not (benchlab stacks, the plan)."""
+        if scenario in self.scenarios:
+            return None
+        own = dict(self.unserved).get(scenario)
+        return own or NOT_IN_ITS_APP.get(scenario, "not implemented by its reference app")
+
+    def unserved_reasons(self) -> dict[str, list[str]]:
+        """The scenarios of the contract it does not serve, by reason."""
+        reasons: dict[str, list[str]] = {}
+        for scenario in SCENARIOS:
+            why = self.why_not(scenario)
+            if why is not None:
+                reasons.setdefault(why, []).append(scenario)
+        return reasons
 
     @property
     def note_meaning(self) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchlab.build_cache import cache_dir
 from benchlab.errors import UserError
-from benchlab.stacks.base import APPS_DIR, WITH_CPU, Launch, LaunchContext, Stack
+from benchlab.stacks.base import APPS_DIR, WITH_API, WITH_CPU, Launch, LaunchContext, Stack
 
 GO_APPS = APPS_DIR / "go"
 
@@ -71,14 +71,14 @@ def _go_launch(app: str):
     return launch
 
 
-def _go_stack(name: str, app: str, framework: str) -> Stack:
+def _go_stack(name: str, app: str, framework: str, scenarios: tuple[str, ...]) -> Stack:
     """A Go app of apps/go, built on first use (the build runs once per source change)."""
     return Stack(
         name=name,
         framework=framework,
         server="Go net/http",
         worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
-        scenarios=WITH_CPU,
+        scenarios=scenarios,
         launch=_go_launch(app),
         needs_programs=("go",),
         fix="apt-get install golang, or install Go from go.dev",
@@ -87,6 +87,6 @@ def _go_stack(name: str, app: str, framework: str) -> Stack:
 
 
 GO_STACKS = (
-    _go_stack("gin", "gin", "Gin"),
-    _go_stack("go-nethttp", "nethttp", "none (standard library)"),
+    _go_stack("gin", "gin", "Gin", WITH_API),
+    _go_stack("go-nethttp", "nethttp", "none (standard library)", WITH_CPU),
 )

@@ -6,11 +6,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from benchlab.scenarios import API_SCENARIOS
 from benchlab.stacks.base import (
     ALL_SCENARIOS,
     APPS_DIR,
     LISTEN_BACKLOG,
-    WITH_CPU,
+    WITH_API,
     Launch,
     LaunchContext,
     Stack,
@@ -143,8 +144,13 @@ SYNC = {"flavours": ("sync",), "needs_modules": DRIVERS_SYNC}
 ASYNC_LOOP = "asyncio event loop per process"
 # FastAPI runs `def` endpoints in anyio's thread pool: its default of 40, set explicitly.
 ANYIO_THREADS = 40
-FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS, "scenarios": WITH_CPU}
-FLASK = {**SYNC, "scenarios": WITH_CPU}  # flask_app.py: every Flask stack but async views
+FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS, "scenarios": WITH_API}
+# flask_app.py: every Flask stack but async views (flask-compress: its gzip view)
+FLASK = {**SYNC, "needs_modules": (*DRIVERS_SYNC, "flask_compress"), "scenarios": WITH_API}
+DJANGO_SCENARIOS = (*ALL_SCENARIOS, *API_SCENARIOS)
+NO_STATIC_UNDER_ASGI = (
+    ("static", "Django serves no files in production and WhiteNoise 6 wraps WSGI only"),
+)
 FASTAPI_POOL = {"BENCHLAB_THREADPOOL": str(ANYIO_THREADS)}
 RUST_IO = ASYNC_LOOP + " (Rust I/O)"
 ONE_AT_A_TIME = "one request at a time per process"
@@ -243,11 +249,14 @@ PYTHON_STACKS = (
     _stack("django+gunicorn", "Django (WSGI, persistent connections)", "gunicorn (sync workers)",
            ONE_AT_A_TIME, gunicorn("django_app.wsgi:application", "sync", **DJANGO),
            note="sync: no keep-alive", one_at_a_time=True, flavours=("sync",),
-           needs_modules=("django", "gunicorn", *DRIVERS_SYNC)),
+           needs_modules=("django", "gunicorn", "whitenoise", *DRIVERS_SYNC),
+           scenarios=DJANGO_SCENARIOS),
     _stack("django+uvicorn", "Django (ASGI, connection pool)", "uvicorn (uvloop, httptools)",
            ASYNC_LOOP + "; queries through sync_to_async",
            uvicorn("django_app.asgi:application", BENCHLAB_DJANGO_ASGI="1", **DJANGO),
-           flavours=("async",), needs_modules=("django", "uvicorn", *DRIVERS_SYNC)),
+           flavours=("async",), needs_modules=("django", "uvicorn", *DRIVERS_SYNC),
+           scenarios=tuple(s for s in DJANGO_SCENARIOS if s != "static"),
+           unserved=NO_STATIC_UNDER_ASGI),
     # --- listed, not runnable -----------------------------------------------------------------
     *(
         _stack(f"{framework.lower()}+meinheld", framework, "meinheld", "greenlets (meinheld)",

@@ -9,9 +9,12 @@ formatted into SQL.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
 import queue
+import random
 import threading
 import time
 
@@ -36,6 +39,34 @@ ASYNCPG_USER_DELAY = (
 )
 
 
+# The API scenarios (docs/scenarios.md), PostgreSQL only.
+PG_FORTUNES = "SELECT id, message FROM fortune"
+PG_WORLD = "SELECT id, randomnumber FROM world WHERE id = %s"
+PG_UPDATE_WORLD = "UPDATE world SET randomnumber = %s WHERE id = %s"
+ASYNCPG_WORLD = "SELECT id, randomnumber FROM world WHERE id = $1"
+ASYNCPG_UPDATE_WORLD = "UPDATE world SET randomnumber = $1 WHERE id = $2"
+WORLD_COUNT = 10_000
+MAX_QUERIES = 500
+ADDED_FORTUNE = (0, "Additional fortune added at request time.")
+STATIC_DIR = os.environ.get("BENCHLAB_STATIC_DIR", "")
+
+# TechEmpower's fortunes page, in the syntax Jinja2 and Django templates share.
+FORTUNES_TEMPLATE = (
+    "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
+    "<tr><th>id</th><th>message</th></tr>"
+    "{% for id, message in fortunes %}<tr><td>{{ id }}</td><td>{{ message }}</td></tr>"
+    "{% endfor %}</table></body></html>"
+)
+
+# The json-gzip document: user_basic rows 1 … 100 as seeded (none of them is 'hui').
+ROLES = ("member", "editor", "viewer", "admin")
+GZIP_DOCUMENT = {
+    "code": 0,
+    "message": "ok",
+    "data": [{"id": i, "username": f"user{i:05d}", "role": ROLES[i % 4]} for i in range(1, 101)],
+}
+
+
 def user_body(row) -> bytes:
     data = {"id": row[0], "username": row[1], "role": row[2]}
     return json.dumps({"code": 0, "message": "ok", "data": data}, separators=(",", ":")).encode()
@@ -46,6 +77,51 @@ def parse_ms(value: str | None) -> float | None:
     if value is None or not value.isdigit() or int(value) > MAX_MS:
         return None
     return int(value) / 1000.0
+
+
+def parse_queries(value: str | None) -> int:
+    """TechEmpower's rule: not a number counts as 1, and the count is kept to 1 … 500."""
+    count = int(value) if value is not None and value.isdigit() else 1
+    return min(max(count, 1), MAX_QUERIES)
+
+
+def upload_answer(body: bytes) -> bytes:
+    answer = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+    return json.dumps(answer, separators=(",", ":")).encode()
+
+
+def sorted_fortunes(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return sorted([*rows, ADDED_FORTUNE], key=lambda row: row[1])
+
+
+def random_ids(n: int) -> list[int]:
+    return [random.randint(1, WORLD_COUNT) for _ in range(n)]
+
+
+def distinct_ids(n: int) -> list[int]:
+    """n different world ids, ascending: rows are locked in id order, so concurrent updates
+    cannot deadlock."""
+    return sorted(random.sample(range(1, WORLD_COUNT + 1), n))
+
+
+def world(row) -> dict:
+    return {"id": row[0], "randomNumber": row[1]}
+
+
+def read_worlds(cursor, ids: list[int]) -> list[dict]:
+    """One query per id on a DB-API cursor (psycopg, Django's)."""
+    worlds = []
+    for world_id in ids:
+        cursor.execute(PG_WORLD, (world_id,))
+        worlds.append(world(cursor.fetchone()))
+    return worlds
+
+
+def renumber(worlds: list[dict]) -> list[tuple[int, int]]:
+    """A new random number for each world, in place; the UPDATE's parameters, in id order."""
+    for row in worlds:
+        row["randomNumber"] = random.randint(1, WORLD_COUNT)
+    return [(row["randomNumber"], row["id"]) for row in worlds]
 
 
 MAX_CPU_US = 1_000_000
@@ -158,6 +234,28 @@ class AsyncBackend:
                 return await cursor.fetchone()
         raise RuntimeError("no database configured (BENCHLAB_DB and its port)")
 
+    def _postgres(self):
+        if self.pg is None:
+            raise RuntimeError("these scenarios need PostgreSQL (BENCHLAB_DB and its port)")
+        return self.pg
+
+    async def fortunes(self) -> list[tuple[int, str]]:
+        return [(row[0], row[1]) for row in await self._postgres().fetch(PG_FORTUNES)]
+
+    async def random_worlds(self, n: int) -> list[dict]:
+        # Concurrent: each query on a pool connection of its own.
+        pg = self._postgres()
+        rows = await asyncio.gather(*(pg.fetchrow(ASYNCPG_WORLD, i) for i in random_ids(n)))
+        return [world(row) for row in rows]
+
+    async def update_worlds(self, n: int) -> list[dict]:
+        pg = self._postgres()
+        rows = await asyncio.gather(*(pg.fetchrow(ASYNCPG_WORLD, i) for i in distinct_ids(n)))
+        worlds = [world(row) for row in rows]
+        async with pg.acquire() as conn, conn.transaction():
+            await conn.executemany(ASYNCPG_UPDATE_WORLD, renumber(worlds))
+        return worlds
+
     async def user_body(self, username: str, delay_s: float | None = None) -> bytes | None:
         row = await self.user(username, delay_s)
         return None if row is None else user_body(row)
@@ -238,6 +336,26 @@ class SyncBackend:
             sql, args = _delay_query(delay_s, username, mysql=True)
             return self.my.fetchone(sql, args)
         raise RuntimeError("no database configured (BENCHLAB_DB and its port)")
+
+    def _postgres(self):
+        if self.pg is None:
+            raise RuntimeError("these scenarios need PostgreSQL (BENCHLAB_DB and its port)")
+        return self.pg
+
+    def fortunes(self) -> list[tuple[int, str]]:
+        with self._postgres().connection() as conn:
+            return [(row[0], row[1]) for row in conn.execute(PG_FORTUNES).fetchall()]
+
+    def random_worlds(self, n: int) -> list[dict]:
+        with self._postgres().connection() as conn, conn.cursor() as cursor:
+            return read_worlds(cursor, random_ids(n))
+
+    def update_worlds(self, n: int) -> list[dict]:
+        with self._postgres().connection() as conn, conn.cursor() as cursor:
+            worlds = read_worlds(cursor, distinct_ids(n))
+            with conn.transaction():
+                cursor.executemany(PG_UPDATE_WORLD, renumber(worlds))
+        return worlds
 
     def user_body(self, username: str, delay_s: float | None = None) -> bytes | None:
         row = self.user(username, delay_s)

@@ -4,6 +4,10 @@ BENCHLAB_FLAVOUR=async: `async def` endpoints, asyncpg / aiomysql / redis.asynci
 BENCHLAB_FLAVOUR=sync: plain `def` endpoints, which FastAPI runs in anyio's thread pool of
 BENCHLAB_THREADPOOL threads (set explicitly; anyio's default is 40), with psycopg 3 / PyMySQL /
 redis-py: the threadpool case of article 003.
+
+The API scenarios: /fortunes through Jinja2 (autoescaped), /static through Starlette's
+StaticFiles, /gzip/json through GZipMiddleware on a sub-application mounted for that route
+alone, so that no other endpoint pays for the middleware.
 """
 
 import asyncio
@@ -13,8 +17,11 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 import benchlab_backend as backend
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+import jinja2
+from fastapi import Body, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 
 FLAVOUR = os.environ.get("BENCHLAB_FLAVOUR", "async")
 state: dict = {}
@@ -33,6 +40,8 @@ async def lifespan(app: FastAPI):
 
 
 app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
+gzip_app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+fortunes_template = jinja2.Environment(autoescape=True).from_string(backend.FORTUNES_TEMPLATE)
 
 
 def user_response(body: bytes | None) -> Response:
@@ -43,6 +52,14 @@ def user_response(body: bytes | None) -> Response:
 
 def bad_request() -> Response:
     return Response(backend.BAD_REQUEST, status_code=400, media_type="application/json")
+
+
+def fortunes_response(rows: list[tuple[int, str]]) -> HTMLResponse:
+    return HTMLResponse(fortunes_template.render(fortunes=backend.sorted_fortunes(rows)))
+
+
+def upload_response(body: bytes) -> Response:
+    return Response(backend.upload_answer(body), media_type="application/json")
 
 
 if FLAVOUR == "async":
@@ -86,6 +103,26 @@ if FLAVOUR == "async":
         backend.burn_cpu(burn)  # on the event loop, as CPU work in an async endpoint is
         return PlainTextResponse("ok")
 
+    @app.get("/fortunes")
+    async def fortunes() -> HTMLResponse:
+        return fortunes_response(await state["db"].fortunes())
+
+    @app.get("/queries")
+    async def queries(n: str | None = None) -> JSONResponse:
+        return JSONResponse(await state["db"].random_worlds(backend.parse_queries(n)))
+
+    @app.get("/updates")
+    async def updates(n: str | None = None) -> JSONResponse:
+        return JSONResponse(await state["db"].update_worlds(backend.parse_queries(n)))
+
+    @app.post("/upload")
+    async def upload(request: Request) -> Response:
+        return upload_response(await request.body())
+
+    @gzip_app.get("/json")
+    async def gzip_json() -> JSONResponse:
+        return JSONResponse(backend.GZIP_DOCUMENT)
+
 else:
 
     @app.get("/plaintext")
@@ -126,3 +163,30 @@ else:
             return bad_request()
         backend.burn_cpu(burn)
         return PlainTextResponse("ok")
+
+    @app.get("/fortunes")
+    def fortunes() -> HTMLResponse:
+        return fortunes_response(state["db"].fortunes())
+
+    @app.get("/queries")
+    def queries(n: str | None = None) -> JSONResponse:
+        return JSONResponse(state["db"].random_worlds(backend.parse_queries(n)))
+
+    @app.get("/updates")
+    def updates(n: str | None = None) -> JSONResponse:
+        return JSONResponse(state["db"].update_worlds(backend.parse_queries(n)))
+
+    @app.post("/upload")
+    def upload(body: bytes = Body(b"", media_type="application/octet-stream")) -> Response:
+        # A `def` cannot await request.body(): FastAPI reads the body on the event loop
+        # (bytes as sent, since it is not JSON) and hashes it in the thread pool.
+        return upload_response(body)
+
+    @gzip_app.get("/json")
+    def gzip_json() -> JSONResponse:
+        return JSONResponse(backend.GZIP_DOCUMENT)
+
+
+app.mount("/gzip", GZipMiddleware(gzip_app, minimum_size=500, compresslevel=6))
+if backend.STATIC_DIR:
+    app.mount("/static", StaticFiles(directory=backend.STATIC_DIR, check_dir=False))

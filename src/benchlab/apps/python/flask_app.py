@@ -1,12 +1,27 @@
-"""Flask reference app (DESIGN.md endpoint contract): sync views, psycopg 3 / PyMySQL / redis-py."""
+"""Flask reference app (DESIGN.md endpoint contract): sync views, psycopg 3 / PyMySQL / redis-py.
+
+The API scenarios: /fortunes through Flask's Jinja2 environment (autoescaped), /static
+through Flask's own static view, /gzip/json compressed by Flask-Compress on that view alone.
+"""
 
 import json
 from time import sleep as blocking_sleep  # bound at import: a late gevent patch misses it
 
 import benchlab_backend as backend
-from flask import Flask, Response, request
+from flask import Flask, Response, render_template, request
+from flask_compress import Compress
 
-app = Flask(__name__)
+# Flask's static view (send_from_directory) serves $BENCHLAB_STATIC_DIR; none when unset.
+app = Flask(__name__, static_folder=backend.STATIC_DIR or None, static_url_path="/static")
+app.config.update(
+    COMPRESS_REGISTER=False,  # not an after_request hook on every view: per view, below
+    COMPRESS_ALGORITHM="gzip",  # gzip only, even when br or zstd is asked for
+    COMPRESS_LEVEL=6,
+)
+compress = Compress(app)
+# Compiled once (render_template_string would compile it on every request), rendered by
+# render_template; a template from a string autoescapes in Flask.
+fortunes_template = app.jinja_env.from_string(backend.FORTUNES_TEMPLATE)
 _backend: list = []
 
 
@@ -73,3 +88,34 @@ def cpu() -> Response:
         return bad_request()
     backend.burn_cpu(us)
     return Response("ok", mimetype="text/plain")
+
+
+def json_response(value) -> Response:
+    return Response(json.dumps(value, separators=(",", ":")), mimetype="application/json")
+
+
+@app.get("/fortunes")
+def fortunes() -> str:
+    rows = backend.sorted_fortunes(db().fortunes())
+    return render_template(fortunes_template, fortunes=rows)
+
+
+@app.get("/queries")
+def queries() -> Response:
+    return json_response(db().random_worlds(backend.parse_queries(request.args.get("n"))))
+
+
+@app.get("/updates")
+def updates() -> Response:
+    return json_response(db().update_worlds(backend.parse_queries(request.args.get("n"))))
+
+
+@app.post("/upload")
+def upload() -> Response:
+    return Response(backend.upload_answer(request.get_data()), mimetype="application/json")
+
+
+@app.get("/gzip/json")
+@compress.compressed()
+def gzip_json() -> Response:
+    return json_response(backend.GZIP_DOCUMENT)

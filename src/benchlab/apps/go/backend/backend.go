@@ -8,11 +8,16 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,7 +34,16 @@ const (
 	myUserDelay = "SELECT id, username, role, SLEEP(?) FROM user_basic WHERE username = ?"
 	maxMs       = 60000
 	cacheTTL    = 180 * time.Second
+
+	pgFortunes    = "SELECT id, message FROM fortune"
+	pgWorld       = "SELECT id, randomnumber FROM world WHERE id = $1"
+	pgWorldUpdate = "UPDATE world SET randomnumber = $1 WHERE id = $2"
+	worldCount    = 10000
+	maxCount      = 500
+	gzipItems     = 100
 )
+
+var roles = [...]string{"member", "editor", "viewer", "admin"}
 
 // Reply is the contract's envelope; Data is a user or an empty object.
 type Reply struct {
@@ -44,6 +58,20 @@ type User struct {
 	Username string `json:"username"`
 	Role     string `json:"role"`
 }
+
+// World is one row of world.
+type World struct {
+	ID           int `json:"id"`
+	RandomNumber int `json:"randomNumber"`
+}
+
+// Fortune is one row of fortune.
+type Fortune struct {
+	ID      int
+	Message string
+}
+
+var errNoPostgres = errors.New("no PostgreSQL configured")
 
 var (
 	OK         = Reply{Code: 0, Message: "ok", Data: map[string]any{}}
@@ -225,4 +253,116 @@ func BurnCPU(us int) {
 // Sleep waits without holding a CPU.
 func Sleep(seconds float64) {
 	time.Sleep(time.Duration(seconds * float64(time.Second)))
+}
+
+// Failure is the envelope of a 500.
+func Failure(err error) Reply {
+	return Reply{Code: 500, Message: err.Error(), Data: map[string]any{}}
+}
+
+// GzipDocument is the json-gzip scenario's answer: user_basic rows 1 … 100, as seeded.
+func GzipDocument() Reply {
+	users := make([]User, gzipItems)
+	for i := range users {
+		id := i + 1
+		users[i] = User{ID: id, Username: fmt.Sprintf("user%05d", id), Role: roles[id%len(roles)]}
+	}
+	return Reply{Code: 0, Message: "ok", Data: users}
+}
+
+// ParseCount reads the n of queries and updates as TechEmpower does: 1 when missing or not
+// a number, clamped to 1 … 500.
+func ParseCount(value string) int {
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		return 1
+	}
+	return min(max(n, 1), maxCount)
+}
+
+// Fortunes returns every row of fortune plus the one added at request time, sorted by message.
+func (b *Backend) Fortunes(ctx context.Context) ([]Fortune, error) {
+	if b.pg == nil {
+		return nil, errNoPostgres
+	}
+	rows, err := b.pg.Query(ctx, pgFortunes)
+	if err != nil {
+		return nil, err
+	}
+	fortunes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Fortune, error) {
+		var f Fortune
+		err := row.Scan(&f.ID, &f.Message)
+		return f, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	fortunes = append(fortunes, Fortune{ID: 0, Message: "Additional fortune added at request time."})
+	slices.SortFunc(fortunes, func(a, b Fortune) int { return strings.Compare(a.Message, b.Message) })
+	return fortunes, nil
+}
+
+// readWorlds reads the rows of ids, each by its own query on its own goroutine.
+func (b *Backend) readWorlds(ctx context.Context, ids []int) ([]World, error) {
+	worlds := make([]World, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			errs[i] = b.pg.QueryRow(ctx, pgWorld, id).Scan(&worlds[i].ID, &worlds[i].RandomNumber)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return worlds, nil
+}
+
+// RandomWorlds reads n random rows of world (repeats allowed).
+func (b *Backend) RandomWorlds(ctx context.Context, n int) ([]World, error) {
+	if b.pg == nil {
+		return nil, errNoPostgres
+	}
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = rand.IntN(worldCount) + 1
+	}
+	return b.readWorlds(ctx, ids)
+}
+
+// UpdateWorlds reads n distinct random rows of world, gives each a new random number and
+// writes them back in one transaction. The ids are sorted so that concurrent requests lock
+// rows in the same order and cannot deadlock.
+func (b *Backend) UpdateWorlds(ctx context.Context, n int) ([]World, error) {
+	if b.pg == nil {
+		return nil, errNoPostgres
+	}
+	seen := make(map[int]bool, n)
+	ids := make([]int, 0, n)
+	for len(ids) < n {
+		if id := rand.IntN(worldCount) + 1; !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	worlds, err := b.readWorlds(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	batch := &pgx.Batch{}
+	for i := range worlds {
+		worlds[i].RandomNumber = rand.IntN(worldCount) + 1
+		batch.Queue(pgWorldUpdate, worlds[i].RandomNumber, worlds[i].ID)
+	}
+	err = pgx.BeginFunc(ctx, b.pg, func(tx pgx.Tx) error {
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return worlds, nil
 }

@@ -15,6 +15,11 @@ INSTALLED_APPS: list[str] = []
 MIDDLEWARE: list[str] = []  # none: under ASGI, any sync middleware forces a thread per request
 USE_TZ = True
 LOGGING_CONFIG = None
+# The fortunes page: Django's own engine, its template compiled once from a string (views.py).
+TEMPLATES = [
+    {"BACKEND": "django.template.backends.django.DjangoTemplates", "DIRS": [], "APP_DIRS": False}
+]
+DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024  # the upload scenario's largest body (64 MiB)
 
 ASGI = os.environ.get("BENCHLAB_DJANGO_ASGI") == "1"
 POOL_SIZE = int(os.environ.get("BENCHLAB_POOL_SIZE", "10"))

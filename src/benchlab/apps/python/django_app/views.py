@@ -1,5 +1,9 @@
 """Django views: sync under WSGI, async under ASGI (queries through sync_to_async, as the
-async ORM itself does). Raw SQL with bound parameters, the same as every other stack."""
+async ORM itself does). Raw SQL with bound parameters, the same as every other stack.
+
+The API scenarios: /fortunes through Django's template engine (autoescaped), /gzip/json
+compressed by gzip_page (GZipMiddleware on that view alone); /static is WhiteNoise's (wsgi.py).
+"""
 
 import asyncio
 import json
@@ -8,12 +12,15 @@ from time import sleep as blocking_sleep
 
 import benchlab_backend as backend
 from asgiref.sync import sync_to_async
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpResponse
+from django.template import engines
+from django.views.decorators.gzip import gzip_page
 
 MYSQL = os.environ.get("BENCHLAB_DB") == "mariadb"
 REDIS_URL = os.environ.get("BENCHLAB_REDIS_URL", "")
 _redis: dict = {}
+fortunes_template = engines["django"].from_string(backend.FORTUNES_TEMPLATE)
 
 
 def _user_body(username: str, delay: float | None) -> bytes | None:
@@ -25,6 +32,25 @@ def _user_body(username: str, delay: float | None) -> bytes | None:
         cursor.execute(sql, args)
         row = cursor.fetchone()
     return None if row is None else backend.user_body(row)
+
+
+def _fortunes() -> list[tuple[int, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute(backend.PG_FORTUNES)
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def _random_worlds(n: int) -> list[dict]:
+    with connection.cursor() as cursor:
+        return backend.read_worlds(cursor, backend.random_ids(n))
+
+
+def _update_worlds(n: int) -> list[dict]:
+    with connection.cursor() as cursor:
+        worlds = backend.read_worlds(cursor, backend.distinct_ids(n))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(backend.PG_UPDATE_WORLD, backend.renumber(worlds))
+    return worlds
 
 
 def _sync_redis():
@@ -62,8 +88,21 @@ def plaintext(request) -> HttpResponse:
 
 
 def json_endpoint(request) -> HttpResponse:
-    body = json.dumps({"code": 0, "message": "ok", "data": {}}, separators=(",", ":"))
-    return HttpResponse(body, content_type="application/json")
+    return json_response({"code": 0, "message": "ok", "data": {}})
+
+
+def json_response(value) -> HttpResponse:
+    return HttpResponse(json.dumps(value, separators=(",", ":")), content_type="application/json")
+
+
+def fortunes_response(rows: list[tuple[int, str]]) -> HttpResponse:
+    page = fortunes_template.render({"fortunes": backend.sorted_fortunes(rows)})
+    return HttpResponse(page, content_type="text/html; charset=utf-8")
+
+
+def upload(request) -> HttpResponse:
+    # Under ASGI too: Django has read the whole body before any view runs.
+    return HttpResponse(backend.upload_answer(request.body), content_type="application/json")
 
 
 # --- WSGI: sync views ------------------------------------------------------------------------
@@ -98,6 +137,23 @@ def sleep(request) -> HttpResponse:
         return bad_request()
     blocking_sleep(delay)
     return HttpResponse(b"ok", content_type="text/plain")
+
+
+def fortunes(request) -> HttpResponse:
+    return fortunes_response(_fortunes())
+
+
+def queries(request) -> HttpResponse:
+    return json_response(_random_worlds(backend.parse_queries(request.GET.get("n"))))
+
+
+def updates(request) -> HttpResponse:
+    return json_response(_update_worlds(backend.parse_queries(request.GET.get("n"))))
+
+
+@gzip_page
+def gzip_json(request) -> HttpResponse:
+    return json_response(backend.GZIP_DOCUMENT)
 
 
 # --- ASGI: async views -----------------------------------------------------------------------
@@ -141,3 +197,26 @@ async def async_sleep(request) -> HttpResponse:
         return bad_request()
     await asyncio.sleep(delay)
     return HttpResponse(b"ok", content_type="text/plain")
+
+
+async def async_fortunes(request) -> HttpResponse:
+    return fortunes_response(await sync_to_async(_fortunes)())
+
+
+async def async_queries(request) -> HttpResponse:
+    n = backend.parse_queries(request.GET.get("n"))
+    return json_response(await sync_to_async(_random_worlds)(n))
+
+
+async def async_updates(request) -> HttpResponse:
+    n = backend.parse_queries(request.GET.get("n"))
+    return json_response(await sync_to_async(_update_worlds)(n))
+
+
+async def async_upload(request) -> HttpResponse:
+    return upload(request)
+
+
+@gzip_page
+async def async_gzip_json(request) -> HttpResponse:
+    return json_response(backend.GZIP_DOCUMENT)
