@@ -294,6 +294,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("timeout_s", "INTEGER"),
         ("facts", "TEXT"),  # JSON: framework, server, worker model (and a tune's command)
         ("keepalive", "INTEGER"),  # 0: a new connection for every request; NULL (older): 1
+        ("protocol", "TEXT"),  # protocols.PROTOCOLS; NULL (older): h1
+        ("negotiated", "TEXT"),  # what verification got: "HTTP/2 over TLSv1.3"
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -550,6 +552,7 @@ class Store:
                 "timeout_s": cell.timeout,
                 "facts": json.dumps(facts or {}),
                 "keepalive": int(cell.keepalive),
+                "protocol": cell.protocol,
             },
         )
 
@@ -574,6 +577,11 @@ class Store:
         self.db.execute(
             "UPDATE cells SET facts = ? WHERE id = ?", (json.dumps({**facts, **more}), cell_id)
         )
+
+    @_writes
+    def set_cell_negotiated(self, cell_id: int, negotiated: str) -> None:
+        """What verification's client got over the cell's protocol."""
+        self.db.execute("UPDATE cells SET negotiated = ? WHERE id = ?", (negotiated, cell_id))
 
     @_writes
     def set_cell_rates(

@@ -8,7 +8,9 @@ import time
 from collections.abc import Mapping
 
 from benchlab.answers import NOT_WRITTEN, READBACK_MISS, ReadWorlds, judge_body
+from benchlab.protocols import PLAIN
 from benchlab.scenarios import Expectation
+from benchlab.wire import ExchangeError, Wire, exchange, negotiation_problem
 
 
 def verify(
@@ -17,19 +19,22 @@ def verify(
     expectations: list[Expectation],
     timeout: float = 10.0,
     read_worlds: ReadWorlds | None = None,
+    wire: Wire | None = None,
 ) -> str | None:
     """Return None when every response honours the contract, else the first reason it does
     not. `read_worlds`: the world rows as the database holds them (queries and updates are
-    judged against it, just after their answer)."""
+    judged against it, just after their answer). `wire`: the protocol to ask over (plain
+    HTTP/1.1 by default); each answer must come over it."""
+    wire = wire or Wire()
     for expected in expectations:
-        problem = _verify_one(host, port, expected, timeout, read_worlds)
+        problem = _verify_one(host, port, expected, timeout, read_worlds, wire)
         # Requests a warm-up left queued may still write rows between an answer and its
         # read-back, and a new number may equal the old: asked again before it counts.
         for _ in range(READBACK_RETRIES if expected.answer == "worlds" else 0):
             if problem is None or not any(m in problem for m in (READBACK_MISS, NOT_WRITTEN)):
                 break
             time.sleep(0.5)
-            problem = _verify_one(host, port, expected, timeout, read_worlds)
+            problem = _verify_one(host, port, expected, timeout, read_worlds, wire)
         if problem:
             return problem
     return None
@@ -43,31 +48,28 @@ def _verify_one(
     port: int,
     expected: Expectation,
     timeout: float,
-    read_worlds: ReadWorlds | None = None,
+    read_worlds: ReadWorlds | None,
+    wire: Wire,
 ) -> str | None:
     before = read_worlds(None) if expected.writes and read_worlds is not None else None
     try:
-        conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        try:
-            conn.request(
-                expected.method,
-                expected.path,
-                body=expected.request_body,
-                headers=dict(expected.headers),
-            )
-            response = conn.getresponse()
-            body = response.read()
-        finally:
-            conn.close()
-    except (OSError, http.client.HTTPException) as exc:
-        return f"{expected.describe()} failed: {exc.__class__.__name__}: {exc}"
+        reply = exchange(
+            host, port, expected.method, expected.path, headers=expected.headers,
+            body=expected.request_body, timeout=timeout, wire=wire,
+        )  # fmt: skip
+    except ExchangeError as exc:
+        return f"{expected.describe()} failed: {exc}"
+    wrong_wire = negotiation_problem(reply, wire.protocol)
+    if wrong_wire:
+        return f"{expected.describe()}: {wrong_wire}"
     return check_response(
         expected,
-        status=response.status,
-        headers={k.lower(): v for k, v in response.getheaders()},
-        body=body,
+        status=reply.status,
+        headers=reply.headers,
+        body=reply.body,
         read_worlds=read_worlds,
         before=before,
+        framed=reply.http_version == "HTTP/2",
     )
 
 
@@ -79,7 +81,9 @@ def check_response(
     body: bytes,
     read_worlds: ReadWorlds | None = None,
     before: Mapping[int, int] | None = None,
+    framed: bool = False,
 ) -> str | None:
+    """`framed`: the protocol frames the body itself (HTTP/2), so no length is required."""
     where = expected.describe()
     if status != expected.status:
         return f"{where}: status {status}, expected {expected.status} (body {body[:200]!r})"
@@ -90,7 +94,7 @@ def check_response(
         got = headers.get("content-type", "none")
         return f"{where}: Content-Type {got!r}, expected {expected.content_type!r}"
     chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-    if "content-length" not in headers and not chunked:
+    if "content-length" not in headers and not chunked and not framed:
         return f"{where}: neither Content-Length nor chunked Transfer-Encoding"
     if "content-length" in headers and int(headers["content-length"]) != len(body):
         return f"{where}: Content-Length {headers['content-length']} but {len(body)} body bytes"
@@ -119,31 +123,45 @@ def _check_users(expected: Expectation, where: str, body: bytes) -> str | None:
 PORT_TAKEN = "is held by another process"
 
 
-def wait_until_answering(host: str, port: int, alive, timeout: float, owns_port=None) -> str | None:
+def wait_until_answering(
+    host: str, port: int, alive, timeout: float, owns_port=None, wire: Wire | None = None
+) -> str | None:
     """Poll until an HTTP request gets any response; None when ready, else the reason.
     `owns_port()`: whether the socket listening on the port is the server's own (another
     process that took the port between its choice and the server's bind would otherwise be
-    verified and measured in its place)."""
+    verified and measured in its place). `wire`: the protocol it answers over."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
             return "exited while starting"
-        try:
-            conn = http.client.HTTPConnection(host, port, timeout=2.0)
-            try:
-                conn.request("GET", "/")
-                # Its status line is the answer: a body need not end (uWSGI's 404 has no
-                # Content-Length and keeps the connection open), and it is not read.
-                conn.getresponse()
-            finally:
-                conn.close()
-        except (OSError, http.client.HTTPException):
+        if not _answers(host, port, wire):
             time.sleep(0.1)
             continue
         if owns_port is not None and not owns_port():
             return f"port {port} {PORT_TAKEN}"
         return None
     return f"did not answer on port {port} within {timeout:.0f} s"
+
+
+def _answers(host: str, port: int, wire: Wire | None) -> bool:
+    if wire is not None and wire.protocol is not PLAIN:
+        try:
+            exchange(host, port, "GET", "/", timeout=2.0, wire=wire)
+        except ExchangeError:
+            return False
+        return True
+    try:
+        conn = http.client.HTTPConnection(host, port, timeout=2.0)
+        try:
+            conn.request("GET", "/")
+            # Its status line is the answer: a body need not end (uWSGI's 404 has no
+            # Content-Length and keeps the connection open), and it is not read.
+            conn.getresponse()
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException):
+        return False
+    return True
 
 
 def keeps_alive(host: str, port: int, path: str, timeout: float = 10.0) -> bool:

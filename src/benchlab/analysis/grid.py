@@ -18,6 +18,7 @@ class GridPoint:
     rate: str = ""  # rate cells: "2,000/s" or "60%"
     pool: int | None = None  # only when the recipe sweeps the pool size
     keepalive: bool = True  # False: a new connection for every request
+    protocol: str = "h1"
 
     def parts(self) -> tuple[str, ...]:
         """The point in short words, one per field (empty where it does not apply)."""
@@ -29,6 +30,7 @@ class GridPoint:
             {"closed": "", "slo": "capacity"}.get(self.mode, f"rate {self.rate}"),
             f"pool={self.pool}" if self.pool is not None else "",
             "" if self.keepalive else "no keep-alive",
+            "" if self.protocol == "h1" else self.protocol,
         )
 
     def text(self) -> str:

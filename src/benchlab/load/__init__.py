@@ -12,6 +12,7 @@ from collections.abc import Callable
 from benchlab.errors import LoadToolError, UserError
 from benchlab.load.ab import ApacheBench
 from benchlab.load.base import LoadRequest, LoadTool
+from benchlab.load.h2load import H2load
 from benchlab.load.hey import Hey
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.load.siege import Siege
@@ -19,7 +20,7 @@ from benchlab.load.vegeta import Vegeta
 from benchlab.load.wrk import Wrk
 
 TOOLS: dict[str, LoadTool] = {
-    tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta())
+    tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta(), H2load())
 }
 # The tool of a load profile that names none.
 DEFAULT_TOOL = next(name for name, tool in TOOLS.items() if tool.is_default)

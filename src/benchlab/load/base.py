@@ -41,6 +41,8 @@ class LoadRequest:
     keep_alive: bool = True
     # The client closes each connection after one request (a profile's keepalive = false).
     close_each: bool = False
+    protocol: str = "h1"  # protocols.PROTOCOLS; the URL's scheme says TLS or not
+    ca: str | None = None  # the run's certificate authority, for a client that checks it
     # The generator's name when several share a trial (its host's): vegeta's attack name,
     # by which their merged results tell whose schedule a request followed.
     name: str = ""
@@ -57,6 +59,7 @@ class LoadTool(Protocol):
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
     # Sends any method, headers and body (an upload, a gzip request), not only a plain GET.
     sends_any_request: bool
+    protocols: tuple[str, ...]  # protocols.PROTOCOLS it speaks
     # Several generators' results merge exactly: it keeps every latency (a whole histogram
     # or each request), not only percentiles, which cannot be added up.
     merges_exactly: bool
@@ -97,6 +100,7 @@ class DebianTool:
     version_command: tuple[str, ...] = ()
     can_pace = False
     sends_any_request = False
+    protocols: tuple[str, ...] = ("h1",)
     merges_exactly = False
     latency_resolution_ms = 0.001
     hang_retries = 0

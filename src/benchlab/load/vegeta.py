@@ -73,6 +73,7 @@ class Vegeta:
     version_command = ()
     can_pace = True
     sends_any_request = True
+    protocols = ("h1", "h1-tls", "h2", "h2c")
     merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
     hang_retries = 0
@@ -106,7 +107,8 @@ class Vegeta:
             str(binary()), "attack", "-format=json", f"-targets={targets}", *pacing,
             f"-duration={request.duration_s}s", f"-timeout={request.timeout_s}s",
             f"-max-connections={request.connections}", f"-connections={request.connections}",
-            "-max-body=0", "-http2=false", f"-keepalive={str(not request.close_each).lower()}",
+            "-max-body=0", *_protocol_flags(request),
+            f"-keepalive={str(not request.close_each).lower()}",
             *([f"-name={request.name}"] if request.name else []),
             f"-output={workdir / 'vegeta.bin'}",
         ]  # fmt: skip
@@ -144,6 +146,17 @@ def _read_encoded(
             return read_results(csv.reader(handle), rate)
     finally:
         encoded.unlink(missing_ok=True)
+
+
+def _protocol_flags(request: LoadRequest) -> list[str]:
+    """HTTP/2 only when asked (vegeta's default would take it over TLS by ALPN); the run's
+    authority trusted for TLS."""
+    flags = [f"-http2={str(request.protocol == 'h2').lower()}"]
+    if request.protocol == "h2c":
+        flags.append("-h2c")
+    if request.ca:
+        flags.append(f"-root-certs={request.ca}")
+    return flags
 
 
 def _targets_json(request: LoadRequest) -> str:

@@ -24,6 +24,7 @@ class Wrk(DebianTool):
     version_command = ("wrk", "-v")
     merges_exactly = True  # its done() hook prints the whole histogram
     sends_any_request = True  # its Lua sets the method, headers and body
+    protocols = ("h1", "h1-tls")  # https:// URLs, ALPN http/1.1
     overhead_s = 0.15
 
     def command(self, request: LoadRequest, workdir: Path) -> list[str]:

@@ -35,6 +35,7 @@ class Cell:
     rate: float | None = None  # rate cells: requests per second
     rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
     keepalive: bool = True  # False: the client closes each connection after one request
+    protocol: str = "h1"  # protocols.PROTOCOLS: what the client and the server speak
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
@@ -51,6 +52,7 @@ class Cell:
             + (f"|r{self.rate:g}" if self.rate is not None else "")
             + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
             + ("" if self.keepalive else "|noka")
+            + ("" if self.protocol == "h1" else f"|{self.protocol}")
         )
 
     @property
@@ -60,9 +62,13 @@ class Cell:
         return f"{self.rate_share:g}%" if self.rate_share is not None else ""
 
     @property
-    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None]:
-        """Cells with the same launch key are served by one launch of their stack."""
-        return (self.stack, self.flavour, self.workers, self.server_threads, self.launch_pool)
+    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None, str]:
+        """Cells with the same launch key are served by one launch of their stack (its
+        server started for their protocol)."""
+        return (
+            self.stack, self.flavour, self.workers, self.server_threads, self.launch_pool,
+            self.protocol,
+        )  # fmt: skip
 
 
 def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[Cell, ...]:
@@ -107,6 +113,8 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                 for pool, ms, (profile, connections, rate) in itertools.product(
                     pool_values, ms_values, profiles
                 ):
+                    if stack.why_not_protocol(profile.protocol, proxied(recipe)):
+                        continue
                     if any(
                         e.matches(stack_name, scenario_name, connections) for e in recipe.exclude
                     ):
@@ -132,6 +140,7 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                             rate=float(rate) if rate is not None and share is None else None,
                             rate_share=share,
                             keepalive=profile.keepalive,
+                            protocol=profile.protocol,
                             launch_pool=pool if pool is not None else pools[0],
                         )
                     )
@@ -149,13 +158,23 @@ def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list
     return [f for f in as_list(recipe.params.flavour) if f in offered]
 
 
+def proxied(recipe: Recipe) -> bool:
+    """nginx stands in front of every stack (and terminates TLS and HTTP/2 for it)."""
+    return recipe.services.proxy == "nginx"
+
+
 def unserved(recipe: Recipe) -> list[str]:
-    """The recipe's stack × scenario pairs that are not measured because the stack does not
-    serve the scenario, a line per reason."""
+    """The recipe's stack × scenario and stack × protocol pairs that are not measured
+    because the stack does not serve or speak them, a line per reason."""
     by_reason: dict[str, list[str]] = {}
     for stack_name in recipe.stacks:
+        stack = CATALOGUE[stack_name]
         for scenario in recipe.scenarios:
-            why = CATALOGUE[stack_name].why_not(scenario)
+            why = stack.why_not(scenario)
             if why is not None:
                 by_reason.setdefault(why, []).append(f"{stack_name} × {scenario}")
+        for protocol in dict.fromkeys(p.protocol for p in recipe.load):
+            why = stack.why_not_protocol(protocol, proxied(recipe))
+            if why is not None:
+                by_reason.setdefault(why, []).append(f"{stack_name} over {protocol}")
     return [f"not measured: {', '.join(pairs)}: {why}" for why, pairs in by_reason.items()]

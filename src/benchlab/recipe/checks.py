@@ -33,6 +33,7 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_served,
         _check_database_serves,
         _check_tool_sends,
+        _check_protocols,
     ):
         check(path, recipe)
 
@@ -275,3 +276,23 @@ def _check_tool_sends(path: Path, recipe: Recipe) -> None:
 def _first_param(recipe: Recipe, scenario: str) -> int | None:
     param = SCENARIOS[scenario].param
     return as_list(getattr(recipe.params, param))[0] if param else None
+
+
+def _check_protocols(path: Path, recipe: Recipe) -> None:
+    """Each profile's tool speaks its protocol, and some stack of the recipe does too."""
+    proxied = recipe.services.proxy == "nginx"
+    for i, profile in enumerate(recipe.load):
+        tool = TOOLS[profile.tool]
+        if profile.protocol not in tool.protocols:
+            able = ", ".join(n for n, t in TOOLS.items() if profile.protocol in t.protocols)
+            raise UserError(
+                f"{path}: key 'load[{i}].protocol': {profile.tool} does not speak "
+                f"{profile.protocol} (it speaks {', '.join(tool.protocols)}); use tool = one of "
+                f"{able}"
+            )
+        reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxied) for s in recipe.stacks]
+        if all(reasons):
+            raise UserError(
+                f"{path}: key 'load[{i}].protocol': no stack of the recipe speaks "
+                f"{profile.protocol}: {reasons[0]}"
+            )

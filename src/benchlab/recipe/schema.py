@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.figures import RANKABLE
 from benchlab.load import DEFAULT_TOOL, TOOLS
+from benchlab.protocols import PROTOCOLS
 
 
 class _Strict(BaseModel):
@@ -39,6 +40,8 @@ class LoadProfile(_Strict):
     # false: every request on a connection of its own, closed after its answer (TechEmpower's
     # test without keep-alive; what clients behind no pool do).
     keepalive: bool = True
+    # The wire: HTTP/1.1 plain or over TLS, HTTP/2 over TLS or prior knowledge (h2c).
+    protocol: Literal[tuple(PROTOCOLS)] = "h1"  # type: ignore[valid-type]
 
 
 class Slo(_Strict):

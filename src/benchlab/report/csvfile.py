@@ -13,7 +13,7 @@ from benchlab.report.summary import CellSummary, RunSummary
 IDENTITY_FIELDS = (
     "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",
     "duration_s", "workers", "flavour", "pool_size", "ms", "point_name", "rate_share", "keepalive",
-    "trials",
+    "protocol", "negotiated", "trials",
 )  # fmt: skip
 
 

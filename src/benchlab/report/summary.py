@@ -159,6 +159,8 @@ class CellSummary:
     db_pool_limit: int | None = None
     rate_share: float | None = None
     keepalive: bool = True  # False: the client closed each connection after one request
+    protocol: str = "h1"
+    negotiated: str | None = None  # what verification got over it: "HTTP/2 over TLSv1.3"
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
     samples: dict[str, Sequence[float]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
@@ -237,6 +239,8 @@ class CellSummary:
             "point": self.point_name,
             "rate_share_pct": self.rate_share,
             "keepalive": self.keepalive,
+            "protocol": self.protocol,
+            "negotiated": self.negotiated,
             "trials": self.trials,
             "ranked_by": self.ranked_by.key,
         }
@@ -441,6 +445,8 @@ def _summarise_cell(
         db_pool_limit=cell["db_pool_limit"],
         rate_share=cell["rate_share"] if "rate_share" in keys else None,
         keepalive=cell["keepalive"] != 0 if "keepalive" in keys else True,
+        protocol=(cell["protocol"] if "protocol" in keys else None) or "h1",
+        negotiated=cell["negotiated"] if "negotiated" in keys else None,
         samples=combined.samples,
         latency_intervals=combined.latency_intervals,
         percentiles=combined.latency.percentiles,
@@ -639,4 +645,5 @@ def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
         rate=cell.rate_text if cell.mode == "rate" else "",
         pool=cell.pool_size if options.pool_swept else None,
         keepalive=cell.keepalive,
+        protocol=cell.protocol,
     )

@@ -18,6 +18,7 @@ from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
 from benchlab.store import TrialRecord
 from benchlab.verify import verify
+from benchlab.wire import ExchangeError, Wire, exchange
 
 SETTLE_TIMEOUT_S = 120.0
 
@@ -48,6 +49,7 @@ class CellRunner:
         self.session = session
         self.measure_alone = measure_alone
         self.closed: dict[Cell, float] = {}
+        self.negotiated: dict[Cell, str] = {}  # what verification saw, stored once a cell
 
     def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
@@ -84,7 +86,8 @@ class CellRunner:
 
     def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
-        base = f"http://{self.session.server_address}:{launched.port}"
+        wire = self.session.wire(cell)
+        base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.port}"
         mix = scenario.load_mix(cell.ms)
         targets = tuple(
             HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
@@ -102,6 +105,8 @@ class CellRunner:
             tool=cell.tool,
             keep_alive=launched.keep_alive and cell.keepalive,
             close_each=not cell.keepalive,
+            protocol=cell.protocol,
+            ca=str(wire.ca) if wire.ca else None,
         )
 
     def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
@@ -132,16 +137,31 @@ class CellRunner:
     def verified(self, launched: Launched, cell: Cell, what: str) -> bool:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
+        wire = session.wire(cell)
         with session.costs.timed("verify"):
             problem = verify(
                 session.server_address, launched.port, expectations,
-                timeout=SETTLE_TIMEOUT_S, read_worlds=session.read_worlds,
+                timeout=SETTLE_TIMEOUT_S, read_worlds=session.read_worlds, wire=wire,
             )  # fmt: skip
         if problem:
             check_alive(session, launched.server, cell)
             session.fail(cell, f"{what}: {problem}")
             return False
+        if cell not in self.negotiated:
+            self.negotiated[cell] = self._negotiated(launched, expectations[0].path, wire)
+            session.store.set_cell_negotiated(session.cell_ids[cell], self.negotiated[cell])
         return True
+
+    def _negotiated(self, launched: Launched, path: str, wire: Wire) -> str:
+        """What a client asking over the cell's protocol got: "HTTP/2 over TLSv1.3"."""
+        try:
+            reply = exchange(
+                self.session.server_address, launched.port, "GET", path, wire=wire,
+                timeout=SETTLE_TIMEOUT_S,
+            )  # fmt: skip
+        except ExchangeError as exc:
+            return f"unknown ({exc})"
+        return reply.negotiated
 
     def _closed_capacity(self, launched: Launched, cell: Cell, request: LoadRequest) -> float:
         """Successful responses per second in a closed loop at the cell's connections (its

@@ -13,7 +13,9 @@ from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.services.ports import free_port
 from benchlab.stacks import LaunchContext, Stack
+from benchlab.tls import TlsFiles
 from benchlab.verify import PORT_TAKEN, wait_until_answering
+from benchlab.wire import Wire
 
 HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3
@@ -109,6 +111,8 @@ def start_answering(
     env: dict[str, str],
     timeout: float,
     on_port_taken: Callable[[int], None] | None = None,
+    wire: Wire | None = None,
+    tls: TlsFiles | None = None,
 ) -> Started:
     """Start the stack on a free port and wait until it answers from its own socket. A port
     taken in between (by another program: ports are chosen, released, then bound) is given up
@@ -117,13 +121,14 @@ def start_answering(
     for attempt in range(PORT_ATTEMPTS):
         ctx = LaunchContext(
             host=place.address, port=free_port(), workdir=workdir, server_cores=place.cores,
-            workers=workers, threads=threads,
+            workers=workers, threads=threads, protocol=wire.protocol.name if wire else "h1",
+            tls=tls,
         )  # fmt: skip
         began = time.monotonic()
         server = start_stack(registry, stack, ctx, place.cores, env, place.host)
         problem = wait_until_answering(
             place.address, ctx.port, server.alive, timeout,
-            owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
+            owns_port=lambda server=server, port=ctx.port: server.listens_on(port), wire=wire,
         )  # fmt: skip
         taken = problem is not None and (
             PORT_TAKEN in problem or "address already in use" in server.log_tail(20).lower()

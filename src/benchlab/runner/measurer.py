@@ -23,6 +23,7 @@ from benchlab.runner.trial import StackDied
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
 from benchlab.verify import keeps_alive
+from benchlab.wire import Wire
 
 DEFAULT_POOL_SIZE = 10
 
@@ -206,6 +207,9 @@ class Measurer:
         workdir.mkdir()
         trials = session.plan.recipe.trials
         session.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
+        proxied = session.plan.recipe.services.proxy == "nginx"
+        # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
+        own_wire = Wire() if proxied else session.wire(first)
         started = start_answering(
             session.registry, stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
@@ -213,6 +217,7 @@ class Measurer:
             lambda port: session.reporter.status(
                 f"port {port} was taken: starting {stack.name} on another"
             ),
+            own_wire, None if proxied else session.tls_for(first),
         )  # fmt: skip
         server, proxy = started.server, None
         try:
@@ -223,13 +228,15 @@ class Measurer:
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)
             port = started.ctx.port
-            if session.plan.recipe.services.proxy == "nginx":
+            if proxied:
                 place = session.hosts.server
                 proxy, port = start_proxy(
-                    session.registry, workdir, place.cores, started.ctx.port, place.host
-                )
+                    session.registry, workdir, place.cores, started.ctx.port, place.host,
+                    first.protocol, session.tls_for(first),
+                )  # fmt: skip
             first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
-            alive = keeps_alive(session.server_address, port, first_path)
+            # Over TLS or HTTP/2 every server here keeps its connections (asked by the cell).
+            alive = first.protocol != "h1" or keeps_alive(session.server_address, port, first_path)
             launched = Launched(server, port, workdir, round_index, alive)
             self._run_cells(launched, cells, positions)
         except StackDied as died:
@@ -266,6 +273,7 @@ def _point_of(cell: Cell, swept_pool: bool) -> tuple:
     return (
         cell.point, cell.scenario, cell.tool, cell.connections, cell.threads, cell.duration,
         cell.ms, cell.mode, cell.rate, cell.rate_share, cell.pool_size if swept_pool else None,
+        cell.keepalive, cell.protocol,
     )  # fmt: skip
 
 

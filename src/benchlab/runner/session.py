@@ -27,6 +27,7 @@ from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
 from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
+from benchlab.protocols import PROTOCOLS
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
 from benchlab.runner.launch import ServerPlace, pinned_to
@@ -36,6 +37,8 @@ from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import RunInfo, Store
+from benchlab.tls import TlsFiles, make_certificates
+from benchlab.wire import Wire
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class Session:
         self.cache: Any = None  # a Redis client, while the cache runs
         self.read_worlds: ReadWorlds | None = None  # world rows, while PostgreSQL runs
         self.static_dir: Path | None = None  # the files the static scenario serves
+        self.tls: TlsFiles | None = None  # the run's certificates, when a cell uses TLS
         self._started = time.monotonic()
         self.out_of_time = False
         self.deadline_s = options.deadline_s
@@ -281,6 +285,18 @@ class Session:
             self._start_services(cells)
         if self.static_dir is None:
             self._write_files(cells)
+        if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):
+            self.tls = make_certificates(self.workroot / "tls", (self.server_address, "127.0.0.1"))
+            for place in (self.hosts.server, *self.hosts.load):
+                place.host.push(self.tls.ca.parent)
+
+    def wire(self, cell: Cell) -> Wire:
+        """How a client reaches the cell's server: its protocol, and the run's authority."""
+        protocol = PROTOCOLS[cell.protocol]
+        return Wire(protocol, self.tls.ca if protocol.tls and self.tls else None)
+
+    def tls_for(self, cell: Cell) -> TlsFiles | None:
+        return self.tls if PROTOCOLS[cell.protocol].tls else None
 
     def _write_files(self, cells: Sequence[Cell]) -> None:
         """The files the static scenario's cells serve, on the server's host."""

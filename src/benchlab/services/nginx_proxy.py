@@ -6,15 +6,34 @@ from pathlib import Path
 
 from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.protocols import PROTOCOLS
 from benchlab.services.base import HOST, wait_until
 from benchlab.services.ports import free_port
 from benchlab.stacks.base import LISTEN_BACKLOG
 from benchlab.stacks.nginx_stacks import nginx_config, nginx_launch
+from benchlab.tls import TlsFiles
 
 
 def proxy_config(
-    workdir: Path, port: int, upstream_port: int, workers: int, address: str = HOST
+    workdir: Path,
+    port: int,
+    upstream_port: int,
+    workers: int,
+    address: str = HOST,
+    protocol: str = "h1",
+    tls: TlsFiles | None = None,
 ) -> str:
+    spoken = PROTOCOLS[protocol]
+    # nginx 1.22 (Debian 12) names HTTP/2 on the listen line; without ssl it is h2c.
+    flags = (" ssl" if spoken.tls else "") + (" http2" if spoken.http2 else "")
+    certificate = (
+        f"""
+        ssl_certificate {tls.cert};
+        ssl_certificate_key {tls.key};
+        ssl_protocols TLSv1.3;"""
+        if spoken.tls and tls is not None
+        else ""
+    )
     return nginx_config(
         workdir,
         workers,
@@ -24,7 +43,7 @@ def proxy_config(
         keepalive_requests 10000000;
     }}
     server {{
-        listen {address}:{port} backlog={LISTEN_BACKLOG};
+        listen {address}:{port}{flags} backlog={LISTEN_BACKLOG};{certificate}
         location / {{
             proxy_pass http://stack;
             proxy_http_version 1.1;
@@ -41,12 +60,16 @@ def start_proxy(
     cores: tuple[int, ...],
     upstream_port: int,
     host: Host = THIS_MACHINE,
+    protocol: str = "h1",
+    tls: TlsFiles | None = None,
 ) -> tuple[ManagedProcess, int]:
-    """On the server's host, in front of the stack, at the same address."""
+    """On the server's host, in front of the stack, at the same address: it speaks the
+    cell's protocol to the load tool (terminating TLS and HTTP/2) and HTTP/1.1 to the
+    stack."""
     base = workdir / "proxy"
     base.mkdir(parents=True)
     port = free_port()
-    config = proxy_config(base, port, upstream_port, len(cores), host.address)
+    config = proxy_config(base, port, upstream_port, len(cores), host.address, protocol, tls)
     launch = nginx_launch(base, config)
     host.push(base)
     process = registry.start(launch.argv, host=host, cores=cores, log_path=base / "nginx.log")

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.tls import TlsFiles
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
@@ -56,6 +58,8 @@ class LaunchContext:
     server_cores: tuple[int, ...]
     workers: int
     threads: int | None = None  # threads (or greenlets) per worker, for stacks that have them
+    protocol: str = "h1"  # what the server speaks to its clients (protocols.PROTOCOLS)
+    tls: TlsFiles | None = None  # its certificate and key, for a protocol over TLS
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,23 @@ class Stack:
     isolated_env: bool = False
     # Why it does not serve a scenario, where NOT_IN_ITS_APP's reason is not the one.
     unserved: tuple[tuple[str, str], ...] = ()
+    # The protocols its server speaks as benchlab launches it (TLS terminated by the server
+    # itself), and why not the others.
+    protocols: tuple[str, ...] = ("h1",)
+    protocol_note: str = ""
+
+    def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
+        """None when it can be measured over `protocol` (its own server, or nginx in front
+        with [services] proxy = "nginx"), else why not."""
+        if protocol in self.protocols or proxied:
+            return None
+        spoken = ", ".join(self.protocols)
+        note = f" ({self.protocol_note})" if self.protocol_note else ""
+        return (
+            f"{self.server} speaks {spoken} as benchlab launches it{note}, not "
+            f'{PROTOCOLS[protocol].description}; [services] proxy = "nginx" terminates it '
+            "in front"
+        )
 
     def why_not(self, scenario: str) -> str | None:
         """None when it serves `scenario`, else why not (benchlab stacks, the plan)."""

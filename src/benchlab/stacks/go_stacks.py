@@ -57,9 +57,16 @@ def _build_quietly(app: str) -> None:
 
 def _go_launch(app: str):
     def launch(ctx: LaunchContext) -> Launch:
+        tls = (
+            {"BENCHLAB_TLS_CERT": str(ctx.tls.cert), "BENCHLAB_TLS_KEY": str(ctx.tls.key)}
+            if ctx.tls
+            else {}
+        )
         return Launch(
             argv=[str(binary_path(app))],
             env={
+                **tls,
+                **({"BENCHLAB_H2C": "1"} if ctx.protocol == "h2c" else {}),
                 "BENCHLAB_ADDR": f"{ctx.host}:{ctx.port}",
                 # Go would use every core it may run on; say explicitly how many (fairness).
                 "GOMAXPROCS": str(ctx.workers),
@@ -71,7 +78,14 @@ def _go_launch(app: str):
     return launch
 
 
-def _go_stack(name: str, app: str, framework: str, scenarios: tuple[str, ...]) -> Stack:
+def _go_stack(
+    name: str,
+    app: str,
+    framework: str,
+    scenarios: tuple[str, ...],
+    protocols: tuple[str, ...],
+    protocol_note: str = "",
+) -> Stack:
     """A Go app of apps/go, built on first use (the build runs once per source change)."""
     return Stack(
         name=name,
@@ -79,6 +93,8 @@ def _go_stack(name: str, app: str, framework: str, scenarios: tuple[str, ...]) -
         server="Go net/http",
         worker_model="goroutines over GOMAXPROCS threads (pgx, go-sql-driver, go-redis)",
         scenarios=scenarios,
+        protocols=protocols,
+        protocol_note=protocol_note,
         launch=_go_launch(app),
         needs_programs=("go",),
         fix="apt-get install golang, or install Go from go.dev",
@@ -87,6 +103,13 @@ def _go_stack(name: str, app: str, framework: str, scenarios: tuple[str, ...]) -
 
 
 GO_STACKS = (
-    _go_stack("gin", "gin", "Gin", WITH_API),
-    _go_stack("go-nethttp", "nethttp", "none (standard library)", WITH_CPU),
+    _go_stack("gin", "gin", "Gin", WITH_API, ("h1", "h1-tls", "h2", "h2c")),
+    _go_stack(
+        "go-nethttp",
+        "nethttp",
+        "none (standard library)",
+        WITH_CPU,
+        ("h1", "h1-tls", "h2"),
+        "h2c needs golang.org/x/net's handler, which this app does not use",
+    ),
 )

@@ -24,6 +24,19 @@ NO_DB = ("plaintext", "json", "sleep")
 DRIVERS_SYNC = ("psycopg", "psycopg_pool", "pymysql", "redis")
 DRIVERS_ASYNC = ("asyncpg", "aiomysql", "redis")
 Launcher = Callable[[LaunchContext], Launch]
+# The protocols each launcher's server speaks over its own TLS (stacks read it by launcher).
+H1_TLS = ("h1", "h1-tls")
+EVERY_PROTOCOL = ("h1", "h1-tls", "h2", "h2c")
+_SPOKEN: dict[Launcher, tuple[str, ...]] = {}
+
+
+def _speaks(protocols: tuple[str, ...], launcher: Launcher) -> Launcher:
+    _SPOKEN[launcher] = protocols
+    return launcher
+
+
+def _tls_args(ctx: LaunchContext, key_flag: str, cert_flag: str) -> list[str]:
+    return [key_flag, str(ctx.tls.key), cert_flag, str(ctx.tls.cert)] if ctx.tls else []
 
 
 def _launch(argv: Callable[[LaunchContext], list[str]], **env: str) -> Launcher:
@@ -34,14 +47,15 @@ def _launch(argv: Callable[[LaunchContext], list[str]], **env: str) -> Launcher:
 
 
 def uvicorn(app: str, **env: str) -> Launcher:
-    return _launch(
+    return _speaks(H1_TLS, _launch(
         lambda ctx: [
             PY, "-m", "uvicorn", app, "--host", ctx.host, "--port", str(ctx.port),
             "--workers", str(ctx.workers), "--loop", "uvloop", "--http", "httptools",
             "--no-access-log", "--log-level", "warning", "--backlog", BACKLOG,
+            *_tls_args(ctx, "--ssl-keyfile", "--ssl-certfile"),
         ],
         **env,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def gunicorn(app: str, worker_class: str, *extra: str, **env: str) -> Launcher:
@@ -55,22 +69,28 @@ def gunicorn(app: str, worker_class: str, *extra: str, **env: str) -> Launcher:
             PY, "-m", "gunicorn", app, "--bind", f"{ctx.host}:{ctx.port}",
             "--workers", str(ctx.workers), "--worker-class", worker_class, *per_worker,
             "--backlog", BACKLOG, "--log-level", "warning", "--worker-tmp-dir", str(ctx.workdir),
-            *extra,
+            *_tls_args(ctx, "--keyfile", "--certfile"), *extra,
         ]  # fmt: skip
 
-    return _launch(argv, **env)
+    # gunicorn's own TLS, which these worker classes use; the tornado and aiohttp workers
+    # are not wired for it here.
+    tls = worker_class in ("sync", "gthread", "gevent", "uvicorn_worker.UvicornWorker")
+    return _speaks(H1_TLS if tls else ("h1",), _launch(argv, **env))
 
 
 def granian(app: str, **env: str) -> Launcher:
-    return _launch(
+    return _speaks(EVERY_PROTOCOL, _launch(
         lambda ctx: [
             PY, "-m", "granian", "--interface", "asgi", "--host", ctx.host,
             "--port", str(ctx.port), "--workers", str(ctx.workers), "--runtime-threads", "1",
             "--runtime-mode", "st", "--loop", "uvloop", "--backlog", BACKLOG,
-            "--log-level", "warning", "--no-ws", app,
+            "--log-level", "warning", "--no-ws",
+            *_tls_args(ctx, "--ssl-keyfile", "--ssl-certificate"),
+            # HTTP/2 only when asked (h2c is prior knowledge); otherwise its default, auto
+            *(["--http", "2"] if ctx.protocol == "h2c" else []), app,
         ],
         **env,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def hypercorn(app: str) -> Launcher:
@@ -81,10 +101,10 @@ def hypercorn(app: str) -> Launcher:
         return [
             PY, "-m", "hypercorn", "--config", str(config), "--bind", f"{ctx.host}:{ctx.port}",
             "--workers", str(ctx.workers), "--worker-class", "uvloop", "--backlog", BACKLOG,
-            "--log-level", "warning", app,
+            "--log-level", "warning", *_tls_args(ctx, "--keyfile", "--certfile"), app,
         ]  # fmt: skip
 
-    return _launch(argv)
+    return _speaks(EVERY_PROTOCOL, _launch(argv))
 
 
 def uwsgi(module: str) -> Launcher:
@@ -135,7 +155,8 @@ def dev_server(*args: str) -> Launcher:
 def _stack(name: str, framework: str, server: str, model: str, launch: Launcher, **kw) -> Stack:
     return Stack(
         name=name, framework=framework, server=server, worker_model=model, launch=launch,
-        scenarios=kw.pop("scenarios", ALL_SCENARIOS), **kw,
+        scenarios=kw.pop("scenarios", ALL_SCENARIOS), protocols=_SPOKEN.get(launch, ("h1",)),
+        **kw,
     )  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-// Gin reference app (DESIGN.md endpoint contract). Listens on $BENCHLAB_ADDR, release mode,
+// Gin reference app (DESIGN.md endpoint contract). Listens on $BENCHLAB_ADDR (over TLS with
+// $BENCHLAB_TLS_CERT and _KEY, h2c with $BENCHLAB_H2C=1), release mode,
 // no access log; GOMAXPROCS comes from the environment (set to the server's worker count).
 package main
 
@@ -128,5 +129,11 @@ func main() {
 	if addr == "" {
 		log.Fatal("BENCHLAB_ADDR is not set")
 	}
+	// TLS when benchlab gives a certificate (net/http then offers h2 and http/1.1 by ALPN);
+	// HTTP/2 without TLS (h2c, prior knowledge) when asked: gin's own switch.
+	if cert := os.Getenv("BENCHLAB_TLS_CERT"); cert != "" {
+		log.Fatal(router.RunTLS(addr, cert, os.Getenv("BENCHLAB_TLS_KEY")))
+	}
+	router.UseH2C = os.Getenv("BENCHLAB_H2C") == "1"
 	log.Fatal(router.Run(addr))
 }

@@ -77,5 +77,9 @@ func main() {
 	if addr == "" {
 		log.Fatal("BENCHLAB_ADDR is not set")
 	}
+	// TLS when benchlab gives a certificate: net/http then offers h2 and http/1.1 by ALPN.
+	if cert := os.Getenv("BENCHLAB_TLS_CERT"); cert != "" {
+		log.Fatal(http.ListenAndServeTLS(addr, cert, os.Getenv("BENCHLAB_TLS_KEY"), mux))
+	}
 	log.Fatal(http.ListenAndServe(addr, mux))
 }

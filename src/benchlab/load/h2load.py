@@ -1,0 +1,97 @@
+"""h2load (nghttp2): HTTP/2 load, over TLS (h2, by ALPN) or prior knowledge (h2c), in a
+closed loop: `connections` connections with one stream each, so that as many requests are in
+flight as under an HTTP/1.1 closed loop at the same connections. Its per-request log
+(`--log-file`: start µs, status, µs to the end of the answer) gives the whole histogram; its
+summary gives the duration, the failures and the bytes; its "Application protocol" line says
+what was negotiated, and a load over anything else is refused, not measured."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from benchlab.errors import LoadToolError
+from benchlab.load import histogram
+from benchlab.load.base import DebianTool, LoadRequest
+from benchlab.load.result import Errors, Latency, LoadResult
+
+LOG = "h2load.tsv"
+EXPECTED_PROTOCOL = {"h2": "h2", "h2c": "h2c"}
+
+
+class H2load(DebianTool):
+    name = "h2load"
+    package = "nghttp2-client"
+    version_command = ("h2load", "--version")
+    protocols = ("h2", "h2c")
+    sends_any_request = True  # -H headers, -d a body (sent as a POST)
+    merges_exactly = True  # every request's latency is in its log
+    overhead_s = 0.2
+
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        extra: list[str] = []
+        if request.targets:
+            (target,) = request.targets
+            for header, value in target.headers:
+                extra += ["-H", f"{header}: {value}"]
+            if target.body is not None:  # -d sends it as a POST
+                body = workdir / "h2load-body.bin"
+                body.write_bytes(target.body)
+                extra += ["-d", str(body)]
+        return [
+            "h2load", f"--clients={request.connections}", f"--threads={request.threads}",
+            "--max-concurrent-streams=1", f"--duration={request.duration_s}",
+            f"--log-file={workdir / LOG}", *extra, request.url,
+        ]  # fmt: skip
+
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        finished = re.search(r"^finished in ([\d.]+)(ms|s),", output, re.MULTILINE)
+        counts = re.search(
+            r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+            r"(\d+) errored, (\d+) timeout",
+            output,
+            re.MULTILINE,
+        )
+        if finished is None or counts is None:
+            raise LoadToolError(f"h2load printed no summary: {output.strip()[-300:]}")
+        negotiated = re.search(r"^Application protocol: (\S+)", output, re.MULTILINE)
+        wanted = EXPECTED_PROTOCOL.get(request.protocol)
+        if wanted and negotiated and negotiated.group(1) != wanted:
+            raise LoadToolError(
+                f"h2load negotiated {negotiated.group(1)}, not {wanted}: no measurement over "
+                "a protocol the cell did not ask for"
+            )
+        log = workdir / LOG
+        text = log.read_text() if log.exists() else ""
+        rows = [line.split("\t") for line in text.splitlines() if line]
+        log.unlink(missing_ok=True)
+        latencies_us = [max(1, int(row[2])) for row in rows]
+        statuses = [int(row[1]) for row in rows]
+        seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
+        traffic = re.search(r"^traffic: \S+ \((\d+)\) total", output, re.MULTILINE)
+        failed, timeout = int(counts.group(5)), int(counts.group(7))
+        hist = histogram.from_counts((v, 1) for v in latencies_us)
+        summary = histogram.summary_ms(hist) if latencies_us else {}
+        non_2xx = sum(1 for s in statuses if not 200 <= s < 300)
+        # h2load's "failed" counts non-2xx/3xx answers too; the rest got no answer.
+        unanswered = max(0, failed - sum(1 for s in statuses if not 200 <= s < 400))
+        timeout = min(timeout, unanswered)
+        return LoadResult(
+            tool=self.name,
+            requests=len(rows),
+            duration_s=seconds,
+            bytes=int(traffic.group(1)) if traffic else 0,
+            latency=Latency(
+                min=min(latencies_us) / 1000 if latencies_us else None,
+                mean=summary.get("mean"),
+                stdev=None,
+                p50=summary.get("p50"),
+                p90=summary.get("p90"),
+                p99=summary.get("p99"),
+                p999=summary.get("p999"),
+                max=summary.get("max"),
+                percentiles=histogram.curve_ms(hist) if latencies_us else {},
+            ),
+            errors=Errors(non_2xx=non_2xx, timeout=timeout, read=unanswered - timeout),
+            histogram=histogram.encode(hist) if latencies_us else None,
+        )
