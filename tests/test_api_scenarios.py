@@ -122,7 +122,7 @@ def _wrong_api() -> Stack:
 
     return Stack(
         name="wrong-api", framework="test", server="http.server", worker_model="threads",
-        scenarios=API_SCENARIOS, launch=launch, start_timeout=10,
+        scenarios=("json", *API_SCENARIOS), launch=launch, start_timeout=10,
     )  # fmt: skip
 
 

@@ -153,7 +153,7 @@ BAD_RECIPES = [
     (
         GOOD.replace('scenarios = ["plaintext", "json"]', "scenarios = []"),
         "'scenarios'",
-        "at least one",
+        "no scenario to measure",
     ),
     (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "(at line 7, column 1)"),
     # Strict types: a value of the wrong type is named, never coerced.

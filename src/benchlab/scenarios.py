@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, gzip_document
@@ -59,6 +61,17 @@ class Scenario:
     # The databases whose apps serve it (the API scenarios: PostgreSQL's only).
     databases: tuple[str, ...] = ("postgres", "mariadb")
     needs_files: bool = False  # benchlab writes the files it serves ($BENCHLAB_STATIC_DIR)
+    parts: tuple[MixPart, ...] = ()  # a mix: other scenarios' requests, by weight
+
+    def file_sizes(self, value: int | None) -> set[int]:
+        """The KiB of each file the scenario serves (the static scenario's, or a mix's)."""
+        if self.parts:
+            return {k for p in self.parts for k in SCENARIOS[p.scenario].file_sizes(p.value)}
+        return {value} if self.needs_files and value is not None else set()
+
+    def part_of(self, value: int | None = None) -> dict[str, str]:
+        """A mix's parts by the request the load tool sends for each ("GET /json")."""
+        return {SCENARIOS[p.scenario].load_mix(p.value)[0].describe(): p.label for p in self.parts}
 
     def param_text(self, value: int | None) -> str:
         return "" if value is None or not self.param else f"{self.param_label}={value}{self.unit}"
@@ -70,11 +83,106 @@ class Scenario:
         """The requests verification makes; the first is also the one the load tool sends."""
         if self.requests:
             return list(self.requests)
+        if self.parts:
+            return [e for p in self.parts for e in SCENARIOS[p.scenario].expectations(p.value)]
         return _EXPECTATIONS[self.name](value)
 
     def load_mix(self, value: int | None = None) -> list[Expectation]:
-        """What the load tool sends: the first contract request, or the user's weighted mix."""
+        """What the load tool sends: the first contract request, a mix's parts (each its
+        scenario's first request) by weight, or the user's weighted mix."""
+        if self.parts:
+            return [
+                dataclasses.replace(SCENARIOS[p.scenario].load_mix(p.value)[0], weight=p.weight)
+                for p in self.parts
+            ]
         return list(self.requests) if self.requests else self.expectations(value)[:1]
+
+
+MIX_PREFIX = "mix:"
+
+
+@dataclass(frozen=True)
+class MixPart:
+    """One scenario of a mix: its share (`weight` of every sum-of-weights requests) and its
+    parameter's value."""
+
+    scenario: str
+    weight: int
+    value: int | None = None
+
+    @property
+    def label(self) -> str:
+        shown = SCENARIOS[self.scenario].param_text(self.value)
+        return f"{self.scenario} {shown}" if shown else self.scenario
+
+    @property
+    def token(self) -> str:
+        value = "" if self.value is None else f"={self.value}"
+        return f"{self.scenario}{value}*{self.weight}"
+
+
+def mix_name(parts: tuple[MixPart, ...]) -> str:
+    """A mix's scenario name, which says all of it: "mix:json*6+db*3+updates=5*1"."""
+    return MIX_PREFIX + "+".join(p.token for p in parts)
+
+
+def _parse_mix(name: str) -> tuple[MixPart, ...]:
+    parts = []
+    for token in name[len(MIX_PREFIX) :].split("+"):
+        head, _, weight = token.rpartition("*")
+        scenario, _, value = head.partition("=")
+        if scenario not in _BASE or not weight.isdigit():
+            raise KeyError(name)
+        parts.append(MixPart(scenario, int(weight), int(value) if value else None))
+    return tuple(parts)
+
+
+def _composed(name: str) -> Scenario:
+    parts = _parse_mix(name)
+    members = [_BASE[p.scenario] for p in parts]
+    databases = set(members[0].databases).intersection(*(m.databases for m in members))
+    total = sum(p.weight for p in parts)
+    return Scenario(
+        name=name,
+        description=f"a mix, of every {total} requests: "
+        + ", ".join(f"{p.weight} {p.label}" for p in parts),
+        needs_database=any(m.needs_database for m in members),
+        needs_cache=any(m.needs_cache for m in members),
+        databases=tuple(sorted(databases)),
+        needs_files=any(m.needs_files for m in members),
+        parts=parts,
+    )
+
+
+class ScenarioCatalogue(Mapping[str, Scenario]):
+    """The contract's scenarios by name; a mix's name ("mix:…") gives its composed scenario
+    too, though iterating lists the contract's only."""
+
+    def __init__(self, base: dict[str, Scenario]) -> None:
+        self._base = base
+        self._mixes: dict[str, Scenario] = {}
+
+    def __getitem__(self, name: str) -> Scenario:
+        if name in self._base:
+            return self._base[name]
+        if not name.startswith(MIX_PREFIX):
+            raise KeyError(name)
+        if name not in self._mixes:
+            self._mixes[name] = _composed(name)
+        return self._mixes[name]
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._base)
+
+    def __len__(self) -> int:
+        return len(self._base)
 
 
 def _not_found(path: str) -> Expectation:
@@ -148,7 +256,7 @@ def upload_answer(body: bytes) -> bytes:
 API_SCENARIOS = ("fortunes", "queries", "updates", "static", "upload", "json-gzip")
 ON_POSTGRES = ("postgres",)
 
-SCENARIOS: dict[str, Scenario] = {
+_BASE: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("plaintext", "GET /plaintext: text/plain 'Hello, World!'"),
@@ -225,3 +333,4 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     )
 }
+SCENARIOS = ScenarioCatalogue(_BASE)

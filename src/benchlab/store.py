@@ -93,6 +93,8 @@ class TrialRecord:
     cpu_source: str | None = None
     latency_histogram: str | None = None
     window_p99_ms: str | None = None  # JSON list: p99 of each quarter of a fixed-rate trial
+    # JSON: a mix's requests by "METHOD path": requests, errors, p50_ms, p99_ms
+    mix_parts: str | None = None
 
     @property
     def errors(self) -> Errors:
@@ -172,6 +174,7 @@ def trial_record(
         cpu_source=server.cpu_source,
         latency_histogram=load.histogram,
         window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
+        mix_parts=json.dumps(load.parts) if load.parts else None,
     )
 
 

@@ -48,4 +48,6 @@ def short_labels(points: Sequence[GridPoint]) -> list[str]:
     varying = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
     if not varying:
         return [points[0].text() for _ in points]
-    return [" ".join(p[i] for i in varying if p[i]) for p in parts]
+    # A point whose differing words are all empty (the base of a sweep) is named by its
+    # scenario, never by nothing.
+    return [" ".join(p[i] for i in varying if p[i]) or p[1] for p in parts]

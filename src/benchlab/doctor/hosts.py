@@ -21,6 +21,7 @@ from benchlab.hosts.topology import make_host
 from benchlab.load import TOOLS
 from benchlab.machine import describe
 from benchlab.recipe import HostPlan, Plan
+from benchlab.scenarios import SCENARIOS
 
 CLOCK_TOLERANCE_MS = 50.0  # latencies are measured on one host each; logs are compared by time
 # What must match the controller's on a host, by role: results must not depend on where a
@@ -137,7 +138,8 @@ def _needed_programs(plan: Plan, entry: HostPlan) -> list[tuple[str, str]]:
         services = plan.recipe.services
         needed = ["mariadbd", "mariadb"] if services.database == "mariadb" else []
         needed += ["pgbouncer"] if services.pgbouncer else []
-        needed += ["redis-server"] if "cache" in plan.recipe.scenarios else []
+        needs_cache = any(SCENARIOS[c.scenario].needs_cache for c in plan.cells)
+        needed += ["redis-server"] if needs_cache else []
         programs += [_program(name) for name in needed]
     return programs
 

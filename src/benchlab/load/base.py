@@ -60,6 +60,8 @@ class LoadTool(Protocol):
     # Sends any method, headers and body (an upload, a gzip request), not only a plain GET.
     sends_any_request: bool
     protocols: tuple[str, ...]  # protocols.PROTOCOLS it speaks
+    # Keeps each request's own latency and status (a mix's parts are told apart).
+    records_each_request: bool
     # Several generators' results merge exactly: it keeps every latency (a whole histogram
     # or each request), not only percentiles, which cannot be added up.
     merges_exactly: bool
@@ -101,6 +103,7 @@ class DebianTool:
     can_pace = False
     sends_any_request = False
     protocols: tuple[str, ...] = ("h1",)
+    records_each_request = False
     merges_exactly = False
     latency_resolution_ms = 0.001
     hang_retries = 0

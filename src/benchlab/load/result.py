@@ -64,6 +64,9 @@ class LoadResult:
     # p99 of each of LATENCY_WINDOWS consecutive parts of the requests (by send order): one
     # stall decides one window's p99, not the trial's (DESIGN: judge over several windows).
     window_p99_ms: tuple[float, ...] = ()
+    # A mix of requests, by "METHOD path": each request's own count, errors and latency
+    # (tools that record every request: vegeta).
+    parts: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
     @property
     def throughput_rps(self) -> float:

@@ -74,6 +74,7 @@ class Vegeta:
     can_pace = True
     sends_any_request = True
     protocols = ("h1", "h1-tls", "h2", "h2c")
+    records_each_request = True
     merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
     hang_retries = 0
@@ -194,27 +195,37 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
     """One LoadResult from vegeta's CSV results (see `vegeta encode -h` for the columns).
     Several generators' results together: `rate` gives each attack name its own rate."""
     by_attack: dict[str, list[tuple[int, int, int, int, int, str]]] = {}
-    for row in rows:  # seq, sent ns, latency ns, code, bytes in, error
+    requests_of: dict[tuple[str, int], str] = {}  # (attack, seq) -> "METHOD path"
+    for row in rows:  # seq, sent ns, latency ns, code, bytes in, error; method, url
         send = (int(row[8]), int(row[0]), int(row[2]), int(row[1]), int(row[4]), row[5])
         by_attack.setdefault(row[7], []).append(send)
+        requests_of[(row[7], send[0])] = f"{row[9]} {_path(row[10])}"
     if not by_attack:
         raise LoadToolError("vegeta sent no request")
     rates = rate if isinstance(rate, dict) else dict.fromkeys(by_attack, rate)
-    sends, lags = [], []
+    sends, lags, kinds = [], [], []
     for name, attack in by_attack.items():
         attack.sort()
         sends += attack
         lags += _lags(attack, rates[name])
+        kinds += [requests_of[(name, s[0])] for s in attack]
     if len(by_attack) > 1:  # in the order they were sent, whoever sent them
         order = sorted(range(len(sends)), key=lambda i: (sends[i][1], sends[i][0]))
         sends, lags = [sends[i] for i in order], [lags[i] for i in order]
+        kinds = [kinds[i] for i in order]
+    per_kind: dict[str, list[int]] = {}
+    failed_kind: dict[str, int] = {}
     first_sent = min(s[1] for s in sends)
     counts = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "other": 0}
     latencies_us: list[int] = []
     answered = non_2xx = received = 0
     end = first_sent
-    for (_seq, sent, latency, code, bytes_in, error), lag in zip(sends, lags, strict=True):
+    for (_seq, sent, latency, code, bytes_in, error), lag, what in zip(
+        sends, lags, kinds, strict=True
+    ):
         end = max(end, sent + latency)
+        if code == 0 or code not in SUCCESS:
+            failed_kind[what] = failed_kind.get(what, 0) + 1
         if code == 0:
             kind = _error_kind(error)
             counts[kind] += 1
@@ -225,6 +236,7 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
             received += bytes_in
             non_2xx += code not in SUCCESS
         latencies_us.append(max(1, (latency + lag) // 1000))
+        per_kind.setdefault(what, []).append(latencies_us[-1])
     duration_s = max(end - first_sent, 1) / 1e9
     hist = histogram.from_counts((v, 1) for v in latencies_us)
     summary = histogram.summary_ms(hist) if latencies_us else {}
@@ -254,7 +266,37 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
         latency_first_ms=_median_ms(latencies_us[:quarter]),
         latency_last_ms=_median_ms(latencies_us[-quarter:]),
         window_p99_ms=window_p99s(latencies_us),
+        parts=_parts(per_kind, failed_kind) if len(set(kinds)) > 1 else {},
     )
+
+
+def _parts(
+    latencies: dict[str, list[int]], failed: dict[str, int]
+) -> dict[str, dict[str, float | int | None]]:
+    """Each request of a mix on its own: how many, how many failed, its latency."""
+    found: dict[str, dict[str, float | int | None]] = {}
+    for what in sorted(set(latencies) | set(failed)):
+        values = sorted(latencies.get(what, []))
+        found[what] = {
+            "requests": len(values),
+            "errors": failed.get(what, 0),
+            "p50_ms": _quantile_ms(values, 0.50),
+            "p99_ms": _quantile_ms(values, 0.99),
+        }
+    return found
+
+
+def _quantile_ms(sorted_us: list[int], q: float) -> float | None:
+    if not sorted_us:
+        return None
+    return sorted_us[max(0, math.ceil(q * len(sorted_us)) - 1)] / 1000
+
+
+def _path(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 LATENCY_WINDOWS = 4

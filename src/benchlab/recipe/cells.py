@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 
 from benchlab.load import TOOLS
 from benchlab.recipe.cores import CoreAssignment
-from benchlab.recipe.schema import Recipe, StackParams, as_list, at_point, profile_mode, rate_share
+from benchlab.recipe.schema import (
+    Recipe,
+    StackParams,
+    as_list,
+    at_point,
+    mix_of,
+    profile_mode,
+    rate_share,
+)
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 
@@ -96,8 +104,8 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
             _flavours(recipe, stack_name, stack.flavours), worker_counts, thread_counts
         )
         for flavour, workers, server_threads in launches:
-            for scenario_name in recipe.scenarios:
-                if scenario_name not in stack.scenarios:
+            for scenario_name in scenario_names(recipe):
+                if stack.why_not(scenario_name):
                     continue
                 scenario = SCENARIOS[scenario_name]
                 pool_values = pools if scenario.needs_database else [None]
@@ -107,6 +115,8 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                 profiles = [
                     (profile, connections, rate)
                     for profile in recipe.load
+                    # a mix's profile loads its mix only; the others, the recipe's scenarios
+                    if mix_of(recipe, profile) == (scenario_name if scenario.parts else None)
                     for connections in as_list(profile.connections)
                     for rate in (as_list(profile.rate) if profile.rate is not None else [None])
                 ]
@@ -158,6 +168,12 @@ def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list
     return [f for f in as_list(recipe.params.flavour) if f in offered]
 
 
+def scenario_names(recipe: Recipe) -> list[str]:
+    """The recipe's scenarios, then its profiles' mixes (by their scenario names)."""
+    mixes = [m for p in recipe.load if (m := mix_of(recipe, p)) is not None]
+    return [*recipe.scenarios, *dict.fromkeys(mixes)]
+
+
 def proxied(recipe: Recipe) -> bool:
     """nginx stands in front of every stack (and terminates TLS and HTTP/2 for it)."""
     return recipe.services.proxy == "nginx"
@@ -169,7 +185,7 @@ def unserved(recipe: Recipe) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
-        for scenario in recipe.scenarios:
+        for scenario in scenario_names(recipe):
             why = stack.why_not(scenario)
             if why is not None:
                 by_reason.setdefault(why, []).append(f"{stack_name} × {scenario}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.recipe.cells import scenario_names
 from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
 from benchlab.scenarios import SCENARIOS
@@ -23,6 +24,7 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_points,
         _check_trials,
         _check_scenario_names,
+        _check_mixes,
         _check_stack_tables,
         _check_exclusions,
         _check_stack_params,
@@ -189,13 +191,38 @@ def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
 
 
 def _check_served(path: Path, recipe: Recipe) -> None:
-    """Every stack serves one of the recipe's scenarios at least."""
+    """Every stack serves one of the recipe's scenarios (or mixes) at least."""
+    names = scenario_names(recipe)
     for name in recipe.stacks:
-        served = [s for s in recipe.scenarios if s in CATALOGUE[name].scenarios]
+        served = [s for s in names if not CATALOGUE[name].why_not(s)]
         if not served:
+            why = CATALOGUE[name].why_not(names[0])
             raise UserError(
                 f"{path}: key 'stacks': stack '{name}' serves none of the recipe's scenarios "
-                f"({', '.join(recipe.scenarios)}); it serves {', '.join(CATALOGUE[name].scenarios)}"
+                f"({', '.join(names)}): {why}; it serves {', '.join(CATALOGUE[name].scenarios)}"
+            )
+
+
+def _check_mixes(path: Path, recipe: Recipe) -> None:
+    """A mix names known scenarios, and is sent by a tool that records every request."""
+    if not scenario_names(recipe):
+        raise UserError(
+            f"{path}: key 'scenarios': no scenario to measure; list some (e.g. scenarios = "
+            '["json"]) or give a [[load]] profile a mix'
+        )
+    for i, profile in enumerate(recipe.load):
+        for j, entry in enumerate(profile.mix or []):
+            if entry.scenario not in SCENARIOS or entry.scenario.startswith("mix:"):
+                raise UserError(
+                    f"{path}: key 'load[{i}].mix[{j}].scenario': unknown scenario "
+                    f"'{entry.scenario}'{did_you_mean(entry.scenario, list(SCENARIOS))}; known "
+                    f"scenarios: {', '.join(SCENARIOS)}"
+                )
+        if profile.mix and not TOOLS[profile.tool].records_each_request:
+            able = ", ".join(n for n, t in TOOLS.items() if t.records_each_request)
+            raise UserError(
+                f"{path}: key 'load[{i}].tool': a mix needs a tool that records each request "
+                f"(so that each part's latency and errors are known): {able}"
             )
 
 
@@ -246,11 +273,12 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
 def _check_database_serves(path: Path, recipe: Recipe) -> None:
     """The API scenarios' apps query PostgreSQL only."""
     database = recipe.services.database
-    for i, name in enumerate(recipe.scenarios):
+    for i, name in enumerate(scenario_names(recipe)):
         scenario = SCENARIOS[name]
         if scenario.needs_database and database not in scenario.databases:
+            where = f"scenarios[{i}]" if i < len(recipe.scenarios) else "load.mix"
             raise UserError(
-                f"{path}: key 'scenarios[{i}]': '{name}' is served on "
+                f"{path}: key '{where}': '{name}' is served on "
                 f"{', '.join(scenario.databases)} only, and services.database is '{database}'; "
                 'set database = "postgres" or run it in a recipe of its own'
             )

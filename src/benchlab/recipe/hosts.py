@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchlab.errors import UserError
 from benchlab.load import MERGEABLE_TOOLS
+from benchlab.recipe.cells import scenario_names
 from benchlab.recipe.cores import CoreAssignment, default_cores
 from benchlab.recipe.host_spec import (
     HostSpec,
@@ -58,7 +59,7 @@ def _roles_needed(recipe: Recipe) -> list[str]:
     needed = ["server", "load"]
     if any(
         SCENARIOS[s].needs_database or SCENARIOS[s].needs_cache
-        for s in recipe.scenarios
+        for s in scenario_names(recipe)
         if s in SCENARIOS
     ):
         needed.append("database")

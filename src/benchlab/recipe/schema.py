@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchlab.figures import RANKABLE
 from benchlab.load import DEFAULT_TOOL, TOOLS
 from benchlab.protocols import PROTOCOLS
+from benchlab.scenarios import SCENARIOS, MixPart, mix_name
 
 
 class _Strict(BaseModel):
@@ -24,6 +25,13 @@ ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
 # A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
 RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
 SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+class MixEntry(_Strict):
+    """One scenario of a mixed load: `weight` of every (sum of weights) requests."""
+
+    scenario: str
+    weight: PositiveInt = 1
 
 
 class LoadProfile(_Strict):
@@ -42,6 +50,9 @@ class LoadProfile(_Strict):
     keepalive: bool = True
     # The wire: HTTP/1.1 plain or over TLS, HTTP/2 over TLS or prior knowledge (h2c).
     protocol: Literal[tuple(PROTOCOLS)] = "h1"  # type: ignore[valid-type]
+    # A mixed load: these scenarios' requests interleaved by weight, each verified by its
+    # own rule, in one cell per stack (in place of the recipe's scenarios for this profile).
+    mix: Annotated[list[MixEntry], Field(min_length=1)] | None = None
 
 
 class Slo(_Strict):
@@ -151,7 +162,8 @@ class Recipe(_Strict):
     name: str
     question: str = ""
     stacks: Annotated[list[str], Field(min_length=1)]
-    scenarios: Annotated[list[str], Field(min_length=1)]
+    # Empty only when every [[load]] profile is a mix (which names its own).
+    scenarios: list[str] = Field(default_factory=list)
     load: Annotated[list[LoadProfile], Field(min_length=1)]
     trials: Annotated[int, Field(ge=1, le=1000)] = 3
     # Adaptive trials: cells whose interval is wider than the target get more interleaved
@@ -174,6 +186,18 @@ class Recipe(_Strict):
     rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
     # Where each role runs (default: all of them here): see hosts/.
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
+
+
+def mix_of(recipe: Recipe, profile: LoadProfile) -> str | None:
+    """The scenario name of a profile's mix (each part at its parameter's first value)."""
+    if profile.mix is None:
+        return None
+    parts = []
+    for entry in profile.mix:
+        param = SCENARIOS[entry.scenario].param if entry.scenario in SCENARIOS else None
+        value = as_list(getattr(recipe.params, param))[0] if param else None
+        parts.append(MixPart(entry.scenario, entry.weight, value))
+    return mix_name(tuple(parts))
 
 
 def at_point(recipe: Recipe, point: Point) -> Recipe:

@@ -32,7 +32,7 @@ def csv_fields() -> list[str]:
         else:
             names.append(name)
     return [*names, "errors", *(f"errors_{k}" for k in ("connect", "read", "write", "timeout",
-            "non_2xx", "other")), "verdicts", "status", "reason"]  # fmt: skip
+            "non_2xx", "other")), "verdicts", "status", "reason", "mix"]  # fmt: skip
 
 
 def _csv_values(cell: CellSummary) -> dict[str, object]:
@@ -57,6 +57,8 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
         "verdicts": " | ".join(f"{v.name}: {v.sentence}" for v in cell.verdicts),
         "status": cell.status,
         "reason": cell.reason,
+        # a mix's parts: "json 60% p99 5.3 ms · db 30% …" (JSON has them as numbers)
+        "mix": " · ".join(m.text() for m in cell.mix),
     }
     return row
 

@@ -13,6 +13,7 @@ from benchlab.report.wording import (
     interval_note,
     load_host_lines,
     method_notes,
+    mix_lines,
     ranking_lines,
     relative_rows,
     run_lines,
@@ -75,6 +76,10 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    mixed = mix_lines(summary)
+    if mixed:
+        out += ["", "Mixes, each part on its own (share of requests, p99):", ""]
+        out += [f"- {line}" for line in mixed]
     shares = load_host_lines(summary)
     if shares:
         out += ["", "Load hosts (each one's share of the merged figures):", ""]

@@ -161,6 +161,8 @@ class CellSummary:
     keepalive: bool = True  # False: the client closed each connection after one request
     protocol: str = "h1"
     negotiated: str | None = None  # what verification got over it: "HTTP/2 over TLSv1.3"
+    # A mix: each part's share of the requests, its errors and latency (MixPart figures).
+    mix: tuple[MixFigures, ...] = ()
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
     samples: dict[str, Sequence[float]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
@@ -241,6 +243,7 @@ class CellSummary:
             "keepalive": self.keepalive,
             "protocol": self.protocol,
             "negotiated": self.negotiated,
+            "mix": [m.to_json() for m in self.mix] or None,
             "trials": self.trials,
             "ranked_by": self.ranked_by.key,
         }
@@ -400,6 +403,58 @@ def _curve(trials: list[TrialRecord], target: Target | None) -> tuple[CurvePoint
     return tuple(sorted(points, key=lambda p: p.target_rps))
 
 
+@dataclass(frozen=True)
+class MixFigures:
+    """One part of a mix over a cell's trials: its share of the requests answered, its
+    failures, and the median over trials of its own p50 and p99."""
+
+    part: str
+    requests: int
+    share: float
+    errors: int
+    p50_ms: float | None
+    p99_ms: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def text(self) -> str:
+        p99 = "–" if self.p99_ms is None else F.ms_text(self.p99_ms)
+        errors = f", {self.errors:,} errors" if self.errors else ""
+        return f"{self.part} {100 * self.share:.0f}% p99 {p99} ms{errors}"
+
+
+def _mix_figures(scenario: str, trials: list[TrialRecord]) -> tuple[MixFigures, ...]:
+    if scenario not in SCENARIOS or not SCENARIOS[scenario].parts:
+        return ()
+    names = SCENARIOS[scenario].part_of()
+    by_part: dict[str, list[dict[str, Any]]] = {}
+    for trial in trials:
+        for request, figures in json.loads(trial.mix_parts or "{}").items():
+            by_part.setdefault(names.get(request, request), []).append(figures)
+    total = sum(f["requests"] for found in by_part.values() for f in found)
+    out = []
+    for part in [*names.values(), *(p for p in by_part if p not in names.values())]:
+        found = by_part.get(part, [])
+        requests = sum(f["requests"] for f in found)
+        out.append(
+            MixFigures(
+                part=part,
+                requests=requests,
+                share=requests / total if total else 0.0,
+                errors=sum(f["errors"] for f in found),
+                p50_ms=_median_of([f["p50_ms"] for f in found]),
+                p99_ms=_median_of([f["p99_ms"] for f in found]),
+            )
+        )
+    return tuple(out)
+
+
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
 def _summarise_cell(
     cell: sqlite3.Row,
     all_trials: list[TrialRecord],
@@ -456,6 +511,7 @@ def _summarise_cell(
         ranked_by=F.rank_figure(mode, options.rank_by),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
+        mix=_mix_figures(cell["scenario"], trials),
         replicates=tuple(capacities),
     )
 

@@ -30,6 +30,7 @@ from benchlab.report.wording import (
     interval_note,
     load_host_lines,
     method_notes,
+    mix_lines,
     ranking_lines,
     run_lines,
     verdict_lines,
@@ -231,6 +232,11 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
         _say(console, line, "red")
     for line in verdict_lines(summary) if wide else grouped_verdicts(summary):
         _say(console, line, "yellow")
+    mixed = mix_lines(summary)
+    if mixed:
+        console.print("Mixes, each part on its own (share of requests, p99):", style="bold")
+        for line in mixed:
+            _say(console, f"  {line}")
     shares = load_host_lines(summary)
     if shares:
         console.print("Load hosts (each one's share of the merged figures):", style="bold")

@@ -281,6 +281,15 @@ def host_lines(summary: RunSummary) -> list[str]:
     return out
 
 
+def mix_lines(summary: RunSummary) -> list[str]:
+    """Each mixed cell's parts on their own, beside the whole the table shows."""
+    return [
+        f"{cell_name(cell)}: " + " · ".join(m.text() for m in cell.mix)
+        for cell in summary.cells
+        if cell.mix
+    ]
+
+
 def load_host_lines(summary: RunSummary) -> list[str]:
     """Each load host's share of every cell loaded from several: the merged figures are the
     whole; these are the parts, with each generator's own CPU."""

@@ -93,7 +93,7 @@ class CellRunner:
             HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
             for r in mix
         )
-        plain = not scenario.requests and all(r.plain_get for r in mix)
+        plain = len(mix) == 1 and not scenario.requests and mix[0].plain_get
         return LoadRequest(
             url=f"{base}{mix[0].path}",
             targets=() if plain else targets,

@@ -300,12 +300,12 @@ class Session:
 
     def _write_files(self, cells: Sequence[Cell]) -> None:
         """The files the static scenario's cells serve, on the server's host."""
-        sizes = {c.ms for c in cells if self.scenarios[c.scenario].needs_files}
+        sizes = {kb for c in cells for kb in self.scenarios[c.scenario].file_sizes(c.ms)}
         if not sizes:
             return
         directory = self.workroot / "static"
         directory.mkdir()
-        for kb in sorted(s for s in sizes if s is not None):
+        for kb in sorted(sizes):
             (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
         self.hosts.server.host.push(directory)
         self.static_dir = directory

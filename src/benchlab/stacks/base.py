@@ -123,6 +123,9 @@ class Stack:
         """None when it serves `scenario`, else why not (benchlab stacks, the plan)."""
         if scenario in self.scenarios:
             return None
+        parts = SCENARIOS[scenario].parts if scenario in SCENARIOS else ()
+        if parts:  # a mix: served when every part is
+            return next((w for p in parts if (w := self.why_not(p.scenario))), None)
         own = dict(self.unserved).get(scenario)
         return own or NOT_IN_ITS_APP.get(scenario, "not implemented by its reference app")
 
