@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import gzip
 import http.client
+import io
+import json
 import shutil
 import sys
 from collections.abc import Iterator
@@ -14,14 +16,19 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from rich.console import Console
 
-from benchlab.dataset import file_bytes, world_number
+from benchlab.dataset import file_bytes, gzip_document, world_number
 from benchlab.process import ProcessRegistry
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.progress import LineReporter
+from benchlab.runner import SessionOptions, run_recipe
 from benchlab.scenarios import API_SCENARIOS, SCENARIOS
 from benchlab.services.postgres import read_worlds, start_postgres
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
+from benchlab.store import Store
 from benchlab.verify import verify
-from tests.conftest import short_tmp
+from tests.conftest import benchlab, short_tmp, write_recipe
 from tests.servers import running_stack
 
 VARIANTS = [
@@ -162,6 +169,51 @@ def _get(
 
 
 def _json(body: bytes) -> list[dict[str, int]]:
-    import json
-
     return json.loads(body)
+
+
+@pytest.mark.slow
+def test_a_run_sends_each_scenarios_own_request_and_reports_what_it_weighs(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wrk sends the upload's body and the gzip header (its Lua); the report gives bytes per
+    response and the compression verification saw."""
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    path = write_recipe(
+        tmp_path,
+        """
+        name = "weights"
+        stacks = ["gin", "flask+gunicorn-gthread"]
+        scenarios = ["upload", "json-gzip", "static"]
+        trials = 1
+        warmup = 0
+        [params]
+        body_kb = 8
+        file_kb = 32
+        [[load]]
+        connections = 8
+        duration = 1
+        """,
+    )
+    recipe, text = load_recipe(path)
+    store = Store(tmp_path / "r.db")
+    run_id = run_recipe(
+        build_plan(path, recipe, text), store, LineReporter(Console(file=io.StringIO())),
+        SessionOptions("test"),
+    ).run_id  # fmt: skip
+    report = json.loads(
+        benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "-f", "json").stdout
+    )
+    cells = {(c["stack"], c["scenario"]): c for c in report["cells"]}
+    document = len(gzip_document())
+    for stack in ("gin", "flask+gunicorn-gthread"):
+        for scenario in ("upload", "json-gzip", "static"):
+            cell = cells[(stack, scenario)]
+            assert cell["status"] == "ok", cell["reason"]
+            # a GET /upload would be a 405: every request went out as the POST it is
+            assert cell["errors"]["total"] == 0 and cell["requests"] > 50, cell["errors"]
+        packed = cells[(stack, "json-gzip")]
+        assert packed["compression_ratio"] > 3, packed["compression_ratio"]
+        assert packed["bytes_per_response"] < document / 3
+        assert cells[(stack, "static")]["bytes_per_response"] > 32 * 1024
+        assert packed["negotiated"] == "HTTP/1.1" and packed["protocol"] == "h1"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.process import ProcessRegistry
@@ -218,3 +219,28 @@ def test_without_keep_alive_every_request_has_a_connection_of_its_own(
             assert type(server).accepted >= result.requests, (type(server).accepted, result)
         else:
             assert type(server).accepted <= 2 + 2, (type(server).accepted, result)
+
+
+def test_h2load_is_not_pointed_at_a_server_that_closes_each_connection(tmp_path: Path) -> None:
+    # Over HTTP/1.1, h2load waits on a connection the server closed (gunicorn's sync
+    # workers close after every answer): the cell fails at once, naming the tools that work.
+    request = dataclasses.replace(_h2load(1, "h1", "/json"), keep_alive=False)
+    with pytest.raises(LoadToolError, match=r"does not reconnect.*use wrk or vegeta"):
+        run_tool(request, ProcessRegistry(), tmp_path)
+
+
+def test_keepalive_false_and_exclusions_by_it(tmp_path: Path) -> None:
+    refused = benchlab(
+        "run", str(_recipe(tmp_path, ["gin"], '[[load]]\ntool = "h2load"\nkeepalive = false')),
+        "--dry-run",
+    )  # fmt: skip
+    assert refused.returncode == 2 and "key 'load[0].keepalive'" in refused.stderr
+    # Without keep-alive for JSON only: the other scenario is excluded there, not elsewhere.
+    load = (
+        "[[load]]\n[[load]]\nkeepalive = false\n"
+        '[[exclude]]\nscenario = "plaintext"\nkeepalive = false\n'
+    )
+    path = write_recipe(
+        tmp_path, f'name = "k"\nstacks = ["gin"]\nscenarios = ["json", "plaintext"]\n{load}'
+    )
+    assert "plan: 3 cells" in benchlab("run", str(path), "--dry-run").stdout

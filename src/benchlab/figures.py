@@ -251,8 +251,15 @@ TRANSFER = _figure(
 
 BYTES_PER_RESPONSE = _figure(
     "bytes_per_response", "bytes/resp", "B", DOWN, V,
-    "bytes received per response, headers included (what compression saves shows here)",
+    "bytes received per response as the tool counts them (wrk, ab, h2load: headers too; "
+    "hey, siege: bodies; vegeta keeps none): compare it within one tool",
     source=Source(Combine.DERIVED, derive=_bytes_per_response),
+)  # fmt: skip
+
+COMPRESSION = _figure(
+    "compression_ratio", "gzip", "×", UP, V,
+    "a compressed answer: the document's size ÷ the size that came (json-gzip)", _grouped(2),
+    source=Source(Combine.CELL, "compression_ratio"),
 )  # fmt: skip
 
 # --- latency: percentiles of the merged histogram of every trial ------------------------------

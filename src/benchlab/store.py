@@ -299,6 +299,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("keepalive", "INTEGER"),  # 0: a new connection for every request; NULL (older): 1
         ("protocol", "TEXT"),  # protocols.PROTOCOLS; NULL (older): h1
         ("negotiated", "TEXT"),  # what verification got: "HTTP/2 over TLSv1.3"
+        ("compression_ratio", "REAL"),  # a compressed answer: its size ÷ its compressed size
     ],
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -582,9 +583,15 @@ class Store:
         )
 
     @_writes
-    def set_cell_negotiated(self, cell_id: int, negotiated: str) -> None:
-        """What verification's client got over the cell's protocol."""
-        self.db.execute("UPDATE cells SET negotiated = ? WHERE id = ?", (negotiated, cell_id))
+    def set_cell_wire(
+        self, cell_id: int, negotiated: str, compression_ratio: float | None = None
+    ) -> None:
+        """What verification's client got over the cell's protocol, and how much smaller a
+        compressed answer came than the document."""
+        self.db.execute(
+            "UPDATE cells SET negotiated = ?, compression_ratio = ? WHERE id = ?",
+            (negotiated, compression_ratio, cell_id),
+        )
 
     @_writes
     def set_cell_rates(

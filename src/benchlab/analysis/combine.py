@@ -100,7 +100,10 @@ def figure_value(
     if how is F.Combine.REPLICATES:
         return _estimate(_values(capacities, attr))
     if how is F.Combine.CELL:
-        return cell[attr]
+        try:
+            return cell[attr]
+        except (IndexError, KeyError):  # a store written before the column (not migrated)
+            return None
     if how is F.Combine.DERIVED:
         assert source.derive is not None
         return source.derive(trials, made)

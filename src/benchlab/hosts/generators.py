@@ -64,7 +64,9 @@ def run_generators(
     if len(request.targets) > 1 and not tool.can_pace:
         raise LoadToolError(f"{tool.name} sends one request only; a mix of requests needs vegeta")
     if request.targets and not tool.sends_any_request:
-        raise LoadToolError(f"{tool.name} sends a plain GET only; this request needs wrk or vegeta")
+        raise LoadToolError(
+            f"{tool.name} sends a plain GET only; this request needs wrk, vegeta or h2load"
+        )
     requests = split(request, tool, placements)
     single = len(placements) == 1
     dirs = [workdir if single else workdir / f"load-{p.host.name}" for p in placements]

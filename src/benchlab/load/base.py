@@ -62,6 +62,9 @@ class LoadTool(Protocol):
     protocols: tuple[str, ...]  # protocols.PROTOCOLS it speaks
     # Keeps each request's own latency and status (a mix's parts are told apart).
     records_each_request: bool
+    # Opens a new connection when a server closes one after its answer (gunicorn's sync
+    # workers do after every request); h2load's HTTP/1.1 waits instead.
+    reconnects: bool
     # Several generators' results merge exactly: it keeps every latency (a whole histogram
     # or each request), not only percentiles, which cannot be added up.
     merges_exactly: bool
@@ -104,6 +107,7 @@ class DebianTool:
     sends_any_request = False
     protocols: tuple[str, ...] = ("h1",)
     records_each_request = False
+    reconnects = True
     merges_exactly = False
     latency_resolution_ms = 0.001
     hang_retries = 0

@@ -1,6 +1,7 @@
-"""h2load (nghttp2): HTTP/2 load, over TLS (h2, by ALPN) or prior knowledge (h2c), in a
-closed loop: `connections` connections with one stream each, so that as many requests are in
-flight as under an HTTP/1.1 closed loop at the same connections. Its per-request log
+"""h2load (nghttp2): HTTP/2 load, over TLS (h2, by ALPN) or prior knowledge (h2c), and
+HTTP/1.1 (--h1) over either, in a closed loop: `connections` connections with one stream
+each, so that as many requests are in flight as under an HTTP/1.1 closed loop at the same
+connections. Its per-request log
 (`--log-file`: start µs, status, µs to the end of the answer) gives the whole histogram; its
 summary gives the duration, the failures and the bytes; its "Application protocol" line says
 what was negotiated, and a load over anything else is refused, not measured."""
@@ -16,15 +17,18 @@ from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 
 LOG = "h2load.tsv"
-EXPECTED_PROTOCOL = {"h2": "h2", "h2c": "h2c"}
+EXPECTED_PROTOCOL = {"h2": "h2", "h2c": "h2c", "h1": "http/1.1", "h1-tls": "http/1.1"}
 
 
 class H2load(DebianTool):
     name = "h2load"
     package = "nghttp2-client"
     version_command = ("h2load", "--version")
-    protocols = ("h2", "h2c")
+    # HTTP/1.1 too (--h1): the same tool on every protocol, so that what TLS or HTTP/2 costs
+    # a stack is not mixed up with what changing tools does.
+    protocols = ("h1", "h1-tls", "h2", "h2c")
     sends_any_request = True  # -H headers, -d a body (sent as a POST)
+    reconnects = False  # over HTTP/1.1 it hangs on a server that closes after each answer
     merges_exactly = True  # every request's latency is in its log
     overhead_s = 0.2
 
@@ -38,6 +42,8 @@ class H2load(DebianTool):
                 body = workdir / "h2load-body.bin"
                 body.write_bytes(target.body)
                 extra += ["-d", str(body)]
+        if request.protocol in ("h1", "h1-tls"):
+            extra.append("--h1")
         return [
             "h2load", f"--clients={request.connections}", f"--threads={request.threads}",
             "--max-concurrent-streams=1", f"--duration={request.duration_s}",

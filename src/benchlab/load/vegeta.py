@@ -75,6 +75,7 @@ class Vegeta:
     sends_any_request = True
     protocols = ("h1", "h1-tls", "h2", "h2c")
     records_each_request = True
+    reconnects = True
     merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
     hang_retries = 0

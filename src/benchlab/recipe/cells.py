@@ -126,7 +126,8 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                     if stack.why_not_protocol(profile.protocol, proxied(recipe)):
                         continue
                     if any(
-                        e.matches(stack_name, scenario_name, connections) for e in recipe.exclude
+                        e.matches(stack_name, scenario_name, connections, profile.keepalive)
+                        for e in recipe.exclude
                     ):
                         continue
                     share = rate_share(rate) if isinstance(rate, str) else None

@@ -318,6 +318,11 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
                 f"{profile.protocol} (it speaks {', '.join(tool.protocols)}); use tool = one of "
                 f"{able}"
             )
+        if not profile.keepalive and profile.tool == "h2load":
+            raise UserError(
+                f"{path}: key 'load[{i}].keepalive': h2load keeps its connections open; use "
+                'tool = "wrk" or "vegeta" for a load without keep-alive'
+            )
         reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxied) for s in recipe.stacks]
         if all(reasons):
             raise UserError(

@@ -149,12 +149,14 @@ class Exclusion(_Strict):
     stack: str | None = None
     scenario: str | None = None
     connections: PositiveInt | None = None
+    keepalive: bool | None = None  # false: only the profiles without keep-alive
 
-    def matches(self, stack: str, scenario: str, connections: int) -> bool:
+    def matches(self, stack: str, scenario: str, connections: int, keepalive: bool = True) -> bool:
         return (
             (self.stack is None or self.stack == stack)
             and (self.scenario is None or self.scenario == scenario)
             and (self.connections is None or self.connections == connections)
+            and (self.keepalive is None or self.keepalive == keepalive)
         )
 
 

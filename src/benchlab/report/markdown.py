@@ -76,6 +76,9 @@ def render_markdown(summary: RunSummary) -> str:
     sentences = verdict_lines(summary)
     if sentences:
         out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
+    if summary.protocol_costs:
+        out += ["", "What TLS and HTTP/2 cost (throughput ÷ plain HTTP/1.1's):", ""]
+        out += [f"- {cost.text()}" for cost in summary.protocol_costs]
     mixed = mix_lines(summary)
     if mixed:
         out += ["", "Mixes, each part on its own (share of requests, p99):", ""]

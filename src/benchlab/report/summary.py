@@ -30,7 +30,7 @@ from benchlab.analysis.relative import (
     reference_cells,
     relative_to,
 )
-from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval
+from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS
 from benchlab.run_options import RunOptions
@@ -304,6 +304,8 @@ class RunSummary:
     ranked_by: F.Figure = F.THROUGHPUT
     # Cells measured by several tools (article 001): whether the tools agree, or which is off.
     tool_agreement: list[str] = field(default_factory=list)
+    # What TLS and HTTP/2 cost each stack: its throughput over each, ÷ over plain HTTP/1.1.
+    protocol_costs: list[ProtocolCost] = field(default_factory=list)
     hosts: list[dict[str, Any]] = field(default_factory=list)  # what ran where ([hosts])
 
     @property
@@ -334,6 +336,7 @@ class RunSummary:
             "target_half_width_pct": self.target_half_width_pct,
             "evidence": self.options.evidence.describe(),
             "tool_agreement": self.tool_agreement,
+            "protocol_costs": [c.to_json() for c in self.protocol_costs],
             "hosts": self.hosts,
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
@@ -604,6 +607,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         recipe_text=row["recipe_text"],
         ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
+        protocol_costs=protocol_costs(cells),
         hosts=store.hosts(row["id"]),
     )
 
@@ -612,6 +616,70 @@ def _distance(cell: CellSummary, group: list[CellSummary]) -> float:
     """How far a cell's throughput is from the median of the others', relatively."""
     others = statistics.median(o.throughput.median for o in group if o is not cell)
     return abs(cell.throughput.median - others) / max(others, 1e-9)
+
+
+@dataclass(frozen=True)
+class ProtocolCost:
+    """A stack's throughput over a protocol ÷ the same cell's over plain HTTP/1.1."""
+
+    stack_label: str
+    point: str  # the grid point, its protocol left out
+    protocol: str
+    tool: str  # the protocol's tool, when it is not the plain cell's (h2load beside wrk)
+    plain_tool: str
+    ratio: Ratio
+
+    def text(self) -> str:
+        r = self.ratio
+        tools = (
+            f" ({self.tool} vs {self.plain_tool}: the tools differ too)"
+            if self.tool != self.plain_tool
+            else ""
+        )
+        interval = f"[{r.low:.2f}–{r.high:.2f}]" if r.has_interval else "(1 trial: no interval)"
+        return (
+            f"{self.stack_label} {self.point}: over {self.protocol} {r.value:.2f}× "
+            f"{interval} of its HTTP/1.1 throughput{tools}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack_label": self.stack_label, "point": self.point, "protocol": self.protocol,
+            "tool": self.tool, "plain_tool": self.plain_tool, "ratio": self.ratio.value,
+            "low": self.ratio.low, "high": self.ratio.high,
+            "confidence": self.ratio.confidence,
+        }  # fmt: skip
+
+
+def protocol_costs(cells: list[CellSummary]) -> list[ProtocolCost]:
+    """Each closed-loop cell over TLS or HTTP/2 beside the same stack's plain HTTP/1.1 cell
+    at the same point (tool aside): the ratio of their throughputs, with its interval."""
+    plain: dict[tuple, list[CellSummary]] = {}
+    others: list[tuple[tuple, CellSummary]] = []
+    for cell in cells:
+        if cell.mode != "closed" or cell.grid is None or not cell.samples.get(F.THROUGHPUT.key):
+            continue
+        where = (cell.stack_label, dataclasses.replace(cell.grid, tool="", protocol="h1"))
+        if cell.protocol == "h1":
+            plain.setdefault(where, []).append(cell)
+        else:
+            others.append((where, cell))
+    found = []
+    for where, cell in others:
+        bases = plain.get(where, [])
+        # the same tool's plain cell when there is one: then only the protocol differs
+        base = next((b for b in bases if b.tool == cell.tool), bases[0] if bases else None)
+        if base is None:
+            continue
+        ratio = ratio_interval(cell.samples[F.THROUGHPUT.key], base.samples[F.THROUGHPUT.key])
+        if ratio is not None:
+            point = dataclasses.replace(where[1], tool=cell.tool)
+            found.append(
+                ProtocolCost(
+                    cell.stack_label, point.text(), cell.protocol, cell.tool, base.tool, ratio
+                )
+            )
+    return found
 
 
 def tool_agreement(cells: list[CellSummary]) -> list[str]:

@@ -232,6 +232,10 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
         _say(console, line, "red")
     for line in verdict_lines(summary) if wide else grouped_verdicts(summary):
         _say(console, line, "yellow")
+    if summary.protocol_costs:
+        console.print("What TLS and HTTP/2 cost (throughput ÷ plain HTTP/1.1's):", style="bold")
+        for cost in summary.protocol_costs:
+            _say(console, f"  {cost.text()}")
     mixed = mix_lines(summary)
     if mixed:
         console.print("Mixes, each part on its own (share of requests, p99):", style="bold")

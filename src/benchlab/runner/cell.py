@@ -16,6 +16,7 @@ from benchlab.process import ManagedProcess
 from benchlab.recipe import Cell
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
+from benchlab.scenarios import Expectation
 from benchlab.store import TrialRecord
 from benchlab.verify import verify
 from benchlab.wire import ExchangeError, Wire, exchange
@@ -49,7 +50,8 @@ class CellRunner:
         self.session = session
         self.measure_alone = measure_alone
         self.closed: dict[Cell, float] = {}
-        self.negotiated: dict[Cell, str] = {}  # what verification saw, stored once a cell
+        # what verification saw (protocol, compression), stored once a cell
+        self.negotiated: dict[Cell, tuple[str, float | None]] = {}
 
     def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
@@ -86,7 +88,7 @@ class CellRunner:
 
     def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
-        wire = self.session.wire(cell)
+        wire = self.session.files.wire(cell)
         base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.port}"
         mix = scenario.load_mix(cell.ms)
         targets = tuple(
@@ -137,7 +139,7 @@ class CellRunner:
     def verified(self, launched: Launched, cell: Cell, what: str) -> bool:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
-        wire = session.wire(cell)
+        wire = session.files.wire(cell)
         with session.costs.timed("verify"):
             problem = verify(
                 session.server_address, launched.port, expectations,
@@ -148,20 +150,29 @@ class CellRunner:
             session.fail(cell, f"{what}: {problem}")
             return False
         if cell not in self.negotiated:
-            self.negotiated[cell] = self._negotiated(launched, expectations[0].path, wire)
-            session.store.set_cell_negotiated(session.cell_ids[cell], self.negotiated[cell])
+            self.negotiated[cell] = self._negotiated(launched, expectations, wire)
+            session.store.set_cell_wire(session.cell_ids[cell], *self.negotiated[cell])
         return True
 
-    def _negotiated(self, launched: Launched, path: str, wire: Wire) -> str:
-        """What a client asking over the cell's protocol got: "HTTP/2 over TLSv1.3"."""
+    def _negotiated(
+        self, launched: Launched, expectations: list[Expectation], wire: Wire
+    ) -> tuple[str, float | None]:
+        """What a client asking over the cell's protocol got ("HTTP/2 over TLSv1.3"), and
+        for a compressed answer, the document's size ÷ the size that came."""
+        compressed = next((e for e in expectations if e.answer == "gzip"), None)
+        asked = compressed or expectations[0]
         try:
             reply = exchange(
-                self.session.server_address, launched.port, "GET", path, wire=wire,
+                self.session.server_address, launched.port, asked.method, asked.path,
+                headers=asked.headers, body=asked.request_body, wire=wire,
                 timeout=SETTLE_TIMEOUT_S,
             )  # fmt: skip
         except ExchangeError as exc:
-            return f"unknown ({exc})"
-        return reply.negotiated
+            return f"unknown ({exc})", None
+        ratio = None
+        if compressed is not None and compressed.body and reply.body:
+            ratio = len(compressed.body) / len(reply.body)
+        return reply.negotiated, ratio
 
     def _closed_capacity(self, launched: Launched, cell: Cell, request: LoadRequest) -> float:
         """Successful responses per second in a closed loop at the cell's connections (its

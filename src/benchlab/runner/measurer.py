@@ -189,12 +189,16 @@ class Measurer:
         env = self.options.extra_env()
         if stack.isolated_env:
             return env
-        services = self.session.services
+        services, static = self.session.services, self.session.files.static_dir
         return {
             **(services.stack_env() if services else {}),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
-            **({"BENCHLAB_STATIC_DIR": str(static)} if (static := self.session.static_dir) else {}),
+            **(
+                {"BENCHLAB_STATIC_DIR": str(static)}
+                if (static := self.session.files.static_dir)
+                else {}
+            ),
             **env,
         }
 
@@ -209,7 +213,7 @@ class Measurer:
         session.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
         proxied = session.plan.recipe.services.proxy == "nginx"
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
-        own_wire = Wire() if proxied else session.wire(first)
+        own_wire = Wire() if proxied else session.files.wire(first)
         started = start_answering(
             session.registry, stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
@@ -217,7 +221,7 @@ class Measurer:
             lambda port: session.reporter.status(
                 f"port {port} was taken: starting {stack.name} on another"
             ),
-            own_wire, None if proxied else session.tls_for(first),
+            own_wire, None if proxied else session.files.tls_for(first),
         )  # fmt: skip
         server, proxy = started.server, None
         try:
@@ -232,10 +236,11 @@ class Measurer:
                 place = session.hosts.server
                 proxy, port = start_proxy(
                     session.registry, workdir, place.cores, started.ctx.port, place.host,
-                    first.protocol, session.tls_for(first),
+                    first.protocol, session.files.tls_for(first),
                 )  # fmt: skip
             first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
-            # Over TLS or HTTP/2 every server here keeps its connections (asked by the cell).
+            # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept (only
+            # siege reads it, and siege speaks plain HTTP/1.1 only).
             alive = first.protocol != "h1" or keeps_alive(session.server_address, port, first_path)
             launched = Launched(server, port, workdir, round_index, alive)
             self._run_cells(launched, cells, positions)

@@ -19,7 +19,6 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.answers import ReadWorlds
-from benchlab.dataset import file_bytes
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
@@ -27,18 +26,16 @@ from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
 from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
-from benchlab.protocols import PROTOCOLS
 from benchlab.recipe import Cell, Plan
 from benchlab.run_options import RunOptions
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
+from benchlab.runner.run_files import RunFiles
 from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import RunInfo, Store
-from benchlab.tls import TlsFiles, make_certificates
-from benchlab.wire import Wire
 
 
 @dataclass(frozen=True)
@@ -96,8 +93,7 @@ class Session:
         self.probes: dict[str, Callable[[], int] | None] = {}
         self.cache: Any = None  # a Redis client, while the cache runs
         self.read_worlds: ReadWorlds | None = None  # world rows, while PostgreSQL runs
-        self.static_dir: Path | None = None  # the files the static scenario serves
-        self.tls: TlsFiles | None = None  # the run's certificates, when a cell uses TLS
+        self.files = RunFiles()  # static files, certificates; how clients reach servers
         self._started = time.monotonic()
         self.out_of_time = False
         self.deadline_s = options.deadline_s
@@ -283,32 +279,10 @@ class Session:
         self._prepare_stacks(cells)
         if self.services is None:
             self._start_services(cells)
-        if self.static_dir is None:
-            self._write_files(cells)
-        if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):
-            self.tls = make_certificates(self.workroot / "tls", (self.server_address, "127.0.0.1"))
-            for place in (self.hosts.server, *self.hosts.load):
-                place.host.push(self.tls.ca.parent)
-
-    def wire(self, cell: Cell) -> Wire:
-        """How a client reaches the cell's server: its protocol, and the run's authority."""
-        protocol = PROTOCOLS[cell.protocol]
-        return Wire(protocol, self.tls.ca if protocol.tls and self.tls else None)
-
-    def tls_for(self, cell: Cell) -> TlsFiles | None:
-        return self.tls if PROTOCOLS[cell.protocol].tls else None
-
-    def _write_files(self, cells: Sequence[Cell]) -> None:
-        """The files the static scenario's cells serve, on the server's host."""
-        sizes = {kb for c in cells for kb in self.scenarios[c.scenario].file_sizes(c.ms)}
-        if not sizes:
-            return
-        directory = self.workroot / "static"
-        directory.mkdir()
-        for kb in sorted(sizes):
-            (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
-        self.hosts.server.host.push(directory)
-        self.static_dir = directory
+        self.files.prepare(
+            cells, self.scenarios, self.workroot, self.hosts.server.host,
+            [place.host for place in self.hosts.load],
+        )  # fmt: skip
 
     def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:
         for name in dict.fromkeys(cell.stack for cell in all_cells):

@@ -169,6 +169,11 @@ FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS, "scenario
 # flask_app.py: every Flask stack but async views (flask-compress: its gzip view)
 FLASK = {**SYNC, "needs_modules": (*DRIVERS_SYNC, "flask_compress"), "scenarios": WITH_API}
 DJANGO_SCENARIOS = (*ALL_SCENARIOS, *API_SCENARIOS)
+# flask_async_views.py: each request runs a fresh event loop, which no pool can outlive.
+ASYNC_VIEWS_UNSERVED = tuple(
+    (scenario, "its async views run a new event loop per request: no pool can serve them")
+    for scenario in ("db", "db-delay", "cache", "cpu", *API_SCENARIOS)
+)
 NO_STATIC_UNDER_ASGI = (
     ("static", "Django serves no files in production and WhiteNoise 6 wraps WSGI only"),
 )
@@ -227,7 +232,7 @@ PYTHON_STACKS = (
            "Werkzeug development server (not for production)",
            "an event loop per request, in a thread per request", dev_server("async"),
            fixed_workers=True, scenarios=NO_DB, note="dev server, async views",
-           needs_modules=("flask", "asgiref")),
+           needs_modules=("flask", "asgiref"), unserved=ASYNC_VIEWS_UNSERVED),
     _stack("flask+waitress", "Flask", "waitress", THREADS + " (one process)",
            waitress("flask_app:app"), fixed_workers=True, concurrency="threads",
            default_concurrency=4, **FLASK),

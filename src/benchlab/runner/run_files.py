@@ -1,0 +1,53 @@
+"""What a run writes for its servers and clients before they start: the static scenario's
+files and, when a cell goes over TLS, the run's certificate authority and server
+certificate; and how a client reaches a cell's server (its protocol, the authority)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from benchlab.dataset import file_bytes
+from benchlab.hosts.base import Host
+from benchlab.protocols import PROTOCOLS
+from benchlab.recipe import Cell
+from benchlab.scenarios import Scenario
+from benchlab.tls import TlsFiles, make_certificates
+from benchlab.wire import Wire
+
+
+class RunFiles:
+    def __init__(self) -> None:
+        self.static_dir: Path | None = None  # the files the static scenario serves
+        self.tls: TlsFiles | None = None  # the run's certificates, when a cell uses TLS
+
+    def prepare(
+        self,
+        cells: Sequence[Cell],
+        scenarios: Mapping[str, Scenario],
+        workroot: Path,
+        server: Host,
+        clients: Sequence[Host],
+    ) -> None:
+        """Once a run: written under `workroot`, copied to the hosts that read them."""
+        sizes = {kb for c in cells for kb in scenarios[c.scenario].file_sizes(c.ms)}
+        if self.static_dir is None and sizes:
+            directory = workroot / "static"
+            directory.mkdir()
+            for kb in sorted(sizes):
+                (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
+            server.push(directory)
+            self.static_dir = directory
+        if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):
+            self.tls = make_certificates(workroot / "tls", (server.address, "127.0.0.1"))
+            for host in (server, *clients):
+                host.push(self.tls.ca.parent)
+
+    def wire(self, cell: Cell) -> Wire:
+        """How a client reaches the cell's server: its protocol, and the run's authority."""
+        protocol = PROTOCOLS[cell.protocol]
+        return Wire(protocol, self.tls.ca if protocol.tls and self.tls else None)
+
+    def tls_for(self, cell: Cell) -> TlsFiles | None:
+        """The certificate a server started for the cell presents (None: no TLS)."""
+        return self.tls if PROTOCOLS[cell.protocol].tls else None
