@@ -35,7 +35,11 @@ def running_stack(
     if stack.build is not None:
         stack.build()
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = LaunchContext(HOST, free_port(), workdir, cores, workers, threads)
+    static = (env or {}).get("BENCHLAB_STATIC_DIR")
+    ctx = LaunchContext(
+        HOST, free_port(), workdir, cores, workers, threads,
+        static_dir=Path(static) if static else None,
+    )  # fmt: skip
     registry = ProcessRegistry()
     process = start_stack(registry, stack, ctx, cores, env)
     try:

@@ -22,6 +22,7 @@ PORT_ATTEMPTS = 3
 # A start that takes ten times what this stack's starts cost here (learned, at least 15 s)
 # is not coming: it fails in seconds, not at the stack's ceiling.
 START_FLOOR_S = 15.0
+STATIC = "BENCHLAB_STATIC_DIR"  # where the run wrote the static scenario's files
 START_MARGIN = 10.0
 
 
@@ -122,7 +123,7 @@ def start_answering(
         ctx = LaunchContext(
             host=place.address, port=free_port(), workdir=workdir, server_cores=place.cores,
             workers=workers, threads=threads, protocol=wire.protocol.name if wire else "h1",
-            tls=tls,
+            tls=tls, static_dir=Path(env[STATIC]) if env.get(STATIC) else None,
         )  # fmt: skip
         began = time.monotonic()
         server = start_stack(registry, stack, ctx, place.cores, env, place.host)

@@ -32,10 +32,13 @@ class RunFiles:
         """Once a run: written under `workroot`, copied to the hosts that read them."""
         sizes = {kb for c in cells for kb in scenarios[c.scenario].file_sizes(c.ms)}
         if self.static_dir is None and sizes:
+            # Readable by a server that drops root (nginx's workers run as nobody).
+            workroot.chmod(workroot.stat().st_mode | 0o011)
             directory = workroot / "static"
-            directory.mkdir()
+            directory.mkdir(mode=0o755)
             for kb in sorted(sizes):
                 (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
+                (directory / f"{kb}k.bin").chmod(0o644)
             server.push(directory)
             self.static_dir = directory
         if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):

@@ -183,13 +183,13 @@ class Services:
             return None
         import psycopg
 
+        from benchlab.services.postgres import READBACK_APPLICATION, read_worlds
+
         conn = psycopg.connect(
             self.running["postgresql"].dsn, autocommit=True, connect_timeout=5,
-            options="-c statement_timeout=5000",
+            options="-c statement_timeout=5000", application_name=READBACK_APPLICATION,
         )  # fmt: skip
         self._closers.append(conn.close)
-
-        from benchlab.services.postgres import read_worlds
 
         return functools.partial(read_worlds, conn)
 

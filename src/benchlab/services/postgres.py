@@ -183,13 +183,19 @@ def read_worlds(conn: psycopg.Connection, ids: list[int] | None) -> dict[int, in
     return {int(i): int(n) for i, n in found}
 
 
+# benchlab's own session that reads answers back (verification), not the stack's.
+READBACK_APPLICATION = "benchlab-readback"
+
+
 def open_sessions(conn: psycopg.Connection) -> int:
-    """Client sessions open on the benchmark database (but this one): the stack's pools,
-    which grow only when every session they have is busy. Sessions stay open, so a sample
-    every 50 ms sees them all, where counting queries that run a millisecond would not."""
+    """Client sessions open on the benchmark database (but this one and benchlab's
+    read-back): the stack's pools, which grow only when every session they have is busy.
+    Sessions stay open, so a sample every 50 ms sees them all, where counting queries that
+    run a millisecond would not."""
     row = conn.execute(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
-        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-        (DATABASE,),
+        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        " AND application_name <> %s",
+        (DATABASE, READBACK_APPLICATION),
     ).fetchone()
     return int(row[0]) if row else 0

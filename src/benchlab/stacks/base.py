@@ -60,6 +60,7 @@ class LaunchContext:
     threads: int | None = None  # threads (or greenlets) per worker, for stacks that have them
     protocol: str = "h1"  # what the server speaks to its clients (protocols.PROTOCOLS)
     tls: TlsFiles | None = None  # its certificate and key, for a protocol over TLS
+    static_dir: Path | None = None  # the static scenario's files ($BENCHLAB_STATIC_DIR)
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,21 @@ def static_config(ctx: LaunchContext) -> str:
         location = {JSON.path} {{
             default_type {JSON.content_type};
             return 200 '{JSON.body.decode()}';
-        }}
+        }}{_static_files(ctx)}
     }}""",
     )
+
+
+def _static_files(ctx: LaunchContext) -> str:
+    """The static scenario's files, served from disk: the ceiling for a framework's own
+    static handler."""
+    if ctx.static_dir is None:
+        return ""
+    return f"""
+        location /static/ {{
+            alias {ctx.static_dir}/;
+            default_type application/octet-stream;
+        }}"""
 
 
 def _nginx_static(ctx: LaunchContext) -> Launch:
@@ -71,7 +83,12 @@ NGINX_STACKS = (
         framework="none (nginx return)",
         server="nginx",
         worker_model="event loop per worker process",
-        scenarios=("plaintext", "json"),
+        scenarios=("plaintext", "json", "static"),
+        unserved=tuple(
+            (name, "nginx answers fixed bytes and files: no application runs behind it")
+            for name in SCENARIOS
+            if name not in ("plaintext", "json", "static")
+        ),
         launch=_nginx_static,
         needs_programs=(NGINX_BINARY,),
         fix="apt-get install nginx-light",
