@@ -67,6 +67,11 @@ def run_generators(
         raise LoadToolError(
             f"{tool.name} sends a plain GET only; this request needs wrk, vegeta or h2load"
         )
+    if not request.keep_alive and not tool.reconnects:
+        raise LoadToolError(
+            f"{tool.name} does not reconnect when a server closes its connection after an "
+            "answer, as this one does: use wrk or vegeta for it"
+        )
     requests = split(request, tool, placements)
     single = len(placements) == 1
     dirs = [workdir if single else workdir / f"load-{p.host.name}" for p in placements]
