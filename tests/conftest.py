@@ -112,3 +112,24 @@ def isolated_tmp() -> Iterator[Path]:
     directory = short_tmp()
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_and_report(path: Path, results: Path) -> dict:
+    """Run a recipe through benchlab's own runner (in this process, so a test's catalogue
+    additions count), then its JSON report, as `benchlab report -f json` writes it."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from benchlab.recipe import build_plan, load_recipe
+    from benchlab.report.progress import LineReporter
+    from benchlab.runner import SessionOptions, run_recipe
+    from benchlab.store import Store
+
+    recipe, text = load_recipe(path)
+    run_id = run_recipe(
+        build_plan(path, recipe, text), Store(results), LineReporter(Console(file=io.StringIO())),
+        SessionOptions("test"),
+    ).run_id  # fmt: skip
+    return json.loads(benchlab("report", run_id, "--results", str(results), "-f", "json").stdout)

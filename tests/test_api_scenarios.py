@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import gzip
 import http.client
-import io
 import json
 import shutil
 import sys
@@ -16,19 +15,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from rich.console import Console
 
 from benchlab.dataset import file_bytes, gzip_document, world_number
 from benchlab.process import ProcessRegistry
-from benchlab.recipe import build_plan, load_recipe
-from benchlab.report.progress import LineReporter
-from benchlab.runner import SessionOptions, run_recipe
 from benchlab.scenarios import API_SCENARIOS, SCENARIOS
 from benchlab.services.postgres import read_worlds, start_postgres
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
-from benchlab.store import Store
 from benchlab.verify import verify
-from tests.conftest import benchlab, short_tmp, write_recipe
+from tests.conftest import run_and_report, short_tmp, write_recipe
 from tests.servers import running_stack
 
 VARIANTS = [
@@ -195,15 +189,7 @@ def test_a_run_sends_each_scenarios_own_request_and_reports_what_it_weighs(
         duration = 1
         """,
     )
-    recipe, text = load_recipe(path)
-    store = Store(tmp_path / "r.db")
-    run_id = run_recipe(
-        build_plan(path, recipe, text), store, LineReporter(Console(file=io.StringIO())),
-        SessionOptions("test"),
-    ).run_id  # fmt: skip
-    report = json.loads(
-        benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "-f", "json").stdout
-    )
+    report = run_and_report(path, tmp_path / "r.db")
     cells = {(c["stack"], c["scenario"]): c for c in report["cells"]}
     document = len(gzip_document())
     for stack in ("gin", "flask+gunicorn-gthread"):

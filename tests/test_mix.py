@@ -3,20 +3,13 @@ rule, each part's share, errors and latency reported beside the whole."""
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from benchlab.recipe import build_plan, load_recipe
-from benchlab.report.progress import LineReporter
-from benchlab.runner import SessionOptions, run_recipe
 from benchlab.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.stacks import CATALOGUE
-from benchlab.store import Store
-from tests.conftest import benchlab, write_recipe
+from tests.conftest import benchlab, run_and_report, write_recipe
 from tests.test_api_scenarios import _wrong_api
 
 MIX = (
@@ -64,15 +57,7 @@ def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
         {MIX}
         """,
     )
-    recipe, text = load_recipe(path)
-    store = Store(tmp_path / "r.db")
-    run_id = run_recipe(
-        build_plan(path, recipe, text), store, LineReporter(Console(file=io.StringIO())),
-        SessionOptions("test"),
-    ).run_id  # fmt: skip
-    report = json.loads(
-        benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "-f", "json").stdout
-    )
+    report = run_and_report(path, tmp_path / "r.db")
     cells = {(c["stack"], c["mode"]): c for c in report["cells"]}
     # The wrong server gets updates wrong (it answers without writing): the whole mix fails.
     wrong = cells[("wrong-api", "closed")]

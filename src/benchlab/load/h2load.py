@@ -14,7 +14,7 @@ from pathlib import Path
 from benchlab.errors import LoadToolError
 from benchlab.load import histogram
 from benchlab.load.base import DebianTool, LoadRequest
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Errors, LoadResult
 
 LOG = "h2load.tsv"
 EXPECTED_PROTOCOL = {"h2": "h2", "h2c": "h2c", "h1": "http/1.1", "h1-tls": "http/1.1"}
@@ -76,8 +76,7 @@ class H2load(DebianTool):
         seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
         traffic = re.search(r"^traffic: \S+ \((\d+)\) total", output, re.MULTILINE)
         failed, timeout = int(counts.group(5)), int(counts.group(7))
-        hist = histogram.from_counts((v, 1) for v in latencies_us)
-        summary = histogram.summary_ms(hist) if latencies_us else {}
+        latency, encoded = histogram.latency_of(latencies_us)
         non_2xx = sum(1 for s in statuses if not 200 <= s < 300)
         # h2load's "failed" counts non-2xx/3xx answers too; the rest got no answer.
         unanswered = max(0, failed - sum(1 for s in statuses if not 200 <= s < 400))
@@ -87,17 +86,7 @@ class H2load(DebianTool):
             requests=len(rows),
             duration_s=seconds,
             bytes=int(traffic.group(1)) if traffic else 0,
-            latency=Latency(
-                min=min(latencies_us) / 1000 if latencies_us else None,
-                mean=summary.get("mean"),
-                stdev=None,
-                p50=summary.get("p50"),
-                p90=summary.get("p90"),
-                p99=summary.get("p99"),
-                p999=summary.get("p999"),
-                max=summary.get("max"),
-                percentiles=histogram.curve_ms(hist) if latencies_us else {},
-            ),
+            latency=latency,
             errors=Errors(non_2xx=non_2xx, timeout=timeout, read=unanswered - timeout),
-            histogram=histogram.encode(hist) if latencies_us else None,
+            histogram=encoded,
         )

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 
 from hdrh.histogram import HdrHistogram
 
+from benchlab.load.result import Latency
+
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # an hour: far beyond any timeout
 SIGNIFICANT_DIGITS = 3
@@ -80,3 +82,26 @@ def curve_ms(histogram: HdrHistogram) -> dict[str, float]:
         if value is not None:
             out[quantile] = value
     return out
+
+
+def latency_of(latencies_us: list[int]) -> tuple[Latency, str | None]:
+    """Every request's latency (µs) as the figures and the encoded histogram of a trial: for
+    the tools that keep each request (vegeta, h2load)."""
+    import statistics
+
+    if not latencies_us:
+        return Latency(None, None, None, None, None, None, None, None), None
+    hist = from_counts((v, 1) for v in latencies_us)
+    summary = summary_ms(hist)
+    latency = Latency(
+        min=min(latencies_us) / 1000,
+        mean=summary.get("mean"),
+        stdev=statistics.pstdev(latencies_us) / 1000 if len(latencies_us) > 1 else None,
+        p50=summary.get("p50"),
+        p90=summary.get("p90"),
+        p99=summary.get("p99"),
+        p999=summary.get("p999"),
+        max=summary.get("max"),
+        percentiles=curve_ms(hist),
+    )
+    return latency, encode(hist)

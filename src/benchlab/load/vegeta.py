@@ -27,7 +27,7 @@ from benchlab.build_cache import cache_dir
 from benchlab.errors import LoadToolError, UserError
 from benchlab.load import histogram
 from benchlab.load.base import HttpTarget, LoadRequest
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Errors, LoadResult
 
 MODULE = "github.com/tsenart/vegeta/v12"
 VERSION = "v12.13.0"
@@ -239,8 +239,7 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
         latencies_us.append(max(1, (latency + lag) // 1000))
         per_kind.setdefault(what, []).append(latencies_us[-1])
     duration_s = max(end - first_sent, 1) / 1e9
-    hist = histogram.from_counts((v, 1) for v in latencies_us)
-    summary = histogram.summary_ms(hist) if latencies_us else {}
+    latency, encoded = histogram.latency_of(latencies_us)
     quarter = max(1, len(latencies_us) // 4)
     paced = all(rates.values())
     return LoadResult(
@@ -248,19 +247,9 @@ def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
         requests=answered,
         duration_s=duration_s,
         bytes=received,
-        latency=Latency(
-            min=min(latencies_us) / 1000 if latencies_us else None,
-            mean=summary.get("mean"),
-            stdev=statistics.pstdev(latencies_us) / 1000 if len(latencies_us) > 1 else None,
-            p50=summary.get("p50"),
-            p90=summary.get("p90"),
-            p99=summary.get("p99"),
-            p999=summary.get("p999"),
-            max=summary.get("max"),
-            percentiles=histogram.curve_ms(hist) if latencies_us else {},
-        ),
+        latency=latency,
         errors=Errors(non_2xx=non_2xx, **counts),
-        histogram=histogram.encode(hist) if latencies_us else None,
+        histogram=encoded,
         target_rate=sum(rates.values()) if paced else None,  # type: ignore[arg-type]
         sent_rate=sum(_sent_rate(a) for a in by_attack.values()) if paced else None,
         schedule_lag_ms=max(lags) / 1e6 if paced else None,
