@@ -17,7 +17,7 @@ from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
-from benchlab.runner.launch import start_answering, start_timeout
+from benchlab.runner.launch import STATIC, start_answering, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.services.nginx_proxy import start_proxy
@@ -194,11 +194,7 @@ class Measurer:
             **(services.stack_env() if services else {}),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
-            **(
-                {"BENCHLAB_STATIC_DIR": str(static)}
-                if (static := self.session.files.static_dir)
-                else {}
-            ),
+            **({STATIC: str(static)} if static else {}),
             **env,
         }
 
