@@ -216,7 +216,7 @@ def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
         warmup = 0
         [[load]]
         connections = 8
-        duration = 2
+        duration = 1
         """,
     )
     results = tmp_path / "r.db"

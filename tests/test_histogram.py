@@ -31,3 +31,26 @@ def test_percentiles_are_within_the_promised_precision_of_the_exact_ones() -> No
 def test_no_histogram_merges_to_none_and_summarises_to_nothing() -> None:
     assert histogram.merge([None, ""]) is None
     assert set(histogram.summary_ms(None).values()) == {None}
+
+
+def test_the_figures_read_over_recorded_bins_are_hdrhistograms_own() -> None:
+    # The package's own readers (every bin walked in Python) are the reference: the same
+    # mean and the same value at every percentile, on shapes that stress the bin edges.
+    rng = random.Random(3)
+    shapes = [
+        [int(rng.lognormvariate(7, 1.5)) + 1 for _ in range(30_000)],
+        [1] * 50 + [3_600_000_000] * 2,  # the lowest and highest trackable values
+        [rng.choice((5_000, 50_000, 200_000)) for _ in range(2_000)],
+        [123_456],
+    ]
+    for values in shapes:
+        merged = histogram.merge([histogram.encode(histogram.from_counts((v, 1) for v in values))])
+        summary = histogram.summary_ms(merged)
+        assert summary["mean"] == merged.get_mean_value() / 1000
+        for key, q in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9)):
+            assert summary[key] == merged.get_value_at_percentile(q) / 1000, (key, values[:3])
+        curve = histogram.curve_ms(merged)
+        for q, value in curve.items():
+            assert value == merged.get_value_at_percentile(float(q)) / 1000
+        for q in (0, 0.1, 33.3, 100):
+            assert histogram.percentile_ms(merged, q) == merged.get_value_at_percentile(q) / 1000

@@ -40,20 +40,23 @@ def certificates() -> Iterator[TlsFiles]:
 
 
 @pytest.fixture
-def registry() -> Iterator[ProcessRegistry]:
+def registry(isolated_tmp: Path) -> Iterator[ProcessRegistry]:
+    # Depends on isolated_tmp so that its processes stop before their directories go.
     processes = ProcessRegistry()
     yield processes
     processes.stop_all()
 
 
 def _serve(
-    registry: ProcessRegistry, name: str, protocol: str, tls: TlsFiles, stack=None
+    registry: ProcessRegistry, root: Path, name: str, protocol: str, tls: TlsFiles, stack=None
 ) -> tuple[int, Wire]:
-    """The stack started for `protocol`, answering over it."""
+    """The stack started for `protocol`, answering over it, working in a directory under
+    `root` (a test's isolated_tmp, removed after it)."""
     stack = stack or CATALOGUE[name]
     if stack.build is not None:
         stack.build()
-    workdir = short_tmp()
+    workdir = root / f"{name}-{protocol}"
+    workdir.mkdir()
     spoken = PROTOCOLS[protocol]
     ctx = LaunchContext(
         HOST, free_port(), workdir, (0,), 1, 4 if stack.concurrency else None, protocol,
@@ -78,18 +81,20 @@ def _serve(
     ],
 )
 def test_a_stack_answers_over_the_protocol_it_was_started_for(
-    registry, certificates, stack: str, protocol: str, negotiated: str
+    registry, isolated_tmp: Path, certificates, stack: str, protocol: str, negotiated: str
 ) -> None:
-    port, wire = _serve(registry, stack, protocol, certificates)
+    port, wire = _serve(registry, isolated_tmp, stack, protocol, certificates)
     assert exchange(HOST, port, "GET", "/json", wire=wire).negotiated == negotiated
     assert verify(HOST, port, JSON, wire=wire) is None
 
 
-def test_a_server_that_falls_back_to_http1_is_caught_not_measured(registry, certificates) -> None:
+def test_a_server_that_falls_back_to_http1_is_caught_not_measured(
+    registry, isolated_tmp: Path, certificates
+) -> None:
     # uvicorn over TLS offers http/1.1 only: a stack that claimed h2 would be measured over
     # HTTP/1.1 without anyone seeing it. Verification sees it.
     claims_h2 = dataclasses.replace(CATALOGUE["fastapi+uvicorn"], protocols=("h1", "h1-tls", "h2"))
-    port, wire = _serve(registry, "fastapi+uvicorn", "h2", certificates, claims_h2)
+    port, wire = _serve(registry, isolated_tmp, "fastapi+uvicorn", "h2", certificates, claims_h2)
     problem = verify(HOST, port, JSON, wire=wire)
     assert problem is not None and "negotiated HTTP/1.1, not HTTP/2" in problem, problem
     # And the catalogue does not claim it: the plan leaves that pair out, saying why.
@@ -97,9 +102,12 @@ def test_a_server_that_falls_back_to_http1_is_caught_not_measured(registry, cert
     assert why is not None and "uvicorn" in why and 'proxy = "nginx"' in why
 
 
-def test_nginx_terminates_tls_and_http2_in_front_of_a_plain_stack(registry, certificates) -> None:
-    upstream, _ = _serve(registry, "flask+gunicorn-gthread", "h1", certificates)
-    workdir = short_tmp()
+def test_nginx_terminates_tls_and_http2_in_front_of_a_plain_stack(
+    registry, isolated_tmp: Path, certificates
+) -> None:
+    upstream, _ = _serve(registry, isolated_tmp, "flask+gunicorn-gthread", "h1", certificates)
+    workdir = isolated_tmp / "proxy"
+    workdir.mkdir()
     _, port = start_proxy(registry, workdir, (0,), upstream, protocol="h2", tls=certificates)
     wire = Wire(PROTOCOLS["h2"], certificates.ca)
     assert exchange(HOST, port, "GET", "/json", wire=wire).negotiated == "HTTP/2 over TLSv1.3"
@@ -116,9 +124,9 @@ def _h2load(port: int, protocol: str, path: str, connections: int = 8) -> LoadRe
 
 @pytest.mark.parametrize("protocol", ["h2", "h2c"])
 def test_h2load_measures_http2_by_the_rules_every_tool_follows(
-    registry, certificates, protocol: str, tmp_path: Path
+    registry, isolated_tmp: Path, certificates, protocol: str, tmp_path: Path
 ) -> None:
-    port, _ = _serve(registry, "gin", protocol, certificates)
+    port, _ = _serve(registry, isolated_tmp, "gin", protocol, certificates)
     result = run_tool(_h2load(port, protocol, "/json"), ProcessRegistry(), tmp_path)
     assert result.requests > 100 and result.errors.total == 0, result
     lat = result.latency

@@ -73,7 +73,7 @@ def test_a_tool_that_waits_outside_its_requests_is_caught_and_healthy_ones_are_n
 
 RECIPE_001 = """
 name = "siege-dev-server"
-stacks = ["flask+dev-server", "flask+waitress"]
+stacks = ["flask+dev-server"]
 scenarios = ["json"]
 trials = 1
 warmup = 0

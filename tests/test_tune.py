@@ -1,5 +1,5 @@
-"""benchlab tune on the examples: a real search over real servers, the recommendation
-launched as printed, the mistakes it must name, and a resume that keeps what it measured."""
+"""benchlab tune on the examples: a real search over real servers, interrupted and resumed
+without measuring again, the recommendation launched as printed, the mistakes it must name."""
 
 from __future__ import annotations
 
@@ -32,57 +32,15 @@ def _tune(*args: str, tmp: Path, timeout: float = 600) -> dict:
 
 
 @pytest.mark.slow
-def test_an_io_bound_flask_app_gets_threads_or_greenlets_and_a_command_that_serves_it(
-    tmp_path: Path,
-) -> None:
-    report = _tune(
-        FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
-        "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
-        "--budget", "3", tmp=tmp_path,
-    )  # fmt: skip
-    best = report["recommendation"]
-    assert best["worker_class"] in ("gthread", "gevent"), best
-    sync = next(c for c in report["candidates"] if c["worker_class"] == "sync")
-    assert sync["workers"] == best["workers"] == 1
-    # Its closed-loop throughput bounds what sync workers can ever hold; a rate the search saw
-    # held is proof enough that greenlets or threads hold more. (The best replicate: one
-    # replicate under a burst of the hypervisor's steal, 50 % of the server's core, held 18.)
-    capacity = best["capacity_rps"]
-    held = capacity["high"] if capacity["high"] is not None else capacity["median"]
-    assert held >= 5 * sync["closed_loop_rps"], (best, sync)
-    assert "waits on I/O" in best["reason"]
-    # The code under test is named: its environment's server and framework, with versions.
-    assert {"flask", "gunicorn"} <= {name.lower() for name in report["app"]["versions"]}
-    # Its proof replayed the printed command at a rate every replicate held (at most the
-    # interval's low end), stepping down only while it missed; the rate to run at is the one
-    # it held.
-    proof = best["proof"]
-    assert proof is not None and proof["duration_s"] == 20, best
-    rates = [step["rate"] for step in proof["steps"]]
-    assert 1 <= len(rates) <= 3 and rates == sorted(rates, reverse=True), proof
-    assert capacity["low"] is None or rates[0] <= capacity["low"], (rates, capacity)
-    assert [step["held"] for step in proof["steps"]][:-1] == [False] * (len(rates) - 1), proof
-    if proof["held"]:
-        assert best["run_at_rps"] == proof["rate"] == rates[-1], best
-    replayed = [c for c in report["cells"] if c["stack"].endswith("-as-printed")]
-    assert len(replayed) == len(rates), report["cells"]
-    # The command, as printed, serves the app (from where tune ran: the repository).
-    assert best["command"].startswith("cd examples/flask-io && gunicorn app:app")
-    answer = served_by(best["command"], REPO, "/orders/7")
-    assert json.loads(answer) == {"order": 7, "status": "shipped"}
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "blocked"), [("/report/blocking", True), ("/report/awaiting", False)]
 )
-@pytest.mark.slow
 def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     tmp_path: Path, path: str, blocked: bool
 ) -> None:
     report = _tune(
         FASTAPI, "--request", f"GET {path}", "--check-body", "ready", "--servers", "uvicorn",
-        "--workers", "1", "--budget", "1", tmp=tmp_path,
+        "--workers", "1", "--quick", tmp=tmp_path,
     )  # fmt: skip
     (candidate,) = report["candidates"]
     assert ("blocked" in candidate["verdicts"]) is blocked, candidate["verdict_sentences"]
@@ -143,11 +101,16 @@ def _plain_trials(results: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_an_interrupted_tune_resumes_without_measuring_again(tmp_path: Path) -> None:
+def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_or_greenlets(
+    tmp_path: Path,
+) -> None:
+    # One tune, interrupted in its first pass and resumed to its proof: the two would cost
+    # over two minutes each apart.
     results = tmp_path / "results.db"
     args = [
-        "tune", FLASK, "--request", "GET /orders/7", "--servers", "gunicorn", "--workers", "1",
-        "--threads", "4,16", "--greenlets", "100", "--budget", "3", "--results", str(results),
+        "tune", FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
+        "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
+        "--budget", "3", "--results", str(results),
     ]  # fmt: skip
     with benchlab_process(*args, env={}) as run:
         deadline = time.monotonic() + 120
@@ -172,8 +135,37 @@ def test_an_interrupted_tune_resumes_without_measuring_again(tmp_path: Path) -> 
     after = _plain_trials(results)
     for key, n in kept.items():
         assert after[key] == n, f"{key} was measured again"
-    assert report["recommendation"] is not None
-    assert shlex.split(report["recommendation"]["command"])[0] == "cd"
+    best = report["recommendation"]
+    assert best is not None and shlex.split(best["command"])[0] == "cd"
+    assert best["worker_class"] in ("gthread", "gevent"), best
+    sync = next(c for c in report["candidates"] if c["worker_class"] == "sync")
+    assert sync["workers"] == best["workers"] == 1
+    # Its closed-loop throughput bounds what sync workers can ever hold; a rate the search saw
+    # held is proof enough that greenlets or threads hold more. (The best replicate: one
+    # replicate under a burst of the hypervisor's steal, 50 % of the server's core, held 18.)
+    capacity = best["capacity_rps"]
+    held = capacity["high"] if capacity["high"] is not None else capacity["median"]
+    assert held >= 5 * sync["closed_loop_rps"], (best, sync)
+    assert "waits on I/O" in best["reason"]
+    # The code under test is named: its environment's server and framework, with versions.
+    assert {"flask", "gunicorn"} <= {name.lower() for name in report["app"]["versions"]}
+    # Its proof replayed the printed command at a rate every replicate held (at most the
+    # interval's low end), stepping down only while it missed; the rate to run at is the one
+    # it held.
+    proof = best["proof"]
+    assert proof is not None and proof["duration_s"] == 20, best
+    rates = [step["rate"] for step in proof["steps"]]
+    assert 1 <= len(rates) <= 3 and rates == sorted(rates, reverse=True), proof
+    assert capacity["low"] is None or rates[0] <= capacity["low"], (rates, capacity)
+    assert [step["held"] for step in proof["steps"]][:-1] == [False] * (len(rates) - 1), proof
+    if proof["held"]:
+        assert best["run_at_rps"] == proof["rate"] == rates[-1], best
+    replayed = [c for c in report["cells"] if c["stack"].endswith("-as-printed")]
+    assert len(replayed) == len(rates), report["cells"]
+    # The command, as printed, serves the app (from where tune ran: the repository).
+    assert best["command"].startswith("cd examples/flask-io && gunicorn app:app")
+    answer = served_by(best["command"], REPO, "/orders/7")
+    assert json.loads(answer) == {"order": 7, "status": "shipped"}
 
 
 def _plain_trials_safe(results: Path) -> dict[str, int]:

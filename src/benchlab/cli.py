@@ -331,7 +331,6 @@ def run(
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
-    from benchlab.report.html import render_html
     from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
     from benchlab.runner import SessionOptions, run_recipe
@@ -372,6 +371,8 @@ def run(
     summary = summarise(store, outcome.run_id)
     render_table(summary, console)
     console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    from benchlab.report.html import render_html  # matplotlib: not for a dry run or a refusal
+
     try:
         page.write_text(render_html(summary))
     except OSError as exc:  # the run is stored: say how to get its report another way

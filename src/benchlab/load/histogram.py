@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy
 from hdrh.histogram import HdrHistogram
 
 from benchlab.load.result import Latency
@@ -50,10 +51,41 @@ def merge(encoded: Iterable[str | None]) -> HdrHistogram | None:
     return merged
 
 
+class _Recorded:
+    """A histogram's recorded bins, read once: HdrHistogram's own figures (its mean, its value
+    at a percentile), computed over the bins that hold a count. The package's readers walk
+    every one of its ~23,000 bins in Python, a third of a second per cell for the mean."""
+
+    def __init__(self, histogram: HdrHistogram) -> None:
+        counts = numpy.ctypeslib.as_array(histogram.counts)
+        indices = numpy.flatnonzero(counts)
+        self.histogram = histogram
+        self.total = histogram.get_total_count()
+        self.values = [histogram.get_value_from_index(int(i)) for i in indices]
+        self.cumulative = numpy.cumsum(counts[indices])
+        self.counts = counts[indices]
+
+    def mean(self) -> float:
+        """HdrHistogram's mean: each bin counted at the middle of the values it stands for."""
+        h, total = self.histogram, 0
+        for value, count in zip(self.values, self.counts.tolist(), strict=True):
+            low, high = h.get_lowest_equivalent_value(value), h.get_highest_equivalent_value(value)
+            total += count * (low + ((high + 1 - low) >> 1))
+        return total / self.total
+
+    def at_percentile(self, percentile: float) -> int:
+        """HdrHistogram's value at a percentile: the top of the first bin that reaches it."""
+        target = self.histogram.get_target_count_at_percentile(percentile)
+        value = self.values[int(numpy.searchsorted(self.cumulative, target, side="left"))]
+        if percentile:
+            return self.histogram.get_highest_equivalent_value(value)
+        return self.histogram.get_lowest_equivalent_value(value)
+
+
 def percentile_ms(histogram: HdrHistogram, quantile: float) -> float | None:
     if histogram.get_total_count() == 0:
         return None
-    return histogram.get_value_at_percentile(quantile) / 1000.0
+    return _Recorded(histogram).at_percentile(quantile) / 1000.0
 
 
 def summary_ms(histogram: HdrHistogram | None) -> dict[str, float | None]:
@@ -61,12 +93,13 @@ def summary_ms(histogram: HdrHistogram | None) -> dict[str, float | None]:
     keys = ("mean", "p50", "p90", "p99", "p999", "max")
     if histogram is None or histogram.get_total_count() == 0:
         return dict.fromkeys(keys)
+    recorded = _Recorded(histogram)
     return {
-        "mean": histogram.get_mean_value() / 1000.0,
-        "p50": percentile_ms(histogram, 50),
-        "p90": percentile_ms(histogram, 90),
-        "p99": percentile_ms(histogram, 99),
-        "p999": percentile_ms(histogram, 99.9),
+        "mean": recorded.mean() / 1000.0,
+        "p50": recorded.at_percentile(50) / 1000.0,
+        "p90": recorded.at_percentile(90) / 1000.0,
+        "p99": recorded.at_percentile(99) / 1000.0,
+        "p999": recorded.at_percentile(99.9) / 1000.0,
         "max": histogram.get_max_value() / 1000.0,
     }
 
@@ -76,12 +109,10 @@ CURVE_QUANTILES = ("50", "75", "90", "95", "99", "99.9")
 
 def curve_ms(histogram: HdrHistogram) -> dict[str, float]:
     """Latency at the quantiles the percentile chart draws."""
-    out = {}
-    for quantile in CURVE_QUANTILES:
-        value = percentile_ms(histogram, float(quantile))
-        if value is not None:
-            out[quantile] = value
-    return out
+    if histogram.get_total_count() == 0:
+        return {}
+    recorded = _Recorded(histogram)
+    return {q: recorded.at_percentile(float(q)) / 1000.0 for q in CURVE_QUANTILES}
 
 
 def latency_of(latencies_us: list[int]) -> tuple[Latency, str | None]:
