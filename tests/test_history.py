@@ -3,19 +3,24 @@ evidence confirms — on stored runs whose figures the test sets (no load: the s
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.history_html import SEGMENT_SHADES
+from benchlab.report.progress import LineReporter
+from benchlab.runner import SessionOptions, run_recipe
+from benchlab.stacks import CATALOGUE
+from benchlab.store import Store
 from tests.browser import open_page
 from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
+from tests.test_failures import _misbehaving_stack
 
 FAST, SLOW = 4_020.0, 3_200.0
 SHADED = SEGMENT_SHADES[0]
@@ -165,20 +170,23 @@ HISTORY_RECIPE = SLOWABLE_RECIPE.format(name="history-test").replace(
 
 @pytest.mark.slow
 def test_eight_real_runs_slowed_from_the_fifth_give_one_change_point_there(
-    tmp_path: Path, isolated_tmp: Path
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stack's speed is set by the test (1 ms of work a request, then 4 from run 5): the
-    history finds exactly one change point, at the fifth run, slower."""
+    history finds exactly one change point, at the fifth run, slower. The runs go through
+    benchlab's runner in this process (real stack, real load), without eight HTML pages."""
+    monkeypatch.setitem(CATALOGUE, "slowable", _misbehaving_stack("slowable", "slow"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
-    ci_benchlab = [sys.executable, str(REPO / "tests" / "apps" / "ci_benchlab.py")]
+    store = Store(results)
     for run in range(8):
-        slow_ms = "1" if run < 4 else "4"
-        done = subprocess.run(
-            [*ci_benchlab, "run", str(recipe), "--results", str(results)],
-            env={**os.environ, "BENCHLAB_SLOW_MS": slow_ms, "TMPDIR": str(isolated_tmp)},
-            capture_output=True, text=True, timeout=300, check=False,
+        monkeypatch.setenv("BENCHLAB_SLOW_MS", "1" if run < 4 else "4")
+        loaded, text = load_recipe(recipe)
+        outcome = run_recipe(
+            build_plan(recipe, loaded, text), store, LineReporter(Console(file=io.StringIO())),
+            SessionOptions("test"),
         )  # fmt: skip
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert outcome.status == "complete", run
     history = json.loads(
         benchlab("history", "history-test", "--results", str(results), "-f", "json").stdout
     )

@@ -169,7 +169,8 @@ def test_the_netns_recipe_measures_every_cell_over_the_veth_links(
     counters: dict[str, int] = {}
     inodes: dict[str, int] = {}
     with benchlab_process(
-        "run", str(NETNS_RECIPE), "--trials", "1", "--duration", "1", "--results", str(results),
+        "run", str(NETNS_RECIPE), "--trials", "1", "--duration", "1", "--warmup", "0",
+        "--results", str(results),
         "--html", str(tmp_path / "r.html"), env={"TMPDIR": str(isolated_tmp)},
     ) as run:  # fmt: skip
         while run.poll() is None:
@@ -490,7 +491,7 @@ def test_a_run_split_over_two_load_namespaces_reports_each_hosts_share(
     env = {"TMPDIR": str(isolated_tmp)}
     run = benchlab(
         "run", str(REPO / "recipes" / "hosts-two-loads.toml"), "--trials", "1", "--duration",
-        "1", "--results", str(results), env=env,
+        "1", "--warmup", "0", "--results", str(results), env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     report = benchlab("report", "--results", str(results), "--format", "json", env=env)

@@ -74,9 +74,11 @@ def test_good_recipe_expands_to_the_product_minus_exclusions(tmp_path: Path) -> 
 
 def test_overrides_replace_every_profile(tmp_path: Path) -> None:
     recipe, _ = load_recipe(write_recipe(tmp_path, GOOD))
-    changed = apply_overrides(recipe, duration=7, trials=5, connections=3)
-    assert changed.trials == 5
+    changed = apply_overrides(recipe, duration=7, trials=5, connections=3, warmup=0)
+    assert changed.trials == 5 and changed.warmup == 0 and recipe.warmup == 1
     assert {(p.duration, p.connections) for p in changed.load} == {(7, 3)}
+    with pytest.raises(UserError, match=r"--warmup 601: expected a value <= 600"):
+        apply_overrides(recipe, warmup=601)
 
 
 def test_default_cores_split_the_machine(tmp_path: Path) -> None:

@@ -93,6 +93,16 @@ RunConnectionsOption = Annotated[
     typer.Option(metavar="C", min=1, help="Connections, for every load profile."),
 ]
 
+RunWarmupOption = Annotated[
+    int | None,
+    typer.Option(
+        metavar="S",
+        min=0,
+        help="Seconds of warm-up load before a launch's first trial of each scenario "
+        "(0: none), for the whole recipe.",
+    ),
+]
+
 RunPointOption = Annotated[
     list[str] | None,
     typer.Option("--point", metavar="NAME", help="Run only this named point (repeatable)."),
@@ -313,6 +323,7 @@ def run(
     duration: RunDurationOption = None,
     trials: Annotated[int | None, typer.Option(metavar="N", min=1, help="Trials per cell.")] = None,
     connections: RunConnectionsOption = None,
+    warmup: RunWarmupOption = None,
     point: RunPointOption = None,
     results: ResultsOption = DEFAULT_RESULTS,
     html: RunHtmlOption = None,
@@ -338,8 +349,9 @@ def run(
     recipe = resolve_recipe(recipe_name)
     loaded, text = load_recipe(recipe)
     loaded = apply_overrides(
-        loaded, duration=duration, trials=trials, connections=connections, points=point, path=recipe
-    )
+        loaded, duration=duration, trials=trials, connections=connections, warmup=warmup,
+        points=point, path=recipe,
+    )  # fmt: skip
     if budget is not None:
         loaded = _budgeted(loaded, trials_given=trials is not None)
     plan = build_plan(recipe, loaded, text)

@@ -71,6 +71,7 @@ def apply_overrides(
     duration: int | None = None,
     trials: int | None = None,
     connections: int | None = None,
+    warmup: int | None = None,
     points: list[str] | None = None,
     path: Path | None = None,
 ) -> Recipe:
@@ -87,15 +88,17 @@ def apply_overrides(
             update={"points": [p for p in recipe.points if p.name in points]}
         )
     # Validated as the recipe's own values are: the same limits, the same messages.
-    options = {"--trials": ("trials", trials), "--duration": ("duration", duration),
-               "--connections": ("connections", connections)}  # fmt: skip
+    options = {
+        "--trials": ("trials", trials), "--duration": ("duration", duration),
+        "--connections": ("connections", connections), "--warmup": ("warmup", warmup),
+    }  # fmt: skip
     data = recipe.model_dump(exclude_unset=True)
     for key, value in options.values():
         if value is None:
             continue
-        if key == "trials":
-            data["trials"] = value
-            if recipe.max_trials is not None and recipe.max_trials < value:
+        if key in ("trials", "warmup"):  # the recipe's own keys; the others are each profile's
+            data[key] = value
+            if key == "trials" and recipe.max_trials is not None and recipe.max_trials < value:
                 data["max_trials"] = value
         else:
             data["load"] = [{**profile, key: value} for profile in data["load"]]
