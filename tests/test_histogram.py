@@ -53,4 +53,4 @@ def test_the_figures_read_over_recorded_bins_are_hdrhistograms_own() -> None:
         for q, value in curve.items():
             assert value == merged.get_value_at_percentile(float(q)) / 1000
         for q in (0, 0.1, 33.3, 100):
-            assert histogram.percentile_ms(merged, q) == merged.get_value_at_percentile(q) / 1000
+            assert histogram._Recorded(merged).at_percentile(q) == merged.get_value_at_percentile(q)

@@ -60,10 +60,9 @@ class _Recorded:
         counts = numpy.ctypeslib.as_array(histogram.counts)
         indices = numpy.flatnonzero(counts)
         self.histogram = histogram
-        self.total = histogram.get_total_count()
         self.values = [histogram.get_value_from_index(int(i)) for i in indices]
-        self.cumulative = numpy.cumsum(counts[indices])
         self.counts = counts[indices]
+        self.cumulative = numpy.cumsum(self.counts)
 
     def mean(self) -> float:
         """HdrHistogram's mean: each bin counted at the middle of the values it stands for."""
@@ -71,7 +70,7 @@ class _Recorded:
         for value, count in zip(self.values, self.counts.tolist(), strict=True):
             low, high = h.get_lowest_equivalent_value(value), h.get_highest_equivalent_value(value)
             total += count * (low + ((high + 1 - low) >> 1))
-        return total / self.total
+        return total / self.histogram.get_total_count()
 
     def at_percentile(self, percentile: float) -> int:
         """HdrHistogram's value at a percentile: the top of the first bin that reaches it."""
@@ -80,12 +79,6 @@ class _Recorded:
         if percentile:
             return self.histogram.get_highest_equivalent_value(value)
         return self.histogram.get_lowest_equivalent_value(value)
-
-
-def percentile_ms(histogram: HdrHistogram, quantile: float) -> float | None:
-    if histogram.get_total_count() == 0:
-        return None
-    return _Recorded(histogram).at_percentile(quantile) / 1000.0
 
 
 def summary_ms(histogram: HdrHistogram | None) -> dict[str, float | None]:
