@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +45,20 @@ warmup = 0
 connections = 4
 duration = 1
 """
+
+
+@pytest.fixture
+def tmp_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """pytest's own, traversable by others (pytest makes them 0700): as root, benchlab runs
+    a tune's app found there as nobody (its files are root's), as on a machine where the
+    app is in a directory others can read."""
+    path = tmp_path_factory.mktemp(re.sub(r"\W", "_", request.node.name)[:30], numbered=True)
+    path.chmod(0o755)  # readable: Python lists a directory it imports from
+    for directory in path.parents:
+        if directory == directory.parent or directory.stat().st_mode & 0o001:
+            break
+        directory.chmod(directory.stat().st_mode | 0o011)
+    return path
 
 
 def write_recipe(directory: Path, body: str, name: str = "recipe.toml") -> Path:
@@ -104,7 +119,11 @@ def short_tmp() -> Path:
     Short, under /tmp: servers put Unix sockets in TMPDIR, and pytest's own tmp paths
     would push those past the 107-byte limit of a socket path.
     """
-    return Path(tempfile.mkdtemp(prefix="blt-", dir="/tmp"))
+    directory = Path(tempfile.mkdtemp(prefix="blt-", dir="/tmp"))
+    # As /tmp is: the users benchlab runs stacks and daemons as (as root) reach their own
+    # directories below it. A TMPDIR closed to them sends benchlab's to /tmp instead.
+    directory.chmod(0o711)
+    return directory
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def running_stack(
     workdir.mkdir(parents=True, exist_ok=True)
     static = (env or {}).get("BENCHLAB_STATIC_DIR")
     ctx = LaunchContext(
-        HOST, free_port(), workdir, cores, workers, threads,
+        HOST, free_port(), workdir / "stack", cores, workers, threads,
         static_dir=Path(static) if static else None,
     )  # fmt: skip
     registry = ProcessRegistry()

@@ -55,7 +55,7 @@ def test_vegeta_is_built_on_its_first_use_and_without_go_one_line_says_what_to_i
     builds it so); without Go, one line says what to install, before anything starts."""
     programs = tmp_path / "bin"
     programs.mkdir()
-    for program in ("taskset", "nginx"):  # what this run needs besides Go
+    for program in ("taskset", "setpriv", "nginx"):  # what this run needs besides Go
         (programs / program).symlink_to(shutil.which(program) or f"/nonexistent/{program}")
     recipe = tmp_path / "rate.toml"
     recipe.write_text(RATE_RECIPE)

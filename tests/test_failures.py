@@ -248,3 +248,33 @@ def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
     assert any(b.startswith("Partial results: this run was interrupted") for b in page.banners)
     measured = [r for r in page.rows if r["status"] == "ok" or "valid" in r["badges"]]
     assert measured or any(r["status"] in ("pending", "incomplete") for r in page.rows)
+    if sig is signal.SIGINT:
+        _resumed_to_its_end(results, isolated_tmp)
+
+
+def _resumed_to_its_end(results: Path, isolated_tmp: Path) -> None:
+    """`run --resume` continues the interrupted run: its finished trials kept as they were,
+    only the rounds not done measured, every cell ending with its five rounds, once each."""
+    db = _db(results)
+    before = {tuple(row) for row in db.execute("SELECT id, cell_id, round, requests FROM trials")}
+    run_id = db.execute("SELECT id FROM runs").fetchone()["id"]
+    resumed = benchlab(
+        "run", "--resume", "--results", str(results), env={"TMPDIR": str(isolated_tmp)},
+        timeout=180,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resuming run {run_id}: its {len(before)} finished trial(s) kept" in resumed.stdout
+    db = _db(results)
+    assert [tuple(r) for r in db.execute("SELECT id, status FROM runs")] == [(run_id, "complete")]
+    after = {tuple(row) for row in db.execute("SELECT id, cell_id, round, requests FROM trials")}
+    assert before <= after and len(after) > len(before)
+    rounds = db.execute(
+        "SELECT cells.key, GROUP_CONCAT(trials.round) FROM cells JOIN trials ON trials.cell_id"
+        " = cells.id AND trials.probe IS NULL GROUP BY cells.id"
+    ).fetchall()
+    assert len(rounds) == 4 and all(
+        sorted(map(int, r[1].split(","))) == [0, 1, 2, 3, 4] for r in rounds
+    ), [tuple(r) for r in rounds]
+    assert list(isolated_tmp.iterdir()) == []
+    again = benchlab("run", "--resume", run_id, "--results", str(results))
+    assert again.returncode == 2 and f"run {run_id} is complete" in again.stderr, again.stderr

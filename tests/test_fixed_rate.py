@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab.load.vegeta import read_results
+from benchlab.load.request_records import Generator, csv_lines, read_results
+from benchlab.load.result import LoadResult
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe
@@ -32,6 +33,11 @@ def _run(directory: Path, tmp: Path, body: str) -> dict:
 
 
 # --- the schedule: due times, lag and coordinated omission (known answers) ------------------
+
+
+def _read(rows: list[list[str]], rate: float) -> LoadResult:
+    lines = csv_lines(rows)
+    return read_results([Generator(lambda: lines, rate)])
 
 
 def _row(seq: int, sent_ns: int, latency_ns: int, code: int = 200, error: str = "") -> list[str]:
@@ -56,7 +62,7 @@ def test_a_request_sent_late_counts_from_when_it_was_due() -> None:
     rows = [
         _row(n, (n + 1) * 100_000_000 + (50_000_000 if n == 5 else 0), 1_000_000) for n in range(10)
     ]
-    result = read_results(rows, rate=10.0)
+    result = _read(rows, rate=10.0)
     assert result.schedule_lag_ms == pytest.approx(50.0)
     assert result.latency.max == pytest.approx(51.0, rel=0.01)  # 1 ms of latency + 50 of lag
     assert result.latency.p50 == pytest.approx(1.0, rel=0.01)
@@ -72,7 +78,7 @@ def test_errors_are_classified_and_a_timeout_keeps_its_latency() -> None:
         _row(2, 300_000_000, 100_000, 0, refused),
         _row(3, 400_000_000, 1_000_000, 500),
     ]
-    result = read_results(rows, rate=10.0)
+    result = _read(rows, rate=10.0)
     assert (result.errors.timeout, result.errors.connect, result.errors.non_2xx) == (1, 1, 1)
     assert result.requests == 2 and result.successes == 1
     assert result.latency.max == pytest.approx(2000.0, rel=0.01)  # the timeout, not dropped

@@ -9,9 +9,12 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -319,7 +322,7 @@ def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
     raw.mkdir()
     try:
         network.up([server, *loads])
-        ctx = LaunchContext(server.address, 8080, isolated_tmp, (0,), 1)
+        ctx = LaunchContext(server.address, 8080, isolated_tmp / "stack", (0,), 1)
         nginx = start_stack(registry, CATALOGUE["nginx-static"], ctx, (0,), host=server)
         assert wait_until_answering(server.address, 8080, nginx.alive, 10) is None
         request = LoadRequest(
@@ -443,6 +446,48 @@ def test_an_ssh_host_serves_and_keeps_the_database_and_is_left_clean(
     masters = [p for p in psutil.process_iter(["cmdline"]) if "bl-ssh-" in " ".join(
         p.info["cmdline"] or [])]  # fmt: skip
     assert living(masters) == []
+
+
+def test_an_ssh_host_never_writes_through_a_link_it_did_not_make(tmp_path: Path) -> None:
+    """The SSH host's own file operations (issue 36): a file is made new (noclobber), never
+    through a link planted there, with its mode from its creation; a directory is made new,
+    never reused."""
+    from benchlab.hosts.base import HostError
+    from benchlab.hosts.ssh import SshHost
+    from benchlab.recipe.host_spec import parse_spec
+
+    assert available() is None, f"cannot start sshd: {available()}"
+    root = Path(tempfile.mkdtemp(prefix="blt-", dir="/tmp"))
+    canary = tmp_path / "only-root-writes-this"
+    canary.write_text("untouched\n")
+    try:
+        with sshd_in_namespace() as sshd, pytest.MonkeyPatch.context() as patch:
+            patch.setenv("BENCHLAB_SSH_CONFIG", str(sshd.config))
+            host = SshHost("remote", parse_spec(sshd.target))
+            host.open()
+            try:
+                rundir = root / "run"
+                rundir.mkdir()
+                host.make_rundir(rundir)
+                (rundir / "planted").symlink_to(canary)
+                (rundir / "dangling").symlink_to(tmp_path / "nowhere")
+                for name in ("planted", "dangling"):
+                    with pytest.raises(HostError):
+                        host.write_file(rundir / name, "root's secret")
+                    with pytest.raises(HostError):
+                        host.make_dir(rundir / name, 0o700)
+                assert not (tmp_path / "nowhere").exists()
+                host.write_file(rundir / "config", "x=1\n", mode=0o640, group="daemon")
+                written = (rundir / "config").stat()
+                assert stat.S_IMODE(written.st_mode) == 0o640 and written.st_uid == 0
+                with pytest.raises(HostError):
+                    host.write_file(rundir / "config", "again")
+            finally:
+                host.clean_rundir()
+                host.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert canary.read_text() == "untouched\n"
 
 
 # --- each load host's share in the report -----------------------------------------------------

@@ -6,8 +6,11 @@ up, and chart text is text."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -77,6 +80,42 @@ def test_a_second_run_beside_a_live_one_refuses_to_start(
     assert "--allow-concurrent" in second.stderr and "Traceback" not in second.stderr
     assert not (tmp_path / "b.db").exists()
     assert f"pid {run.pid} is running" in doctor.stdout
+
+
+def test_of_two_runs_started_together_one_is_refused(tmp_path: Path, isolated_tmp: Path) -> None:
+    """The lock is taken before anything else (the preflight, the store, the machine's
+    facts): two CI jobs started at once do not both pass, and measure each other."""
+    recipe = write_recipe(
+        tmp_path,
+        """
+        name = "together"
+        stacks = ["nginx-static"]
+        scenarios = ["json"]
+        warmup = 0
+        [[load]]
+        connections = 4
+        duration = 1
+        """,
+    )
+    env = {**os.environ, "TMPDIR": str(isolated_tmp), "COLUMNS": "200"}
+    argv = [sys.executable, "-m", "benchlab", "run", str(recipe), "--trials", "1", "--results"]
+    runs = [
+        subprocess.Popen(
+            [*argv, str(tmp_path / f"{name}.db")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    codes = [run.returncode for run in runs]
+    assert sorted(codes) == [0, 2], errors
+    refused = errors[codes.index(2)]
+    assert "another benchlab" in refused and "--allow-concurrent" in refused, refused
+    assert "Traceback" not in refused and refused.strip().count("\n") == 0, refused
+    assert list(isolated_tmp.iterdir()) == []
 
 
 @pytest.mark.slow

@@ -56,7 +56,6 @@ def _serve(
     if stack.build is not None:
         stack.build()
     workdir = root / f"{name}-{protocol}"
-    workdir.mkdir()
     spoken = PROTOCOLS[protocol]
     ctx = LaunchContext(
         HOST, free_port(), workdir, (0,), 1, 4 if stack.concurrency else None, protocol,

@@ -227,6 +227,42 @@ BAD_RECIPES = [
         "params.pool_size",
         "3 worker(s) × a pool of 6 may open 18",
     ),
+    # Limits on every count, each with its reason (issue 36).
+    (
+        GOOD.replace("connections = 16", "connections = 99999999999999999999999"),
+        "load[0].connections",
+        "<= 1000000, got 99999999999999999999999 (each connection is a socket",
+    ),
+    (GOOD.replace("connections = 16", "connections = 1e23"), "load[0].connections", "whole"),
+    (GOOD.replace("workers = 1", "workers = 1000000"), "stack.gin.workers", "<= 1024"),
+    (
+        GOOD.replace("workers = 1", "workers = 500"),
+        'stack."gin".workers',
+        "at most 64 (max(64, 4 × cores))",
+    ),
+    (
+        RATE.replace("rate = 500", "rate = 100000").replace("duration = 1\n", "duration = 3600\n"),
+        "'load'",
+        "360,000,000 requests in one trial; at most 18,000,000",
+    ),
+    (
+        GOOD.replace("connections = 16", f"connections = {list(range(1, 2000))}"),
+        "'stacks'",
+        "more than 5,000 cells",
+    ),
+    (
+        GOOD.replace("[[exclude]]", '[[load.mix]]\nscenario = "json"\nweight = 1000\n[[exclude]]'),
+        "mix[0].weight",
+        "<= 100",
+    ),
+    # Names and text that reach a terminal, a file name or a report.
+    (GOOD.replace('name = "t"', 'name = ""'), "'name'", "at least one visible character"),
+    (GOOD.replace('name = "t"', 'name = "x\\u001b[31mred"'), "'name'", "control character (\\x1b)"),
+    (
+        'question = "why\\u001b]52;c;aGk=\\u0007"\n' + GOOD,
+        "'question'",
+        "control character (\\x1b)",
+    ),
 ]
 
 

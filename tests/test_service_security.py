@@ -4,6 +4,7 @@ MariaDB, no file writes outside its data, loopback only (issue 16)."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import stat
 import threading
@@ -207,10 +208,26 @@ def test_the_password_file_is_0600_in_a_0700_directory(run: Run) -> None:
             assert run.service(service).password in path.read_text()
 
 
-def test_files_holding_passwords_are_owner_only(run: Run) -> None:
+def test_files_holding_passwords_are_root_s_and_readable_by_the_daemon_only(run: Run) -> None:
+    """In root's directory, written by root, readable by the daemon's group (its user reads
+    them; nobody else does); as a normal user, by that user only."""
+    import grp
+
     base = _base(run.postgres_side)
-    for path in (base / "pgbouncer" / "users.txt", base / "redis" / "redis.conf"):
-        assert _mode(path) == 0o600, path
+    for path, daemon in (
+        (base / "pgbouncer" / "users.txt", "postgres"), (base / "redis" / "redis.conf", "redis"),
+    ):  # fmt: skip
+        info = path.stat()
+        assert info.st_uid == os.geteuid() == path.parent.stat().st_uid, path
+        if os.geteuid() == 0:
+            assert _mode(path) == 0o640, path
+            assert (
+                grp.getgrgid(info.st_gid).gr_name
+                == grp.getgrgid(pwd.getpwnam(daemon).pw_gid).gr_name
+            )
+        else:
+            assert _mode(path) == 0o600, path
+        assert _mode(path.parent) == 0o711
     assert not (base / "pg" / "superuser-password").exists()
 
 

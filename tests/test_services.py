@@ -34,6 +34,13 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+def _own(directory: Path) -> Path:
+    """A run's services directory: made by the run, traversable by the daemons' users."""
+    directory.mkdir(mode=0o711)
+    directory.chmod(0o711)
+    return directory
+
+
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
@@ -81,8 +88,8 @@ def test_mariadb_holds_the_same_rows_as_postgres(workdir: Path) -> None:
 
 def test_redis_answers_without_persistence_and_stops(workdir: Path) -> None:
     registry = ProcessRegistry()
-    first = start_redis(registry, workdir / "a", CORES)
-    second = start_redis(registry, workdir / "b", CORES)
+    first = start_redis(registry, _own(workdir / "a"), CORES)
+    second = start_redis(registry, _own(workdir / "b"), CORES)
     assert first.port != second.port
     client = redis.Redis.from_url(first.dsn)
     assert client.set("k", "v") and client.get("k") == b"v"
@@ -95,8 +102,8 @@ def test_redis_answers_without_persistence_and_stops(workdir: Path) -> None:
 
 def test_starting_postgres_twice_in_one_process_uses_different_ports(workdir: Path) -> None:
     registry = ProcessRegistry()
-    one = start_postgres(registry, workdir / "one", CORES, max_connections=20)
-    two = start_postgres(registry, workdir / "two", CORES, max_connections=20)
+    one = start_postgres(registry, _own(workdir / "one"), CORES, max_connections=20)
+    two = start_postgres(registry, _own(workdir / "two"), CORES, max_connections=20)
     try:
         assert one.port != two.port
         for service in (one, two):

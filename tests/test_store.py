@@ -189,3 +189,26 @@ def test_every_figure_reads_what_the_store_keeps() -> None:
         if figure.source is not None and figure.source.attr is not None:
             where = kept.get(figure.source.combine, attributes(TrialRecord))
             assert figure.source.attr in where, figure.key
+
+
+def test_two_runs_of_one_second_drawing_the_same_id_both_get_stored(tmp_path: Path) -> None:
+    """A run's id is its second and four random hex digits: a second draw settles a clash."""
+    import uuid
+    from datetime import UTC, datetime
+    from unittest import mock
+
+    class OneSecond(datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return datetime(2026, 11, 26, tzinfo=UTC)
+
+    store = Store(tmp_path / "s.db")
+    info = RunInfo("p", "n", "t", "q", "c", None, (0,), (1,), {})
+    same, other = uuid.UUID("abcd" + "0" * 28), uuid.UUID("beef" + "0" * 28)
+    with (
+        mock.patch("benchlab.store.datetime", OneSecond),
+        mock.patch("benchlab.store.uuid.uuid4", side_effect=[same, same, other]),
+    ):
+        first, second = store.create_run(info), store.create_run(info)
+    assert (first, second) == ("20261126-000000-abcd", "20261126-000000-beef")
+    assert sorted(row["id"] for row in store.runs()) == [first, second]

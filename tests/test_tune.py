@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -105,12 +106,22 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
     tmp_path: Path,
 ) -> None:
     # One tune, interrupted in its first pass and resumed to its proof: the two would cost
-    # over two minutes each apart.
+    # over two minutes each apart. It is given secrets each way a tune takes them (issue 36):
+    # none may reach a report.
     results = tmp_path / "results.db"
+    secrets = {"env": "s3cr3t-of-env-9f2c", "file": "s3cr3t-of-file-41d7",
+               "setup": "s3cr3t-of-setup-7a60"}  # fmt: skip
+    env_file = tmp_path / "app.env"
+    env_file.write_text(f"FILE_SECRET='{secrets['file']}'\n")
+    written = tmp_path / "written"
+    written.mkdir()
+    written.chmod(0o777)  # the setup runs as the app's user (nobody as root: its files are root's)
     args = [
         "tune", FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
         "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
-        "--budget", "3", "--results", str(results),
+        "--budget", "3", "--results", str(results), "--env", f"SECRET_KEY={secrets['env']}",
+        "--env-file", str(env_file), "--with", "redis",
+        "--setup", f'printf %s "$REDIS_URL" > {written}/redis-url # {secrets["setup"]}',
     ]  # fmt: skip
     with benchlab_process(*args, env={}) as run:
         deadline = time.monotonic() + 120
@@ -136,7 +147,7 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
     for key, n in kept.items():
         assert after[key] == n, f"{key} was measured again"
     best = report["recommendation"]
-    assert best is not None and shlex.split(best["command"])[0] == "cd"
+    assert best is not None and shlex.split(best["command"])[:2] == ["set", "-a"]
     assert best["worker_class"] in ("gthread", "gevent"), best
     sync = next(c for c in report["candidates"] if c["worker_class"] == "sync")
     assert sync["workers"] == best["workers"] == 1
@@ -162,10 +173,35 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
         assert best["run_at_rps"] == proof["rate"] == rates[-1], best
     replayed = [c for c in report["cells"] if c["stack"].endswith("-as-printed")]
     assert len(replayed) == len(rates), report["cells"]
-    # The command, as printed, serves the app (from where tune ran: the repository).
-    assert best["command"].startswith("cd examples/flask-io && gunicorn app:app")
+    # The command, as printed, serves the app (from where tune ran: the repository); it
+    # names the --env variable and reads the --env-file, and spells out neither's value.
+    assert best["command"].startswith(f"set -a && . {env_file} && set +a && cd examples/flask-io")
+    assert 'SECRET_KEY="$SECRET_KEY" gunicorn app:app' in best["command"]
     answer = served_by(best["command"], REPO, "/orders/7")
     assert json.loads(answer) == {"order": 7, "status": "shipped"}
+    _no_secret_in_any_report(results, report["run"]["id"], tmp_path, resumed.stdout, {
+        **secrets, "redis": urlsplit((written / "redis-url").read_text()).password or "unset",
+    })  # fmt: skip
+
+
+def _no_secret_in_any_report(
+    results: Path, run_id: str, tmp: Path, terminal: str, secrets: dict[str, str]
+) -> None:
+    """Every format of every report of the run, and the store itself: none of the secrets."""
+    assert secrets["redis"] != "unset" and len(secrets["redis"]) > 20  # --with's URL was set
+    outputs = {"terminal": terminal, "tune -f json": (tmp / "resumed.json").read_text()}
+    for fmt in ("table", "md", "json", "csv", "html"):
+        shown = benchlab("report", run_id, "--results", str(results), "-f", fmt, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        outputs[f"report -f {fmt}"] = shown.stdout
+    outputs["runs -f json"] = benchlab("runs", "--results", str(results), "-f", "json").stdout
+    outputs["store"] = b"".join(
+        p.read_bytes() for p in results.parent.glob(f"{results.name}*")
+    ).decode(errors="replace")
+    for where, text in outputs.items():
+        for what, secret in secrets.items():
+            assert secret not in text, f"the {what} secret is in {where}"
+    assert '--env \\"SECRET_KEY=$SECRET_KEY\\"' in outputs["report -f json"]  # reproduces it
 
 
 def _plain_trials_safe(results: Path) -> dict[str, int]:

@@ -1,12 +1,27 @@
-"""Where benchlab keeps what it builds (Go stacks, vegeta): outside the repository, by
-content or version, so a rebuild happens only when the sources or the pin change."""
+"""Where benchlab keeps what it builds (Go stacks, vegeta) and what it remembers between
+runs (step costs, the noise record, the journals of running benchlabs): outside the
+repository, builds by content or version, so a rebuild happens only when the sources or
+the pin change."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+CACHE_VARIABLE = "BENCHLAB_CACHE"
+# Root's builds: where the unprivileged user the stacks run as can execute them (root's home
+# is closed to others).
+ROOT_BUILDS = Path("/var/cache/benchlab")
+
+
+def state_dir() -> Path:
+    """benchlab's own memory: $BENCHLAB_CACHE, else ~/.cache/benchlab."""
+    return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "benchlab")
+
 
 def cache_dir() -> Path:
-    root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
-    return Path(root) / "bin"
+    """The built programs: $BENCHLAB_CACHE/bin, else ~/.cache/benchlab/bin, and for root
+    /var/cache/benchlab/bin (stacks run as nobody then, and must reach their binary)."""
+    if os.environ.get(CACHE_VARIABLE) or os.geteuid() != 0:
+        return state_dir() / "bin"
+    return ROOT_BUILDS / "bin"

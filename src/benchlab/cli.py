@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from benchlab import __version__
@@ -21,6 +20,7 @@ from benchlab.errors import BenchlabError, RunInterrupted, UserError
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import (
     DEFAULT_RECIPE,
+    allowed_cores,
     apply_overrides,
     build_plan,
     default_cores,
@@ -30,6 +30,7 @@ from benchlab.recipe import (
 )
 from benchlab.stacks import CATALOGUE, catalogue_markdown
 from benchlab.store import DEFAULT_RESULTS, Store
+from benchlab.text import SafeConsole, printable
 
 if TYPE_CHECKING:
     from benchlab.recipe import CoreAssignment, Plan, Recipe
@@ -59,7 +60,9 @@ typer.core.TyperArgument._usage_display_name = (  # type: ignore[method-assign]
 # not rich's 80 (its tables would wrap into unreadable columns). NO_COLOR is rich's own.
 PIPED_WIDTH = 100
 console = (
-    Console() if sys.stdout.isatty() or "COLUMNS" in os.environ else Console(width=PIPED_WIDTH)
+    SafeConsole()
+    if sys.stdout.isatty() or "COLUMNS" in os.environ
+    else SafeConsole(width=PIPED_WIDTH)
 )
 
 ResultsOption = Annotated[
@@ -76,10 +79,11 @@ AllowConcurrentOption = Annotated[
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
 
 RunRecipeNameArgument = Annotated[
-    str,
+    str | None,
     typer.Argument(
         metavar="RECIPE",
-        help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...).",
+        help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...); "
+        "default quick.",
     ),
 ]
 
@@ -299,6 +303,8 @@ def _options(
         console.no_color = True
 
 
+# Greenlets are cheap (a few KiB each): ten times the threads a worker may have.
+MAX_GREENLETS = 100_000
 # The most rounds a run under --budget gives a pair still undecided (when the recipe sets no
 # max_trials): a 10 % difference under this VM's noise is decided in about ten.
 BUDGET_MAX_TRIALS = 40
@@ -317,9 +323,34 @@ def _budgeted(recipe: Recipe, trials_given: bool) -> Recipe:
     return recipe.model_copy(update=update)
 
 
+RunResumeOption = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        metavar="",
+        help="Continue an interrupted, abandoned or failed run, as it was planned: RECIPE is "
+        "then the run (its id, latest~N, or a recipe's name), by default the latest such run; "
+        "its finished trials are kept.",
+    ),
+]
+RunYesOption = Annotated[
+    bool, typer.Option("--yes", "-y", metavar="", help="Run a plan over an hour without asking.")
+]
+RunBudgetOption = Annotated[
+    float | None,
+    typer.Option(
+        metavar="MIN",
+        min=0.5,
+        help="Stop when the ranking is decided (every adjacent pair separated, or a tie "
+        "within min_effect_pct) or after MIN minutes; rounds after the recipe's go only "
+        f"to undecided pairs, up to max_trials (default {BUDGET_MAX_TRIALS}).",
+    ),
+]
+
+
 @app.command()
 def run(
-    recipe_name: RunRecipeNameArgument = DEFAULT_RECIPE,
+    recipe_name: RunRecipeNameArgument = None,
     duration: RunDurationOption = None,
     trials: Annotated[int | None, typer.Option(metavar="N", min=1, help="Trials per cell.")] = None,
     connections: RunConnectionsOption = None,
@@ -329,23 +360,59 @@ def run(
     html: RunHtmlOption = None,
     dry_run: RunDryRunOption = False,
     allow_concurrent: AllowConcurrentOption = False,
-    budget: Annotated[
-        float | None,
-        typer.Option(
-            metavar="MIN",
-            min=0.5,
-            help="Stop when the ranking is decided (every adjacent pair separated, or a tie "
-            "within min_effect_pct) or after MIN minutes; rounds after the recipe's go only "
-            f"to undecided pairs, up to max_trials (default {BUDGET_MAX_TRIALS}).",
-        ),
-    ] = None,
+    yes: RunYesOption = False,
+    budget: RunBudgetOption = None,
+    resume: RunResumeOption = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
-    from benchlab.report.summary import summarise
-    from benchlab.report.terminal import render_table
+    from benchlab.estimates import Costs, plan_lines, plan_seconds
     from benchlab.runner import SessionOptions, run_recipe
 
+    if resume:
+        given = {"--duration": duration, "--trials": trials, "--connections": connections,
+                 "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
+        changed = [option for option, value in given.items() if value]
+        if changed:
+            raise UserError(
+                f"--resume continues a run as it was planned; {changed[0]} would change it"
+            )
+        plan, run_id, deadline_s = _resumed_plan(recipe_name, results)
+    else:
+        plan, deadline_s = _planned(
+            recipe_name or DEFAULT_RECIPE, duration, trials, connections, warmup, point, budget
+        )
+        run_id = None
+    budget_min = None if deadline_s is None else deadline_s / 60
+    runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
+    costs = Costs.load()
+    for line in plan_lines(runnable, plan.recipe, costs, budget_min):
+        console.print(line, markup=False, highlight=False)
+    for line in unserved(plan.recipe):
+        console.print(line, markup=False, highlight=False)
+    if dry_run:
+        return
+    _confirm_long(plan_seconds(runnable, plan.recipe, costs, budget_min), yes)
+    _check_ready(plan)
+    page = _html_page(html, results, plan)
+    shared = _claim(allow_concurrent)
+    if plan.recipe.hosts:
+        from benchlab.hosts.topology import preflight
+
+        preflight(plan)
+    options = SessionOptions(
+        command=_command_line(), shared_machine=shared, deadline_s=deadline_s, resume=run_id
+    )
+    store = Store(results)
+    outcome = run_recipe(plan, store, _reporter(), options)
+    _show_run(store, outcome, results, page)
+
+
+def _planned(
+    recipe_name: str, duration: int | None, trials: int | None, connections: int | None,
+    warmup: int | None, point: list[str] | None, budget: float | None,
+) -> tuple[Plan, float | None]:  # fmt: skip
+    """The recipe's plan with the command line's overrides, and its deadline (--budget)."""
     recipe = resolve_recipe(recipe_name)
     loaded, text = load_recipe(recipe)
     loaded = apply_overrides(
@@ -357,29 +424,29 @@ def run(
     plan = build_plan(recipe, loaded, text)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
-    from benchlab.estimates import Costs, plan_lines
-    from benchlab.stacks import CATALOGUE
+    return plan, None if budget is None else budget * 60
 
-    runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
-    for line in plan_lines(runnable, plan.recipe, Costs.load(), budget):
-        console.print(line, markup=False, highlight=False)
-    for line in unserved(plan.recipe):
-        console.print(line, markup=False, highlight=False)
-    if dry_run:
-        return
-    _check_ready(plan)
-    page = _html_page(html, results, plan)
-    shared = _claim(allow_concurrent)
-    if plan.recipe.hosts:
-        from benchlab.hosts.topology import preflight
 
-        preflight(plan)
-    store = Store(results)
-    options = SessionOptions(
-        command=_command_line(), shared_machine=shared,
-        deadline_s=None if budget is None else budget * 60,
+def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float | None]:
+    """The plan an unfinished run ran, to continue it."""
+    from benchlab.runner.resume import resumable
+
+    store = Store(results, create=False)
+    found = resumable(store, wanted)
+    kept = sum(len(store.trials(cell["id"])) for cell in store.cells(found.run_id))
+    store.close()
+    console.print(
+        f"resuming run {found.run_id}: its {kept} finished trial(s) kept", markup=False,
+        highlight=False,
     )  # fmt: skip
-    outcome = run_recipe(plan, store, _reporter(), options)
+    return found.plan, found.run_id, found.deadline_s
+
+
+def _show_run(store: Store, outcome: RunOutcome, results: Path, page: Path) -> None:
+    """The table, and the HTML page (written last: the run is stored already)."""
+    from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
+
     summary = summarise(store, outcome.run_id)
     render_table(summary, console)
     console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
@@ -397,10 +464,35 @@ def run(
         raise typer.Exit(130)
 
 
+# A plan longer than this is run only when confirmed: a list where a value was meant can
+# turn a recipe into days of load on a shared machine.
+CONFIRM_ABOVE_S = 3600
+
+
+def _confirm_long(seconds: float, yes: bool) -> None:
+    """A plan over an hour runs on --yes, or on a 'y' typed at a terminal."""
+    from benchlab.estimates import minutes
+
+    if seconds <= CONFIRM_ABOVE_S or yes:
+        return
+    question = f"the plan takes about {minutes(seconds)}, over an hour"
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserError(f"{question}; pass --yes to run it (in CI too), or trim the recipe")
+    if not typer.confirm(f"{question}: run it?", default=False):
+        raise UserError(f"{question}: not started (--yes runs it without asking)")
+
+
 def _check_ready(plan: Plan) -> None:
     """What the run needs on this machine, checked (or built) before anything starts."""
     if shutil.which("taskset") is None:
         raise UserError("'taskset' is not installed: apt-get install util-linux")
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        raise UserError(
+            "'setpriv' is not installed (benchlab, as root, runs services and stacks as "
+            "unprivileged users through it): apt-get install util-linux"
+        )
+    if not plan.recipe.hosts:
+        _check_stack_user()
     for name in sorted({c.tool for c in plan.cells}):
         make_ready(TOOLS[name], console.print)
     if not plan.recipe.hosts and set(plan.cores.server) & set(plan.cores.load):
@@ -409,6 +501,31 @@ def _check_ready(plan: Plan) -> None:
             "measure their fight for it, not the server",
             style="yellow",
         )
+
+
+def _check_stack_user() -> None:
+    """As root, the stacks run as an unprivileged user: it must be able to run benchlab's
+    Python and import its apps (a Python under /root, or an install there, it cannot)."""
+    from benchlab.process import STACK_USER_VARIABLE, as_user, stack_user
+
+    user = stack_user()
+    if user is None:
+        return
+    # Through another program, as the stacks are started (taskset): its exec is the check.
+    env = shutil.which("env") or "/usr/bin/env"
+    argv = [*as_user(user), env, sys.executable, "-I", "-c", "import benchlab.apps"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode == 0:
+        return
+    chain = reversed(Path(sys.executable).resolve().parents)
+    closed = next((str(d) for d in chain if not d.stat().st_mode & 0o001), None)
+    where = f" ({closed} is closed to others)" if closed else ""
+    raise UserError(
+        f"benchlab is root and runs its stacks as {user}, which cannot run {sys.executable}"
+        f"{where}: install benchlab with a Python every user can run (./lab does, when it is "
+        f"root), run benchlab as a normal user, or set {STACK_USER_VARIABLE}=root to keep the "
+        "stacks root"
+    )
 
 
 def _html_page(html: Path | None, results: Path, plan: Plan) -> Path:
@@ -439,33 +556,11 @@ def _reporter() -> Reporter:
 
 
 def _command_line() -> str:
-    """The command as the user typed it, stored with the run to reproduce it."""
-    return "benchlab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    """The command as the user typed it, stored with the run to reproduce it: what it was
+    given as secrets (tune's --env values, --setup) hidden."""
+    from benchlab.tune.user_env import masked_command
 
-
-def _key_values(pairs: list[str], option: str) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{option} '{pair}': give KEY=VALUE")
-        out[key.strip()] = value
-    return out
-
-
-def _env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines as a shell reads them with `set -a; . FILE` (the deploy command
-    does): `export` allowed, a value in matching quotes unquoted."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise UserError(f"--env-file {path}: cannot read it ({exc.strerror})") from None
-    pairs = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    found = _key_values([p.removeprefix("export ") for p in pairs], f"--env-file {path}: line")
-    return {
-        key: value[1:-1] if len(value) > 1 and value[0] == value[-1] in "'\"" else value
-        for key, value in found.items()
-    }
+    return "benchlab " + masked_command(sys.argv[1:])
 
 
 def _with_services(text: str | None) -> dict[str, str]:
@@ -485,15 +580,20 @@ def _with_services(text: str | None) -> dict[str, str]:
     return found
 
 
-def _int_list(text: str | None, option: str) -> list[int] | None:
+def _int_list(text: str | None, option: str, most: int) -> list[int] | None:
     if text is None:
         return None
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise UserError(f"{option} '{text}': give whole numbers, e.g. {option} 1,2,4") from None
+        raise UserError(f"{option} {text!r}: give whole numbers, e.g. {option} 1,2,4") from None
     if not values or min(values) < 1:
-        raise UserError(f"{option} '{text}': give numbers of 1 or more, e.g. {option} 1,2,4")
+        raise UserError(f"{option} {text!r}: give numbers of 1 or more, e.g. {option} 1,2,4")
+    if max(values) > most or len(values) > 32:
+        raise UserError(
+            f"{option} {text!r}: at most 32 values, each at most {most:,} (each value is a "
+            "candidate of its own, and each thread or process costs memory)"
+        )
     return values
 
 
@@ -528,9 +628,12 @@ def tune(
 ) -> None:
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
+    from benchlab.recipe.plan import most_workers
+    from benchlab.recipe.schema import MAX_THREADS
     from benchlab.report.exporters import choose
     from benchlab.tune.app import ProbeFailed
     from benchlab.tune.driver import TuneRequest, run_tune
+    from benchlab.tune.user_env import env_pairs, read_env_file
 
     exporter = choose(fmt, output, allowed=("table", "md", "json", "html"))
     if interface not in (None, "asgi", "wsgi"):
@@ -539,13 +642,14 @@ def tune(
     tune_request = TuneRequest(
         app=app_spec, python=python, interface=interface, requests=tuple(requests),
         slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(),
-        env=_key_values(env or [], "--env"),
+        env=env_pairs(env or []),
         env_file=env_file.resolve() if env_file else None,
-        env_from_file=_env_file(env_file) if env_file else {},
+        env_from_file=read_env_file(env_file) if env_file else {},
         with_services=_with_services(with_services),
         servers=servers.split(",") if servers else None,
-        workers=_int_list(workers, "--workers"), threads=_int_list(threads, "--threads"),
-        greenlets=_int_list(greenlets, "--greenlets"), connections=connections,
+        workers=_int_list(workers, "--workers", most_workers(len(allowed_cores()))),
+        threads=_int_list(threads, "--threads", MAX_THREADS),
+        greenlets=_int_list(greenlets, "--greenlets", MAX_GREENLETS), connections=connections,
         factory=factory, quick=quick, setup=setup,
     )  # fmt: skip
     if output is not None and not output.parent.is_dir():
@@ -1131,6 +1235,7 @@ def main() -> None:
     try:
         app()
     except BenchlabError as exc:
-        # Plain text, never wrapped: it names the file, the key and the fix.
-        print(f"error: {exc}", file=sys.stderr)
+        # Plain text, never wrapped: it names the file, the key and the fix. Whatever it
+        # quotes (a recipe's value, a server's log) reaches the terminal without controls.
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -24,6 +24,7 @@ import psutil
 CGROUP_V2_MOUNTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 GROUP_PREFIX = "benchlab-"
+PROCESS_TREE = "process tree"  # how CPU is counted where no control group can be made
 
 
 def _v2_root() -> Path | None:

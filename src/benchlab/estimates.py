@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.capacity import STEP_SHARES
-from benchlab.build_cache import cache_dir
+from benchlab.build_cache import state_dir
 from benchlab.load import TOOLS
 from benchlab.recipe import Cell
 from benchlab.scenarios import SCENARIOS
@@ -41,7 +41,7 @@ OUTLIER_FACTOR = 3.0
 
 
 def _path() -> Path:
-    return cache_dir().parent / "costs.json"
+    return state_dir() / "costs.json"
 
 
 class Costs:
@@ -166,6 +166,15 @@ def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
     if any(s.needs_cache for s in scenarios):
         names.append("redis")
     return names
+
+
+def plan_seconds(
+    cells: Sequence[Cell], recipe, costs: Costs, budget_min: float | None = None
+) -> float:
+    """What the plan's rounds take (the recipe's, not the adaptive ones), within a budget."""
+    services = services_needed(cells, recipe)
+    base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
+    return base.total_s if budget_min is None else min(base.total_s, budget_min * 60)
 
 
 def plan_lines(

@@ -8,19 +8,51 @@ and its directory on each SSH host, as each starts. A clean end removes it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from benchlab.build_cache import cache_dir
+from benchlab.build_cache import state_dir
+from benchlab.errors import UserError
+from benchlab.safe_files import new_file
 
 
 def journal_dir() -> Path:
-    return cache_dir().parent / "journal"
+    return state_dir() / "journal"
+
+
+def own_private_dir(path: Path) -> Path:
+    """The journal directory, made 0700; one another user owns or may write is refused:
+    recovery kills process groups, removes directories and reads SSH settings from what is
+    in it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        os.chmod(path, 0o700)  # made by an earlier benchlab with the umask's mode
+        info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise UserError(
+            f"{path}: benchlab's journal directory is not its own (another owner, a link, or "
+            "writable by others); remove it, or set BENCHLAB_CACHE to a directory of yours"
+        )
+    return path
+
+
+def trusted(path: Path) -> bool:
+    """A journal file this user wrote: owned by it, written by nobody else, not a link."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 def create_time(pid: int) -> float | None:
@@ -64,9 +96,10 @@ class Journal:
         }
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        own_private_dir(self.path.parent)
         partial = self.path.with_suffix(".partial")
-        partial.write_text(json.dumps(self.data))
+        partial.unlink(missing_ok=True)
+        new_file(partial, json.dumps(self.data))
         partial.replace(self.path)  # never half a journal, even if killed while writing
 
     def open(self) -> Journal:
@@ -112,8 +145,15 @@ class Journal:
 
 
 def journals() -> list[tuple[Path, dict[str, Any]]]:
+    """Every journal this user's benchlab wrote (a file of anyone else's is not read)."""
+    directory = journal_dir()
+    if not directory.exists():
+        return []
+    own_private_dir(directory)
     found = []
-    for path in sorted(journal_dir().glob("*.json")):
+    for path in sorted(directory.glob("*.json")):
+        if not trusted(path):
+            continue
         try:
             found.append((path, json.loads(path.read_text())))
         except (OSError, ValueError):

@@ -8,7 +8,9 @@ with the machine it was measured on; a run on the same machine reads it.
 
 from __future__ import annotations
 
-import tempfile
+import contextlib
+import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +21,9 @@ from benchlab.hosts.generators import run_tool
 from benchlab.load import DEFAULT_TOOL
 from benchlab.load.base import LoadRequest
 from benchlab.noise_record import keep_noise
-from benchlab.process import ProcessRegistry, sigterm_interrupts
+from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
+from benchlab.safe_files import reachable_tmpdir
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
 
@@ -42,8 +45,10 @@ def _one_launch(
     registry: ProcessRegistry, stack_name: str, design: NoiseDesign, cores, workdir: Path
 ) -> list[float]:
     stack = CATALOGUE[stack_name]
-    ctx = LaunchContext(HOST, free_port(), workdir, cores.server, 1)
-    server = start_stack(registry, stack, ctx, cores.server)
+    ctx = LaunchContext(
+        HOST, free_port(), workdir / f"stack-{time.monotonic_ns()}", cores.server, 1
+    )
+    server = start_stack(registry, stack, ctx, cores.server, user=stack_user())
     try:
         problem = wait_until_answering(HOST, ctx.port, server.alive, 30)
         if problem:
@@ -63,7 +68,9 @@ def _one_launch(
 def measure_noise(design: NoiseDesign, cores, progress: Callable[[str], None]) -> NoiseComponents:
     registry = ProcessRegistry()
     measured: list[list[list[list[float]]]] = []
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="bl-") as tmp:
+    tmp = reachable_tmpdir("bl-", others_need_it=stack_user() is not None)
+    with sigterm_interrupts(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, tmp, ignore_errors=True)
         try:
             with pinned_to(cores.load):
                 for r in range(design.rounds):
@@ -72,8 +79,8 @@ def measure_noise(design: NoiseDesign, cores, progress: Callable[[str], None]) -
                     this_round: dict[str, list[list[float]]] = {s: [] for s in design.stacks}
                     for launch in range(design.launches):
                         for name in order:
-                            workdir = Path(tmp) / f"r{r}l{launch}{name.replace('+', '-')}"
-                            workdir.mkdir()
+                            workdir = tmp / f"r{r}l{launch}{name.replace('+', '-')}"
+                            workdir.mkdir(mode=0o711)
                             this_round[name].append(
                                 _one_launch(registry, name, design, cores, workdir)
                             )

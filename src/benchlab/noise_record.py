@@ -13,7 +13,7 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.analysis.noise import NoiseComponents
-from benchlab.build_cache import cache_dir
+from benchlab.build_cache import state_dir
 
 NOISE_RECORD_VARIABLE = "BENCHLAB_NOISE_RECORD"
 
@@ -22,7 +22,7 @@ def noise_path() -> Path:
     """Where the record is kept: benchlab's cache, unless $BENCHLAB_NOISE_RECORD names a file
     (the tests do, so that this machine's record never changes how their runs compare)."""
     override = os.environ.get(NOISE_RECORD_VARIABLE)
-    return Path(override) if override else cache_dir().parent / "noise.json"
+    return Path(override) if override else state_dir() / "noise.json"
 
 
 def machine_key() -> dict[str, Any]:

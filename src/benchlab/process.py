@@ -7,6 +7,7 @@ import os
 import pwd
 import resource
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -16,9 +17,10 @@ from typing import Any, Protocol
 
 import psutil
 
-from benchlab.cpu_account import CpuGroup, tree_cpu_seconds
-from benchlab.errors import RunInterrupted
+from benchlab.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
+from benchlab.errors import RunInterrupted, UserError
 from benchlab.journal import Journal
+from benchlab.safe_files import open_log
 
 
 def as_user(user: str | None) -> list[str]:
@@ -27,6 +29,46 @@ def as_user(user: str | None) -> list[str]:
     if user is None:
         return []
     return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups"]
+
+
+# When benchlab is root, the stacks (servers of benchlab's reference apps) do not run as root:
+# a hole in a framework, or an endpoint open to every local user (/upload, /updates), must
+# not be root's. BENCHLAB_STACK_USER names another user ("root": they stay root).
+STACK_USER_VARIABLE = "BENCHLAB_STACK_USER"
+DEFAULT_STACK_USER = "nobody"
+
+
+def stack_user(preferred: str | None = None) -> str | None:
+    """The user a stack runs as on this machine: None when benchlab is not root (its own
+    user, then), BENCHLAB_STACK_USER if set, else `preferred` (a tune's app: the owner of its
+    files), else nobody. None also when that is root."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get(STACK_USER_VARIABLE) or preferred or DEFAULT_STACK_USER
+    if name == "root":
+        return None
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        raise UserError(
+            f"{STACK_USER_VARIABLE}={name!r}: no such user here; name the unprivileged user the "
+            "stacks run as when benchlab is root (default nobody), or root to keep them root"
+        ) from None
+    return name
+
+
+def running_as(preferred: str | None = None) -> str:
+    """The name of the user stacks run as here (what a run's record says)."""
+    return stack_user(preferred) or pwd.getpwuid(os.geteuid()).pw_name
+
+
+def user_home(user: str | None) -> dict[str, str]:
+    """The variables that say who a process is, for one run as `user`: its own home, not
+    root's (a library that looks there, asyncpg for client keys, would stop at root's)."""
+    if user is None:
+        return {}
+    entry = pwd.getpwnam(user)
+    return {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user}
 
 
 ListenerPids = Callable[[int], "set[int] | None"]
@@ -42,6 +84,16 @@ def local_listener_pids(port: int) -> set[int] | None:
             and conn.pid is not None
         }  # fmt: skip
     return None
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port free on this network namespace's loopback now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
 
 
 OWN_VARIABLES = "BENCHLAB_"
@@ -85,7 +137,7 @@ class ManagedProcess:
         self.log_path = log_path
         self.cpu_group = cpu_group
         self._listeners = listeners
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log = open_log(log_path)  # closed in stop(); owner-only, never through a link
         self.popen = self._spawn(cores, cwd, env, user, prefix)
         self.pid = self.popen.pid
         self.rusage: resource.struct_rusage | None = None
@@ -104,7 +156,7 @@ class ManagedProcess:
         return subprocess.Popen(
             self.cpu_group.wrap(pinned) if self.cpu_group else pinned,
             cwd=cwd,
-            env={**environment(self.isolated_env), **(env or {})},
+            env={**environment(self.isolated_env), **user_home(user), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -143,7 +195,7 @@ class ManagedProcess:
         """CPU time of the whole tree so far, and how it was counted."""
         if self.cpu_group is not None:
             return self.cpu_group.seconds(), self.cpu_group.source
-        return tree_cpu_seconds(self.tree()), "process tree"
+        return tree_cpu_seconds(self.tree()), PROCESS_TREE
 
     def _process_object(self, pid: int) -> psutil.Process | None:
         """The psutil object already known for `pid` (it checks the pid was not reused)."""

@@ -11,6 +11,7 @@ run refuses to start (or, with --allow-concurrent, warns and says so in its resu
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -29,7 +30,7 @@ from benchlab.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.errors import UserError
 from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
 from benchlab.hosts.ssh import cleanup_script, run_over_ssh
-from benchlab.journal import alive, journals
+from benchlab.journal import alive, journal_dir, journals, own_private_dir
 from benchlab.recipe.host_spec import parse_spec
 
 GRACE_S = 5.0
@@ -157,7 +158,7 @@ def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
     if control.exists():
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
-                ["ssh", "-o", f"ControlPath={control}", "-O", "exit", spec.addr],
+                ["ssh", "-o", f"ControlPath={control}", "-O", "exit", "--", spec.addr],
                 capture_output=True, timeout=10, check=False,
             )  # fmt: skip
     if reached:
@@ -202,24 +203,58 @@ def clean_stale() -> list[Stale]:
     return cleaned
 
 
+# The machine's lock, held by this process from its claim to its exit (the kernel lets go
+# of it however the process ends, SIGKILL included).
+_HELD: list[int] = []
+
+
+def _lock() -> bool:
+    """Take the run lock (flock on the journal directory's `machine.lock`); False when
+    another benchlab holds it."""
+    if _HELD:
+        return True
+    path = own_private_dir(journal_dir()) / "machine.lock"
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return False
+    _HELD.append(descriptor)
+    return True
+
+
 def claim_machine(allow_concurrent: bool, say) -> bool:
-    """Clean what killed runs left, and refuse to share the machine with a live run unless
-    allowed; True when it is shared."""
+    """Take the machine for this run: a lock held until this process ends, taken before
+    anything else (two runs started together cannot both pass); clean what killed runs left;
+    refuse to share the machine with a live run unless allowed. True when it is shared."""
+    if not allow_concurrent and not _lock():
+        others = live_runs()  # the lock's holder, once its journal is written
+        raise UserError(
+            _busy(others[0])
+            if others
+            else "another benchlab is starting a run on this machine (it holds the run lock): "
+            "two at once make both sets of figures false; wait for it, or pass "
+            "--allow-concurrent to share the machine (its results will say so)"
+        )
     for stale in clean_stale():
         say(f"cleaned up after {stale.describe()}")
     others = live_runs()
     if not others:
         return False
-    other = others[0]
-    if not allow_concurrent:
-        raise UserError(
-            f"another benchlab {other['kind']} is using this machine (pid {other['pid']}, since "
-            f"{other['started_at']}{', run ' + other['run_id'] if other.get('run_id') else ''}): "
-            "two at once make both sets of figures false; wait for it, or pass "
-            "--allow-concurrent to share the machine (its results will say so)"
-        )
+    if not allow_concurrent:  # a run of a benchlab that took no lock
+        raise UserError(_busy(others[0]))
     say(
-        f"WARNING: sharing this machine with benchlab pid {other['pid']}: the figures of both "
-        "runs measure that too"
+        f"WARNING: sharing this machine with benchlab pid {others[0]['pid']}: the figures of "
+        "both runs measure that too"
     )
     return True
+
+
+def _busy(other: dict[str, Any]) -> str:
+    run = f", run {other['run_id']}" if other.get("run_id") else ""
+    return (
+        f"another benchlab {other['kind']} is using this machine (pid {other['pid']}, since "
+        f"{other['started_at']}{run}): two at once make both sets of figures false; wait for "
+        "it, or pass --allow-concurrent to share the machine (its results will say so)"
+    )

@@ -7,9 +7,9 @@ drift falls on both sides equally.
 
 from __future__ import annotations
 
-import tempfile
+import contextlib
+import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 from benchlab.analysis.stats import Estimate, median_interval
 from benchlab.errors import LoadToolError
@@ -17,8 +17,9 @@ from benchlab.hosts.generators import run_tool
 from benchlab.load import wrk
 from benchlab.load.base import LoadRequest
 from benchlab.monitor import ProcessTreeSampler
-from benchlab.process import ProcessRegistry, sigterm_interrupts
+from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
+from benchlab.safe_files import reachable_tmpdir
 from benchlab.stacks import CATALOGUE, LaunchContext
 from benchlab.verify import wait_until_answering
 
@@ -36,10 +37,12 @@ def run_selfcheck(
     load_cores: tuple[int, ...], progress=print,
 ) -> SelfCheck:  # fmt: skip
     registry = ProcessRegistry()
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="bl-") as tmp:
-        workdir = Path(tmp)
-        ctx = LaunchContext(HOST, free_port(), workdir, server_cores, len(server_cores))
-        server = start_stack(registry, CATALOGUE["nginx-static"], ctx, server_cores)
+    user = stack_user()
+    workdir = reachable_tmpdir("bl-", others_need_it=user is not None)
+    with sigterm_interrupts(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
+        ctx = LaunchContext(HOST, free_port(), workdir / "stack", server_cores, len(server_cores))
+        server = start_stack(registry, CATALOGUE["nginx-static"], ctx, server_cores, user=user)
         try:
             problem = wait_until_answering(HOST, ctx.port, server.alive, 10)
             if problem:

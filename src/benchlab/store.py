@@ -34,13 +34,39 @@ DEFAULT_RESULTS = Path("results/benchlab.db")
 # A run named by its age: the latest, or the Nth before it (git's notation).
 LATEST = re.compile(r"^latest(?:~(\d+))?$")
 # How long a write waits for a store another program has locked before the run stops.
-LOCK_TIMEOUT_S = float(os.environ.get("BENCHLAB_STORE_TIMEOUT_S", "30"))
+LOCK_TIMEOUT_VARIABLE = "BENCHLAB_STORE_TIMEOUT_S"
+DEFAULT_LOCK_TIMEOUT_S = 30.0
+# The columns of `runs` every benchlab store has had: a `runs` table without them is
+# another program's.
+RUN_COLUMNS = {"id", "recipe_name", "started_at", "status", "command"}
+
+
+def lock_timeout_s() -> float:
+    """BENCHLAB_STORE_TIMEOUT_S, read when a store is opened (a bad value is one line then,
+    not a failure of every command at import)."""
+    text = os.environ.get(LOCK_TIMEOUT_VARIABLE)
+    if text is None:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86_400:
+        raise UserError(
+            f"{LOCK_TIMEOUT_VARIABLE}={text!r}: give the seconds a write may wait for a locked "
+            f"store, between 0 and 86400 (default {DEFAULT_LOCK_TIMEOUT_S:g})"
+        )
+    return value
+
+
 # 1: runs, cells, trials (no version recorded). 2: fixed-rate and capacity figures, trial
 # histograms, exact CPU, the capacities table, this version in `meta`. 3: the hosts of a run
 # (what ran where, one machine description per host) and each load host's share of a trial.
 # 4: cells.concurrency_limit, the name of what schemas 1-3 called cells.capacity (requests a
-# launch can hold at once; "capacity" is only req/s under the SLO).
-SCHEMA_VERSION = 4
+# launch can hold at once; "capacity" is only req/s under the SLO). 5: runs.plan, the recipe
+# as it ran (overrides applied) and its budget, from which `run --resume` continues it.
+SCHEMA_VERSION = 5
+ID_ATTEMPTS = 5
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
@@ -265,6 +291,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("services", "TEXT"),  # JSON: name -> port, dsn
         ("database", "TEXT"),  # postgres, mariadb or NULL
         ("options", "TEXT"),  # JSON: the recipe's analysis options (baseline, SLO, ...)
+        ("plan", "TEXT"),  # JSON: {"recipe": the recipe as run, "deadline_s": its budget}
     ],
     "cells": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -336,7 +363,25 @@ RENAMED = {("cells", "concurrency_limit"): "capacity"}
 
 
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    _refuse_foreign(db, path)
     _refuse_newer(db, path)
+    with _transaction(db):  # two benchlabs bringing one old store up to date: one does
+        _bring_up_to_date(db)
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """Statements that stand or fall together (the store is otherwise in autocommit)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _bring_up_to_date(db: sqlite3.Connection) -> None:
     for table, columns in TABLES.items():
         body = ", ".join(f"{name} {kind}" for name, kind in columns)
         db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
@@ -360,7 +405,23 @@ def _schema_version(db: sqlite3.Connection) -> int | None:
     if "meta" not in tables:
         return 1 if "runs" in tables else None
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 1
+    try:
+        return int(row[0]) if row else 1
+    except (TypeError, ValueError):
+        return -1  # not a version benchlab wrote: see _refuse_foreign
+
+
+def _refuse_foreign(db: sqlite3.Connection, path: Path) -> None:
+    """A SQLite file of another program's is neither read nor changed."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "runs" not in tables and "meta" not in tables:
+        return  # empty: a new store
+    columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    if not columns >= RUN_COLUMNS or _schema_version(db) == -1:
+        raise UserError(
+            f"'{path}' is not a benchlab results store (its tables are another program's); "
+            "pass --results with the store 'benchlab run' wrote, or a new file"
+        )
 
 
 def _refuse_newer(db: sqlite3.Connection, path: Path) -> None:
@@ -389,6 +450,8 @@ class RunInfo:
     load_cores: tuple[int, ...]
     machine: dict[str, Any]
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What `run --resume` needs to continue the run: the recipe as it ran, its budget.
+    plan: dict[str, Any] | None = None
 
 
 FIXES = {
@@ -475,7 +538,8 @@ class Store:
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # autocommit: each statement is durable when it returns (a crash loses nothing).
-                self.db = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT_S)
+                timeout = lock_timeout_s()
+                self.db = sqlite3.connect(path, isolation_level=None, timeout=timeout)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 _migrate(self.db, path)
             else:
@@ -494,7 +558,19 @@ class Store:
 
     @_writes
     def create_run(self, info: RunInfo) -> str:
-        run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
+        # An id people can read: its second and four random hex digits. Two runs of one
+        # second may draw the same four: the second draws again.
+        for attempt in range(ID_ATTEMPTS):
+            run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
+            try:
+                self._insert_run(run_id, info)
+                return run_id
+            except sqlite3.IntegrityError:
+                if attempt == ID_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _insert_run(self, run_id: str, info: RunInfo) -> None:
         _insert(
             self.db,
             "runs",
@@ -512,9 +588,9 @@ class Store:
                 "load_cores": json.dumps(info.load_cores),
                 "machine": json.dumps(info.machine),
                 "options": json.dumps(info.options),
+                "plan": json.dumps(info.plan) if info.plan is not None else None,
             },
         )
-        return run_id
 
     @_writes
     def add_cell(
@@ -609,13 +685,18 @@ class Store:
         self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShare] = ()
     ) -> None:
         """The trial, then each load host's share of it."""
-        trial_id = _insert(self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)})
-        for share in shares:
-            values = dataclasses.asdict(share_record(share))
-            _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
+        with _transaction(self.db):
+            trial_id = _insert(
+                self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)}
+            )
+            for share in shares:
+                values = dataclasses.asdict(share_record(share))
+                _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
 
     @_writes
     def set_run_hosts(self, run_id: str, hosts: list[dict[str, Any]]) -> None:
+        """What ran where (a resumed run's, as it is now: once)."""
+        self.db.execute("DELETE FROM hosts WHERE run_id = ?", (run_id,))
         for host in hosts:
             _insert(
                 self.db,
@@ -758,4 +839,9 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
             f"'{path}' is not a benchlab results store (it has no runs table); pass --results "
             "with the store 'benchlab run' wrote"
         )
+    try:
+        _refuse_foreign(db, path)
+    except UserError:
+        db.close()
+        raise
     return db

@@ -9,6 +9,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.safe_files import new_dir, new_file
+
 
 @dataclass(frozen=True)
 class TlsFiles:
@@ -17,9 +19,12 @@ class TlsFiles:
     key: Path  # its private key, PEM, PKCS#8 (granian accepts nothing else)
 
 
-def make_certificates(directory: Path, addresses: tuple[str, ...]) -> TlsFiles:
+def make_certificates(
+    directory: Path, addresses: tuple[str, ...], key_owner: str | None = None
+) -> TlsFiles:
     """An ECDSA P-256 authority and a server certificate for `addresses` (IPs) and
-    localhost, valid for a day."""
+    localhost, valid for a day, in a new `directory`; the key readable by its owner only
+    from its creation (`key_owner`: the user the servers run as)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -62,16 +67,12 @@ def make_certificates(directory: Path, addresses: tuple[str, ...]) -> TlsFiles:
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    directory.mkdir(parents=True, exist_ok=True)
+    new_dir(directory, 0o711)
     files = TlsFiles(directory / "ca.pem", directory / "server.pem", directory / "server.key")
-    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    new_file(files.ca, ca.public_bytes(serialization.Encoding.PEM), 0o644)
+    new_file(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    files.key.chmod(0o600)
+    new_file(files.key, pem, 0o600, owner=key_owner)
     return files

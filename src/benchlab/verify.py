@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from benchlab.answers import NOT_WRITTEN, READBACK_MISS, ReadWorlds, judge_body
 from benchlab.protocols import PLAIN
 from benchlab.scenarios import Expectation
-from benchlab.wire import ExchangeError, Wire, exchange, negotiation_problem
+from benchlab.wire import ExchangeError, Wire, exchange, negotiation_problem, read_body
 
 
 def verify(
@@ -175,10 +175,10 @@ def keeps_alive(host: str, port: int, path: str, timeout: float = 10.0) -> bool:
             # A body with neither a length nor chunks ends only when the server closes.
             unframed = response.length is None and not response.chunked
             if not unframed:
-                response.read()
+                read_body(response, timeout)
         finally:
             conn.close()
-    except (OSError, http.client.HTTPException):
+    except (OSError, http.client.HTTPException, ExchangeError):
         return True  # verification reports the failure; assume the common case here
     if unframed and response.status not in (204, 304) and response.status >= 200:
         return False

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import http.client
 import ssl
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +15,37 @@ from benchlab.protocols import PLAIN, Protocol
 
 
 class ExchangeError(Exception):
-    """No answer: the connection, the handshake or the framing failed."""
+    """No answer: the connection, the handshake or the framing failed, or the answer did
+    not end within its time or its size."""
+
+
+# The most an answer may hold: the static scenario's largest file (64 MiB) and its headers.
+# A user's endpoint that streams without end (server-sent events) is cut there, or at the
+# exchange's deadline, whichever comes first: verification never hangs nor fills memory.
+MAX_BODY_BYTES = 65 * 2**20
+CHUNK_BYTES = 2**16
+
+
+def _bounded(chunks: Iterator[bytes], deadline: float) -> bytes:
+    """The body from its chunks, within the deadline and MAX_BODY_BYTES."""
+    body = bytearray()
+    for chunk in chunks:
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise ExchangeError(f"the answer's body passed {MAX_BODY_BYTES // 2**20} MiB")
+        if time.monotonic() > deadline:
+            raise ExchangeError("the answer did not end within the verification's time")
+    return bytes(body)
+
+
+def _read_chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
+    while chunk := response.read(CHUNK_BYTES):
+        yield chunk
+
+
+def read_body(response: http.client.HTTPResponse, timeout: float) -> bytes:
+    """A standard-library response's body, within `timeout` in all and MAX_BODY_BYTES."""
+    return _bounded(_read_chunks(response), time.monotonic() + timeout)
 
 
 @dataclass(frozen=True)
@@ -61,12 +93,13 @@ def _plain(
     body: bytes | None,
     timeout: float,
 ) -> Reply:
+    deadline = time.monotonic() + timeout  # for the whole exchange, not each read
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=dict(headers))
             response = conn.getresponse()
-            content = response.read()
+            content = _bounded(_read_chunks(response), deadline)
         finally:
             conn.close()
     except (OSError, http.client.HTTPException) as exc:
@@ -108,6 +141,7 @@ def _negotiated(
     http1 = protocol.tls or not protocol.http2
     sent = {"Accept-Encoding": "identity", **dict(headers)}  # httpx would ask for gzip
     url = f"{protocol.scheme}://{host}:{port}{path}"
+    deadline = time.monotonic() + timeout
     try:
         with (
             httpx.Client(http1=http1, http2=protocol.http2, verify=verify, timeout=timeout) as c,
@@ -118,7 +152,7 @@ def _negotiated(
             stream = response.extensions.get("network_stream")
             ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
             tls_version = ssl_object.version() if ssl_object is not None else None
-            content = b"".join(response.iter_raw())
+            content = _bounded(response.iter_raw(CHUNK_BYTES), deadline)
     except httpx.HTTPError as exc:
         raise ExchangeError(f"{exc.__class__.__name__}: {exc}") from exc
     return Reply(

@@ -28,8 +28,16 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.cpu_account import CpuGroup, create_group
-from benchlab.process import ManagedProcess, as_user, local_listener_pids
+from benchlab.process import (
+    ManagedProcess,
+    as_user,
+    free_port,
+    local_listener_pids,
+    stack_user,
+    user_home,
+)
 from benchlab.recipe.host_spec import HostSpec
+from benchlab.safe_files import new_dir, new_file
 
 COMMAND_TIMEOUT_S = 60.0
 
@@ -91,12 +99,21 @@ class Host(ABC):
     # --- files --------------------------------------------------------------------------------
 
     @abstractmethod
-    def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None: ...
+    def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:
+        """A new directory (refused, PathTaken, if anything is at `path`), handed to `owner`
+        (with its group): root makes what it writes in first, then hands it over."""
 
     @abstractmethod
     def write_file(
-        self, path: Path, data: str | bytes, mode: int = 0o600, owner: str | None = None
-    ) -> None: ...
+        self,
+        path: Path,
+        data: str | bytes,
+        mode: int = 0o600,
+        owner: str | None = None,
+        group: str | None = None,
+    ) -> None:
+        """A new file (refused if anything, a link included, is at `path`) with `mode` from
+        its creation, owned by `owner` and/or `group`."""
 
     @abstractmethod
     def read_file(self, path: Path) -> bytes: ...
@@ -115,6 +132,11 @@ class Host(ABC):
     @abstractmethod
     def which(self, program: str) -> str | None: ...
 
+    def free_port(self) -> int:
+        """A TCP port nothing listens on at this host's addresses now (it may be taken
+        before it is bound: starts retry)."""
+        return free_port()
+
     @abstractmethod
     def glob(self, pattern: str) -> list[str]: ...
 
@@ -127,6 +149,11 @@ class Host(ABC):
     @abstractmethod
     def user_name(self) -> str:
         """The user commands run as on this host."""
+
+    @abstractmethod
+    def stack_user(self, preferred: str | None = None) -> str | None:
+        """The unprivileged user stacks run as here when commands run as root (None: as
+        the host's own user); see process.stack_user."""
 
     def open(self) -> None:  # noqa: B027 - most hosts have no connection to open
         """Connect (an SSH host); raises HostError when it cannot."""
@@ -166,27 +193,21 @@ class ThisMachine(Host):
             [*self.prefix, *as_user(user), *argv],
             input=input, capture_output=True, timeout=timeout, check=False,
             stdin=None if input is not None else subprocess.DEVNULL,
+            env={**os.environ, **user_home(user)} if user else None,
         )  # fmt: skip
 
     def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        path.chmod(mode)
-        if owner is not None:
-            shutil.chown(path, owner, owner)
+        new_dir(path, mode, owner)
 
     def write_file(
-        self, path: Path, data: str | bytes, mode: int = 0o600, owner: str | None = None
+        self,
+        path: Path,
+        data: str | bytes,
+        mode: int = 0o600,
+        owner: str | None = None,
+        group: str | None = None,
     ) -> None:
-        # The mode from the file's creation: a secret is never readable by others, not even
-        # for a moment.
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        try:
-            os.fchmod(descriptor, mode)
-            os.write(descriptor, data.encode() if isinstance(data, str) else data)
-        finally:
-            os.close(descriptor)
-        if owner is not None:
-            shutil.chown(path, owner, owner)
+        new_file(path, data, mode, owner, group)
 
     def read_file(self, path: Path) -> bytes:
         return path.read_bytes()
@@ -213,6 +234,9 @@ class ThisMachine(Host):
         import pwd
 
         return pwd.getpwuid(os.geteuid()).pw_name
+
+    def stack_user(self, preferred: str | None = None) -> str | None:
+        return stack_user(preferred)
 
 
 class LocalHost(ThisMachine):

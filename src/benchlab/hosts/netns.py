@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,6 +88,15 @@ class NetnsHost(ThisMachine):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "namespace": self.namespace, "address": self.address}
+
+    def free_port(self) -> int:
+        """Free inside the namespace (its ports are not the controller's)."""
+        program = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
+        done = self.run([sys.executable, "-I", "-c", program], timeout=10)
+        try:
+            return int(done.stdout)
+        except ValueError:
+            raise HostError(f"{self.where}: cannot find a free port there") from None
 
 
 class BenchmarkNetwork:

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -26,13 +27,39 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlab.cpu_account import GROUP_PREFIX, CpuGroup
+from benchlab.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
-from benchlab.process import ManagedProcess, pin
-from benchlab.recipe.host_spec import HostSpec
+from benchlab.process import DEFAULT_STACK_USER, STACK_USER_VARIABLE, ManagedProcess, pin
+from benchlab.recipe.host_spec import HostSpec, SpecError, check_service_address
 
 CONNECT_TIMEOUT_S = 5
+STREAM_TIMEOUT_S = 300
 SOURCE_DIR = Path(__file__).resolve().parent.parent.parent  # where `import benchlab` finds it
+
+
+# What a host says of itself, by benchlab's own code there — imported only from a tree
+# nobody else can have written: every directory from / down and every file of the package
+# owned by root or this user and writable by no one else (a sticky directory such as /tmp
+# may be: nobody else can replace what root or this user has in it).
+DESCRIBE = """
+import json, os, stat, sys
+root = sys.argv[1]
+me = os.geteuid()
+def ours(path, sticky_will_do):
+    info = os.lstat(path)
+    open_to_others = info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)
+    sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+    return info.st_uid in (0, me) and (not open_to_others or (sticky_will_do and sticky))
+package = os.path.join(root, "benchlab")
+parts = package.split(os.sep)
+above = [os.sep.join(parts[:i]) or os.sep for i in range(1, len(parts))]
+tree = [os.path.join(d, f) for d, _, fs in os.walk(package) for f in fs + ["."]]
+if not (all(ours(p, True) for p in above) and all(ours(p, False) for p in tree)):
+    sys.exit(3)
+sys.path.insert(0, root)
+from benchlab.machine import describe
+print(json.dumps(describe()))
+"""
 
 
 def ssh_options(control_path: Path | None) -> list[str]:
@@ -41,6 +68,8 @@ def ssh_options(control_path: Path | None) -> list[str]:
         "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
         "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
         "-o", "LogLevel=ERROR",
+        # Nothing of the controller's reaches the host: no agent, no forwarded port.
+        "-o", "ForwardAgent=no", "-o", "ClearAllForwardings=yes",
     ]  # fmt: skip
     config = os.environ.get("BENCHLAB_SSH_CONFIG")
     if config:
@@ -53,17 +82,20 @@ def ssh_options(control_path: Path | None) -> list[str]:
 
 
 def ssh_destination(spec: HostSpec) -> list[str]:
+    """The port, then `--`, then the destination: nothing after the options is an option."""
     port = ["-p", str(spec.port)] if spec.port else []
-    return [*port, f"{spec.user}@{spec.addr}" if spec.user else spec.addr]
+    return [*port, "--", f"{spec.user}@{spec.addr}" if spec.user else spec.addr]
 
 
 def shell(argv: Sequence[str], user: str | None = None) -> str:
-    """A command line for the remote shell; as `user` (with that user's own group)."""
+    """A command line for the remote shell; as `user` (with that user's own group and
+    home)."""
     text = shlex.join(argv)
     if user is None:
         return text
     q = shlex.quote(user)
-    return f'setpriv --reuid={q} --regid="$(id -g {q})" --clear-groups {text}'
+    home = f'HOME="$(getent passwd {q} | cut -d: -f6)" USER={q} LOGNAME={q}'
+    return f'{home} setpriv --reuid={q} --regid="$(id -g {q})" --clear-groups {text}'
 
 
 def cleanup_script(rundir: str, group_tag: str) -> str:
@@ -101,7 +133,7 @@ def run_over_ssh(
     timeout: float = COMMAND_TIMEOUT_S,
 ) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
     return subprocess.run(
-        ["ssh", *ssh_options(control_path), *ssh_destination(spec), "--", command],
+        ["ssh", *ssh_options(control_path), *ssh_destination(spec), command],
         input=input, capture_output=True, timeout=timeout, check=False,
         stdin=None if input is not None else subprocess.DEVNULL,
     )  # fmt: skip
@@ -157,7 +189,7 @@ class SshHost(Host):
         the shared one."""
         return [
             "ssh", *ssh_options(None), "-o", "ControlPath=none", *ssh_destination(self.spec),
-            "--", command,
+            command,
         ]  # fmt: skip
 
     # --- the run's directory ----------------------------------------------------------------
@@ -226,17 +258,27 @@ exit 1
     # --- files --------------------------------------------------------------------------------
 
     def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:
+        # mkdir without -p fails on anything already there; chown -h never follows a link.
         q = shlex.quote(str(path))
-        chown = f" && chown {shlex.quote(owner)}: {q}" if owner else ""
-        self.check(["sh", "-c", f"mkdir -p {q} && chmod {mode:o} {q}{chown}"])
+        chown = f" && chown -h {shlex.quote(owner)}: {q}" if owner else ""
+        self.check(["sh", "-c", f"mkdir -m {mode:o} -- {q}{chown}"])
 
     def write_file(
-        self, path: Path, data: str | bytes, mode: int = 0o600, owner: str | None = None
+        self,
+        path: Path,
+        data: str | bytes,
+        mode: int = 0o600,
+        owner: str | None = None,
+        group: str | None = None,
     ) -> None:
+        # The mode from the file's creation (umask); noclobber (set -C) refuses an existing
+        # file or link, dangling or not; chown -h never follows one.
         q = shlex.quote(str(path))
-        chown = f" && chown {shlex.quote(owner)}: {q}" if owner else ""
+        who = f"{owner or ''}:{group or ''}" if owner or group else ""
+        chown = f" && chown -h {shlex.quote(who)} {q}" if who else ""
+        umask = 0o777 & ~mode
         self.check(
-            ["sh", "-c", f"umask 077 && cat > {q} && chmod {mode:o} {q}{chown}"],
+            ["sh", "-c", f"umask {umask:03o} && set -C && cat > {q}{chown}"],
             input=data.encode() if isinstance(data, str) else data,
         )
 
@@ -247,16 +289,57 @@ exit 1
         self.run(["rm", "-rf", str(path)])
 
     def push(self, directory: Path) -> None:
-        packed = subprocess.run(
-            ["tar", "-C", str(directory), "-cf", "-", "."], capture_output=True, check=True
-        ).stdout
+        """The directory's files streamed there (tar | ssh tar)."""
         q = shlex.quote(str(directory))
-        self.check(["sh", "-c", f"mkdir -p {q} && tar -C {q} -xf -"], input=packed)
+        remote = f"mkdir -p {q} && tar -C {q} -xf - --no-same-owner"
+        self._stream(["tar", "-C", str(directory), "-cf", "-", "."], self._ssh_argv(remote),
+                     f"copying {directory} there")  # fmt: skip
 
     def pull(self, directory: Path) -> None:
-        packed = self.check(["tar", "-C", str(directory), "-cf", "-", "."], timeout=300)
+        """The directory's files streamed back (ssh tar | tar): however large a load tool's
+        record of every request, it never sits in memory. Extracted as this user's files,
+        whatever owner the archive names."""
         directory.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["tar", "-C", str(directory), "-xf", "-"], input=packed, check=True)
+        remote = shlex.join(["tar", "-C", str(directory), "-cf", "-", "."])
+        self._stream(self._ssh_argv(remote),
+                     ["tar", "-C", str(directory), "-xf", "-", "--no-same-owner"],
+                     f"copying {directory} back")  # fmt: skip
+
+    def _ssh_argv(self, command: str) -> list[str]:
+        return ["ssh", *ssh_options(self.control_path), *ssh_destination(self.spec), command]
+
+    def _stream(self, sender_argv: list[str], receiver_argv: list[str], what: str) -> None:
+        """`sender | receiver`, bounded in time; either failing is a HostError."""
+        with tempfile.TemporaryFile() as sender_errors:
+            sender = subprocess.Popen(
+                sender_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=sender_errors,
+            )  # fmt: skip
+            assert sender.stdout is not None
+            try:
+                received = subprocess.run(
+                    receiver_argv, stdin=sender.stdout, capture_output=True,
+                    timeout=STREAM_TIMEOUT_S, check=False,
+                )  # fmt: skip
+                sender.stdout.close()
+                sent = sender.wait(timeout=STREAM_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                sender.kill()
+                sender.wait()
+                raise HostError(f"{self.where}: {what} took over 5 minutes") from None
+            if sent != 0 or received.returncode != 0:
+                sender_errors.seek(0)
+                said = sender_errors.read() + received.stderr
+                raise HostError(
+                    f"{self.where}: {what} failed: {said.decode(errors='replace').strip()[-300:]}"
+                )
+
+    def free_port(self) -> int:
+        """A port nothing listens on there (ss), drawn from the ephemeral range."""
+        done = self.run(["sh", "-c", "ss -Htln | awk '{print $4}' | sed 's/.*://'"])
+        taken = {int(p) for p in done.stdout.decode().split() if p.isdigit()}
+        return next(p for p in iter(lambda: secrets.choice(range(32768, 61000)), 0)
+                    if p not in taken)  # fmt: skip
 
     def which(self, program: str) -> str | None:
         q = shlex.quote(program)
@@ -275,11 +358,8 @@ exit 1
         interpreter and source, at the same paths); a shorter one when they are not there."""
         import sys
 
-        program = (
-            "import json, sys; sys.path.insert(0, sys.argv[1]); "
-            "from benchlab.machine import describe; print(json.dumps(describe()))"
-        )
-        done = self.run([sys.executable, "-c", program, str(SOURCE_DIR)], timeout=60)
+        # -I: nothing of the environment's (PYTHONPATH, the user's site) is imported.
+        done = self.run([sys.executable, "-I", "-c", DESCRIBE, str(SOURCE_DIR)], timeout=60)
         if done.returncode == 0:
             with contextlib.suppress(ValueError):
                 return {**json.loads(done.stdout), "address": self.address}
@@ -303,11 +383,28 @@ exit 1
             self._user = self.check(["id", "-un"]).decode().strip()
         return self._user
 
+    def stack_user(self, preferred: str | None = None) -> str | None:
+        """As on this machine: when benchlab logs in there as root, stacks run as nobody
+        (or BENCHLAB_STACK_USER, if that user exists there)."""
+        if self.user_name() != "root":
+            return None
+        name = os.environ.get(STACK_USER_VARIABLE) or preferred or DEFAULT_STACK_USER
+        if name == "root":
+            return None
+        if self.run(["id", "-u", name]).returncode != 0:
+            raise HostError(f"{self.where}: no user '{name}' there to run the stacks as")
+        return name
+
     def controller_address(self) -> str | None:
         """The controller's address as this host sees it (what its databases must admit)."""
         done = self._ssh('echo "$SSH_CLIENT"')
         words = done.stdout.decode().split()
-        return words[0] if words else None
+        if not words:
+            return None
+        try:  # it goes into the databases' lists of clients: an address, nothing else
+            return check_service_address(words[0])
+        except SpecError:
+            return None
 
 
 def group_tag() -> str:
@@ -413,8 +510,8 @@ class RemoteProcess(ManagedProcess):
         )
         values = [int(v) for v in out.split() if v.isdigit()]
         if not values:
-            return 0.0, "process tree"
-        return sum(values[:-1]) / max(values[-1], 1), "process tree"
+            return 0.0, PROCESS_TREE
+        return sum(values[:-1]) / max(values[-1], 1), PROCESS_TREE
 
     def listens_on(self, port: int) -> bool:
         out = self._remote(

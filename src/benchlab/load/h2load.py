@@ -8,15 +8,19 @@ what was negotiated, and a load over anything else is refused, not measured."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
+import numpy
+
 from benchlab.errors import LoadToolError
-from benchlab.load import histogram
 from benchlab.load.base import DebianTool, LoadRequest
+from benchlab.load.histogram import LatencyTally
 from benchlab.load.result import Errors, LoadResult
 
 LOG = "h2load.tsv"
+CHUNK_ROWS = 65_536
 EXPECTED_PROTOCOL = {"h2": "h2", "h2c": "h2c", "h1": "http/1.1", "h1-tls": "http/1.1"}
 
 
@@ -68,25 +72,38 @@ class H2load(DebianTool):
                 "a protocol the cell did not ask for"
             )
         log = workdir / LOG
-        text = log.read_text() if log.exists() else ""
-        rows = [line.split("\t") for line in text.splitlines() if line]
+        tally, requests, non_2xx, not_3xx = _read_log(log)
         log.unlink(missing_ok=True)
-        latencies_us = [max(1, int(row[2])) for row in rows]
-        statuses = [int(row[1]) for row in rows]
         seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
         traffic = re.search(r"^traffic: \S+ \((\d+)\) total", output, re.MULTILINE)
         failed, timeout = int(counts.group(5)), int(counts.group(7))
-        latency, encoded = histogram.latency_of(latencies_us)
-        non_2xx = sum(1 for s in statuses if not 200 <= s < 300)
+        latency, encoded = tally.latency()
         # h2load's "failed" counts non-2xx/3xx answers too; the rest got no answer.
-        unanswered = max(0, failed - sum(1 for s in statuses if not 200 <= s < 400))
+        unanswered = max(0, failed - not_3xx)
         timeout = min(timeout, unanswered)
         return LoadResult(
             tool=self.name,
-            requests=len(rows),
+            requests=requests,
             duration_s=seconds,
             bytes=int(traffic.group(1)) if traffic else 0,
             latency=latency,
             errors=Errors(non_2xx=non_2xx, timeout=timeout, read=unanswered - timeout),
             histogram=encoded,
         )
+
+
+def _read_log(log: Path) -> tuple[LatencyTally, int, int, int]:
+    """h2load's log (start µs, status, µs to the end of the answer), read in chunks into a
+    histogram: (latencies, requests, non-2xx answers, answers neither 2xx nor 3xx)."""
+    tally, requests, non_2xx, not_3xx = LatencyTally(), 0, 0, 0
+    if not log.exists():
+        return tally, 0, 0, 0
+    with log.open() as handle:
+        while batch := [line for line in itertools.islice(handle, CHUNK_ROWS) if line.strip()]:
+            rows = numpy.loadtxt(batch, delimiter="\t", usecols=(1, 2), dtype=numpy.int64, ndmin=2)
+            statuses, latencies = rows.T
+            tally.add(numpy.maximum(1, latencies))
+            requests += int(statuses.size)
+            non_2xx += int(((statuses < 200) | (statuses >= 300)).sum())
+            not_3xx += int(((statuses < 200) | (statuses >= 400)).sum())
+    return tally, requests, non_2xx, not_3xx

@@ -108,24 +108,77 @@ def curve_ms(histogram: HdrHistogram) -> dict[str, float]:
     return {q: recorded.at_percentile(float(q)) / 1000.0 for q in CURVE_QUANTILES}
 
 
-def latency_of(latencies_us: list[int]) -> tuple[Latency, str | None]:
-    """Every request's latency (µs) as the figures and the encoded histogram of a trial: for
-    the tools that keep each request (vegeta, h2load)."""
-    import statistics
-
-    if not latencies_us:
-        return Latency(None, None, None, None, None, None, None, None), None
-    hist = from_counts((v, 1) for v in latencies_us)
-    summary = summary_ms(hist)
-    latency = Latency(
-        min=min(latencies_us) / 1000,
-        mean=summary.get("mean"),
-        stdev=statistics.pstdev(latencies_us) / 1000 if len(latencies_us) > 1 else None,
-        p50=summary.get("p50"),
-        p90=summary.get("p90"),
-        p99=summary.get("p99"),
-        p999=summary.get("p999"),
-        max=summary.get("max"),
-        percentiles=curve_ms(hist),
+def record_many(histogram: HdrHistogram, values_us: numpy.ndarray) -> None:
+    """Record every value of an integer array at once: the bins HdrHistogram's own
+    record_value would choose (its index arithmetic, vectorised), a thousand times faster
+    than a call per value. Values are clipped to the histogram's range."""
+    if values_us.size == 0:
+        return
+    values = numpy.clip(values_us.astype(numpy.int64), LOWEST_US, HIGHEST_US)
+    h = histogram
+    # bit length of (value | sub_bucket_mask): exact through float64 below 2**53
+    pow2ceiling = numpy.frexp((values | h.sub_bucket_mask).astype(numpy.float64))[1]
+    bucket = pow2ceiling - h.unit_magnitude - (h.sub_bucket_half_count_magnitude + 1)
+    sub_bucket = values >> (bucket + h.unit_magnitude)
+    index = ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (
+        sub_bucket - h.sub_bucket_half_count
     )
-    return latency, encode(hist)
+    counts = numpy.ctypeslib.as_array(h.counts)
+    counts += numpy.bincount(index, minlength=h.counts_len).astype(counts.dtype)
+    h.total_count += int(values.size)
+    h.min_value = min(h.min_value, int(values.min()))
+    h.max_value = max(h.max_value, int(values.max()))
+
+
+class LatencyTally:
+    """A trial's latencies, fed in chunks (numpy arrays of µs): their histogram, their exact
+    minimum and the moments of their standard deviation. Its memory is the histogram's,
+    however many requests the trial sent."""
+
+    def __init__(self) -> None:
+        self.histogram = new()
+        self.count = 0
+        self.minimum: int | None = None
+        self._sum = 0.0
+        self._squares = 0.0
+
+    def add(self, values_us: numpy.ndarray) -> None:
+        if values_us.size == 0:
+            return
+        record_many(self.histogram, values_us)
+        self.count += int(values_us.size)
+        low = int(values_us.min())
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        as_float = values_us.astype(numpy.float64)
+        self._sum += float(as_float.sum())
+        self._squares += float((as_float * as_float).sum())
+
+    def stdev_us(self) -> float | None:
+        if self.count < 2:
+            return None
+        mean = self._sum / self.count
+        return max(self._squares / self.count - mean * mean, 0.0) ** 0.5
+
+    def latency(self) -> tuple[Latency, str | None]:
+        """The trial's latency figures and its encoded histogram."""
+        if self.count == 0 or self.minimum is None:
+            return Latency(None, None, None, None, None, None, None, None), None
+        summary = summary_ms(self.histogram)
+        stdev = self.stdev_us()
+        latency = Latency(
+            min=self.minimum / 1000,
+            mean=summary.get("mean"),
+            stdev=None if stdev is None else stdev / 1000,
+            p50=summary.get("p50"),
+            p90=summary.get("p90"),
+            p99=summary.get("p99"),
+            p999=summary.get("p999"),
+            max=summary.get("max"),
+            percentiles=curve_ms(self.histogram),
+        )
+        return latency, encode(self.histogram)
+
+    def quantile_ms(self, percentile: float) -> float | None:
+        if self.count == 0:
+            return None
+        return _Recorded(self.histogram).at_percentile(percentile) / 1000.0

@@ -15,23 +15,20 @@ Built from source by `benchlab build` (a pinned version from the Go module proxy
 from __future__ import annotations
 
 import base64
-import csv
 import json
-import math
 import os
-import statistics
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchlab.build_cache import cache_dir
 from benchlab.errors import LoadToolError, UserError
-from benchlab.load import histogram
 from benchlab.load.base import HttpTarget, LoadRequest
-from benchlab.load.result import Errors, LoadResult
+from benchlab.load.request_records import Generator, Lines, read_results
+from benchlab.load.result import LoadResult
 
 MODULE = "github.com/tsenart/vegeta/v12"
 VERSION = "v12.13.0"
-SUCCESS = range(200, 400)  # vegeta's own definition of a successful response
 
 
 def binary() -> Path:
@@ -116,38 +113,46 @@ class Vegeta:
         ]  # fmt: skip
 
     def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
-        result = _read_encoded([workdir / "vegeta.bin"], request.rate, workdir)
+        records = workdir / "vegeta.bin"
+        result = read_results([Generator(_encoded(records), request.rate)], _mixed(request))
         if not request.name:  # a named generator's results are kept for the merge
-            (workdir / "vegeta.bin").unlink(missing_ok=True)
+            records.unlink(missing_ok=True)
         return result
 
     def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
-        """Every request of every generator, read back together (`vegeta encode` of all
-        their result files), each timed against its own generator's schedule (its attack
-        name says whose)."""
-        files = [directory / "vegeta.bin" for _, directory in parts]
-        rates = {request.name: request.rate for request, _ in parts}
-        if any(rate is None for rate in rates.values()):
-            return _read_encoded(files, None, parts[0][1])
-        return _read_encoded(files, rates, parts[0][1])  # type: ignore[arg-type]
+        """Every request of every generator, read back together, each timed against its own
+        generator's schedule (a closed loop has none: no lag then)."""
+        paced = all(request.rate for request, _ in parts)
+        generators = [
+            Generator(_encoded(directory / "vegeta.bin"), request.rate if paced else None)
+            for request, directory in parts
+        ]
+        return read_results(generators, _mixed(parts[0][0]))
 
 
-def _read_encoded(
-    files: list[Path], rate: float | dict[str, float] | None, workdir: Path
-) -> LoadResult:
-    encoded = workdir / "vegeta.csv"
-    with encoded.open("w") as handle:
-        done = subprocess.run(
-            [str(binary()), "encode", "--to", "csv", *map(str, files)],
-            stdout=handle, stderr=subprocess.PIPE, text=True, check=False, timeout=300,
-        )  # fmt: skip
-    if done.returncode != 0:
-        raise LoadToolError(f"vegeta encode failed: {done.stderr.strip()[-300:]}")
-    try:
-        with encoded.open(newline="") as handle:
-            return read_results(csv.reader(handle), rate)
-    finally:
-        encoded.unlink(missing_ok=True)
+def _mixed(request: LoadRequest) -> bool:
+    return len({(t.method, t.url) for t in request.targets}) > 1
+
+
+def _encoded(records: Path) -> Lines:
+    """A way to read a result file's records as CSV lines, streamed from `vegeta encode`
+    (as often as asked: the reading takes two passes)."""
+
+    def lines() -> Iterator[str]:
+        with subprocess.Popen(
+            [str(binary()), "encode", "--to", "csv", str(records)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ) as encode:  # fmt: skip
+            assert encode.stdout is not None and encode.stderr is not None
+            try:
+                yield from encode.stdout
+            finally:
+                encode.stdout.close()
+                if encode.wait(timeout=60) not in (0, None) and encode.returncode != -13:
+                    said = encode.stderr.read().strip()[-300:]
+                    raise LoadToolError(f"vegeta encode failed: {said}")
+
+    return lines
 
 
 def _protocol_flags(request: LoadRequest) -> list[str]:
@@ -177,149 +182,3 @@ def _targets_json(request: LoadRequest) -> str:
             line["body"] = base64.b64encode(target.body).decode()
         lines += [json.dumps(line)] * target.weight
     return "\n".join(lines) + "\n"
-
-
-def _error_kind(error: str) -> str:
-    text = error.lower()
-    if "timeout" in text or "deadline exceeded" in text:
-        return "timeout"
-    if "connection refused" in text or "dial" in text or "connect:" in text:
-        return "connect"
-    if "write:" in text or "broken pipe" in text:
-        return "write"
-    if "eof" in text or "reset by peer" in text or "read:" in text:
-        return "read"
-    return "other"
-
-
-def read_results(rows, rate: float | dict[str, float] | None) -> LoadResult:
-    """One LoadResult from vegeta's CSV results (see `vegeta encode -h` for the columns).
-    Several generators' results together: `rate` gives each attack name its own rate."""
-    by_attack: dict[str, list[tuple[int, int, int, int, int, str]]] = {}
-    requests_of: dict[tuple[str, int], str] = {}  # (attack, seq) -> "METHOD path"
-    for row in rows:  # seq, sent ns, latency ns, code, bytes in, error; method, url
-        send = (int(row[8]), int(row[0]), int(row[2]), int(row[1]), int(row[4]), row[5])
-        by_attack.setdefault(row[7], []).append(send)
-        requests_of[(row[7], send[0])] = f"{row[9]} {_path(row[10])}"
-    if not by_attack:
-        raise LoadToolError("vegeta sent no request")
-    rates = rate if isinstance(rate, dict) else dict.fromkeys(by_attack, rate)
-    sends, lags, kinds = [], [], []
-    for name, attack in by_attack.items():
-        attack.sort()
-        sends += attack
-        lags += _lags(attack, rates[name])
-        kinds += [requests_of[(name, s[0])] for s in attack]
-    if len(by_attack) > 1:  # in the order they were sent, whoever sent them
-        order = sorted(range(len(sends)), key=lambda i: (sends[i][1], sends[i][0]))
-        sends, lags = [sends[i] for i in order], [lags[i] for i in order]
-        kinds = [kinds[i] for i in order]
-    per_kind: dict[str, list[int]] = {}
-    failed_kind: dict[str, int] = {}
-    first_sent = min(s[1] for s in sends)
-    counts = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "other": 0}
-    latencies_us: list[int] = []
-    answered = non_2xx = received = 0
-    end = first_sent
-    for (_seq, sent, latency, code, bytes_in, error), lag, what in zip(
-        sends, lags, kinds, strict=True
-    ):
-        end = max(end, sent + latency)
-        if code == 0 or code not in SUCCESS:
-            failed_kind[what] = failed_kind.get(what, 0) + 1
-        if code == 0:
-            kind = _error_kind(error)
-            counts[kind] += 1
-            if kind != "timeout":
-                continue  # it failed without waiting: not a latency
-        else:
-            answered += 1
-            received += bytes_in
-            non_2xx += code not in SUCCESS
-        latencies_us.append(max(1, (latency + lag) // 1000))
-        per_kind.setdefault(what, []).append(latencies_us[-1])
-    duration_s = max(end - first_sent, 1) / 1e9
-    latency, encoded = histogram.latency_of(latencies_us)
-    quarter = max(1, len(latencies_us) // 4)
-    paced = all(rates.values())
-    return LoadResult(
-        tool="vegeta",
-        requests=answered,
-        duration_s=duration_s,
-        bytes=received,
-        latency=latency,
-        errors=Errors(non_2xx=non_2xx, **counts),
-        histogram=encoded,
-        target_rate=sum(rates.values()) if paced else None,  # type: ignore[arg-type]
-        sent_rate=sum(_sent_rate(a) for a in by_attack.values()) if paced else None,
-        schedule_lag_ms=max(lags) / 1e6 if paced else None,
-        latency_first_ms=_median_ms(latencies_us[:quarter]),
-        latency_last_ms=_median_ms(latencies_us[-quarter:]),
-        window_p99_ms=window_p99s(latencies_us),
-        parts=_parts(per_kind, failed_kind) if len(set(kinds)) > 1 else {},
-    )
-
-
-def _parts(
-    latencies: dict[str, list[int]], failed: dict[str, int]
-) -> dict[str, dict[str, float | int | None]]:
-    """Each request of a mix on its own: how many, how many failed, its latency."""
-    found: dict[str, dict[str, float | int | None]] = {}
-    for what in sorted(set(latencies) | set(failed)):
-        values = sorted(latencies.get(what, []))
-        found[what] = {
-            "requests": len(values),
-            "errors": failed.get(what, 0),
-            "p50_ms": _quantile_ms(values, 0.50),
-            "p99_ms": _quantile_ms(values, 0.99),
-        }
-    return found
-
-
-def _quantile_ms(sorted_us: list[int], q: float) -> float | None:
-    if not sorted_us:
-        return None
-    return sorted_us[max(0, math.ceil(q * len(sorted_us)) - 1)] / 1000
-
-
-def _path(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-LATENCY_WINDOWS = 4
-
-
-def window_p99s(latencies_us: list[int], windows: int = LATENCY_WINDOWS) -> tuple[float, ...]:
-    """The p99 (ms) of each of `windows` consecutive equal parts of the latencies, in send
-    order; none when a part would hold under 100 requests (its p99 would be its maximum)."""
-    size = len(latencies_us) // windows
-    if size < 100:
-        return ()
-    found = []
-    for i in range(windows):
-        part = sorted(latencies_us[i * size : (i + 1) * size])
-        found.append(part[math.ceil(0.99 * len(part)) - 1] / 1000)
-    return tuple(found)
-
-
-def _lags(sends: list[tuple[int, int, int, int, int, str]], rate: float | None) -> list[int]:
-    """How late each request of one attack was sent, in ns: due time of request seq is
-    start + (seq + 1) / rate. The start is not in the results; the least-late request fixes
-    it (so the lag is a lower bound, off by that one's)."""
-    if not rate:
-        return [0] * len(sends)
-    interval = 1e9 / rate
-    start = min(sent - (seq + 1) * interval for seq, sent, *_ in sends)
-    return [max(0, round(sent - start - (seq + 1) * interval)) for seq, sent, *_ in sends]
-
-
-def _sent_rate(sends: list[tuple[int, int, int, int, int, str]]) -> float:
-    first, last = min(s[1] for s in sends), max(s[1] for s in sends)
-    return (len(sends) - 1) / ((last - first) / 1e9) if last > first else 0.0
-
-
-def _median_ms(values_us: list[int]) -> float | None:
-    return statistics.median(values_us) / 1000 if values_us else None

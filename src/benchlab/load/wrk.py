@@ -120,7 +120,15 @@ def bare_throughput(request: LoadRequest) -> float:
     ]  # fmt: skip
     if shutil.which("wrk") is None:
         raise LoadToolError("wrk is not installed (apt-get install wrk, or ./lab setup)")
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=False,
+            timeout=request.duration_s + request.timeout_s + 15,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise LoadToolError(
+            f"bare wrk did not end {request.duration_s} s after it started"
+        ) from None
     if done.returncode != 0:
         raise LoadToolError(f"bare wrk exited with {done.returncode}: {done.stderr.strip()[-300:]}")
     output = done.stdout

@@ -79,16 +79,24 @@ class Cell:
         )  # fmt: skip
 
 
-def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[Cell, ...]:
+# The most cells a plan may have: each is measured several times, a launch at least each
+# round; beyond this a recipe is a mistake (a list where a value was meant) or days of work.
+MAX_CELLS = 5_000
+
+
+class MatrixTooLarge(Exception):
+    """The recipe's matrix would hold more than MAX_CELLS cells (stopped counting there)."""
+
+
+def expand(
+    recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1, limit: int = MAX_CELLS
+) -> tuple[Cell, ...]:
     """The matrix: stacks × scenarios × parameters × load profiles (× points), minus
     exclusions and the pairs a stack does not serve. With several load hosts a cell's
-    threads are each host's (its share of the connections, its own load cores)."""
+    threads are each host's (its share of the connections, its own load cores). More than
+    `limit` cells raise MatrixTooLarge, before the rest are made."""
     if recipe.points:
-        return tuple(
-            dataclasses.replace(cell, point=point.name)
-            for point in recipe.points
-            for cell in expand(at_point(recipe, point), cores, load_hosts)
-        )
+        return _expand_points(recipe, cores, load_hosts, limit)
     cells: list[Cell] = []
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
@@ -155,7 +163,23 @@ def expand(recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1) -> tuple[
                             launch_pool=pool if pool is not None else pools[0],
                         )
                     )
+                    if len(cells) > limit:
+                        raise MatrixTooLarge()
     return tuple(cells)
+
+
+def _expand_points(
+    recipe: Recipe, cores: CoreAssignment, load_hosts: int, limit: int
+) -> tuple[Cell, ...]:
+    """Each named point's cells, as the recipe seen from that point makes them."""
+    found: list[Cell] = []
+    for point in recipe.points:
+        left = limit - len(found)
+        found += [
+            dataclasses.replace(cell, point=point.name)
+            for cell in expand(at_point(recipe, point), cores, load_hosts, left)
+        ]
+    return tuple(found)
 
 
 def _flavours(recipe: Recipe, stack_name: str, offered: tuple[str, ...]) -> list[str | None]:

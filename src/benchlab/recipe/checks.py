@@ -14,6 +14,7 @@ from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
+from benchlab.text import quoted, toml_key
 
 
 def check_names(path: Path, recipe: Recipe) -> None:
@@ -53,7 +54,7 @@ def _check_known(
     for i, name in enumerate(names):
         if name not in known:
             raise UserError(
-                f"{path}: key '{key}[{i}]': unknown {what} '{name}'"
+                f"{path}: key '{key}[{i}]': unknown {what} {quoted(name)}"
                 f"{did_you_mean(name, known)}; {hint}"
             )
 
@@ -62,7 +63,7 @@ def _check_baseline(path: Path, recipe: Recipe) -> None:
     """The baseline is one of the stacks measured."""
     if recipe.baseline is not None and recipe.baseline not in recipe.stacks:
         raise UserError(
-            f"{path}: key 'baseline': '{recipe.baseline}' is not in 'stacks'"
+            f"{path}: key 'baseline': {quoted(recipe.baseline)} is not in 'stacks'"
             f"{did_you_mean(recipe.baseline, recipe.stacks)}; the baseline must be measured too"
         )
 
@@ -73,7 +74,8 @@ def _check_points(path: Path, recipe: Recipe) -> None:
     for i, name in enumerate(names):
         if names.index(name) != i:
             raise UserError(
-                f"{path}: key 'points[{i}].name': '{name}' is used twice; name each point once"
+                f"{path}: key 'points[{i}].name': {quoted(name)} is used twice; name each "
+                "point once"
             )
 
 
@@ -98,7 +100,7 @@ def _check_stack_tables(path: Path, recipe: Recipe) -> None:
         if name not in recipe.stacks:
             where = "unknown stack" if name not in CATALOGUE else "stack not in 'stacks'"
             raise UserError(
-                f"{path}: key 'stack.\"{name}\"': {where} '{name}'"
+                f"{path}: key 'stack.{toml_key(name)}': {where} {quoted(name)}"
                 f"{did_you_mean(name, recipe.stacks)}; parameters apply only to listed stacks"
             )
 
@@ -108,12 +110,12 @@ def _check_exclusions(path: Path, recipe: Recipe) -> None:
     for i, exclusion in enumerate(recipe.exclude):
         if exclusion.stack is not None and exclusion.stack not in recipe.stacks:
             raise UserError(
-                f"{path}: key 'exclude[{i}].stack': '{exclusion.stack}' is not in 'stacks'"
+                f"{path}: key 'exclude[{i}].stack': {quoted(exclusion.stack)} is not in 'stacks'"
                 f"{did_you_mean(exclusion.stack, recipe.stacks)}"
             )
         if exclusion.scenario is not None and exclusion.scenario not in recipe.scenarios:
             raise UserError(
-                f"{path}: key 'exclude[{i}].scenario': '{exclusion.scenario}' is not in "
+                f"{path}: key 'exclude[{i}].scenario': {quoted(exclusion.scenario)} is not in "
                 f"'scenarios'{did_you_mean(exclusion.scenario, recipe.scenarios)}"
             )
 
@@ -124,20 +126,23 @@ def _check_stack_params(path: Path, recipe: Recipe) -> None:
         stack = CATALOGUE[name]
         if params.workers not in (None, 1, [1]) and stack.fixed_workers:
             raise UserError(
-                f"{path}: key 'stack.\"{name}\".workers': '{name}' runs one process only; "
+                f"{path}: key 'stack.{toml_key(name)}.workers': {quoted(name)} runs one process "
+                "only; "
                 "remove 'workers' or pick a stack with worker processes"
             )
         if params.threads is not None and not stack.concurrency:
             raise UserError(
-                f"{path}: key 'stack.\"{name}\".threads': '{name}' has no threads or greenlets "
+                f"{path}: key 'stack.{toml_key(name)}.threads': {quoted(name)} has no threads or "
+                "greenlets "
                 "per worker to set; remove 'threads'"
             )
         offered = stack.flavours
         if params.flavour is not None and params.flavour not in offered:
             choices = ", ".join(offered) or "none (it has no driver flavours)"
             raise UserError(
-                f"{path}: key 'stack.\"{name}\".flavour': '{params.flavour}' is not a flavour of "
-                f"'{name}'; it offers: {choices}"
+                f"{path}: key 'stack.{toml_key(name)}.flavour': {quoted(params.flavour)} is not a "
+                "flavour of "
+                f"{quoted(name)}; it offers: {choices}"
             )
 
 
@@ -154,7 +159,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
                     else "params.flavour"
                 )
                 raise UserError(
-                    f"{path}: key '{key}': no stack of the recipe offers flavour '{flavour}'"
+                    f"{path}: key '{key}': no stack of the recipe offers flavour {quoted(flavour)}"
                     f"{did_you_mean(flavour, sorted(every_offered))}; flavours offered: "
                     f"{', '.join(sorted(every_offered)) or 'none'}"
                 )
@@ -163,7 +168,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
             explicit = recipe.stack.get(name, StackParams()).flavour
             if offered and not explicit and not set(wanted) & set(offered):
                 raise UserError(
-                    f"{path}: key 'params.flavour': stack '{name}' offers none of "
+                    f"{path}: key 'params.flavour': stack {quoted(name)} offers none of "
                     f"{', '.join(wanted)} (it offers {', '.join(offered)}); add that flavour "
                     f'or set [stack."{name}"] flavour'
                 )
@@ -175,9 +180,9 @@ def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
         for name, params in recipe.stack.items():
             if params.pool_size is not None:
                 raise UserError(
-                    f"{path}: key 'stack.\"{name}\".pool_size': a stack's own pool cannot join "
-                    "the sweep of 'params.pool_size' (its cells would be ranked alone); to hold "
-                    "it while the others' pools change, give [[points]] each a pool_size"
+                    f"{path}: key 'stack.{toml_key(name)}.pool_size': a stack's own pool cannot "
+                    "join the sweep of 'params.pool_size' (its cells would be ranked alone); to "
+                    "hold it while the others' pools change, give [[points]] each a pool_size"
                 )
 
 
@@ -198,7 +203,7 @@ def _check_served(path: Path, recipe: Recipe) -> None:
         if not served:
             why = CATALOGUE[name].why_not(names[0])
             raise UserError(
-                f"{path}: key 'stacks': stack '{name}' serves none of the recipe's scenarios "
+                f"{path}: key 'stacks': stack {quoted(name)} serves none of the recipe's scenarios "
                 f"({', '.join(names)}): {why}; it serves {', '.join(CATALOGUE[name].scenarios)}"
             )
 
@@ -215,7 +220,8 @@ def _check_mixes(path: Path, recipe: Recipe) -> None:
             if entry.scenario not in SCENARIOS or entry.scenario.startswith("mix:"):
                 raise UserError(
                     f"{path}: key 'load[{i}].mix[{j}].scenario': unknown scenario "
-                    f"'{entry.scenario}'{did_you_mean(entry.scenario, list(SCENARIOS))}; known "
+                    f"{quoted(entry.scenario)}{did_you_mean(entry.scenario, list(SCENARIOS))}; "
+                    "known "
                     f"scenarios: {', '.join(SCENARIOS)}"
                 )
         if profile.mix and not TOOLS[profile.tool].records_each_request:
@@ -249,7 +255,8 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
             share = rate_share(rate)
             if share is None:
                 raise UserError(
-                    f"{path}: key '{key}': '{rate}' is neither a number of requests per second "
+                    f"{path}: key '{key}': {quoted(rate)} is neither a number of requests per "
+                    "second "
                     'nor a share like "60%" of the cell\'s own capacity'
                 )
             if not 0 < share <= 100:
@@ -278,7 +285,7 @@ def _check_database_serves(path: Path, recipe: Recipe) -> None:
         if scenario.needs_database and database not in scenario.databases:
             where = f"scenarios[{i}]" if i < len(recipe.scenarios) else "load.mix"
             raise UserError(
-                f"{path}: key '{where}': '{name}' is served on "
+                f"{path}: key '{where}': {quoted(name)} is served on "
                 f"{', '.join(scenario.databases)} only, and services.database is '{database}'; "
                 'set database = "postgres" or run it in a recipe of its own'
             )

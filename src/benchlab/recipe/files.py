@@ -53,16 +53,27 @@ def load_recipe(path: Path) -> tuple[Recipe, str]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"recipe '{path}': cannot read it ({exc.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    data = read_toml(path, text)
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as exc:
         raise UserError(describe_validation_error(path, exc)) from None
     check_names(path, recipe)
     return recipe, text
+
+
+def read_toml(path: Path, text: str) -> dict:
+    """The TOML document; a syntax error or a nesting deeper than Python's stack is one
+    line naming the file."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    except RecursionError:
+        raise UserError(
+            f"{path}: not a recipe: its tables or lists are nested hundreds deep; a recipe "
+            "needs two levels"
+        ) from None
 
 
 def apply_overrides(

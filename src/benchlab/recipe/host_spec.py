@@ -16,9 +16,14 @@ BENCHMARK_NET = ipaddress.IPv4Network("198.18.0.0/15")
 CONTROLLER_ADDRESS = ipaddress.IPv4Address("198.18.0.1")
 ROLES = ("server", "database", "load")
 NETNS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+# A user and an address each start with a letter or digit: one starting with '-' would be
+# read by ssh as an option (-F FILE, -o ProxyCommand=...).
 SSH_TARGET = re.compile(
-    r"^ssh://(?:(?P<user>[A-Za-z0-9_.-]+)@)?(?P<addr>[A-Za-z0-9_.:-]+?)(?::(?P<port>\d{1,5}))?$"
+    r"^ssh://(?:(?P<user>[A-Za-z0-9][A-Za-z0-9_.-]{0,31})@)?"
+    r"(?P<addr>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})(?::(?P<port>\d{1,5}))?$"
 )
+# The name of a host in [hosts]: it names interfaces, directories and log lines.
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 
 class SpecError(ValueError):
@@ -63,7 +68,10 @@ def parse_spec(text: str) -> HostSpec:
     if text.startswith("ssh://"):
         match = SSH_TARGET.match(text)
         if not match:
-            raise SpecError(f"'{text}': write an SSH host as ssh://user@address[:port]")
+            raise SpecError(
+                f"{text!r}: write an SSH host as ssh://user@address[:port], the user and the "
+                "address each starting with a letter or a digit"
+            )
         port = int(match["port"]) if match["port"] else None
         if port is not None and not 0 < port < 65536:
             raise SpecError(f"'{text}': port {port} is not a TCP port")
@@ -95,6 +103,30 @@ def check_namespace_address(text: str) -> ipaddress.IPv4Address:
             f"{address} is the controller's address on the benchmark network; e.g. 198.18.0.2"
         )
     return address
+
+
+def check_service_address(text: str) -> str:
+    """An address other hosts reach a server or a database at, as it goes into pg_hba.conf,
+    MariaDB's accounts, pgbouncer, nginx and Redis: one IPv4 address, in its canonical form,
+    that a socket can be bound to."""
+    try:
+        address = ipaddress.IPv4Address(text)
+    except ipaddress.AddressValueError:
+        raise SpecError(
+            f"{text!r} is not an IPv4 address (a name, a network or IPv6 are not taken: it "
+            "goes into the databases' lists of who may connect); e.g. 10.0.0.5"
+        ) from None
+    if (
+        address.is_unspecified
+        or address.is_multicast
+        or address.is_reserved
+        or (address == ipaddress.IPv4Address("255.255.255.255"))
+    ):
+        raise SpecError(
+            f"{address} is not the address of one host (unspecified, multicast, broadcast or "
+            "reserved); give the address the other hosts reach it at, e.g. 10.0.0.5"
+        )
+    return str(address)
 
 
 def default_addresses(taken: set[str], count: int) -> list[str]:

@@ -15,14 +15,17 @@ from benchlab.load import MERGEABLE_TOOLS
 from benchlab.recipe.cells import scenario_names
 from benchlab.recipe.cores import CoreAssignment, default_cores
 from benchlab.recipe.host_spec import (
+    HOST_NAME,
     HostSpec,
     SpecError,
     check_namespace_address,
+    check_service_address,
     default_addresses,
     parse_spec,
 )
 from benchlab.recipe.schema import Recipe
 from benchlab.scenarios import SCENARIOS
+from benchlab.text import quoted
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,11 @@ def resolve_hosts(
         )
     specs = {}
     for name, entry in recipe.hosts.items():
+        if not HOST_NAME.match(name):
+            raise UserError(
+                f"{path}: key 'hosts': the host name {name!r} is 1 to 40 letters, digits, '.', "
+                "'_' or '-', starting with a letter or digit"
+            )
         try:
             specs[name] = parse_spec(entry.at)
         except SpecError as exc:
@@ -141,29 +149,46 @@ def _check_unique_places(path: Path, recipe: Recipe, specs: dict) -> None:
 def _addresses(path: Path, recipe: Recipe, specs: dict) -> dict[str, str]:
     given: dict[str, str] = {}
     for name, entry in recipe.hosts.items():
-        if entry.address is None:
-            continue
         key = f"{path}: key 'hosts.{name}.address'"
+        if entry.address is None:
+            if specs[name].kind == "ssh":
+                given[name] = _ssh_address(path, name, specs[name].addr)
+            continue
         if specs[name].kind == "local":
             raise UserError(
                 f"{key}: this machine's address is not chosen; remove 'address' "
                 "(namespaces reach it at 198.18.0.1)"
             )
-        if specs[name].kind == "netns":
-            try:
-                check_namespace_address(entry.address)
-            except SpecError as exc:
-                raise UserError(f"{key}: {exc}") from None
-        twin = next((n for n, a in given.items() if a == entry.address), None)
-        if twin is not None:
-            raise UserError(f"{key}: {entry.address} is already host '{twin}'s; give each its own")
-        given[name] = entry.address
+        try:
+            if specs[name].kind == "netns":
+                address = str(check_namespace_address(entry.address))
+            else:
+                address = check_service_address(entry.address)
+        except SpecError as exc:
+            raise UserError(f"{key}: {exc}") from None
+        twin = next((n for n, a in given.items() if a == address), None)
+        if twin is not None and specs[name].kind != "ssh":
+            raise UserError(f"{key}: {address} is already host '{twin}'s; give each its own")
+        given[name] = address
     unaddressed = [n for n, s in specs.items() if s.kind == "netns" and n not in given]
     for name, address in zip(
         unaddressed, default_addresses(set(given.values()), len(unaddressed)), strict=True
     ):
         given[name] = address
     return given
+
+
+def _ssh_address(path: Path, name: str, connected: str) -> str:
+    """An SSH host's servers are reached at the address benchlab connects to, which must
+    then be an IPv4 address (a name cannot go into the databases' lists of clients)."""
+    try:
+        return check_service_address(connected)
+    except SpecError:
+        raise UserError(
+            f"{path}: key 'hosts.{name}.address': {quoted(connected)} (its 'at') is not an IPv4 "
+            "address, and the other hosts reach its servers at one; give it: address = "
+            '"10.0.0.5" (the address the other hosts reach it at)'
+        ) from None
 
 
 def _check_roles(path: Path, recipe: Recipe) -> None:

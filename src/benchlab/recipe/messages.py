@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ValidationError
 
 from benchlab.recipe.schema import Recipe
+from benchlab.text import toml_key
 
 
 def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
@@ -28,7 +29,7 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            part_text = part if part.replace("_", "").replace("-", "").isalnum() else f'"{part}"'
+            part_text = part if part.replace("_", "").replace("-", "").isalnum() else toml_key(part)
             out += f".{part_text}" if out else part_text
     return out or "(top level)"
 
@@ -99,14 +100,34 @@ def describe_validation_error(path: Path, exc: ValidationError) -> str:
         parent = _model_at(loc[:-1])
         allowed = list(parent.model_fields) if parent else []
         name = str(loc[-1])
-        hint = did_you_mean(name, allowed)
+        hint = did_you_mean(name, allowed) if name.isprintable() else ""
         listed = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
         return f"{path}: key '{key}': unknown key{hint}{listed}{more}"
     if kind == "missing":
         return f"{path}: key '{key}': required key is missing; add it{more}"
     given = error.get("input")
     expected = what_was_expected(kind, error)
-    return f"{path}: key '{key}': {expected}, got {given!r}{more}"
+    if isinstance(given, str) and len(given) > 60:
+        given = given[:57] + "..."
+    return f"{path}: key '{key}': {expected}, got {given!r}{limit_reason(loc, kind)}{more}"
+
+
+# Why a count has the ceiling it has: said with the refusal.
+LIMIT_REASONS = {
+    "connections": "each connection is a socket and a file descriptor on the load host",
+    "threads": "each is a thread of its own; beyond this the machine spends its time switching",
+    "workers": "each is a process with its own memory; so many would only measure the scheduler",
+    "pool_size": "each is a database session, with its memory, on the database",
+    "pgbouncer_pool_size": "each is a database session, with its memory, on the database",
+    "weight": "a part of weight N is written N times into the load tool's list of requests",
+}
+
+
+def limit_reason(loc: tuple[int | str, ...], kind: str) -> str:
+    if kind != "less_than_equal":
+        return ""
+    name = next((p for p in reversed(loc) if isinstance(p, str) and p in LIMIT_REASONS), None)
+    return f" ({LIMIT_REASONS[name]})" if name else ""
 
 
 def what_was_expected(kind: str, error: Any) -> str:
@@ -127,5 +148,8 @@ def what_was_expected(kind: str, error: Any) -> str:
         "greater_than": f"expected a value > {ctx.get('gt')}",
         "less_than_equal": f"expected a value <= {ctx.get('le')}",
         "too_short": "expected at least one entry",
+        "too_long": f"expected at most {ctx.get('max_length')} entries",
+        "string_too_long": f"expected at most {ctx.get('max_length')} characters",
+        "value_error": str(ctx.get("error", error.get("msg", "invalid value"))),
     }
     return messages.get(kind, error.get("msg", "invalid value"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.errors import UserError
-from benchlab.recipe.cells import Cell, expand
+from benchlab.recipe.cells import MAX_CELLS, Cell, MatrixTooLarge, expand
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, resolve_cores
 from benchlab.recipe.hosts import HostPlan, local_only, resolve_hosts
 from benchlab.recipe.schema import Recipe, StackParams
@@ -34,10 +34,59 @@ def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = No
     else:
         cores = resolve_cores(path, recipe, allowed)
         hosts = local_only(cores)
-    cells = expand(recipe, cores, load_hosts=sum("load" in h.roles for h in hosts))
+    try:
+        cells = expand(recipe, cores, load_hosts=sum("load" in h.roles for h in hosts))
+    except MatrixTooLarge:
+        raise UserError(
+            f"{path}: key 'stacks': the recipe's matrix holds more than {MAX_CELLS:,} cells "
+            "(stacks × scenarios × parameters × profiles × points); each is measured every "
+            "round: split it into recipes, or shorten a list"
+        ) from None
     _check_unique(path, cells)
+    _check_workers(path, recipe, cells, len(allowed))
+    _check_requests(path, recipe, cells)
     _check_sessions(path, recipe, cells)
     return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells, hosts=hosts)
+
+
+# The most requests one trial may send: the load tool keeps a record of each on disk until
+# the trial is read (vegeta: about 200 bytes a request, 3.6 GB at this limit), and reading
+# them costs about a microsecond each on the load cores; 10 k req/s for half an hour.
+MAX_REQUESTS_PER_TRIAL = 18_000_000
+
+
+def most_workers(cores: int) -> int:
+    """The most worker processes one launch may start on a machine of `cores` cores."""
+    return max(64, 4 * cores)
+
+
+def _check_workers(path: Path, recipe: Recipe, cells: tuple[Cell, ...], cores: int) -> None:
+    """More workers than a machine can run only measure its scheduler (and on a shared
+    machine, a fork bomb)."""
+    most = most_workers(cores)
+    for cell in cells:
+        if cell.workers > most:
+            raise UserError(
+                f"{path}: key 'stack.\"{cell.stack}\".workers': {cell.workers} worker processes "
+                f"on {cores} core(s); at most {most} (max(64, 4 × cores)): each is a process "
+                "with its own memory, and beyond that they measure the scheduler"
+            )
+
+
+def _check_requests(path: Path, recipe: Recipe, cells: tuple[Cell, ...]) -> None:
+    """A fixed rate × its duration (and the warm-up's) bounds the requests a trial sends."""
+    for cell in cells:
+        if cell.rate is None:
+            continue
+        seconds = max(cell.duration, recipe.warmup)
+        sent = cell.rate * seconds
+        if sent > MAX_REQUESTS_PER_TRIAL:
+            raise UserError(
+                f"{path}: key 'load': {cell.rate:,.0f} req/s for {seconds} s is {sent:,.0f} "
+                f"requests in one trial; at most {MAX_REQUESTS_PER_TRIAL:,} "
+                "(the load tool keeps each on disk, about 200 bytes, until the trial is read): "
+                "lower the rate or the duration"
+            )
 
 
 # Sessions the database keeps for others: PostgreSQL's superuser_reserved_connections (3)

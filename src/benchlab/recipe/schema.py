@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from benchlab.figures import RANKABLE
 from benchlab.load import DEFAULT_TOOL, TOOLS
 from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import SCENARIOS, MixPart, mix_name
+from benchlab.text import control_character
 
 
 class _Strict(BaseModel):
@@ -19,7 +20,37 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-PositiveInt = Annotated[int, Field(ge=1)]
+# The limits on counts, each for a reason a message gives (messages.py, LIMIT_REASONS).
+MAX_CONNECTIONS = 1_000_000  # the most sockets one machine's ports and file table allow
+MAX_THREADS = 10_000  # threads or greenlets per worker; load tool threads
+MAX_WORKERS = 1_024  # a recipe's worker count; the plan also bounds it by this machine's cores
+MAX_POOL = 10_000  # database sessions of a pool
+Connections = Annotated[int, Field(ge=1, le=MAX_CONNECTIONS)]
+Threads = Annotated[int, Field(ge=1, le=MAX_THREADS)]
+Workers = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
+PoolSize = Annotated[int, Field(ge=1, le=MAX_POOL)]
+
+
+def _without_controls(allow_newline: bool):
+    def check(text: str) -> str:
+        found = control_character(text, allow_newline)
+        if found is not None:
+            raise ValueError(f"a control character ({found}) is not allowed here; write plain text")
+        return text
+
+    return AfterValidator(check)
+
+
+def _visible(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a name with at least one visible character")
+    return text
+
+
+# Text a terminal, a file name or a report shows: no control character (an escape sequence
+# would reach the terminal), and a name is not blank.
+Name = Annotated[str, Field(max_length=100), _without_controls(False), AfterValidator(_visible)]
+Prose = Annotated[str, Field(max_length=2000), _without_controls(True)]
 CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
 # A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
@@ -31,14 +62,14 @@ class MixEntry(_Strict):
     """One scenario of a mixed load: `weight` of every (sum of weights) requests."""
 
     scenario: str
-    weight: PositiveInt = 1
+    weight: Annotated[int, Field(ge=1, le=100)] = 1
 
 
 class LoadProfile(_Strict):
     tool: ToolName = DEFAULT_TOOL
     # closed loop: connections held open; fixed rate: the most the generator may open
-    connections: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 64
-    threads: PositiveInt | None = None
+    connections: Connections | Annotated[list[Connections], Field(min_length=1)] = 64
+    threads: Threads | None = None
     # wrk takes whole seconds
     duration: Annotated[int, Field(ge=1, le=3600)] = 5
     timeout: Annotated[int, Field(ge=1, le=600)] = 5
@@ -87,16 +118,14 @@ class HostEntry(_Strict):
     address: str | None = None
 
 
-PositiveInts = PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)]
-
-
 class StackParams(_Strict):
     """Per-stack settings; a list for workers or threads gives one launch per value."""
 
-    workers: PositiveInts | None = None
-    threads: PositiveInts | None = None  # threads (gthread, waitress, uWSGI) or greenlets (gevent)
+    workers: Workers | Annotated[list[Workers], Field(min_length=1)] | None = None
+    # threads (gthread, waitress, uWSGI) or greenlets (gevent)
+    threads: Threads | Annotated[list[Threads], Field(min_length=1)] | None = None
     flavour: str | None = None
-    pool_size: PositiveInt | None = None
+    pool_size: PoolSize | None = None
 
 
 NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
@@ -109,7 +138,7 @@ class Services(_Strict):
     database: Literal["postgres", "mariadb"] = "postgres"
     pgbouncer: bool = False
     pool_mode: Literal["session", "transaction", "statement"] = "transaction"
-    pgbouncer_pool_size: PositiveInt = 20
+    pgbouncer_pool_size: PoolSize = 20
     max_connections: Annotated[int, Field(ge=10, le=10_000)] = 200
     proxy: Literal["none", "nginx"] = "none"
 
@@ -118,7 +147,7 @@ class Params(_Strict):
     """Cell parameters; a list gives one cell per value."""
 
     flavour: str | list[str] | None = None
-    pool_size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = 10
+    pool_size: PoolSize | Annotated[list[PoolSize], Field(min_length=1)] = 10
     db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
     sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
     cpu_us: CpuMicros | Annotated[list[CpuMicros], Field(min_length=1)] = 500
@@ -138,9 +167,9 @@ class Point(_Strict):
     """A named grid point: knobs that change together (article 002's "Better Async" moves
     sessions, delay and clients at once). Each point's cells are compared with each other."""
 
-    name: Annotated[str, Field(min_length=1)]
-    connections: PositiveInt | None = None
-    pool_size: PositiveInt | None = None
+    name: Name
+    connections: Connections | None = None
+    pool_size: PoolSize | None = None
     db_delay_ms: NonNegativeInt | None = None
     sleep_ms: NonNegativeInt | None = None
 
@@ -148,7 +177,7 @@ class Point(_Strict):
 class Exclusion(_Strict):
     stack: str | None = None
     scenario: str | None = None
-    connections: PositiveInt | None = None
+    connections: Connections | None = None
     keepalive: bool | None = None  # false: only the profiles without keep-alive
 
     def matches(self, stack: str, scenario: str, connections: int, keepalive: bool = True) -> bool:
@@ -161,8 +190,8 @@ class Exclusion(_Strict):
 
 
 class Recipe(_Strict):
-    name: str
-    question: str = ""
+    name: Name
+    question: Prose = ""
     stacks: Annotated[list[str], Field(min_length=1)]
     # Empty only when every [[load]] profile is a mix (which names its own).
     scenarios: list[str] = Field(default_factory=list)

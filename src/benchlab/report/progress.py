@@ -5,10 +5,17 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from benchlab.estimates import minutes
 from benchlab.recipe import Cell, Plan
+from benchlab.text import one_line
+
+
+def _field(text: str) -> str:
+    """A progress column's text: its columns read markup, and a message may quote a log."""
+    return escape(one_line(text))
 
 
 def _cell_text(cell: Cell) -> str:
@@ -42,7 +49,7 @@ class LineReporter:
         )
 
     def status(self, message: str) -> None:
-        self.console.print(f"  {message}")
+        self.console.print(f"  {message}", markup=False)
 
     def trial(
         self, position: int, cells: int, round_index: int, cell: Cell, figure: str,
@@ -88,7 +95,7 @@ class BarReporter(LineReporter):
         self.progress.start()
 
     def status(self, message: str) -> None:
-        self.progress.update(self.task, phase=message)
+        self.progress.update(self.task, phase=_field(message))
 
     def trial(
         self, position: int, cells: int, round_index: int, cell: Cell, figure: str,
@@ -98,11 +105,11 @@ class BarReporter(LineReporter):
         self.progress.update(
             self.task,
             advance=1,
-            description=(
+            description=_field(
                 f"round {round_index + 1}/{self.rounds} · cell {position + 1}/{cells}"
                 f" {_cell_text(cell)}"
             ),
-            last=figure,
+            last=_field(figure),
             left=minutes(seconds_left),
             phase="",
         )

@@ -576,7 +576,8 @@ def _options(row: sqlite3.Row) -> RunOptions:
 def summarise(store: Store, run_id: str | None) -> RunSummary:
     row = store.run(run_id)
     options = _options(row)
-    run = {key: row[key] for key in row.keys() if key not in ("recipe_text", "options")}  # noqa: SIM118 (sqlite3.Row iterates values)
+    hidden = ("recipe_text", "options", "plan")  # what the analysis reads, not the report
+    run = {key: row[key] for key in row.keys() if key not in hidden}  # noqa: SIM118 (Row iterates values)
     for key in ("machine", "server_cores", "load_cores", "services"):
         run[key] = json.loads(run[key]) if run.get(key) else None
     cells = []

@@ -11,6 +11,7 @@ from typing import Any
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
+from benchlab.cpu_account import PROCESS_TREE
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.report.summary import CellSummary, RunSummary
@@ -62,6 +63,13 @@ def method_notes(summary: RunSummary) -> list[str]:
     sources = {c.cpu_source for c in summary.cells if c.cpu_source}
     if sources:
         notes.append(f"Server CPU counted per trial ({', '.join(sorted(sources))}).")
+    if PROCESS_TREE in sources:
+        notes.append(
+            "Where it was counted over the process tree, no control group could be made "
+            "(benchlab was not root, or /sys/fs/cgroup is read-only): the CPU of a process "
+            "that exits without being waited for (a worker replaced mid-trial) is missing "
+            "from its figures."
+        )
     return notes
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.safe_files import new_dir, new_owner
 from benchlab.services.ports import free_port
 from benchlab.stacks import LaunchContext, Stack
 from benchlab.tls import TlsFiles
@@ -62,24 +63,32 @@ def start_stack(
     cores: tuple[int, ...],
     env: dict[str, str] | None = None,
     host: Host = THIS_MACHINE,
+    user: str | None = None,
 ) -> ManagedProcess:
-    """Launch a stack pinned to `cores` on `host`; anything it writes to TMPDIR stays in its
-    workdir (copied to the host first when it is another machine).
+    """Launch a stack pinned to `cores` on `host`, as `user` (None: as benchlab); anything
+    it writes (TMPDIR, a pid file) stays in its workdir, a new directory handed to `user`
+    once benchlab has written its configuration there (and copied to the host first when it
+    is another machine). Its log is beside it, benchlab's own.
 
     Paths stay short on purpose: servers put Unix sockets in TMPDIR (Sanic's and uvicorn's
     multiprocessing do), and a socket path may not exceed 107 bytes.
     """
-    spec = stack.launch(ctx)
-    private_tmp = ctx.workdir / "t"
-    private_tmp.mkdir(exist_ok=True)
+    new_dir(ctx.workdir, 0o700)
+    spec = stack.launch(ctx)  # its configuration, written now, while the directory is root's
+    private_tmp = new_dir(ctx.workdir / "t", 0o700, owner=user)
+    if user is not None:
+        new_owner(ctx.workdir, user)
     host.push(ctx.workdir)
+    if user is not None and not host.same_machine:
+        host.check(["chown", "-h", f"{user}:", str(ctx.workdir), str(private_tmp)])
     return registry.start(
         spec.argv,
         host=host,
         cores=cores,
-        log_path=ctx.workdir / "server.log",
+        log_path=ctx.workdir.parent / f"{ctx.workdir.name}.log",
         cwd=spec.cwd,
         env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
+        user=user,
         # Its own control group: the trial's CPU time is counted over every process it forks.
         cpu_group=host.create_cpu_group(),
         isolated_env=stack.isolated_env,
@@ -114,19 +123,22 @@ def start_answering(
     on_port_taken: Callable[[int], None] | None = None,
     wire: Wire | None = None,
     tls: TlsFiles | None = None,
+    user: str | None = None,
 ) -> Started:
     """Start the stack on a free port and wait until it answers from its own socket. A port
     taken in between (by another program: ports are chosen, released, then bound) is given up
     for a fresh one, twice at most; `on_port_taken(port)` hears of it."""
     workers, threads = launch
     for attempt in range(PORT_ATTEMPTS):
+        # A directory of its own each attempt: the last one's may hold what its user wrote.
+        own = workdir / ("stack" if attempt == 0 else f"stack-{attempt}")
         ctx = LaunchContext(
-            host=place.address, port=free_port(), workdir=workdir, server_cores=place.cores,
+            host=place.address, port=free_port(), workdir=own, server_cores=place.cores,
             workers=workers, threads=threads, protocol=wire.protocol.name if wire else "h1",
             tls=tls, static_dir=Path(env[STATIC]) if env.get(STATIC) else None,
         )  # fmt: skip
         began = time.monotonic()
-        server = start_stack(registry, stack, ctx, place.cores, env, place.host)
+        server = start_stack(registry, stack, ctx, place.cores, env, place.host, user)
         problem = wait_until_answering(
             place.address, ctx.port, server.alive, timeout,
             owns_port=lambda server=server, port=ctx.port: server.listens_on(port), wire=wire,

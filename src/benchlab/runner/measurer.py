@@ -20,6 +20,7 @@ from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.launch import STATIC, start_answering, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
+from benchlab.safe_files import new_dir
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
 from benchlab.verify import keeps_alive
@@ -203,8 +204,10 @@ class Measurer:
         first = cells[0]
         stack = session.catalogue[first.stack]
         positions = {cell: i for i, cell in enumerate(session.cells)}
-        workdir = session.workroot / f"s{positions[first]}r{round_index}"
-        workdir.mkdir()
+        # The launch's directory: the stack's own inside it (its user's), the load tool's
+        # files (root's, closed: a request's headers may hold a token) beside it.
+        workdir = new_dir(session.workroot / f"s{positions[first]}r{round_index}", 0o711)
+        load_dir = new_dir(workdir / "load", 0o700)
         trials = session.plan.recipe.trials
         session.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
         proxied = session.plan.recipe.services.proxy == "nginx"
@@ -217,7 +220,7 @@ class Measurer:
             lambda port: session.reporter.status(
                 f"port {port} was taken: starting {stack.name} on another"
             ),
-            own_wire, None if proxied else session.files.tls_for(first),
+            own_wire, None if proxied else session.files.tls_for(first), session.stack_user(),
         )  # fmt: skip
         server, proxy = started.server, None
         try:
@@ -238,7 +241,7 @@ class Measurer:
             # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept (only
             # siege reads it, and siege speaks plain HTTP/1.1 only).
             alive = first.protocol != "h1" or keeps_alive(session.server_address, port, first_path)
-            launched = Launched(server, port, workdir, round_index, alive)
+            launched = Launched(server, port, load_dir, round_index, alive)
             self._run_cells(launched, cells, positions)
         except StackDied as died:
             session.fail_launch(first, str(died))

@@ -28,8 +28,10 @@ class RunFiles:
         workroot: Path,
         server: Host,
         clients: Sequence[Host],
+        server_user: str | None = None,
     ) -> None:
-        """Once a run: written under `workroot`, copied to the hosts that read them."""
+        """Once a run: written under `workroot`, copied to the hosts that read them; the
+        server's key readable by `server_user` (who the stacks run as) only."""
         sizes = {kb for c in cells for kb in scenarios[c.scenario].file_sizes(c.ms)}
         if self.static_dir is None and sizes:
             # Readable by a server that drops root (nginx's workers run as nobody).
@@ -42,9 +44,14 @@ class RunFiles:
             server.push(directory)
             self.static_dir = directory
         if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):
-            self.tls = make_certificates(workroot / "tls", (server.address, "127.0.0.1"))
+            local_owner = server_user if server.same_machine else None
+            self.tls = make_certificates(
+                workroot / "tls", (server.address, "127.0.0.1"), key_owner=local_owner
+            )
             for host in (server, *clients):
                 host.push(self.tls.ca.parent)
+            if server_user is not None and not server.same_machine:
+                server.check(["chown", "-h", f"{server_user}:", str(self.tls.key)])
 
     def wire(self, cell: Cell) -> Wire:
         """How a client reaches the cell's server: its protocol, and the run's authority."""

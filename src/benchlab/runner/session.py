@@ -7,10 +7,11 @@ run shares, and what must be undone whatever happens."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import os
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,17 +26,19 @@ from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
 from benchlab.noise_record import noise_facts
-from benchlab.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
-from benchlab.recipe import Cell, Plan
+from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
+from benchlab.recipe import Cell, Plan, Recipe
 from benchlab.run_options import RunOptions
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_files import RunFiles
+from benchlab.safe_files import reachable_tmpdir
 from benchlab.scenarios import SCENARIOS, Scenario
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import RunInfo, Store
+from benchlab.text import redact
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,27 @@ class SessionOptions:
     deadline_s: float | None = None  # no launch starts past this many seconds (tune's budget)
     catalogue: Mapping[str, Stack] = field(default_factory=lambda: CATALOGUE)
     scenarios: Mapping[str, Scenario] = field(default_factory=lambda: SCENARIOS)
+    # Values no stored reason may show (tune's --env and --env-file values): a failure's log
+    # tail is masked before it is stored, as the services' passwords are.
+    secrets: tuple[str, ...] = ()
+    # Who the stacks run as when benchlab is root, if not nobody (tune: the app's owner).
+    run_as: str | None = None
+
+
+_UNKNOWN = object()
+
+
+def db_pool_limit(recipe: Recipe, cell: Cell) -> int | None:
+    """The most database sessions the cell's pools can hold: pool × workers, or pgbouncer's
+    pool when it stands in front. Not the server's own concurrency: a sync worker that holds
+    one session leaves its pool idle, not exhausted."""
+    if cell.pool_size is None:
+        return None
+    limits = [cell.pool_size * cell.workers]
+    services = recipe.services
+    if services.pgbouncer and services.database == "postgres":
+        limits.append(services.pgbouncer_pool_size)
+    return min(limits)
 
 
 class ServiceDied(Exception):
@@ -97,6 +121,7 @@ class Session:
         self._started = time.monotonic()
         self.out_of_time = False
         self.deadline_s = options.deadline_s
+        self._stack_user: object = _UNKNOWN
 
     # --- the session's life -----------------------------------------------------------------
 
@@ -109,7 +134,10 @@ class Session:
         journal.set_run(self.run_id, self.store.path)
         outcome = RunOutcome(run_id=self.run_id, status="running")
         self._started = time.monotonic()
-        self.workroot = Path(tempfile.mkdtemp(prefix="bl-"))
+        # Traversable, not listable: the stacks' and the daemons' users reach their own
+        # directories below (in /tmp if TMPDIR is closed to them); everything else in it is
+        # closed on its own.
+        self.workroot = reachable_tmpdir("bl-", others_need_it=os.geteuid() == 0)
         journal.add_dir(self.workroot)
         self.reporter.start(self.run_id, total_trials, self.plan)
         try:
@@ -121,11 +149,12 @@ class Session:
                 outcome.reason = "the budget ran out before every cell was measured"
         except (KeyboardInterrupt, RunInterrupted) as exc:
             outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
-        except ServiceError as exc:
-            outcome.status, outcome.reason = "failed", str(exc)
+        except (ServiceError, UserError) as exc:
+            outcome.status, outcome.reason = "failed", self.redacted(str(exc))
             raise
         except BaseException as exc:
-            outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}"
+            outcome.status = "failed"
+            outcome.reason = self.redacted(f"{type(exc).__name__}: {exc}")
             raise
         finally:
             with _uninterruptible():
@@ -151,6 +180,7 @@ class Session:
             machine={
                 **machine.describe(),
                 "shared_with_another_run": self.options.shared_machine,
+                "stacks_run_as": running_as(self.options.run_as),
                 # Where this machine's variation comes from, if selfcheck --noise measured it.
                 "noise": noise,
             },
@@ -158,6 +188,10 @@ class Session:
             options=RunOptions.from_recipe(
                 plan.recipe, bool(noise and noise["pairing_helps"])
             ).to_json(),
+            plan={
+                "recipe": json.loads(plan.recipe.model_dump_json()),
+                "deadline_s": self.options.deadline_s,
+            },
         )
 
     def _open_hosts(self, journal: Journal) -> None:
@@ -208,6 +242,12 @@ class Session:
 
     # --- where things run -------------------------------------------------------------------
 
+    def stack_user(self) -> str | None:
+        """Who the stacks run as on the server's host (None: as benchlab itself)."""
+        if self._stack_user is _UNKNOWN:
+            self._stack_user = self.hosts.server.host.stack_user(self.options.run_as)
+        return self._stack_user  # type: ignore[return-value]
+
     @property
     def server_address(self) -> str:
         return self.hosts.server.host.address
@@ -242,26 +282,21 @@ class Session:
             stack = self.catalogue[cell.stack]
             label = stack.label(cell.workers, cell.flavour, cell.server_threads)
             limit = stack.concurrency_limit(cell.workers, cell.server_threads, cell.flavour)
+            pools = db_pool_limit(self.plan.recipe, cell)
             self.cell_ids[cell] = self.store.add_cell(
-                self.run_id, len(self.cells) - 1, cell, label, limit, self._db_pool_limit(cell),
+                self.run_id, len(self.cells) - 1, cell, label, limit, pools,
                 facts=stack.facts(cell.workers, cell.server_threads),
             )  # fmt: skip
 
-    def _db_pool_limit(self, cell: Cell) -> int | None:
-        """The most database sessions the cell's pools can hold: pool × workers, or
-        pgbouncer's pool when it stands in front. Not the server's own concurrency: a sync
-        worker that holds one session leaves its pool idle, not exhausted."""
-        if cell.pool_size is None:
-            return None
-        limits = [cell.pool_size * cell.workers]
-        services = self.plan.recipe.services
-        if services.pgbouncer and services.database == "postgres":
-            limits.append(services.pgbouncer_pool_size)
-        return min(limits)
+    def redacted(self, text: str) -> str:
+        """`text` as the store may keep it: no secret of the run's in it."""
+        running = self.services.running.values() if self.services is not None else ()
+        return redact(text, (*self.options.secrets, *(s.password for s in running)))
 
     def fail(self, cell: Cell, reason: str) -> None:
         if cell in self.failed:
             return
+        reason = self.redacted(reason)
         self.failed[cell] = reason
         self.store.mark_cell(self.cell_ids[cell], "failed", reason)
         self.reporter.cell_failed(cell, reason)
@@ -281,7 +316,7 @@ class Session:
             self._start_services(cells)
         self.files.prepare(
             cells, self.scenarios, self.workroot, self.hosts.server.host,
-            [place.host for place in self.hosts.load],
+            [place.host for place in self.hosts.load], self.stack_user(),
         )  # fmt: skip
 
     def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from benchlab.answers import ReadWorlds
 from benchlab.errors import ServiceError
 from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
+from benchlab.safe_files import traversable_by_others
 from benchlab.services.base import HERE, RunningService, ServicePlace
 
 # Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
@@ -59,7 +59,7 @@ class Services:
             self.place.host.make_dir(base, 0o711)
             base.mkdir(exist_ok=True)
             return base
-        if os.geteuid() != 0 or _traversable_by_others(self.workroot.parent):
+        if os.geteuid() != 0 or traversable_by_others(self.workroot.parent):
             base = self.workroot / "services"
             base.mkdir(exist_ok=True)
             for directory in (self.workroot, base):
@@ -216,7 +216,3 @@ class Services:
         while self._closers:
             with contextlib.suppress(Exception):
                 self._closers.pop()()
-
-
-def _traversable_by_others(path: Path) -> bool:
-    return all(directory.stat().st_mode & stat.S_IXOTH for directory in (path, *path.parents))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shlex
@@ -9,10 +10,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchlab.errors import ServiceError
 from benchlab.hosts.base import THIS_MACHINE, Host
-from benchlab.process import ManagedProcess
+from benchlab.process import ManagedProcess, ProcessRegistry
 
 HOST = "127.0.0.1"
 
@@ -92,6 +94,35 @@ def wait_until(
     raise service_error(name, process.argv, f"not ready after {timeout:.0f} s", process.log_tail())
 
 
+PORT_ATTEMPTS = 3
+BIND_FAILED = ("address already in use", "could not bind", "bind on tcp/ip port")
+
+
+def start_listening(
+    name: str,
+    registry: ProcessRegistry,
+    host: Host,
+    argv_for: Callable[[int], list[str]],
+    ready: Callable[[int, ManagedProcess], bool],
+    **start: Any,
+) -> tuple[ManagedProcess, int]:
+    """Start a daemon on a port free on its own host, and wait until `ready(port, process)`.
+    A port taken in between (ports are chosen, released, then bound: another program may
+    take it) is given up for a fresh one, twice at most, as a stack's is."""
+    for attempt in range(PORT_ATTEMPTS):
+        port = host.free_port()
+        process = registry.start(argv_for(port), host=host, **start)
+        try:
+            wait_until(name, process, lambda: ready(port, process))  # noqa: B023 - used now
+            return process, port
+        except ServiceError:
+            taken = any(m in process.log_tail(30).lower() for m in BIND_FAILED)
+            registry.stop(process)
+            if not taken or attempt == PORT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def service_user(name: str, host: Host = THIS_MACHINE) -> str | None:
     """The system user a daemon must run as when benchlab is root there (PostgreSQL
     refuses root)."""
@@ -115,13 +146,56 @@ def service_user(name: str, host: Host = THIS_MACHINE) -> str | None:
     return name
 
 
-def owned_dir(path: Path, user: str | None, host: Host = THIS_MACHINE, mode: int = 0o755) -> Path:
-    """A service's directory on its host; on another machine, the controller keeps one at
-    the same path too, for the service's log (its output comes back over the connection)."""
-    host.make_dir(path, mode, owner=user)
-    if not host.same_machine:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
+def group_of(user: str | None, host: Host = THIS_MACHINE) -> str | None:
+    """The group of a daemon's user on its host (None: no user to run as)."""
+    if user is None:
+        return None
+    if host.same_machine:
+        import grp
+
+        return grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
+    return host.check(["id", "-gn", user]).decode().strip()
+
+
+@dataclass(frozen=True)
+class ServiceDirs:
+    """Where a service keeps what: `config`, root's own directory (made by benchlab, written
+    by it only, traversable by the daemon), with the configuration it writes before the
+    daemon starts; `logs`, the controller's, where the daemon's output is written (owner
+    only); and the daemon's own `data` directory, when it has one, which root never writes
+    in. A daemon's user can then plant no link where root writes (safe_files.py)."""
+
+    config: Path
+    logs: Path
+    data: Path | None = None
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+
+def service_dirs(
+    base: Path, name: str, user: str | None, host: Host = THIS_MACHINE, data: str | None = None,
+    data_mode: int = 0o700,
+) -> ServiceDirs:  # fmt: skip
+    """`base/name` (root's, 0711), with `data` inside it handed to the daemon's `user`, and
+    the run's log directory (`base/logs`, 0700, on the controller)."""
+    config = base / name
+    host.make_dir(config, 0o711)
+    data_dir = None
+    if data is not None:
+        data_dir = config / data
+        host.make_dir(data_dir, data_mode, owner=user)
+    return ServiceDirs(config, log_dir(base), data_dir)
+
+
+def log_dir(base: Path) -> Path:
+    """The services' logs on the controller: root's, owner only (made once a run)."""
+    logs = base / "logs"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(logs, 0o700)
+    if logs.is_symlink() or not logs.is_dir() or logs.stat().st_uid != os.geteuid():
+        raise ServiceError(f"{logs} is not benchlab's own directory; refusing to write there")
+    return logs
 
 
 def find_program(name: str, host: Host = THIS_MACHINE) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 
+from benchlab.build_cache import state_dir
 from benchlab.errors import UserError
 from benchlab.process import ProcessRegistry
 from benchlab.services.base import RunningService
@@ -24,8 +25,7 @@ from benchlab.services.credentials import write_private
 
 
 def state_file() -> Path:
-    root = os.environ.get("BENCHLAB_CACHE") or Path.home() / ".cache" / "benchlab"
-    return Path(root) / "services.json"
+    return state_dir() / "services.json"
 
 
 def _alive(pid: int, create_time: float) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,13 +18,12 @@ from benchlab.services.base import (
     RunningService,
     ServicePlace,
     find_program,
-    owned_dir,
+    service_dirs,
     service_error,
     service_user,
-    wait_until,
+    start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
-from benchlab.services.ports import free_port
 
 DATABASE = "benchlab"
 USER = "benchlab"
@@ -38,27 +38,37 @@ def start_mariadb(
 ) -> RunningService:
     host, address = place.host, place.address
     user = service_user("mysql", host)
-    # 0700: its socket is reached by the mysql user and root only.
-    base = owned_dir(workdir / "mariadb", user, host, mode=0o700)
-    data = base / "data"
-    socket = base / "mysqld.sock"
-    # Its own temp directory: the run's TMPDIR may be one the mysql user cannot write.
-    tmp = owned_dir(base / "tmp", user, host)
+    # mariadb/run is mysql's (0700: its socket is reached by the mysql user and root only),
+    # with its data, its temp directory (the run's TMPDIR may be one the mysql user cannot
+    # write), its socket and pid file: root writes nothing there.
+    dirs = service_dirs(workdir, "mariadb", user, host)
+    run = dirs.config / "run"
+    host.make_dir(run, 0o700)
+    tmp = run / "tmp"
+    host.make_dir(tmp, 0o700, owner=user)
+    if user is not None:  # handed over last: until now only root could put anything in it
+        host.check(["chown", "-h", f"{user}:", str(run)])
+    data, socket = run / "data", run / "mysqld.sock"
     admin_user = host.user_name()
     _install_db(host, data, user, tmp, admin_user)
-    port = free_port()
-    argv = [
-        find_program("mariadbd", host), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
-        f"--socket={socket}", f"--port={port}", f"--bind-address={','.join(place.listen)}",
-        f"--pid-file={base / 'mysqld.pid'}", f"--max-connections={max_connections}",
-        # No file reads or writes outside its own data (SELECT ... INTO OUTFILE, LOAD DATA).
-        f"--secure-file-priv={data}", "--local-infile=0",
-        "--skip-name-resolve", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0",
-        "--innodb-buffer-pool-size=128M",
-    ]  # fmt: skip
-    process = registry.start(argv, host=host, cores=cores, log_path=base / "mariadb.log", user=user)
+    program = find_program("mariadbd", host)
+
+    def argv(port: int) -> list[str]:
+        return [
+            program, "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
+            f"--socket={socket}", f"--port={port}", f"--bind-address={','.join(place.listen)}",
+            f"--pid-file={run / 'mysqld.pid'}", f"--max-connections={max_connections}",
+            # No file reads or writes outside its own data (SELECT ... INTO OUTFILE, LOAD DATA).
+            f"--secure-file-priv={data}", "--local-infile=0",
+            "--skip-name-resolve", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0",
+            "--innodb-buffer-pool-size=128M",
+        ]  # fmt: skip
+
     admin = SocketAdmin(host, socket, admin_user)
-    wait_until("mariadb", process, admin.answers)
+    process, port = start_listening(
+        "mariadb", registry, host, argv, lambda _port, _: admin.answers(), cores=cores,
+        log_path=dirs.log("mariadb"), user=user,
+    )  # fmt: skip
     password = new_password()
     record_password(workdir, "mariadb", USER, password)
     admin.execute(_app_user_sql(password, place.admitted) + seed_sql())
@@ -78,11 +88,13 @@ def start_mariadb(
 
 def _install_db(host: Host, data: Path, user: str | None, tmp: Path, admin_user: str) -> None:
     """System tables whose only administrator is benchlab's own OS user, through the socket
-    (unix_socket authentication): no account without a password over TCP."""
+    (unix_socket authentication): no account without a password over TCP. Run as the mysql
+    user itself: as root with --user, the script would chown what it finds in mysql's
+    directory (a link there included)."""
     install = [find_program("mariadb-install-db", host), "--no-defaults", f"--datadir={data}",
                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={admin_user}",
-               "--skip-test-db", *([f"--user={user}"] if user else [])]  # fmt: skip
-    result = host.run(["env", f"TMPDIR={tmp}", *install], timeout=120)
+               "--skip-test-db"]  # fmt: skip
+    result = host.run(["env", f"TMPDIR={tmp}", *install], timeout=120, user=user)
     if result.returncode != 0:
         raise service_error(
             "mariadb (install-db)", install, f"exit {result.returncode}", result.stderr.decode()
@@ -114,7 +126,8 @@ def _app_user_sql(password: str, admitted: tuple[str, ...]) -> str:
     the session probe; no FILE."""
     lines = [f"CREATE DATABASE {DATABASE};"]
     for address in admitted:
-        account = f"'{USER}'@'{address}'"
+        # An address as ipaddress reads it, escaped too: nothing else reaches this SQL.
+        account = f"'{USER}'@'{escape_string(str(ipaddress.IPv4Address(address)))}'"
         lines += [
             f"CREATE USER {account} IDENTIFIED BY '{escape_string(password)}';",
             f"GRANT ALL ON {DATABASE}.* TO {account};",

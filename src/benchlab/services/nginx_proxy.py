@@ -7,8 +7,7 @@ from pathlib import Path
 from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.protocols import PROTOCOLS
-from benchlab.services.base import HOST, wait_until
-from benchlab.services.ports import free_port
+from benchlab.services.base import HOST, start_listening
 from benchlab.stacks.base import LISTEN_BACKLOG
 from benchlab.stacks.nginx_stacks import nginx_config, nginx_launch
 from benchlab.tls import TlsFiles
@@ -67,14 +66,27 @@ def start_proxy(
     cell's protocol to the load tool (terminating TLS and HTTP/2) and HTTP/1.1 to the
     stack."""
     base = workdir / "proxy"
-    base.mkdir(parents=True)
-    port = free_port()
-    config = proxy_config(base, port, upstream_port, len(cores), host.address, protocol, tls)
-    launch = nginx_launch(base, config)
-    host.push(base)
-    process = registry.start(launch.argv, host=host, cores=cores, log_path=base / "nginx.log")
-    wait_until("nginx proxy", process, lambda: _listening(host.address, port), timeout=10)
-    return process, port
+    base.mkdir()
+
+    def argv(port: int) -> list[str]:
+        config = proxy_config(base, port, upstream_port, len(cores), host.address, protocol, tls)
+        launch = nginx_launch(base, config)
+        host.push(base)
+        return launch.argv
+
+    def ready(port: int, process: ManagedProcess) -> bool:
+        # Its own socket answering, not whatever else might listen there.
+        return _listening(host.address, port) and process.listens_on(port)
+
+    return start_listening(
+        "nginx proxy",
+        registry,
+        host,
+        argv,
+        ready,
+        cores=cores,
+        log_path=base / "nginx.log",
+    )
 
 
 def _listening(address: str, port: int) -> bool:

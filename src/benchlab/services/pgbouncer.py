@@ -13,12 +13,12 @@ from benchlab.services.base import (
     RunningService,
     ServicePlace,
     find_program,
-    owned_dir,
+    group_of,
+    service_dirs,
     service_user,
-    wait_until,
+    start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
-from benchlab.services.ports import free_port
 from benchlab.services.postgres import DATABASE, USER, dsn
 
 STATS_USER = "benchlab_stats"  # benchlab's own pool probe: SHOW commands only, no admin
@@ -35,20 +35,55 @@ def start_pgbouncer(
 ) -> RunningService:
     host, address = place.host, place.address
     user = service_user("postgres", host)  # pgbouncer refuses to run as root too
-    base = owned_dir(workdir / "pgbouncer", user, host)
-    port = free_port()
+    # Its files are root's, readable by it: it writes nothing (no pid file, no socket).
+    dirs = service_dirs(workdir, "pgbouncer", user, host)
     stats_password = new_password()
     record_password(workdir, "pgbouncer", STATS_USER, stats_password)
     # Plain passwords: the app user's also logs pgbouncer in to PostgreSQL (SCRAM there too).
-    users = base / "users.txt"
+    # Root's, readable by pgbouncer's group only.
+    users = dirs.config / "users.txt"
     host.write_file(
-        users, f'"{USER}" "{postgres.password}"\n"{STATS_USER}" "{stats_password}"\n', owner=user
+        users, f'"{USER}" "{postgres.password}"\n"{STATS_USER}" "{stats_password}"\n',
+        mode=0o640 if user else 0o600, group=group_of(user, host),
+    )  # fmt: skip
+    program = find_program("pgbouncer", host)
+
+    def argv(port: int) -> list[str]:
+        # Its port is in its configuration: one file per port tried.
+        config = dirs.config / f"pgbouncer-{port}.ini"
+        host.write_file(config, _config(port, postgres, users, pool_mode, pool_size, place), 0o644)
+        return [program, str(config)]
+
+    def conninfo_at(port: int) -> str:
+        return dsn(port, postgres.password, address=address)
+
+    process, port = start_listening(
+        "pgbouncer", registry, host, argv, lambda port, _: _answers(conninfo_at(port)),
+        cores=cores, log_path=dirs.log("pgbouncer"), user=user,
+    )  # fmt: skip
+    conninfo = conninfo_at(port)
+    return RunningService(
+        name="pgbouncer",
+        port=port,
+        dsn=conninfo,
+        process=process,
+        env={
+            "BENCHLAB_PG_HOST": address,
+            "BENCHLAB_PG_PORT": str(port),
+            "BENCHLAB_PG_PASSWORD": postgres.password,
+            "BENCHLAB_PGBOUNCER": "1",
+        },
+        password=postgres.password,
+        monitor_dsn=dsn(port, stats_password, "pgbouncer", STATS_USER, address),
     )
-    config = base / "pgbouncer.ini"
+
+
+def _config(
+    port: int, postgres: RunningService, users: Path, pool_mode: str, pool_size: int,
+    place: ServicePlace,
+) -> str:  # fmt: skip
     # PostgreSQL through its host's own loopback: pgbouncer sits beside it.
-    host.write_file(
-        config,
-        f"""[databases]
+    return f"""[databases]
 {DATABASE} = host={HOST} port={postgres.port} dbname={DATABASE} user={USER}
 
 [pgbouncer]
@@ -64,29 +99,7 @@ min_pool_size = 0
 reserve_pool_size = 0
 max_client_conn = 20000
 ignore_startup_parameters = extra_float_digits
-""",
-        mode=0o644,
-    )
-    argv = [find_program("pgbouncer", host), str(config)]
-    process = registry.start(
-        argv, host=host, cores=cores, log_path=base / "pgbouncer.log", user=user
-    )
-    conninfo = dsn(port, postgres.password, address=address)
-    wait_until("pgbouncer", process, lambda: _answers(conninfo))
-    return RunningService(
-        name="pgbouncer",
-        port=port,
-        dsn=conninfo,
-        process=process,
-        env={
-            "BENCHLAB_PG_HOST": address,
-            "BENCHLAB_PG_PORT": str(port),
-            "BENCHLAB_PG_PASSWORD": postgres.password,
-            "BENCHLAB_PGBOUNCER": "1",
-        },
-        password=postgres.password,
-        monitor_dsn=dsn(port, stats_password, "pgbouncer", STATS_USER, address),
-    )
+"""
 
 
 def _answers(conninfo: str) -> bool:

@@ -1,13 +1,8 @@
-"""Free loopback ports."""
+"""Free loopback ports (a host's own: Host.free_port)."""
 
 from __future__ import annotations
 
-import socket
+from benchlab.process import LOOPBACK as HOST
+from benchlab.process import free_port
 
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+__all__ = ["HOST", "free_port"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 from pathlib import Path
 
@@ -17,13 +18,13 @@ from benchlab.services.base import (
     HOST,
     RunningService,
     ServicePlace,
-    owned_dir,
+    group_of,
+    service_dirs,
     service_error,
     service_user,
-    wait_until,
+    start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
-from benchlab.services.ports import free_port
 
 DATABASE = "benchlab"
 USER = "benchlab"
@@ -50,8 +51,11 @@ def dsn(
 
 
 def hba(admitted: tuple[str, ...]) -> str:
-    """Passwords (SCRAM) from the admitted addresses only; no Unix socket is opened."""
-    return "".join(f"host all all {address}/32 scram-sha-256\n" for address in admitted)
+    """Passwords (SCRAM) from the admitted addresses only, each one host (/32); no Unix
+    socket is opened. An address is written as ipaddress reads it: nothing else can reach
+    the file (a recipe's text that is not one IPv4 address raises ValueError here)."""
+    networks = [ipaddress.IPv4Network(f"{ipaddress.IPv4Address(a)}/32") for a in admitted]
+    return "".join(f"host all all {network} scram-sha-256\n" for network in networks)
 
 
 def start_postgres(
@@ -63,32 +67,40 @@ def start_postgres(
 ) -> RunningService:
     host, address = place.host, place.address
     user = service_user("postgres", host)
-    base = owned_dir(workdir / "pg", user, host)
-    data = base / "data"
+    # pg/ is root's: its pg_hba.conf, which PostgreSQL reads by hba_file; pg/data is
+    # postgres's, made by initdb, where root never writes.
+    dirs = service_dirs(workdir, "pg", user, host, data="data")
+    assert dirs.data is not None
+    data = dirs.data
     bindir = postgres_bin(host)
     superuser_password, password = new_password(), new_password()
     record_password(workdir, "postgresql", SUPERUSER, superuser_password)
     record_password(workdir, "postgresql", USER, password)
-    _initdb(host, bindir, base, data, user, superuser_password)
-    host.write_file(data / "pg_hba.conf", hba(place.admitted), owner=user)
-    port = free_port()
-    argv = [
-        str(bindir / "postgres"), "-D", str(data),
-        "-c", f"port={port}", "-c", f"listen_addresses={','.join(place.listen)}",
-        "-c", "unix_socket_directories=",
-        "-c", f"max_connections={max_connections}",
-        # A throwaway cluster: durability costs I/O that no scenario is about.
-        "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-        "-c", "shared_buffers=128MB",
-    ]  # fmt: skip
+    _initdb(host, bindir, dirs.config, data, user, superuser_password)
+    hba_file = dirs.config / "pg_hba.conf"
+    host.write_file(hba_file, hba(place.admitted), mode=0o644)
+
+    def argv(port: int) -> list[str]:
+        return [
+            str(bindir / "postgres"), "-D", str(data), "-c", f"hba_file={hba_file}",
+            "-c", f"port={port}", "-c", f"listen_addresses={','.join(place.listen)}",
+            "-c", "unix_socket_directories=",
+            "-c", f"max_connections={max_connections}",
+            # A throwaway cluster: durability costs I/O that no scenario is about.
+            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+            "-c", "shared_buffers=128MB",
+        ]  # fmt: skip
+
+    def admin_dsn(port: int) -> str:
+        return dsn(port, superuser_password, "postgres", SUPERUSER, address)
+
     # In the foreground (not pg_ctl's daemon) so benchlab owns it and stops it on any exit;
     # SIGINT is PostgreSQL's fast shutdown.
-    process = registry.start(
-        argv, host=host, cores=cores, log_path=base / "postgres.log", user=user,
-        stop_signal=signal.SIGINT,
+    process, port = start_listening(
+        "postgresql", registry, host, argv, lambda port, _: _answers(admin_dsn(port)),
+        cores=cores, log_path=dirs.log("postgres"), user=user, stop_signal=signal.SIGINT,
     )  # fmt: skip
-    admin = dsn(port, superuser_password, "postgres", SUPERUSER, address)
-    wait_until("postgresql", process, lambda: _answers(admin))
+    admin = admin_dsn(port)
     _create_app_user(admin, password)
     with psycopg.connect(dsn(port, password, address=address)) as conn:
         seed(conn)
@@ -107,17 +119,21 @@ def start_postgres(
 
 
 def _initdb(
-    host: Host, bindir: Path, base: Path, data: Path, user: str | None, superuser_password: str
+    host: Host, bindir: Path, config: Path, data: Path, user: str | None, superuser_password: str
 ) -> None:
-    """A cluster whose every connection needs a password (SCRAM), the superuser's included."""
-    pwfile = base / "superuser-password"
-    host.write_file(pwfile, superuser_password, owner=user)
+    """A cluster whose every connection needs a password (SCRAM), the superuser's included.
+    initdb reads it from a file in root's directory, readable by postgres's group only (a
+    pipe cannot be reopened once it runs as postgres), removed once it has."""
+    pwfile = config / "superuser-password"
+    host.write_file(
+        pwfile, superuser_password, 0o640 if user else 0o600, group=group_of(user, host)
+    )
     initdb = [str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}",
               "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"]  # fmt: skip
     try:
         result = host.run(initdb, user=user, timeout=120)
     finally:
-        host.run(["rm", "-f", str(pwfile)])
+        host.run(["rm", "-f", "--", str(pwfile)])
     if result.returncode != 0:
         raise service_error(
             "postgresql (initdb)", initdb, f"exit {result.returncode}", result.stderr.decode()

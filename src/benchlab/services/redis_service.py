@@ -12,12 +12,12 @@ from benchlab.services.base import (
     RunningService,
     ServicePlace,
     find_program,
-    owned_dir,
+    group_of,
+    service_dirs,
     service_user,
-    wait_until,
+    start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
-from benchlab.services.ports import free_port
 
 
 def start_redis(
@@ -25,23 +25,34 @@ def start_redis(
 ) -> RunningService:
     host = place.host
     user = service_user("redis", host)
-    base = owned_dir(workdir / "redis", user, host)
-    port = free_port()
+    dirs = service_dirs(workdir, "redis", user, host, data="data")
     password = new_password()
     record_password(workdir, "redis", "default", password)
     # In a file, not on the command line, where every local user could read it. Redis has
     # no list of client addresses: off loopback, the password is what keeps others out.
-    config = base / "redis.conf"
-    host.write_file(config, f"requirepass {password}\n", owner=user)
-    argv = [
-        find_program("redis-server", host), str(config), "--port", str(port),
-        "--bind", *place.listen,
-        "--save", "", "--appendonly", "no", "--dir", str(base), "--daemonize", "no",
-        "--loglevel", "warning",
-    ]  # fmt: skip
-    process = registry.start(argv, host=host, cores=cores, log_path=base / "redis.log", user=user)
-    url = f"redis://:{password}@{place.address}:{port}/0"
-    wait_until("redis", process, lambda: _answers(url))
+    # Root's file, readable by redis's group only.
+    config = dirs.config / "redis.conf"
+    host.write_file(
+        config, f"requirepass {password}\n", mode=0o640 if user else 0o600,
+        group=group_of(user, host),
+    )  # fmt: skip
+    program = find_program("redis-server", host)
+
+    def argv(port: int) -> list[str]:
+        return [
+            program, str(config), "--port", str(port), "--bind", *place.listen,
+            "--save", "", "--appendonly", "no", "--dir", str(dirs.data), "--daemonize", "no",
+            "--loglevel", "warning",
+        ]  # fmt: skip
+
+    def url_at(port: int) -> str:
+        return f"redis://:{password}@{place.address}:{port}/0"
+
+    process, port = start_listening(
+        "redis", registry, host, argv, lambda port, _: _answers(url_at(port)),
+        cores=cores, log_path=dirs.log("redis"), user=user,
+    )  # fmt: skip
+    url = url_at(port)
     return RunningService(
         name="redis",
         port=port,

@@ -12,6 +12,7 @@ from benchlab.errors import UserError
 from benchlab.stacks.base import APPS_DIR, WITH_API, WITH_CPU, Launch, LaunchContext, Stack
 
 GO_APPS = APPS_DIR / "go"
+BUILD_TIMEOUT_S = 600
 
 
 def binary_path(app: str) -> Path:
@@ -35,15 +36,19 @@ def build(app: str) -> Path:
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
-    result = subprocess.run(
-        [go, "build", "-trimpath", "-o", str(partial), f"./{app}"],
-        cwd=GO_APPS,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        result = subprocess.run(
+            [go, "build", "-trimpath", "-o", str(partial), f"./{app}"],
+            cwd=GO_APPS, capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT_S,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise UserError(
+            f"go build of '{app}' took over {BUILD_TIMEOUT_S // 60} minutes (downloading its "
+            "modules?); run 'benchlab build' where the Go module proxy answers"
+        ) from None
     if result.returncode != 0:
         raise UserError(f"go build of '{app}' failed:\n{result.stderr.strip()[-2000:]}")
+    partial.chmod(0o755)  # the stacks' unprivileged user runs it when benchlab is root
     partial.rename(target)
     for stale in target.parent.glob(f"{app}-*"):
         if stale != target:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import pwd
 import subprocess
 import time
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import UserError
-from benchlab.process import environment
+from benchlab.process import STACK_USER_VARIABLE, as_user, environment, user_home
 
 PROBE = Path(__file__).with_name("probe_app.py")
 PROBE_TIMEOUT_S = 120
@@ -161,6 +162,45 @@ class ProbeFailed(UserError):
         self.traceback = traceback
 
 
+def app_owner(spec: AppSpec) -> str | None:
+    """Who owns the app's files: whom its servers run as when benchlab is root (the code's
+    own user may write where the app writes, a SQLite file, uploads); None for root's."""
+    owner = spec.directory.stat().st_uid
+    if owner == 0:
+        return None
+    try:
+        return pwd.getpwuid(owner).pw_name
+    except KeyError:
+        return None
+
+
+def _check_reachable(spec: AppSpec, python: str, user: str) -> None:
+    """Root runs the app as `user`: it must reach the app's directory and its interpreter."""
+    for path, what in ((spec.directory, "the app's directory"), (Path(python), "--python")):
+        test = ["test", "-r", str(path), "-a", "-x", str(path)]
+        if subprocess.run([*as_user(user), *test], check=False).returncode != 0:
+            raise UserError(
+                f"APP '{spec.text}': benchlab is root and runs your app as {user} (the owner of "
+                f"its files, or nobody for root's), who cannot reach {what} {path}: run "
+                f"benchlab as the app's user, give the app's directory to the user it should "
+                f"run as, or set {STACK_USER_VARIABLE}=root"
+            )
+
+
+def _no_probe(python: str, user: str | None, stderr: str) -> UserError:
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
+    who = (
+        f" as {user} (benchlab is root and runs your app as its files' owner, else nobody;"
+        f" {STACK_USER_VARIABLE}=NAME chooses)"
+        if user
+        else ""
+    )
+    return UserError(
+        f"--python {python}: it could not run benchlab's probe{who} (Python 3.8 or newer "
+        f"is needed, and the app readable): {last}"
+    )
+
+
 def probe(
     spec: AppSpec,
     python: str,
@@ -168,21 +208,26 @@ def probe(
     interface: str | None,
     cwd: Path,
     env_file: tuple[Path, dict[str, str]] | None = None,
+    user: str | None = None,
 ) -> AppInfo:
-    """Run the user's interpreter on the app; every problem is one line naming its fix.
-    `env`: --env; `env_file`: --env-file's path and values (--env wins over them)."""
+    """Run the user's interpreter on the app, as `user` (who its servers will run as);
+    every problem is one line naming its fix. `env`: --env; `env_file`: --env-file's path and
+    values (--env wins over them)."""
     from_file = env_file[1] if env_file else {}
     executable = Path(python)
     if not executable.exists() or not os.access(executable, os.X_OK):
         raise UserError(f"--python {python}: no such interpreter; give the path of a python")
+    if user is not None:
+        _check_reachable(spec, python, user)
     request = json.dumps(
         {"module": spec.module, "attr": spec.attr, "call": spec.call, "distributions": PIP_NAMES}
     )
     began = time.monotonic()
     try:
         done = subprocess.run(
-            [python, "-c", PROBE.read_text(), request],
-            cwd=spec.directory, env=user_environment({**from_file, **env}), capture_output=True,
+            [*as_user(user), python, "-c", PROBE.read_text(), request],
+            cwd=spec.directory, env={**user_environment({**from_file, **env}), **user_home(user)},
+            capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT_S, check=False,
         )  # fmt: skip
@@ -195,11 +240,7 @@ def probe(
         raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
     lines = [line for line in done.stdout.splitlines() if line.startswith('{"probe"')]
     if not lines:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(
-            f"--python {python}: it could not run benchlab's probe (Python 3.8 or newer is "
-            f"needed): {last}"
-        )
+        raise _no_probe(python, user, done.stderr)
     data = json.loads(lines[-1])
     if "error" in data:
         raise ProbeFailed(

@@ -17,6 +17,7 @@ from pathlib import Path
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
 from benchlab.tune.app import AppInfo, AppSpec, app_path
+from benchlab.tune.user_env import deploy_assignments
 
 BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
@@ -158,8 +159,8 @@ def deploy_command(
     port: int = DEPLOY_PORT,
 ) -> str:  # fmt: skip
     """The command that deploys a candidate, run from where `benchlab tune` ran: it reads
-    the --env-file there (the shell's `set -a`), goes to the app's root, and sets the --env
-    values on the command."""
+    the --env-file there (the shell's `set -a`), goes to the app's root, and passes the
+    --env variables by name (`KEY="$KEY"`: their values are the deploying shell's)."""
     argv = _server_argv(kind, info, host, port, workers, threads, None)
     steps = []
     if info.env_file is not None:
@@ -168,8 +169,9 @@ def deploy_command(
     where = _relative(info.spec.directory, info.cwd)
     if where != ".":
         steps.append(f"cd {shlex.quote(where)}")
-    values = [f"{k}={shlex.quote(v)}" for k, v in info.env.items()]
-    steps.append(shlex.join(argv) if not values else f"{' '.join(values)} {shlex.join(argv)}")
+    # --env values come from the deploying shell by name: a report shows no secret.
+    assignments = deploy_assignments(info.env)
+    steps.append(f"{assignments} {shlex.join(argv)}" if assignments else shlex.join(argv))
     return " && ".join(steps)
 
 
@@ -209,7 +211,9 @@ def replay_stack_for(kind: Kind, info: AppInfo) -> Stack:
 
     def launch(ctx: LaunchContext) -> Launch:
         command = deploy_command(kind, info, ctx.workers, ctx.threads, ctx.host, ctx.port)
-        env = {"PATH": app_path(info.python)}
+        # The --env values in its environment, where the command's `KEY="$KEY"` reads them
+        # (never in its argv, which every local user can read).
+        env = {**info.env, "PATH": app_path(info.python)}
         return Launch(argv=["bash", "-c", command], env=env, cwd=info.cwd)
 
     return dataclasses.replace(

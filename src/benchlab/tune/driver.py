@@ -28,6 +28,7 @@ import psutil
 from benchlab import machine
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.process import running_as, stack_user
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -50,6 +51,7 @@ from benchlab.runner import (
 )
 from benchlab.scenarios import Expectation, Scenario
 from benchlab.store import RunInfo, Store
+from benchlab.text import MASK
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.candidates import (
@@ -307,8 +309,10 @@ def run_tune(
 ) -> TuneResult:
     spec = app_module.parse_app(request.app, request.cwd, request.factory)
     env_file = (request.env_file, request.env_from_file) if request.env_file else None
+    owner = app_module.app_owner(spec)
+    user = stack_user(owner)  # None unless benchlab is root
     info = app_module.probe(
-        spec, request.python, request.env, request.interface, request.cwd, env_file
+        spec, request.python, request.env, request.interface, request.cwd, env_file, user
     )
     cores = request.cores or default_cores()
     memory_mb = psutil.virtual_memory().available / 2**20
@@ -335,6 +339,7 @@ def run_tune(
             command, run_info=_run_info(request, spec, info, recipe, cores, command, shared),
             resume=previous, deadline_s=request.budget_min * 60, catalogue=catalogue(info),
             scenarios={SCENARIO: _scenario(request)},
+            secrets=(*request.env.values(), *request.env_from_file.values()), run_as=owner,
         ),
     )  # fmt: skip
     measurer = Measurer(
@@ -346,8 +351,7 @@ def run_tune(
         session.add_cells(coarse_cells)
         session.prepare(coarse_cells)
         if request.setup:
-            services = service_env(request, session)
-            run_setup(request.setup, info, services, session.workroot / "setup.log", say)
+            _setup(request.setup, request, info, session, say)
         began = session.elapsed_s()
         measurer.measure(coarse_cells, 1)
         first_pass_s = session.elapsed_s() - began
@@ -374,6 +378,17 @@ def run_tune(
         searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
         prove(session, measurer, searched, cores, request.connections, say)
     return TuneResult(outcome, tune_plan, survivors)
+
+
+def _setup(
+    command: str, request: TuneRequest, info: AppInfo, session: Session,
+    say: Callable[[str], None],
+) -> None:  # fmt: skip
+    """--setup, once the services run: with their addresses, as the app's user."""
+    run_setup(
+        command, info, service_env(request, session), session.workroot / "setup.log", say,
+        session.registry.journal, session.stack_user(),
+    )  # fmt: skip
 
 
 def _replan(
@@ -455,7 +470,9 @@ def _run_info(
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
             "missing_servers": info.missing_servers, "quick": request.quick,
-            "setup": request.setup,
+            # Whether a --setup command ran; the command itself may hold secrets.
+            "setup": MASK if request.setup else None,
+            "env": sorted(request.env), "env_file_keys": sorted(request.env_from_file),
             # The code under test is the app's: its repository's commit and dirty state.
             "app_commit": machine.git_commit(spec.directory),
             "app_versions": info.versions,
@@ -465,7 +482,10 @@ def _run_info(
         recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
         question=recipe.question, command=command, git_commit=machine.git_commit(),
         server_cores=cores.server, load_cores=cores.load,
-        machine={**machine.describe(), "shared_with_another_run": shared},
+        machine={
+            **machine.describe(), "shared_with_another_run": shared,
+            "stacks_run_as": running_as(app_module.app_owner(spec)),
+        },
         options=options.to_json(),
     )  # fmt: skip
 

@@ -4,16 +4,47 @@ the body) and a weight in the load mix."""
 
 from __future__ import annotations
 
-import tomllib
+import re
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchlab.errors import UserError
+from benchlab.recipe.files import read_toml
 from benchlab.scenarios import Expectation
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+# What may go on the request line and in a header as sent (RFC 3986, RFC 9110): anything
+# else is refused here, not met as an exception mid-run after the services started.
+PATH = re.compile(r"^/[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+
+
+def check_path(path: str, where: str) -> None:
+    if PATH.match(path):
+        return
+    if not path.startswith("/"):
+        raise UserError(f"{where}: the path '{path}' must start with '/'")
+    encoded = quote(path, safe="/?#[]@!$&'()*+,;=%:~")
+    raise UserError(
+        f"{where}: the path {path!r} has characters a request line cannot carry (spaces, "
+        f"controls, non-ASCII); percent-encode them: {encoded}"
+    )
+
+
+def check_header(name: str, value: str, where: str) -> None:
+    if not HEADER_NAME.match(name):
+        raise UserError(
+            f"{where}: header name {name!r} is not a token (letters, digits and !#$%&'*+-.^_`|~)"
+        )
+    if not HEADER_VALUE.match(value):
+        raise UserError(
+            f"{where}: the value of header '{name}' holds a line break, a control or a "
+            "non-ASCII character; send plain ASCII text"
+        )
 
 
 class RequestSpec(BaseModel):
@@ -42,13 +73,14 @@ def parse_request(text: str, status: int, contains: str | None) -> Expectation:
         parts = ["GET", *parts]
     if len(parts) != 2 or not parts[1].startswith("/"):
         raise UserError(
-            f"--request '{text}': give a method and a path, e.g. --request 'GET /items?id=7'"
+            f"--request {text!r}: give a method and a path, e.g. --request 'GET /items?id=7'"
         )
     method = parts[0].upper()
     if method not in METHODS:
         raise UserError(
-            f"--request '{text}': '{parts[0]}' is not a method; use one of {', '.join(METHODS)}"
+            f"--request {text!r}: {parts[0]!r} is not a method; use one of {', '.join(METHODS)}"
         )
+    check_path(parts[1], f"--request {text!r}")
     return Expectation(
         path=parts[1], content_type=None, body=None, status=status, method=method,
         body_contains=contains.encode() if contains else None, contract=False,
@@ -57,11 +89,10 @@ def parse_request(text: str, status: int, contains: str | None) -> Expectation:
 
 def load_requests(path: Path) -> list[Expectation]:
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"--requests-file {path}: cannot read it ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    data = read_toml(path, text)
     try:
         parsed = RequestsFile.model_validate(data)
     except ValidationError as exc:
@@ -76,6 +107,9 @@ def load_requests(path: Path) -> list[Expectation]:
                 f"{path}: key 'request[{i}].method': '{spec.method}' is not one of "
                 f"{', '.join(METHODS)}"
             )
+        check_path(spec.path, f"{path}: key 'request[{i}].path'")
+        for name, value in spec.headers.items():
+            check_header(name, value, f"{path}: key 'request[{i}].headers'")
         out.append(
             Expectation(
                 path=spec.path, content_type=None, body=None, status=spec.status, method=method,

@@ -12,9 +12,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from benchlab.errors import UserError
+from benchlab.journal import Journal
+from benchlab.process import as_user, signals_deferred, user_home
+from benchlab.safe_files import open_log
 from benchlab.tune.app import AppInfo, app_path, user_environment
 
 SETUP_TIMEOUT_S = 600.0
+COMMAND_VARIABLE = "BENCHLAB_SETUP_COMMAND"
+RUN_COMMAND = f'c=${COMMAND_VARIABLE}; unset {COMMAND_VARIABLE}; eval "$c"'
 
 
 def run_setup(
@@ -23,18 +28,29 @@ def run_setup(
     services: Mapping[str, str],
     log_path: Path,
     say: Callable[[str], None],
+    journal: Journal | None = None,
+    user: str | None = None,
 ) -> None:
-    """Run `command`; a failure ends the tune with the command's last line of output."""
-    say(f"setup: {command}")
+    """Run `command` (as `user`: who the app's servers run as); a failure ends the tune with
+    the command's last line of output. It is in the run's `journal` as it starts: a
+    benchlab killed meanwhile leaves it to recovery."""
+    say("setup: running the --setup command")
     env = {
         **user_environment({**info.env_from_file, **info.env, **services}),
         "PATH": app_path(info.python),
+        **user_home(user),
+        # The command through the environment, not argv (`ps` shows argv to every user).
+        COMMAND_VARIABLE: command,
     }
-    with open(log_path, "wb") as log:
-        child = subprocess.Popen(
-            ["bash", "-c", command], cwd=info.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    with open_log(log_path) as log:
+        with signals_deferred():
+            child = subprocess.Popen(
+                [*as_user(user), "bash", "-c", RUN_COMMAND], cwd=info.cwd, env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            if journal is not None:
+                journal.add_process(child.pid, int(signal.SIGTERM), None)
         try:
             code = child.wait(timeout=SETUP_TIMEOUT_S)
         except BaseException as exc:
@@ -42,14 +58,14 @@ def run_setup(
             child.wait()
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise UserError(
-                    f"--setup {command!r}: still running after {SETUP_TIMEOUT_S:g} s (stopped); "
-                    "give a command that ends"
+                    f"--setup: still running after {SETUP_TIMEOUT_S:g} s (stopped); give a "
+                    "command that ends"
                 ) from None
             raise
     if code != 0:
         lines = [line for line in log_path.read_text(errors="replace").splitlines() if line]
         last = lines[-1].strip() if lines else "no output"
         raise UserError(
-            f"--setup {command!r}: exit {code}: {last}; it runs in {info.cwd} with the app's "
+            f"--setup: exit {code}: {last}; it runs in {info.cwd} with the app's "
             "environment (and the --with services' addresses): fix the command"
         )

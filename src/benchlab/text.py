@@ -1,0 +1,69 @@
+"""Text from outside benchlab (a recipe, a store, a server's log, an exception) made safe to
+show: no control character reaches a terminal, where an escape sequence could recolour,
+retitle, rewrite the screen or set the clipboard (OSC 52)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+# C0 controls but tab and newline, DEL, and the C1 controls (a lone 0x9b is a CSI in some
+# terminals).
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The same, with newline and tab too: for text that must stay on one line.
+ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` without control characters (tab and newline kept)."""
+    return CONTROLS.sub("", text)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: newlines and tabs become spaces, other controls go."""
+    return CONTROLS.sub("", text.replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
+
+
+def control_character(text: str, allow_newline: bool = False) -> str | None:
+    """The first control character of `text`, shown as an escape (\\x1b); None if none."""
+    found = (CONTROLS if allow_newline else ANY_CONTROL).search(text)
+    return None if found is None else repr(found.group())[1:-1]
+
+
+def quoted(text: str) -> str:
+    """How a message shows a name it was given: 'gin', or, when the name holds a quote or a
+    control character, in double quotes with those escaped ("\\u001b[31m")."""
+    if text.isprintable() and "'" not in text:
+        return f"'{text}'"
+    return toml_key(text)
+
+
+def toml_key(text: str) -> str:
+    """A key as TOML writes it in double quotes (and JSON would), controls escaped."""
+    written = json.dumps(text, ensure_ascii=False)
+    return CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", written)
+
+
+MASK = "***"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret of `secrets` replaced by ***; values under 6 characters are
+    left (they are words like `1` or `prod`, and masking them would hide the rest)."""
+    for secret in sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+class SafeConsole(Console):
+    """A rich Console that drops control characters from every string it is given to show,
+    table cells included (rich passes ESC through: a recipe's name, a stored run or a
+    server's log line could otherwise write escape sequences to the terminal)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(printable(text), **kwargs)

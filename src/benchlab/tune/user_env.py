@@ -1,0 +1,114 @@
+"""The environment `benchlab tune` gives the user's app: `--env KEY=VALUE` and `--env-file
+FILE`, read exactly as the printed deploy command's shell reads them (`set -a; . FILE`), or
+refused, so that what tune measures is what the command deploys.
+
+The file is not run: every line is one the shell reads literally (a name, `=`, a value
+that is plain, or in single quotes, or in double quotes with nothing the shell expands), and
+any other line is refused with its number and the fix. Values are secrets as far as benchlab
+knows: they reach the app through its environment, never a command line, and reports name
+the variables, never their values (see `masked_command`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from benchlab.errors import UserError
+from benchlab.text import MASK
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A value the shell reads as written when unquoted: no blank (it ends the word), no quote,
+# no expansion ($ ` ~ \), no operator (; & | < > ( )).
+PLAIN = r"[^\s'\"$`\\;&|<>()~]*"
+SINGLE = r"'[^']*'"
+DOUBLE = r"\"[^\"$`\\]*\""
+LINE = re.compile(
+    rf"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)="
+    rf"(?P<value>{SINGLE}|{DOUBLE}|{PLAIN})(?:\s+#.*)?\s*$"
+)
+
+
+def env_pairs(pairs: Iterable[str], option: str = "--env") -> dict[str, str]:
+    """`KEY=VALUE` arguments; a key the shell cannot take as a name is refused."""
+    found: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not NAME.match(key):
+            shown = key if NAME.match(key) or not key else repr(key)
+            raise UserError(
+                f"{option} {shown}=…: give KEY=VALUE with KEY a shell variable name (letters, "
+                "digits and _, not starting with a digit)"
+            )
+        if "\0" in value:
+            raise UserError(f"{option} {key}=…: a value cannot hold a NUL byte")
+        found[key] = value
+    return found
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines as `set -a; . FILE` reads them; a line it would read otherwise (an
+    expansion, a space that ends the value, a command) is refused, naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--env-file {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--env-file {path}: not UTF-8 text") from None
+    found: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = LINE.match(line)
+        if match is None:
+            raise UserError(
+                f"--env-file {path}: line {number} ({_shown(line)}) is not read by the shell as "
+                "it looks (a space, a quote, $, `, \\, ~ or a command in the value); write it "
+                "KEY='value', in single quotes, which the shell takes as written"
+            )
+        value = match["value"]
+        if value[:1] in ("'", '"'):
+            value = value[1:-1]
+        found[match["name"]] = value
+    return found
+
+
+def _shown(line: str) -> str:
+    """A refused line, its value hidden: the message may be pasted where others read it."""
+    name, sep, _ = line.strip().partition("=")
+    return f"{name}=…" if sep and len(name) < 60 else f"{len(line)} characters"
+
+
+def deploy_assignments(env: Mapping[str, str]) -> str:
+    """How the printed command passes --env: by name, each value from the deploying shell
+    (`KEY="$KEY"`), never spelled out where a pull request would show it."""
+    return " ".join(f'{key}="${key}"' for key in env)
+
+
+def masked_command(argv: list[str]) -> str:
+    """A tune's command line as stored and reported: --env values and --setup hidden
+    (`--env "KEY=$KEY"` reproduces it from the user's own environment)."""
+    shown: list[str] = []
+    pending: str | None = None
+    for arg in argv:
+        if pending is not None:
+            shown.append(_masked(pending, arg))
+            pending = None
+        elif arg in ("--env", "--setup"):
+            shown.append(arg)
+            pending = arg
+        elif arg.startswith(("--env=", "--setup=")):
+            option, _, value = arg.partition("=")
+            shown.append(f"{option}={_masked(option, value)}")
+        else:
+            shown.append(shlex.quote(arg))
+    return " ".join(shown)
+
+
+def _masked(option: str, value: str) -> str:
+    if option == "--setup":
+        return shlex.quote(MASK)
+    key = value.partition("=")[0]
+    return f'"{key}=${key}"' if NAME.match(key) else shlex.quote(MASK)

@@ -1,0 +1,218 @@
+"""Root never writes through a path someone else controls (issue 36): benchlab, as root,
+hands directories to postgres, mysql and redis; whoever can act as one of them plants
+symbolic links at every name root writes, as fast as it can, while the services start. The
+link targets stay untouched and the services come up right. Every file root opens for
+writing, every directory it makes and every owner or mode it sets (Python's audit events)
+lies in a directory only root can write."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pymysql
+import pytest
+import redis
+
+from benchlab.errors import BenchlabError
+from benchlab.process import ProcessRegistry, as_user
+from benchlab.recipe import Services as ServicesConfig
+from benchlab.services import Services
+from tests.conftest import short_tmp
+
+SERVICE_USERS = ("postgres", "mysql", "redis")
+# Every name root wrote in a daemon's directory before issue 36, and the ones it writes now:
+# a link is put there before root writes it.
+NAMES = (
+    "superuser-password", "postgres.log", "pgbouncer.ini", "users.txt", "pgbouncer.log",
+    "redis.conf", "redis.log", "mariadb.log", "passwords", "server.log", "nginx.conf",
+    "hypercorn.toml", "setup.log", "server.key", "vegeta-targets.json",
+)  # fmt: skip
+# Names the daemon writes first and root wrote over (pg_hba.conf, in PostgreSQL's data after
+# initdb): a link replaces the file once it is there.
+OVER = ("pg_hba.conf",)
+# A process of the daemon's user, planting links at every name, in every directory it can
+# write, over and over (a link over a file root wrote once, too: root may write it again).
+# The run's directories are traversable, not listable: it guesses them (benchlab's layout is
+# no secret), then walks down from each.
+GUESSED = (
+    "", "pg/services", "pg/services/pg", "pg/services/pg/data", "pg/services/pgbouncer",
+    "pg/services/redis", "my/services", "my/services/mariadb",
+)  # fmt: skip
+PLANTER = """
+import os, sys, time
+root, target, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+names, over, guessed = sys.argv[4].split(","), sys.argv[5].split(","), sys.argv[6].split(",")
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and not os.path.exists(stop):
+    found = [d for g in guessed for d, _, _ in os.walk(os.path.join(root, g))]
+    for directory in dict.fromkeys(found + [os.path.join(root, g) for g in guessed]):
+        # A daemon's own data: a new link there would only stop its own daemon; root never
+        # writes there, and once there a file root once wrote over gets a link.
+        own = set(directory.split(os.sep)) & {"data", "run", "tmp"}
+        if not os.access(directory, os.W_OK):
+            continue
+        for name in over if own else names + over:
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or (name in over and not os.path.isfile(path)):
+                continue
+            try:
+                os.symlink(target, path + ".planting")
+                os.replace(path + ".planting", path)
+            except OSError:
+                pass
+    time.sleep(0.001)
+"""
+WRITING_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+WRITING_EVENTS = {
+    "os.chown", "os.chmod", "os.mkdir", "os.rename", "os.replace", "os.symlink", "os.link",
+    "os.truncate", "os.remove", "os.rmdir",
+}  # fmt: skip
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="only root hands directories to other users"
+)
+
+
+@contextlib.contextmanager
+def planters(root: Path, target: Path) -> Iterator[None]:
+    stop = root.parent / f"{root.name}.stop"
+    users = [u for u in SERVICE_USERS if _exists(u)]
+    argv = [sys.executable, "-I", "-c", PLANTER, str(root), str(target), str(stop)]
+    started = [
+        subprocess.Popen(
+            [*as_user(user), *argv, ",".join(NAMES), ",".join(OVER), ",".join(GUESSED)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for user in users
+    ]
+    try:
+        yield
+    finally:
+        stop.touch()
+        for process in started:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        stop.unlink(missing_ok=True)
+
+
+def _exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def audited_writes(root: Path) -> Iterator[list[tuple[str, str, bool]]]:
+    """Every write-like event of this process, by path, under `root`, and whether only root
+    could write in its directory at that moment (checked as the event happens)."""
+    seen: list[tuple[str, str, bool]] = []
+    active = [True]
+
+    def hook(event: str, args: tuple) -> None:
+        if not active[0] or not args:
+            return
+        path = args[0]
+        if event == "open":
+            mode, flags = args[1], args[2]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & WRITING_FLAGS
+            )
+            if not writes:
+                return
+        elif event not in WRITING_EVENTS:
+            return
+        if isinstance(path, (str, bytes, os.PathLike)):
+            text = os.fsdecode(path)
+            if text.startswith(str(root)):
+                seen.append((event, text, _root_alone_writes(Path(text).parent)))
+
+    sys.addaudithook(hook)  # audit hooks cannot be removed: this one goes quiet instead
+    try:
+        yield seen
+    finally:
+        active[0] = False
+
+
+def _root_alone_writes(directory: Path) -> bool:
+    info = os.lstat(directory)
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def test_links_planted_by_the_services_users_are_never_followed() -> None:
+    workroot = short_tmp()
+    canary_dir = short_tmp()  # root's, closed: the daemons' users cannot read the target
+    canary = canary_dir / "only-root-may-write-this"
+    canary.write_text("untouched\n")
+    canary.chmod(0o600)
+    before = os.stat(canary)
+    workroot.chmod(0o711)
+    registry = ProcessRegistry()
+    sides: list[Services] = []
+    try:
+        refused: BenchlabError | None = None
+        with planters(workroot, canary), audited_writes(workroot) as writes:
+            try:
+                for database, name in (("postgres", "pg"), ("mariadb", "my")):
+                    (workroot / name).mkdir()
+                    services = Services(registry, workroot / name, (0,))
+                    sides.append(services)
+                    config = ServicesConfig(database=database, pgbouncer=database == "postgres")
+                    services.start(config, need_database=True, need_cache=database == "postgres")
+            except BenchlabError as exc:
+                refused = exc
+            time.sleep(0.5)  # the planters' last round, after every write of the start
+        after = os.stat(canary)
+        assert canary.read_text() == "untouched\n"
+        assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (
+            before.st_uid, before.st_gid, 0o600,
+        )  # fmt: skip
+        # Nothing of root's is where a planter could put a link: the run is not even refused.
+        assert refused is None, str(refused)
+        _answer(sides)
+        # Each service's directories: root's config directory, the daemon's own data.
+        outside = [(event, path) for event, path, safe in writes if not safe]
+        assert writes and not outside, outside
+    finally:
+        for side in sides:
+            side.close_monitors()
+        registry.stop_all()
+        for side in sides:
+            side.remove_data()
+        shutil.rmtree(workroot, ignore_errors=True)
+        shutil.rmtree(canary_dir, ignore_errors=True)
+
+
+def _answer(sides: list[Services]) -> None:
+    """Every service came up right, planted links or not."""
+    postgres, mariadb = sides[0].running, sides[1].running
+    with psycopg.connect(postgres["postgresql"].dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM user_basic").fetchone() == (10_000,)
+    with psycopg.connect(postgres["pgbouncer"].dsn, prepare_threshold=None) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with redis.Redis.from_url(postgres["redis"].dsn) as client:
+        assert client.ping()
+    service = mariadb["mariadb"]
+    conn = pymysql.connect(
+        host="127.0.0.1", port=service.port, user="benchlab", password=service.password,
+        database="benchlab",
+    )  # fmt: skip
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM user_basic")
+        assert cursor.fetchone() == (10_000,)
+    conn.close()
