@@ -75,7 +75,7 @@ def _point(name: str) -> GridPoint:
 def test_flips_on_a_synthetic_grid() -> None:
     def c(label: str, point: str, value: float) -> Contender:
         factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
-        return Contender(label, _point(point), [value * f for f in factors])
+        return Contender(label, _point(point), [value * f for f in factors], F.THROUGHPUT)
 
     grid = [
         c("async", "many-sessions", 800), c("sync", "many-sessions", 150),
@@ -83,7 +83,7 @@ def test_flips_on_a_synthetic_grid() -> None:
         c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
         c("close", "many-sessions", 151), c("close", "few-sessions", 149),
     ]  # fmt: skip
-    found = {(f.a, f.b): f for f in flips(grid, F.THROUGHPUT, EVIDENCE)}
+    found = {(f.a, f.b): f for f in flips(grid, EVIDENCE)}
     assert ("async", "sync") in found and ("async", "steady") in found
     flip = found[("async", "sync")]
     assert [w.point for w in flip.a_wins] == [_point("many-sessions")]
@@ -91,7 +91,7 @@ def test_flips_on_a_synthetic_grid() -> None:
     assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
     # within noise of each other everywhere: no flip between sync and close
     assert ("close", "sync") not in found
-    ranked = rankings(grid, F.THROUGHPUT, EVIDENCE)
+    ranked = rankings(grid, EVIDENCE)
     assert [p.label for p in ranked[_point("many-sessions")]][:2] == ["async", "close"]
 
 
@@ -100,13 +100,13 @@ EVIDENCE = Evidence(min_effect_pct=5.0)
 
 def test_one_trial_a_side_declares_nothing_and_shows_no_interval() -> None:
     grid = [
-        Contender("a", _point("x"), [800.0]), Contender("b", _point("x"), [150.0]),
-        Contender("a", _point("y"), [50.0]), Contender("b", _point("y"), [150.0]),
+        Contender("a", _point("x"), [800.0], F.THROUGHPUT),
+        Contender("b", _point("x"), [150.0], F.THROUGHPUT),
+        Contender("a", _point("y"), [50.0], F.THROUGHPUT),
+        Contender("b", _point("y"), [150.0], F.THROUGHPUT),
     ]  # fmt: skip
-    assert flips(grid, F.THROUGHPUT, EVIDENCE) == []
-    assert not any(
-        p.behind for order in rankings(grid, F.THROUGHPUT, EVIDENCE).values() for p in order
-    )
+    assert flips(grid, EVIDENCE) == []
+    assert not any(p.behind for order in rankings(grid, EVIDENCE).values() for p in order)
     judgement = EVIDENCE.judge([800.0], [150.0], F.THROUGHPUT)
     assert judgement.verdict == "tie" and "1 trial(s)" in judgement.why
     assert not judgement.ratio.has_interval
@@ -128,13 +128,13 @@ def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
     """p99 at a fixed rate: the stack with the lower latency wins."""
     factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
     grid = [
-        Contender("a", _point("x"), [10 * f for f in factors]),
-        Contender("b", _point("x"), [30 * f for f in factors]),
-        Contender("a", _point("y"), [90 * f for f in factors]),
-        Contender("b", _point("y"), [20 * f for f in factors]),
+        Contender("a", _point("x"), [10 * f for f in factors], F.P99),
+        Contender("b", _point("x"), [30 * f for f in factors], F.P99),
+        Contender("a", _point("y"), [90 * f for f in factors], F.P99),
+        Contender("b", _point("y"), [20 * f for f in factors], F.P99),
     ]
-    assert [p.label for p in rankings(grid, F.P99, EVIDENCE)[_point("x")]] == ["a", "b"]
-    (flip,) = flips(grid, F.P99, EVIDENCE)
+    assert [p.label for p in rankings(grid, EVIDENCE)[_point("x")]] == ["a", "b"]
+    (flip,) = flips(grid, EVIDENCE)
     assert [w.point for w in flip.a_wins] == [_point("x")]
     assert flip.a_wins[0].ratio.value == pytest.approx(10 / 30)
 

@@ -22,7 +22,8 @@ from benchlab.figures import Figure
 class Contender:
     label: str
     point: GridPoint
-    samples: Sequence[float]
+    samples: Sequence[float]  # of the figure the point ranks by
+    figure: Figure
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,17 @@ class Flip:
     b_wins: list[Win]
 
 
-def rankings(
-    contenders: Sequence[Contender], figure: Figure, evidence: Evidence
-) -> dict[GridPoint, list[Placed]]:
+def rankings(contenders: Sequence[Contender], evidence: Evidence) -> dict[GridPoint, list[Placed]]:
     """Per grid point, the contenders by the median of the figure, best first; each marked
     whether it is behind the one before it by the evidence rule, or tied with it."""
     points: dict[GridPoint, list[Contender]] = {}
     for c in contenders:
         if c.samples:
             points.setdefault(c.point, []).append(c)
-    best_first = -1 if figure.wins(2.0) else 1  # higher is better: sort descending
     ranked = {}
     for point, group in points.items():
+        figure = group[0].figure
+        best_first = -1 if figure.wins(2.0) else 1  # higher is better: sort descending
         ordered = sorted(group, key=lambda c: best_first * statistics.median(c.samples))
         ranked[point] = [
             Placed(
@@ -77,7 +77,7 @@ def _inverse(ratio: Ratio) -> Ratio:
     return Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.confidence, ratio.fewest)
 
 
-def flips(contenders: Sequence[Contender], figure: Figure, evidence: Evidence) -> list[Flip]:
+def flips(contenders: Sequence[Contender], evidence: Evidence) -> list[Flip]:
     by_label: dict[str, dict[GridPoint, Contender]] = {}
     for c in contenders:
         if c.samples:
@@ -86,9 +86,8 @@ def flips(contenders: Sequence[Contender], figure: Figure, evidence: Evidence) -
     for a, b in itertools.combinations(sorted(by_label), 2):
         a_wins, b_wins = [], []
         for point in sorted(set(by_label[a]) & set(by_label[b]), key=lambda p: p.text()):
-            judgement = evidence.judge(
-                by_label[a][point].samples, by_label[b][point].samples, figure
-            )
+            first, second = by_label[a][point], by_label[b][point]
+            judgement = evidence.judge(first.samples, second.samples, first.figure)
             if judgement.verdict == "a":
                 a_wins.append(Win(point, judgement.ratio))
             elif judgement.verdict == "b":

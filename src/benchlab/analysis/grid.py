@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+from benchlab.recipe import Cell
+from benchlab.scenarios import SCENARIOS
+
 
 @dataclass(frozen=True)
 class GridPoint:
@@ -38,6 +41,47 @@ class GridPoint:
 
     def as_json(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def grid_point(
+    *,
+    name: str | None,
+    scenario: str,
+    tool: str,
+    connections: int,
+    ms: int | None,
+    mode: str,
+    rate_text: str,
+    pool: int | None,
+    keepalive: bool,
+    protocol: str,
+) -> GridPoint:
+    """The point a cell is ranked at, from what the cell says of its load (a planned cell
+    and a stored one alike); `pool` only when the recipe sweeps the pool size (then no stack
+    has a pool of its own: the recipe checks)."""
+    return GridPoint(
+        name=name,
+        scenario=scenario,
+        tool=tool,
+        connections=connections,
+        param=SCENARIOS[scenario].param_text(ms) if scenario in SCENARIOS else "",
+        mode=mode,
+        rate=rate_text if mode == "rate" else "",
+        pool=pool,
+        keepalive=keepalive,
+        protocol=protocol,
+    )
+
+
+def cell_point(cell: Cell, pool_swept: bool) -> GridPoint:
+    """The grid point of a planned cell: the runner's adaptive rounds decide the same
+    pairs the report ranks."""
+    return grid_point(
+        name=cell.point, scenario=cell.scenario, tool=cell.tool, connections=cell.connections,
+        ms=cell.ms, mode=cell.mode, rate_text=cell.rate_text,
+        pool=cell.pool_size if pool_swept else None, keepalive=cell.keepalive,
+        protocol=cell.protocol,
+    )  # fmt: skip
 
 
 def short_labels(points: Sequence[GridPoint]) -> list[str]:

@@ -323,7 +323,12 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
 
 
 def _ranked_points(summary: RunSummary) -> list[GridPoint]:
-    return [point for point, order in summary.rankings.items() if len(order) > 1]
+    """The points ranked by the run's figure (a chart has one scale), with two stacks or more."""
+    return [
+        point
+        for point, order in summary.rankings.items()
+        if len(order) > 1 and summary.figure_at(point) == summary.ranked_by
+    ]
 
 
 def heatmap_chart(summary: RunSummary) -> Chart | None:

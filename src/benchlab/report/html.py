@@ -86,7 +86,7 @@ def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
 def _relative_tables(summary: RunSummary) -> list[dict]:
     return [
         {"title": title, "header": header, "rows": rows}
-        for title, header, rows in relative_rows(summary)
+        for title, _figure, header, rows in relative_rows(summary)
     ]
 
 

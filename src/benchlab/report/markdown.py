@@ -43,8 +43,8 @@ def cell_table(summary: RunSummary) -> list[str]:
 
 def relative_markdown(summary: RunSummary) -> list[str]:
     out = []
-    for title, header, rows in relative_rows(summary):
-        out += ["", f"{summary.ranked_by.label} relative to {summary.baseline} · {title}:", ""]
+    for title, figure, header, rows in relative_rows(summary):
+        out += ["", f"{figure.label} relative to {summary.baseline} · {title}:", ""]
         out += table_lines(header, rows)
     return out
 

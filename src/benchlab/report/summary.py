@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.analysis.capacity import Target, sustained, sustained_miss
+from benchlab.analysis.capacity import Target, sustained_miss
+from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
-from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.grid import GridPoint, grid_point
 from benchlab.analysis.relative import (
     CEILING_STACK,
     Comparable,
@@ -308,6 +309,10 @@ class RunSummary:
     protocol_costs: list[ProtocolCost] = field(default_factory=list)
     hosts: list[dict[str, Any]] = field(default_factory=list)  # what ran where ([hosts])
 
+    def figure_at(self, point: GridPoint) -> F.Figure:
+        """What the cells at a point are ranked by (the runner's rule too)."""
+        return F.rank_figure(point.mode, self.options.rank_by)
+
     @property
     def baseline(self) -> str | None:
         return self.options.baseline
@@ -347,7 +352,7 @@ class RunSummary:
                     "ranking": [
                         {
                             "stack": p.label,
-                            self.ranked_by.key: p.value,
+                            self.figure_at(point).key: p.value,
                             "tied_with_previous": i > 0 and not p.behind,
                         }
                         for i, p in enumerate(order)
@@ -372,22 +377,6 @@ class RunSummary:
 
 
 # --- one cell ----------------------------------------------------------------------------------
-
-
-def _at_capacity(trials: list[TrialRecord], capacities: list[CapacityRecord]) -> list[TrialRecord]:
-    """Each replicate's trial at the capacity it found (the highest rate that held)."""
-    found = []
-    for record in capacities:
-        if record.bracket_low_rps is None:
-            continue
-        at = [
-            t for t in trials
-            if t.round == record.round and t.probe in ("step", "search", "confirm")
-            and t.target_rate == record.bracket_low_rps
-        ]  # fmt: skip
-        if at:
-            found.append(at[-1])
-    return found
 
 
 def _curve(trials: list[TrialRecord], target: Target | None) -> tuple[CurvePoint, ...]:
@@ -466,13 +455,9 @@ def _summarise_cell(
 ) -> CellSummary:
     keys = cell.keys()
     mode = (cell["mode"] if "mode" in keys else None) or "closed"
-    if mode == "slo":
-        capacities = sustained(capacities)
-        trials = _at_capacity(all_trials, capacities)
-        replicates = len(capacities)
-    else:
-        trials = [t for t in all_trials if t.probe is None]
-        replicates = len(trials)
+    records = measured(mode, all_trials, capacities)
+    trials, capacities = records.trials, records.capacities
+    replicates = len(capacities) if mode == "slo" else len(trials)
     status = cell["status"]
     if status == "pending" and (trials or capacities):
         status = "incomplete"
@@ -593,9 +578,9 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
         cells.append(summary)
     ranked_by = _run_figure(cells, options)
-    cells = _relative(cells, options.baseline, ranked_by)
+    cells = _relative(cells, options.baseline)
     contenders = [
-        Contender(c.stack_label, c.grid, c.samples.get(ranked_by.key, ()))
+        Contender(c.stack_label, c.grid, c.samples.get(c.ranked_by.key, ()), c.ranked_by)
         for c in cells
         if c.grid is not None
     ]
@@ -603,8 +588,8 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         run=run,
         cells=cells,
         options=options,
-        flips=flips(contenders, ranked_by, options.evidence),
-        rankings=rankings(contenders, ranked_by, options.evidence),
+        flips=flips(contenders, options.evidence),
+        rankings=rankings(contenders, options.evidence),
         recipe_text=row["recipe_text"],
         ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
@@ -736,10 +721,8 @@ def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
     return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
 
-def _relative(
-    cells: list[CellSummary], baseline: str | None, ranked_by: F.Figure
-) -> list[CellSummary]:
-    ranked = [Comparable(c.stack, c.grid, c.samples.get(ranked_by.key, ())) for c in cells]
+def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummary]:
+    ranked = [Comparable(c.stack, c.grid, c.samples.get(c.ranked_by.key, ())) for c in cells]
     throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
     baselines = reference_cells(ranked, baseline)
     usable = [
@@ -758,17 +741,9 @@ def _relative(
 
 
 def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
-    """Where stacks are ranked and divided by the baseline: the load, plus the pool size
-    when the recipe sweeps it (then no stack has a pool of its own: the recipe checks)."""
-    return GridPoint(
-        name=cell.point_name,
-        scenario=cell.scenario,
-        tool=cell.tool,
-        connections=cell.connections,
-        param=SCENARIOS[cell.scenario].param_text(cell.ms) if cell.scenario in SCENARIOS else "",
-        mode=cell.mode,
-        rate=cell.rate_text if cell.mode == "rate" else "",
-        pool=cell.pool_size if options.pool_swept else None,
-        keepalive=cell.keepalive,
+    return grid_point(
+        name=cell.point_name, scenario=cell.scenario, tool=cell.tool,
+        connections=cell.connections, ms=cell.ms, mode=cell.mode, rate_text=cell.rate_text,
+        pool=cell.pool_size if options.pool_swept else None, keepalive=cell.keepalive,
         protocol=cell.protocol,
-    )
+    )  # fmt: skip

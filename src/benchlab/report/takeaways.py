@@ -49,7 +49,7 @@ def takeaways(summary: RunSummary) -> list[Takeaway]:
     cores = summary.run.get("server_cores") or ()
     found = []
     for point, cells in grouped.items():
-        figure, evidence = summary.ranked_by, summary.options.evidence
+        figure, evidence = summary.figure_at(point), summary.options.evidence
         order = _tiers(cells, figure, evidence)
         sentence = point_sentence(cells, figure, evidence, others=not order)
         if order:

@@ -161,7 +161,7 @@ def _point_tables(summary: RunSummary, console: Console) -> None:
     grouped = grid_points(summary)
     ungrouped = [c for c in summary.cells if c.grid is None]
     for takeaway in takeaways(summary):
-        cells = _ranked(grouped[takeaway.point], summary.ranked_by)
+        cells = _ranked(grouped[takeaway.point], summary.figure_at(takeaway.point))
         console.print()
         _say(console, f"{takeaway.label} · {takeaway.settings}", "bold")
         console.print(_fitting_table(cells, numbers, console.width))

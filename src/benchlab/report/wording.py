@@ -133,26 +133,31 @@ def stack_facts(cell: CellSummary) -> tuple[str, str, str]:
     return str(facts.get("framework", "?")), str(facts.get("server", "?")), kind
 
 
-def relative_groups(summary: RunSummary) -> list[tuple[str, list[CellSummary]]]:
+def relative_groups(summary: RunSummary) -> list[tuple[GridPoint, list[CellSummary]]]:
     """Article 002's table: per grid point, stacks by their figure relative to the baseline,
     best first."""
     grouped: dict[GridPoint, list[CellSummary]] = {}
     for cell in summary.cells:
         if cell.ratio(F.RELATIVE) is not None and cell.grid is not None:
             grouped.setdefault(cell.grid, []).append(cell)
-    best_first = -1 if summary.ranked_by.wins(2.0) else 1
-    return [
-        (point.text(), sorted(cells, key=lambda c: best_first * c.value(F.RELATIVE)))
-        for point, cells in grouped.items()
-    ]
+    return [(p, _best_first(summary.figure_at(p), cells)) for p, cells in grouped.items()]
 
 
-def relative_rows(summary: RunSummary) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Article 002's table, per grid point: (title, header, rows)."""
+def _best_first(figure: F.Figure, cells: list[CellSummary]) -> list[CellSummary]:
+    """By the figure relative to the baseline, whichever way the point's figure is better."""
+    sign = -1 if figure.wins(2.0) else 1  # higher is better: sort descending
+    return sorted(cells, key=lambda c: sign * (c.value(F.RELATIVE) or 0.0))
+
+
+def relative_rows(
+    summary: RunSummary,
+) -> list[tuple[str, F.Figure, list[str], list[list[str]]]]:
+    """Article 002's table, per grid point: (title, the figure divided, header, rows)."""
     tables = []
-    for title, cells in relative_groups(summary):
+    for point, cells in relative_groups(summary):
         show_db = any(c.value(F.DB_SESSIONS) is not None for c in cells)
-        header = ["Framework", "Web Server", "Type", "Workers", f"{summary.ranked_by.label} ×"]
+        figure = summary.figure_at(point)
+        header = ["Framework", "Web Server", "Type", "Workers", f"{figure.label} ×"]
         header += ["P50 ms", "P99 ms"] + (["#DB"] if show_db else [])
         rows = []
         for cell in cells:
@@ -161,18 +166,18 @@ def relative_rows(summary: RunSummary) -> list[tuple[str, list[str], list[list[s
                    F.P50.format(cell.value(F.P50)), F.P99.format(cell.value(F.P99))]  # fmt: skip
             row += [F.DB_SESSIONS.format(cell.value(F.DB_SESSIONS))] if show_db else []
             rows.append(row)
-        tables.append((title, header, rows))
+        tables.append((point.text(), figure, header, rows))
     return tables
 
 
 def ranking_lines(summary: RunSummary) -> list[str]:
     """Per grid point with more than one stack, the stacks best first: '>' where one is
     ahead of the next by the evidence rule, '≈' where they tie."""
-    figure = summary.ranked_by
     lines = []
     for point, order in summary.rankings.items():
         if len(order) < 2:
             continue
+        figure = summary.figure_at(point)
         text = f"{order[0].label} ({figure.format(order[0].value)})"
         for placed in order[1:]:
             text += (

@@ -7,6 +7,7 @@ measures in phases within one session, adding cells as it learns which are worth
 from __future__ import annotations
 
 from benchlab.recipe import Plan
+from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import HOST, pinned_to, start_stack
 from benchlab.runner.measurer import MeasureOptions, Measurer
 from benchlab.runner.outcome import Reporter, RunOutcome
@@ -16,6 +17,8 @@ from benchlab.store import Store
 
 __all__ = [
     "HOST",
+    "Failure",
+    "FailureKind",
     "MeasureOptions",
     "Measurer",
     "Reporter",

@@ -14,6 +14,7 @@ from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
 from benchlab.process import ManagedProcess
 from benchlab.recipe import Cell
+from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
 from benchlab.scenarios import Expectation
@@ -60,7 +61,7 @@ class CellRunner:
         # Verification sees the miss, then the hit, of this stack's own cache-aside.
         flush_cache(session, needs_cache)
         # Generous timeout: this request may wait behind what the previous cell left queued.
-        if not self.verified(launched, cell, "verification failed"):
+        if not self.verified(launched, cell, FailureKind.VERIFICATION):
             return None
         flush_cache(session, needs_cache)  # the load of every cell starts on a cold cache
         request = self._request(launched, cell)
@@ -77,12 +78,12 @@ class CellRunner:
                 # gone; a sync worker serves them all before anything new. One request that
                 # waits its turn (the accept queue is first in, first out) lets the trial start
                 # on a drained server — and checks it still answers right.
-                if not self.verified(launched, cell, "verification after warm-up failed"):
+                if not self.verified(launched, cell, FailureKind.VERIFICATION_AFTER_WARMUP):
                     return None
             figure = self._trial(launched, cell, request)
         except LoadToolError as exc:
             check_alive(session, launched.server, cell)
-            session.fail(cell, f"load tool failed: {exc}")
+            session.fail(cell, FailureKind.LOAD_TOOL, str(exc))
             return None
         return None if cell in session.failed else figure
 
@@ -136,7 +137,7 @@ class CellRunner:
 
         return take
 
-    def verified(self, launched: Launched, cell: Cell, what: str) -> bool:
+    def verified(self, launched: Launched, cell: Cell, what: FailureKind) -> bool:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         wire = session.files.wire(cell)
@@ -147,7 +148,7 @@ class CellRunner:
             )  # fmt: skip
         if problem:
             check_alive(session, launched.server, cell)
-            session.fail(cell, f"{what}: {problem}")
+            session.fail(cell, what, problem)
             return False
         if cell not in self.negotiated:
             self.negotiated[cell] = self._negotiated(launched, expectations, wire)
@@ -196,7 +197,10 @@ class CellRunner:
             if not self.verified(launched, cell, "verification after the closed loop"):
                 return None
         if target <= 0:
-            self.session.fail(cell, "its closed-loop probe completed no request: no rate to share")
+            self.session.fail(
+                cell, FailureKind.NO_RATE,
+                "its closed-loop probe completed no request: no rate to share",
+            )  # fmt: skip
             return None
         return target
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from benchlab.analysis import capacity
+from benchlab.analysis.cell_records import by_round, measured
+from benchlab.analysis.grid import GridPoint, cell_point
 from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
 from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
+from benchlab.figures import Better, Figure, rank_figure
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
+from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_answering, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
@@ -120,9 +123,9 @@ class Measurer:
             else recipe.target_half_width_pct
         )
         swept_pool = isinstance(recipe.params.pool_size, list)
-        points: dict[tuple, list[Cell]] = {}
+        points: dict[GridPoint, list[Cell]] = {}
         for cell in cells:
-            points.setdefault(_point_of(cell, swept_pool), []).append(cell)
+            points.setdefault(cell_point(cell, swept_pool), []).append(cell)
         pending: set[Cell] = set()
         waiting: list[AdjacentPair] = []
         for group in points.values():
@@ -130,32 +133,26 @@ class Measurer:
                 if not self._converged(group[0]):
                     pending.add(group[0])
                 continue
-            series = {cell: self._by_round(cell) for cell in group}
-            pairs = adjacent_pairs(series, group[0].mode != "rate", min_effect)
+            series = {cell: self._ranking_series(cell) for cell in group}
+            higher_is_better = self._ranked_by(group[0]).better is Better.HIGHER
+            pairs = adjacent_pairs(series, higher_is_better, min_effect)
             pending |= still_to_decide(pairs)
             waiting += [pair for pair in pairs if not pair.decided]
         return [c for c in cells if c in pending], waiting
 
-    def _by_round(self, cell: Cell) -> dict[int, float]:
-        """The cell's ranking figure, round by round: throughput (closed loop), p99 (fixed
-        rate), the capacity (a search)."""
+    def _ranking_series(self, cell: Cell) -> dict[int, float]:
+        """The cell's ranking figure (the report's: the recipe's `rank_by`, else its mode's),
+        round by round."""
         store, cell_id = self.session.store, self.session.cell_ids[cell]
-        if cell.mode == "slo":
-            return {c.round: c.capacity_rps for c in capacity.sustained(store.capacities(cell_id))}
-        trials = [t for t in store.trials(cell_id) if t.probe is None]
-        if cell.mode == "rate":
-            return {t.round: t.latency_p99_ms for t in trials if t.latency_p99_ms is not None}
-        return {t.round: t.throughput_rps for t in trials}
+        records = measured(cell.mode, store.trials(cell_id), store.capacities(cell_id))
+        return by_round(self._ranked_by(cell), records)
+
+    def _ranked_by(self, cell: Cell) -> Figure:
+        return rank_figure(cell.mode, self.session.plan.recipe.rank_by)
 
     def _converged(self, cell: Cell) -> bool:
-        """Whether the figure the cell is measured for is within the target: throughput
-        (closed loop), p99 (fixed rate), the capacity (a search)."""
-        store, cell_id = self.session.store, self.session.cell_ids[cell]
-        if cell.mode == "slo":
-            values = [c.capacity_rps for c in capacity.sustained(store.capacities(cell_id))]
-        else:
-            trials = [t for t in store.trials(cell_id) if t.probe is None]
-            values = [t.latency_p99_ms if cell.mode == "rate" else t.throughput_rps for t in trials]
+        """Whether the cell's ranking figure is within the target."""
+        values = list(self._ranking_series(cell).values())
         return converged(values, self.session.plan.recipe.target_half_width_pct)
 
     def _run_round(self, round_index: int, cells: Sequence[Cell]) -> None:
@@ -227,7 +224,8 @@ class Measurer:
             if started.problem:
                 tail = server.log_tail() or "(empty)"
                 for cell in cells:
-                    session.fail(cell, f"{stack.name} {started.problem}; last log lines: {tail}")
+                    detail = f"{stack.name} {started.problem}; last log lines: {tail}"
+                    session.fail(cell, FailureKind.START, detail)
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)
             port = started.ctx.port
@@ -270,15 +268,6 @@ class Measurer:
                     positions[cell], len(session.cells), launched.round_index, cell, figure,
                     self.seconds_left(),
                 )  # fmt: skip
-
-
-def _point_of(cell: Cell, swept_pool: bool) -> tuple:
-    """The load a cell faced, whatever serves it: cells at one point are ranked together."""
-    return (
-        cell.point, cell.scenario, cell.tool, cell.connections, cell.threads, cell.duration,
-        cell.ms, cell.mode, cell.rate, cell.rate_share, cell.pool_size if swept_pool else None,
-        cell.keepalive, cell.protocol,
-    )  # fmt: skip
 
 
 def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:

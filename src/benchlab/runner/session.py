@@ -29,6 +29,7 @@ from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
 from benchlab.recipe import Cell, Plan, Recipe
 from benchlab.run_options import RunOptions
+from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_files import RunFiles
@@ -111,7 +112,7 @@ class Session:
         self.workroot = Path(".")
         self.cells: list[Cell] = []
         self.cell_ids: dict[Cell, int] = {}
-        self.failed: dict[Cell, str] = {}
+        self.failed: dict[Cell, Failure] = {}
         self.measured: set[Cell] = set()
         self.services: Services | None = None
         self.probes: dict[str, Callable[[], int] | None] = {}
@@ -293,19 +294,19 @@ class Session:
         running = self.services.running.values() if self.services is not None else ()
         return redact(text, (*self.options.secrets, *(s.password for s in running)))
 
-    def fail(self, cell: Cell, reason: str) -> None:
+    def fail(self, cell: Cell, kind: FailureKind, detail: str) -> None:
         if cell in self.failed:
             return
-        reason = self.redacted(reason)
-        self.failed[cell] = reason
-        self.store.mark_cell(self.cell_ids[cell], "failed", reason)
-        self.reporter.cell_failed(cell, reason)
+        failure = Failure(kind, self.redacted(detail))
+        self.failed[cell] = failure
+        self.store.mark_cell(self.cell_ids[cell], "failed", failure.reason)
+        self.reporter.cell_failed(cell, failure.reason)
 
-    def fail_launch(self, first: Cell, reason: str) -> None:
+    def fail_launch(self, first: Cell, detail: str) -> None:
         """Every cell served by `first`'s launch fails (its stack died)."""
         for cell in self.cells:
             if cell.launch_key == first.launch_key:
-                self.fail(cell, reason)
+                self.fail(cell, FailureKind.STACK_DIED, detail)
 
     # --- what the cells need ----------------------------------------------------------------
 
@@ -326,7 +327,8 @@ class Session:
             available = stack.availability()
             if not available.ok:
                 for cell in cells:
-                    self.fail(cell, f"unavailable: {available.reason}; fix: {available.fix}")
+                    detail = f"{available.reason}; fix: {available.fix}"
+                    self.fail(cell, FailureKind.UNAVAILABLE, detail)
                 continue
             if stack.build is not None:
                 self.reporter.status(f"building {name}")
@@ -334,7 +336,7 @@ class Session:
                     stack.build()
                 except UserError as exc:
                     for cell in cells:
-                        self.fail(cell, f"build failed: {exc}")
+                        self.fail(cell, FailureKind.BUILD, str(exc))
 
     def _start_services(self, cells: Sequence[Cell]) -> None:
         live = [c for c in cells if c not in self.failed]
@@ -383,4 +385,4 @@ class Session:
             scenario = self.scenarios[cell.scenario]
             needs = scenario.needs_cache if service.name == "redis" else scenario.needs_database
             if needs:
-                self.fail(cell, reason)
+                self.fail(cell, FailureKind.SERVICE_DIED, reason)

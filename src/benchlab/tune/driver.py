@@ -42,6 +42,7 @@ from benchlab.recipe import (
 )
 from benchlab.run_options import RunOptions
 from benchlab.runner import (
+    FailureKind,
     MeasureOptions,
     Measurer,
     Reporter,
@@ -494,11 +495,11 @@ def _refuse_if_every_check_failed(
     session: Session, cells: list[Cell], request: TuneRequest
 ) -> None:
     """A check that no candidate passes is the request's fault, not the servers'."""
-    reasons = [session.failed.get(cell, "") for cell in cells]
-    if not all("verification failed" in r for r in reasons):
+    failures = [session.failed.get(cell) for cell in cells]
+    if not all(f is not None and f.kind is FailureKind.VERIFICATION for f in failures):
         return
     shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
-    answer = reasons[0].split("verification failed: ", 1)[-1]
+    answer = failures[0].detail if failures[0] is not None else ""
     raise UserError(
         f"--request {shown}: the check failed on every candidate ({len(cells)}): {answer}; "
         "fix the request or its check (--check-status, --check-body)"

@@ -99,7 +99,8 @@ def prove(
         measurer.measure([cell], 1)
         trials = [t for t in session.store.trials(cell_id) if t.probe is None]
         if cell in session.failed or not trials:
-            say(f"proof of {label}: {session.failed.get(cell, 'no trial')}")
+            failure = session.failed.get(cell)
+            say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
             return
         missed = capacity.proof_miss(trials[-1], target)
         session.store.add_cell_facts(

@@ -1,0 +1,51 @@
+"""The records a cell's figures are made of, chosen once for the report and the runner: a
+closed-loop or fixed-rate cell's own trials (not its probes); a capacity search's sustained
+replicates, with each one's trial at the capacity it found."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchlab import figures as F
+from benchlab.analysis.capacity import sustained
+from benchlab.analysis.combine import samples
+from benchlab.store import CapacityRecord, TrialRecord
+
+
+@dataclass(frozen=True)
+class CellRecords:
+    trials: list[TrialRecord]
+    capacities: list[CapacityRecord]  # a search's sustained replicates; none otherwise
+
+
+def measured(
+    mode: str, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
+) -> CellRecords:
+    if mode == "slo":
+        found = sustained(capacities)
+        return CellRecords(_at_capacity(trials, found), found)
+    return CellRecords([t for t in trials if t.probe is None], [])
+
+
+def by_round(figure: F.Figure, records: CellRecords) -> dict[int, float]:
+    """The figure a cell is ranked by, round by round: what the adaptive rounds decide."""
+    return samples(figure, records.trials, records.capacities).by_round()
+
+
+def _at_capacity(
+    trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
+) -> list[TrialRecord]:
+    """Each replicate's trial at the capacity it found (the highest rate that held)."""
+    found = []
+    for record in capacities:
+        if record.bracket_low_rps is None:
+            continue
+        at = [
+            t for t in trials
+            if t.round == record.round and t.probe in ("step", "search", "confirm")
+            and t.target_rate == record.bracket_low_rps
+        ]  # fmt: skip
+        if at:
+            found.append(at[-1])
+    return found

@@ -1,0 +1,118 @@
+"""The adaptive rounds decide what the report ranks by: the recipe's `rank_by` (else the
+mode's figure), at the report's grid points. In process: the rounds' trials are written
+by a stand-in for the launches (a scheduling test: no figure here is a measurement)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchlab.analysis.grid import cell_point
+from benchlab.recipe import Cell, build_plan, load_recipe
+from benchlab.recipe.files import BUNDLED_RECIPES
+from benchlab.report.summary import summarise
+from benchlab.runner.measurer import Measurer
+from benchlab.store import RunInfo, Store
+from tests.stored_runs import _trial
+
+ROUNDS, MAX_ROUNDS = 3, 8
+# Throughput far apart (every pair decided by it in three rounds); CPU per request of the
+# first two within a few % of each other with noise (undecided by it), the third far off.
+THROUGHPUT = {"gin": 40_000.0, "sanic": 20_000.0, "tornado": 5_000.0}
+CPU_US = {"gin": 100.0, "sanic": 103.0, "tornado": 400.0}
+
+
+class RoundsWritten(Measurer):
+    """Measures a round by writing each cell's trial: the figures the test chose, with a
+    round-to-round noise of a few % on CPU per request."""
+
+    def __init__(self, session: SimpleNamespace, rng: random.Random) -> None:
+        super().__init__(session)  # type: ignore[arg-type]
+        self.rng = rng
+        self.measured_in: dict[int, list[str]] = {}
+
+    def _run_round(self, round_index: int, cells) -> None:
+        for cell in cells:
+            if self.done_rounds(cell) > round_index:
+                continue
+            rps = THROUGHPUT[cell.stack] * self.rng.uniform(0.995, 1.005)
+            trial = _trial(round_index, rps, cell.connections, 50.0)
+            cpu_us = CPU_US[cell.stack] * self.rng.uniform(0.9, 1.1)
+            trial = dataclasses.replace(trial, server_cpu_s=cpu_us * trial.requests / 1e6)
+            self.session.store.add_trial(self.session.cell_ids[cell], trial)
+            self.session.measured.add(cell)
+            self.measured_in.setdefault(round_index, []).append(cell.stack)
+
+
+def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
+    store = Store(tmp_path / "results.db")
+    run_id = store.create_run(_run_info())
+    cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
+    recipe = SimpleNamespace(
+        rank_by=rank_by, min_effect_pct=1.0, target_half_width_pct=5.0, warmup=0,
+        params=SimpleNamespace(pool_size=None),
+    )  # fmt: skip
+    return SimpleNamespace(
+        store=store,
+        cell_ids={c: store.add_cell(run_id, i, c, c.stack) for i, c in enumerate(cells)},
+        cells=cells,
+        plan=SimpleNamespace(recipe=recipe),
+        measured=set(),
+        failed={},
+        deadline_s=None,
+        costs=None,
+        time_left=lambda needs_s=0.0: True,
+        reporter=SimpleNamespace(status=lambda text: None, extend=lambda n: None),
+    )
+
+
+def _run_info() -> RunInfo:
+    return RunInfo("r.toml", "r", "", "q", "benchlab run r.toml", "0" * 16, (0,), (1,), {}, {})
+
+
+def _stacks_in_adaptive_rounds(tmp_path: Path, rank_by: str | None) -> set[str]:
+    session = _session(tmp_path, rank_by)
+    measurer = RoundsWritten(session, random.Random(7))
+    measurer.measure(session.cells, ROUNDS, MAX_ROUNDS)
+    return {
+        stack
+        for round_index, stacks in measurer.measured_in.items()
+        if round_index >= ROUNDS
+        for stack in stacks
+    }
+
+
+def test_extra_rounds_decide_the_figure_the_recipe_ranks_by(tmp_path: Path) -> None:
+    # Ranked by CPU per request: gin and sanic are within noise of each other, so the
+    # extra rounds go to them (and only them: tornado is decided, far off).
+    assert _stacks_in_adaptive_rounds(tmp_path, "cpu_us_per_request") == {"gin", "sanic"}
+
+
+@pytest.mark.parametrize("rank_by", [None, "throughput_rps"])
+def test_without_rank_by_the_mode_figure_decides(tmp_path: Path, rank_by: str | None) -> None:
+    # Throughput separates every pair in the first rounds: no adaptive round is needed.
+    assert _stacks_in_adaptive_rounds(tmp_path, rank_by) == set()
+
+
+@pytest.mark.parametrize(
+    "recipe_name", ["quick", "seed-001-flask-vs-fastapi", "generator-ceiling", "slo-capacity"]
+)
+def test_the_runner_and_the_report_group_cells_at_the_same_points(
+    tmp_path: Path, recipe_name: str
+) -> None:
+    # Every planned cell, stored as a run stores it and read back by the report, sits at
+    # the grid point the runner put it at.
+    path = BUNDLED_RECIPES / f"{recipe_name}.toml"
+    recipe, text = load_recipe(path)
+    plan = build_plan(path, recipe, text)
+    store = Store(tmp_path / "results.db")
+    run_id = store.create_run(_run_info())
+    for position, cell in enumerate(plan.cells):
+        store.add_cell(run_id, position, cell, cell.stack)
+    pool_swept = isinstance(recipe.params.pool_size, list)
+    planned = [cell_point(cell, pool_swept) for cell in plan.cells]
+    assert [c.grid for c in summarise(store, run_id).cells] == planned
