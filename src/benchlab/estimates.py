@@ -20,6 +20,7 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.build_cache import state_dir
 from benchlab.load import TOOLS
+from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.scenarios import SCENARIOS
 
@@ -116,10 +117,10 @@ def cell_seconds(cell: Cell, first_round: bool, warmup: int, costs: Costs) -> tu
     overhead = costs.get(f"overhead:{cell.tool}", "overhead")
     verify = costs.get("verify")
     around = 2 * verify + (warmup + overhead if warmup else 0.0)
-    if cell.mode == "slo":
+    if cell.mode == Mode.SLO:
         probes = FIRST_REPLICATE_PROBES if first_round else LATER_REPLICATE_PROBES
         return probes * cell.duration, around + probes * (overhead + verify)
-    if cell.mode == "rate" and cell.rate_share is not None and first_round:
+    if cell.mode == Mode.RATE and cell.rate_share is not None and first_round:
         return 2 * cell.duration, around + 2 * overhead  # its closed-loop probe first
     return cell.duration, around + overhead
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from benchlab.modes import Mode
+
 
 class Better(Enum):
     HIGHER = "higher"
@@ -80,7 +82,7 @@ class Combine(Enum):
 
 # (the cell's trials, the figures combined before this one) -> the figure
 Derive = Callable[[Sequence[Any], Mapping[str, Any]], float | None]
-FIXED_RATE = frozenset({"rate", "slo"})
+FIXED_RATE = frozenset(m for m in Mode if m.fixed_rate)
 
 
 @dataclass(frozen=True)
@@ -90,20 +92,20 @@ class Source:
     combine: Combine
     # The TrialRecord attribute (CapacityRecord's for REPLICATES, the cells column for CELL).
     attr: str | None = None
-    modes: frozenset[str] | None = None  # the modes whose cells have it; None: every mode
+    modes: frozenset[Mode] | None = None  # the modes whose cells have it; None: every mode
     per: int | None = None  # SUM: the total divided by this (bytes into MB)
     fallback: Combine | None = None  # HISTOGRAM without histograms: MEDIAN or PEAK
     derive: Derive | None = None  # DERIVED
 
-    def applies(self, mode: str) -> bool:
+    def applies(self, mode: Mode) -> bool:
         return self.modes is None or mode in self.modes
 
 
-def _median(attr: str, modes: frozenset[str] | None = None) -> Source:
+def _median(attr: str, modes: frozenset[Mode] | None = None) -> Source:
     return Source(Combine.MEDIAN, attr, modes)
 
 
-def _peak(attr: str, modes: frozenset[str] | None = None) -> Source:
+def _peak(attr: str, modes: frozenset[Mode] | None = None) -> Source:
     return Source(Combine.PEAK, attr, modes)
 
 
@@ -233,7 +235,7 @@ CAPACITY = _figure(
     "capacity_rps", "capacity", "req/s", UP, E,
     "the highest fixed rate that held the SLO: median over search replicates [interval]",
     rate_text, brief=True,
-    source=Source(Combine.REPLICATES, "capacity_rps", frozenset({"slo"})),
+    source=Source(Combine.REPLICATES, "capacity_rps", frozenset({Mode.SLO})),
 )  # fmt: skip
 CLOSED_CAPACITY = _figure(
     "closed_capacity_rps", "closed-loop", "req/s", UP, V,
@@ -340,11 +342,11 @@ CEILING = _figure(
 
 
 # What a cell is ranked, compared and divided by, per mode: what the mode measures.
-RANK_BY_MODE = {"closed": THROUGHPUT, "rate": P99, "slo": CAPACITY}
+RANK_BY_MODE = {Mode.CLOSED: THROUGHPUT, Mode.RATE: P99, Mode.SLO: CAPACITY}
 RANKABLE = (THROUGHPUT, CAPACITY, P99, CPU_PER_REQUEST)
 
 
-def rank_figure(mode: str, override: str | None = None) -> Figure:
+def rank_figure(mode: Mode, override: str | None = None) -> Figure:
     if override is not None:
         return FIGURES[override]
     return RANK_BY_MODE[mode]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from benchlab import figures as F
 from benchlab.analysis.capacity import sustained
 from benchlab.analysis.combine import samples
+from benchlab.modes import Mode
 from benchlab.store import CapacityRecord, TrialRecord
 
 
@@ -20,9 +21,9 @@ class CellRecords:
 
 
 def measured(
-    mode: str, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
+    mode: Mode, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
 ) -> CellRecords:
-    if mode == "slo":
+    if mode == Mode.SLO:
         found = sustained(capacities)
         return CellRecords(_at_capacity(trials, found), found)
     return CellRecords([t for t in trials if t.probe is None], [])

@@ -17,6 +17,7 @@ from benchlab import figures as F
 from benchlab.analysis.samples import Samples
 from benchlab.analysis.stats import Estimate, Ratio, median_interval
 from benchlab.load import histogram
+from benchlab.modes import Mode
 from benchlab.store import CapacityRecord, TrialRecord
 
 FigureValue = Estimate | Ratio | float | int | None
@@ -131,7 +132,7 @@ def combine(
     trials: Sequence[TrialRecord],
     capacities: Sequence[CapacityRecord],
     cell: Mapping[str, Any],
-    mode: str,
+    mode: Mode,
 ) -> Combined:
     """Every figure of the registry the cell's mode has, in the registry's order."""
     lat = latency(trials)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.scenarios import SCENARIOS
 
@@ -17,7 +18,7 @@ class GridPoint:
     tool: str
     connections: int
     param: str = ""  # the scenario's parameter: "delay=20ms", "sleep=100ms", "cpu=500µs"
-    mode: str = "closed"
+    mode: Mode = Mode.CLOSED
     rate: str = ""  # rate cells: "2,000/s" or "60%"
     pool: int | None = None  # only when the recipe sweeps the pool size
     keepalive: bool = True  # False: a new connection for every request
@@ -30,7 +31,7 @@ class GridPoint:
             self.scenario,
             f"{self.tool} c={self.connections}",
             self.param,
-            {"closed": "", "slo": "capacity"}.get(self.mode, f"rate {self.rate}"),
+            {Mode.CLOSED: "", Mode.SLO: "capacity"}.get(self.mode, f"rate {self.rate}"),
             f"pool={self.pool}" if self.pool is not None else "",
             "" if self.keepalive else "no keep-alive",
             "" if self.protocol == "h1" else self.protocol,
@@ -50,7 +51,7 @@ def grid_point(
     tool: str,
     connections: int,
     ms: int | None,
-    mode: str,
+    mode: Mode,
     rate_text: str,
     pool: int | None,
     keepalive: bool,
@@ -66,7 +67,7 @@ def grid_point(
         connections=connections,
         param=SCENARIOS[scenario].param_text(ms) if scenario in SCENARIOS else "",
         mode=mode,
-        rate=rate_text if mode == "rate" else "",
+        rate=rate_text if mode == Mode.RATE else "",
         pool=pool,
         keepalive=keepalive,
         protocol=protocol,

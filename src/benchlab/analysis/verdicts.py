@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Protocol
 
 from benchlab import figures as F
+from benchlab.modes import Mode
 
 ERROR_RATE = 0.001  # more than 0.1 % of requests failed
 CLIENT_SATURATED = 0.90  # the load tool used 90 % of its cores
@@ -140,7 +141,7 @@ def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
     """Little's law on the client side: in a closed loop every connection always has one
     request in flight, so throughput × mean latency is close to the connections held open.
     Far below, the tool spent its time somewhere other than in requests."""
-    if cell.mode != "closed" or not consistency_checkable(cell, setting):
+    if cell.mode != Mode.CLOSED or not consistency_checkable(cell, setting):
         return None
     throughput, mean = _throughput(cell), cell.value(F.LAT_MEAN) or 0.0
     in_flight = throughput * mean / 1000
@@ -172,7 +173,7 @@ def _client_bound(cell: Measured, setting: Setting) -> Verdict | None:
 
 def _undelivered(cell: Measured) -> bool:
     ratio = cell.value(F.RATE_RATIO)
-    return cell.mode == "rate" and ratio is not None and not F.RATE_RATIO.reaches(ratio)
+    return cell.mode == Mode.RATE and ratio is not None and not F.RATE_RATIO.reaches(ratio)
 
 
 def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
@@ -215,7 +216,7 @@ def _unsent(cell: Measured) -> bool:
 
 def _generator_lag(cell: Measured, setting: Setting) -> Verdict | None:
     lag, p99 = cell.value(F.SCHEDULE_LAG), cell.value(F.P99)
-    if cell.mode != "rate" or lag is None or p99 is None or _undelivered(cell):
+    if cell.mode != Mode.RATE or lag is None or p99 is None or _undelivered(cell):
         return None
     if lag < LAG_MS or lag < LAG_SHARE * p99:
         return None
@@ -239,7 +240,7 @@ def queue_grew(first_ms: float | None, last_ms: float | None) -> bool:
 
 def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
     first, last = setting.latency_first_ms, setting.latency_last_ms
-    if cell.mode != "rate" or first is None or last is None or not queue_grew(first, last):
+    if cell.mode != Mode.RATE or first is None or last is None or not queue_grew(first, last):
         return None
     return FALLING_BEHIND.says(
         f"latency grew through each trial, from {first:,.1f} ms (median of its first quarter) to "
@@ -250,7 +251,7 @@ def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
 
 def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
     share = _server_share(cell, setting)
-    if cell.mode == "closed" or share is None or share < SERVER_FULL:
+    if cell.mode == Mode.CLOSED or share is None or share < SERVER_FULL:
         return None
     return SERVER_SATURATED.says(
         f"the server used {100 * share:.0f}% of its {setting.server_cores} core(s): at this "
@@ -279,7 +280,7 @@ def _littles_bound(cell: Measured, concurrency: int) -> float | None:
 
 def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
     share = _busy_or_starved(cell, setting)
-    if cell.mode != "closed" or share is None or share >= IDLE_SERVER:
+    if cell.mode != Mode.CLOSED or share is None or share >= IDLE_SERVER:
         return None
     cpu = _server_share(cell, setting) or 0.0
     wait, throughput = _wait_ms(cell), _throughput(cell)
@@ -328,7 +329,7 @@ def _binding_limit(cell: Measured) -> tuple[str, int]:
 def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
     bound = _littles_bound(cell, cell.connections)
     share = _server_share(cell, setting)
-    if cell.mode != "closed" or bound is None or share is None or share >= CPU_BOUND:
+    if cell.mode != Mode.CLOSED or bound is None or share is None or share >= CPU_BOUND:
         return None
     fraction = _throughput(cell) / bound
     if fraction >= FAR_BELOW:
@@ -401,7 +402,7 @@ VERDICTS: dict[str, VerdictKind] = {}
 
 
 def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
-    if cell.mode != "slo" or not cell.unbracketed:
+    if cell.mode != Mode.SLO or not cell.unbracketed:
         return None
     found, closed = cell.value(F.CAPACITY) or 0.0, cell.value(F.CLOSED_CAPACITY)
     lead = (

@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from benchlab.load import TOOLS
+from benchlab.modes import Mode
 from benchlab.recipe.cores import CoreAssignment
 from benchlab.recipe.schema import (
     Recipe,
@@ -39,7 +40,7 @@ class Cell:
     pool_size: int | None = None  # per worker; only for scenarios that use the database
     ms: int | None = None  # the scenario's parameter: db-delay's or sleep's ms, cpu's µs
     point: str | None = None  # the named grid point, when the recipe has points
-    mode: str = "closed"  # closed, rate (a fixed rate), slo (the capacity under the SLO)
+    mode: Mode = Mode.CLOSED
     rate: float | None = None  # rate cells: requests per second
     rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
     keepalive: bool = True  # False: the client closes each connection after one request
@@ -56,7 +57,7 @@ class Cell:
             f"|p{self.pool_size or '-'}"
             f"|ms{self.ms if self.ms is not None else '-'}"
             + (f"|{self.point}" if self.point else "")
-            + (f"|{self.mode}" if self.mode != "closed" else "")
+            + (f"|{self.mode}" if self.mode != Mode.CLOSED else "")
             + (f"|r{self.rate:g}" if self.rate is not None else "")
             + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
             + ("" if self.keepalive else "|noka")

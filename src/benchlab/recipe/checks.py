@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.modes import Mode
 from benchlab.recipe.cells import scenario_names
 from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
@@ -270,7 +271,7 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'slo': no latency target; give p99_ms (and optionally p50_ms), "
                 "e.g. p99_ms = 100"
             )
-        if not any(profile_mode(recipe, p) == "slo" for p in recipe.load):
+        if not any(profile_mode(recipe, p) == Mode.SLO for p in recipe.load):
             raise UserError(
                 f"{path}: key 'slo': no [[load]] profile can search a capacity; add one with "
                 f'tool = "{RATE_TOOL}" and no rate'

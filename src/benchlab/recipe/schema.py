@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from benchlab.figures import RANKABLE
 from benchlab.load import DEFAULT_TOOL, TOOLS
+from benchlab.modes import Mode
 from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.text import control_character
@@ -243,14 +244,14 @@ def at_point(recipe: Recipe, point: Point) -> Recipe:
     )
 
 
-def profile_mode(recipe: Recipe, profile: LoadProfile) -> str:
+def profile_mode(recipe: Recipe, profile: LoadProfile) -> Mode:
     """rate: the profile sets a rate; slo: the recipe has a target and the profile's tool can
     pace (its capacity is searched); closed otherwise."""
     if profile.rate is not None:
-        return "rate"
+        return Mode.RATE
     if recipe.slo is not None and TOOLS[profile.tool].can_pace:
-        return "slo"
-    return "closed"
+        return Mode.SLO
+    return Mode.CLOSED
 
 
 def rate_share(text: str) -> float | None:

@@ -30,6 +30,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK
+from benchlab.modes import Mode
 from benchlab.report.recommendation import candidate_results
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.wording import display_names
@@ -113,7 +114,7 @@ def stack_colours(summary: RunSummary) -> dict[str, str]:
 
 
 def groups(
-    summary: RunSummary, modes: tuple[str, ...] = ("closed", "rate", "slo")
+    summary: RunSummary, modes: tuple[Mode, ...] = tuple(Mode)
 ) -> dict[GridPoint, list[CellSummary]]:
     """Cells by grid point, in the order the recipe lists them."""
     grouped: dict[GridPoint, list[CellSummary]] = {}
@@ -243,8 +244,8 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
     charts = []
     points = list(groups(summary))
     labels = dict(zip(points, short_labels(points), strict=True))
-    for index, (point, cells) in enumerate(groups(summary, ("closed", "slo")).items()):
-        figure = F.CAPACITY if point.mode == "slo" else F.THROUGHPUT
+    for index, (point, cells) in enumerate(groups(summary, (Mode.CLOSED, Mode.SLO)).items()):
+        figure = F.CAPACITY if point.mode == Mode.SLO else F.THROUGHPUT
         if figure is F.THROUGHPUT:
             caption = (
                 "Bar: median req/s over trials (log scale: equal steps are equal ratios); "
@@ -282,7 +283,7 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     charts = []
     points = list(groups(summary))
     labels = dict(zip(points, short_labels(points), strict=True))
-    for index, (point, cells) in enumerate(groups(summary, ("closed", "rate")).items()):
+    for index, (point, cells) in enumerate(groups(summary, (Mode.CLOSED, Mode.RATE)).items()):
         drawn = [c for c in cells if _curve(c)]
         if not drawn:
             continue
@@ -301,7 +302,7 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             ax.set_xticks([_nines(q) for q in TICK_QUANTILES], [f"p{q}" for q in TICK_QUANTILES])
             ax.set_ylabel("latency, ms (log scale)")
             ax.grid(which="major", alpha=0.25)
-        closed = point.mode == "closed"
+        closed = point.mode == Mode.CLOSED
         caption = (
             "Each line a stack: its latency at each percentile (the x axis spreads the nines: "
             "p90, p99, p99.9 one step apart)."
@@ -451,7 +452,7 @@ CurveLine = list[tuple[float, float | None, float, bool, bool]]
 
 def _curve_point(cell: CellSummary) -> GridPoint | None:
     """The grid point a cell's curve belongs to: its load, the rate set aside."""
-    return None if cell.grid is None else dataclasses.replace(cell.grid, rate="", mode="closed")
+    return None if cell.grid is None else dataclasses.replace(cell.grid, rate="", mode=Mode.CLOSED)
 
 
 def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
@@ -459,10 +460,10 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     curves: dict[GridPoint, dict[str, CurveLine]] = {}
     for cell in summary.cells:
         point = _curve_point(cell)
-        if point is None or cell.mode == "closed":
+        if point is None or cell.mode == Mode.CLOSED:
             continue
         line = curves.setdefault(point, {}).setdefault(cell.stack_label, [])
-        if cell.mode == "slo":
+        if cell.mode == Mode.SLO:
             line += [
                 (
                     p.target_rps, p.p50_ms, p.p99_ms,
@@ -485,7 +486,7 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     capacities = {
         (_curve_point(c), c.stack_label): c
         for c in summary.cells
-        if c.mode == "slo" and c.estimate(F.CAPACITY)
+        if c.mode == Mode.SLO and c.estimate(F.CAPACITY)
     }
     labels = dict(zip(curves, short_labels(list(curves)), strict=True))
     charts = []

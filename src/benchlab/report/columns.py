@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.load import TOOLS, finer_than_timed
+from benchlab.modes import Mode
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.scenarios import SCENARIOS
 
@@ -126,9 +127,9 @@ def params_text(cell: CellSummary) -> str:
 
 def load_text(cell: CellSummary) -> str:
     """How the cell was loaded: a fixed rate, a capacity search, or nothing (closed loop)."""
-    if cell.mode == "slo":
+    if cell.mode == Mode.SLO:
         return "capacity search"
-    return f"rate {cell.rate_text}" if cell.mode == "rate" else ""
+    return f"rate {cell.rate_text}" if cell.mode == Mode.RATE else ""
 
 
 def note_text(cell: CellSummary, footnote: int | None = None) -> str:

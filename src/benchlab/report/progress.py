@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from benchlab.estimates import minutes
+from benchlab.modes import Mode
 from benchlab.recipe import Cell, Plan
 from benchlab.text import one_line
 
@@ -20,7 +21,7 @@ def _field(text: str) -> str:
 
 def _cell_text(cell: Cell) -> str:
     rate = f" {cell.rate_text}" if cell.rate_text else ""
-    search = " capacity" if cell.mode == "slo" else ""
+    search = " capacity" if cell.mode == Mode.SLO else ""
     return f"{cell.stack} {cell.scenario} c={cell.connections}{rate}{search}"
 
 

@@ -12,6 +12,7 @@ from benchlab import figures as F
 from benchlab.analysis.capacity import rate_to_run_at
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
+from benchlab.modes import Mode
 from benchlab.report.summary import CellSummary, RunSummary
 
 
@@ -147,7 +148,7 @@ def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
     steps = []
     for cell in summary.cells:
         judged = cell.facts.get("proof") or {}
-        if cell.mode != "rate" or judged.get("of") != best.label:
+        if cell.mode != Mode.RATE or judged.get("of") != best.label:
             continue
         steps.append(
             (
@@ -173,8 +174,8 @@ def _key(cell: CellSummary) -> tuple[str, int, int | None]:
 
 def candidate_results(summary: RunSummary) -> list[CandidateResult]:
     """Every candidate, from its first-pass cell and (if it survived) its search cell."""
-    coarse = {_key(c): c for c in summary.cells if c.mode == "closed"}
-    search = {_key(c): c for c in summary.cells if c.mode == "slo"}
+    coarse = {_key(c): c for c in summary.cells if c.mode == Mode.CLOSED}
+    search = {_key(c): c for c in summary.cells if c.mode == Mode.SLO}
     results = []
     for key, first in coarse.items():
         found = search.get(key)

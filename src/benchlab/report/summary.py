@@ -34,6 +34,7 @@ from benchlab.analysis.relative import (
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS
+from benchlab.modes import Mode, mode_of
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
@@ -151,7 +152,7 @@ class CellSummary:
     status: str
     point_name: str | None
     reason: str | None
-    mode: str
+    mode: Mode
     trials: int  # trials measured (for a capacity search: replicates)
     errors: dict[str, int]
     figures: dict[str, FigureValue]
@@ -454,10 +455,10 @@ def _summarise_cell(
     options: RunOptions,
 ) -> CellSummary:
     keys = cell.keys()
-    mode = (cell["mode"] if "mode" in keys else None) or "closed"
+    mode = mode_of(cell["mode"] if "mode" in keys else None)
     records = measured(mode, all_trials, capacities)
     trials, capacities = records.trials, records.capacities
-    replicates = len(capacities) if mode == "slo" else len(trials)
+    replicates = len(capacities) if mode == Mode.SLO else len(trials)
     status = cell["status"]
     if status == "pending" and (trials or capacities):
         status = "incomplete"
@@ -643,7 +644,7 @@ def protocol_costs(cells: list[CellSummary]) -> list[ProtocolCost]:
     plain: dict[tuple, list[CellSummary]] = {}
     others: list[tuple[tuple, CellSummary]] = []
     for cell in cells:
-        if cell.mode != "closed" or cell.grid is None or not cell.samples.get(F.THROUGHPUT.key):
+        if cell.mode != Mode.CLOSED or cell.grid is None or not cell.samples.get(F.THROUGHPUT.key):
             continue
         where = (cell.stack_label, dataclasses.replace(cell.grid, tool="", protocol="h1"))
         if cell.protocol == "h1":
@@ -673,7 +674,7 @@ def tool_agreement(cells: list[CellSummary]) -> list[str]:
     not, the tool farthest from the others is named."""
     groups: dict[tuple, list[CellSummary]] = {}
     for cell in cells:
-        if cell.mode == "closed" and cell.throughput is not None and cell.grid is not None:
+        if cell.mode == Mode.CLOSED and cell.throughput is not None and cell.grid is not None:
             where = dataclasses.replace(cell.grid, tool="")
             groups.setdefault((cell.stack_label, where), []).append(cell)
     lines = []
@@ -716,8 +717,8 @@ def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
     (a tie goes to the search, then the fixed rate: what the run went on to measure)."""
     if options.rank_by:
         return F.FIGURES[options.rank_by]
-    modes = [c.mode for c in cells] or ["closed"]
-    order = ("closed", "rate", "slo")
+    modes = [c.mode for c in cells] or [Mode.CLOSED]
+    order = list(Mode)
     return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
 
@@ -734,7 +735,7 @@ def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummar
     for cell, view, plain in zip(cells, ranked, throughput, strict=True):
         figures = dict(cell.figures)
         figures[F.RELATIVE.key] = relative_to(view, baselines)
-        if cell.stack != CEILING_STACK and cell.mode == "closed":
+        if cell.stack != CEILING_STACK and cell.mode == Mode.CLOSED:
             figures[F.CEILING.key] = relative_to(plain, ceilings)
         out.append(dataclasses.replace(cell, figures=figures))
     return out

@@ -18,6 +18,7 @@ from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
+from benchlab.modes import Mode
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.tiers import Tier, better_by, interval, order_sentence, tiers, times
 from benchlab.report.wording import display_names, settings_text
@@ -246,7 +247,7 @@ def _closed_example(summary: RunSummary) -> str:
     """Little's law on one of the run's own cells: p50 against connections ÷ throughput."""
     cells = [
         c for c in summary.cells
-        if c.mode == "closed" and c.value(F.THROUGHPUT) and c.value(F.P50)
+        if c.mode == Mode.CLOSED and c.value(F.THROUGHPUT) and c.value(F.P50)
         and c.stack != CEILING_STACK
     ]  # fmt: skip
     if not cells:
@@ -283,20 +284,20 @@ def reading_guide(summary: RunSummary) -> list[str]:
     modes = {c.mode for c in summary.cells}
     run = summary.run
     lines = []
-    if "closed" in modes:
+    if Mode.CLOSED in modes:
         lines.append(
             "Closed loop (throughput): each connection sends its next request as soon as the "
             "last one returns, so the server always has as many requests waiting as there are "
             "connections, and throughput is what it served. Latency then restates throughput: "
             "p50 ≈ connections ÷ throughput." + _closed_example(summary)
         )
-    if modes & {"rate", "slo"}:
+    if modes & {Mode.RATE, Mode.SLO}:
         lines.append(
             "Fixed rate (latency): requests leave on a schedule whether or not earlier ones "
             "returned, and latency counts from each request's due time, so p50 and p99 are what "
             "a user would see at that rate."
         )
-    if "slo" in modes and summary.options.slo is not None:
+    if Mode.SLO in modes and summary.options.slo is not None:
         lines.append(
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "found by a search at each stack's own pace."

@@ -13,6 +13,7 @@ from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
 from benchlab.cpu_account import PROCESS_TREE
 from benchlab.load import TOOLS, finer_than_timed
+from benchlab.modes import Mode
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.report.summary import CellSummary, RunSummary
 
@@ -39,12 +40,12 @@ def method_notes(summary: RunSummary) -> list[str]:
     """How the figures of this run were made, when it is not the plain closed loop."""
     notes = []
     modes = {c.mode for c in summary.cells}
-    if "rate" in modes or "slo" in modes:
+    if Mode.RATE in modes or Mode.SLO in modes:
         notes.append(
             "Fixed-rate latency counts from each request's due time (coordinated omission "
             "corrected); percentiles come from the merged histogram of the trials."
         )
-    if "slo" in modes and summary.options.slo is not None:
+    if Mode.SLO in modes and summary.options.slo is not None:
         notes.append(
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "median over search replicates [interval]; latency and CPU shown at that rate."
@@ -52,7 +53,7 @@ def method_notes(summary: RunSummary) -> list[str]:
     coarse = sorted(
         {
             c.tool for c in summary.cells
-            if c.mode == "closed" and finer_than_timed(c.tool, c.value(F.LAT_MEAN))
+            if c.mode == Mode.CLOSED and finer_than_timed(c.tool, c.value(F.LAT_MEAN))
         }
     )  # fmt: skip
     if coarse:
@@ -90,7 +91,7 @@ def _coarse_resolutions() -> str:
 def cell_name(cell: CellSummary) -> str:
     """The cell in words: stack, scenario, tool, connections, load and parameters."""
     params = params_text(cell)
-    load = {"slo": " capacity", "rate": f" rate {cell.rate_text}"}.get(cell.mode, "")
+    load = {Mode.SLO: " capacity", Mode.RATE: f" rate {cell.rate_text}"}.get(cell.mode, "")
     return (
         f"{cell.stack_label} {cell.scenario} {cell.tool} c={cell.connections}{load}"
         f"{' ' + params if params else ''}"
@@ -265,7 +266,7 @@ def settings_text(
             else f"{connections[0]}–{connections[-1]} connections"
         )
     if trials:
-        unit = "replicate" if any(c.mode == "slo" for c in cells) else "trial"
+        unit = "replicate" if any(c.mode == Mode.SLO for c in cells) else "trial"
         unit += "s" if max(trials) > 1 else ""
         parts.append(f"{_span(trials, unit)} of {_span([c.duration_s for c in cells], 's')}")
     parts.append(

@@ -12,6 +12,7 @@ from benchlab.analysis import capacity
 from benchlab.errors import LoadToolError
 from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
+from benchlab.modes import Mode
 from benchlab.process import ManagedProcess
 from benchlab.recipe import Cell
 from benchlab.runner.failure import FailureKind
@@ -70,7 +71,7 @@ class CellRunner:
             if warmup > 0 and not warm:
                 # A cell at a known fixed rate warms up at that rate: a closed loop at its
                 # connections would leave a queue the trial then inherits.
-                known = cell.rate if cell.mode == "rate" else None
+                known = cell.rate if cell.mode == Mode.RATE else None
                 warming = dataclasses.replace(at_rate(request, known), duration_s=warmup)
                 generate(session, warming, launched.workdir)
                 check_alive(session, launched.server, cell)
@@ -113,10 +114,10 @@ class CellRunner:
         )
 
     def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
-        if cell.mode == "slo":
+        if cell.mode == Mode.SLO:
             return self._search(launched, cell, request)
         rate = None
-        if cell.mode == "rate":
+        if cell.mode == Mode.RATE:
             rate = self._target_rate(launched, cell, request)
             if rate is None:
                 return None
@@ -180,7 +181,7 @@ class CellRunner:
         own capacity, for a share of it or as the top of a search); measured once a cell."""
         known = self.closed.get(cell)
         if known is None:
-            record = self._taker(launched, cell)(at_rate(request, None), "closed")
+            record = self._taker(launched, cell)(at_rate(request, None), Mode.CLOSED)
             known = record.successes / record.duration_s if record.duration_s > 0 else 0.0
             self.closed[cell] = known
         return known

@@ -17,6 +17,7 @@ from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, st
 from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
 from benchlab.figures import Better, Figure, rank_figure
+from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.failure import FailureKind
@@ -76,7 +77,7 @@ class Measurer:
     def done_rounds(self, cell: Cell) -> int:
         """Rounds the cell has finished: its trials, or a search's replicates."""
         store, cell_id = self.session.store, self.session.cell_ids[cell]
-        if cell.mode == "slo":
+        if cell.mode == Mode.SLO:
             return len(store.capacities(cell_id))
         return sum(1 for t in store.trials(cell_id) if t.probe is None)
 

@@ -28,6 +28,7 @@ import psutil
 from benchlab import machine
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.modes import Mode
 from benchlab.process import running_as, stack_user
 from benchlab.recipe import (
     Cell,
@@ -259,14 +260,14 @@ def coarse_connections(candidate: Candidate, most: int) -> int:
     return most
 
 
-def _cell(candidate: Candidate, cores: CoreAssignment, mode: str, connections: int) -> Cell:
-    if mode == "closed":
+def _cell(candidate: Candidate, cores: CoreAssignment, mode: Mode, connections: int) -> Cell:
+    if mode == Mode.CLOSED:
         connections = coarse_connections(candidate, connections)
     threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
     return Cell(
         stack=candidate.kind.name, scenario=SCENARIO, tool=RATE_TOOL, connections=connections,
-        threads=threads, duration=COARSE_S if mode == "closed" else PROBE_S,
-        timeout=5 if mode == "closed" else 2, workers=candidate.workers,
+        threads=threads, duration=COARSE_S if mode == Mode.CLOSED else PROBE_S,
+        timeout=5 if mode == Mode.CLOSED else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
     )  # fmt: skip
 
@@ -329,7 +330,7 @@ def run_tune(
     previous = _resumable(store, request.key()) if resume else None
     if resume and previous is None:
         say("nothing to resume for this tune in the store: starting afresh")
-    coarse_cells = [_cell(c, cores, "closed", request.connections) for c in found]
+    coarse_cells = [_cell(c, cores, Mode.CLOSED, request.connections) for c in found]
     runner_plan = Plan(
         recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
         hosts=local_only(cores),
@@ -369,7 +370,7 @@ def run_tune(
             f"kept {len(survivors)} of {len(found)} for the capacity search: "
             + ", ".join(c.label for c in survivors)
         )
-        search_cells = [_cell(c, cores, "slo", request.connections) for c in survivors]
+        search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
         session.add_cells(search_cells)
         session.prepare(search_cells)
         # The search stops launching where the proof's time begins; the proof has the rest.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from benchlab.analysis import capacity
 from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.modes import Mode
 from benchlab.recipe import Cell, CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
@@ -60,7 +61,7 @@ def proof_cell(candidate: Candidate, cores: CoreAssignment, rate: float, connect
     return Cell(
         stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=RATE_TOOL,
         connections=connections, threads=threads, duration=PROOF_S, timeout=2,
-        workers=candidate.workers, server_threads=candidate.threads, mode="rate", rate=rate,
+        workers=candidate.workers, server_threads=candidate.threads, mode=Mode.RATE, rate=rate,
     )  # fmt: skip
 
 
