@@ -11,14 +11,15 @@ import subprocess
 from pathlib import Path
 
 from benchlab.load import TOOLS
+from benchlab.servers import distributions
 
-PACKAGES = (
-    "benchlab", "fastapi", "starlette", "uvicorn", "uvloop", "httptools", "gunicorn",
-    "flask", "werkzeug", "sanic", "tornado", "psutil", "litestar", "blacksheep", "quart",
-    "hypercorn", "granian", "uvicorn-worker", "waitress", "gevent", "bottle", "falcon",
-    "django", "aiohttp", "pyuwsgi", "psycopg", "psycopg-pool", "asyncpg", "pymysql",
-    "aiomysql", "redis",
-)  # fmt: skip
+# benchlab, the frameworks and what they load, every server (servers.py), the drivers.
+PACKAGES = tuple(dict.fromkeys((
+    "benchlab", "fastapi", "starlette", "uvloop", "httptools", "flask", "werkzeug", "sanic",
+    "tornado", "psutil", "litestar", "blacksheep", "quart", "bottle", "falcon", "django",
+    "aiohttp", *distributions(), "psycopg", "psycopg-pool", "asyncpg", "pymysql", "aiomysql",
+    "redis",
+)))  # fmt: skip
 # The Debian packages a result can depend on: the load tools' and the real services'.
 DEBIAN_PACKAGES = (
     *(tool.package for tool in TOOLS.values() if tool.package),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from benchlab import figures as F
 from benchlab.analysis.capacity import rate_to_run_at
@@ -14,6 +14,9 @@ from benchlab.analysis.stats import Estimate
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.modes import Mode
 from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
+
+E = TypeVar("E", IoModel, PerWorker)
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class CandidateResult:
     at_capacity: dict[str, str] = field(default_factory=dict)  # the search's verdicts only
     reason: str | None = None
     one_at_a_time: bool = False
-    concurrency: str | None = None
+    concurrency: PerWorker | None = None
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
 
@@ -168,6 +171,37 @@ def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
     return Proof([step for _, step in sorted(steps, key=lambda s: s[0])]) if steps else None
 
 
+@dataclass(frozen=True)
+class ServedBy:
+    server: str  # the server's name: gunicorn, uvicorn, ...
+    io_model: IoModel | None
+    concurrency: PerWorker | None
+
+
+def _typed(enum: type[E], value: object) -> E | None:
+    """The member of `enum` stored as `value`; None for none, or one this version lacks."""
+    try:
+        return enum(value)
+    except ValueError:
+        return None
+
+
+def served_by(cell: CellSummary) -> ServedBy:
+    """A candidate's server, I/O model and concurrency per worker, as stored with its cell;
+    for a run stored before they were, those of the server kind its stack is named after."""
+    facts = cell.facts
+    if "server_name" in facts:
+        return ServedBy(
+            str(facts["server_name"]),
+            _typed(IoModel, facts.get("io_model")),
+            _typed(PerWorker, facts.get("per_worker")),
+        )
+    kind = KIND_BY_NAME.get(cell.stack)
+    if kind is None:
+        return ServedBy("?", None, None)
+    return ServedBy(kind.server.name, kind.io_model, kind.concurrency)
+
+
 def _key(cell: CellSummary) -> tuple[str, int, int | None]:
     return (cell.stack, cell.workers, cell.server_threads)
 
@@ -188,10 +222,11 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
             status = "dropped" if found is None else "not finished"
         shown = measured or first
         facts = first.facts
+        served = served_by(first)
         results.append(
             CandidateResult(
                 label=first.stack_label,
-                server=str(facts.get("server", "?")).split(" (")[0],
+                server=served.server,
                 worker_class=str(facts.get("worker_class", "?")),
                 workers=first.workers,
                 threads=first.server_threads,
@@ -209,12 +244,8 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 at_capacity={v.name: v.sentence for v in measured.verdicts} if measured else {},
                 reason=(found.reason if found is not None and found.status == "failed" else None)
                 or first.reason,
-                one_at_a_time="one request at a time" in str(facts.get("worker_model", "")),
-                concurrency="threads"
-                if "thread" in str(facts.get("worker_model", ""))
-                else "greenlets"
-                if "greenlet" in str(facts.get("worker_model", ""))
-                else None,
+                one_at_a_time=served.io_model is IoModel.PROCESSES,
+                concurrency=served.concurrency,
             )
         )
     return results
@@ -288,9 +319,7 @@ def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
         bound = max(c.closed_rps for c in same_workers)
         ratio = capacity / bound
         if ratio >= 2:
-            what = {"threads": "threads", "greenlets": "greenlets"}.get(
-                best.concurrency or "", "an event loop"
-            )
+            what = best.concurrency.value if best.concurrency else "an event loop"
             cost = _cpu_compare(best, same_workers)
             return (
                 f"the app waits on I/O: {what} raise capacity {ratio:.0f}× over sync workers "
@@ -365,8 +394,8 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
     """Candidates flagged `blocked` where nothing but the app can block: an event loop,
     greenlets. (Threads left idle behind busy connections say something about the server.)"""
     return [
-        c for c in results if BLOCKED.name in c.verdicts and c.concurrency in (None, "greenlets")
-        and not c.one_at_a_time
+        c for c in results if BLOCKED.name in c.verdicts
+        and c.concurrency in (None, PerWorker.GREENLETS) and not c.one_at_a_time
     ]  # fmt: skip
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.protocols import PROTOCOLS
+from benchlab.servers import LISTEN_BACKLOG
 from benchlab.services.base import HOST, start_listening
-from benchlab.stacks.base import LISTEN_BACKLOG
 from benchlab.stacks.nginx_stacks import nginx_config, nginx_launch
 from benchlab.tls import TlsFiles
 

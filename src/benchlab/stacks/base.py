@@ -10,10 +10,10 @@ from pathlib import Path
 
 from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.servers import PerWorker, ServerKind
 from benchlab.tls import TlsFiles
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
-LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
 # The apps that serve GET /cpu?us=N too (Flask's, FastAPI's, the Go ones).
 WITH_CPU = (*ALL_SCENARIOS, "cpu")
@@ -80,7 +80,7 @@ class Stack:
     launch: Callable[[LaunchContext], Launch]
     flavours: tuple[str, ...] = ()  # driver flavours (sync, async); the first is the default
     # Threads or greenlets per worker: always passed explicitly and shown in the label.
-    concurrency: str | None = None  # "threads" (label t=N) or "greenlets" (label c=N)
+    concurrency: PerWorker | None = None  # threads (label t=N) or greenlets (label c=N)
     default_concurrency: int = 1
     fixed_workers: bool = False  # one process only (a dev server, waitress, gevent's server)
     one_at_a_time: bool = False  # each worker serves one request at a time (gunicorn sync)
@@ -106,6 +106,8 @@ class Stack:
     # itself), and why not the others.
     protocols: tuple[str, ...] = ("h1",)
     protocol_note: str = ""
+    # The server kind of servers.py it runs under; None: the app starts its own server.
+    served_by: ServerKind | None = None
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front
@@ -182,6 +184,11 @@ class Stack:
         }
         if self.worker_class is not None:
             facts["worker_class"] = self.worker_class
+        if self.served_by is not None:  # typed: what a report reads instead of the sentences
+            kind = self.served_by
+            facts["server_name"] = kind.server.name
+            facts["io_model"] = kind.io_model.value
+            facts["per_worker"] = kind.concurrency.value if kind.concurrency else None
         if self.deploy is not None:
             facts["command"] = self.deploy(workers, threads)
         return facts

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from benchlab.scenarios import SCENARIOS
-from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
+from benchlab.servers import LISTEN_BACKLOG
+from benchlab.stacks.base import Launch, LaunchContext, Stack
 
 NGINX_BINARY = "/usr/sbin/nginx"
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from benchlab.errors import UserError
 from benchlab.process import STACK_USER_VARIABLE, as_user, environment, user_home
+from benchlab.servers import tune_packages, tune_servers
 
 PROBE = Path(__file__).with_name("probe_app.py")
 PROBE_TIMEOUT_S = 120
@@ -133,9 +134,11 @@ class AppInfo:
         return [name for name in wanted if not self.servers.get(name)]
 
 
-WSGI_SERVERS = ("gunicorn", "gevent", "waitress", "granian", "uwsgi")
-ASGI_SERVERS = ("uvicorn", "gunicorn", "uvicorn-worker", "granian", "hypercorn")
-PIP_NAMES = {"uwsgi": "pyuwsgi", "uvicorn-worker": "uvicorn-worker"}
+WSGI_SERVERS = tune_servers("wsgi")
+ASGI_SERVERS = tune_servers("asgi")
+# What the probe looks for (by import) and the distributions pip installs, where they differ.
+PROBED = {package.name: package.module for package in tune_packages()}
+PIP_NAMES = {p.name: p.distribution for p in tune_packages() if p.distribution != p.name}
 
 
 def user_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -220,8 +223,11 @@ def probe(
     if user is not None:
         _check_reachable(spec, python, user)
     request = json.dumps(
-        {"module": spec.module, "attr": spec.attr, "call": spec.call, "distributions": PIP_NAMES}
-    )
+        {
+            "module": spec.module, "attr": spec.attr, "call": spec.call, "servers": PROBED,
+            "distributions": PIP_NAMES,
+        }
+    )  # fmt: skip
     began = time.monotonic()
     try:
         done = subprocess.run(

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.runner.launch import bounded_start_s
-from benchlab.stacks.base import LISTEN_BACKLOG, Launch, LaunchContext, Stack
-from benchlab.tune.app import AppInfo, AppSpec, app_path
+from benchlab.servers import TUNE_KINDS, AppRef, PerWorker, ServerKind, Settings
+from benchlab.stacks.base import Launch, LaunchContext, Stack
+from benchlab.tune.app import AppInfo, app_path
 from benchlab.tune.user_env import deploy_assignments
 
-BACKLOG = str(LISTEN_BACKLOG)
 SCENARIO = "app"
 THREADS = (4, 16, 64)
 GREENLETS = (100, 1000)
@@ -30,121 +30,28 @@ START_CEILING_S = 60.0
 
 DEPLOY_HOST, DEPLOY_PORT = "0.0.0.0", 8000
 
-
-@dataclass(frozen=True)
-class Kind:
-    """A server with a worker class: one Stack; workers and threads vary per cell."""
-
-    name: str  # the stack name in reports: gunicorn-gthread, uvicorn, waitress, ...
-    server: str  # the server's package: gunicorn, uvicorn, granian, hypercorn, waitress, uwsgi
-    worker_class: str  # sync, gthread, gevent, uvicorn-worker, asgi, wsgi, threads
-    interface: str
-    needs: tuple[str, ...]  # what the environment must have (probe names)
-    concurrency: str | None = None  # "threads" or "greenlets" per worker
-    fixed_workers: bool = False  # one process (waitress)
-    one_at_a_time: bool = False  # a worker serves one request at a time (gunicorn sync)
-    model: str = ""
+# A server with a worker class (servers.py): one Stack; workers and threads vary per cell.
+Kind = ServerKind
+KINDS = TUNE_KINDS
 
 
-KINDS = (
-    Kind("gunicorn-sync", "gunicorn", "sync", "wsgi", ("gunicorn",), one_at_a_time=True,
-         model="one request at a time per process"),
-    Kind("gunicorn-gthread", "gunicorn", "gthread", "wsgi", ("gunicorn",), "threads",
-         model="a thread per request, N threads per process"),
-    Kind("gunicorn-gevent", "gunicorn", "gevent", "wsgi", ("gunicorn", "gevent"), "greenlets",
-         model="a greenlet per request (gevent), N per process"),
-    Kind("waitress", "waitress", "threads", "wsgi", ("waitress",), "threads",
-         fixed_workers=True, model="a thread per request, N threads (one process)"),
-    Kind("granian-wsgi", "granian", "wsgi", "wsgi", ("granian",), "threads",
-         model="N blocking threads per process (Rust I/O)"),
-    Kind("uwsgi", "uwsgi", "threads", "wsgi", ("uwsgi",), "threads",
-         model="a thread per request, N threads per process"),
-    Kind("uvicorn", "uvicorn", "asgi", "asgi", ("uvicorn",),
-         model="asyncio event loop per process"),
-    Kind("gunicorn-uvicorn", "gunicorn", "uvicorn-worker", "asgi",
-         ("gunicorn", "uvicorn-worker"), model="asyncio event loop per process"),
-    Kind("granian-asgi", "granian", "asgi", "asgi", ("granian",),
-         model="asyncio event loop per process (Rust I/O)"),
-    Kind("hypercorn", "hypercorn", "asgi", "asgi", ("hypercorn",),
-         model="asyncio event loop per process"),
-)  # fmt: skip
-
-
-# Servers that call a factory named by a flag, always without arguments.
-FACTORY_FLAGS = {"uvicorn": "--factory", "granian": "--factory", "waitress": "--call"}
+def _app(info: AppInfo) -> AppRef:
+    return AppRef(info.spec.module, info.spec.attr, info.spec.call)
 
 
 def factory_unsupported(kind: Kind, info: AppInfo) -> str | None:
     """Why a server cannot load the app's factory as called, or None when it can."""
-    call = info.spec.call
-    if call is None or call == "()" or kind.server in ("gunicorn", "hypercorn", "uwsgi"):
-        return None
-    flag = FACTORY_FLAGS[kind.server]
-    return f"its {flag} calls the factory without arguments"
-
-
-def _app_argv(kind: Kind, spec: AppSpec) -> list[str]:
-    """How the server is told which app to load: the object, or its factory in the
-    server's own syntax (gunicorn and hypercorn call `module:create_app(...)` themselves,
-    uvicorn and granian take --factory, waitress --call, uWSGI evaluates the call)."""
-    if spec.call is None:
-        return ["--module", spec.target] if kind.server == "uwsgi" else [spec.target]
-    if kind.server in ("gunicorn", "hypercorn"):
-        return [spec.factory_target]
-    if kind.server == "uwsgi":
-        code = f"import {spec.module}; application = {spec.module}.{spec.attr}{spec.call}"
-        return ["--eval", code]
-    flag = FACTORY_FLAGS[kind.server]
-    return [flag, spec.target]
+    return kind.server.factory_unsupported(_app(info))
 
 
 def _server_argv(kind: Kind, info: AppInfo, host: str, port: int, workers: int,
                  threads: int | None, workdir: Path | None) -> list[str]:  # fmt: skip
     """The command line of a kind; `workdir` None: the deployable form (console scripts)."""
-    app = _app_argv(kind, info.spec)
-    deploy = workdir is None
-
-    def module(name: str) -> list[str]:
-        return [name] if deploy else [info.python, "-m", name]
-
-    if kind.server == "gunicorn":
-        cls = {"uvicorn-worker": "uvicorn_worker.UvicornWorker"}.get(
-            kind.worker_class, kind.worker_class
-        )
-        per_worker = {
-            "threads": ["--threads", str(threads)],
-            "greenlets": ["--worker-connections", str(threads)],
-        }.get(kind.concurrency or "", [])
-        argv = [*module("gunicorn"), *app, "--bind", f"{host}:{port}", "--workers", str(workers),
-                "--worker-class", cls, *per_worker, "--backlog", BACKLOG]  # fmt: skip
-        return (
-            argv if deploy else [*argv, "--log-level", "warning", "--worker-tmp-dir", str(workdir)]
-        )
-    if kind.server == "uvicorn":
-        argv = [*module("uvicorn"), *app, "--host", host, "--port", str(port), "--workers",
-                str(workers), "--backlog", BACKLOG, "--no-access-log"]  # fmt: skip
-        return argv if deploy else [*argv, "--log-level", "warning"]
-    if kind.server == "granian":
-        blocking = ["--blocking-threads", str(threads)] if kind.interface == "wsgi" else []
-        argv = [*module("granian"), "--interface", kind.interface, "--host", host, "--port",
-                str(port), "--workers", str(workers), *blocking, "--backlog", BACKLOG]  # fmt: skip
-        return [*argv, *app] if deploy else [*argv, "--log-level", "warning", *app]
-    if kind.server == "hypercorn":
-        loop = ["--worker-class", "uvloop"] if info.servers.get("uvloop") else []
-        return [*module("hypercorn"), *app, "--bind", f"{host}:{port}", "--workers",
-                str(workers), *loop, "--backlog", BACKLOG]  # fmt: skip
-    if kind.server == "waitress":
-        program = ["waitress-serve"] if deploy else [info.python, "-m", "waitress"]
-        return [*program, f"--host={host}", f"--port={port}", f"--threads={threads}",
-                f"--backlog={BACKLOG}", *app]  # fmt: skip
-    if kind.server == "uwsgi":
-        program = "uwsgi" if deploy else str(Path(info.python).with_name("uwsgi"))
-        argv = [program, "--http11-socket", f"{host}:{port}", "--master", "--processes",
-                str(workers), "--threads", str(threads), "--enable-threads", "--listen", BACKLOG,
-                *app, "--disable-logging", "--die-on-term", "--single-interpreter",
-                "--lazy-apps"]  # fmt: skip
-        return argv
-    raise ValueError(kind.server)
+    settings = Settings(
+        _app(info), host, port, workers, threads, info.python, workdir,
+        uvloop=bool(info.servers.get("uvloop")),
+    )  # fmt: skip
+    return kind.argv(settings)
 
 
 def _relative(directory: Path, cwd: Path) -> str:
@@ -186,8 +93,8 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
     return Stack(
         name=kind.name,
         framework=f"your app ({info.spec.factory_target}, {info.interface.upper()})",
-        server=f"{kind.server} ({kind.worker_class})",
-        worker_model=kind.model,
+        server=kind.tune_server,
+        worker_model=kind.worker_model,
         scenarios=(SCENARIO,),
         launch=launch,
         concurrency=kind.concurrency,
@@ -197,6 +104,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         deploy=deploy,
         worker_class=kind.worker_class,
         isolated_env=True,
+        served_by=kind,
     )
 
 
@@ -233,7 +141,7 @@ class Candidate:
         per = (
             ""
             if self.threads is None
-            else f" {'c' if self.kind.concurrency == 'greenlets' else 't'}={self.threads}"
+            else f" {'c' if self.kind.concurrency is PerWorker.GREENLETS else 't'}={self.threads}"
         )
         return f"{self.kind.name} w={self.workers}{per}"
 
@@ -256,15 +164,15 @@ def candidates(
     (the workers must fit in half of the memory free, at the app's own size each)."""
     kinds = [
         k for k in KINDS
-        if k.interface == info.interface and all(info.servers.get(n) for n in k.needs)
-        and (servers is None or k.server in servers or k.name in servers)
+        if k.interface == info.interface and all(info.servers.get(p.name) for p in k.packages)
+        and (servers is None or k.server.name in servers or k.name in servers)
         and factory_unsupported(k, info) is None
     ]  # fmt: skip
     per_worker = max(info.rss_mb, 30.0)
     found = []
     for kind in kinds:
         counts = [1] if kind.fixed_workers else (workers or worker_counts(cores))
-        if kind.concurrency == "greenlets":
+        if kind.concurrency is PerWorker.GREENLETS:
             per: list[int | None] = list(greenlets or GREENLETS)
         elif kind.concurrency:
             per = list(threads or THREADS)
@@ -280,9 +188,9 @@ def candidates(
 def skipped_servers(info: AppInfo) -> dict[str, str]:
     """Servers the environment has that cannot load the app as given, and why."""
     return {
-        k.server: why
+        k.server.name: why
         for k in KINDS
-        if k.interface == info.interface and all(info.servers.get(n) for n in k.needs)
+        if k.interface == info.interface and all(info.servers.get(p.name) for p in k.packages)
         and (why := factory_unsupported(k, info)) is not None
     }  # fmt: skip
 

@@ -3,7 +3,9 @@ REQUEST` from the app's root, so that nothing of benchlab's is on its path: impo
 (calling its factory if it has one), say what it is and which servers this environment has.
 Standard library only (Python 3.8+); prints one JSON line that starts with {"probe".
 
-REQUEST is JSON: {"module": "pkg.wsgi", "attr": "application", "call": null or "(...)"}.
+REQUEST is JSON: {"module": "pkg.wsgi", "attr": "application", "call": null or "(...)",
+"servers": {name: module to import}, "distributions": {name: distribution, where it differs}}
+(the servers as benchlab/servers.py declares them).
 """
 
 import ast
@@ -16,18 +18,6 @@ import os
 import resource
 import sys
 import traceback
-
-SERVERS = {
-    "uvicorn": "uvicorn",
-    "gunicorn": "gunicorn",
-    "gevent": "gevent",
-    "uvicorn-worker": "uvicorn_worker",
-    "granian": "granian",
-    "hypercorn": "hypercorn",
-    "waitress": "waitress",
-    "uwsgi": "pyuwsgi",
-    "uvloop": "uvloop",
-}
 
 
 def interface(app):
@@ -125,7 +115,8 @@ def main():
         "python": ".".join(map(str, sys.version_info[:3])),
         "executable": sys.executable,
         "servers": {
-            name: importlib.util.find_spec(mod) is not None for name, mod in SERVERS.items()
+            name: importlib.util.find_spec(mod) is not None
+            for name, mod in request["servers"].items()
         },
     }
     shown = f"{module_name}:{attr}{call or ''}"
