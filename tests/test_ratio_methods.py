@@ -178,7 +178,7 @@ def test_a_lead_the_run_stopped_before_deciding_is_not_called_a_tie(tmp_path: Pa
 
 def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
     from benchlab.analysis.sequential import FIRST_DECISIVE_ROUND, t_interval
-    from benchlab.cli import BUDGET_MAX_TRIALS, _budgeted
+    from benchlab.cli.run import BUDGET_MAX_TRIALS, _budgeted
     from benchlab.recipe import load_recipe, resolve_recipe
 
     # The sequence can exclude nothing before FIRST_DECISIVE_ROUND rounds, and can at it.

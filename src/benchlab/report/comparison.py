@@ -19,7 +19,6 @@ from benchlab.analysis.stats import RATIO_METHOD
 from benchlab.report.columns import params_text
 from benchlab.report.summary import CellSummary, RunSummary
 
-FORMATS = ("table", "md", "json")
 STYLES = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
 
 

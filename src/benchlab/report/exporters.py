@@ -1,6 +1,7 @@
 """One exporter per report format: its name, the file extensions that imply it, and how it
 renders a run. `report -o FILE` picks the format from the extension; a `--format` that
-contradicts it is refused."""
+contradicts it is refused. Each renderer is imported when it renders: the command line reads
+the registry's names when it starts."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from benchlab.errors import UserError
-from benchlab.report.csvfile import render_csv
-from benchlab.report.jsonfile import render_json
-from benchlab.report.markdown import render_markdown
-from benchlab.report.summary import RunSummary
-from benchlab.report.terminal import render_table
+
+if TYPE_CHECKING:
+    from benchlab.report.summary import RunSummary
 
 # A table written to a file is laid out for a terminal of this width (as one that fits 100
 # columns reads anywhere); --wide gives every column at its natural width.
@@ -31,12 +29,18 @@ class Exporter:
 
 
 def _table(summary: RunSummary, wide: bool) -> str:
+    from rich.console import Console
+
+    from benchlab.report.terminal import render_table
+
     buffer = io.StringIO()
     render_table(summary, Console(file=buffer, width=FILE_WIDTH, color_system=None), wide)
     return buffer.getvalue()
 
 
 def _markdown(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.markdown import render_markdown
+
     return render_markdown(summary)
 
 
@@ -47,10 +51,14 @@ def _html(summary: RunSummary, wide: bool) -> str:
 
 
 def _json(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.jsonfile import render_json
+
     return render_json(summary)
 
 
 def _csv(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.csvfile import render_csv
+
     return render_csv(summary)
 
 

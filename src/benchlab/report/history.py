@@ -233,8 +233,6 @@ def _latest(
 
 # --- how it is written -------------------------------------------------------------------------
 
-FORMATS = ("table", "md", "json", "html")
-
 
 def _mark(series: CellSeries, index: int) -> str:
     change = next((c for c in series.changes if c.change.index == index), None)

@@ -1,0 +1,69 @@
+"""The typer application every command is registered on, and the console they print to."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from benchlab import __version__
+from benchlab.text import SafeConsole
+
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+# Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
+# flags with none, paragraphs joined, no box to wrap.
+app = typer.Typer(
+    help="Benchmark web stacks fairly: real services, verified responses, honest statistics.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
+    rich_markup_mode=None,
+)
+services_app = typer.Typer(
+    help="Real services for exploration by hand.",
+    no_args_is_help=True,
+    context_settings=HELP_OPTIONS,
+    rich_markup_mode=None,
+)
+# typer writes a Python type after an argument's name (RUN <str>) and braces around a required
+# one in the usage line ({RUN_A}); the help line says what each is, and [RUN] marks optional.
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+typer.core.TyperArgument._usage_display_name = (  # type: ignore[method-assign]
+    lambda self: self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+)
+# Piped or logged output (CI, `| cat`) is 100 columns wide unless COLUMNS says otherwise,
+# not rich's 80 (its tables would wrap into unreadable columns). NO_COLOR is rich's own.
+PIPED_WIDTH = 100
+console = (
+    SafeConsole()
+    if sys.stdout.isatty() or "COLUMNS" in os.environ
+    else SafeConsole(width=PIPED_WIDTH)
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"benchlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (as NO_COLOR=1 in the environment).")
+    ] = False,
+) -> None:
+    """Benchmark web stacks fairly: real services, verified responses, honest statistics.
+
+    Start with `benchlab run` (the quick recipe), then `benchlab report` to see a stored run
+    again, `benchlab runs` to list them, `benchlab compare` to compare two."""
+    if no_color:
+        console.no_color = True

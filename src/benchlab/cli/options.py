@@ -1,0 +1,21 @@
+"""The option aliases more than one command takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ResultsOption = Annotated[
+    Path, typer.Option("--results", metavar="FILE", help="The SQLite results store.")
+]
+AllowConcurrentOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-concurrent",
+        metavar="",
+        help="Run even if another benchlab runs on this machine (results say so).",
+    ),
+]
+RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"

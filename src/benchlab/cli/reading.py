@@ -1,0 +1,262 @@
+"""The commands that read stored runs: report, runs, history, compare."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from benchlab.cli import formats
+from benchlab.cli.app import console
+from benchlab.cli.options import ResultsOption, RunArgument
+from benchlab.errors import UserError
+from benchlab.recipe import load_recipe
+from benchlab.store import DEFAULT_RESULTS, Store
+
+
+def report(
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar=formats.metavar(formats.REPORT),
+            help="Default: from the -o file's extension, else table.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
+    ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            metavar="",
+            help="The table with every column, as wide as it needs (default: fits 100 columns).",
+        ),
+    ] = False,
+) -> None:
+    """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    from benchlab.report.exporters import choose, write
+    from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
+
+    exporter = choose(fmt, output, allowed=formats.REPORT)
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"-o {output}: cannot write it (no directory {output.parent}); create it or choose"
+            " another path"
+        )
+    summary = summarise(Store(results, create=False), run_id)
+    if output is None:
+        if exporter.name == "table":
+            render_table(summary, console, wide)
+        else:
+            sys.stdout.write(exporter.render(summary, wide))
+        return
+    write(exporter.render(summary, wide), output)
+    console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
+
+
+def runs(
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", metavar=formats.metavar(formats.RUNS), help="How to write them."
+        ),
+    ] = "table",
+) -> None:
+    """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
+    formats.check_either(fmt, formats.RUNS)
+    store = Store(results, create=False)
+    rows = []
+    for age, row in enumerate(store.runs()):
+        machine = json.loads(row["machine"] or "{}")
+        rows.append(
+            {
+                "id": row["id"],
+                "name": "latest" if age == 0 else f"latest~{age}",
+                "recipe": row["recipe_name"],
+                "status": row["status"],
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "machine": f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores",
+                "git_commit": row["git_commit"],
+                "cells": len(store.cells(row["id"])),
+            }
+        )
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        console.print(f"no run in {results} yet; start one with: benchlab run")
+        return
+    from benchlab.report.terminal import Layout, fit_widths, text_table
+
+    layout = [
+        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", least=10),
+        Layout("status", wrap=False), Layout("started (UTC)", wrap=False), Layout("machine"),
+        Layout("commit", wrap=False),
+    ]  # fmt: skip
+    lines = []
+    for row in rows:
+        commit = row["git_commit"] or "–"
+        short = commit[:8] + ("+dirty" if commit.endswith("+dirty") else "")
+        started = (row["started_at"] or "").replace("T", " ")[:16]
+        lines.append(
+            [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
+        )
+    console.print(text_table(layout, lines, fit_widths(layout, lines, console.width)))
+
+
+def history(
+    recipe: Annotated[
+        str, typer.Argument(metavar="RECIPE", help="The recipe's name, or its file.")
+    ],
+    results: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--results",
+            metavar="FILE",
+            help="A store to read (repeatable: a CI history and today's run, say).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", metavar=formats.metavar(formats.HISTORY), help="How to write it."
+        ),
+    ] = "table",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
+    ] = None,
+    fail_on_change: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on-change",
+            metavar="slower|faster",
+            help="Exit 1 when a cell's latest change point goes this way.",
+        ),
+    ] = None,
+) -> None:
+    """Every run of RECIPE in the stores, as a series per cell, with the change points the
+    evidence confirms (a run on another machine starts a new segment, never a change)."""
+    from benchlab.report import history as report
+
+    formats.check_one_of(fmt, formats.HISTORY)
+    if fail_on_change not in (None, "slower", "faster"):
+        raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
+    if recipe.endswith(".toml") and Path(recipe).is_file():
+        recipe = load_recipe(Path(recipe))[0].name
+    found = report.build_history(results or [DEFAULT_RESULTS], recipe)
+    if fmt == "html":
+        from benchlab.report.history_html import render_history_html
+
+        text = render_history_html(found)
+    elif fmt == "md":
+        text = report.render_markdown(found)
+    elif fmt == "json":
+        text = json.dumps(found.as_json(), indent=2) + "\n"
+    else:
+        text = "\n".join(report.render_text(found)) + "\n"
+    if output is not None:
+        output.write_text(text)
+        console.print(f"history written to {output}", markup=False, highlight=False)
+    elif fmt == "table":
+        console.print(text, markup=False, highlight=False, end="")
+    else:
+        sys.stdout.write(text)
+    if fail_on_change is not None:
+        hit = found.latest_change(fail_on_change)
+        if hit:
+            names = ", ".join(s.label for s in hit)
+            print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
+            raise typer.Exit(1)
+
+
+def compare(
+    run_a: Annotated[
+        str, typer.Argument(metavar="RUN_A", help=f"The reference run: {RunArgument}.")
+    ],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The run compared with it.")],
+    results: ResultsOption = DEFAULT_RESULTS,
+    results_b: Annotated[
+        Path | None,
+        typer.Option(
+            "--results-b",
+            metavar="FILE",
+            help="The store RUN_B is in, if not RUN_A's (e.g. a baseline store kept by CI).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", metavar=formats.metavar(formats.COMPARE), help="How to write it."
+        ),
+    ] = "table",
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-above",
+            metavar="PCT",
+            min=0,
+            max=100,
+            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals, or "
+            "failed or missing in RUN_B.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            metavar="",
+            help="Exit 1 if the two runs' machines or versions differ (they are always named).",
+        ),
+    ] = False,
+) -> None:
+    """Per cell, RUN_B / RUN_A of the figure the cells are ranked by (throughput, capacity or
+    p99), with its interval: faster, slower or no significant change."""
+    from benchlab.report import comparison as report
+    from benchlab.report.summary import summarise
+
+    formats.check_one_of(fmt, formats.COMPARE)
+    store_b_path = results_b or results
+    before = summarise(Store(results, create=False), run_a)
+    after = summarise(Store(store_b_path, create=False), run_b)
+    found = report.compare_runs(before, after, results, store_b_path, fail_above)
+    if not found.changes:
+        raise UserError(
+            f"runs '{run_a}' ({before.run['recipe_name']}) and '{run_b}' "
+            f"({after.run['recipe_name']}) share no cell; compare runs of one recipe"
+        )
+    if fmt == "table":
+        report.render_table(found, console)
+    else:
+        sys.stdout.write(
+            report.render_markdown(found) if fmt == "md" else report.render_json(found)
+        )
+        for warning in found.warnings():  # also where a CI log shows it
+            print(f"warning: {warning}", file=sys.stderr)
+    say = console.print if fmt == "table" else _to_stderr
+    failed = False
+    if strict and found.differences:
+        say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
+        failed = True
+    if fail_above is not None:
+        if found.regressed:
+            say(f"FAIL: {found.failure()}", style="red")
+            failed = True
+        else:
+            say(f"no cell slower by more than {fail_above:g}% beyond its interval")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _to_stderr(text: str, style: str | None = None) -> None:
+    print(text, file=sys.stderr)

@@ -1,0 +1,154 @@
+"""benchlab tune: the server and settings that hold the most load for the user's own app."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from benchlab.cli import formats
+from benchlab.cli.app import console
+from benchlab.cli.measuring import claim, command_line, reporter
+from benchlab.cli.options import AllowConcurrentOption, ResultsOption
+from benchlab.cli.tune_options import (
+    TuneAppSpecArgument,
+    TuneBudgetOption,
+    TuneCheckBodyOption,
+    TuneCheckStatusOption,
+    TuneConnectionsOption,
+    TuneEnvFileOption,
+    TuneEnvOption,
+    TuneFactoryOption,
+    TuneFmtOption,
+    TuneGreenletsOption,
+    TuneInterfaceOption,
+    TuneOutputOption,
+    TunePythonOption,
+    TuneQuickOption,
+    TuneRequestOption,
+    TuneRequestsFileOption,
+    TuneResumeOption,
+    TuneServersOption,
+    TuneSetupOption,
+    TuneSloP99MsOption,
+    TuneThreadsOption,
+    TuneVerboseOption,
+    TuneWithServicesOption,
+    TuneWorkersOption,
+)
+from benchlab.errors import UserError
+from benchlab.load import RATE_TOOL, TOOLS, make_ready
+from benchlab.recipe import allowed_cores
+from benchlab.store import DEFAULT_RESULTS, Store
+
+if TYPE_CHECKING:
+    from benchlab.report.exporters import Exporter
+    from benchlab.runner import RunOutcome
+
+
+def tune(
+    app_spec: TuneAppSpecArgument,
+    factory: TuneFactoryOption = False,
+    quick: TuneQuickOption = False,
+    verbose: TuneVerboseOption = False,
+    python: TunePythonOption = sys.executable,
+    interface: TuneInterfaceOption = None,
+    request: TuneRequestOption = None,
+    requests_file: TuneRequestsFileOption = None,
+    check_status: TuneCheckStatusOption = 200,
+    check_body: TuneCheckBodyOption = None,
+    slo_p99_ms: TuneSloP99MsOption = 100.0,
+    budget: TuneBudgetOption = 15.0,
+    resume: TuneResumeOption = False,
+    env: TuneEnvOption = None,
+    env_file: TuneEnvFileOption = None,
+    with_services: TuneWithServicesOption = None,
+    setup: TuneSetupOption = None,
+    servers: TuneServersOption = None,
+    workers: TuneWorkersOption = None,
+    threads: TuneThreadsOption = None,
+    greenlets: TuneGreenletsOption = None,
+    connections: TuneConnectionsOption = 256,
+    allow_concurrent: AllowConcurrentOption = False,
+    results: ResultsOption = DEFAULT_RESULTS,
+    fmt: TuneFmtOption = None,
+    output: TuneOutputOption = None,
+) -> None:
+    """Find the server and settings that hold the most load for your own ASGI/WSGI app
+    under a latency target, and the command that deploys them."""
+    from benchlab.recipe.plan import most_workers
+    from benchlab.recipe.schema import MAX_THREADS
+    from benchlab.report.exporters import choose
+    from benchlab.tune import arguments
+    from benchlab.tune.app import ProbeFailed
+    from benchlab.tune.driver import TuneRequest, run_tune
+    from benchlab.tune.user_env import env_pairs, read_env_file
+
+    exporter = choose(fmt, output, allowed=formats.TUNE)
+    if interface not in (None, "asgi", "wsgi"):
+        raise UserError(f"--interface '{interface}': use asgi or wsgi")
+    requests = arguments.tune_requests(request or [], requests_file, check_status, check_body)
+    tune_request = TuneRequest(
+        app=app_spec, python=python, interface=interface, requests=tuple(requests),
+        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(),
+        env=env_pairs(env or []),
+        env_file=env_file.resolve() if env_file else None,
+        env_from_file=read_env_file(env_file) if env_file else {},
+        with_services=arguments.with_services(with_services),
+        servers=servers.split(",") if servers else None,
+        workers=arguments.int_list(workers, "--workers", most_workers(len(allowed_cores()))),
+        threads=arguments.int_list(threads, "--threads", MAX_THREADS),
+        greenlets=arguments.int_list(greenlets, "--greenlets", arguments.MAX_GREENLETS),
+        connections=connections, factory=factory, quick=quick, setup=setup,
+    )  # fmt: skip
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"-o {output}: no directory {output.parent}; create it or choose another path"
+        )
+    make_ready(TOOLS[RATE_TOOL], console.print)
+    shared = claim(allow_concurrent)
+    store = Store(results)
+    try:
+        done = run_tune(
+            tune_request, store, reporter(), command_line(), console.print, resume=resume,
+            shared=shared,
+        )  # fmt: skip
+    except ProbeFailed as failed:
+        if verbose:
+            sys.stderr.write(failed.traceback)
+        else:
+            failed.args = (f"{failed}; --verbose shows the traceback",)
+        raise
+    _show_tune(done.outcome, store, results, exporter, output, app_spec)
+    if done.outcome.status == "interrupted":
+        console.print("interrupted: what was measured is kept; continue with --resume")
+        raise typer.Exit(130)
+
+
+def _show_tune(
+    outcome: RunOutcome, store: Store, results: Path, exporter: Exporter, output: Path | None,
+    app_spec: str,
+) -> None:  # fmt: skip
+    """The tune's report where it was asked for, and its HTML page beside the results."""
+    from benchlab.report.exporters import write
+    from benchlab.report.html import render_html
+    from benchlab.report.summary import summarise
+    from benchlab.report.terminal import render_table
+
+    summary = summarise(store, outcome.run_id)
+    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
+    page.write_text(render_html(summary))
+    if exporter.name == "table" and output is None:
+        render_table(summary, console)
+    elif output is None:
+        sys.stdout.write(exporter.render(summary, False))
+    else:
+        write(exporter.render(summary, False), output)
+    console.print(
+        f"run id: {outcome.run_id} ({outcome.status}) · results in {results} · "
+        f"report: {page}",
+        markup=False, highlight=False,
+    )  # fmt: skip

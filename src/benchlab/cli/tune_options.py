@@ -1,0 +1,161 @@
+"""The options of `benchlab tune`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from benchlab.cli import formats
+
+TuneAppSpecArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="APP",
+        help="path/to/module.py:app, package.module:app, or a factory: "
+        "package.module:create_app() (literal arguments allowed).",
+    ),
+]
+
+TuneFactoryOption = Annotated[
+    bool,
+    typer.Option("--factory", help="APP names a callable that returns the app (no arguments)."),
+]
+
+TuneQuickOption = Annotated[
+    bool,
+    typer.Option(
+        "--quick",
+        help="The first pass only (about 10 s a candidate): candidates ranked by their "
+        "closed-loop throughput, no capacity search; the answer is provisional.",
+    ),
+]
+
+TuneVerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
+]
+
+TunePythonOption = Annotated[
+    str,
+    typer.Option(
+        metavar="PATH", help="The interpreter of your app's environment (default: this one)."
+    ),
+]
+
+TuneInterfaceOption = Annotated[
+    str | None, typer.Option(metavar="asgi|wsgi", help="Default: detected.")
+]
+
+TuneRequestOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--request",
+        metavar="'METHOD PATH'",
+        help="A request to send (repeatable; default 'GET /').",
+    ),
+]
+
+TuneRequestsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="A TOML file of [[request]] tables: method, path, headers, body, weight, "
+        "status, contains, json_key.",
+    ),
+]
+
+TuneCheckStatusOption = Annotated[
+    int, typer.Option(metavar="CODE", help="The status every --request must get.")
+]
+
+TuneCheckBodyOption = Annotated[
+    str | None, typer.Option(metavar="TEXT", help="Text every --request's answer must contain.")
+]
+
+TuneSloP99MsOption = Annotated[
+    float, typer.Option(metavar="MS", min=0.1, help="The latency target: p99, ms.")
+]
+
+TuneBudgetOption = Annotated[
+    float,
+    typer.Option(metavar="MIN", min=1, max=24 * 60, help="Minutes the whole search may take."),
+]
+
+TuneResumeOption = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        metavar="",
+        help="Continue the last unfinished tune of this app and requests.",
+    ),
+]
+
+TuneEnvOption = Annotated[
+    list[str] | None,
+    typer.Option("--env", metavar="KEY=VALUE", help="For the app (repeatable)."),
+]
+
+TuneEnvFileOption = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="A file of KEY=VALUE lines.")
+]
+
+TuneSetupOption = Annotated[
+    str | None,
+    typer.Option(
+        "--setup",
+        metavar="COMMAND",
+        help="A shell command run once after the --with services start, before the first "
+        "candidate (e.g. 'python manage.py migrate'): in this directory, with the app's "
+        "environment and the services' addresses.",
+    ),
+]
+
+TuneWithServicesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--with",
+        metavar="SERVICES",
+        help="Services benchlab starts for the app, and the variables that get their "
+        "addresses: postgres[=VAR],mariadb[=VAR],redis[=VAR] (default DATABASE_URL, "
+        "REDIS_URL).",
+    ),
+]
+
+TuneServersOption = Annotated[
+    str | None, typer.Option(metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.")
+]
+
+TuneWorkersOption = Annotated[
+    str | None, typer.Option(metavar="LIST", help="Worker counts to try, e.g. 1,2,3.")
+]
+
+TuneThreadsOption = Annotated[
+    str | None,
+    typer.Option(metavar="LIST", help="Threads per worker to try (default 4,16,64)."),
+]
+
+TuneGreenletsOption = Annotated[
+    str | None,
+    typer.Option(metavar="LIST", help="Greenlets per gevent worker to try (default 100,1000)."),
+]
+
+TuneConnectionsOption = Annotated[
+    int,
+    typer.Option(metavar="C", min=1, max=100_000, help="The most connections the load may open."),
+]
+
+TuneFmtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=formats.metavar(formats.TUNE),
+        help="Default: from the -o file's extension, else table.",
+    ),
+]
+
+TuneOutputOption = Annotated[
+    Path | None,
+    typer.Option("-o", "--output", metavar="FILE", help="Write the report to this file."),
+]

@@ -1,0 +1,55 @@
+"""tune's command-line values read: the services of --with, lists of counts (--workers,
+--threads, --greenlets), the requests to send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchlab.errors import UserError
+from benchlab.scenarios import Expectation
+from benchlab.tune.driver import DEFAULT_ENV_NAMES, SERVICES
+from benchlab.tune.requests import load_requests, parse_request
+
+# Greenlets are cheap (a few KiB each): ten times the threads a worker may have.
+MAX_GREENLETS = 100_000
+
+
+def with_services(text: str | None) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for part in filter(None, (text or "").split(",")):
+        service, _, variable = part.strip().partition("=")
+        if service not in SERVICES:
+            raise UserError(
+                f"--with '{service}': benchlab starts {', '.join(SERVICES)}; e.g. "
+                "--with postgres=DATABASE_URL,redis=REDIS_URL"
+            )
+        found[service] = variable or DEFAULT_ENV_NAMES[service]
+    if "postgres" in found and "mariadb" in found:
+        raise UserError("--with: give postgres or mariadb, not both")
+    return found
+
+
+def int_list(text: str | None, option: str, most: int) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{option} {text!r}: give whole numbers, e.g. {option} 1,2,4") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{option} {text!r}: give numbers of 1 or more, e.g. {option} 1,2,4")
+    if max(values) > most or len(values) > 32:
+        raise UserError(
+            f"{option} {text!r}: at most 32 values, each at most {most:,} (each value is a "
+            "candidate of its own, and each thread or process costs memory)"
+        )
+    return values
+
+
+def tune_requests(
+    given: list[str], requests_file: Path | None, status: int, body: str | None
+) -> list[Expectation]:
+    requests = [parse_request(r, status, body) for r in given]
+    if requests_file is not None:
+        requests += load_requests(requests_file)
+    return requests or [parse_request("GET /", status, body)]
