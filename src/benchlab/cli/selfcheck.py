@@ -54,7 +54,7 @@ def selfcheck(
             progress=console.print,
         )
     except (KeyboardInterrupt, RunInterrupted) as exc:
-        console.print(f"selfcheck stopped by {exc or 'SIGINT'}; nothing was left running")
+        console.print(f"selfcheck stopped by {str(exc) or 'SIGINT'}; nothing was left running")
         raise typer.Exit(130) from None
     for name, estimate in (("bare wrk", check.bare), ("benchlab", check.harness)):
         console.print(
@@ -81,7 +81,7 @@ def _noise_check(rounds: int, duration: int, connections: int, cores: CoreAssign
     try:
         found = measure_noise(design, cores, console.print)
     except (KeyboardInterrupt, RunInterrupted) as exc:
-        console.print(f"selfcheck stopped by {exc or 'SIGINT'}; nothing was left running")
+        console.print(f"selfcheck stopped by {str(exc) or 'SIGINT'}; nothing was left running")
         raise typer.Exit(130) from None
     for name, value in (
         ("within a launch", found.within_launch), ("between launches", found.between_launches),

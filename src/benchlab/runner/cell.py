@@ -195,7 +195,7 @@ class CellRunner:
         target = round(closed * cell.rate_share / 100, 1)
         if first:
             self.session.store.set_cell_rates(self.session.cell_ids[cell], target, closed)
-            if not self.verified(launched, cell, "verification after the closed loop"):
+            if not self.verified(launched, cell, FailureKind.VERIFICATION_AFTER_CLOSED_LOOP):
                 return None
         if target <= 0:
             self.session.fail(
@@ -218,7 +218,7 @@ class CellRunner:
         take = self._taker(launched, cell)
 
         def window(rate: float, kind: str) -> TrialRecord:
-            if not self.verified(launched, cell, "verification between probes"):
+            if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
             return take(at_rate(request, rate), kind)
 
@@ -235,7 +235,7 @@ class CellRunner:
             return missed is None
 
         def confirm(rate: float, kind: str) -> bool:
-            if not self.verified(launched, cell, "verification between probes"):
+            if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
             sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
             missed = capacity.proof_miss(take(at_rate(sustained, rate), kind), target)

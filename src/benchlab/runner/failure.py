@@ -14,6 +14,8 @@ class FailureKind(Enum):
     SERVICE_DIED = "service died"
     VERIFICATION = "verification"  # the stack's answer, checked before its trial, was wrong
     VERIFICATION_AFTER_WARMUP = "verification after warm-up"
+    VERIFICATION_AFTER_CLOSED_LOOP = "verification after the closed loop"  # a rate share's
+    VERIFICATION_BETWEEN_PROBES = "verification between probes"  # a capacity search's
     LOAD_TOOL = "load tool"
     NO_RATE = "no rate"  # a rate share of a closed loop that completed nothing
 
@@ -24,6 +26,8 @@ _OPENING = {
     FailureKind.BUILD: "build failed",
     FailureKind.VERIFICATION: "verification failed",
     FailureKind.VERIFICATION_AFTER_WARMUP: "verification after warm-up failed",
+    FailureKind.VERIFICATION_AFTER_CLOSED_LOOP: "verification after the closed loop",
+    FailureKind.VERIFICATION_BETWEEN_PROBES: "verification between probes",
     FailureKind.LOAD_TOOL: "load tool failed",
 }
 

@@ -207,7 +207,7 @@ class Measurer:
         workdir = new_dir(session.workroot / f"s{positions[first]}r{round_index}", 0o711)
         load_dir = new_dir(workdir / "load", 0o700)
         trials = session.plan.recipe.trials
-        session.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
+        session.reporter.status(f"{_round_text(round_index, trials)}: starting {stack.name}")
         proxied = session.plan.recipe.services.proxy == "nginx"
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
@@ -269,6 +269,13 @@ class Measurer:
                     positions[cell], len(session.cells), launched.round_index, cell, figure,
                     self.seconds_left(),
                 )  # fmt: skip
+
+
+def _round_text(round_index: int, trials: int) -> str:
+    """A planned round out of the recipe's, or one past them (an adaptive round)."""
+    if round_index < trials:
+        return f"round {round_index + 1}/{trials}"
+    return f"adaptive round {round_index + 1}"
 
 
 def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:

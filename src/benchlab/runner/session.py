@@ -149,7 +149,7 @@ class Session:
             if self.out_of_time:
                 outcome.reason = "the budget ran out before every cell was measured"
         except (KeyboardInterrupt, RunInterrupted) as exc:
-            outcome.status, outcome.reason = "interrupted", f"stopped by {exc or 'SIGINT'}"
+            outcome.status, outcome.reason = "interrupted", f"stopped by {str(exc) or 'SIGINT'}"
         except (ServiceError, UserError) as exc:
             outcome.status, outcome.reason = "failed", self.redacted(str(exc))
             raise
