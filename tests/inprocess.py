@@ -4,7 +4,7 @@ real `run_recipe` — Session, Measurer, CellRunner, take_trial, a real Store �
 
 What a test may set, per stack: its figures per scenario (throughput, latency, server CPU,
 errors), a start that fails, a death during its Nth launch's trial, a wrong answer for a
-scenario, a load tool that fails on a scenario. Time is the executor's own: a start takes
+scenario, a load tool that fails on a scenario, a Ctrl-C. Time is the executor's own: a start takes
 `START_S`, a trial its duration, so a budget is spent in simulated seconds.
 """
 
@@ -66,6 +66,7 @@ class FakeStack:
     dies_at_launch: int | None = None  # 1 = its first launch: it dies during a trial
     wrong: Mapping[str, str] = field(default_factory=dict)  # scenario → verification problem
     load_fails: frozenset[str] = frozenset()  # scenarios whose load tool fails
+    interrupted_at_launch: int | None = None  # Ctrl-C during its Nth launch's first load
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -198,6 +199,8 @@ class FakeExecutor:
             )
         )
         self.now += request.duration_s
+        if script.interrupted_at_launch == server.launch:
+            raise KeyboardInterrupt
         if scenario in script.load_fails:
             raise LoadToolError(f"{request.tool} exited with code 1: cannot connect")
         if script.dies_at_launch == server.launch:
