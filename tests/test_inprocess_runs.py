@@ -273,3 +273,26 @@ def test_a_budget_stops_launching_when_its_time_is_spent(tmp_path: Path) -> None
     assert [len(run.trials(s, "json")) for s in ("gin", "sanic")] == [3, 3]
     assert len(executor.launches) == 6
     assert executor.now == 3 * 2 * (START_S + 2) <= budget
+
+
+def test_a_rate_share_is_of_the_closed_loop_measured_once_a_cell(tmp_path: Path) -> None:
+    executor = FakeExecutor(
+        {
+            "gin": FakeStack({"json": Figures(40_000)}),
+            # Every answer an error: its closed loop completes no request to share.
+            "sanic": FakeStack({"json": Figures(1_000, errors=2_000)}),
+        }
+    )
+    recipe = _recipe(["gin", "sanic"], ["json"], 2).replace(
+        "connections = 4", 'tool = "vegeta"\n    rate = ["50%"]\n    connections = 4'
+    )
+    run = run_inprocess(tmp_path, recipe, executor)
+    assert run.outcome.status == "partial"
+    assert [load.rate for load in executor.loads if load.stack == "gin"] == [None, 20_000, 20_000]
+    gin = run.cells()[("gin", "json")]
+    assert (gin["target_rate"], gin["closed_capacity_rps"]) == (20_000, 40_000)
+    assert [t.probe for t in run.trials("gin", "json")] == ["closed", None, None]
+    no_rate = Failure(
+        FailureKind.NO_RATE, "its closed-loop probe completed no request: no rate to share"
+    )
+    assert run.cells()[("sanic", "json")]["reason"] == no_rate.reason
