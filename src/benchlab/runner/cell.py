@@ -13,15 +13,14 @@ from benchlab.errors import LoadToolError
 from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
 from benchlab.modes import Mode
-from benchlab.process import ManagedProcess
 from benchlab.recipe import Cell
+from benchlab.runner.executor import StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
 from benchlab.scenarios import Expectation
 from benchlab.store import TrialRecord
-from benchlab.verify import verify
-from benchlab.wire import ExchangeError, Wire, exchange
+from benchlab.wire import ExchangeError, Wire
 
 SETTLE_TIMEOUT_S = 120.0
 
@@ -37,7 +36,7 @@ class _CellFailed(Exception):
 class Launched:
     """A server answering for one launch of a stack, in one round."""
 
-    server: ManagedProcess
+    server: StackServer
     port: int
     workdir: Path
     round_index: int
@@ -143,9 +142,9 @@ class CellRunner:
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         wire = session.files.wire(cell)
         with session.costs.timed("verify"):
-            problem = verify(
+            problem = session.executor.verify(
                 session.server_address, launched.port, expectations,
-                timeout=SETTLE_TIMEOUT_S, read_worlds=session.read_worlds, wire=wire,
+                SETTLE_TIMEOUT_S, session.read_worlds, wire,
             )  # fmt: skip
         if problem:
             check_alive(session, launched.server, cell)
@@ -164,11 +163,9 @@ class CellRunner:
         compressed = next((e for e in expectations if e.answer == "gzip"), None)
         asked = compressed or expectations[0]
         try:
-            reply = exchange(
-                self.session.server_address, launched.port, asked.method, asked.path,
-                headers=asked.headers, body=asked.request_body, wire=wire,
-                timeout=SETTLE_TIMEOUT_S,
-            )  # fmt: skip
+            reply = self.session.executor.exchange(
+                self.session.server_address, launched.port, asked, wire, SETTLE_TIMEOUT_S
+            )
         except ExchangeError as exc:
             return f"unknown ({exc})", None
         ratio = None

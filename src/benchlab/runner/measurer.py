@@ -20,14 +20,14 @@ from benchlab.figures import Better, Figure, rank_figure
 from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
+from benchlab.runner.executor import StackLaunch
 from benchlab.runner.failure import FailureKind
-from benchlab.runner.launch import STATIC, start_answering, start_timeout
+from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.safe_files import new_dir
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
-from benchlab.verify import keeps_alive
 from benchlab.wire import Wire
 
 DEFAULT_POOL_SIZE = 10
@@ -211,15 +211,15 @@ class Measurer:
         proxied = session.plan.recipe.services.proxy == "nginx"
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
-        started = start_answering(
-            session.registry, stack, session.server_place,
+        started = session.executor.start(session.registry, StackLaunch(
+            stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
             start_timeout(stack, session.costs.known.get(f"start:{stack.name}")),
             lambda port: session.reporter.status(
                 f"port {port} was taken: starting {stack.name} on another"
             ),
             own_wire, None if proxied else session.files.tls_for(first), session.stack_user(),
-        )  # fmt: skip
+        ))  # fmt: skip
         server, proxy = started.server, None
         try:
             if started.problem:
@@ -229,17 +229,19 @@ class Measurer:
                     session.fail(cell, FailureKind.START, detail)
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)
-            port = started.ctx.port
+            port = started.port
             if proxied:
                 place = session.hosts.server
                 proxy, port = start_proxy(
-                    session.registry, workdir, place.cores, started.ctx.port, place.host,
+                    session.registry, workdir, place.cores, started.port, place.host,
                     first.protocol, session.files.tls_for(first),
                 )  # fmt: skip
             first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
             # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept (only
             # siege reads it, and siege speaks plain HTTP/1.1 only).
-            alive = first.protocol != "h1" or keeps_alive(session.server_address, port, first_path)
+            alive = first.protocol != "h1" or session.executor.keeps_alive(
+                session.server_address, port, first_path
+            )
             launched = Launched(server, port, load_dir, round_index, alive)
             self._run_cells(launched, cells, positions)
         except StackDied as died:
@@ -248,7 +250,7 @@ class Measurer:
             if proxy is not None:
                 session.registry.stop(proxy)
             with session.costs.timed(f"stop:{stack.name}"):
-                session.registry.stop(server, grace=STACK_STOP_GRACE_S)
+                session.executor.stop(session.registry, server, STACK_STOP_GRACE_S)
 
     def _run_cells(self, launched: Launched, cells: list[Cell], positions: dict[Cell, int]) -> None:
         # One warm-up per launch and scenario: its later cells find the server warm, and

@@ -12,7 +12,6 @@ import math
 import os
 import shutil
 import signal
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
 from benchlab.recipe import Cell, Plan, Recipe
 from benchlab.run_options import RunOptions
+from benchlab.runner.executor import Executor, RealExecutor
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
@@ -58,6 +58,8 @@ class SessionOptions:
     secrets: tuple[str, ...] = ()
     # Who the stacks run as when benchlab is root, if not nobody (tune: the app's owner).
     run_as: str | None = None
+    # What starts the stacks, asks them, loads them and tells the time (tests: a stand-in).
+    executor: Executor = field(default_factory=RealExecutor)
 
 
 _UNKNOWN = object()
@@ -105,6 +107,7 @@ class Session:
         self.options = options
         self.catalogue = options.catalogue
         self.scenarios = options.scenarios
+        self.executor = options.executor
         self.registry = ProcessRegistry()
         self.hosts = RunHosts(plan.hosts)
         self.costs = Costs.load()
@@ -119,7 +122,7 @@ class Session:
         self.cache: Any = None  # a Redis client, while the cache runs
         self.read_worlds: ReadWorlds | None = None  # world rows, while PostgreSQL runs
         self.files = RunFiles()  # static files, certificates; how clients reach servers
-        self._started = time.monotonic()
+        self._started = self.executor.monotonic()
         self.out_of_time = False
         self.deadline_s = options.deadline_s
         self._stack_user: object = _UNKNOWN
@@ -134,7 +137,7 @@ class Session:
         self.registry.journal = journal
         journal.set_run(self.run_id, self.store.path)
         outcome = RunOutcome(run_id=self.run_id, status="running")
-        self._started = time.monotonic()
+        self._started = self.executor.monotonic()
         # Traversable, not listable: the stacks' and the daemons' users reach their own
         # directories below (in /tmp if TMPDIR is closed to them); everything else in it is
         # closed on its own.
@@ -225,7 +228,7 @@ class Session:
             journal.close()
 
     def elapsed_s(self) -> float:
-        return time.monotonic() - self._started
+        return self.executor.monotonic() - self._started
 
     def seconds_left(self) -> float:
         """Until the deadline (infinite without one)."""

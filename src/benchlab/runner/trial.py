@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
 from pathlib import Path
 
 from benchlab.errors import LoadToolError
-from benchlab.hosts.generators import Generated, run_generators
+from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
-from benchlab.monitor import PeakSampler, ProcessTreeSampler, StealSampler
-from benchlab.process import ManagedProcess, signals_deferred
+from benchlab.process import signals_deferred
 from benchlab.recipe import Cell
+from benchlab.runner.executor import StackServer
 from benchlab.runner.session import Session
 from benchlab.services.redis_service import hit_counters
 from benchlab.store import TrialExtras, TrialRecord, now, trial_record
@@ -22,7 +21,7 @@ class StackDied(Exception):
     pass
 
 
-def check_alive(session: Session, server: ManagedProcess, cell: Cell) -> None:
+def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
     """Raise ServiceDied for a dead service, StackDied for a dead server."""
     session.check_services()
     if server.alive():
@@ -37,7 +36,7 @@ def check_alive(session: Session, server: ManagedProcess, cell: Cell) -> None:
 def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
     """The request's load from every load host at once, merged."""
     tool = TOOLS[request.tool]
-    return run_generators(tool, request, session.hosts.load, session.registry, workdir)
+    return session.executor.generate(tool, request, session.hosts.load, session.registry, workdir)
 
 
 def flush_cache(session: Session, needed: bool) -> None:
@@ -61,7 +60,7 @@ def _cache_counters(session: Session, needed: bool) -> tuple[int, int] | None:
 
 def take_trial(
     session: Session,
-    server: ManagedProcess,
+    server: StackServer,
     cell: Cell,
     round_index: int,
     request: LoadRequest,
@@ -76,13 +75,10 @@ def take_trial(
     # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
     # a finished trial is never lost to them.
     with contextlib.ExitStack() as finished:
-        with (
-            ProcessTreeSampler(server) as sampler,
-            StealSampler(*session.steal_cores()) as steal,
-            PeakSampler(probes) as peaks,
-        ):
-            started_at, began = now(), time.monotonic()
-            peaks.count_until(began + request.duration_s)
+        clock = session.executor.monotonic
+        with session.executor.monitors(server, session.steal_cores(), probes) as monitors:
+            started_at, began = now(), clock()
+            monitors.count_until(began + request.duration_s)
             generated = generate(session, request, workdir)
             result = generated.result
             finished.enter_context(signals_deferred())
@@ -95,23 +91,21 @@ def take_trial(
                     f"({kinds or 'and counted no error: it waited the whole trial'}); "
                     "a trial without a request is no measurement"
                 )
-            session.costs.record(
-                f"overhead:{request.tool}", time.monotonic() - began - request.duration_s
-            )
+            session.costs.record(f"overhead:{request.tool}", clock() - began - request.duration_s)
         check_alive(session, server, cell)
-        for name, error in peaks.errors.items():
+        for name, error in monitors.errors().items():
             session.reporter.status(
                 f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
             )
         cache_after = _cache_counters(session, scenario.needs_cache)
         extras = TrialExtras(
-            db_sessions_peak=peaks.peaks.get("db"),
-            pool_active_peak=peaks.peaks.get("pool"),
+            db_sessions_peak=monitors.peaks().get("db"),
+            pool_active_peak=monitors.peaks().get("pool"),
             cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
             cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
         )
         record = trial_record(
-            round_index, started_at, result, sampler.usage(), steal.result, extras, probe
+            round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe
         )
         session.store.add_trial(session.cell_ids[cell], record, generated.shares)
         session.measured.add(cell)

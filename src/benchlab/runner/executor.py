@@ -1,0 +1,199 @@
+"""What a run does outside its own process: start and stop a stack, ask it over the wire,
+send it load and watch it meanwhile, and tell the time. A Session holds one Executor; the
+real one (`RealExecutor`, the default) does each for real, and a stand-in (the tests'
+tests/inprocess.py) lets the runner's scheduling, stopping and failure handling run in
+process, as a scheduler is tested with a mock executor."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from benchlab.answers import ReadWorlds
+from benchlab.hosts.base import Placement
+from benchlab.hosts.generators import Generated, run_generators
+from benchlab.load import LoadRequest
+from benchlab.load.base import LoadTool
+from benchlab.monitor import CoreSteal, PeakSampler, ProcessTreeSampler, StealSampler, TreeUsage
+from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.runner.launch import ServerPlace, start_answering
+from benchlab.scenarios import Expectation
+from benchlab.stacks import Stack
+from benchlab.tls import TlsFiles
+from benchlab.verify import keeps_alive, verify
+from benchlab.wire import Reply, Wire, exchange
+
+
+class StackServer(Protocol):
+    """A launched stack, as the runner sees it."""
+
+    @property
+    def returncode(self) -> int | None: ...
+    def alive(self) -> bool: ...
+    def log_tail(self, lines: int = 5) -> str: ...
+
+
+@dataclass(frozen=True)
+class StackLaunch:
+    """One start of a stack: what it runs, where, and how a client reaches it."""
+
+    stack: Stack
+    place: ServerPlace
+    launch: tuple[int, int | None]  # workers, threads
+    workdir: Path
+    env: dict[str, str]
+    timeout: float
+    on_port_taken: Callable[[int], None]
+    wire: Wire
+    tls: TlsFiles | None
+    user: str | None
+
+
+@dataclass(frozen=True)
+class Answering:
+    """A started stack: the port it answers on, or why it does not."""
+
+    server: StackServer
+    port: int
+    problem: str | None  # why it does not answer; None: it does
+    seconds: float  # from its start until it answered
+
+
+class TrialMonitors(Protocol):
+    """What watches the server during one trial; read once the trial's load has ended."""
+
+    def count_until(self, deadline: float) -> None: ...
+    def usage(self) -> TreeUsage: ...
+    def steal(self) -> CoreSteal: ...
+    def peaks(self) -> Mapping[str, int | None]: ...
+    def errors(self) -> Mapping[str, str]: ...
+
+
+class Executor(Protocol):
+    def monotonic(self) -> float: ...
+    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
+    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
+    def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None: ...
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply: ...
+    def generate(
+        self,
+        tool: LoadTool,
+        request: LoadRequest,
+        places: list[Placement],
+        registry: ProcessRegistry,
+        workdir: Path,
+    ) -> Generated: ...
+    def monitors(
+        self,
+        server: StackServer,
+        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
+        probes: dict[str, Callable[[], int] | None],
+    ) -> AbstractContextManager[TrialMonitors]: ...
+
+
+@dataclass(frozen=True)
+class _Samplers:
+    tree: ProcessTreeSampler
+    steal_sampler: StealSampler
+    peak_sampler: PeakSampler
+
+    def count_until(self, deadline: float) -> None:
+        self.peak_sampler.count_until(deadline)
+
+    def usage(self) -> TreeUsage:
+        return self.tree.usage()
+
+    def steal(self) -> CoreSteal:
+        return self.steal_sampler.result
+
+    def peaks(self) -> Mapping[str, int | None]:
+        return self.peak_sampler.peaks
+
+    def errors(self) -> Mapping[str, str]:
+        return self.peak_sampler.errors
+
+
+def _process(server: StackServer) -> ManagedProcess:
+    assert isinstance(server, ManagedProcess), "the real executor started it"
+    return server
+
+
+class RealExecutor:
+    """Real processes, real sockets, real load tools, the machine's clock."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
+        started = start_answering(
+            registry, launch.stack, launch.place, launch.launch, launch.workdir, launch.env,
+            launch.timeout, launch.on_port_taken, launch.wire, launch.tls, launch.user,
+        )  # fmt: skip
+        return Answering(started.server, started.ctx.port, started.problem, started.seconds)
+
+    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
+        registry.stop(_process(server), grace=grace)
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool:
+        return keeps_alive(address, port, path)
+
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None:
+        return verify(
+            address, port, expectations, timeout=timeout, read_worlds=read_worlds, wire=wire
+        )
+
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply:
+        return exchange(
+            address, port, asked.method, asked.path,
+            headers=asked.headers, body=asked.request_body, wire=wire, timeout=timeout,
+        )  # fmt: skip
+
+    def generate(
+        self,
+        tool: LoadTool,
+        request: LoadRequest,
+        places: list[Placement],
+        registry: ProcessRegistry,
+        workdir: Path,
+    ) -> Generated:
+        return run_generators(tool, request, places, registry, workdir)
+
+    @contextlib.contextmanager
+    def monitors(
+        self,
+        server: StackServer,
+        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
+        probes: dict[str, Callable[[], int] | None],
+    ) -> Iterator[TrialMonitors]:
+        with (
+            ProcessTreeSampler(_process(server)) as tree,
+            StealSampler(*steal_cores) as steal,
+            PeakSampler(probes) as peaks,
+        ):
+            yield _Samplers(tree, steal, peaks)

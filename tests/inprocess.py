@@ -1,0 +1,322 @@
+"""Runs without a process: a stand-in executor (runner/executor.py) whose stacks answer and
+whose trials return the figures a test sets, and a helper that runs a recipe through the
+real `run_recipe` — Session, Measurer, CellRunner, take_trial, a real Store — with it.
+
+What a test may set, per stack: its figures per scenario (throughput, latency, server CPU,
+errors), a start that fails, a death during its Nth launch's trial, a wrong answer for a
+scenario, a load tool that fails on a scenario, a Ctrl-C. Time is the executor's own: a start takes
+`START_S`, a trial its duration, so a budget is spent in simulated seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rich.console import Console
+
+from benchlab.answers import ReadWorlds
+from benchlab.errors import LoadToolError
+from benchlab.hosts.base import Placement
+from benchlab.hosts.generators import Generated
+from benchlab.load import LoadRequest
+from benchlab.load.base import LoadTool
+from benchlab.load.result import Errors, Latency, LoadResult, LoadShare
+from benchlab.monitor import CoreSteal, TreeUsage
+from benchlab.process import ProcessRegistry
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.jsonfile import render_json
+from benchlab.report.progress import LineReporter
+from benchlab.report.summary import summarise
+from benchlab.runner import RunOutcome, SessionOptions, run_recipe
+from benchlab.runner.executor import Answering, StackLaunch, StackServer, TrialMonitors
+from benchlab.scenarios import Expectation
+from benchlab.stacks import CATALOGUE, Stack
+from benchlab.store import Store, TrialRecord
+from benchlab.wire import Reply, Wire
+
+START_S = 2.0  # simulated seconds a start takes
+FIRST_PORT = 20_000
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One trial's figures, as the load tool and the monitors report them."""
+
+    throughput_rps: float = 10_000.0
+    latency_p50_ms: float = 1.0  # the other percentiles follow from it
+    cpu_pct: float = 100.0  # the server's, 100 = one core
+    errors: int = 0  # non-2xx answers
+
+
+@dataclass(frozen=True)
+class FakeStack:
+    """What one stack does in a run; `figures` by scenario (any other: `Figures()`), or a
+    sequence of them its launches take in turn (the first launch the first)."""
+
+    figures: Mapping[str, Figures | Sequence[Figures]] = field(default_factory=dict)
+    start_problem: str | None = None  # its start fails with this
+    dies_at_launch: int | None = None  # 1 = its first launch: it dies during a trial
+    wrong: Mapping[str, str] = field(default_factory=dict)  # scenario → verification problem
+    load_fails: frozenset[str] = frozenset()  # scenarios whose load tool fails
+    interrupted_at_launch: int | None = None  # Ctrl-C during its Nth launch's first load
+
+    def figures_for(self, scenario: str, launch: int) -> Figures:
+        figures = self.figures.get(scenario, Figures())
+        if isinstance(figures, Figures):
+            return figures
+        return figures[(launch - 1) % len(figures)]
+
+
+@dataclass
+class FakeServer:
+    """A started stack: alive until stopped, or until it dies as its script says."""
+
+    stack: str
+    launch: int  # 1 = the stack's first launch
+    port: int
+    log: list[str] = field(default_factory=lambda: ["started"])
+    returncode: int | None = None
+    last_usage: TreeUsage | None = None
+
+    def alive(self) -> bool:
+        return self.returncode is None
+
+    def log_tail(self, lines: int = 5) -> str:
+        return "\n".join(self.log[-lines:])
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One load the fake generated: which round of which stack, on what, for how long."""
+
+    stack: str
+    launch: int
+    scenario: str
+    rate: float | None
+    duration_s: float
+    at_s: float  # the executor's clock when it started
+
+
+@dataclass
+class _FakeMonitors:
+    server: FakeServer
+
+    def count_until(self, deadline: float) -> None:
+        pass
+
+    def usage(self) -> TreeUsage:
+        assert self.server.last_usage is not None
+        return self.server.last_usage
+
+    def steal(self) -> CoreSteal:
+        return CoreSteal(0.0, 0.0)
+
+    def peaks(self) -> Mapping[str, int | None]:
+        return {}
+
+    def errors(self) -> Mapping[str, str]:
+        return {}
+
+
+def scenario_of(url: str) -> str:
+    """The scenario a request is for, as these tests' scenarios are served: /json, /plaintext."""
+    return urlsplit(url).path.strip("/").split("/")[0]
+
+
+class FakeExecutor:
+    """Implements runner.executor.Executor in process, from each stack's FakeStack."""
+
+    def __init__(self, stacks: Mapping[str, FakeStack]) -> None:
+        self.stacks = stacks
+        self.now = 0.0
+        self.servers: dict[int, FakeServer] = {}  # by port
+        self.launches: list[tuple[str, int]] = []  # (stack, its launch), in order
+        self.loads: list[Loaded] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
+        name = launch.stack.name
+        count = sum(1 for stack, _ in self.launches if stack == name) + 1
+        self.launches.append((name, count))
+        server = FakeServer(name, count, FIRST_PORT + len(self.servers))
+        self.servers[server.port] = server
+        self.now += START_S
+        problem = self.stacks[name].start_problem
+        if problem is not None:
+            server.returncode, server.log = 1, ["boom: cannot start"]
+        return Answering(server, server.port, problem, START_S)
+
+    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
+        assert isinstance(server, FakeServer)
+        if server.returncode is None:
+            server.returncode = 0
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool:
+        return True
+
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None:
+        server = self.servers[port]
+        assert server.alive(), "verified a stopped stack"
+        return self.stacks[server.stack].wrong.get(scenario_of(expectations[0].path))
+
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply:
+        return Reply(200, {}, asked.body or b"", "HTTP/1.1", None)
+
+    def generate(
+        self,
+        tool: LoadTool,
+        request: LoadRequest,
+        places: list[Placement],
+        registry: ProcessRegistry,
+        workdir: Path,
+    ) -> Generated:
+        server = self.servers[urlsplit(request.url).port or 0]
+        assert server.alive(), "loaded a stopped stack"
+        scenario, script = scenario_of(request.url), self.stacks[server.stack]
+        self.loads.append(
+            Loaded(
+                server.stack, server.launch, scenario, request.rate, request.duration_s, self.now
+            )
+        )
+        self.now += request.duration_s
+        if script.interrupted_at_launch == server.launch:
+            raise KeyboardInterrupt
+        if scenario in script.load_fails:
+            raise LoadToolError(f"{request.tool} exited with code 1: cannot connect")
+        if script.dies_at_launch == server.launch:
+            server.returncode, server.log = -9, [*server.log, "Killed"]
+        figures = script.figures_for(scenario, server.launch)
+        result = _result(request, figures)
+        server.last_usage = TreeUsage(
+            figures.cpu_pct, 40.0, 2, figures.cpu_pct / 100 * request.duration_s, "fake"
+        )
+        share = LoadShare(
+            "local", "local", request.cores, request.connections, request.rate, result
+        )
+        return Generated(result, [share])
+
+    @contextmanager
+    def monitors(
+        self,
+        server: StackServer,
+        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
+        probes: dict[str, Callable[[], int] | None],
+    ) -> Iterator[TrialMonitors]:
+        assert isinstance(server, FakeServer)
+        yield _FakeMonitors(server)
+
+    def running(self) -> list[FakeServer]:
+        """The servers started and not stopped (none, after a run)."""
+        return [s for s in self.servers.values() if s.alive()]
+
+
+def _result(request: LoadRequest, figures: Figures) -> LoadResult:
+    rps = figures.throughput_rps
+    if request.rate is not None:
+        rps = min(rps, request.rate)
+    p50 = figures.latency_p50_ms
+    percentiles = {"50": p50, "90": 2 * p50, "99": 3 * p50, "99.9": 4 * p50}
+    latency = Latency(p50 / 2, p50, p50 / 4, p50, 2 * p50, 3 * p50, 4 * p50, 5 * p50, percentiles)
+    requests = round(rps * request.duration_s)
+    return LoadResult(
+        tool=request.tool,
+        requests=requests,
+        duration_s=request.duration_s,
+        bytes=requests * 100,
+        latency=latency,
+        errors=Errors(non_2xx=figures.errors),
+        load_cpu_pct=50.0,
+        target_rate=request.rate,
+        sent_rate=rps if request.rate is not None else None,
+    )
+
+
+@contextmanager
+def _known(stacks: Mapping[str, Stack]) -> Iterator[None]:
+    """The catalogue knows the test's own stacks while a recipe naming them is read."""
+    added = [name for name in stacks if name not in CATALOGUE]
+    CATALOGUE.update({name: stacks[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            del CATALOGUE[name]
+
+
+def runnable_catalogue(names: list[str]) -> dict[str, Stack]:
+    """The catalogue's stacks as they are, but with nothing to build or find here (a stack
+    the catalogue does not know is made from gin's entry, under its own name)."""
+    catalogue = dict(CATALOGUE)
+    for name in names:
+        known = CATALOGUE.get(name) or dataclasses.replace(CATALOGUE["gin"], name=name)
+        catalogue[name] = dataclasses.replace(
+            known, build=None, needs_programs=(), needs_files=(), needs_modules=()
+        )
+    return catalogue
+
+
+@dataclass(frozen=True)
+class InProcessRun:
+    outcome: RunOutcome
+    store: Store
+    output: str  # what the line reporter printed
+
+    @property
+    def run_id(self) -> str:
+        return self.outcome.run_id
+
+    def cells(self) -> dict[tuple[str, str], dict]:
+        """The stored cells by (stack, scenario)."""
+        return {(c["stack"], c["scenario"]): c for c in self.store.cells(self.run_id)}
+
+    def trials(self, stack: str, scenario: str) -> list[TrialRecord]:
+        return self.store.trials(self.cells()[(stack, scenario)]["id"])
+
+    def report(self) -> dict:
+        """The run's JSON report, as `benchlab report -f json` renders it."""
+        return json.loads(render_json(summarise(self.store, self.run_id)))
+
+
+def run_inprocess(
+    directory: Path,
+    recipe_toml: str,
+    executor: FakeExecutor,
+    *,
+    deadline_s: float | None = None,
+    catalogue: Mapping[str, Stack] | None = None,
+) -> InProcessRun:
+    """The recipe (TOML text) run by the real runner on `executor`, stored in `directory`.
+    Its stacks may be names of the test's own (made from gin's entry)."""
+    path = directory / "recipe.toml"
+    path.write_text(textwrap.dedent(recipe_toml))
+    catalogue = catalogue or runnable_catalogue(list(executor.stacks))
+    store = Store(directory / "results.db")
+    output = io.StringIO()
+    options = SessionOptions(
+        "benchlab run recipe.toml", deadline_s=deadline_s, catalogue=catalogue, executor=executor
+    )
+    reporter = LineReporter(Console(file=output, width=200))
+    with _known(catalogue):
+        recipe, text = load_recipe(path)
+        outcome = run_recipe(build_plan(path, recipe, text), store, reporter, options)
+    return InProcessRun(outcome, store, output.getvalue())
