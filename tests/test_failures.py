@@ -95,13 +95,13 @@ def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
         SessionOptions("test"),
     )
     assert outcome.status == "partial"
-    cells = {(c["stack"], c["scenario"]): c for c in store.cells(outcome.run_id)}
+    cells = {(c.stack, c.scenario): c for c in store.cells(outcome.run_id)}
     wrong = cells[("wrong-body", "plaintext")]
-    assert wrong["status"] == "failed"
-    assert "verification failed: GET /plaintext: body b'Hello, World'" in wrong["reason"]
-    assert not store.trials(wrong["id"])
-    assert cells[("wrong-body", "json")]["status"] == "ok"
-    assert len(store.trials(cells[("wrong-body", "json")]["id"])) == 2
+    assert wrong.status == "failed"
+    assert "verification failed: GET /plaintext: body b'Hello, World'" in (wrong.reason or "")
+    assert not store.trials(wrong.id)
+    assert cells[("wrong-body", "json")].status == "ok"
+    assert len(store.trials(cells[("wrong-body", "json")].id)) == 2
     for scenario in ("plaintext", "json"):
         crashed = cells[("crashes", scenario)]
         assert crashed["status"] == "failed"

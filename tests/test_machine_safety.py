@@ -5,7 +5,6 @@ up, and chart text is text."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -251,6 +250,6 @@ def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
         )
     assert outcome.status == "complete", out.getvalue()
     assert f"port {taken} was taken" in out.getvalue()
-    trial = store.trials(store.cells(outcome.run_id)[0]["id"])[0]
+    trial = store.trials(store.cells(outcome.run_id)[0].id)[0]
     assert trial.server_cpu_s and trial.server_cpu_s > 0, "nginx, not the impostor, was measured"
-    assert json.loads(store.run(outcome.run_id)["machine"])["shared_with_another_run"] is False
+    assert store.run(outcome.run_id).machine["shared_with_another_run"] is False

@@ -3,6 +3,7 @@ nothing, and a trial's histogram comes back as it went in."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -13,15 +14,17 @@ import pytest
 from benchlab.errors import UserError
 from benchlab.load import histogram
 from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.modes import Mode
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 from benchlab.store import (
     SCHEMA_VERSION,
     TABLES,
+    CellRecord,
     RunInfo,
+    RunRecord,
     Store,
     TrialExtras,
-    concurrency_limit,
     trial_record,
 )
 
@@ -75,11 +78,11 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
     path = tmp_path / "old.db"
     _old_store(path)
     reader = Store(path, create=False)
-    assert [r["id"] for r in reader.runs()] == ["old-run"]
+    assert [r.id for r in reader.runs()] == ["old-run"]
     reader.close()
 
     store = Store(path)
-    assert [r["id"] for r in store.runs()] == ["old-run"]
+    assert [r.id for r in store.runs()] == ["old-run"]
     run_id = store.create_run(
         RunInfo("r.toml", "r", "", "", "benchlab run", None, (0,), (1,), {"cpu": "x"})
     )
@@ -104,11 +107,96 @@ def test_a_cell_stored_as_capacity_keeps_its_concurrency_limit(tmp_path: Path) -
     old.commit()
     old.close()
     reader = Store(path, create=False)
-    assert [concurrency_limit(c) for c in reader.cells("old-run")] == [4]
+    assert [c.concurrency_limit for c in reader.cells("old-run")] == [4]
     reader.close()
     store = Store(path)  # brought up to date: the new column filled from the old
-    assert [c["concurrency_limit"] for c in store.cells("old-run")] == [4]
+    assert [c.concurrency_limit for c in store.cells("old-run")] == [4]
     store.close()
+
+
+def _oldest_store(path: Path) -> None:
+    """Runs and cells with only the columns every store has had (each column a later schema
+    added is a field with a default), holding one run and one cell."""
+    old = sqlite3.connect(path)
+    for table, record in (("runs", RunRecord), ("cells", CellRecord)):
+        kept = [
+            f"{f.name} {kind}"
+            for f, (_, kind) in zip(dataclasses.fields(record), TABLES[table], strict=True)
+            if f.default is dataclasses.MISSING or f.name == "id"
+        ]
+        old.execute(f"CREATE TABLE {table} ({', '.join(kept)})")
+    old.execute(
+        "INSERT INTO runs (id, recipe_path, recipe_name, recipe_text, question, command,"
+        " started_at, ended_at, status, status_reason, git_commit, server_cores, load_cores,"
+        " machine) VALUES ('old-run', 'r.toml', 'r', 'name = \"r\"', '', 'benchlab run',"
+        " '2026-01-01', NULL, 'complete', NULL, NULL, '[0, 1]', '[2]', '{\"cpu\": \"x\"}')"
+    )
+    old.execute(
+        "INSERT INTO cells (run_id, position, key, stack, stack_label, scenario, tool,"
+        " connections, threads, duration_s, workers, status)"
+        " VALUES ('old-run', 0, 'k', 'flask+gunicorn', 'flask w=2', 'json', 'wrk', 8, 1, 5, 2,"
+        " 'ok')"
+    )
+    old.commit()
+    old.close()
+
+
+def test_an_old_stores_rows_read_as_records_with_every_default(tmp_path: Path) -> None:
+    """Columns an old store lacks (read-only) or holds NULL in (brought up to date) read as
+    their defaults, in the one reader; JSON comes back decoded."""
+    path = tmp_path / "old.db"
+    _oldest_store(path)
+    expected_run = RunRecord(
+        id="old-run", recipe_path="r.toml", recipe_name="r", recipe_text='name = "r"',
+        question="", command="benchlab run", started_at="2026-01-01", ended_at=None,
+        status="complete", status_reason=None, git_commit=None, server_cores=(0, 1),
+        load_cores=(2,), machine={"cpu": "x"},
+    )  # fmt: skip
+    reader = Store(path, create=False)
+    (run,) = reader.runs()
+    (cell,) = reader.cells("old-run")
+    reader.close()
+    assert run == expected_run
+    assert (run.services, run.database, run.options, run.plan) == (None, None, None, None)
+    assert cell.id == 1 and cell.duration_s == 5 and cell.reason is None
+    assert (cell.mode, cell.keepalive, cell.protocol) == (Mode.CLOSED, True, "h1")
+    assert cell.facts is None and cell.concurrency_limit is None and cell.negotiated is None
+    store = Store(path)  # brought up to date: the columns added hold NULL
+    assert store.runs() == [expected_run] and store.cells("old-run") == [cell]
+    store.close()
+
+    from benchlab.report.summary import summarise
+
+    summary = summarise(Store(path, create=False), "old-run")
+    (found,) = summary.cells
+    assert found.protocol == "h1" and found.keepalive and found.mode == Mode.CLOSED
+    assert found.facts["server"]  # a cell stored before its facts: read from the catalogue
+    assert (
+        summary.run.to_json()["server_cores"] == [0, 1]
+        and "options" not in summary.to_json()["run"]
+    )
+
+
+def test_a_cell_and_a_run_read_back_as_they_were_written(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    info = RunInfo(
+        "r.toml", "r", "text", "q", "benchlab run r", "abc", (0, 1), (2,), {"cpu": "x"},
+        options={"baseline": "gin"}, plan={"recipe": {"name": "r"}, "deadline_s": 60.0},
+    )  # fmt: skip
+    run_id = store.create_run(info)
+    cell = Cell(
+        "gin", "json", "vegeta", 8, 1, 5, 2, 1, point="p", mode=Mode.RATE, rate=100.0,
+        keepalive=False, protocol="h2",
+    )  # fmt: skip
+    facts = {"framework": "gin", "server": "net/http"}
+    cell_id = store.add_cell(run_id, 0, cell, "gin w=1", 64, 4, facts)
+    (back,) = store.cells(run_id)
+    written = CellRecord.of(run_id, 0, cell, "gin w=1", 64, 4, facts)
+    assert back == dataclasses.replace(written, id=cell_id)
+    assert (back.mode, back.keepalive, back.facts) == (Mode.RATE, False, facts)
+    run = store.run(run_id)
+    assert run == RunRecord.of(run_id, info, run.started_at)
+    assert run.server_cores == (0, 1) and run.plan == info.plan
 
 
 def test_a_store_from_a_newer_benchlab_is_refused_naming_both_versions(tmp_path: Path) -> None:
@@ -137,7 +225,7 @@ def test_reading_a_read_only_store_changes_no_byte(tmp_path: Path) -> None:
     before = hashlib.sha256(path.read_bytes()).hexdigest(), sorted(os.listdir(directory))
     try:
         reader = Store(path, create=False)
-        assert reader.run(None)["id"] == run_id
+        assert reader.run(None).id == run_id
         reader.close()
         after = hashlib.sha256(path.read_bytes()).hexdigest(), sorted(os.listdir(directory))
     finally:
@@ -211,4 +299,4 @@ def test_two_runs_of_one_second_drawing_the_same_id_both_get_stored(tmp_path: Pa
     ):
         first, second = store.create_run(info), store.create_run(info)
     assert (first, second) == ("20261126-000000-abcd", "20261126-000000-beef")
-    assert sorted(row["id"] for row in store.runs()) == [first, second]
+    assert sorted(run.id for run in store.runs()) == [first, second]

@@ -1,10 +1,12 @@
 """The results store: SQLite, one row per run, cell and trial, each written as it happens.
 
-A trial row is a `TrialRecord` and a capacity estimate a `CapacityRecord`: their tables and
-inserts are made from those dataclasses, so a figure is added in one place. Columns are only
-ever added, never changed: an older store is brought up to date in place when written to,
-and read as it is (missing columns read as empty) by `report` and `compare`, which open it
-read-only. The store carries its schema version; a newer one is refused.
+A run is a `RunRecord`, a cell a `CellRecord`, a trial row a `TrialRecord` and a capacity
+estimate a `CapacityRecord`: their tables, inserts and reads are made from those dataclasses,
+so a column is added in one place. Columns are only ever added, never changed: an older
+store is brought up to date in place when written to, and read as it is by `report` and
+`compare`, which open it read-only; either way one reader (`_record`) gives a column it
+lacks, or holds NULL in, its field's default. The store carries its schema version; a newer
+one is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, TypeVar
 
 from benchlab.errors import StoreError, UserError
 from benchlab.load.result import Errors, LoadResult, LoadShare
+from benchlab.modes import Mode, mode_of
 from benchlab.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
@@ -253,81 +256,186 @@ def share_record(share: LoadShare) -> LoadShareRecord:
     )
 
 
-Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord)
+def _key(sql: str, default: Any = dataclasses.MISSING) -> Any:
+    """A column whose SQL is declared (a key), not made from its field's type."""
+    return dataclasses.field(default=default, metadata={"sql": sql})
 
 
-def _sql_type(hint: Any) -> str:
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    base = args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) else hint
-    nullable = type(None) in typing.get_args(hint)
-    sql = {int: "INTEGER", float: "REAL", str: "TEXT"}[base]
-    return sql if nullable else f"{sql} NOT NULL"
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One run: a row of `runs`, in column order. A field with a default is a column a later
+    schema added: an older store lacks it (or holds NULL), and it reads as the default."""
+
+    id: str = _key("TEXT PRIMARY KEY")
+    recipe_path: str
+    recipe_name: str
+    recipe_text: str
+    question: str
+    command: str
+    started_at: str
+    ended_at: str | None
+    status: str  # running, complete, partial, interrupted, failed (abandoned: found dead)
+    status_reason: str | None
+    git_commit: str | None
+    server_cores: tuple[int, ...]  # JSON
+    load_cores: tuple[int, ...]  # JSON
+    machine: dict[str, Any]  # JSON: cpu, cores, kernel, python, packages, tools
+    services: dict[str, Any] | None = None  # JSON: name -> port, dsn
+    database: str | None = None  # postgres, mariadb or None
+    # JSON: the recipe's analysis options (baseline, SLO, ...); None: stored before they
+    # were (the analysis reads them from the recipe's text).
+    options: dict[str, Any] | None = None
+    # JSON: {"recipe": the recipe as run, "deadline_s": its budget}; None: nothing to resume
+    plan: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, run_id: str, info: RunInfo, started_at: str) -> RunRecord:
+        """A run as it starts."""
+        return cls(
+            id=run_id, recipe_path=info.recipe_path, recipe_name=info.recipe_name,
+            recipe_text=info.recipe_text, question=info.question, command=info.command,
+            started_at=started_at, ended_at=None, status="running", status_reason=None,
+            git_commit=info.git_commit, server_cores=tuple(info.server_cores),
+            load_cores=tuple(info.load_cores), machine=info.machine, options=info.options,
+            plan=info.plan,
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """What a report shows of the run: all but what the analysis reads (the recipe's
+        text, its options, its plan)."""
+        hidden = ("recipe_text", "options", "plan")
+        shown = [f.name for f in dataclasses.fields(self) if f.name not in hidden]
+        return {name: _plain(getattr(self, name)) for name in shown}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellRecord:
+    """One cell of a run: a row of `cells`, in column order. A field with a default is a
+    column a later schema added: an older store lacks it (or holds NULL), and it reads as
+    the default."""
+
+    id: int = _key("INTEGER PRIMARY KEY", default=0)  # the store's (0: not stored yet)
+    run_id: str = _key("TEXT NOT NULL REFERENCES runs(id)")
+    position: int
+    key: str
+    stack: str
+    stack_label: str
+    scenario: str
+    tool: str
+    connections: int
+    threads: int
+    duration_s: float
+    workers: int
+    status: str  # pending, ok, failed
+    reason: str | None = None
+    flavour: str | None = None
+    server_threads: int | None = None
+    pool_size: int | None = None
+    ms: int | None = None
+    point: str | None = None  # the named grid point, when the recipe has points
+    # Requests the launch can hold at once; None: no limit of its own. Schema 4: the column
+    # 'capacity' of older stores, which keep it (see RENAMED).
+    concurrency_limit: int | None = None
+    db_pool_limit: int | None = None  # database sessions the launch can use at most
+    mode: Mode = Mode.CLOSED  # NULL in schema 1
+    target_rate: float | None = None  # rate cells: the rate asked for (a share once resolved)
+    rate_share: float | None = None  # rate cells given as a share of their own capacity, in %
+    closed_capacity_rps: float | None = None  # the closed-loop probe of a share or a search
+    timeout_s: int | None = None
+    # JSON: framework, server, worker model (and a tune's command); None: stored before
+    # cells kept them (the report reads them from the catalogue).
+    facts: dict[str, Any] | None = None
+    keepalive: bool = True  # False: a new connection for every request
+    protocol: str = "h1"  # protocols.PROTOCOLS
+    negotiated: str | None = None  # what verification got: "HTTP/2 over TLSv1.3"
+    compression_ratio: float | None = None  # a compressed answer: its size ÷ compressed size
+
+    @classmethod
+    def of(
+        cls,
+        run_id: str,
+        position: int,
+        cell: Cell,
+        label: str,
+        concurrency_limit: int | None = None,
+        db_pool_limit: int | None = None,
+        facts: dict[str, Any] | None = None,
+    ) -> CellRecord:
+        """A planned cell as it is first stored: pending."""
+        return cls(
+            run_id=run_id, position=position, key=cell.key, stack=cell.stack,
+            stack_label=label, scenario=cell.scenario, tool=cell.tool,
+            connections=cell.connections, threads=cell.threads,
+            duration_s=float(cell.duration), workers=cell.workers, status="pending",
+            flavour=cell.flavour, server_threads=cell.server_threads,
+            pool_size=cell.pool_size, ms=cell.ms, point=cell.point,
+            concurrency_limit=concurrency_limit, db_pool_limit=db_pool_limit, mode=cell.mode,
+            target_rate=cell.rate, rate_share=cell.rate_share, timeout_s=cell.timeout,
+            facts=facts or {}, keepalive=cell.keepalive, protocol=cell.protocol,
+        )  # fmt: skip
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON has it (a tuple as a list)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord)
+
+SQL_TYPES: dict[Any, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bool: "INTEGER"}
+JSON_TYPES = (dict, tuple, list)  # kept as JSON text
+# How a stored value of a type is read back (one not named here: as it is stored).
+READ: dict[Any, Callable[[Any], Any]] = {bool: bool, Mode: mode_of}
+
+
+def _base(hint: Any) -> tuple[Any, bool]:
+    """A field's type without None, and whether None is one of its values."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0], len(args) < len(typing.get_args(hint))
+    return hint, False
+
+
+def _kind(base: Any) -> Any:
+    """The Python type a column is declared and read by: dict for dict[str, Any]."""
+    return typing.get_origin(base) or base
+
+
+def _sql_type(f: dataclasses.Field, hint: Any) -> str:
+    if "sql" in f.metadata:
+        return str(f.metadata["sql"])
+    base, nullable = _base(hint)
+    kind = _kind(base)
+    sql = "TEXT" if kind in JSON_TYPES or issubclass(kind, str) else SQL_TYPES[kind]
+    # A column with a default came later: older rows hold NULL in it.
+    later = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    return sql if nullable or later else f"{sql} NOT NULL"
 
 
 def _columns(record: type) -> list[tuple[str, str]]:
     hints = typing.get_type_hints(record)
-    return [(f.name, _sql_type(hints[f.name])) for f in dataclasses.fields(record)]
+    return [(f.name, _sql_type(f, hints[f.name])) for f in dataclasses.fields(record)]
+
+
+def _row(record: Any) -> dict[str, Any]:
+    """A record as the values of its row: JSON fields as text, a flag as 0 or 1."""
+    values = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, JSON_TYPES):
+            value = json.dumps(_plain(value))
+        elif isinstance(value, bool):
+            value = int(value)
+        values[f.name] = value
+    return values
 
 
 # Columns are only ever added, never changed: an older results file is brought up to date
 # in place (missing columns added) and every run in it stays readable.
 TABLES: dict[str, list[tuple[str, str]]] = {
     "meta": [("key", "TEXT PRIMARY KEY"), ("value", "TEXT NOT NULL")],
-    "runs": [
-        ("id", "TEXT PRIMARY KEY"),
-        ("recipe_path", "TEXT NOT NULL"),
-        ("recipe_name", "TEXT NOT NULL"),
-        ("recipe_text", "TEXT NOT NULL"),
-        ("question", "TEXT NOT NULL"),
-        ("command", "TEXT NOT NULL"),
-        ("started_at", "TEXT NOT NULL"),
-        ("ended_at", "TEXT"),
-        ("status", "TEXT NOT NULL"),  # running, complete, partial, interrupted, failed
-        ("status_reason", "TEXT"),
-        ("git_commit", "TEXT"),
-        ("server_cores", "TEXT NOT NULL"),
-        ("load_cores", "TEXT NOT NULL"),
-        ("machine", "TEXT NOT NULL"),  # JSON: cpu, cores, kernel, python, packages, tools
-        ("services", "TEXT"),  # JSON: name -> port, dsn
-        ("database", "TEXT"),  # postgres, mariadb or NULL
-        ("options", "TEXT"),  # JSON: the recipe's analysis options (baseline, SLO, ...)
-        ("plan", "TEXT"),  # JSON: {"recipe": the recipe as run, "deadline_s": its budget}
-    ],
-    "cells": [
-        ("id", "INTEGER PRIMARY KEY"),
-        ("run_id", "TEXT NOT NULL REFERENCES runs(id)"),
-        ("position", "INTEGER NOT NULL"),
-        ("key", "TEXT NOT NULL"),
-        ("stack", "TEXT NOT NULL"),
-        ("stack_label", "TEXT NOT NULL"),
-        ("scenario", "TEXT NOT NULL"),
-        ("tool", "TEXT NOT NULL"),
-        ("connections", "INTEGER NOT NULL"),
-        ("threads", "INTEGER NOT NULL"),
-        ("duration_s", "REAL NOT NULL"),
-        ("workers", "INTEGER NOT NULL"),
-        ("status", "TEXT NOT NULL"),  # pending, ok, failed
-        ("reason", "TEXT"),
-        ("flavour", "TEXT"),
-        ("server_threads", "INTEGER"),
-        ("pool_size", "INTEGER"),
-        ("ms", "INTEGER"),
-        ("point", "TEXT"),  # the named grid point, when the recipe has points
-        # Requests the launch can hold at once; NULL: no limit of its own. Schema 4: the
-        # column 'capacity' of older stores, which keep it (see RENAMED).
-        ("concurrency_limit", "INTEGER"),
-        ("db_pool_limit", "INTEGER"),  # database sessions the launch can use at most
-        ("mode", "TEXT"),  # closed (NULL in schema 1), rate, slo
-        ("target_rate", "REAL"),  # rate cells: the rate asked for (a share once resolved)
-        ("rate_share", "REAL"),  # rate cells given as a share of their own capacity, in %
-        ("closed_capacity_rps", "REAL"),  # the closed-loop probe of a share or a search
-        ("timeout_s", "INTEGER"),
-        ("facts", "TEXT"),  # JSON: framework, server, worker model (and a tune's command)
-        ("keepalive", "INTEGER"),  # 0: a new connection for every request; NULL (older): 1
-        ("protocol", "TEXT"),  # protocols.PROTOCOLS; NULL (older): h1
-        ("negotiated", "TEXT"),  # what verification got: "HTTP/2 over TLSv1.3"
-        ("compression_ratio", "REAL"),  # a compressed answer: its size ÷ its compressed size
-    ],
+    "runs": _columns(RunRecord),
+    "cells": _columns(CellRecord),
     "trials": [
         ("id", "INTEGER PRIMARY KEY"),
         ("cell_id", "INTEGER NOT NULL REFERENCES cells(id)"),
@@ -495,32 +603,31 @@ def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
-def _renamed(table: str, name: str, row: sqlite3.Row) -> Any:
-    """A column by its current name; a store from before its rename: by its old one."""
-    keys = row.keys()
-    if name in keys:
-        return row[name]
-    old = RENAMED[(table, name)]
-    return row[old] if old in keys else None
-
-
-def concurrency_limit(cell: sqlite3.Row) -> int | None:
-    """Requests the cell's launch could hold at once; None: no limit of its own."""
-    return _renamed("cells", "concurrency_limit", cell)
-
-
-def _record(kind: type[Record], row: sqlite3.Row) -> Record:
-    """A row as its record; columns an older store lacks read as their default (empty)."""
+def _record(kind: type[Record], row: sqlite3.Row, table: str = "") -> Record:
+    """A row as its record: the one place an older store's rows are made whole. A column it
+    lacks, or holds NULL in, reads as the field's default (None when it has none); one
+    renamed since reads from its old name; JSON is decoded, a flag and a mode read as such."""
     present = set(row.keys())
+    hints = typing.get_type_hints(kind)
     values = {}
     for f in dataclasses.fields(kind):
-        if f.name in present:
-            values[f.name] = row[f.name]
-        elif f.default is not dataclasses.MISSING:
-            values[f.name] = f.default
-        else:
-            values[f.name] = None
+        name = f.name if f.name in present else RENAMED.get((table, f.name))
+        stored = row[name] if name in present else None
+        values[f.name] = _read(f, hints[f.name], stored)
     return kind(**values)
+
+
+def _read(f: dataclasses.Field, hint: Any, stored: Any) -> Any:
+    kind = _kind(_base(hint)[0])
+    if stored is None or (kind in JSON_TYPES and stored == ""):
+        if f.default_factory is not dataclasses.MISSING:
+            return f.default_factory()
+        if f.default is dataclasses.MISSING:
+            return kind() if kind in JSON_TYPES else None  # JSON that is always kept: empty
+        return f.default
+    if kind in JSON_TYPES:
+        return kind(json.loads(stored))
+    return READ.get(kind, lambda value: value)(stored)
 
 
 class Store:
@@ -571,26 +678,7 @@ class Store:
         raise AssertionError("unreachable")
 
     def _insert_run(self, run_id: str, info: RunInfo) -> None:
-        _insert(
-            self.db,
-            "runs",
-            {
-                "id": run_id,
-                "recipe_path": info.recipe_path,
-                "recipe_name": info.recipe_name,
-                "recipe_text": info.recipe_text,
-                "question": info.question,
-                "command": info.command,
-                "started_at": now(),
-                "status": "running",
-                "git_commit": info.git_commit,
-                "server_cores": json.dumps(info.server_cores),
-                "load_cores": json.dumps(info.load_cores),
-                "machine": json.dumps(info.machine),
-                "options": json.dumps(info.options),
-                "plan": json.dumps(info.plan) if info.plan is not None else None,
-            },
-        )
+        _insert(self.db, "runs", _row(RunRecord.of(run_id, info, now())))
 
     @_writes
     def add_cell(
@@ -603,38 +691,12 @@ class Store:
         db_pool_limit: int | None = None,
         facts: dict[str, Any] | None = None,
     ) -> int:
-        return _insert(
-            self.db,
-            "cells",
-            {
-                "run_id": run_id,
-                "position": position,
-                "key": cell.key,
-                "stack": cell.stack,
-                "stack_label": label,
-                "scenario": cell.scenario,
-                "tool": cell.tool,
-                "connections": cell.connections,
-                "threads": cell.threads,
-                "duration_s": cell.duration,
-                "workers": cell.workers,
-                "status": "pending",
-                "flavour": cell.flavour,
-                "server_threads": cell.server_threads,
-                "pool_size": cell.pool_size,
-                "ms": cell.ms,
-                "point": cell.point,
-                "concurrency_limit": concurrency_limit,
-                "db_pool_limit": db_pool_limit,
-                "mode": cell.mode,
-                "target_rate": cell.rate,
-                "rate_share": cell.rate_share,
-                "timeout_s": cell.timeout,
-                "facts": json.dumps(facts or {}),
-                "keepalive": int(cell.keepalive),
-                "protocol": cell.protocol,
-            },
+        record = CellRecord.of(
+            run_id, position, cell, label, concurrency_limit, db_pool_limit, facts
         )
+        values = _row(record)
+        del values["id"]  # SQLite gives the row its id
+        return _insert(self.db, "cells", values)
 
     @_writes
     def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
@@ -719,9 +781,9 @@ class Store:
         self.db.execute(
             "UPDATE runs SET status = 'running', status_reason = NULL, ended_at = NULL"
             " WHERE id = ?",
-            (row["id"],),
+            (row.id,),
         )
-        return str(row["id"])
+        return row.id
 
     @_writes
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
@@ -732,7 +794,7 @@ class Store:
 
     # --- reading --------------------------------------------------------------------------
 
-    def run(self, run_id: str | None) -> sqlite3.Row:
+    def run(self, run_id: str | None) -> RunRecord:
         """A run by its id, a prefix of it, or by age: `latest` (also None), `latest~1` the one
         before it, and so on."""
         latest = LATEST.match(run_id or "latest")
@@ -754,22 +816,24 @@ class Store:
                 "SELECT * FROM runs WHERE id LIKE ? ORDER BY id", (f"{run_id}%",)
             ).fetchall()
             if len(matches) == 1:
-                return matches[0]
-            recent = [r["id"] for r in self.runs()[:5]]
+                return _record(RunRecord, matches[0])
+            recent = [r.id for r in self.runs()[:5]]
             raise UserError(
                 f"no run '{run_id}' in '{self.path}'; recent runs: {', '.join(recent) or 'none'}"
             )
-        return row
+        return _record(RunRecord, row)
 
-    def runs(self) -> list[sqlite3.Row]:
+    def runs(self) -> list[RunRecord]:
         if not self._has_table("runs"):
             return []
-        return self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC").fetchall()
+        query = "SELECT * FROM runs ORDER BY started_at DESC, rowid DESC"
+        return [_record(RunRecord, row) for row in self.db.execute(query).fetchall()]
 
-    def cells(self, run_id: str) -> list[sqlite3.Row]:
-        return self.db.execute(
+    def cells(self, run_id: str) -> list[CellRecord]:
+        rows = self.db.execute(
             "SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,)
         ).fetchall()
+        return [_record(CellRecord, row, "cells") for row in rows]
 
     def trials(self, cell_id: int) -> list[TrialRecord]:
         rows = self.db.execute(

@@ -18,7 +18,7 @@ from benchlab.analysis.samples import Samples
 from benchlab.analysis.stats import Estimate, Ratio, median_interval
 from benchlab.load import histogram
 from benchlab.modes import Mode
-from benchlab.store import CapacityRecord, TrialRecord
+from benchlab.store import CapacityRecord, CellRecord, TrialRecord
 
 FigureValue = Estimate | Ratio | float | int | None
 MERGED = "merged histogram"
@@ -82,7 +82,7 @@ def figure_value(
     figure: F.Figure,
     trials: Sequence[TrialRecord],
     capacities: Sequence[CapacityRecord],
-    cell: Mapping[str, Any],
+    cell: CellRecord,
     made: Mapping[str, FigureValue],
     lat: Latency,
 ) -> FigureValue:
@@ -101,10 +101,7 @@ def figure_value(
     if how is F.Combine.REPLICATES:
         return _estimate(_values(capacities, attr))
     if how is F.Combine.CELL:
-        try:
-            return cell[attr]
-        except (IndexError, KeyError):  # a store written before the column (not migrated)
-            return None
+        return getattr(cell, attr)
     if how is F.Combine.DERIVED:
         assert source.derive is not None
         return source.derive(trials, made)
@@ -131,7 +128,7 @@ def samples(
 def combine(
     trials: Sequence[TrialRecord],
     capacities: Sequence[CapacityRecord],
-    cell: Mapping[str, Any],
+    cell: CellRecord,
     mode: Mode,
 ) -> Combined:
     """Every figure of the registry the cell's mode has, in the registry's order."""

@@ -76,19 +76,19 @@ def runs(
     formats.check_either(fmt, formats.RUNS)
     store = Store(results, create=False)
     rows = []
-    for age, row in enumerate(store.runs()):
-        machine = json.loads(row["machine"] or "{}")
+    for age, run in enumerate(store.runs()):
+        machine = run.machine
         rows.append(
             {
-                "id": row["id"],
+                "id": run.id,
                 "name": "latest" if age == 0 else f"latest~{age}",
-                "recipe": row["recipe_name"],
-                "status": row["status"],
-                "started_at": row["started_at"],
-                "ended_at": row["ended_at"],
+                "recipe": run.recipe_name,
+                "status": run.status,
+                "started_at": run.started_at,
+                "ended_at": run.ended_at,
                 "machine": f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores",
-                "git_commit": row["git_commit"],
-                "cells": len(store.cells(row["id"])),
+                "git_commit": run.git_commit,
+                "cells": len(store.cells(run.id)),
             }
         )
     if fmt == "json":
@@ -232,8 +232,8 @@ def compare(
     found = report.compare_runs(before, after, results, store_b_path, fail_above)
     if not found.changes:
         raise UserError(
-            f"runs '{run_a}' ({before.run['recipe_name']}) and '{run_b}' "
-            f"({after.run['recipe_name']}) share no cell; compare runs of one recipe"
+            f"runs '{run_a}' ({before.run.recipe_name}) and '{run_b}' "
+            f"({after.run.recipe_name}) share no cell; compare runs of one recipe"
         )
     if fmt == "table":
         report.render_table(found, console)

@@ -204,7 +204,7 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
     store = Store(results, create=False)
     found = resumable(store, wanted)
-    kept = sum(len(store.trials(cell["id"])) for cell in store.cells(found.run_id))
+    kept = sum(len(store.trials(cell.id)) for cell in store.cells(found.run_id))
     store.close()
     console.print(
         f"resuming run {found.run_id}: its {kept} finished trial(s) kept", markup=False,

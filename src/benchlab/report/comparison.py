@@ -73,7 +73,7 @@ def compare_runs(
         figure,
         a.options.evidence,
     )
-    found = differences(a.run.get("machine"), b.run.get("machine"))
+    found = differences(a.run.machine, b.run.machine)
     return Comparison(a, b, a_store, b_store, changes, found, fail_above)
 
 
@@ -97,10 +97,10 @@ def _verdict(change: CellChange) -> str:
 
 def _run_line(summary: RunSummary, store: Path, side: str) -> str:
     run = summary.run
-    machine = run.get("machine") or {}
+    machine = run.machine
     return (
-        f"{side}: run {run['id']} ({run['recipe_name']}, {run['status']}) in {store} · "
-        f"{machine.get('cpu')}, {machine.get('cores')} cores · commit {run.get('git_commit')}"
+        f"{side}: run {run.id} ({run.recipe_name}, {run.status}) in {store} · "
+        f"{machine.get('cpu')}, {machine.get('cores')} cores · commit {run.git_commit}"
     )
 
 
@@ -175,12 +175,12 @@ def render_markdown(comparison: Comparison) -> str:
 def _run_json(summary: RunSummary, store: Path) -> dict[str, Any]:
     run = summary.run
     return {
-        "id": run["id"],
+        "id": run.id,
         "store": str(store),
-        "recipe": run["recipe_name"],
-        "status": run["status"],
-        "git_commit": run.get("git_commit"),
-        "machine": run.get("machine"),
+        "recipe": run.recipe_name,
+        "status": run.status,
+        "git_commit": run.git_commit,
+        "machine": run.machine,
     }
 
 

@@ -135,11 +135,10 @@ def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
     found: dict[str, tuple[tuple[str, int, int], RunSummary]] = {}
     for store_index, path in enumerate(stores):
         store = Store(path, create=False)
-        for position, row in enumerate(reversed(store.runs())):
-            run_id = str(row["id"])
-            if row["recipe_name"] == recipe and row["status"] in FINISHED and run_id not in found:
-                order = (str(row["started_at"]), store_index, position)
-                found[run_id] = (order, summarise(store, run_id))
+        for position, run in enumerate(reversed(store.runs())):
+            if run.recipe_name == recipe and run.status in FINISHED and run.id not in found:
+                order = (run.started_at, store_index, position)
+                found[run.id] = (order, summarise(store, run.id))
     return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
@@ -150,18 +149,18 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     estimate, samples = cell.estimate(figure), cell.samples.get(figure.key, ())
     if estimate is None or not samples:
         return None
-    machine = summary.run.get("machine") or {}
+    machine = summary.run.machine
     tune = summary.options.tune or {}
     # The code under test: the app's for a tune (its commit, its environment's servers and
     # framework), benchlab's for its own stacks.
-    commit = tune.get("app_commit") or summary.run.get("git_commit")
+    commit = tune.get("app_commit") or summary.run.git_commit
     versions, tuned = machine, "app_versions" in tune
     if tuned:
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
         versions = {**machine, "packages": packages}
     return HistoryPoint(
-        run=str(summary.run["id"]), started_at=str(summary.run["started_at"]),
+        run=summary.run.id, started_at=summary.run.started_at,
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,

@@ -172,8 +172,8 @@ def render_html(summary: RunSummary) -> str:
         "failed": len(failed),
         "flagged": sum(1 for c in summary.cells if c.verdicts),
     }
-    commit = run.get("git_commit") or ""
-    reproduce = [run["command"]]
+    commit = run.git_commit or ""
+    reproduce = [run.command]
     if commit:
         reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
     tune = recommendation_context(summary)
@@ -185,12 +185,12 @@ def render_html(summary: RunSummary) -> str:
             sort_script=SORT_SCRIPT,
             script_hash=_csp_hash(SORT_SCRIPT),
             run=run,
-            title=f"benchlab · {run['recipe_name']}",
-            machine=run.get("machine") or {},
+            title=f"benchlab · {run.recipe_name}",
+            machine=run.machine,
             partial_note=summary.partial_note,
             dirty=commit.endswith("+dirty"),
             reproduce=reproduce,
-            versions=_versions(run.get("machine") or {}),
+            versions=_versions(run.machine),
             counts=counts,
             points=points,
             legend=_legend(summary),
@@ -214,7 +214,7 @@ def render_html(summary: RunSummary) -> str:
             baseline=summary.baseline,
             flips=flip_lines(summary),
             interval_note=interval_note(summary),
-            noise=noise_line(run.get("machine") or {}),
+            noise=noise_line(run.machine),
             method_notes=method_notes(summary),
             ranked_by=summary.ranked_by,
             tune=tune,

@@ -61,10 +61,10 @@ def answer_lines(summary: RunSummary) -> list[str]:
 
 
 def render_markdown(summary: RunSummary) -> str:
-    out = [f"# benchlab run {summary.run['id']}", ""]
-    if summary.run.get("question"):
+    out = [f"# benchlab run {summary.run.id}", ""]
+    if summary.run.question:
         # On one line: a line break in it would end the quote (and start Markdown of its own).
-        out += [f"> {one_line(summary.run['question'])}", ""]
+        out += [f"> {one_line(summary.run.question)}", ""]
     if summary.options.tune is not None:
         out += [f"- {line}" for line in run_lines(summary)]
         out += ["", *tune_markdown(summary), "## Every cell measured"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,17 +33,18 @@ from benchlab.analysis.relative import (
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS
-from benchlab.modes import Mode, mode_of
+from benchlab.modes import Mode
 from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
     ERROR_KINDS,
     CapacityRecord,
+    CellRecord,
     LoadShareRecord,
+    RunRecord,
     Store,
     TrialRecord,
-    concurrency_limit,
 )
 
 
@@ -297,7 +297,7 @@ def _figure_json(value: FigureValue) -> Any:
 
 @dataclass(frozen=True)
 class RunSummary:
-    run: dict[str, Any]
+    run: RunRecord
     cells: list[CellSummary]
     options: RunOptions = field(default_factory=RunOptions)
     flips: list[Flip] = field(default_factory=list)
@@ -324,18 +324,18 @@ class RunSummary:
 
     @property
     def partial_note(self) -> str | None:
-        status = self.run["status"]
+        status = self.run.status
         if status == "running":
             return "this run is still going (or died without a word): the figures are partial"
         if status == "interrupted":
             return "this run was interrupted: the figures are what was stored before"
         if status == "failed":
-            return f"this run failed ({self.run.get('status_reason')}): the figures are partial"
+            return f"this run failed ({self.run.status_reason}): the figures are partial"
         return None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "run": self.run,
+            "run": self.run.to_json(),
             "method": METHOD,
             "ratio_method": self.options.evidence.method.detail,
             "baseline": self.baseline,
@@ -449,48 +449,47 @@ def _median_of(values: list[float | None]) -> float | None:
 
 
 def _summarise_cell(
-    cell: sqlite3.Row,
+    cell: CellRecord,
     all_trials: list[TrialRecord],
     capacities: list[CapacityRecord],
     options: RunOptions,
 ) -> CellSummary:
-    keys = cell.keys()
-    mode = mode_of(cell["mode"] if "mode" in keys else None)
+    mode = cell.mode
     records = measured(mode, all_trials, capacities)
     trials, capacities = records.trials, records.capacities
     replicates = len(capacities) if mode == Mode.SLO else len(trials)
-    status = cell["status"]
+    status = cell.status
     if status == "pending" and (trials or capacities):
         status = "incomplete"
     errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
     combined = combine(trials, capacities, cell, mode)
     return CellSummary(
-        key=cell["key"],
-        stack=cell["stack"],
-        stack_label=cell["stack_label"],
-        scenario=cell["scenario"],
-        tool=cell["tool"],
-        connections=cell["connections"],
-        threads=cell["threads"],
-        duration_s=cell["duration_s"],
-        workers=cell["workers"],
-        flavour=cell["flavour"],
-        pool_size=cell["pool_size"],
-        ms=cell["ms"],
+        key=cell.key,
+        stack=cell.stack,
+        stack_label=cell.stack_label,
+        scenario=cell.scenario,
+        tool=cell.tool,
+        connections=cell.connections,
+        threads=cell.threads,
+        duration_s=cell.duration_s,
+        workers=cell.workers,
+        flavour=cell.flavour,
+        pool_size=cell.pool_size,
+        ms=cell.ms,
         status=status,
-        point_name=cell["point"],
-        reason=cell["reason"],
+        point_name=cell.point,
+        reason=cell.reason,
         mode=mode,
         trials=replicates,
         errors={"total": sum(errors.values()), **errors},
         figures=combined.figures,
-        server_threads=cell["server_threads"],
-        concurrency_limit=concurrency_limit(cell),
-        db_pool_limit=cell["db_pool_limit"],
-        rate_share=cell["rate_share"] if "rate_share" in keys else None,
-        keepalive=cell["keepalive"] != 0 if "keepalive" in keys else True,
-        protocol=(cell["protocol"] if "protocol" in keys else None) or "h1",
-        negotiated=cell["negotiated"] if "negotiated" in keys else None,
+        server_threads=cell.server_threads,
+        concurrency_limit=cell.concurrency_limit,
+        db_pool_limit=cell.db_pool_limit,
+        rate_share=cell.rate_share,
+        keepalive=cell.keepalive,
+        protocol=cell.protocol,
+        negotiated=cell.negotiated,
         samples=combined.samples,
         latency_intervals=combined.latency_intervals,
         percentiles=combined.latency.percentiles,
@@ -500,7 +499,7 @@ def _summarise_cell(
         ranked_by=F.rank_figure(mode, options.rank_by),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
-        mix=_mix_figures(cell["scenario"], trials),
+        mix=_mix_figures(cell.scenario, trials),
         replicates=tuple(capacities),
     )
 
@@ -510,13 +509,12 @@ def _alone_ms(trials: list[TrialRecord]) -> float | None:
     return alone.median if alone else None
 
 
-def _facts(cell: sqlite3.Row) -> dict[str, Any]:
+def _facts(cell: CellRecord) -> dict[str, Any]:
     """Framework, server and worker model as stored; runs stored before they were read
     them from the catalogue."""
-    stored = cell["facts"] if "facts" in cell.keys() else None  # noqa: SIM118
-    if stored:
-        return json.loads(stored)
-    entry = CATALOGUE.get(cell["stack"])
+    if cell.facts is not None:
+        return cell.facts
+    entry = CATALOGUE.get(cell.stack)
     if entry is None:
         return {}
     return {
@@ -528,7 +526,7 @@ def _facts(cell: sqlite3.Row) -> dict[str, Any]:
 
 def _analyse(
     cell: CellSummary,
-    run: dict[str, Any],
+    run: RunRecord,
     options: RunOptions,
     trend: tuple[float | None, float | None] = (None, None),
 ) -> list[Verdict]:
@@ -536,9 +534,9 @@ def _analyse(
         return []
     spread = median_interval(cell.samples.get(cell.ranked_by.key) or ())
     setting = Setting(
-        server_cores=len(run["server_cores"]),
+        server_cores=len(run.server_cores),
         # A tool can keep busy no more cores than it has threads (ab: one, whatever it has).
-        load_cores=min(len(run["load_cores"]), cell.threads),
+        load_cores=min(len(run.load_cores), cell.threads),
         half_width_pct=spread.half_width_pct if spread and spread.n > 1 else None,
         confidence=spread.confidence if spread else 0.0,
         target_half_width_pct=options.target_half_width_pct,
@@ -552,30 +550,25 @@ def _analyse(
     return verdicts(cell, setting)
 
 
-def _options(row: sqlite3.Row) -> RunOptions:
-    stored = row["options"] if "options" in row.keys() else None  # noqa: SIM118
-    if stored:
-        return RunOptions.from_json(json.loads(stored))
-    return RunOptions.from_recipe_text(row["recipe_text"])
+def _options(run: RunRecord) -> RunOptions:
+    if run.options is not None:
+        return RunOptions.from_json(run.options)
+    return RunOptions.from_recipe_text(run.recipe_text)
 
 
 def summarise(store: Store, run_id: str | None) -> RunSummary:
-    row = store.run(run_id)
-    options = _options(row)
-    hidden = ("recipe_text", "options", "plan")  # what the analysis reads, not the report
-    run = {key: row[key] for key in row.keys() if key not in hidden}  # noqa: SIM118 (Row iterates values)
-    for key in ("machine", "server_cores", "load_cores", "services"):
-        run[key] = json.loads(run[key]) if run.get(key) else None
+    record = store.run(run_id)
+    options = _options(record)
     cells = []
-    for cell in store.cells(row["id"]):
-        trials = store.trials(cell["id"])
-        summary = _summarise_cell(cell, trials, store.capacities(cell["id"]), options)
-        shares = host_shares(store.load_shares(cell["id"]))
+    for cell in store.cells(record.id):
+        trials = store.trials(cell.id)
+        summary = _summarise_cell(cell, trials, store.capacities(cell.id), options)
+        shares = host_shares(store.load_shares(cell.id))
         summary = dataclasses.replace(
             summary, grid=_grid_point(summary, options),
             load_hosts=shares if len(shares) > 1 else (),
         )  # fmt: skip
-        found = _analyse(summary, run, options, _trend(trials))
+        found = _analyse(summary, record, options, _trend(trials))
         summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
         cells.append(summary)
     ranked_by = _run_figure(cells, options)
@@ -586,16 +579,16 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         if c.grid is not None
     ]
     return RunSummary(
-        run=run,
+        run=record,
         cells=cells,
         options=options,
         flips=flips(contenders, options.evidence),
         rankings=rankings(contenders, options.evidence),
-        recipe_text=row["recipe_text"],
+        recipe_text=record.recipe_text,
         ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
         protocol_costs=protocol_costs(cells),
-        hosts=store.hosts(row["id"]),
+        hosts=store.hosts(record.id),
     )
 
 

@@ -47,7 +47,7 @@ def grid_points(summary: RunSummary) -> dict[GridPoint, list[CellSummary]]:
 def takeaways(summary: RunSummary) -> list[Takeaway]:
     grouped = grid_points(summary)
     labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
-    cores = summary.run.get("server_cores") or ()
+    cores = summary.run.server_cores
     found = []
     for point, cells in grouped.items():
         figure, evidence = summary.figure_at(point), summary.options.evidence
@@ -302,8 +302,7 @@ def reading_guide(summary: RunSummary) -> list[str]:
             f"Capacity: the highest fixed rate that held {summary.options.slo.describe()}, "
             "found by a search at each stack's own pace."
         )
-    server = run.get("server_cores") or []
-    load = run.get("load_cores") or []
+    server, load = run.server_cores, run.load_cores
     if summary.cells:  # a run stopped before its first cell has none
         lines.append(
             f"Every stack ran {_workers(summary.cells)} on {len(server)} server "

@@ -176,7 +176,7 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     numbers = {cell.key: n for n, cell in footnotes(summary)}
     columns = [*cell_columns(summary.cells, baseline=summary.baseline), verdict_column(numbers)]
     table = _table(columns, summary.cells)
-    table.title, table.title_justify = f"benchlab · {summary.run['recipe_name']}", "left"
+    table.title, table.title_justify = f"benchlab · {summary.run.recipe_name}", "left"
     needed = Console(width=10_000).measure(table).maximum
     if needed <= console.width:
         console.print(table)
@@ -276,7 +276,7 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
     for line in run_lines(summary):
         _say(console, line)
     table = Table(
-        title=f"benchlab · {summary.run['recipe_name']}", title_justify="left",
+        title=f"benchlab · {summary.run.recipe_name}", title_justify="left",
         box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, header_style="bold",
     )  # fmt: skip
     rows = candidate_rows(summary)

@@ -200,14 +200,13 @@ def flip_lines(summary: RunSummary) -> list[str]:
 def run_lines(summary: RunSummary) -> list[str]:
     """The run in a few lines: what, where, which services, and any warning."""
     run = summary.run
-    machine = run["machine"] or {}
+    machine = run.machine
     lines = [
-        f"run {run['id']} · recipe {run['recipe_name']} ({run['recipe_path']})"
-        f" · status {run['status']}",
+        f"run {run.id} · recipe {run.recipe_name} ({run.recipe_path}) · status {run.status}",
         f"{machine.get('cpu')} · {machine.get('cores')} cores · kernel {machine.get('kernel')} · "
-        f"server cores {run['server_cores']} · load cores {run['load_cores']}",
+        f"server cores {list(run.server_cores)} · load cores {list(run.load_cores)}",
     ]
-    services = run.get("services") or {}
+    services = run.services or {}
     if services:
         chain = " → ".join(
             f"{name} :{info['port']}" for name, info in services.items() if name != "redis"

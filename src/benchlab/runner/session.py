@@ -275,7 +275,7 @@ class Session:
 
     def add_cells(self, cells: Sequence[Cell]) -> None:
         """Store the cells (those a resumed run already has are found by their key)."""
-        known = {row["key"]: row["id"] for row in self.store.cells(self.run_id)}
+        known = {stored.key: stored.id for stored in self.store.cells(self.run_id)}
         for cell in cells:
             if cell in self.cell_ids:
                 continue

@@ -273,10 +273,9 @@ def _cell(candidate: Candidate, cores: CoreAssignment, mode: Mode, connections: 
 
 
 def _resumable(store: Store, key: str) -> str | None:
-    for row in store.runs():
-        options = json.loads(row["options"] or "{}") if "options" in row.keys() else {}  # noqa: SIM118
-        if (options.get("tune") or {}).get("key") == key:
-            return None if row["status"] == "complete" else str(row["id"])
+    for run in store.runs():
+        if ((run.options or {}).get("tune") or {}).get("key") == key:
+            return None if run.status == "complete" else run.id
     return None
 
 
