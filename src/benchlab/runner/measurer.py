@@ -25,6 +25,7 @@ from benchlab.runner.launch import STATIC, start_answering, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.safe_files import new_dir
+from benchlab.service_kinds import Service
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
 from benchlab.verify import keeps_alive
@@ -208,7 +209,7 @@ class Measurer:
         load_dir = new_dir(workdir / "load", 0o700)
         trials = session.plan.recipe.trials
         session.reporter.status(f"round {round_index + 1}/{trials}: starting {stack.name}")
-        proxied = session.plan.recipe.services.proxy == "nginx"
+        proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
         started = start_answering(
