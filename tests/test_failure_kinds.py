@@ -17,12 +17,11 @@ REQUEST = SimpleNamespace(requests=[SimpleNamespace(describe=lambda: "GET /items
 
 
 def _session(*kinds: FailureKind) -> SimpleNamespace:
-    return SimpleNamespace(
-        failed={
-            cell: Failure(kind, "GET /items answered 404, expected 200")
-            for cell, kind in zip(CELLS, kinds, strict=False)
-        }
-    )
+    failed = {
+        cell: Failure(kind, "GET /items answered 404, expected 200")
+        for cell, kind in zip(CELLS, kinds, strict=False)
+    }
+    return SimpleNamespace(failure_of=failed.get)
 
 
 def test_a_check_failed_on_every_candidate_is_the_requests_fault() -> None:

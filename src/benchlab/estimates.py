@@ -23,11 +23,15 @@ from benchlab.load import TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.scenarios import SCENARIOS
+from benchlab.service_kinds import Service
 
+SERVICE_START_S = {
+    Service.POSTGRESQL: 4.0, Service.PGBOUNCER: 0.5, Service.MARIADB: 8.0, Service.REDIS: 0.5
+}  # fmt: skip
 DEFAULTS = {
     "start": 1.5, "stop": 0.5, "verify": 0.05, "overhead": 0.3,
-    "service:postgresql": 4.0, "service:pgbouncer": 0.5, "service:mariadb": 8.0,
-    "service:redis": 0.5, "proxy": 0.3,
+    **{service.start_cost_key: seconds for service, seconds in SERVICE_START_S.items()},
+    "proxy": 0.3,
     **{f"overhead:{name}": tool.overhead_s for name, tool in TOOLS.items()},
 }  # fmt: skip
 # Probes of a capacity search: the first replicate's closed loop, steps and bisection; later
@@ -131,10 +135,10 @@ def estimate(
     rounds_done: Mapping[Cell, int],
     warmup: int,
     costs: Costs,
-    services: Sequence[str] = (),
+    services: Sequence[Service] = (),
 ) -> Estimate:
     """The time the cells' remaining rounds take, launch by launch as the runner does them."""
-    services_s = sum(costs.get(f"service:{name}") for name in services)
+    services_s = sum(costs.get(service.start_cost_key) for service in services)
     launches_s = load_s = other_s = 0.0
     groups: dict[tuple, list[Cell]] = {}
     for cell in cells:
@@ -156,16 +160,15 @@ def estimate(
     return Estimate(total, services_s, launches_s, load_s, other_s)
 
 
-def services_needed(plan_cells: Sequence[Cell], recipe) -> list[str]:
+def services_needed(plan_cells: Sequence[Cell], recipe) -> list[Service]:
     scenarios = [SCENARIOS[c.scenario] for c in plan_cells if c.scenario in SCENARIOS]
-    names = []
+    names: list[Service] = []
     if any(s.needs_database for s in scenarios):
-        if recipe.services.database == "postgres":
-            names += ["postgresql"] + (["pgbouncer"] if recipe.services.pgbouncer else [])
-        else:
-            names.append("mariadb")
+        names.append(recipe.services.database_service)
+        if recipe.services.pool_fronts_database:
+            names.append(Service.PGBOUNCER)
     if any(s.needs_cache for s in scenarios):
-        names.append("redis")
+        names.append(Service.REDIS)
     return names
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, gzip_document
+from benchlab.service_kinds import DATABASES, Service
 
 HUI_BODY = (
     f'{{"code":0,"message":"ok","data":{{"id":{HUI_ID},"username":"hui","role":"{HUI_ROLE}"}}}}'
@@ -59,7 +60,7 @@ class Scenario:
     param_label: str = ""  # how the value is named in reports: delay, sleep, cpu
     unit: str = "ms"
     # The databases whose apps serve it (the API scenarios: PostgreSQL's only).
-    databases: tuple[str, ...] = ("postgres", "mariadb")
+    databases: tuple[str, ...] = tuple(database.recipe_name for database in DATABASES)
     needs_files: bool = False  # benchlab writes the files it serves ($BENCHLAB_STATIC_DIR)
     parts: tuple[MixPart, ...] = ()  # a mix: other scenarios' requests, by weight
 
@@ -254,7 +255,7 @@ def upload_answer(body: bytes) -> bytes:
 
 # The API scenarios (docs/scenarios.md): served by the FastAPI, Flask, Django and Gin apps.
 API_SCENARIOS = ("fortunes", "queries", "updates", "static", "upload", "json-gzip")
-ON_POSTGRES = ("postgres",)
+ON_POSTGRES = (Service.POSTGRESQL.recipe_name,)
 
 _BASE: dict[str, Scenario] = {
     s.name: s

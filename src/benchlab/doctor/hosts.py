@@ -22,6 +22,7 @@ from benchlab.load import TOOLS
 from benchlab.machine import describe
 from benchlab.recipe import HostPlan, Plan
 from benchlab.scenarios import SCENARIOS
+from benchlab.service_kinds import Service
 
 CLOCK_TOLERANCE_MS = 50.0  # latencies are measured on one host each; logs are compared by time
 # What must match the controller's on a host, by role: results must not depend on where a
@@ -136,7 +137,7 @@ def _needed_programs(plan: Plan, entry: HostPlan) -> list[tuple[str, str]]:
             programs.append((tool.program(), fix))
     if "database" in entry.roles:
         services = plan.recipe.services
-        needed = ["mariadbd", "mariadb"] if services.database == "mariadb" else []
+        needed = ["mariadbd", "mariadb"] if services.database_service is Service.MARIADB else []
         needed += ["pgbouncer"] if services.pgbouncer else []
         needs_cache = any(SCENARIOS[c.scenario].needs_cache for c in plan.cells)
         needed += ["redis-server"] if needs_cache else []
@@ -156,7 +157,7 @@ def _tool_checks(plan: Plan, entry: HostPlan, host: Host) -> list[Check]:
         )  # fmt: skip
         name = os.path.basename(program)
         checks.append(Check(name, path is not None, path or "missing", "" if path else fix))
-    if "database" in entry.roles and plan.recipe.services.database == "postgres":
+    if "database" in entry.roles and plan.recipe.services.database_service is Service.POSTGRESQL:
         found = host.glob("/usr/lib/postgresql/*/bin/postgres")
         checks.append(
             Check(

@@ -20,6 +20,7 @@ from benchlab.recipe.schema import (
     rate_share,
 )
 from benchlab.scenarios import SCENARIOS
+from benchlab.service_kinds import Service
 from benchlab.stacks import CATALOGUE
 
 
@@ -202,7 +203,7 @@ def scenario_names(recipe: Recipe) -> list[str]:
 
 def proxied(recipe: Recipe) -> bool:
     """nginx stands in front of every stack (and terminates TLS and HTTP/2 for it)."""
-    return recipe.services.proxy == "nginx"
+    return recipe.services.proxy_service is Service.NGINX
 
 
 def unserved(recipe: Recipe) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.modes import Mode
-from benchlab.recipe.cells import scenario_names
+from benchlab.recipe.cells import proxied, scenario_names
 from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
 from benchlab.scenarios import SCENARIOS
@@ -189,7 +189,7 @@ def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
 
 def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
     """pgbouncer fronts PostgreSQL only."""
-    if recipe.services.pgbouncer and recipe.services.database != "postgres":
+    if recipe.services.pgbouncer and not recipe.services.pool_fronts_database:
         raise UserError(
             f"{path}: key 'services.pgbouncer': pgbouncer fronts PostgreSQL only; "
             'set database = "postgres" or pgbouncer = false'
@@ -316,7 +316,7 @@ def _first_param(recipe: Recipe, scenario: str) -> int | None:
 
 def _check_protocols(path: Path, recipe: Recipe) -> None:
     """Each profile's tool speaks its protocol, and some stack of the recipe does too."""
-    proxied = recipe.services.proxy == "nginx"
+    proxy = proxied(recipe)
     for i, profile in enumerate(recipe.load):
         tool = TOOLS[profile.tool]
         if profile.protocol not in tool.protocols:
@@ -331,7 +331,7 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'load[{i}].keepalive': h2load keeps its connections open; use "
                 'tool = "wrk" or "vegeta" for a load without keep-alive'
             )
-        reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxied) for s in recipe.stacks]
+        reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxy) for s in recipe.stacks]
         if all(reasons):
             raise UserError(
                 f"{path}: key 'load[{i}].protocol': no stack of the recipe speaks "

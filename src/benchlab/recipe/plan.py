@@ -89,16 +89,11 @@ def _check_requests(path: Path, recipe: Recipe, cells: tuple[Cell, ...]) -> None
             )
 
 
-# Sessions the database keeps for others: PostgreSQL's superuser_reserved_connections (3)
-# and benchlab's own session probe; MariaDB's extra one for SUPER and the probe.
-RESERVED_SESSIONS = {"postgres": 4, "mariadb": 2}
-
-
 def _check_sessions(path: Path, recipe: Recipe, cells: tuple[Cell, ...]) -> None:
     """Pools that could open more sessions than the database allows would fail with "too
     many clients", and the stack would be blamed."""
     services = recipe.services
-    room = services.max_connections - RESERVED_SESSIONS[services.database]
+    room = services.max_connections - services.database_service.traits.reserved_sessions
     if services.pgbouncer:
         if services.pgbouncer_pool_size > room:
             raise UserError(

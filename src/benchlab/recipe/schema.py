@@ -13,6 +13,8 @@ from benchlab.load import DEFAULT_TOOL, TOOLS
 from benchlab.modes import Mode
 from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import SCENARIOS, MixPart, mix_name
+from benchlab.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
+from benchlab.service_kinds import named as service_named
 from benchlab.text import control_character
 
 
@@ -136,12 +138,26 @@ KiB = Annotated[int, Field(ge=1, le=65_536)]
 
 
 class Services(_Strict):
-    database: Literal["postgres", "mariadb"] = "postgres"
+    database: DatabaseName = "postgres"
     pgbouncer: bool = False
     pool_mode: Literal["session", "transaction", "statement"] = "transaction"
     pgbouncer_pool_size: PoolSize = 20
     max_connections: Annotated[int, Field(ge=10, le=10_000)] = 200
-    proxy: Literal["none", "nginx"] = "none"
+    proxy: ProxyName = NO_PROXY
+
+    @property
+    def database_service(self) -> Service:
+        return service_named(self.database)
+
+    @property
+    def pool_fronts_database(self) -> bool:
+        """pgbouncer stands between the stacks and the database (it fronts only its own)."""
+        return self.pgbouncer and Service.PGBOUNCER.traits.in_front_of is self.database_service
+
+    @property
+    def proxy_service(self) -> Service | None:
+        """The reverse proxy in front of every stack (None: the stacks face the load)."""
+        return None if self.proxy == NO_PROXY else service_named(self.proxy)
 
 
 class Params(_Strict):

@@ -16,6 +16,7 @@ from benchlab.load import TOOLS, finer_than_timed
 from benchlab.modes import Mode
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.service_kinds import Service
 
 STEAL_WARNING_PCT = 5.0
 
@@ -209,9 +210,13 @@ def run_lines(summary: RunSummary) -> list[str]:
     services = run.services or {}
     if services:
         chain = " → ".join(
-            f"{name} :{info['port']}" for name, info in services.items() if name != "redis"
+            f"{name} :{info['port']}" for name, info in services.items() if name != Service.REDIS
         )
-        cache = f" · redis :{services['redis']['port']}" if "redis" in services else ""
+        cache = (
+            f" · {Service.REDIS} :{services[Service.REDIS]['port']}"
+            if Service.REDIS in services
+            else ""
+        )
         where = "(loopback)" if not summary.hosts else "(on the database host)"
         lines.append(f"services {where}: {chain or 'none'}{cache}")
     lines += host_lines(summary)

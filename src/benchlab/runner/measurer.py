@@ -26,6 +26,7 @@ from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
 from benchlab.safe_files import new_dir
+from benchlab.service_kinds import Service
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
 from benchlab.wire import Wire
@@ -208,7 +209,7 @@ class Measurer:
         load_dir = new_dir(workdir / "load", 0o700)
         trials = session.plan.recipe.trials
         session.reporter.status(f"{_round_text(round_index, trials)}: starting {stack.name}")
-        proxied = session.plan.recipe.services.proxy == "nginx"
+        proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
         started = session.executor.start(session.registry, StackLaunch(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab import machine
+from benchlab.analysis import capacity
 from benchlab.answers import ReadWorlds
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.estimates import Costs
@@ -35,10 +36,11 @@ from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_files import RunFiles
 from benchlab.safe_files import reachable_tmpdir
 from benchlab.scenarios import SCENARIOS, Scenario
+from benchlab.service_kinds import Provides, Service
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
-from benchlab.store import RunInfo, Store
+from benchlab.store import CapacityRecord, RunInfo, Store, TrialRecord
 from benchlab.text import redact
 
 
@@ -65,6 +67,36 @@ class SessionOptions:
 _UNKNOWN = object()
 
 
+def _described_run(plan: Plan, options: SessionOptions) -> RunInfo:
+    """The run's row in the store, described from its plan."""
+    noise = None if plan.recipe.hosts else noise_facts()  # measured here, not on the hosts
+    return RunInfo(
+        recipe_path=str(plan.path),
+        recipe_name=plan.recipe.name,
+        recipe_text=plan.text,
+        question=plan.recipe.question,
+        command=options.command,
+        git_commit=machine.git_commit(),
+        server_cores=plan.cores.server,
+        load_cores=plan.cores.load,
+        machine={
+            **machine.describe(),
+            "shared_with_another_run": options.shared_machine,
+            "stacks_run_as": running_as(options.run_as),
+            # Where this machine's variation comes from, if selfcheck --noise measured it.
+            "noise": noise,
+        },
+        # Whether this machine's rounds move every stack together (selfcheck --noise).
+        options=RunOptions.from_recipe(
+            plan.recipe, bool(noise and noise["pairing_helps"])
+        ).to_json(),
+        plan={
+            "recipe": json.loads(plan.recipe.model_dump_json()),
+            "deadline_s": options.deadline_s,
+        },
+    )
+
+
 def db_pool_limit(recipe: Recipe, cell: Cell) -> int | None:
     """The most database sessions the cell's pools can hold: pool × workers, or pgbouncer's
     pool when it stands in front. Not the server's own concurrency: a sync worker that holds
@@ -73,9 +105,32 @@ def db_pool_limit(recipe: Recipe, cell: Cell) -> int | None:
         return None
     limits = [cell.pool_size * cell.workers]
     services = recipe.services
-    if services.pgbouncer and services.database == "postgres":
+    if services.pool_fronts_database:
         limits.append(services.pgbouncer_pool_size)
     return min(limits)
+
+
+def _prepare_stacks(
+    all_cells: Sequence[Cell], catalogue: Mapping[str, Stack], reporter: Reporter,
+    fail: Callable[[Cell, FailureKind, str], None],
+) -> None:  # fmt: skip
+    """Build what the cells' stacks need; fail the cells of a stack that is not here."""
+    for name in dict.fromkeys(cell.stack for cell in all_cells):
+        cells = [c for c in all_cells if c.stack == name]
+        stack = catalogue[name]
+        available = stack.availability()
+        if not available.ok:
+            for cell in cells:
+                detail = f"{available.reason}; fix: {available.fix}"
+                fail(cell, FailureKind.UNAVAILABLE, detail)
+            continue
+        if stack.build is not None:
+            reporter.status(f"building {name}")
+            try:
+                stack.build()
+            except UserError as exc:
+                for cell in cells:
+                    fail(cell, FailureKind.BUILD, str(exc))
 
 
 class ServiceDied(Exception):
@@ -124,7 +179,7 @@ class Session:
         self.files = RunFiles()  # static files, certificates; how clients reach servers
         self._started = self.executor.monotonic()
         self.out_of_time = False
-        self.deadline_s = options.deadline_s
+        self._deadline_s = options.deadline_s  # no launch starts past it (None: any time)
         self._stack_user: object = _UNKNOWN
 
     # --- the session's life -----------------------------------------------------------------
@@ -167,35 +222,8 @@ class Session:
     def _open_run(self) -> str:
         if self.options.resume:
             return self.store.reopen_run(self.options.resume)
-        return self.store.create_run(self.options.run_info or self._info())
-
-    def _info(self) -> RunInfo:
-        plan = self.plan
-        noise = None if plan.recipe.hosts else noise_facts()  # measured here, not on the hosts
-        return RunInfo(
-            recipe_path=str(plan.path),
-            recipe_name=plan.recipe.name,
-            recipe_text=plan.text,
-            question=plan.recipe.question,
-            command=self.options.command,
-            git_commit=machine.git_commit(),
-            server_cores=plan.cores.server,
-            load_cores=plan.cores.load,
-            machine={
-                **machine.describe(),
-                "shared_with_another_run": self.options.shared_machine,
-                "stacks_run_as": running_as(self.options.run_as),
-                # Where this machine's variation comes from, if selfcheck --noise measured it.
-                "noise": noise,
-            },
-            # Whether this machine's rounds move every stack together (selfcheck --noise).
-            options=RunOptions.from_recipe(
-                plan.recipe, bool(noise and noise["pairing_helps"])
-            ).to_json(),
-            plan={
-                "recipe": json.loads(plan.recipe.model_dump_json()),
-                "deadline_s": self.options.deadline_s,
-            },
+        return self.store.create_run(
+            self.options.run_info or _described_run(self.plan, self.options)
         )
 
     def _open_hosts(self, journal: Journal) -> None:
@@ -230,6 +258,14 @@ class Session:
     def elapsed_s(self) -> float:
         return self.executor.monotonic() - self._started
 
+    @property
+    def deadline_s(self) -> float | None:
+        return self._deadline_s
+
+    def set_deadline(self, seconds: float | None) -> None:
+        """Move the deadline (tune's search stops where its proof's time begins)."""
+        self._deadline_s = seconds
+
     def seconds_left(self) -> float:
         """Until the deadline (infinite without one)."""
         return math.inf if self.deadline_s is None else self.deadline_s - self.elapsed_s()
@@ -244,6 +280,15 @@ class Session:
         self.out_of_time = True
         return False
 
+    def extend_plan(self, trials: int) -> None:
+        """The run takes `trials` more trials than it announced."""
+        self.reporter.extend(trials)
+
+    def slo_target(self) -> capacity.Target:
+        """The recipe's [slo], as the capacity search judges a rate by it."""
+        assert self.plan.recipe.slo is not None
+        return capacity.Target.of(self.plan.recipe.slo)
+
     # --- where things run -------------------------------------------------------------------
 
     def stack_user(self) -> str | None:
@@ -251,6 +296,15 @@ class Session:
         if self._stack_user is _UNKNOWN:
             self._stack_user = self.hosts.server.host.stack_user(self.options.run_as)
         return self._stack_user  # type: ignore[return-value]
+
+    @property
+    def journal(self) -> Journal | None:
+        """The run's journal on disk, while it runs."""
+        return self.registry.journal
+
+    def work_file(self, name: str) -> Path:
+        """A file of the run's own directory (removed with it)."""
+        return self.workroot / name
 
     @property
     def server_address(self) -> str:
@@ -284,13 +338,38 @@ class Session:
                 self.cell_ids[cell] = known[cell.key]
                 continue
             stack = self.catalogue[cell.stack]
-            label = stack.label(cell.workers, cell.flavour, cell.server_threads)
+            label = self.label_of(cell)
             limit = stack.concurrency_limit(cell.workers, cell.server_threads, cell.flavour)
             pools = db_pool_limit(self.plan.recipe, cell)
             self.cell_ids[cell] = self.store.add_cell(
                 self.run_id, len(self.cells) - 1, cell, label, limit, pools,
                 facts=stack.facts(cell.workers, cell.server_threads),
             )  # fmt: skip
+
+    def label_of(self, cell: Cell) -> str:
+        """The stack's label as the cell's rows carry it in the store."""
+        return self.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+
+    def trials_of(self, cell: Cell) -> list[TrialRecord]:
+        """The cell's stored trials, in order, without the capacity search's probes."""
+        return [t for t in self.store.trials(self.cell_ids[cell]) if t.probe is None]
+
+    def capacities_of(self, cell: Cell) -> list[CapacityRecord]:
+        """The cell's stored capacity search replicates, in order."""
+        return self.store.capacities(self.cell_ids[cell])
+
+    def add_cell_facts(self, cell: Cell, facts: dict[str, Any]) -> None:
+        """Store what was learnt of the cell once it was measured."""
+        self.store.add_cell_facts(self.cell_ids[cell], facts)
+
+    def failure_of(self, cell: Cell) -> Failure | None:
+        """Why the cell failed (None: it has not)."""
+        return self.failed.get(cell)
+
+    def service_dsn(self, service: Service) -> str | None:
+        """The running service's address, its password included (None: not running)."""
+        running = self.services.running.get(service) if self.services is not None else None
+        return running.dsn if running is not None else None
 
     def redacted(self, text: str) -> str:
         """`text` as the store may keep it: no secret of the run's in it."""
@@ -315,31 +394,13 @@ class Session:
 
     def prepare(self, cells: Sequence[Cell]) -> None:
         """Build what the cells' stacks need, then start the services they use (once)."""
-        self._prepare_stacks(cells)
+        _prepare_stacks(cells, self.catalogue, self.reporter, self.fail)
         if self.services is None:
             self._start_services(cells)
         self.files.prepare(
             cells, self.scenarios, self.workroot, self.hosts.server.host,
             [place.host for place in self.hosts.load], self.stack_user(),
         )  # fmt: skip
-
-    def _prepare_stacks(self, all_cells: Sequence[Cell]) -> None:
-        for name in dict.fromkeys(cell.stack for cell in all_cells):
-            cells = [c for c in all_cells if c.stack == name]
-            stack = self.catalogue[name]
-            available = stack.availability()
-            if not available.ok:
-                for cell in cells:
-                    detail = f"{available.reason}; fix: {available.fix}"
-                    self.fail(cell, FailureKind.UNAVAILABLE, detail)
-                continue
-            if stack.build is not None:
-                self.reporter.status(f"building {name}")
-                try:
-                    stack.build()
-                except UserError as exc:
-                    for cell in cells:
-                        self.fail(cell, FailureKind.BUILD, str(exc))
 
     def _start_services(self, cells: Sequence[Cell]) -> None:
         live = [c for c in cells if c not in self.failed]
@@ -377,7 +438,8 @@ class Session:
         """Fail every cell that needs the dead service; the others go on without it."""
         assert self.services is not None
         self.services.running.pop(service.name, None)
-        if service.name == "redis":
+        lost_cache = service.name.provides is Provides.CACHE
+        if lost_cache:
             self.cache = None
         tail = service.log_tail(3) or "(empty log)"
         reason = (
@@ -386,6 +448,6 @@ class Session:
         )
         for cell in self.cells:
             scenario = self.scenarios[cell.scenario]
-            needs = scenario.needs_cache if service.name == "redis" else scenario.needs_database
+            needs = scenario.needs_cache if lost_cache else scenario.needs_database
             if needs:
                 self.fail(cell, FailureKind.SERVICE_DIED, reason)

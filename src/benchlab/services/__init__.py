@@ -15,6 +15,7 @@ from benchlab.errors import ServiceError
 from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.safe_files import traversable_by_others
+from benchlab.service_kinds import Service
 from benchlab.services.base import HERE, RunningService, ServicePlace
 
 # Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
@@ -35,7 +36,7 @@ class Services:
         self.workroot = workroot
         self.cores = cores
         self.place = place
-        self.running: dict[str, RunningService] = {}
+        self.running: dict[Service, RunningService] = {}
         self.database_kind: str | None = None
         self._closers: list[Callable[[], None]] = []
         self._own_dir: Path | None = None
@@ -106,39 +107,40 @@ class Services:
         if not (need_database or need_cache):
             return
         base = self.base = self._base_dir()
-        if need_database and config.database == "postgres":
+        if need_database and config.database_service is Service.POSTGRESQL:
             status("starting PostgreSQL")
-            with timed("service:postgresql"):
+            with timed(Service.POSTGRESQL.start_cost_key):
                 postgres = start_postgres(
                     self.registry, base, self.cores, config.max_connections, self.place
                 )
-            self.running["postgresql"] = postgres
+            self.running[Service.POSTGRESQL] = postgres
             if config.pgbouncer:
                 status("starting pgbouncer")
-                with timed("service:pgbouncer"):
-                    self.running["pgbouncer"] = start_pgbouncer(
+                with timed(Service.PGBOUNCER.start_cost_key):
+                    self.running[Service.PGBOUNCER] = start_pgbouncer(
                         self.registry, base, self.cores, postgres, config.pool_mode,
                         config.pgbouncer_pool_size, self.place,
                     )  # fmt: skip
-            self.database_kind = "postgres"
+            self.database_kind = Service.POSTGRESQL.recipe_name
         elif need_database:
             status("starting MariaDB")
-            with timed("service:mariadb"):
-                self.running["mariadb"] = start_mariadb(
+            with timed(Service.MARIADB.start_cost_key):
+                self.running[Service.MARIADB] = start_mariadb(
                     self.registry, base, self.cores, config.max_connections, self.place
                 )
-            self.database_kind = "mariadb"
+            self.database_kind = Service.MARIADB.recipe_name
         if need_cache:
             status("starting Redis")
-            with timed("service:redis"):
-                self.running["redis"] = start_redis(self.registry, base, self.cores, self.place)
+            with timed(Service.REDIS.start_cost_key):
+                cache = start_redis(self.registry, base, self.cores, self.place)
+            self.running[Service.REDIS] = cache
 
     def stack_env(self) -> dict[str, str]:
         """What a stack needs to reach the services (pgbouncer, when there, stands in front)."""
         env: dict[str, str] = {}
-        for name in ("postgresql", "pgbouncer", "mariadb", "redis"):
-            if name in self.running:
-                env.update(self.running[name].env)
+        for service in Service:
+            if service in self.running:
+                env.update(self.running[service].env)
         if self.database_kind:
             env["BENCHLAB_DB"] = self.database_kind
         return env
@@ -157,36 +159,36 @@ class Services:
 
     def session_probe(self) -> SessionProbe | None:
         """Counts the sessions open on the benchmark database (its own view, behind any pool)."""
-        if "postgresql" in self.running:
+        if Service.POSTGRESQL in self.running:
             import psycopg
 
             from benchlab.services.postgres import open_sessions
 
             # Bounded: a stalled database must not hang a sample (nor Ctrl-C behind it).
             conn = psycopg.connect(
-                self.running["postgresql"].dsn, autocommit=True, connect_timeout=5,
+                self.running[Service.POSTGRESQL].dsn, autocommit=True, connect_timeout=5,
                 options="-c statement_timeout=2000",
             )  # fmt: skip
             self._closers.append(conn.close)
             return lambda: open_sessions(conn)
-        if "mariadb" in self.running:
+        if Service.MARIADB in self.running:
             from benchlab.services.mariadb import connect, open_sessions
 
-            my = connect(self.running["mariadb"])
+            my = connect(self.running[Service.MARIADB])
             self._closers.append(my.close)
             return lambda: open_sessions(my)
         return None
 
     def world_reader(self) -> ReadWorlds | None:
         """The world rows as PostgreSQL holds them (queries and updates are judged by it)."""
-        if "postgresql" not in self.running:
+        if Service.POSTGRESQL not in self.running:
             return None
         import psycopg
 
         from benchlab.services.postgres import READBACK_APPLICATION, read_worlds
 
         conn = psycopg.connect(
-            self.running["postgresql"].dsn, autocommit=True, connect_timeout=5,
+            self.running[Service.POSTGRESQL].dsn, autocommit=True, connect_timeout=5,
             options="-c statement_timeout=5000", application_name=READBACK_APPLICATION,
         )  # fmt: skip
         self._closers.append(conn.close)
@@ -195,20 +197,20 @@ class Services:
 
     def pool_probe(self) -> SessionProbe | None:
         """Server connections pgbouncer has handed to clients right now."""
-        if "pgbouncer" not in self.running:
+        if Service.PGBOUNCER not in self.running:
             return None
         from benchlab.services.pgbouncer import active_server_connections, admin_connection
 
-        admin = admin_connection(self.running["pgbouncer"])
+        admin = admin_connection(self.running[Service.PGBOUNCER])
         self._closers.append(admin.close)
         return lambda: active_server_connections(admin)
 
     def cache_client(self):
-        if "redis" not in self.running:
+        if Service.REDIS not in self.running:
             return None
         import redis
 
-        client = redis.Redis.from_url(self.running["redis"].dsn, socket_timeout=5)
+        client = redis.Redis.from_url(self.running[Service.REDIS].dsn, socket_timeout=5)
         self._closers.append(client.close)
         return client
 

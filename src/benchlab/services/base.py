@@ -15,6 +15,7 @@ from typing import Any
 from benchlab.errors import ServiceError
 from benchlab.hosts.base import THIS_MACHINE, Host
 from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.service_kinds import Service
 
 HOST = "127.0.0.1"
 
@@ -44,7 +45,7 @@ HERE = ServicePlace()
 
 @dataclass
 class RunningService:
-    name: str
+    name: Service
     port: int
     dsn: str  # the app user's address, its password included
     process: ManagedProcess

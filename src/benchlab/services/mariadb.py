@@ -13,6 +13,7 @@ from benchlab.dataset import users
 from benchlab.errors import ServiceError
 from benchlab.hosts.base import Host
 from benchlab.process import ProcessRegistry
+from benchlab.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     RunningService,
@@ -41,7 +42,7 @@ def start_mariadb(
     # mariadb/run is mysql's (0700: its socket is reached by the mysql user and root only),
     # with its data, its temp directory (the run's TMPDIR may be one the mysql user cannot
     # write), its socket and pid file: root writes nothing there.
-    dirs = service_dirs(workdir, "mariadb", user, host)
+    dirs = service_dirs(workdir, Service.MARIADB, user, host)
     run = dirs.config / "run"
     host.make_dir(run, 0o700)
     tmp = run / "tmp"
@@ -66,14 +67,14 @@ def start_mariadb(
 
     admin = SocketAdmin(host, socket, admin_user)
     process, port = start_listening(
-        "mariadb", registry, host, argv, lambda _port, _: admin.answers(), cores=cores,
+        Service.MARIADB, registry, host, argv, lambda _port, _: admin.answers(), cores=cores,
         log_path=dirs.log("mariadb"), user=user,
     )  # fmt: skip
     password = new_password()
-    record_password(workdir, "mariadb", USER, password)
+    record_password(workdir, Service.MARIADB, USER, password)
     admin.execute(_app_user_sql(password, place.admitted) + seed_sql())
     return RunningService(
-        name="mariadb",
+        name=Service.MARIADB,
         port=port,
         dsn=f"mysql://{USER}:{password}@{address}:{port}/{DATABASE}",
         process=process,

@@ -7,6 +7,7 @@ from pathlib import Path
 import psycopg
 
 from benchlab.process import ProcessRegistry
+from benchlab.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     HOST,
@@ -36,9 +37,9 @@ def start_pgbouncer(
     host, address = place.host, place.address
     user = service_user("postgres", host)  # pgbouncer refuses to run as root too
     # Its files are root's, readable by it: it writes nothing (no pid file, no socket).
-    dirs = service_dirs(workdir, "pgbouncer", user, host)
+    dirs = service_dirs(workdir, Service.PGBOUNCER, user, host)
     stats_password = new_password()
-    record_password(workdir, "pgbouncer", STATS_USER, stats_password)
+    record_password(workdir, Service.PGBOUNCER, STATS_USER, stats_password)
     # Plain passwords: the app user's also logs pgbouncer in to PostgreSQL (SCRAM there too).
     # Root's, readable by pgbouncer's group only.
     users = dirs.config / "users.txt"
@@ -58,12 +59,12 @@ def start_pgbouncer(
         return dsn(port, postgres.password, address=address)
 
     process, port = start_listening(
-        "pgbouncer", registry, host, argv, lambda port, _: _answers(conninfo_at(port)),
+        Service.PGBOUNCER, registry, host, argv, lambda port, _: _answers(conninfo_at(port)),
         cores=cores, log_path=dirs.log("pgbouncer"), user=user,
     )  # fmt: skip
     conninfo = conninfo_at(port)
     return RunningService(
-        name="pgbouncer",
+        name=Service.PGBOUNCER,
         port=port,
         dsn=conninfo,
         process=process,

@@ -13,6 +13,7 @@ from benchlab.dataset import FORTUNES, users, worlds
 from benchlab.errors import ServiceError
 from benchlab.hosts.base import Host
 from benchlab.process import ProcessRegistry
+from benchlab.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     HOST,
@@ -74,8 +75,8 @@ def start_postgres(
     data = dirs.data
     bindir = postgres_bin(host)
     superuser_password, password = new_password(), new_password()
-    record_password(workdir, "postgresql", SUPERUSER, superuser_password)
-    record_password(workdir, "postgresql", USER, password)
+    record_password(workdir, Service.POSTGRESQL, SUPERUSER, superuser_password)
+    record_password(workdir, Service.POSTGRESQL, USER, password)
     _initdb(host, bindir, dirs.config, data, user, superuser_password)
     hba_file = dirs.config / "pg_hba.conf"
     host.write_file(hba_file, hba(place.admitted), mode=0o644)
@@ -97,7 +98,7 @@ def start_postgres(
     # In the foreground (not pg_ctl's daemon) so benchlab owns it and stops it on any exit;
     # SIGINT is PostgreSQL's fast shutdown.
     process, port = start_listening(
-        "postgresql", registry, host, argv, lambda port, _: _answers(admin_dsn(port)),
+        Service.POSTGRESQL, registry, host, argv, lambda port, _: _answers(admin_dsn(port)),
         cores=cores, log_path=dirs.log("postgres"), user=user, stop_signal=signal.SIGINT,
     )  # fmt: skip
     admin = admin_dsn(port)
@@ -105,7 +106,7 @@ def start_postgres(
     with psycopg.connect(dsn(port, password, address=address)) as conn:
         seed(conn)
     return RunningService(
-        name="postgresql",
+        name=Service.POSTGRESQL,
         port=port,
         dsn=dsn(port, password, address=address),
         process=process,

@@ -7,6 +7,7 @@ from pathlib import Path
 import redis
 
 from benchlab.process import ProcessRegistry
+from benchlab.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     RunningService,
@@ -25,9 +26,9 @@ def start_redis(
 ) -> RunningService:
     host = place.host
     user = service_user("redis", host)
-    dirs = service_dirs(workdir, "redis", user, host, data="data")
+    dirs = service_dirs(workdir, Service.REDIS, user, host, data="data")
     password = new_password()
-    record_password(workdir, "redis", "default", password)
+    record_password(workdir, Service.REDIS, "default", password)
     # In a file, not on the command line, where every local user could read it. Redis has
     # no list of client addresses: off loopback, the password is what keeps others out.
     # Root's file, readable by redis's group only.
@@ -49,12 +50,12 @@ def start_redis(
         return f"redis://:{password}@{place.address}:{port}/0"
 
     process, port = start_listening(
-        "redis", registry, host, argv, lambda port, _: _answers(url_at(port)),
+        Service.REDIS, registry, host, argv, lambda port, _: _answers(url_at(port)),
         cores=cores, log_path=dirs.log("redis"), user=user,
     )  # fmt: skip
     url = url_at(port)
     return RunningService(
-        name="redis",
+        name=Service.REDIS,
         port=port,
         dsn=url,
         process=process,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchlab.errors import UserError
 from benchlab.scenarios import Expectation
-from benchlab.tune.driver import DEFAULT_ENV_NAMES, SERVICES
+from benchlab.service_kinds import APP_SERVICES, DATABASES, Provides
 from benchlab.tune.requests import load_requests, parse_request
 
 # Greenlets are cheap (a few KiB each): ten times the threads a worker may have.
@@ -15,17 +15,20 @@ MAX_GREENLETS = 100_000
 
 
 def with_services(text: str | None) -> dict[str, str]:
+    """Each service of --with (as a recipe names it) and the variable its address goes in."""
+    offered = {service.recipe_name: service for service in APP_SERVICES}
     found: dict[str, str] = {}
     for part in filter(None, (text or "").split(",")):
-        service, _, variable = part.strip().partition("=")
-        if service not in SERVICES:
+        name, _, variable = part.strip().partition("=")
+        if name not in offered:
             raise UserError(
-                f"--with '{service}': benchlab starts {', '.join(SERVICES)}; e.g. "
+                f"--with '{name}': benchlab starts {', '.join(offered)}; e.g. "
                 "--with postgres=DATABASE_URL,redis=REDIS_URL"
             )
-        found[service] = variable or DEFAULT_ENV_NAMES[service]
-    if "postgres" in found and "mariadb" in found:
-        raise UserError("--with: give postgres or mariadb, not both")
+        found[name] = variable or offered[name].traits.url_variable or ""
+    if sum(offered[name].provides is Provides.DATABASE for name in found) > 1:
+        databases = " or ".join(service.recipe_name for service in DATABASES)
+        raise UserError(f"--with: give {databases}, not both")
     return found
 
 

@@ -52,6 +52,8 @@ from benchlab.runner import (
     SessionOptions,
 )
 from benchlab.scenarios import Expectation, Scenario
+from benchlab.service_kinds import Provides, Service
+from benchlab.service_kinds import named as service_named
 from benchlab.store import RunInfo, Store
 from benchlab.text import MASK
 from benchlab.tune import app as app_module
@@ -84,8 +86,6 @@ MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
 SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
 DEFAULT_CONNECTIONS = 256
-SERVICES = ("postgres", "mariadb", "redis")
-DEFAULT_ENV_NAMES = {"postgres": "DATABASE_URL", "mariadb": "DATABASE_URL", "redis": "REDIS_URL"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,8 @@ class TuneRequest:
     budget_min: float
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
-    with_services: dict[str, str] = field(default_factory=dict)  # service -> env var name
+    # --with: each service's name (as a recipe gives it) -> the variable of its address
+    with_services: dict[str, str] = field(default_factory=dict)
     servers: list[str] | None = None
     workers: list[int] | None = None
     threads: list[int] | None = None
@@ -112,6 +113,11 @@ class TuneRequest:
     factory: bool = False  # --factory: APP names a callable that returns the app
     quick: bool = False  # --quick: the first pass only, no capacity search
     setup: str | None = None  # --setup: a command run once, after the services start
+
+    def services(self, provides: Provides) -> list[Service]:
+        """The services of --with that provide it."""
+        found = [service_named(name) for name in self.with_services]
+        return [service for service in found if service.provides is provides]
 
     def key(self) -> str:
         """What makes two tunes the same search (a resume continues only its own)."""
@@ -215,7 +221,7 @@ def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> Tune
 
 
 def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
-    database = "mariadb" if "mariadb" in request.with_services else "postgres"
+    database = next(iter(request.services(Provides.DATABASE)), Service.POSTGRESQL)
     return Recipe(
         name=f"tune {info.spec.factory_target}",
         question=(
@@ -232,7 +238,7 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         trials=REPLICATES,
         warmup=1,
         slo=Slo(p99_ms=request.slo_p99_ms, sustain_s=CONFIRM_S),
-        services=Services(database=database),
+        services=Services(database=database.recipe_name),
     )
 
 
@@ -240,8 +246,8 @@ def _scenario(request: TuneRequest) -> Scenario:
     return Scenario(
         name=SCENARIO,
         description="; ".join(r.describe() for r in request.requests),
-        needs_database=bool({"postgres", "mariadb"} & set(request.with_services)),
-        needs_cache="redis" in request.with_services,
+        needs_database=bool(request.services(Provides.DATABASE)),
+        needs_cache=bool(request.services(Provides.CACHE)),
         requests=request.requests,
     )
 
@@ -281,15 +287,11 @@ def _resumable(store: Store, key: str) -> str | None:
 
 def service_env(request: TuneRequest, session: Session) -> dict[str, str]:
     """The addresses of benchlab's services in the variables the user named."""
-    if session.services is None:
-        return {}
-    running = session.services.running
-    names = {"postgres": "postgresql", "mariadb": "mariadb", "redis": "redis"}
-    return {
-        variable: running[names[service]].dsn
-        for service, variable in request.with_services.items()
-        if names[service] in running
+    addresses = {
+        variable: session.service_dsn(service_named(name))
+        for name, variable in request.with_services.items()
     }
+    return {variable: dsn for variable, dsn in addresses.items() if dsn is not None}
 
 
 @dataclass
@@ -373,9 +375,9 @@ def run_tune(
         session.add_cells(search_cells)
         session.prepare(search_cells)
         # The search stops launching where the proof's time begins; the proof has the rest.
-        session.deadline_s = request.budget_min * 60 - PROOF_COST_S * proofs
+        session.set_deadline(request.budget_min * 60 - PROOF_COST_S * proofs)
         measurer.measure(search_cells, replicates)
-        session.deadline_s = request.budget_min * 60
+        session.set_deadline(request.budget_min * 60)
         searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
         prove(session, measurer, searched, cores, request.connections, say)
     return TuneResult(outcome, tune_plan, survivors)
@@ -387,8 +389,8 @@ def _setup(
 ) -> None:  # fmt: skip
     """--setup, once the services run: with their addresses, as the app's user."""
     run_setup(
-        command, info, service_env(request, session), session.workroot / "setup.log", say,
-        session.registry.journal, session.stack_user(),
+        command, info, service_env(request, session), session.work_file("setup.log"), say,
+        session.journal, session.stack_user(),
     )  # fmt: skip
 
 
@@ -495,7 +497,7 @@ def _refuse_if_every_check_failed(
     session: Session, cells: list[Cell], request: TuneRequest
 ) -> None:
     """A check that no candidate passes is the request's fault, not the servers'."""
-    failures = [session.failed.get(cell) for cell in cells]
+    failures = [session.failure_of(cell) for cell in cells]
     if not all(f is not None and f.kind is FailureKind.VERIFICATION for f in failures):
         return
     shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
@@ -512,8 +514,8 @@ def _survivors(
     """The candidates within half of the best closed-loop throughput, best first."""
     measured = []
     for candidate, cell in zip(found, cells, strict=True):
-        trials = [t for t in session.store.trials(session.cell_ids[cell]) if t.probe is None]
-        if trials and cell not in session.failed:
+        trials = session.trials_of(cell)
+        if trials and session.failure_of(cell) is None:
             measured.append((trials[-1].throughput_rps, candidate))
     if not measured:
         return []

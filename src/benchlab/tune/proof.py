@@ -44,9 +44,9 @@ def best_searched(
     replicates' capacities."""
     found = []
     for entry in searched:
-        if entry.cell in session.failed:
+        if session.failure_of(entry.cell) is not None:
             continue
-        records = capacity.sustained(session.store.capacities(session.cell_ids[entry.cell]))
+        records = capacity.sustained(session.capacities_of(entry.cell))
         values = [c.capacity_rps for c in records]
         if any(v > 0 for v in values):
             found.append((statistics.median(values), entry, values))
@@ -80,12 +80,9 @@ def prove(
         return
     entry, capacities = best
     rate = capacity.rate_to_run_at(capacities)
-    recipe = session.plan.recipe
-    assert recipe.slo is not None
-    target = capacity.Target.of(recipe.slo)
-    cell = entry.cell
+    target = session.slo_target()
     # The label its rows carry in the store, which a report matches the proof by.
-    label = session.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+    label = session.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
             return
@@ -94,18 +91,17 @@ def prove(
             return
         cell = proof_cell(entry.candidate, cores, rate, connections)
         if step:
-            session.reporter.extend(1)  # the plan counted one replay
+            session.extend_plan(1)  # the plan counted one replay
         session.add_cells([cell])
-        cell_id = session.cell_ids[cell]
         measurer.measure([cell], 1)
-        trials = [t for t in session.store.trials(cell_id) if t.probe is None]
-        if cell in session.failed or not trials:
-            failure = session.failed.get(cell)
+        trials = session.trials_of(cell)
+        failure = session.failure_of(cell)
+        if failure is not None or not trials:
             say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
             return
         missed = capacity.proof_miss(trials[-1], target)
-        session.store.add_cell_facts(
-            cell_id,
+        session.add_cell_facts(
+            cell,
             {"proof": {"of": label, "step": step, "held": missed is None, "missed": missed,
                        "windows_p99_ms": trials[-1].windows_p99}},
         )  # fmt: skip
