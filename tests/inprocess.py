@@ -39,7 +39,7 @@ from benchlab.runner import RunOutcome, SessionOptions, run_recipe
 from benchlab.runner.executor import Answering, StackLaunch, StackServer, TrialMonitors
 from benchlab.scenarios import Expectation
 from benchlab.stacks import CATALOGUE, Stack
-from benchlab.store import Store, TrialRecord
+from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.wire import Reply, Wire
 
 START_S = 2.0  # simulated seconds a start takes
@@ -285,12 +285,12 @@ class InProcessRun:
     def run_id(self) -> str:
         return self.outcome.run_id
 
-    def cells(self) -> dict[tuple[str, str], dict]:
+    def cells(self) -> dict[tuple[str, str], CellRecord]:
         """The stored cells by (stack, scenario)."""
-        return {(c["stack"], c["scenario"]): c for c in self.store.cells(self.run_id)}
+        return {(c.stack, c.scenario): c for c in self.store.cells(self.run_id)}
 
     def trials(self, stack: str, scenario: str) -> list[TrialRecord]:
-        return self.store.trials(self.cells()[(stack, scenario)]["id"])
+        return self.store.trials(self.cells()[(stack, scenario)].id)
 
     def report(self) -> dict:
         """The run's JSON report, as `benchlab report -f json` renders it."""

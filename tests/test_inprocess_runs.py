@@ -178,7 +178,7 @@ def test_each_failure_fails_its_own_cells_with_its_kind_and_the_run_goes_on(
     run = run_inprocess(tmp_path, recipe, executor)
     assert run.outcome.status == "partial"
     cells = run.cells()
-    reasons = {key: cell["reason"] for key, cell in cells.items() if cell["status"] == "failed"}
+    reasons = {key: cell.reason for key, cell in cells.items() if cell.status == "failed"}
     start = Failure(
         FailureKind.START, "nostart exited while starting; last log lines: boom: cannot start"
     )
@@ -208,7 +208,7 @@ def test_each_failure_fails_its_own_cells_with_its_kind_and_the_run_goes_on(
     assert not run.trials("wrong", "plaintext") and not run.trials("loadfails", "json")
     measured = [("gin", "json"), ("gin", "plaintext"), ("wrong", "json")]
     for key in (*measured, ("loadfails", "plaintext"), ("silent", "json")):
-        assert cells[key]["status"] == "ok"
+        assert cells[key].status == "ok"
         assert len(run.trials(*key)) == 2
     # A stack that failed to start is not started again in the next round.
     assert [launch for stack, launch in executor.launches if stack == "nostart"] == [1]
@@ -288,9 +288,9 @@ def test_a_rate_share_is_of_the_closed_loop_measured_once_a_cell(tmp_path: Path)
     assert run.outcome.status == "partial"
     assert [load.rate for load in executor.loads if load.stack == "gin"] == [None, 20_000, 20_000]
     gin = run.cells()[("gin", "json")]
-    assert (gin["target_rate"], gin["closed_capacity_rps"]) == (20_000, 40_000)
+    assert (gin.target_rate, gin.closed_capacity_rps) == (20_000, 40_000)
     assert [t.probe for t in run.trials("gin", "json")] == ["closed", None, None]
     no_rate = Failure(
         FailureKind.NO_RATE, "its closed-loop probe completed no request: no rate to share"
     )
-    assert run.cells()[("sanic", "json")]["reason"] == no_rate.reason
+    assert run.cells()[("sanic", "json")].reason == no_rate.reason

@@ -97,6 +97,16 @@ class RunHosts:
     def load(self) -> list[Placement]:
         return self._placements("load")
 
+    def steal_cores(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The server's and the load's cores, where they are this machine's (steal is read
+        from this machine's /proc/stat)."""
+        server = self.server
+        here = [p for p in self.load if p.host.same_machine]
+        return (
+            server.cores if server.host.same_machine else (),
+            here[0].cores if here else (),
+        )
+
     @property
     def distributed(self) -> bool:
         """Whether any role runs away from benchlab's own network namespace."""

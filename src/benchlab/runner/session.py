@@ -315,16 +315,6 @@ class Session:
         server = self.hosts.server
         return ServerPlace(server.host.address, server.host, self.plan.cores.server)
 
-    def steal_cores(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The server's and the load's cores, where they are this machine's (steal is read
-        from this machine's /proc/stat)."""
-        server = self.hosts.server
-        here = [p for p in self.hosts.load if p.host.same_machine]
-        return (
-            server.cores if server.host.same_machine else (),
-            here[0].cores if here else (),
-        )
-
     # --- cells ------------------------------------------------------------------------------
 
     def add_cells(self, cells: Sequence[Cell]) -> None:

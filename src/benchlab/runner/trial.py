@@ -76,7 +76,7 @@ def take_trial(
     # a finished trial is never lost to them.
     with contextlib.ExitStack() as finished:
         clock = session.executor.monotonic
-        with session.executor.monitors(server, session.steal_cores(), probes) as monitors:
+        with session.executor.monitors(server, session.hosts.steal_cores(), probes) as monitors:
             started_at, began = now(), clock()
             monitors.count_until(began + request.duration_s)
             generated = generate(session, request, workdir)
