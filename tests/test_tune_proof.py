@@ -12,6 +12,7 @@ import pytest
 
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
+from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.stats import median_interval
 from benchlab.recipe import Cell
 from benchlab.run_options import RunOptions
@@ -168,3 +169,14 @@ def test_a_proof_is_judged_window_by_window_and_one_stall_is_one_window() -> Non
     assert capacity.proof_miss(twice, SLO) == (
         "p99 over 100 ms in 2 of its 4 windows (2, 180, 300, 2 ms)"
     )
+
+
+def test_a_proof_names_the_cell_it_replayed_and_old_runs_match_by_label() -> None:
+    judged = ProofJudgement("gunicorn|-|app|c64", "gunicorn w=2", 1, False, "p99 over", (3.0,))
+    assert ProofJudgement.of_facts(judged.facts()) == judged
+    # Two candidates may read alike; the cell's key tells them apart.
+    assert judged.proves("gunicorn|-|app|c64", "another label")
+    assert not judged.proves("uvicorn|-|app|c64", "gunicorn w=2")
+    stored_before = ProofJudgement.of_facts({"proof": {"of": "gunicorn w=2", "held": True}})
+    assert stored_before is not None and stored_before.proves("any key", "gunicorn w=2")
+    assert ProofJudgement.of_facts({}) is None

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from benchlab import figures as F
 from benchlab.analysis.capacity import rate_to_run_at
+from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.modes import Mode
@@ -41,6 +42,7 @@ class CandidateResult:
     concurrency: PerWorker | None = None
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
+    key: str | None = None  # its search cell's key (a proof names the cell it replayed)
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -150,21 +152,21 @@ def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
     """The proof cells tune measured for this candidate (their facts say whom and how it went)."""
     steps = []
     for cell in summary.cells:
-        judged = cell.facts.get("proof") or {}
-        if cell.mode != Mode.RATE or judged.get("of") != best.label:
+        judged = ProofJudgement.of_facts(cell.facts)
+        if cell.mode != Mode.RATE or judged is None or not judged.proves(best.key, best.label):
             continue
         steps.append(
             (
-                judged.get("step", 0),
+                judged.step,
                 ProofStep(
                     rate=cell.value(F.TARGET_RATE) or 0.0,
                     p99_ms=cell.value(F.P99),
                     errors=sum(cell.errors.values()),
                     delivered=cell.value(F.RATE_RATIO),
-                    held=bool(judged.get("held")),
-                    missed=judged.get("missed"),
+                    held=judged.held,
+                    missed=judged.missed,
                     duration_s=cell.duration_s,
-                    windows_p99_ms=tuple(judged.get("windows_p99_ms") or ()),
+                    windows_p99_ms=judged.windows_p99_ms,
                 ),
             )
         )
@@ -246,6 +248,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 or first.reason,
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
                 concurrency=served.concurrency,
+                key=found.key if found is not None else None,
             )
         )
     return results

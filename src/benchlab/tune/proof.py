@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchlab.analysis import capacity
+from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe import Cell, CoreAssignment
@@ -81,7 +82,6 @@ def prove(
     entry, capacities = best
     rate = capacity.rate_to_run_at(capacities)
     target = session.slo_target()
-    # The label its rows carry in the store, which a report matches the proof by.
     label = session.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
@@ -100,11 +100,11 @@ def prove(
             say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
             return
         missed = capacity.proof_miss(trials[-1], target)
-        session.add_cell_facts(
-            cell,
-            {"proof": {"of": label, "step": step, "held": missed is None, "missed": missed,
-                       "windows_p99_ms": trials[-1].windows_p99}},
+        judged = ProofJudgement(
+            of_cell=entry.cell.key, of=label, step=step, held=missed is None, missed=missed,
+            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
         )  # fmt: skip
+        session.add_cell_facts(cell, judged.facts())
         p99 = trials[-1].latency_p99_ms or 0.0
         if missed is None:
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for {PROOF_S} s "
