@@ -207,7 +207,7 @@ ORDER: dict[Format, tuple[str, ...]] = {
         "notes",
     ),
     Format.HTML: (
-        "in-short", "results", "capacity", "sweep", "flips", "how-to-read", "cells",
+        "in-short", "results", "capacity", "sweep", "flips", "how-to-read", "cells", "notes",
         "verdicts", "hosts", "load-hosts", "protocols", "mixes", "tools", "relative", "about",
     ),
 }  # fmt: skip
@@ -232,7 +232,7 @@ SHOWN_WHEN: dict[tuple[Format, str], Callable[[Section], bool]] = {
 }
 
 # Where the page shows a section inside another's: under its heading, as a sub-heading.
-NESTED: dict[str, str] = {"flips": "sweep", "load-hosts": "hosts"}
+NESTED: dict[str, str] = {"flips": "sweep", "load-hosts": "hosts", "notes": "cells"}
 
 
 def sections(summary: RunSummary, fmt: Format) -> list[Section]:
