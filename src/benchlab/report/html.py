@@ -22,21 +22,11 @@ from benchlab.report.columns import (
     cell_columns,
     note_text,
 )
+from benchlab.report.sections import Format, Section, by_id, sections
 from benchlab.report.summary import CellSummary, RunSummary
-from benchlab.report.takeaways import reading_guide, takeaways
+from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import recommendation_context
-from benchlab.report.wording import (
-    cell_name,
-    flip_lines,
-    host_lines,
-    interval_note,
-    load_host_lines,
-    method_notes,
-    mix_lines,
-    noise_line,
-    relative_rows,
-    stack_facts,
-)
+from benchlab.report.wording import cell_name, host_lines, noise_line, stack_facts
 
 VERDICTS = "verdicts"
 
@@ -83,22 +73,16 @@ def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
     return values
 
 
-def _relative_tables(summary: RunSummary) -> list[dict]:
-    return [
-        {"title": title, "header": header, "rows": rows}
-        for title, _figure, header, rows in relative_rows(summary)
-    ]
-
-
-def _verdict_groups(summary: RunSummary) -> list[dict]:
+def _verdict_groups(section: Section | None) -> list[dict]:
     """Verdicts by name, so forty sentences read as a few kinds of trouble."""
-    grouped: dict[str, list[dict[str, str]]] = {}
-    for cell in summary.cells:
-        for verdict in cell.verdicts:
-            grouped.setdefault(verdict.name, []).append(
-                {"where": cell_name(cell), "sentence": verdict.sentence}
-            )
-    return [{"name": name, "lines": lines} for name, lines in grouped.items()]
+    groups = section.groups if section else ()
+    return [
+        {
+            "name": group.name,
+            "lines": [{"where": cell_name(c), "sentence": text} for c, text in group.flagged],
+        }
+        for group in groups
+    ]
 
 
 def _versions(machine: dict) -> list[tuple[str, str]]:
@@ -178,6 +162,7 @@ def render_html(summary: RunSummary) -> str:
         reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
     tune = recommendation_context(summary)
     points = [] if tune else _points(summary, charts)
+    found = by_id(sections(summary, Format.HTML))
     return (
         _environment()
         .get_template("report.html.j2")
@@ -194,7 +179,6 @@ def render_html(summary: RunSummary) -> str:
             counts=counts,
             points=points,
             legend=_legend(summary),
-            guide=reading_guide(summary),
             curves=[_chart(c) for c in charts if c.kind == "curve"],
             grid_charts=[_chart(c) for c in charts if c.kind in ("heatmap", "ranks")],
             pareto=next((_chart(c) for c in charts if c.kind == "pareto"), None),
@@ -208,22 +192,14 @@ def render_html(summary: RunSummary) -> str:
                 for cell in summary.cells
             ],
             failed=failed,
-            verdict_groups=_verdict_groups(summary),
+            verdict_groups=_verdict_groups(found.get("verdicts")),
             recipe_text=summary.recipe_text,
-            relative_tables=_relative_tables(summary),
+            s=found,
             baseline=summary.baseline,
-            flips=flip_lines(summary),
-            interval_note=interval_note(summary),
             noise=noise_line(run.machine),
-            method_notes=method_notes(summary),
             ranked_by=summary.ranked_by,
             tune=tune,
-            tool_agreement=summary.tool_agreement,
-            protocol_costs=[cost.text() for cost in summary.protocol_costs],
-            mix_lines=mix_lines(summary),
             host_lines=host_lines(summary),
-            load_host_lines=load_host_lines(summary),
-            slo=summary.options.slo.describe() if summary.options.slo else None,
             method=METHOD,
             ratio_method=RATIO_METHOD,
             ranking_ratio_method=summary.options.evidence.method.detail,

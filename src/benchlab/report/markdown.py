@@ -4,21 +4,12 @@ verdicts, article 002's relative table, rankings and flips."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from benchlab.report.columns import cell_columns, footnote_lines, footnotes, note_text
+from benchlab.report.sections import Format, Section, by_id, sections
 from benchlab.report.summary import RunSummary
-from benchlab.report.takeaways import reading_guide, takeaways
 from benchlab.report.tune_report import tune_markdown
-from benchlab.report.wording import (
-    flip_lines,
-    interval_note,
-    load_host_lines,
-    method_notes,
-    mix_lines,
-    ranking_lines,
-    relative_rows,
-    run_lines,
-    verdict_lines,
-)
 from benchlab.text import one_line
 
 
@@ -26,7 +17,7 @@ def _row(values: list[str]) -> str:
     return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
 
 
-def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
+def table_lines(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     return [_row(header), "|" + "|".join("---" for _ in header) + "|", *map(_row, rows)]
 
 
@@ -41,23 +32,59 @@ def cell_table(summary: RunSummary) -> list[str]:
     return table_lines(header, rows)
 
 
-def relative_markdown(summary: RunSummary) -> list[str]:
+def _takeaway_lines(section: Section) -> list[str]:
     out = []
-    for title, figure, header, rows in relative_rows(summary):
-        out += ["", f"{figure.label} relative to {summary.baseline} · {title}:", ""]
-        out += table_lines(header, rows)
+    for takeaway in section.takeaways:
+        out.append(f"- **{takeaway.label}** ({takeaway.settings}): {takeaway.sentence}")
+        out += [f"  {note}" for note in takeaway.notes]
     return out
 
 
-def answer_lines(summary: RunSummary) -> list[str]:
-    """The takeaways, each with its settings, and how to read the figures."""
-    out = ["## In short", ""]
-    for takeaway in takeaways(summary):
-        out.append(f"- **{takeaway.label}** ({takeaway.settings}): {takeaway.sentence}")
-        out += [f"  {note}" for note in takeaway.notes]
-    out += ["", "## How to read this", ""]
-    out += [f"- {line}" for line in reading_guide(summary)]
-    return [*out, ""]
+def _chapter(section: Section, body: list[str]) -> list[str]:
+    """A section with a heading of its own (the answer, the guide, the cells)."""
+    return [f"## {section.title}", "", *body, ""]
+
+
+def _paragraph(section: Section) -> list[str]:
+    """A section under a title of its paragraph: its lines listed, its tables captioned."""
+    out = []
+    if section.lines:
+        out += ["", section.heading(), "", *[f"- {line}" for line in section.lines]]
+    for table in section.tables:
+        out += [
+            "",
+            f"{table.caption}:",
+            "",
+            *table_lines(list(table.header), map(list, table.rows)),
+        ]
+    return out
+
+
+def _notes(section: Section) -> list[str]:
+    first, *method = section.lines
+    return ["", first, *(["", *method] if method else []), ""]
+
+
+def _cells(summary: RunSummary, section: Section) -> list[str]:
+    out = [f"## {section.title}", "", *[f"- {line}" for line in section.lines]]
+    return [*out, "", *cell_table(summary), *_footnotes(summary)]
+
+
+def _footnotes(summary: RunSummary) -> list[str]:
+    notes = footnote_lines(summary)
+    return ["", *notes] if notes else []
+
+
+def _section(summary: RunSummary, section: Section) -> list[str]:
+    if section.id == "in-short":
+        return _chapter(section, _takeaway_lines(section))
+    if section.id == "how-to-read":
+        return _chapter(section, [f"- {line}" for line in section.lines])
+    if section.id == "cells":
+        return _cells(summary, section)
+    if section.id == "notes":
+        return _notes(section)
+    return _paragraph(section)
 
 
 def render_markdown(summary: RunSummary) -> str:
@@ -65,42 +92,14 @@ def render_markdown(summary: RunSummary) -> str:
     if summary.run.question:
         # On one line: a line break in it would end the quote (and start Markdown of its own).
         out += [f"> {one_line(summary.run.question)}", ""]
+    found = sections(summary, Format.MARKDOWN)
     if summary.options.tune is not None:
-        out += [f"- {line}" for line in run_lines(summary)]
-        out += ["", *tune_markdown(summary), "## Every cell measured"]
-    else:
-        out += answer_lines(summary)
-        out += ["## Every cell", "", *[f"- {line}" for line in run_lines(summary)]]
-    out += ["", *cell_table(summary)]
-    notes = footnote_lines(summary)
-    if notes:
-        out += ["", *notes]
-    sentences = verdict_lines(summary)
-    if sentences:
-        out += ["", "Verdicts:", ""] + [f"- {line}" for line in sentences]
-    if summary.protocol_costs:
-        out += ["", "What TLS and HTTP/2 cost (throughput ÷ plain HTTP/1.1's):", ""]
-        out += [f"- {cost.text()}" for cost in summary.protocol_costs]
-    mixed = mix_lines(summary)
-    if mixed:
-        out += ["", "Mixes, each part on its own (share of requests, p99):", ""]
-        out += [f"- {line}" for line in mixed]
-    shares = load_host_lines(summary)
-    if shares:
-        out += ["", "Load hosts (each one's share of the merged figures):", ""]
-        out += [f"- {line}" for line in shares]
-    if summary.tool_agreement:
-        out += ["", "Load tools compared (the same cell under each):", ""]
-        out += [f"- {line}" for line in summary.tool_agreement]
-    out += relative_markdown(summary)
-    rankings = ranking_lines(summary)
-    if len(rankings) > 1:
-        out += ["", f"Rankings by grid point ({summary.ranked_by.title}):", ""]
-        out += [f"- {x}" for x in rankings]
-    flips = flip_lines(summary)
-    if flips:
-        out += ["", "Rank flips (each win by the evidence rule below):", ""]
-        out += [f"- {x}" for x in flips]
-    method = method_notes(summary)
-    out += ["", interval_note(summary), *(["", *method] if method else []), ""]
+        # A tune run's answer is its recommendation: the candidates' cells follow it.
+        cells = by_id(found)["cells"]
+        out += [f"- {line}" for line in cells.lines]
+        out += ["", *tune_markdown(summary), f"## {cells.title} measured"]
+        out += ["", *cell_table(summary), *_footnotes(summary)]
+        found = [s for s in found if s.id not in ("in-short", "how-to-read", "cells")]
+    for section in found:
+        out += _section(summary, section)
     return "\n".join(out)

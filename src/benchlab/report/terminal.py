@@ -22,19 +22,11 @@ from benchlab.report.columns import (
     footnotes,
     verdict_column,
 )
+from benchlab.report.sections import Format, Section, sections
 from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import grid_points, takeaways
 from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
-from benchlab.report.wording import (
-    flip_lines,
-    interval_note,
-    load_host_lines,
-    method_notes,
-    mix_lines,
-    ranking_lines,
-    run_lines,
-    verdict_lines,
-)
+from benchlab.report.wording import interval_note, method_notes, run_lines, verdict_lines
 
 
 def _say(console: Console, text: str, style: str | None = None) -> None:
@@ -188,19 +180,15 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     wide.print(table)
 
 
-def grouped_verdicts(summary: RunSummary) -> list[str]:
+def grouped_verdicts(section: Section) -> list[str]:
     """Each kind of verdict once (the tables badge every cell it flags), with one of its
     sentences."""
-    grouped: dict[str, list[tuple[CellSummary, str]]] = {}
-    for cell in summary.cells:
-        for verdict in cell.verdicts:
-            grouped.setdefault(verdict.name, []).append((cell, verdict.sentence))
     lines = []
-    for name, flagged in grouped.items():
-        example, sentence = flagged[0]
-        count = f"{len(flagged)} cell{'s' if len(flagged) > 1 else ''}"
+    for group in section.groups:
+        example, sentence = group.flagged[0]
+        count = f"{len(group.flagged)} cell{'s' if len(group.flagged) > 1 else ''}"
         where = example.grid.text() if example.grid else example.scenario
-        lines.append(f"{name} ({count}), e.g. {example.stack_label} at {where}: {sentence}")
+        lines.append(f"{group.name} ({count}), e.g. {example.stack_label} at {where}: {sentence}")
     if lines:
         lines.append("Every cell's verdicts in words: --wide, or benchlab report -f md.")
     return lines
@@ -217,11 +205,8 @@ def _interval_key(summary: RunSummary) -> str:
     )
 
 
-def render_table(summary: RunSummary, console: Console, wide: bool = False) -> None:
-    if summary.options.tune is not None:
-        _render_tune(summary, console)
-        return
-    for line in run_lines(summary):
+def _cells(summary: RunSummary, section: Section, console: Console, wide: bool) -> None:
+    for line in section.lines:
         _say(console, line)
     if wide:
         _wide_table(summary, console)
@@ -230,46 +215,34 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
     console.print()
     for line in footnote_lines(summary):
         _say(console, line, "red")
-    for line in verdict_lines(summary) if wide else grouped_verdicts(summary):
-        _say(console, line, "yellow")
-    if summary.protocol_costs:
-        console.print("What TLS and HTTP/2 cost (throughput ÷ plain HTTP/1.1's):", style="bold")
-        for cost in summary.protocol_costs:
-            _say(console, f"  {cost.text()}")
-    mixed = mix_lines(summary)
-    if mixed:
-        console.print("Mixes, each part on its own (share of requests, p99):", style="bold")
-        for line in mixed:
-            _say(console, f"  {line}")
-    shares = load_host_lines(summary)
-    if shares:
-        console.print("Load hosts (each one's share of the merged figures):", style="bold")
-        for line in shares:
-            _say(console, f"  {line}")
-    if summary.tool_agreement:
-        console.print("Load tools compared (the same cell under each):", style="bold")
-        for line in summary.tool_agreement:
-            _say(console, f"  {line}")
-    rankings = ranking_lines(summary)
-    if wide and len(rankings) > 1:
-        console.print(f"Rankings by grid point ({summary.ranked_by.title}):", style="bold")
-        for line in rankings:
-            _say(console, f"  {line}")
-    flips = flip_lines(summary)
-    if flips:
-        console.print("Rank flips (each win by the evidence rule below):", style="bold")
-        for line in flips:
-            _say(console, f"  {line}")
-    notes = [interval_note(summary), *method_notes(summary)]
-    if not wide:
-        notes.insert(0, _interval_key(summary))
-    for line in filter(None, notes):
-        _say(console, line, "dim")
-    found = takeaways(summary)
-    if not wide and len(found) > 1:
-        console.print("In short:", style="bold")
-        for takeaway in found:
+
+
+def _section(summary: RunSummary, section: Section, console: Console, wide: bool) -> None:
+    if section.id == "cells":
+        _cells(summary, section, console, wide)
+    elif section.id == "verdicts":
+        for line in section.lines if wide else grouped_verdicts(section):
+            _say(console, line, "yellow")
+    elif section.id == "notes":
+        notes = [*section.lines] if wide else [_interval_key(summary), *section.lines]
+        for line in filter(None, notes):
+            _say(console, line, "dim")
+    elif section.id == "in-short":
+        console.print(section.heading(), style="bold")
+        for takeaway in section.takeaways:
             _say(console, f"  {takeaway.label}: {takeaway.sentence}")
+    else:
+        console.print(section.heading(), style="bold")
+        for line in section.lines:
+            _say(console, f"  {line}")
+
+
+def render_table(summary: RunSummary, console: Console, wide: bool = False) -> None:
+    if summary.options.tune is not None:
+        _render_tune(summary, console)
+        return
+    for section in sections(summary, Format.WIDE if wide else Format.TERMINAL):
+        _section(summary, section, console, wide)
 
 
 def _render_tune(summary: RunSummary, console: Console) -> None:
