@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 
+from benchlab.analysis.summary import summarise
 from benchlab.answers import ReadWorlds
 from benchlab.errors import LoadToolError
 from benchlab.hosts.base import Placement
@@ -34,7 +35,6 @@ from benchlab.process import ProcessRegistry
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
-from benchlab.report.summary import summarise
 from benchlab.runner import RunOutcome, SessionOptions, run_recipe
 from benchlab.runner.executor import Answering, StackLaunch, StackServer, TrialMonitors
 from benchlab.scenarios import Expectation

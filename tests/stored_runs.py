@@ -9,8 +9,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from benchlab.analysis.run_options import RunOptions
 from benchlab.recipe import Cell
-from benchlab.run_options import RunOptions
 from benchlab.stacks import CATALOGUE
 from benchlab.store import RunInfo, Store, TrialRecord
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from benchlab.analysis.grid import cell_point
+from benchlab.analysis.summary import summarise
 from benchlab.recipe import Cell, build_plan, load_recipe
 from benchlab.recipe.files import BUNDLED_RECIPES
-from benchlab.report.summary import summarise
 from benchlab.runner.measurer import Measurer
 from benchlab.store import RunInfo, Store
 from tests.stored_runs import _trial

@@ -10,9 +10,9 @@ from pathlib import Path
 from benchlab import figures as F
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
+from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.summary import summarise
 from benchlab.recipe import Cell
-from benchlab.report.summary import summarise
-from benchlab.run_options import RunOptions
 from benchlab.stacks import CATALOGUE
 from benchlab.store import CapacityRecord, RunInfo, Store
 from tests.conftest import benchlab

@@ -13,10 +13,10 @@ import psutil
 import pytest
 from rich.console import Console
 
+from benchlab.analysis.summary import summarise
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.html import render_html
 from benchlab.report.progress import LineReporter
-from benchlab.report.summary import summarise
 from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
 from benchlab.store import Store

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.analysis.summary import summarise
 from benchlab.report.html import render_html
-from benchlab.report.summary import summarise
 from benchlab.runner import Failure, FailureKind
 from tests.html_table import ReportPage
 from tests.inprocess import START_S, FakeExecutor, FakeStack, Figures, run_inprocess

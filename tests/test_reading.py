@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchlab import figures as F
-from benchlab.report.summary import summarise
+from benchlab.analysis.summary import summarise
 from benchlab.report.takeaways import takeaways
 from benchlab.store import Store
 from tests.browser import open_page

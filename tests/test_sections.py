@@ -11,10 +11,10 @@ from html import unescape
 import pytest
 from rich.console import Console
 
+from benchlab.analysis.summary import RunSummary, summarise
 from benchlab.report.html import render_html
 from benchlab.report.markdown import render_markdown
 from benchlab.report.sections import NESTED, UNTITLED, Format, sections, titled
-from benchlab.report.summary import RunSummary, summarise
 from benchlab.report.takeaways import takeaways
 from benchlab.report.terminal import render_table
 from benchlab.store import Store

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchlab.report.recommendation import served_by
+from benchlab.analysis.recommendation import served_by
 from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.stacks import CATALOGUE
 from benchlab.stacks.base import LaunchContext

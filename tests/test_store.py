@@ -165,7 +165,7 @@ def test_an_old_stores_rows_read_as_records_with_every_default(tmp_path: Path) -
     assert store.runs() == [expected_run] and store.cells("old-run") == [cell]
     store.close()
 
-    from benchlab.report.summary import summarise
+    from benchlab.analysis.summary import summarise
 
     summary = summarise(Store(path, create=False), "old-run")
     (found,) = summary.cells

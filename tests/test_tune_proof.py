@@ -13,9 +13,9 @@ import pytest
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.proof_record import ProofJudgement
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
 from benchlab.recipe import Cell
-from benchlab.run_options import RunOptions
 from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune.driver import PROOF_COST_S, fit_search, search_cost
 from tests.conftest import benchlab

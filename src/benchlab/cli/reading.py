@@ -42,8 +42,8 @@ def report(
     ] = False,
 ) -> None:
     """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    from benchlab.analysis.summary import summarise
     from benchlab.report.exporters import choose, write
-    from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
 
     exporter = choose(fmt, output, allowed=formats.REPORT)
@@ -222,8 +222,8 @@ def compare(
 ) -> None:
     """Per cell, RUN_B / RUN_A of the figure the cells are ranked by (throughput, capacity or
     p99), with its interval: faster, slower or no significant change."""
+    from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
-    from benchlab.report.summary import summarise
 
     formats.check_one_of(fmt, formats.COMPARE)
     store_b_path = results_b or results

@@ -215,7 +215,7 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
 def _show_run(store: Store, outcome: RunOutcome, results: Path, page: Path) -> None:
     """The table, and the HTML page (written last: the run is stored already)."""
-    from benchlab.report.summary import summarise
+    from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
     summary = summarise(store, outcome.run_id)

@@ -133,9 +133,9 @@ def _show_tune(
     app_spec: str,
 ) -> None:  # fmt: skip
     """The tune's report where it was asked for, and its HTML page beside the results."""
+    from benchlab.analysis.summary import summarise
     from benchlab.report.exporters import write
     from benchlab.report.html import render_html
-    from benchlab.report.summary import summarise
     from benchlab.report.terminal import render_table
 
     summary = summarise(store, outcome.run_id)

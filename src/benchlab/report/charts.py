@@ -29,10 +29,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint, short_labels
+from benchlab.analysis.recommendation import candidate_results
 from benchlab.analysis.relative import CEILING_STACK
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.modes import Mode
-from benchlab.report.recommendation import candidate_results
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.wording import display_names
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.modes import Mode
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.scenarios import SCENARIOS
 
 

@@ -16,8 +16,8 @@ from rich.table import Table
 from benchlab.analysis.compare import CellChange, Side, compare_cells
 from benchlab.analysis.environment import Difference, describe, differences
 from benchlab.analysis.stats import RATIO_METHOD
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.columns import params_text
-from benchlab.report.summary import CellSummary, RunSummary
 
 STYLES = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
 

@@ -8,7 +8,7 @@ import io
 
 from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
-from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.analysis.summary import CellSummary, RunSummary
 
 IDENTITY_FIELDS = (
     "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from benchlab.errors import UserError
 
 if TYPE_CHECKING:
-    from benchlab.report.summary import RunSummary
+    from benchlab.analysis.summary import RunSummary
 
 # A table written to a file is laid out for a terminal of this width (as one that fits 100
 # columns reads anywhere); --wide gives every column at its natural width.

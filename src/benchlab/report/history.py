@@ -13,8 +13,8 @@ from benchlab import figures as F
 from benchlab.analysis.changepoints import ChangePoint, SeriesPoint, change_points
 from benchlab.analysis.environment import MACHINE_KEYS, differences
 from benchlab.analysis.evidence import Evidence, Judgement
+from benchlab.analysis.summary import RunSummary, summarise
 from benchlab.errors import UserError
-from benchlab.report.summary import RunSummary, summarise
 from benchlab.store import Store
 
 FINISHED = ("complete", "partial")

@@ -15,6 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from benchlab.analysis.stats import METHOD, RATIO_METHOD
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.charts import Chart, all_charts, stack_colours
 from benchlab.report.columns import (
     Column,
@@ -23,7 +24,6 @@ from benchlab.report.columns import (
     note_text,
 )
 from benchlab.report.sections import Format, Section, by_id, sections
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import recommendation_context
 from benchlab.report.wording import cell_name, host_lines, noise_line, stack_facts

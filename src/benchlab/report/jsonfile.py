@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from benchlab.report.summary import RunSummary
+from benchlab.analysis.summary import RunSummary
 from benchlab.report.takeaways import reading_guide, takeaways
 from benchlab.report.tune_report import tune_json
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from benchlab.analysis.summary import RunSummary
 from benchlab.report.columns import cell_columns, footnote_lines, footnotes, note_text
 from benchlab.report.sections import Format, Section, by_id, sections
-from benchlab.report.summary import RunSummary
 from benchlab.report.tune_report import tune_markdown
 from benchlab.text import one_line
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from benchlab.report.summary import CellSummary, RunSummary
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import Takeaway, reading_guide, takeaways
 from benchlab.report.wording import (
     flip_lines,

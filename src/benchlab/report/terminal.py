@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab import figures as F
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.columns import (
     Column,
     brief_estimate_text,
@@ -23,7 +24,6 @@ from benchlab.report.columns import (
     verdict_column,
 )
 from benchlab.report.sections import Format, Section, sections
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.report.takeaways import grid_points, takeaways
 from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
 from benchlab.report.wording import interval_note, method_notes, run_lines, verdict_lines

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.report.recommendation import (
+from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
     ProofStep,
     Recommendation,
     recommend,
 )
-from benchlab.report.summary import RunSummary
+from benchlab.analysis.summary import RunSummary
 
 
 def is_tune(summary: RunSummary) -> bool:

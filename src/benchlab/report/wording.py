@@ -11,11 +11,11 @@ from typing import Any
 from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.cpu_account import PROCESS_TREE
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.modes import Mode
 from benchlab.report.columns import params_text, ratio_text
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.service_kinds import Service
 
 STEAL_WARNING_PCT = 5.0

@@ -19,6 +19,7 @@ from typing import Any
 
 from benchlab import machine
 from benchlab.analysis import capacity
+from benchlab.analysis.run_options import RunOptions
 from benchlab.answers import ReadWorlds
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.estimates import Costs
@@ -28,7 +29,6 @@ from benchlab.journal import Journal
 from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
 from benchlab.recipe import Cell, Plan, Recipe
-from benchlab.run_options import RunOptions
 from benchlab.runner.executor import Executor, RealExecutor
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to

@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab import machine
+from benchlab.analysis.run_options import RunOptions
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.modes import Mode
@@ -41,7 +42,6 @@ from benchlab.recipe import (
     default_cores,
     local_only,
 )
-from benchlab.run_options import RunOptions
 from benchlab.runner import (
     FailureKind,
     MeasureOptions,

@@ -12,9 +12,9 @@ from benchlab import figures as F
 from benchlab.analysis.capacity import rate_to_run_at
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.stats import Estimate
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.modes import Mode
-from benchlab.report.summary import CellSummary, RunSummary
 from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
 
 E = TypeVar("E", IoModel, PerWorker)

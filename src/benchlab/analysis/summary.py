@@ -30,11 +30,11 @@ from benchlab.analysis.relative import (
     reference_cells,
     relative_to,
 )
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
 from benchlab.load import TOOLS
 from benchlab.modes import Mode
-from benchlab.run_options import RunOptions
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
