@@ -71,6 +71,7 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_the_world_table_is_seeded_with_the_numbers_answers_are_checked_against(
     database,
 ) -> None:
@@ -80,6 +81,7 @@ def test_the_world_table_is_seeded_with_the_numbers_answers_are_checked_against(
 
 
 @pytest.mark.parametrize(("stack", "flavour"), VARIANTS)
+@pytest.mark.slow
 def test_every_api_scenario_passes_verification(
     database, workdir: Path, stack: str, flavour: str | None
 ) -> None:

@@ -45,6 +45,7 @@ def services_env() -> Iterator[dict[str, str]]:
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
+@pytest.mark.slow
 def test_stack_serves_every_declared_scenario_and_stops(name: str, services_env) -> None:
     stack = CATALOGUE[name]
     assert stack.availability().ok, stack.availability()

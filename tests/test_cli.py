@@ -96,6 +96,7 @@ def test_unknown_command_and_option_exit_2() -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     from benchlab.selfcheck import run_selfcheck
 
@@ -124,6 +125,7 @@ def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_signal_stops_selfcheck_and_leaves_nothing(
     isolated_tmp: Path, sig: signal.Signals
 ) -> None:
@@ -166,6 +168,7 @@ def _piped(*args: str, **env: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_piped_output_fits_100_columns_and_colours_can_be_turned_off(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     write_run(path)

@@ -51,6 +51,7 @@ duration = 2
 """
 
 
+@pytest.mark.slow
 def test_sessions_rise_with_connections_up_to_the_pool_limit_and_delay_is_real(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -68,6 +69,7 @@ def test_sessions_rise_with_connections_up_to_the_pool_limit_and_delay_is_real(
     assert cells[32]["p50"] >= 50 * 32 / 4 * 0.9  # 32 requests queue for 4 sessions
 
 
+@pytest.mark.slow
 def test_pgbouncer_caps_the_sessions_the_database_sees(tmp_path: Path, isolated_tmp: Path) -> None:
     services = 'pgbouncer = true\npool_mode = "transaction"\npgbouncer_pool_size = 3'
     recipe = write_recipe(tmp_path, SWEEP.format(services=services, pool=8))
@@ -80,6 +82,7 @@ def test_pgbouncer_caps_the_sessions_the_database_sees(tmp_path: Path, isolated_
     assert "pgbouncer" in run.stdout
 
 
+@pytest.mark.slow
 def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
     from benchlab.process import ProcessRegistry
     from benchlab.services.postgres import start_postgres
@@ -193,6 +196,7 @@ def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
     assert list(isolated_tmp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_mariadb_sessions_are_counted_for_prepared_statements_too(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

@@ -92,6 +92,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 
 @pytest.mark.parametrize(("stack", "flavour"), VARIANTS)
 @pytest.mark.parametrize("database", ["postgres", "pgbouncer", "mariadb"])
+@pytest.mark.slow
 def test_every_scenario_by_the_contract_and_no_injection(
     backends, workdir: Path, stack: str, flavour: str | None, database: str
 ) -> None:

@@ -66,6 +66,7 @@ def _stored_trials(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +153,7 @@ def _named(processes: list[psutil.Process], word: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_a_stack_killed_mid_trial_fails_its_cells_and_the_run_goes_on(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -203,6 +205,7 @@ def test_a_stack_killed_mid_trial_fails_its_cells_and_the_run_goes_on(
 
 # SIGHUP: an ssh session that drops ends benchlab as SIGTERM does.
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.slow
 def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
     tmp_path: Path, isolated_tmp: Path, sig: signal.Signals
 ) -> None:

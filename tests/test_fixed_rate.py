@@ -192,6 +192,7 @@ duration = 2
 """
 
 
+@pytest.mark.slow
 def test_a_rate_beyond_the_generator_is_blamed_on_the_generator(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -252,6 +253,7 @@ def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
         assert added <= 10_000 * 1.5, (stack, burnt, idle)
 
 
+@pytest.mark.slow
 def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,7 @@ def _series(history: dict, stack: str) -> dict:
     return next(s for s in history["series"] if s["key"].startswith(f"{stack}|"))
 
 
+@pytest.mark.slow
 def test_a_slowdown_from_the_fifth_run_is_one_change_point_at_the_fifth(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     flask_updated = with_machine(packages={"flask": "3.2.0"})
@@ -68,6 +69,7 @@ def test_a_slowdown_from_the_fifth_run_is_one_change_point_at_the_fifth(tmp_path
     assert failed.returncode == 1 and "flask+gunicorn" in failed.stderr
 
 
+@pytest.mark.slow
 def test_eight_runs_with_no_change_have_no_change_point(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     _eight_runs(path, [FAST, FAST * 1.01, FAST * 0.99, FAST, FAST * 1.02, FAST, FAST * 0.98, FAST])
@@ -77,6 +79,7 @@ def test_eight_runs_with_no_change_have_no_change_point(tmp_path: Path) -> None:
     assert ok.returncode == 0
 
 
+@pytest.mark.slow
 def test_another_machine_starts_a_segment_not_a_change(tmp_path: Path) -> None:
     first, second = tmp_path / "ci.db", tmp_path / "laptop.db"
     bigger = with_machine(cores=8, cpu="Intel Xeon")
@@ -108,12 +111,14 @@ def _history_page(tmp_path: Path) -> Path:
     return page
 
 
+@pytest.mark.slow
 def test_the_history_page_has_one_timeline_per_cell(tmp_path: Path) -> None:
     text = _history_page(tmp_path).read_text()
     assert text.count("<svg") == 2 and "flask+gunicorn" in text and "▼" in text
     assert "<script" not in text and not re.search(r'(src|href)="https?:', text)  # offline
 
 
+@pytest.mark.slow
 def test_each_machine_of_a_timeline_is_a_stretch_shaded_apart_from_the_next(
     tmp_path: Path,
 ) -> None:
@@ -128,6 +133,7 @@ def test_each_machine_of_a_timeline_is_a_stretch_shaded_apart_from_the_next(
     assert len(charts) == 2 and all(c.count(f"fill: {SHADED}") == 1 for c in charts), charts[0]
 
 
+@pytest.mark.slow
 def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) -> None:
     main, branch = tmp_path / "main.db", tmp_path / "branch.db"
     _eight_runs(main, [FAST] * 5)
@@ -142,6 +148,7 @@ def test_a_branch_run_is_judged_against_mains_current_segment(tmp_path: Path) ->
     assert failed.returncode == 1 and "flask+gunicorn" in failed.stderr
 
 
+@pytest.mark.slow
 def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path: Path) -> None:
     with open_page(_history_page(tmp_path)) as browser:
         charts = browser.evaluate(

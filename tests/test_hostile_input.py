@@ -52,6 +52,7 @@ def _one_line_exit_2(result, *phrases: str) -> None:
         assert phrase in lines[0], (phrase, lines[0])
 
 
+@pytest.mark.slow
 def test_each_hostile_input_gets_one_line_and_exit_2(tmp_path: Path) -> None:
     deep = tmp_path / "deep.toml"
     deep.write_text("x = " + "[" * 600 + "]" * 600 + "\n")
@@ -319,6 +320,7 @@ def _expect_plan_or_one_line(path: Path) -> None:
     max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(changes=st.lists(MUTATIONS, min_size=1, max_size=4))
+@pytest.mark.slow
 def test_generated_recipes_give_a_plan_or_one_line(changes: list) -> None:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "recipe.toml"

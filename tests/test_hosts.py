@@ -115,6 +115,7 @@ def test_several_load_hosts_need_a_tool_whose_results_merge(tmp_path: Path) -> N
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_namespace_that_exists_and_is_not_benchlabs_is_refused(tmp_path: Path) -> None:
     subprocess.run(["ip", "netns", "add", "blt-taken"], check=True)
     try:
@@ -131,6 +132,7 @@ def test_a_namespace_that_exists_and_is_not_benchlabs_is_refused(tmp_path: Path)
     assert not (tmp_path / "r.db").exists(), "nothing starts"
 
 
+@pytest.mark.slow
 def test_a_host_that_cannot_be_reached_is_named_with_the_fix(tmp_path: Path) -> None:
     recipe = write_recipe(
         tmp_path,
@@ -301,6 +303,7 @@ def _due_corrected_latencies_us(rows: list[list[str]], rate: float) -> list[int]
 
 
 @needs_root
+@pytest.mark.slow
 def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:
@@ -448,6 +451,7 @@ def test_an_ssh_host_serves_and_keeps_the_database_and_is_left_clean(
     assert living(masters) == []
 
 
+@pytest.mark.slow
 def test_an_ssh_host_never_writes_through_a_link_it_did_not_make(tmp_path: Path) -> None:
     """The SSH host's own file operations (issue 36): a file is made new (noclobber), never
     through a link planted there, with its mode from its creation; a directory is made new,

@@ -115,6 +115,7 @@ class _HangsOnce(base.DebianTool):
         )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_hung_tool_is_killed_and_run_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +132,7 @@ def test_a_hung_tool_is_killed_and_run_afresh(
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_a_tool_that_keeps_hanging_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,6 +163,7 @@ duration = 1
 """
 
 
+@pytest.mark.slow
 def test_one_cell_under_two_tools_is_told_apart_in_every_report(tmp_path: Path) -> None:
     recipe = write_recipe(tmp_path, TWO_TOOLS)
     results = tmp_path / "r.db"

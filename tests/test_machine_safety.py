@@ -81,6 +81,7 @@ def test_a_second_run_beside_a_live_one_refuses_to_start(
     assert f"pid {run.pid} is running" in doctor.stdout
 
 
+@pytest.mark.slow
 def test_of_two_runs_started_together_one_is_refused(tmp_path: Path, isolated_tmp: Path) -> None:
     """The lock is taken before anything else (the preflight, the store, the machine's
     facts): two CI jobs started at once do not both pass, and measure each other."""
@@ -185,6 +186,7 @@ def test_a_store_that_cannot_be_written_ends_the_run_and_keeps_its_trials(
     assert _status(results) == "abandoned"
 
 
+@pytest.mark.slow
 def test_a_point_named_like_mathematics_is_drawn_as_text(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

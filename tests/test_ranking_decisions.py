@@ -10,6 +10,8 @@ import math
 import random
 import statistics
 
+import pytest
+
 from benchlab.analysis.ranking_decisions import (
     adjacent_pairs,
     rounds_to_decide,
@@ -58,6 +60,7 @@ def _false(pair) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_stopping_when_the_ranking_is_decided_keeps_false_decisions_under_alpha() -> None:
     rng = random.Random(20261125)
     decided = false = undecided_runs = 0

@@ -38,6 +38,7 @@ def _cells(rng: random.Random, own_sd: float, shared_sd: float) -> tuple[Samples
     return Samples(tuple(a), rounds), Samples(tuple(b), rounds)
 
 
+@pytest.mark.slow
 def test_paired_ratios_cover_the_truth_and_are_narrower_when_rounds_share_a_movement() -> None:
     rng = random.Random(20261125)
     covered = 0

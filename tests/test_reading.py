@@ -81,6 +81,7 @@ def _number_near(text: str, value: float) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, tmp_path) -> None:
     results, run_id = stored
     env = {"COLUMNS": str(WIDTH)}
@@ -209,6 +210,7 @@ def check_page(page: Path, artifacts: Path | None = None, name: str = "report") 
     assert bars and min(bar["width"] for bar in bars) >= 8, bars
 
 
+@pytest.mark.slow
 def test_the_page_reads_on_a_laptop_and_a_phone(stored, tmp_path: Path) -> None:
     results, _ = stored
     page = tmp_path / "report.html"
@@ -228,6 +230,7 @@ def test_the_page_reads_on_a_laptop_and_a_phone(stored, tmp_path: Path) -> None:
     assert "how to read this" in html.lower() and "p50 ≈ connections ÷ throughput" in html
 
 
+@pytest.mark.slow
 def test_report_picks_its_format_from_the_file_and_refuses_a_mismatch(stored, tmp_path) -> None:
     results, _ = stored
     page = tmp_path / "x.html"
@@ -254,6 +257,7 @@ def test_runs_are_named_by_age_and_a_run_too_old_is_refused(tmp_path: Path) -> N
     assert "run 'latest~5'" in old.stderr and "holds 2 runs (latest … latest~1)" in old.stderr
 
 
+@pytest.mark.slow
 def test_every_command_has_help_and_benchlab_its_version() -> None:
     from benchlab import __version__
 
@@ -282,6 +286,7 @@ def test_a_bare_lab_prints_help_and_starts_nothing() -> None:
     assert re.fullmatch(r"benchlab \d+\.\d+\.\d+\n", version.stdout)
 
 
+@pytest.mark.slow
 def test_compare_reads_two_stores_in_md_and_json_and_names_what_differs(tmp_path: Path) -> None:
     from tests.stored_runs import with_machine
 

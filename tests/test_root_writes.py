@@ -154,6 +154,7 @@ def _root_alone_writes(directory: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
+@pytest.mark.slow
 def test_links_planted_by_the_services_users_are_never_followed() -> None:
     workroot = short_tmp()
     canary_dir = short_tmp()  # root's, closed: the daemons' users cannot read the target

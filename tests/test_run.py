@@ -42,6 +42,7 @@ def all_stacks(tmp_path_factory: pytest.TempPathFactory):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_every_core_stack_is_verified_measured_and_stored(all_stacks) -> None:
     result, results, tmp = all_stacks
     assert result.returncode == 0, result.stdout + result.stderr
@@ -71,6 +72,7 @@ def test_every_core_stack_is_verified_measured_and_stored(all_stacks) -> None:
     assert list(tmp.iterdir()) == [], "the run left a temp directory behind"
 
 
+@pytest.mark.slow
 def test_run_prints_the_table_and_the_run_id(all_stacks) -> None:
     result, _, _ = all_stacks
     assert "run id: " in result.stdout
@@ -79,6 +81,7 @@ def test_run_prints_the_table_and_the_run_id(all_stacks) -> None:
     assert "round 1/1" in result.stdout  # progress lines when not on a terminal
 
 
+@pytest.mark.slow
 def test_json_report_is_the_stable_interface(all_stacks) -> None:
     _, results, _ = all_stacks
     report = benchlab("report", "--results", str(results), "--format", "json")
@@ -100,6 +103,7 @@ def test_json_report_is_the_stable_interface(all_stacks) -> None:
         assert cell["status"] == "ok" and cell["reason"] is None
 
 
+@pytest.mark.slow
 def test_csv_and_markdown_reports(all_stacks, tmp_path: Path) -> None:
     _, results, _ = all_stacks
     out = tmp_path / "r.csv"
@@ -118,6 +122,7 @@ def test_csv_and_markdown_reports(all_stacks, tmp_path: Path) -> None:
     assert all(len(line.strip("|").split(" | ")) == len(header) for line in table[2:])
 
 
+@pytest.mark.slow
 def test_report_errors_are_one_line(all_stacks, tmp_path: Path) -> None:
     _, results, _ = all_stacks
     unknown = benchlab("report", "no-such-run", "--results", str(results))

@@ -77,6 +77,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_mariadbd_does_not_run_as_root(run: Run) -> None:
     process = psutil.Process(run.service("mariadb").process.pid)
     assert process.name() == "mariadbd"
@@ -137,6 +138,7 @@ def test_mariadb_refuses_a_connection_without_the_password(run: Run) -> None:
     connect(run.service("mariadb")).close()
 
 
+@pytest.mark.slow
 def test_redis_refuses_a_connection_without_the_password(run: Run) -> None:
     cache = run.service("redis")
     for password in (None, "wrong"):

@@ -55,6 +55,7 @@ def _assert_gone(registry: ProcessRegistry, service) -> None:
     assert not _port_open(service.port)
 
 
+@pytest.mark.slow
 def test_postgres_and_pgbouncer_answer_with_the_seeded_table_and_stop(workdir: Path) -> None:
     registry = ProcessRegistry()
     postgres = start_postgres(registry, workdir, CORES, max_connections=50)
@@ -70,6 +71,7 @@ def test_postgres_and_pgbouncer_answer_with_the_seeded_table_and_stop(workdir: P
     assert not bouncer.process.alive()
 
 
+@pytest.mark.slow
 def test_mariadb_holds_the_same_rows_as_postgres(workdir: Path) -> None:
     registry = ProcessRegistry()
     mariadb = start_mariadb(registry, workdir, CORES, max_connections=50)
@@ -100,6 +102,7 @@ def test_redis_answers_without_persistence_and_stops(workdir: Path) -> None:
     assert not second.process.alive()
 
 
+@pytest.mark.slow
 def test_starting_postgres_twice_in_one_process_uses_different_ports(workdir: Path) -> None:
     registry = ProcessRegistry()
     one = start_postgres(registry, _own(workdir / "one"), CORES, max_connections=20)
@@ -144,6 +147,7 @@ def test_nginx_proxy_forwards_to_a_stack(workdir: Path) -> None:
         assert not proxy.alive() and not _port_open(port)
 
 
+@pytest.mark.slow
 def test_services_up_prints_connection_strings_and_down_stops_them(tmp_path: Path) -> None:
     env = {"BENCHLAB_CACHE": str(tmp_path)}
     up = benchlab("services", "up", "--no-mariadb", env=env)

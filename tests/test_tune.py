@@ -49,6 +49,7 @@ def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     assert ("something blocks" in findings) is blocked
 
 
+@pytest.mark.slow
 def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text("import not_a_module_anywhere\napp = None\n")
@@ -81,6 +82,7 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
     assert f"{bare}/bin/python -m pip install" in missing.stderr
 
 
+@pytest.mark.slow
 def test_a_check_that_fails_on_every_candidate_shows_the_answer(tmp_path: Path) -> None:
     result = benchlab(
         "tune", FLASK, "--request", "GET /orders/7", "--check-body", "delivered",

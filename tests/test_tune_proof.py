@@ -106,6 +106,7 @@ def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SE
     return run_id
 
 
+@pytest.mark.slow
 def test_the_proof_and_the_rate_to_run_at_stand_beside_the_recommendation(
     tmp_path: Path,
 ) -> None:

@@ -54,6 +54,7 @@ def answer(text):
 """
 
 
+@pytest.mark.slow
 def test_an_app_that_imports_requests_gets_the_real_one_and_nothing_of_benchlab(
     tmp_path: Path,
 ) -> None:
@@ -79,6 +80,7 @@ def test_an_app_that_imports_requests_gets_the_real_one_and_nothing_of_benchlab(
     assert report["recommendation"]["command"].startswith("gunicorn usesrequests:app ")
 
 
+@pytest.mark.slow
 def test_modules_named_like_benchlabs_own_are_the_apps(tmp_path: Path) -> None:
     files = {f"{name}.py": f'MARK = "users-{name}"\n' for name in TUNE_MODULES if name != "app"}
     files["answer.py"] = WSGI_ANSWER
@@ -95,6 +97,7 @@ def test_modules_named_like_benchlabs_own_are_the_apps(tmp_path: Path) -> None:
     _tune(tmp_path, "app.py:app", "--servers", "gunicorn-sync", "--check-body", expected)
 
 
+@pytest.mark.slow
 def test_a_src_layout_package_is_imported_by_its_package_name(tmp_path: Path) -> None:
     _write(tmp_path, {
         "src/shop/__init__.py": "",
@@ -133,6 +136,7 @@ def _django_project(where: Path) -> Path:
 
 
 @pytest.mark.parametrize("app", ["mysite.wsgi:application", "mysite/wsgi.py:application"])
+@pytest.mark.slow
 def test_a_django_project_by_module_and_by_the_path_of_its_wsgi_py(
     tmp_path: Path, app: str
 ) -> None:
@@ -145,6 +149,7 @@ def test_a_django_project_by_module_and_by_the_path_of_its_wsgi_py(
     assert command.startswith("gunicorn mysite.wsgi:application "), command
 
 
+@pytest.mark.slow
 def test_through_lab_paths_mean_what_they_say_where_the_command_was_typed(
     tmp_path: Path,
 ) -> None:
@@ -175,6 +180,7 @@ FLASK_FACTORY = """
 """
 
 
+@pytest.mark.slow
 def test_a_wsgi_factory_with_arguments_loads_in_gunicorns_own_syntax(tmp_path: Path) -> None:
     _write(tmp_path, {"fact.py": FLASK_FACTORY})
     report = _tune(
@@ -186,6 +192,7 @@ def test_a_wsgi_factory_with_arguments_loads_in_gunicorns_own_syntax(tmp_path: P
     assert served_by(command, tmp_path, "/") == "shop harbour"
 
 
+@pytest.mark.slow
 def test_a_bare_factory_with_the_factory_flag_loads_through_waitress_call(
     tmp_path: Path,
 ) -> None:
@@ -199,6 +206,7 @@ def test_a_bare_factory_with_the_factory_flag_loads_through_waitress_call(
     assert served_by(command, tmp_path, "/") == "shop corner"
 
 
+@pytest.mark.slow
 def test_an_asgi_factory_loads_with_uvicorns_factory_flag(tmp_path: Path) -> None:
     _write(tmp_path, {
         "asgi_fact.py": """
@@ -221,6 +229,7 @@ def test_an_asgi_factory_loads_with_uvicorns_factory_flag(tmp_path: Path) -> Non
     assert report["recommendation"]["command"].startswith("uvicorn --factory asgi_fact:create_app ")
 
 
+@pytest.mark.slow
 def test_an_app_py_inside_a_package_keeps_its_relative_imports(tmp_path: Path) -> None:
     _write(tmp_path, {
         "orders/__init__.py": "",
@@ -245,6 +254,7 @@ def test_an_app_py_inside_a_package_keeps_its_relative_imports(tmp_path: Path) -
     assert report["recommendation"]["command"].startswith("gunicorn orders.app:app ")
 
 
+@pytest.mark.slow
 def test_an_app_that_needs_its_env_file_gets_it_and_so_does_the_deploy_command(
     tmp_path: Path,
 ) -> None:
@@ -333,6 +343,7 @@ def app(environ, start_response):
 """
 
 
+@pytest.mark.slow
 def test_setup_runs_once_on_the_services_before_the_first_candidate(tmp_path: Path) -> None:
     _write(tmp_path, {"setup_db.py": SETUP_DB, "reads.py": READS_DB})
     report = _tune(

@@ -63,6 +63,7 @@ def test_nothing_listening_is_a_clear_load_tool_error(tmp_path: Path) -> None:
         run_tool(_request(port, "/"), ProcessRegistry(), tmp_path)
 
 
+@pytest.mark.slow
 def test_a_server_that_goes_away_mid_run_gives_socket_errors(tmp_path: Path) -> None:
     closing = {"/bye": (200, {"Content-Length": "2", "Date": "x", "Connection": "close"}, b"ok")}
     request = LoadRequest(**{**_request(0, "/bye", 2).__dict__, "duration_s": 2})
