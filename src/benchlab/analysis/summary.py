@@ -137,32 +137,14 @@ def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> li
 
 @dataclass(frozen=True)
 class CellSummary:
-    key: str
-    stack: str
-    stack_label: str
-    scenario: str
-    tool: str
-    connections: int
-    threads: int
-    duration_s: float
-    workers: int
-    flavour: str | None
-    pool_size: int | None
-    ms: int | None
-    status: str
-    point_name: str | None
-    reason: str | None
-    mode: Mode
+    """A stored cell (its identity and settings, read from `stored`, never copied) and what
+    its trials make of it."""
+
+    stored: CellRecord
+    status: str  # the stored status; "incomplete": pending with some trials kept
     trials: int  # trials measured (for a capacity search: replicates)
     errors: dict[str, int]
     figures: dict[str, FigureValue]
-    server_threads: int | None = None  # threads or greenlets per worker
-    concurrency_limit: int | None = None  # requests the launch can hold at once
-    db_pool_limit: int | None = None
-    rate_share: float | None = None
-    keepalive: bool = True  # False: the client closed each connection after one request
-    protocol: str = "h1"
-    negotiated: str | None = None  # what verification got over it: "HTTP/2 over TLSv1.3"
     # A mix: each part's share of the requests, its errors and latency (MixPart figures).
     mix: tuple[MixFigures, ...] = ()
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
@@ -180,6 +162,96 @@ class CellSummary:
     load_hosts: tuple[HostShare, ...] = ()  # each load host's share, when there were several
     # Each capacity-search replicate: what it found, its bracket, its probes, why it stopped.
     replicates: tuple[CapacityRecord, ...] = ()
+
+    # --- the stored cell's identity and settings ---
+
+    @property
+    def key(self) -> str:
+        return self.stored.key
+
+    @property
+    def stack(self) -> str:
+        return self.stored.stack
+
+    @property
+    def stack_label(self) -> str:
+        return self.stored.stack_label
+
+    @property
+    def scenario(self) -> str:
+        return self.stored.scenario
+
+    @property
+    def tool(self) -> str:
+        return self.stored.tool
+
+    @property
+    def connections(self) -> int:
+        return self.stored.connections
+
+    @property
+    def threads(self) -> int:
+        return self.stored.threads
+
+    @property
+    def duration_s(self) -> float:
+        return self.stored.duration_s
+
+    @property
+    def workers(self) -> int:
+        return self.stored.workers
+
+    @property
+    def flavour(self) -> str | None:
+        return self.stored.flavour
+
+    @property
+    def pool_size(self) -> int | None:
+        return self.stored.pool_size
+
+    @property
+    def ms(self) -> int | None:
+        return self.stored.ms
+
+    @property
+    def reason(self) -> str | None:
+        return self.stored.reason
+
+    @property
+    def mode(self) -> Mode:
+        return self.stored.mode
+
+    @property
+    def server_threads(self) -> int | None:
+        return self.stored.server_threads
+
+    @property
+    def concurrency_limit(self) -> int | None:
+        return self.stored.concurrency_limit
+
+    @property
+    def db_pool_limit(self) -> int | None:
+        return self.stored.db_pool_limit
+
+    @property
+    def rate_share(self) -> float | None:
+        return self.stored.rate_share
+
+    @property
+    def keepalive(self) -> bool:
+        return self.stored.keepalive
+
+    @property
+    def protocol(self) -> str:
+        return self.stored.protocol
+
+    @property
+    def negotiated(self) -> str | None:
+        return self.stored.negotiated
+
+    @property
+    def point_name(self) -> str | None:
+        return self.stored.point
 
     @property
     def unbracketed(self) -> int:
@@ -464,32 +536,11 @@ def _summarise_cell(
     errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
     combined = combine(trials, capacities, cell, mode)
     return CellSummary(
-        key=cell.key,
-        stack=cell.stack,
-        stack_label=cell.stack_label,
-        scenario=cell.scenario,
-        tool=cell.tool,
-        connections=cell.connections,
-        threads=cell.threads,
-        duration_s=cell.duration_s,
-        workers=cell.workers,
-        flavour=cell.flavour,
-        pool_size=cell.pool_size,
-        ms=cell.ms,
+        stored=cell,
         status=status,
-        point_name=cell.point,
-        reason=cell.reason,
-        mode=mode,
         trials=replicates,
         errors={"total": sum(errors.values()), **errors},
         figures=combined.figures,
-        server_threads=cell.server_threads,
-        concurrency_limit=cell.concurrency_limit,
-        db_pool_limit=cell.db_pool_limit,
-        rate_share=cell.rate_share,
-        keepalive=cell.keepalive,
-        protocol=cell.protocol,
-        negotiated=cell.negotiated,
         samples=combined.samples,
         latency_intervals=combined.latency_intervals,
         percentiles=combined.latency.percentiles,
