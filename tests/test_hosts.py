@@ -293,7 +293,8 @@ def _due_corrected_latencies_us(rows: list[list[str]], rate: float) -> list[int]
     """Each answered request's latency from its due time (the schedule of its own
     generator: request seq due at start + (seq + 1) / rate), in µs."""
     interval = 1e9 / rate
-    sends = [(int(r[8]), int(r[0]), int(r[2]), int(r[1])) for r in rows]
+    origin = int(rows[0][0])  # integer nanoseconds first: a float of epoch ns is off by 256
+    sends = [(int(r[8]), int(r[0]) - origin, int(r[2]), int(r[1])) for r in rows]
     start = min(sent - (seq + 1) * interval for seq, sent, _, _ in sends)
     return [
         max(1, (latency + max(0, round(sent - start - (seq + 1) * interval))) // 1000)

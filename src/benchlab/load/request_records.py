@@ -76,7 +76,10 @@ class _Schedule:
     count: int = 0
     first: int = 2**63 - 1
     last: int = -(2**63)
-    start: float = math.inf  # ns: due time of request seq is start + (seq + 1) / rate
+    # ns after `origin`: due time of request seq is start + (seq + 1) / rate. Times are taken
+    # from an integer origin first: a float64 of epoch nanoseconds is off by up to 256 ns.
+    start: float = math.inf
+    origin: int | None = None
 
     def see(self, chunk: _Chunk) -> None:
         self.count += int(chunk.sent.size)
@@ -84,14 +87,19 @@ class _Schedule:
         self.last = max(self.last, int(chunk.sent.max()))
         if self.rate:
             due = (chunk.seq + 1).astype(numpy.float64) * (1e9 / self.rate)
-            self.start = min(self.start, float((chunk.sent - due).min()))
+            self.start = min(self.start, float((self._since_origin(chunk) - due).min()))
+
+    def _since_origin(self, chunk: _Chunk) -> numpy.ndarray:
+        if self.origin is None:
+            self.origin = int(chunk.sent[0])
+        return (chunk.sent - self.origin).astype(numpy.float64)
 
     def lags(self, chunk: _Chunk) -> numpy.ndarray:
         """How late each request was sent, ns."""
         if not self.rate:
             return numpy.zeros(chunk.sent.size, dtype=numpy.int64)
         due = self.start + (chunk.seq + 1).astype(numpy.float64) * (1e9 / self.rate)
-        return numpy.maximum(0, numpy.rint(chunk.sent - due)).astype(numpy.int64)
+        return numpy.maximum(0, numpy.rint(self._since_origin(chunk) - due)).astype(numpy.int64)
 
     @property
     def sent_rate(self) -> float:
