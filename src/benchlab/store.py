@@ -261,6 +261,21 @@ def _key(sql: str, default: Any = dataclasses.MISSING) -> Any:
     return dataclasses.field(default=default, metadata={"sql": sql})
 
 
+@dataclass(frozen=True)
+class HostRecord:
+    """One host of a run with [hosts]: a row of `hosts` (schema 3)."""
+
+    name: str
+    at: str  # local, netns:NAME, ssh://user@addr
+    roles: list[str]  # JSON: server, database, load
+    address: str | None
+    cores: dict[str, list[int]]  # JSON: role -> cores
+    machine: dict[str, Any]  # JSON: as runs.machine, of that host
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """One run: a row of `runs`, in column order. A field with a default is a column a later
@@ -450,12 +465,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "hosts": [
         ("id", "INTEGER PRIMARY KEY"),
         ("run_id", "TEXT NOT NULL REFERENCES runs(id)"),
-        ("name", "TEXT NOT NULL"),
-        ("at", "TEXT NOT NULL"),  # local, netns:NAME, ssh://user@addr
-        ("roles", "TEXT NOT NULL"),  # JSON list: server, database, load
-        ("address", "TEXT"),
-        ("cores", "TEXT NOT NULL"),  # JSON: role -> cores
-        ("machine", "TEXT NOT NULL"),  # JSON: as runs.machine, of that host
+        *_columns(HostRecord),
     ],
     "trial_loads": [
         ("id", "INTEGER PRIMARY KEY"),
@@ -756,19 +766,11 @@ class Store:
                 _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
 
     @_writes
-    def set_run_hosts(self, run_id: str, hosts: list[dict[str, Any]]) -> None:
+    def set_run_hosts(self, run_id: str, hosts: list[HostRecord]) -> None:
         """What ran where (a resumed run's, as it is now: once)."""
         self.db.execute("DELETE FROM hosts WHERE run_id = ?", (run_id,))
         for host in hosts:
-            _insert(
-                self.db,
-                "hosts",
-                {
-                    "run_id": run_id, "name": host["name"], "at": host["at"],
-                    "roles": json.dumps(host["roles"]), "address": host["address"],
-                    "cores": json.dumps(host["cores"]), "machine": json.dumps(host["machine"]),
-                },
-            )  # fmt: skip
+            _insert(self.db, "hosts", {"run_id": run_id, **_row(host)})
 
     @_writes
     def add_capacity(self, cell_id: int, record: CapacityRecord) -> None:
@@ -841,19 +843,12 @@ class Store:
         ).fetchall()
         return [_record(TrialRecord, row) for row in rows]
 
-    def hosts(self, run_id: str) -> list[dict[str, Any]]:
+    def hosts(self, run_id: str) -> list[HostRecord]:
         """What ran where (runs before schema 3: none recorded)."""
         if not self._has_table("hosts"):
             return []
         rows = self.db.execute("SELECT * FROM hosts WHERE run_id = ? ORDER BY id", (run_id,))
-        return [
-            {
-                "name": row["name"], "at": row["at"], "roles": json.loads(row["roles"]),
-                "address": row["address"], "cores": json.loads(row["cores"]),
-                "machine": json.loads(row["machine"]),
-            }
-            for row in rows.fetchall()
-        ]  # fmt: skip
+        return [_record(HostRecord, row, "hosts") for row in rows.fetchall()]
 
     def load_shares(self, cell_id: int) -> dict[int, list[LoadShareRecord]]:
         """Each trial's load hosts' shares, by trial round."""

@@ -41,6 +41,7 @@ from benchlab.store import (
     ERROR_KINDS,
     CapacityRecord,
     CellRecord,
+    HostRecord,
     LoadShareRecord,
     RunRecord,
     Store,
@@ -380,7 +381,7 @@ class RunSummary:
     tool_agreement: list[str] = field(default_factory=list)
     # What TLS and HTTP/2 cost each stack: its throughput over each, ÷ over plain HTTP/1.1.
     protocol_costs: list[ProtocolCost] = field(default_factory=list)
-    hosts: list[dict[str, Any]] = field(default_factory=list)  # what ran where ([hosts])
+    hosts: list[HostRecord] = field(default_factory=list)  # what ran where ([hosts])
 
     def figure_at(self, point: GridPoint) -> F.Figure:
         """What the cells at a point are ranked by (the runner's rule too)."""
@@ -415,7 +416,7 @@ class RunSummary:
             "evidence": self.options.evidence.describe(),
             "tool_agreement": self.tool_agreement,
             "protocol_costs": [c.to_json() for c in self.protocol_costs],
-            "hosts": self.hosts,
+            "hosts": [h.to_json() for h in self.hosts],
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],

@@ -14,6 +14,10 @@ from benchlab.analysis.recommendation import (
 )
 from benchlab.analysis.summary import RunSummary
 
+# A tune report's two sections, titled once for every format.
+RECOMMENDATION_TITLE = "Recommendation"
+CANDIDATES_TITLE = "Candidates"
+
 
 def is_tune(summary: RunSummary) -> bool:
     return summary.options.tune is not None
@@ -150,14 +154,14 @@ def tune_json(summary: RunSummary) -> dict[str, Any]:
 
 
 def tune_markdown(summary: RunSummary) -> list[str]:
-    out = ["## Recommendation", ""]
+    out = [f"## {RECOMMENDATION_TITLE}", ""]
     recommendation, _ = recommend(summary)
     lines = recommendation_lines(summary)
     out.append(lines[0])
     if recommendation is not None:
         out += ["", "```sh", recommendation.best.command, "```", ""]
         out += [f"- {line.strip()}" for line in lines[2:]]
-    out += ["", "## Candidates", ""]
+    out += ["", f"## {CANDIDATES_TITLE}", ""]
     out += [
         "| " + " | ".join(CANDIDATE_HEADER) + " |",
         "|" + "|".join("---" for _ in CANDIDATE_HEADER) + "|",
@@ -175,6 +179,8 @@ def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
         return None
     recommendation, _ = recommend(summary)
     return {
+        "title": RECOMMENDATION_TITLE,
+        "candidates_title": CANDIDATES_TITLE,
         "lines": recommendation_lines(summary),
         "command": recommendation.best.command if recommendation else None,
         "header": CANDIDATE_HEADER,

@@ -288,11 +288,11 @@ def host_lines(summary: RunSummary) -> list[str]:
     """What ran where, when the recipe had [hosts]: one line per host."""
     out = []
     for host in summary.hosts:
-        machine = host.get("machine") or {}
-        cores = " · ".join(f"{role} cores {c}" for role, c in (host.get("cores") or {}).items())
-        address = f" {host['address']}" if host.get("address") else ""
+        machine = host.machine
+        cores = " · ".join(f"{role} cores {c}" for role, c in host.cores.items())
+        address = f" {host.address}" if host.address else ""
         out.append(
-            f"host {host['name']} ({host['at']}{address}): {', '.join(host['roles'])} · {cores}"
+            f"host {host.name} ({host.at}{address}): {', '.join(host.roles)} · {cores}"
             f" · {machine.get('cpu')} · {machine.get('cores')} cores · kernel "
             f"{machine.get('kernel')}"
         )

@@ -40,7 +40,7 @@ from benchlab.service_kinds import Provides, Service
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
-from benchlab.store import CapacityRecord, RunInfo, Store, TrialRecord
+from benchlab.store import CapacityRecord, HostRecord, RunInfo, Store, TrialRecord
 from benchlab.text import redact
 
 
@@ -234,7 +234,7 @@ class Session:
                 self.hosts.open(self.workroot, journal)
             except HostError as exc:
                 raise ServiceError(f"hosts: {exc}") from None
-        self.store.set_run_hosts(self.run_id, self.hosts.records())
+        self.store.set_run_hosts(self.run_id, [HostRecord(**h) for h in self.hosts.records()])
 
     def _clean_up(self, outcome: RunOutcome, journal: Journal) -> None:
         if self.services is not None:
