@@ -5,6 +5,7 @@ No process is started: the argv builders are called directly."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,7 @@ from benchlab.stacks.python_stacks import PYTHON_APPS
 from benchlab.tls import TlsFiles
 from benchlab.tune import app as tune_app
 from benchlab.tune.app import AppInfo, AppSpec
-from benchlab.tune.candidates import KINDS, deploy_command, stack_for
+from benchlab.tune.candidates import KINDS, candidates, deploy_command, skipped_servers, stack_for
 
 PY = sys.executable
 TLS = TlsFiles(Path("/tls/ca.pem"), Path("/tls/cert.pem"), Path("/tls/key.pem"))
@@ -38,6 +39,9 @@ UVICORN = [PY, "-m", "uvicorn", "fastapi_app:app", "--host", HOST, "--port", POR
 GRANIAN = [PY, "-m", "granian", "--interface", "asgi", "--host", HOST, "--port", PORT,
            "--workers", "2", "--runtime-threads", "1", "--runtime-mode", "st", "--loop",
            "uvloop", "--backlog", "2048", "--log-level", "warning", "--no-ws"]  # fmt: skip
+GUNICORN_ASGI = [PY, "-m", "gunicorn", "starlette_app:app", "--bind", BIND, "--workers", "2",
+                 "--worker-class", "asgi", "--backlog", "2048", "--asgi-loop", "uvloop",
+                 "--log-level", "warning", "--worker-tmp-dir", "{W}"]  # fmt: skip
 CATALOGUE_BEFORE = {
     ("flask+gunicorn-gthread", "h1"): GTHREAD,
     ("flask+gunicorn-gthread", "h1-tls"): [*GTHREAD, *TLS_GUNICORN],
@@ -50,6 +54,11 @@ CATALOGUE_BEFORE = {
         PY, "-m", "hypercorn", "--config", "{W}/hypercorn.toml", "--bind", BIND, "--workers",
         "2", "--worker-class", "uvloop", "--backlog", "2048", "--log-level", "warning",
         *TLS_GUNICORN, "quart_app:app",
+    ],
+    # Added with issue 38: gunicorn's native ASGI worker, its HTTP/2 over its own TLS.
+    ("starlette+gunicorn-asgi", "h1"): GUNICORN_ASGI,
+    ("starlette+gunicorn-asgi", "h2"): [
+        *GUNICORN_ASGI[:-4], "--http-protocols", "h2,h1", *GUNICORN_ASGI[-4:], *TLS_GUNICORN,
     ],
     ("flask+uwsgi", "h1"): [
         str(Path(PY).with_name("uwsgi")), "--http11-socket", BIND, "--master", "--processes",
@@ -103,6 +112,11 @@ TUNE_BEFORE: dict[tuple[str, str, str | None], tuple[list[str], str]] = {
          "warning", "app:app"],
         "granian --interface wsgi --host 0.0.0.0 --port 8000 --workers 2 --blocking-threads 4 "
         "--backlog 2048 app:app",
+    ),
+    ("gunicorn-asgi", "asgi", None): (
+        [VENV, "-m", "gunicorn", "app:app", "--bind", BIND, "--workers", "2", "--worker-class",
+         "asgi", "--backlog", "2048", "--log-level", "warning", "--worker-tmp-dir", "{W}"],
+        "gunicorn app:app --bind 0.0.0.0:8000 --workers 2 --worker-class asgi --backlog 2048",
     ),
     ("waitress", "wsgi", "()"): (
         [VENV, "-m", "waitress", f"--host={HOST}", f"--port={PORT}", "--threads=4",
@@ -166,7 +180,8 @@ def test_the_catalogue_and_tune_share_each_server_kind() -> None:
              "fastapi+granian": "granian-asgi", "quart+hypercorn": "hypercorn",
              "flask+waitress": "waitress", "flask+uwsgi": "uwsgi",
              "flask+gunicorn": "gunicorn-sync", "flask+gunicorn-gevent": "gunicorn-gevent",
-             "fastapi+gunicorn-uvicorn": "gunicorn-uvicorn"}  # fmt: skip
+             "fastapi+gunicorn-uvicorn": "gunicorn-uvicorn",
+             "starlette+gunicorn-asgi": "gunicorn-asgi"}  # fmt: skip
     for stack_name, kind_name in pairs.items():
         stack, kind = CATALOGUE[stack_name], KIND_BY_NAME[kind_name]
         assert stack.served_by is kind and kind in KINDS
@@ -215,5 +230,19 @@ def test_tune_probes_and_names_the_servers_as_before() -> None:
     }  # fmt: skip
     assert [k.name for k in KINDS] == [
         "gunicorn-sync", "gunicorn-gthread", "gunicorn-gevent", "waitress", "granian-wsgi",
-        "uwsgi", "uvicorn", "gunicorn-uvicorn", "granian-asgi", "hypercorn",
+        "uwsgi", "uvicorn", "gunicorn-uvicorn", "gunicorn-asgi", "granian-asgi", "hypercorn",
     ]  # fmt: skip
+
+
+def test_gunicorn_before_its_asgi_worker_is_skipped_with_the_reason() -> None:
+    info = _info("asgi")
+    asgi = KIND_BY_NAME["gunicorn-asgi"]
+    old = dataclasses.replace(info, versions={"gunicorn": "23.0.0"})
+    assert asgi not in {c.kind for c in candidates(old, 2, 4096.0)}
+    assert skipped_servers(old) == {
+        "gunicorn (asgi)": "its asgi worker needs gunicorn ≥ 24 (have 23.0.0)"
+    }
+    assert KIND_BY_NAME["gunicorn-uvicorn"] in {c.kind for c in candidates(old, 2, 4096.0)}
+    for have in ("24.0.0", "27.0.1", "24.1b1"):
+        new = dataclasses.replace(info, versions={"gunicorn": have})
+        assert asgi in {c.kind for c in candidates(new, 2, 4096.0)} and not skipped_servers(new)

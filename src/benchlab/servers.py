@@ -11,6 +11,7 @@ stack that names it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -153,6 +154,16 @@ class ServerKind:
     needs: tuple[Package, ...] = ()  # beyond the server's own package
     uses_if_present: tuple[Package, ...] = ()  # e.g. uvloop: chosen when installed
     candidate: bool = True  # tune offers it
+    since: tuple[int, ...] = ()  # the server's first version with this worker class
+
+    def too_old(self, versions: dict[str, str]) -> str | None:
+        """Why the environment's server lacks this worker class (None: it has it, or its
+        version is not known)."""
+        have = versions.get(self.server.package.distribution)
+        if not self.since or have is None or _release(have) >= self.since:
+            return None
+        wanted = ".".join(map(str, self.since))
+        return f"its {self.worker_class} worker needs {self.server.name} ≥ {wanted} (have {have})"
 
     @property
     def one_at_a_time(self) -> bool:
@@ -171,6 +182,19 @@ class ServerKind:
         return self.server.build(self, s)
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """A version's leading numbers: 27.0.1 -> (27, 0, 1); 24.1b1 -> (24, 1)."""
+    numbers = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+        if digits.group() != part:
+            break
+    return tuple(numbers)
+
+
 def _per_worker(kind: ServerKind, s: Settings, threads: str, greenlets: str) -> list[str]:
     flag = {PerWorker.THREADS: threads, PerWorker.GREENLETS: greenlets}.get(kind.concurrency)
     return [flag, str(s.threads)] if flag else []
@@ -183,8 +207,19 @@ def _gunicorn(kind: ServerKind, s: Settings) -> list[str]:
         *server.program(s), *server.app(s.app), "--bind", f"{s.host}:{s.port}",
         "--workers", str(s.workers), "--worker-class", kind.class_argument or kind.worker_class,
         *_per_worker(kind, s, "--threads", "--worker-connections"), "--backlog", BACKLOG,
-        *quiet, *server.tls(s),
+        *_gunicorn_asgi(kind, s), *quiet, *server.tls(s),
     ]  # fmt: skip
+
+
+def _gunicorn_asgi(kind: ServerKind, s: Settings) -> list[str]:
+    """gunicorn's native ASGI worker (gunicorn ≥ 24): uvloop pinned in the catalogue as
+    uvicorn's is, and HTTP/2 over its TLS only when asked (its default is HTTP/1.1 only)."""
+    if kind.worker_class != "asgi":
+        return []
+    return [
+        *(["--asgi-loop", "uvloop"] if s.pinned else []),
+        *(["--http-protocols", "h2,h1"] if s.protocol == "h2" else []),
+    ]
 
 
 def _uvicorn(kind: ServerKind, s: Settings) -> list[str]:
@@ -303,6 +338,8 @@ SERVER_KINDS = (
     ServerKind("gunicorn-uvicorn", GUNICORN, "uvicorn-worker", "asgi", A, None, ASYNC_LOOP,
                "gunicorn + uvicorn-worker", "uvicorn_worker.UvicornWorker", protocols=H1_TLS,
                needs=(UVICORN_WORKER,)),
+    ServerKind("gunicorn-asgi", GUNICORN, "asgi", "asgi", A, None, ASYNC_LOOP,
+               "gunicorn (native asgi workers, uvloop)", protocols=(*H1_TLS, "h2"), since=(24,)),
     ServerKind("granian-asgi", GRANIAN, "asgi", "asgi", A, None, RUST_IO,
                "granian (--interface asgi)", protocols=EVERY_PROTOCOL),
     ServerKind("hypercorn", HYPERCORN, "asgi", "asgi", A, None, ASYNC_LOOP,

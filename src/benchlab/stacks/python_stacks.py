@@ -128,6 +128,7 @@ PYTHON_STACKS = (
     _on("fastapi+granian", "FastAPI", "granian-asgi", "fastapi_app:app", env=FASTAPI_POOL,
         needs_modules=("fastapi", "granian", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI),
     _on("starlette+uvicorn", "Starlette", "uvicorn", "starlette_app:app", **ASYNC),
+    _on("starlette+gunicorn-asgi", "Starlette", "gunicorn-asgi", "starlette_app:app", **ASYNC),
     _on("litestar+uvicorn", "Litestar", "uvicorn", "litestar_app:app", **ASYNC),
     _on("litestar+granian", "Litestar", "granian-asgi", "litestar_app:app", **ASYNC),
     _on("blacksheep+uvicorn", "BlackSheep", "uvicorn", "blacksheep_app:app", **ASYNC),

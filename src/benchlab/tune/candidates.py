@@ -44,6 +44,12 @@ def factory_unsupported(kind: Kind, info: AppInfo) -> str | None:
     return kind.server.factory_unsupported(_app(info))
 
 
+def unavailable(kind: Kind, info: AppInfo) -> str | None:
+    """Why a kind whose packages the environment has cannot serve the app there: its
+    server too old for the worker class, or unable to call the app's factory."""
+    return kind.too_old(info.versions) or factory_unsupported(kind, info)
+
+
 def _server_argv(kind: Kind, info: AppInfo, host: str, port: int, workers: int,
                  threads: int | None, workdir: Path | None) -> list[str]:  # fmt: skip
     """The command line of a kind; `workdir` None: the deployable form (console scripts)."""
@@ -166,7 +172,7 @@ def candidates(
         k for k in KINDS
         if k.interface == info.interface and all(info.servers.get(p.name) for p in k.packages)
         and (servers is None or k.server.name in servers or k.name in servers)
-        and factory_unsupported(k, info) is None
+        and unavailable(k, info) is None
     ]  # fmt: skip
     per_worker = max(info.rss_mb, 30.0)
     found = []
@@ -188,10 +194,10 @@ def candidates(
 def skipped_servers(info: AppInfo) -> dict[str, str]:
     """Servers the environment has that cannot load the app as given, and why."""
     return {
-        k.server.name: why
+        (k.tune_server if k.too_old(info.versions) else k.server.name): why
         for k in KINDS
         if k.interface == info.interface and all(info.servers.get(p.name) for p in k.packages)
-        and (why := factory_unsupported(k, info)) is not None
+        and (why := unavailable(k, info)) is not None
     }  # fmt: skip
 
 
