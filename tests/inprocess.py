@@ -67,6 +67,8 @@ class FakeStack:
     wrong: Mapping[str, str] = field(default_factory=dict)  # scenario → verification problem
     load_fails: frozenset[str] = frozenset()  # scenarios whose load tool fails
     interrupted_at_launch: int | None = None  # Ctrl-C during its Nth launch's first load
+    # A load's whole result, made by the test (a server model): its figures are then unused.
+    result_at: Callable[[LoadRequest], LoadResult] | None = None
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -206,7 +208,7 @@ class FakeExecutor:
         if script.dies_at_launch == server.launch:
             server.returncode, server.log = -9, [*server.log, "Killed"]
         figures = script.figures_for(scenario, server.launch)
-        result = _result(request, figures)
+        result = script.result_at(request) if script.result_at else _result(request, figures)
         server.last_usage = TreeUsage(
             figures.cpu_pct, 40.0, 2, figures.cpu_pct / 100 * request.duration_s, "fake"
         )

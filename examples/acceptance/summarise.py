@@ -1,5 +1,5 @@
-"""One Markdown row per tuned app: its recommendation, the rate to run at, the proof and
-the time the tune took (from the JSON reports tune-all.sh wrote)."""
+"""One Markdown row per tuned app: its recommendation, the rate to run at, the proof, the
+independent replay and the time the tune took (from what tune-all.sh wrote)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,13 @@ def _row(out: Path, name: str) -> str:
     proof = best.get("proof")
     proved = "not run" if proof is None else "; ".join(_step(s, slo_ms) for s in proof["steps"])
     run_at = f"{best['run_at_rps']:,.0f}" if best.get("run_at_rps") else "–"
-    return f"| {name} | {label} | {shown} | {run_at} | {proved} | {took} |"
+    replay_path = out / f"{name}.replay"
+    replayed = replay_path.read_text().strip().split(" — ", 1)[-1] if replay_path.exists() else "–"
+    return f"| {name} | {label} | {shown} | {run_at} | {proved} | {replayed} | {took} |"
 
 
 def _step(step: dict, slo_ms: float | None) -> str:
-    """'1,351/s p99 34.1 ms, 4 of 4 windows: held'."""
+    """'1,351/s p99 34.1 ms, 30 of 30 windows: held'."""
     windows = step.get("windows_p99_ms") or []
     held = sum(1 for w in windows if slo_ms is None or w <= slo_ms)
     counted = f", {held} of {len(windows)} windows" if windows else ""
@@ -47,8 +49,10 @@ def _step(step: dict, slo_ms: float | None) -> str:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    print("| app | recommended | capacity req/s | run at | proof (20 s each) | tune time |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| app | recommended | capacity req/s | run at | proof | independent replay | tune time |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name in sys.argv[2:]:
         print(_row(out, name))
 

@@ -121,7 +121,7 @@ class TrialRecord:
     server_cpu_s: float | None = None
     cpu_source: str | None = None
     latency_histogram: str | None = None
-    window_p99_ms: str | None = None  # JSON list: p99 of each quarter of a fixed-rate trial
+    window_p99_ms: str | None = None  # JSON list: p99 of each ~2-s window (before: each quarter)
     # JSON: a mix's requests by "METHOD path": requests, errors, p50_ms, p99_ms
     mix_parts: str | None = None
 

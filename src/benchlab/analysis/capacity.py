@@ -129,15 +129,24 @@ def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
     return None
 
 
-# A proof's windows that may miss the p99 target: one stall of the machine sets one window's
-# p99 (DESIGN: judge over several windows and say how many held).
-PROOF_WINDOWS_MISSED = 1
+# The proof's rule (issue 38): a rate to run at holds the p99 target in every ~2-s window
+# of its replay. One window in four allowed to miss passed rates that, replayed by someone
+# else, missed two 10-s windows of three; with 30 windows and none allowed to miss, a rate
+# that misses one window in ten passes with probability 0.9³⁰ ≈ 4 %. A 2-s window under the
+# target in every part of a replay leaves no 10-s window a user sees over it.
+PROOF_WINDOWS_MISSED = 0
+PROOF_S = 60  # tune --proof's default: 30 windows of 2 s
+SHORTEST_PROOF_S = 10  # five windows: with fewer, one window is most of the replay
+
+
+def windows_over(windows: Sequence[float], p99_ms: float) -> list[float]:
+    return [w for w in windows if w > p99_ms]
 
 
 def proof_miss(trial: TrialRecord, target: Target) -> str | None:
-    """Why a proof's sustained window did not hold: its load not delivered, a queue that grew
-    through it, p50 over its target, or more than PROOF_WINDOWS_MISSED of its windows with a
-    p99 over the target (the whole window's p99 when it has no windows)."""
+    """Why a proof's replay did not hold: its load not delivered, a queue that grew through
+    it, p50 over its target, or any of its windows with a p99 over the target (the whole
+    replay's p99 when it has no windows)."""
     undelivered = _undelivered(trial, target)
     if undelivered is not None:
         return undelivered
@@ -149,12 +158,12 @@ def proof_miss(trial: TrialRecord, target: Target) -> str | None:
     windows = trial.windows_p99
     if not windows or target.p99_ms is None:
         return misses(trial, target)
-    over = [w for w in windows if w > target.p99_ms]
+    over = windows_over(windows, target.p99_ms)
     if len(over) > PROOF_WINDOWS_MISSED:
-        shown = ", ".join(f"{w:,.0f}" for w in windows)
+        seconds = trial.duration_s / len(windows)
         return (
-            f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} windows "
-            f"({shown} ms)"
+            f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
+            f"windows (worst {max(over):,.0f} ms)"
         )
     return None
 

@@ -4,6 +4,7 @@ one sentence drawn from the measurements), and what the measurements show about 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -43,6 +44,7 @@ class CandidateResult:
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
     key: str | None = None  # its search cell's key (a proof names the cell it replayed)
+    first_key: str | None = None  # its first-pass cell's key (what a --rate replay names)
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -110,6 +112,14 @@ class Proof:
         return {**self.final.to_json(), "steps": [s.to_json() for s in self.steps]}
 
 
+# How the rate to run at is chosen (capacity.proof_miss judges it).
+RUN_AT_RULE = (
+    "the highest rate whose replay of the printed command held the p99 target in every ~2-s "
+    "window, from the lowest replicate's capacity down in steps"
+)
+RUN_AT_UNPROVED = "the lowest replicate's capacity (no replay proved it)"
+
+
 @dataclass(frozen=True)
 class Recommendation:
     best: CandidateResult
@@ -119,10 +129,30 @@ class Recommendation:
     # Why the answer is not final (what was not measured); None: it rests on the search.
     missing: str | None = None
     proof: Proof | None = None
+    goal_rps: float | None = None  # --rate: the load asked for
 
     @property
     def provisional(self) -> bool:
         return self.missing is not None
+
+    @property
+    def holds_goal(self) -> bool:
+        """--rate: this candidate's replay at the load asked for held."""
+        final = self.proof.final if self.proof is not None else None
+        return (
+            self.goal_rps is not None
+            and final is not None
+            and final.held
+            and (final.rate == self.goal_rps)
+        )
+
+    @property
+    def short_pct(self) -> float | None:
+        """--rate, when nothing held it: how far under it the most that holds is."""
+        if self.goal_rps is None or self.holds_goal:
+            return None
+        run_at = self.run_at or 0.0
+        return 100.0 * (1.0 - run_at / self.goal_rps)
 
     @property
     def run_at(self) -> float | None:
@@ -132,12 +162,28 @@ class Recommendation:
             return self.proof.final.rate if self.proof.final.held else None
         return rate_to_run_at(self.best.replicates)
 
+    @property
+    def margin_pct(self) -> float | None:
+        """How far under the capacity's median the rate to run at is: what holding every
+        window cost."""
+        run_at, found = self.run_at, self.best.capacity
+        if run_at is None or found is None or found.median <= 0:
+            return None
+        return 100.0 * (1.0 - run_at / found.median)
+
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json()
+        held = [c for c in self.best.replicates if c > 0]
         return {
             **{k: best[k] for k in ("server", "worker_class", "workers", "threads", "command")},
             "capacity_rps": best["capacity_rps"],
             "run_at_rps": self.run_at,
+            "run_at_rule": RUN_AT_RULE if self.proof is not None else RUN_AT_UNPROVED,
+            "run_at_margin_pct": self.margin_pct,
+            "replicates_rps": {"low": min(held), "high": max(held)} if held else None,
+            "rate_goal": None
+            if self.goal_rps is None
+            else {"rps": self.goal_rps, "held": self.holds_goal, "short_pct": self.short_pct},
             "proof": self.proof.to_json() if self.proof else None,
             "closed_loop_rps": best["closed_loop_rps"],
             "provisional": self.provisional,
@@ -148,12 +194,14 @@ class Recommendation:
         }
 
 
-def _proof(summary: RunSummary, best: CandidateResult) -> Proof | None:
-    """The proof cells tune measured for this candidate (their facts say whom and how it went)."""
+def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -> Proof | None:
+    """The proof cells tune measured for this candidate (their facts say whom and how it went):
+    those of its search cell, or with `of_first` its --rate replays (of its first pass)."""
     steps = []
+    key = best.first_key if of_first else best.key
     for cell in summary.cells:
         judged = ProofJudgement.of_facts(cell.facts)
-        if cell.mode != Mode.RATE or judged is None or not judged.proves(best.key, best.label):
+        if cell.mode != Mode.RATE or judged is None or not judged.proves(key, best.label):
             continue
         steps.append(
             (
@@ -249,6 +297,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
                 concurrency=served.concurrency,
                 key=found.key if found is not None else None,
+                first_key=first.key,
             )
         )
     return results
@@ -293,9 +342,43 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
 
 def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[CandidateResult]]:
     results = candidate_results(summary)
+    goal = (summary.options.tune or {}).get("rate")
+    if goal:
+        cheapest = _cheapest_at(summary, results, float(goal))
+        if cheapest is not None:
+            return cheapest, results
+    found = _most(summary, results)
+    if found is not None and goal:
+        found = dataclasses.replace(found, goal_rps=float(goal))
+    return found, results
+
+
+def _cheapest_at(
+    summary: RunSummary, results: list[CandidateResult], goal: float
+) -> Recommendation | None:
+    """--rate: the candidate whose replay at the goal held (tune stops at the first, which
+    was the cheapest of those that could reach it), and the cheaper ones that missed."""
+    proved = [(c, _proof(summary, c, of_first=True)) for c in results]
+    tried = [(c, p) for c, p in proved if p is not None and p.final.rate == goal]
+    held = [(c, p) for c, p in tried if p.final.held]
+    if not held:
+        return None
+    best, proof = held[0]
+    missed = [c.label for c, p in tried if not p.final.held]
+    cheaper = f"; cheaper ones missed it ({', '.join(missed)})" if missed else ""
+    reason = (
+        f"the cheapest candidate that held {goal:,.0f} req/s in every window: {best.workers} "
+        f"worker(s), {best.rss_mb or 0:,.0f} MB, {best.cpu_us_per_request or 0:,.0f} µs of CPU "
+        f"per request in its first pass{cheaper}"
+    )
+    return Recommendation(best, [], reason, _findings(results), proof=proof, goal_rps=goal)
+
+
+def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
+    """The candidate that holds the most load under the SLO."""
     searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
     if not searched:
-        return _provisional(summary, results), results
+        return _provisional(summary, results)
     best = max(searched, key=lambda c: c.capacity.median)
     tolerance = summary.options.target_half_width_pct
     equals = sorted(
@@ -304,7 +387,7 @@ def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[Candidat
     )
     return Recommendation(
         best, equals, _reason(best, results), _findings(results), proof=_proof(summary, best)
-    ), results
+    )
 
 
 def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from benchlab.analysis.capacity import PROOF_S
 from benchlab.cli import formats
 from benchlab.cli.app import console
 from benchlab.cli.measuring import claim, command_line, reporter
@@ -26,8 +27,10 @@ from benchlab.cli.tune_options import (
     TuneGreenletsOption,
     TuneInterfaceOption,
     TuneOutputOption,
+    TuneProofOption,
     TunePythonOption,
     TuneQuickOption,
+    TuneRateOption,
     TuneRequestOption,
     TuneRequestsFileOption,
     TuneResumeOption,
@@ -62,6 +65,8 @@ def tune(
     check_body: TuneCheckBodyOption = None,
     slo_p99_ms: TuneSloP99MsOption = 100.0,
     budget: TuneBudgetOption = 15.0,
+    proof: TuneProofOption = PROOF_S,
+    rate: TuneRateOption = None,
     resume: TuneResumeOption = False,
     env: TuneEnvOption = None,
     env_file: TuneEnvFileOption = None,
@@ -88,13 +93,12 @@ def tune(
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     exporter = choose(fmt, output, allowed=formats.TUNE)
-    if interface not in (None, "asgi", "wsgi"):
-        raise UserError(f"--interface '{interface}': use asgi or wsgi")
+    _refuse_conflicts(interface, quick, rate, output)
     requests = arguments.tune_requests(request or [], requests_file, check_status, check_body)
     tune_request = TuneRequest(
         app=app_spec, python=python, interface=interface, requests=tuple(requests),
-        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(),
-        env=env_pairs(env or []),
+        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(), proof_s=proof,
+        rate=rate, env=env_pairs(env or []),
         env_file=env_file.resolve() if env_file else None,
         env_from_file=read_env_file(env_file) if env_file else {},
         with_services=arguments.with_services(with_services),
@@ -104,10 +108,6 @@ def tune(
         greenlets=arguments.int_list(greenlets, "--greenlets", arguments.MAX_GREENLETS),
         connections=connections, factory=factory, quick=quick, setup=setup,
     )  # fmt: skip
-    if output is not None and not output.parent.is_dir():
-        raise UserError(
-            f"-o {output}: no directory {output.parent}; create it or choose another path"
-        )
     make_ready(TOOLS[RATE_TOOL], console.print)
     shared = claim(allow_concurrent)
     store = Store(results)
@@ -126,6 +126,20 @@ def tune(
     if done.outcome.status == "interrupted":
         console.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(130)
+
+
+def _refuse_conflicts(
+    interface: str | None, quick: bool, rate: float | None, output: Path | None
+) -> None:
+    if interface not in (None, "asgi", "wsgi"):
+        raise UserError(f"--interface '{interface}': use asgi or wsgi")
+    if quick and rate is not None:
+        raise UserError(f"--rate {rate:g}: it is proved by replays at the rate, which --quick "
+                        "skips; drop --quick")  # fmt: skip
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"-o {output}: no directory {output.parent}; create it or choose another path"
+        )
 
 
 def _show_tune(

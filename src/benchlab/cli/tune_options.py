@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from benchlab.analysis.capacity import SHORTEST_PROOF_S
 from benchlab.cli import formats
 
 TuneAppSpecArgument = Annotated[
@@ -81,6 +82,25 @@ TuneBudgetOption = Annotated[
     float,
     typer.Option(metavar="MIN", min=1, max=24 * 60, help="Minutes the whole search may take."),
 ]
+
+TuneProofOption = Annotated[
+    int,
+    typer.Option(
+        "--proof", metavar="SECONDS", min=SHORTEST_PROOF_S, max=3600,
+        help="How long the answer's replay runs: the rate to run at must hold the p99 target "
+        "in every ~2-s window of it (longer: a rarer miss is caught).",
+    ),
+]  # fmt: skip
+
+TuneRateOption = Annotated[
+    float | None,
+    typer.Option(
+        "--rate", metavar="REQ/S", min=1, max=10_000_000,
+        help="Find the cheapest candidate (fewest workers, least memory, least CPU per "
+        "request) that holds this load under the target, with its proof at it; when nothing "
+        "does, the most that holds and how far short it is.",
+    ),
+]  # fmt: skip
 
 TuneResumeOption = Annotated[
     bool,

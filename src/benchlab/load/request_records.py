@@ -29,8 +29,12 @@ CHUNK_ROWS = 65_536
 SENT, CODE, LATENCY, BYTES_IN, ERROR, SEQ, METHOD, URL = 0, 1, 2, 4, 5, 8, 9, 10
 NUMBERS = (SENT, CODE, LATENCY, BYTES_IN, SEQ)
 SUCCESS_LOW, SUCCESS_HIGH = 200, 400  # vegeta's own definition of a success: 2xx and 3xx
-LATENCY_WINDOWS = 4
-MIN_PER_WINDOW = 100  # fewer requests in a window and its p99 is its maximum
+QUARTERS = 4  # a trend's parts: the median of the first against the last
+# The windows a p99 is judged in: WINDOW_S each, as many as the trial holds, each with at
+# least MIN_PER_WINDOW requests (fewer, and its p99 is its maximum): a 60-s replay at 500
+# req/s is judged in 30 windows; one at 20 req/s in 6 windows of 10 s.
+WINDOW_S = 2.0
+MIN_PER_WINDOW = 200
 
 # One generator's records: a way to read its CSV lines (again), and the rate it was paced at.
 Lines = Callable[[], Iterable[str]]
@@ -127,10 +131,12 @@ class _Tally:
     first_sent: int
     span_ns: int
     mixed: bool  # several kinds of request: each is counted on its own too
+    window_count: int = 1
     whole: LatencyTally = field(default_factory=LatencyTally)
-    windows: list[LatencyTally] = field(
-        default_factory=lambda: [LatencyTally() for _ in range(LATENCY_WINDOWS)]
+    quarters: list[LatencyTally] = field(
+        default_factory=lambda: [LatencyTally() for _ in range(QUARTERS)]
     )
+    windows: list[LatencyTally] = field(default_factory=list)
     kinds: dict[str, LatencyTally] = field(default_factory=dict)
     failed_kinds: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(
@@ -142,6 +148,9 @@ class _Tally:
     end: int = 0
     max_lag: int = 0
     _paths: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.windows = [LatencyTally() for _ in range(self.window_count)]
 
     def add(self, chunk: _Chunk, lags: numpy.ndarray) -> None:
         code = chunk.code
@@ -159,9 +168,11 @@ class _Tally:
             kept[i] = kind == "timeout"
         latency_us = numpy.maximum(1, (chunk.latency + lags) // 1000)
         self.whole.add(latency_us[kept])
-        window = ((chunk.sent - self.first_sent) * LATENCY_WINDOWS) // (self.span_ns + 1)
-        for index, tally in enumerate(self.windows):
-            tally.add(latency_us[kept & (window == index)])
+        since = chunk.sent - self.first_sent
+        for parts, tallies in ((QUARTERS, self.quarters), (self.window_count, self.windows)):
+            part = (since * parts) // (self.span_ns + 1)
+            for index, tally in enumerate(tallies):
+                tally.add(latency_us[kept & (part == index)])
         if self.mixed:
             self._add_kinds(chunk, latency_us, kept, ~answered | failed_status)
 
@@ -187,7 +198,8 @@ class _Tally:
         return f"{columns[METHOD]} {path}"
 
     def window_p99s(self) -> tuple[float, ...]:
-        if any(w.count < MIN_PER_WINDOW for w in self.windows):
+        # Requests sent unevenly (a closed loop that stalled) may leave a window thin.
+        if any(w.count < MIN_PER_WINDOW // 2 for w in self.windows):
             return ()
         return tuple(w.quantile_ms(99) or 0.0 for w in self.windows)
 
@@ -203,6 +215,11 @@ class _Tally:
             }
             for kind in sorted(set(self.kinds) | set(self.failed_kinds))
         }
+
+
+def window_count(span_s: float, requests: int) -> int:
+    """How many windows of at least WINDOW_S and MIN_PER_WINDOW requests a trial holds."""
+    return max(1, min(int(span_s / WINDOW_S + 0.5), requests // MIN_PER_WINDOW))
 
 
 def read_results(generators: Sequence[Generator], mixed: bool = False) -> LoadResult:
@@ -223,7 +240,8 @@ def _read(generators: Sequence[Generator], mixed: bool) -> LoadResult:
     if not seen:
         raise LoadToolError("vegeta sent no request")
     first = min(s.first for s in seen)
-    tally = _Tally(first, max(s.last for s in seen) - first, mixed)
+    span = max(s.last for s in seen) - first
+    tally = _Tally(first, span, mixed, window_count(span / 1e9, sum(s.count for s in seen)))
     for generator, schedule in zip(generators, schedules, strict=True):
         for chunk in _chunks(generator.lines()):
             tally.add(chunk, schedule.lags(chunk))
@@ -240,8 +258,8 @@ def _read(generators: Sequence[Generator], mixed: bool) -> LoadResult:
         target_rate=sum(g.rate or 0.0 for g in generators) if paced else None,
         sent_rate=sum(s.sent_rate for s in seen) if paced else None,
         schedule_lag_ms=tally.max_lag / 1e6 if paced else None,
-        latency_first_ms=tally.windows[0].quantile_ms(50),
-        latency_last_ms=tally.windows[-1].quantile_ms(50),
+        latency_first_ms=tally.quarters[0].quantile_ms(50),
+        latency_last_ms=tally.quarters[-1].quantile_ms(50),
         window_p99_ms=tally.window_p99s(),
         parts=tally.parts(),
     )

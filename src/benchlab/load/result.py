@@ -61,8 +61,9 @@ class LoadResult:
     # queue that grows through a trial shows as last >> first.
     latency_first_ms: float | None = None
     latency_last_ms: float | None = None
-    # p99 of each of LATENCY_WINDOWS consecutive parts of the requests (by send order): one
-    # stall decides one window's p99, not the trial's (DESIGN: judge over several windows).
+    # p99 of each consecutive window of about 2 s (request_records.WINDOW_S, by send time):
+    # one stall decides one window's p99, not the trial's (DESIGN: judge over several
+    # windows). Stored before issue 38: four windows, one per quarter.
     window_p99_ms: tuple[float, ...] = ()
     # A mix of requests, by "METHOD path": each request's own count, errors and latency
     # (tools that record every request: vegeta).

@@ -96,7 +96,8 @@ class Slo(_Strict):
     p50_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
     max_error_pct: Annotated[float, Field(ge=0, le=100)] = 0.1
     # Seconds a search's highest held rate must also hold, in one window judged as tune's
-    # proof is (by its four parts); 0: the search's short steps decide alone. tune sets it.
+    # proof is (every ~2-s part under the target); 0: the search's short steps decide alone.
+    # tune sets it.
     sustain_s: Annotated[int, Field(ge=0, le=120)] = 0
 
 

@@ -35,17 +35,26 @@ def capacity_text(c: CandidateResult) -> str:
 
 def _step_text(step: ProofStep, slo_ms: float | None = None) -> str:
     delivered = "–" if step.delivered is None else f"{100 * step.delivered:.0f} %"
-    windows = ""
-    if step.windows_p99_ms:
-        shown = ", ".join(F.P99.format(w) for w in step.windows_p99_ms)
-        held = sum(1 for w in step.windows_p99_ms if slo_ms is None or w <= slo_ms)
-        seconds = step.duration_s / len(step.windows_p99_ms)
-        windows = (
-            f" (its {seconds:g}-s windows: {shown} ms; {held} of {len(step.windows_p99_ms)} held)"
-        )
     return (
-        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms{windows}, "
-        f"{step.errors:,} errors, {delivered} delivered"
+        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms"
+        f"{windows_text(step, slo_ms)}, {step.errors:,} errors, {delivered} delivered"
+    )
+
+
+def windows_text(step: ProofStep, slo_ms: float | None) -> str:
+    """Its windows in a few words: how many held, and the range of their p99s (all of them
+    are in the JSON)."""
+    windows = step.windows_p99_ms
+    if not windows:
+        return ""
+    held = sum(1 for w in windows if slo_ms is None or w <= slo_ms)
+    seconds = step.duration_s / len(windows)
+    if len(windows) <= 4:  # stored before issue 38: four windows, each shown
+        shown = ", ".join(F.P99.format(w) for w in windows)
+        return f" (its {seconds:g}-s windows: {shown} ms; {held} of {len(windows)} held)"
+    return (
+        f" (its {len(windows)} {seconds:.0f}-s windows: p99 {F.P99.format(min(windows))}–"
+        f"{F.P99.format(max(windows))} ms; {held} of {len(windows)} held)"
     )
 
 
@@ -67,6 +76,53 @@ def proof_text(proof: Proof, slo_ms: float | None = None) -> str:
     )
 
 
+def margin_text(recommendation: Recommendation) -> str | None:
+    """What holding every window cost, and how far the search's replicates spread."""
+    run_at, margin, found = recommendation.run_at, recommendation.margin_pct, recommendation.best
+    if run_at is None or margin is None or found.capacity is None:
+        return None
+    held = [c for c in found.replicates if c > 0]
+    spread = (
+        f"; its {len(held)} replicates held {F.THROUGHPUT.format(min(held))}–"
+        f"{F.THROUGHPUT.format(max(held))} req/s"
+        if len(held) > 1
+        else ""
+    )
+    return (
+        f"{F.THROUGHPUT.format(run_at)} req/s is {margin:.0f} % under the capacity's median "
+        f"({F.THROUGHPUT.format(found.capacity.median)} req/s), the price of holding the "
+        f"target in every window{spread}"
+    )
+
+
+def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
+    """What another core might add, from how the best kind scaled from 1 to 3 workers on
+    the server's cores in the first pass."""
+    _, results = recommend(summary)
+    best = recommendation.best
+    same = [
+        c for c in results
+        if c.server == best.server and c.worker_class == best.worker_class
+        and c.threads == best.threads and c.closed_rps
+    ]  # fmt: skip
+    one = next((c for c in same if c.workers == 1), None)
+    most = max(same, key=lambda c: c.workers, default=None)
+    cores = len(summary.run.server_cores)
+    if one is None or most is None or most.workers <= cores or not one.closed_rps:
+        return ""
+    gain = (most.closed_rps or 0.0) / one.closed_rps
+    if gain < 1.3:
+        return (
+            f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s), so the app "
+            f"is bound by CPU: another core would add up to about "
+            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} req/s"
+        )
+    return (
+        f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s): the app waits "
+        "more than it computes, so more workers or threads come before more cores"
+    )
+
+
 def recommendation_lines(summary: RunSummary) -> list[str]:
     """Plain lines: what to deploy and why."""
     tune = summary.options.tune or {}
@@ -77,7 +133,14 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
     best = recommendation.best
-    if recommendation.provisional:
+    if recommendation.holds_goal:
+        head = (
+            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} req/s for "
+            f"{tune.get('target')} with {slo}: {best.label} ({best.workers} worker(s), "
+            f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
+            f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
+        )
+    elif recommendation.provisional:
         head = (
             f"Provisional recommendation for {tune.get('target')}: {best.label} — "
             f"{F.THROUGHPUT.format(best.closed_rps)} req/s in a closed loop; no capacity "
@@ -94,10 +157,26 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     if recommendation.proof is not None:
         slo_ms = tune.get("slo_p99_ms")
         lines.append(f"  proof: {proof_text(recommendation.proof, slo_ms)}")
+        margin = margin_text(recommendation)
+        if margin:
+            lines.append(f"  margin: {margin}")
     elif not recommendation.provisional:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip
     lines.append(f"  why: {recommendation.reason}")
+    short = recommendation.short_pct
+    if short is not None and recommendation.goal_rps is not None:
+        most = recommendation.run_at
+        lines.append(
+            f"  short: nothing here held {F.THROUGHPUT.format(recommendation.goal_rps)} req/s "
+            + (
+                f"with {slo}; the most that holds is {F.THROUGHPUT.format(most)} req/s, "
+                f"{short:.0f} % short"
+                if most
+                else f"with {slo}, nor any rate its proof tried"
+            )
+            + scaling_text(summary, recommendation)
+        )
     if recommendation.missing:
         lines.append(f"  provisional: {recommendation.missing}")
     if recommendation.equals:

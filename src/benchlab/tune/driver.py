@@ -58,6 +58,7 @@ from benchlab.store import RunInfo, Store
 from benchlab.text import MASK
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
+from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import (
     SCENARIO,
     Candidate,
@@ -65,7 +66,7 @@ from benchlab.tune.candidates import (
     catalogue,
     skipped_servers,
 )
-from benchlab.tune.proof import PROOF_COST_S, PROOF_REPLAYS, PROOF_S, Searched, prove
+from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Searched, proof_cost_s, prove
 from benchlab.tune.setup_step import run_setup
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
@@ -86,6 +87,7 @@ MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
 SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
 DEFAULT_CONNECTIONS = 256
+RATE_REPLAYS_PLANNED = 2  # --rate: replays at the rate the plan keeps room for
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class TuneRequest:
     factory: bool = False  # --factory: APP names a callable that returns the app
     quick: bool = False  # --quick: the first pass only, no capacity search
     setup: str | None = None  # --setup: a command run once, after the services start
+    proof_s: int = PROOF_S  # --proof: how long the answer's replay runs
+    rate: float | None = None  # --rate: the load to hold at the least cost (None: the most)
 
     def services(self, provides: Provides) -> list[Service]:
         """The services of --with that provide it."""
@@ -128,7 +132,8 @@ class TuneRequest:
             "connections": self.connections, "factory": self.factory, "quick": self.quick,
             "env_file": str(self.env_file), "env": self.env, "env_from_file": self.env_from_file,
             "requests": [dataclasses.asdict(r) for r in self.requests],
-            "with": self.with_services, "setup": self.setup,
+            "with": self.with_services, "setup": self.setup, "proof_s": self.proof_s,
+            "rate": self.rate,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -144,19 +149,26 @@ class TunePlan:
     # Replays of the answer the budget keeps room for (PROOF_REPLAYS when it fits: a proof
     # that misses steps down; 1; 0 when only the search fits).
     proofs: int = 1
+    proof_s: int = PROOF_S
+    rate: float | None = None  # --rate: replays at it come before any search
 
     def describe(self, budget_min: float) -> str:
         first = (
             f"plan: {len(self.candidates)} candidates measured briefly "
             f"(~{_minutes(len(self.candidates) * coarse_cost())})"
         )
+        if self.rate is not None and self.survivors:
+            first += (
+                f", then {self.proof_s}-s replays at {self.rate:,.0f} req/s of those whose closed "
+                f"loop reaches it, cheapest first, until one holds; if none does"
+            )
         if self.survivors == 0:
             return f"{first}, no capacity search (--quick); budget {budget_min:g} min"
         proof = (
-            f", and a {PROOF_S}-s proof of the answer (room for {self.proofs} replay"
+            f", and a {self.proof_s}-s proof of the answer (room for {self.proofs} replay"
             f"{'s' if self.proofs > 1 else ''})"
             if self.proofs
-            else f"; no room for the {PROOF_S}-s proof of the answer in this budget"
+            else f"; no room for the {self.proof_s}-s proof of the answer in this budget"
         )
         return (
             f"{first}, then the capacity search of up to {self.survivors} of them, "
@@ -181,12 +193,12 @@ def search_cost(replicates: int) -> float:
 
 
 def fit_search(
-    most: int, seconds: float, proofs: int = 1, slower: float = 1.0
+    most: int, seconds: float, proofs: int = 1, slower: float = 1.0, proof_s: int = PROOF_S
 ) -> tuple[int, int] | None:
     """(survivors, replicates) whose search (and `proofs` replays) fit in `seconds`:
     replicates first (down to 2), then survivors (down to 1), then a single replicate.
     `slower`: how much longer than planned this machine's steps took (the first pass says)."""
-    reserve = PROOF_COST_S * proofs
+    reserve = proof_cost_s(proof_s) * proofs
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
@@ -197,21 +209,30 @@ def fit_search(
     return None
 
 
-def plan(found: list[Candidate], budget_min: float, quick: bool = False) -> TunePlan:
+def plan(
+    found: list[Candidate], budget_min: float, quick: bool = False, proof_s: int = PROOF_S,
+    rate: float | None = None,
+) -> TunePlan:  # fmt: skip
     """As many survivors and replicates as the budget allows after the first pass and the
     proof (without the proof when only that fits); none with --quick."""
     budget = budget_min * 60
     coarse = len(found) * coarse_cost()
+    if rate is not None:  # room for two replays at the rate before the search
+        coarse += RATE_REPLAYS_PLANNED * proof_cost_s(proof_s)
     if quick:
         return TunePlan(found, 0, 0, coarse, proofs=0)
     most = min(MAX_SURVIVORS, len(found))
     for proofs in (PROOF_REPLAYS, 1, 0):
-        fitted = fit_search(most, budget - coarse, proofs)
+        fitted = fit_search(most, budget - coarse, proofs, proof_s=proof_s)
         # Room for a second replay only beside a search of at least two replicates each.
         if fitted is not None and (proofs < PROOF_REPLAYS or fitted[1] >= 2):
             survivors, replicates = fitted
-            estimate = coarse + survivors * search_cost(replicates) + PROOF_COST_S * min(1, proofs)
-            return TunePlan(found, survivors, replicates, estimate, proofs)
+            estimate = (
+                coarse
+                + survivors * search_cost(replicates)
+                + proof_cost_s(proof_s) * min(1, proofs)
+            )
+            return TunePlan(found, survivors, replicates, estimate, proofs, proof_s, rate)
     least = coarse + search_cost(1)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
@@ -325,7 +346,7 @@ def run_tune(
     )  # fmt: skip
     if not found:
         raise _no_server(spec, info, request)
-    tune_plan = plan(found, request.budget_min, request.quick)
+    tune_plan = plan(found, request.budget_min, request.quick, request.proof_s, request.rate)
     _announce(say, spec, info, request, tune_plan)
     recipe = _recipe(request, info)
     previous = _resumable(store, request.key()) if resume else None
@@ -348,7 +369,7 @@ def run_tune(
     measurer = Measurer(
         session, MeasureOptions(measure_alone=True, extra_env=lambda: service_env(request, session))
     )
-    survivors: list[Candidate] = []
+    survivors: list[Candidate] = []  # an interrupted tune returns what it kept
     planned = len(found) + tune_plan.survivors * tune_plan.replicates + min(1, tune_plan.proofs)
     with session.running(planned) as outcome:
         session.add_cells(coarse_cells)
@@ -361,26 +382,49 @@ def run_tune(
         _refuse_if_every_check_failed(session, coarse_cells, request)
         if request.quick:
             return TuneResult(outcome, tune_plan, [])
+        first_pass = [Searched(c, cell) for c, cell in zip(found, coarse_cells, strict=True)]
+        if request.rate is not None:
+            held = cheapest_at(
+                session, measurer, first_pass, cores, request.connections, request.rate, say,
+                request.proof_s,
+            )  # fmt: skip
+            if held is not None:
+                return TuneResult(outcome, tune_plan, [held.candidate])
         fitted = _replan(session, tune_plan, request, first_pass_s, say)
         if fitted is None:
             return TuneResult(outcome, tune_plan, [])
-        most, replicates, proofs = fitted
-        survivors = _survivors(session, found, coarse_cells, most)
-        reporter.extend(len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates)
-        say(
-            f"kept {len(survivors)} of {len(found)} for the capacity search: "
-            + ", ".join(c.label for c in survivors)
+        survivors = _search_and_prove(
+            session, measurer, request, tune_plan, first_pass, fitted, say
         )
-        search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
-        session.add_cells(search_cells)
-        session.prepare(search_cells)
-        # The search stops launching where the proof's time begins; the proof has the rest.
-        session.set_deadline(request.budget_min * 60 - PROOF_COST_S * proofs)
-        measurer.measure(search_cells, replicates)
-        session.set_deadline(request.budget_min * 60)
-        searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
-        prove(session, measurer, searched, cores, request.connections, say)
     return TuneResult(outcome, tune_plan, survivors)
+
+
+def _search_and_prove(
+    session: Session, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
+    first_pass: list[Searched], fitted: tuple[int, int, int], say: Callable[[str], None],
+) -> list[Candidate]:  # fmt: skip
+    """The capacity search of the survivors of the first pass, then the proof of the best."""
+    most, replicates, proofs = fitted
+    cores = session.plan.cores
+    found = [entry.candidate for entry in first_pass]
+    survivors = _survivors(session, found, [entry.cell for entry in first_pass], most)
+    session.reporter.extend(
+        len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates
+    )
+    say(
+        f"kept {len(survivors)} of {len(found)} for the capacity search: "
+        + ", ".join(c.label for c in survivors)
+    )
+    search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
+    session.add_cells(search_cells)
+    session.prepare(search_cells)
+    # The search stops launching where the proof's time begins; the proof has the rest.
+    session.set_deadline(request.budget_min * 60 - proof_cost_s(request.proof_s) * proofs)
+    measurer.measure(search_cells, replicates)
+    session.set_deadline(request.budget_min * 60)
+    searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
+    prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
+    return survivors
 
 
 def _setup(
@@ -405,11 +449,11 @@ def _replan(
     slower = max(1.0, took / planned) if planned > 0 else 1.0
     left = request.budget_min * 60 - session.elapsed_s()
     proofs = tune_plan.proofs
-    fitted = fit_search(tune_plan.survivors, left, proofs, slower)
+    fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
     full = (tune_plan.survivors, tune_plan.replicates)
     if proofs > 1 and (fitted is None or fitted < full):
         proofs = 1  # the search first: a second replay only in time it does not need
-        fitted = fit_search(tune_plan.survivors, left, proofs, slower)
+        fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
     if fitted is None:
         say(
             f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): "
@@ -475,6 +519,7 @@ def _run_info(
             "missing_servers": info.missing_servers, "quick": request.quick,
             # Whether a --setup command ran; the command itself may hold secrets.
             "setup": MASK if request.setup else None,
+            "rate": request.rate,  # --rate: the load to hold at the least cost
             "env": sorted(request.env), "env_file_keys": sorted(request.env_from_file),
             # The code under test is the app's: its repository's commit and dirty state.
             "app_commit": machine.git_commit(spec.directory),

@@ -1,0 +1,92 @@
+"""`benchlab tune --rate R`: the cheapest candidate that holds R under the target.
+
+After the first pass, every candidate whose closed loop reached R (no capacity can pass
+what a closed loop serves) is replayed at R by its printed command, cheapest first — fewest
+workers, then least memory, then least CPU per request, as its first pass measured them —
+and judged by the proof's rule (every ~2-s window under the target). The first that holds
+is the answer, with that replay as its proof. When none does, the tune goes on as without
+--rate, and its answer says how far the most it holds is from R.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchlab.analysis import capacity
+from benchlab.analysis.proof_record import ProofJudgement
+from benchlab.recipe import CoreAssignment
+from benchlab.runner import Measurer, Session
+from benchlab.tune.proof import PROOF_S, Searched, held_text, proof_cell, proof_cost_s
+
+
+def reachable(session: Session, first_pass: list[Searched], rate: float) -> list[Searched]:
+    """The candidates whose first pass served at least `rate` in a closed loop, cheapest
+    first."""
+    costed = []
+    for entry in first_pass:
+        trials = session.trials_of(entry.cell)
+        if session.failure_of(entry.cell) is not None or not trials:
+            continue
+        trial = trials[-1]
+        if trial.throughput_rps < rate:
+            continue
+        cost = (
+            entry.candidate.workers,
+            trial.server_rss_mb or float("inf"),
+            trial.cpu_us_per_request or float("inf"),
+        )
+        costed.append((cost, entry))
+    return [entry for _, entry in sorted(costed, key=lambda c: c[0])]
+
+
+def cheapest_at(
+    session: Session,
+    measurer: Measurer,
+    first_pass: list[Searched],
+    cores: CoreAssignment,
+    connections: int,
+    rate: float,
+    say: Callable[[str], None],
+    proof_s: int = PROOF_S,
+) -> Searched | None:
+    """Replay the reachable candidates at `rate`, cheapest first, until one holds; its
+    judgement (and each miss's) is stored in the replay cell's facts, keyed by the first
+    pass's cell."""
+    possible = reachable(session, first_pass, rate)
+    if not possible:
+        best = max((_closed(session, e) for e in first_pass), default=0.0)
+        say(f"no candidate reached {rate:,.0f} req/s even in a closed loop (the most: "
+            f"{best:,.0f}): looking for the most that holds instead")  # fmt: skip
+        return None
+    target = session.slo_target()
+    for index, entry in enumerate(possible):
+        label = session.label_of(entry.cell)
+        if session.seconds_left() < proof_cost_s(proof_s):
+            say(f"{rate:,.0f} req/s: no budget left to replay {label} (raise --budget)")
+            return None
+        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
+        if index:
+            session.extend_plan(1)  # the plan counted one replay
+        session.add_cells([cell])
+        measurer.measure([cell], 1)
+        trials, failure = session.trials_of(cell), session.failure_of(cell)
+        if failure is not None or not trials:
+            say(f"{label} at {rate:,.0f} req/s: {failure.reason if failure else 'no trial'}")
+            continue
+        missed = capacity.proof_miss(trials[-1], target)
+        judged = ProofJudgement(
+            of_cell=entry.cell.key, of=label, step=0, held=missed is None, missed=missed,
+            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
+        )  # fmt: skip
+        session.add_cell_facts(cell, judged.facts())
+        if missed is None:
+            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
+            say(f"{label} held {rate:,.0f} req/s for {proof_s} s ({held}): the cheapest")
+            return entry
+        say(f"{label} missed {rate:,.0f} req/s over {proof_s} s ({missed})")
+    return None
+
+
+def _closed(session: Session, entry: Searched) -> float:
+    trials = session.trials_of(entry.cell)
+    return trials[-1].throughput_rps if trials else 0.0
