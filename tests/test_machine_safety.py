@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.errors import ExitCode
 from benchlab.journal import journal_dir
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
@@ -175,7 +176,7 @@ def test_a_store_that_cannot_be_written_ends_the_run_and_keeps_its_trials(
         output, _ = run.communicate(timeout=60)
         holder.rollback()
         holder.close()
-    assert run.returncode == 1, output
+    assert run.returncode == ExitCode.HARNESS, output
     lines = [line for line in output.splitlines() if line.startswith("error:")]
     assert lines and "could not be written (database is locked)" in lines[0], output
     assert "every trial stored before is kept" in lines[0] and "Traceback" not in output

@@ -13,7 +13,7 @@ set -euo pipefail
 
 ROOT=${ACCEPTANCE_ROOT:-/work/acceptance}
 PY=${PYTHON311:-$(command -v python3.11 || command -v python3)}
-ALL=(httpbin django datasette radicale kinto wagtail ihatemoney wsgidav)
+ALL=(httpbin django datasette radicale kinto wagtail ihatemoney wsgidav pypiserver drf ariadne)
 APPS=("$@")
 [ ${#APPS[@]} -eq 0 ] && APPS=("${ALL[@]}")
 mkdir -p "$ROOT"
@@ -555,6 +555,195 @@ EOF
 }
 
 # The import check of each app, as `benchlab tune` would import it (from the app's root).
+setup_pypiserver() {  # 9. Bottle, loaded by its factory with arguments: a PyPI index
+    venv pypiserver pypiserver==2.4.2 gunicorn==27.0.1 <<'EOF'
+defusedxml==0.7.1
+gunicorn==27.0.1
+importlib_resources==7.1.0
+packaging==26.3
+pypiserver==2.4.2
+EOF
+    mkdir -p "$ROOT/pypiserver/app/packages" && cd "$ROOT/pypiserver/app"
+    # A hundred small packages to list: an index's /simple/ page reads the directory each time.
+    for i in $(seq -w 1 100); do
+        [ -f "packages/pkg$i-1.0.$i.tar.gz" ] || : > "packages/pkg$i-1.0.$i.tar.gz"
+    done
+    cat > tune-requests.toml <<'EOF'
+[[request]]
+path = "/simple/pkg042/"
+contains = "pkg042-1.0.042.tar.gz"
+weight = 3
+
+[[request]]
+path = "/simple/"
+contains = "pkg100"
+EOF
+}
+
+setup_drf() {  # 10. Django REST framework's quickstart API, on PostgreSQL (DATABASE_URL)
+    venv drf Django==5.2.19 djangorestframework==3.18.3 dj-database-url==3.1.2 \
+        'psycopg[binary]==3.3.9' gunicorn==27.0.1 <<'EOF'
+asgiref==3.13.0
+dj-database-url==3.1.2
+Django==5.2.19
+djangorestframework==3.18.3
+gunicorn==27.0.1
+psycopg==3.3.9
+psycopg-binary==3.3.9
+sqlparse==0.6.1
+typing_extensions==4.16.0
+EOF
+    cd "$ROOT/drf"
+    [ -f tutorial/manage.py ] || bin/django-admin startproject tutorial
+    cd tutorial
+    mkdir -p quickstart && touch quickstart/__init__.py
+    # The quickstart's serializers and views (www.django-rest-framework.org/tutorial/quickstart/).
+    cat > quickstart/serializers.py <<'EOF'
+from django.contrib.auth.models import Group, User
+from rest_framework import serializers
+
+
+class UserSerializer(serializers.HyperlinkedModelSerializer):
+    class Meta:
+        model = User
+        fields = ["url", "username", "email", "groups"]
+
+
+class GroupSerializer(serializers.HyperlinkedModelSerializer):
+    class Meta:
+        model = Group
+        fields = ["url", "name"]
+EOF
+    cat > quickstart/views.py <<'EOF'
+from django.contrib.auth.models import Group, User
+from rest_framework import permissions, viewsets
+
+from quickstart.serializers import GroupSerializer, UserSerializer
+
+
+class UserViewSet(viewsets.ModelViewSet):
+    queryset = User.objects.all().order_by("-date_joined")
+    serializer_class = UserSerializer
+    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
+
+
+class GroupViewSet(viewsets.ModelViewSet):
+    queryset = Group.objects.all().order_by("name")
+    serializer_class = GroupSerializer
+    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
+EOF
+    cat > tutorial/urls.py <<'EOF'
+from django.urls import include, path
+from rest_framework import routers
+
+from quickstart import views
+
+router = routers.DefaultRouter()
+router.register(r"users", views.UserViewSet)
+router.register(r"groups", views.GroupViewSet)
+
+urlpatterns = [path("", include(router.urls))]
+EOF
+    grep -q 'benchlab acceptance' tutorial/settings.py || cat >> tutorial/settings.py <<'EOF'
+
+# --- benchlab acceptance: the quickstart's settings, production-style from the environment ---
+import os  # noqa: E402
+
+import dj_database_url  # noqa: E402
+
+INSTALLED_APPS += ["rest_framework"]
+REST_FRAMEWORK = {
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 10,
+}
+SECRET_KEY = os.environ.get("SECRET_KEY", SECRET_KEY)
+DEBUG = os.environ.get("DJANGO_DEBUG", "") == "1"
+ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0")),
+    )
+}
+EOF
+    cat > bench_seed.py <<'EOF'
+# Seed for benchlab acceptance (run once after migrate, idempotent): 200 users in 5 groups.
+from django.contrib.auth.models import Group, User
+
+groups = [Group.objects.get_or_create(name=f"group {g}")[0] for g in range(5)]
+for i in range(200):
+    user, made = User.objects.get_or_create(username=f"user{i:03d}",
+                                            defaults={"email": f"user{i:03d}@example.com"})
+    if made:
+        user.groups.add(groups[i % 5])
+print("users", User.objects.count())
+EOF
+    cat > tune-requests.toml <<'EOF'
+[[request]]
+path = "/users/?page=3"
+json_key = "results"
+weight = 3
+
+[[request]]
+path = "/groups/"
+contains = "group 4"
+EOF
+}
+
+setup_ariadne() {  # 11. ASGI GraphQL (Ariadne, on Starlette's toolkit): a POST with a JSON body
+    venv ariadne ariadne==1.1.1 uvicorn==0.54.0 gunicorn==27.0.1 <<'EOF'
+anyio==4.16.0
+ariadne==1.1.1
+click==8.5.1
+graphql-core==3.3.2
+gunicorn==27.0.1
+h11==0.16.0
+idna==3.20
+starlette==1.10.0
+typing_extensions==4.16.0
+uvicorn==0.54.0
+EOF
+    mkdir -p "$ROOT/ariadne/app" && cd "$ROOT/ariadne/app"
+    # The schema of Ariadne's introduction (ariadnegraphql.org/docs/intro), with a list field.
+    cat > app.py <<'EOF'
+from ariadne import QueryType, gql, make_executable_schema
+from ariadne.asgi import GraphQL
+
+type_defs = gql("""
+    type Query {
+        hello: String!
+        books(first: Int!): [Book!]!
+    }
+    type Book {
+        id: ID!
+        title: String!
+    }
+""")
+query = QueryType()
+
+
+@query.field("hello")
+def resolve_hello(_, info):
+    return "Hello, " + info.context["request"].headers.get("user-agent", "guest") + "!"
+
+
+@query.field("books")
+def resolve_books(_, info, first):
+    return [{"id": i, "title": f"Book {i}"} for i in range(first)]
+
+
+app = GraphQL(make_executable_schema(type_defs, query))
+EOF
+    cat > tune-requests.toml <<'EOF'
+[[request]]
+method = "POST"
+path = "/"
+headers = { "Content-Type" = "application/json" }
+body = '{"query": "{ hello books(first: 20) { id title } }"}'
+contains = "Book 19"
+EOF
+}
+
 check() {
     local name=$1 dir=$2 code=$3; shift 3
     printf '%-11s ' "$name"
@@ -582,5 +771,8 @@ for app in "${APPS[@]}"; do
         'import sys; from ihatemoney.run import create_app; print(type(create_app()), "requests" in sys.modules)' \
         IHATEMONEY_SETTINGS_FILE_PATH="$ROOT/ihatemoney/app/ihatemoney.cfg" ;;
     wsgidav) check wsgidav wsgidav/app 'from app import app; from metrics import app as m; print(type(app), m)' ;;
+    pypiserver) check pypiserver pypiserver/app 'import pypiserver; print(type(pypiserver.app(roots=["packages"])))' ;;
+    drf) check drf drf/tutorial 'from tutorial.wsgi import application; print(type(application))' ;;
+    ariadne) check ariadne ariadne/app 'from app import app; print(type(app))' ;;
     esac
 done

@@ -18,7 +18,7 @@ OUT=${OUT:-$REPO/results/acceptance}
 BUDGET=${BUDGET:-5}
 REPLAY=${REPLAY:-1}
 NARROW=${NARROW---workers 1,3 --threads 16 --greenlets 100}
-ALL=(httpbin django datasette radicale kinto wagtail ihatemoney)
+ALL=(httpbin django datasette radicale kinto wagtail ihatemoney pypiserver drf ariadne)
 APPS=("$@")
 [ ${#APPS[@]} -eq 0 ] && APPS=("${ALL[@]}")
 mkdir -p "$OUT"
@@ -79,6 +79,12 @@ for app in "${APPS[@]}"; do
         --request 'GET /' --check-body 'Welcome to your new Wagtail site' ;;
     ihatemoney) tune ihatemoney ihatemoney/app 'ihatemoney.run:create_app()' \
         --env-file env --requests-file tune-requests.toml ;;
+    pypiserver) tune pypiserver pypiserver/app 'pypiserver:app(roots=["packages"])' \
+        --requests-file tune-requests.toml ;;
+    drf) SETUP='python manage.py migrate --noinput -v0 && python manage.py shell -v0 -c "$(cat bench_seed.py)"'
+        tune drf drf/tutorial tutorial.wsgi:application \
+        --requests-file tune-requests.toml --with postgres=DATABASE_URL --setup "$SETUP" ;;
+    ariadne) tune ariadne ariadne/app app:app --requests-file tune-requests.toml ;;
     *) echo "unknown app '$app': use ${ALL[*]}" >&2; exit 2 ;;
     esac
 done

@@ -9,7 +9,9 @@
 #                                       (for the pull request; also on stdout, the run's
 #                                       output on stderr) and exit 1 if a cell is slower
 #                                       by more than FAIL_ABOVE % beyond its interval, or
-#                                       failed, or is missing
+#                                       failed, or is missing; 4 if the branch's run was
+#                                       partial and nothing regressed; 3 if benchlab could
+#                                       not measure (docs/commands.md, "Exit codes")
 #
 # Settings (environment): RECIPE (default examples/ci/recipe.toml), OUT (ci-results),
 # BASELINE (OUT/baseline.db), BRANCH (OUT/branch.db), FAIL_ABOVE (10, in %), and BENCHLAB,
@@ -38,8 +40,11 @@ case "${1:-}" in
       echo "error: no baseline store at $BASELINE; run '$0 baseline' on the main branch first" >&2
       exit 2
     fi
-    # The run's plan and progress go to stderr: stdout is the comparison alone.
-    $BENCHLAB run "$RECIPE" --results "$BRANCH" --html "$OUT/branch.html" >&2
+    # The run's plan and progress go to stderr: stdout is the comparison alone. A partial
+    # run (exit 4: cells failed) is still compared; a harness failure (3) ends here.
+    ran=0
+    $BENCHLAB run "$RECIPE" --results "$BRANCH" --html "$OUT/branch.html" >&2 || ran=$?
+    [ "$ran" = 0 ] || [ "$ran" = 4 ] || exit "$ran"
     status=0
     $BENCHLAB compare latest latest --results "$BASELINE" --results-b "$BRANCH" \
       --format md --fail-above "$FAIL_ABOVE" >"$OUT/compare.md" || status=$?
@@ -48,6 +53,8 @@ case "${1:-}" in
     $BENCHLAB history "$RECIPE" --results "$BASELINE" --results "$BRANCH" --format md \
       >>"$OUT/compare.md" || status=$?
     cat "$OUT/compare.md"
+    # A regression (1) first; else the partial run's 4; else 0.
+    [ "$status" = 0 ] && status=$ran
     exit "$status"
     ;;
   *)

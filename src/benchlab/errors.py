@@ -1,16 +1,46 @@
-"""Errors with a one-line message for the user: never a traceback."""
+"""Errors with a one-line message for the user: never a traceback; and the exit codes every
+command ends with (docs/commands.md lists them, from here)."""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a command's exit status tells CI, one meaning each."""
+
+    SUCCESS = 0  # it did what was asked (a run: every cell measured)
+    REGRESSION = 1  # compare --fail-above, compare --strict, history --fail-on-change failed
+    BAD_INPUT = 2  # a recipe, an argument or a path is wrong: one line names it and the fix
+    HARNESS = 3  # benchlab could not measure: a service, a load tool, the store, the machine
+    PARTIAL = 4  # a run ended with cells failed or unmeasured (the rest is stored)
+    INTERRUPTED = 130  # Ctrl-C or a stop signal; what was measured is kept (--resume)
+
+
+# What each code means, in the words docs/commands.md's table shows.
+EXIT_MEANINGS = {
+    ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured)",
+    ExitCode.REGRESSION: "a regression or a failed threshold: `compare --fail-above`, "
+    "`compare --strict`, `history --fail-on-change`",
+    ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
+    "the key and the fix)",
+    ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "
+    "failed, a store that could not be written, a machine `doctor` finds not ready",
+    ExitCode.PARTIAL: "a partial run: some cells failed or were not measured (budget); the "
+    "others are stored and reported",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): what was measured is kept; "
+    "`--resume` continues",
+}
 
 
 class BenchlabError(Exception):
-    """A failure benchlab can explain in one message (exit code 1)."""
+    """A failure benchlab can explain in one message: benchlab could not do its job."""
 
-    exit_code = 1
+    exit_code = ExitCode.HARNESS
 
 
 class UserError(BenchlabError):
-    """A mistake in the user's input (recipe, arguments, results path): exit code 2."""
+    """A mistake in the user's input (recipe, arguments, results path)."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class StoreError(BenchlabError):

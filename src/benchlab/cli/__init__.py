@@ -4,6 +4,7 @@ the entry point that turns benchlab's errors into one line and an exit code."""
 from __future__ import annotations
 
 import sys
+import traceback
 
 from benchlab.cli.app import app, services_app
 from benchlab.cli.catalogue import build, recipes, stacks
@@ -13,7 +14,7 @@ from benchlab.cli.run import run
 from benchlab.cli.selfcheck import selfcheck
 from benchlab.cli.services import services_down, services_up
 from benchlab.cli.tune import tune
-from benchlab.errors import BenchlabError
+from benchlab.errors import BenchlabError, ExitCode
 from benchlab.text import printable
 
 # Commands import the heavier modules they need inside them: `--help`, `stacks` and `doctor`
@@ -34,3 +35,9 @@ def main() -> None:
         # quotes (a recipe's value, a server's log) reaches the terminal without controls.
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except Exception:
+        # A bug of benchlab's own: its traceback (to report it), and the harness's exit code,
+        # not Python's 1, which CI reads as "slower".
+        traceback.print_exc()
+        print("error: benchlab failed (a bug: please report the traceback above)", file=sys.stderr)
+        sys.exit(ExitCode.HARNESS)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchlab.cli.app import console
-from benchlab.errors import UserError
+from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import build_plan, load_recipe
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def doctor(
         problems += _doctor_hosts(hosts_plan)
     if problems:
         console.print(f"{problems} required item(s) missing; ./lab setup installs them on Debian")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.HARNESS)
 
 
 def _print_check(

@@ -12,7 +12,7 @@ import typer
 from benchlab.cli import formats
 from benchlab.cli.app import console
 from benchlab.cli.options import ResultsOption, RunArgument
-from benchlab.errors import UserError
+from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.store import DEFAULT_RESULTS, Store
 
@@ -177,7 +177,7 @@ def history(
         if hit:
             names = ", ".join(s.label for s in hit)
             print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.REGRESSION)
 
 
 def compare(
@@ -255,7 +255,7 @@ def compare(
         else:
             say(f"no cell slower by more than {fail_above:g}% beyond its interval")
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REGRESSION)
 
 
 def _to_stderr(text: str, style: str | None = None) -> None:

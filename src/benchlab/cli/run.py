@@ -13,7 +13,7 @@ from benchlab.cli.app import console
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
-from benchlab.errors import UserError
+from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import (
     DEFAULT_RECIPE,
     apply_overrides,
@@ -233,4 +233,6 @@ def _show_run(store: Store, outcome: RunOutcome, results: Path, page: Path) -> N
     again = f"benchlab report {outcome.run_id} --format {formats.metavar(formats.AFTER_RUN)}"
     console.print(f"report: {page} ({again})")
     if outcome.status == "interrupted":
-        raise typer.Exit(130)
+        raise typer.Exit(ExitCode.INTERRUPTED)
+    if outcome.status == "partial":
+        raise typer.Exit(ExitCode.PARTIAL)

@@ -9,7 +9,7 @@ import typer
 
 from benchlab.cli.app import console
 from benchlab.cli.measuring import claim
-from benchlab.errors import RunInterrupted
+from benchlab.errors import ExitCode, RunInterrupted
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def selfcheck(
         )
     except (KeyboardInterrupt, RunInterrupted) as exc:
         console.print(f"selfcheck stopped by {str(exc) or 'SIGINT'}; nothing was left running")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     for name, estimate in (("bare wrk", check.bare), ("benchlab", check.harness)):
         console.print(
             f"{name:<11}: {estimate.median:,.0f} req/s [{estimate.low:,.0f}–{estimate.high:,.0f}]"
@@ -82,7 +82,7 @@ def _noise_check(rounds: int, duration: int, connections: int, cores: CoreAssign
         found = measure_noise(design, cores, console.print)
     except (KeyboardInterrupt, RunInterrupted) as exc:
         console.print(f"selfcheck stopped by {str(exc) or 'SIGINT'}; nothing was left running")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     for name, value in (
         ("within a launch", found.within_launch), ("between launches", found.between_launches),
         ("shared by a round", found.shared_by_round), ("a stack's own drift", found.own_drift),

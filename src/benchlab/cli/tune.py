@@ -42,7 +42,7 @@ from benchlab.cli.tune_options import (
     TuneWithServicesOption,
     TuneWorkersOption,
 )
-from benchlab.errors import UserError
+from benchlab.errors import ExitCode, UserError
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store
@@ -125,7 +125,7 @@ def tune(
     _show_tune(done.outcome, store, results, exporter, output, app_spec)
     if done.outcome.status == "interrupted":
         console.print("interrupted: what was measured is kept; continue with --resume")
-        raise typer.Exit(130)
+        raise typer.Exit(ExitCode.INTERRUPTED)
 
 
 def _refuse_conflicts(
