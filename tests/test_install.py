@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,9 +40,14 @@ def _run(
 def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> None:
     dist, venv, work = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
     cache = tmp_path / "cache"
-    built = _run(UV, "build", "--wheel", "--out-dir", dist, REPO, cwd=tmp_path)
+    built = _run(UV, "build", "--sdist", "--wheel", "--out-dir", dist, REPO, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     (wheel,) = dist.glob("benchlab-*.whl")
+    (sdist,) = dist.glob("benchlab-*.tar.gz")
+    # As PyPI would take them: metadata complete, the README renders, the licence is in both.
+    checked = _run(sys.executable, "-m", "twine", "check", "--strict", wheel, sdist, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "LICENSE" in " ".join(zipfile.ZipFile(wheel).namelist())
     assert _run(UV, "venv", "--python", sys.executable, venv, cwd=tmp_path).returncode == 0
     installed = _run(
         UV, "pip", "install", "--python", venv / "bin" / "python", wheel,
@@ -52,6 +59,12 @@ def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> No
     benchlab = venv / "bin" / "benchlab"
     listed = _run(benchlab, "recipes", cwd=work, cache=cache)
     assert listed.returncode == 0 and "seed-000-gin-vs-python" in listed.stdout, listed.stderr
+    # The version is the package's, read from its metadata.
+    shown = _run(benchlab, "--version", cwd=work)
+    assert (
+        shown.stdout.strip()
+        == f"benchlab {tomllib.loads((REPO / 'pyproject.toml').read_text())['project']['version']}"
+    )
     run = _run(
         benchlab, "run", "quick", "--duration", "1", "--trials", "1", "--warmup", "0",
         "--results", "r.db",
