@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -117,6 +118,8 @@ def wait_answering(port: int, path: str, server: subprocess.Popen, seconds: floa
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2):
                 return
+        except urllib.error.HTTPError:
+            return  # it answered (a redirect's target, an auth challenge): it is up
         except OSError:
             time.sleep(0.2)
     sys.exit(f"nothing answered on 127.0.0.1:{port} in {seconds:.0f} s")

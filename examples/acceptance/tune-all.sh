@@ -52,7 +52,7 @@ replay() {
     done
     if [ -n "$db" ]; then  # the app's database: benchlab's PostgreSQL, set up as tune did
         local dsn
-        dsn=$("$REPO/lab" services up --no-pgbouncer --no-mariadb --no-redis | awk '/^postgres /{print $2}')
+        dsn=$("$REPO/lab" services up --no-pgbouncer --no-mariadb --no-redis | awk '/^postgresql /{print $2}')
         env=(--env "DATABASE_URL=$dsn")
         (cd "$ROOT/$dir" && PATH="$ROOT/$name/bin:$PATH" DATABASE_URL=$dsn bash -c "$SETUP") \
             >> "$OUT/$name.replay.log" 2>&1
