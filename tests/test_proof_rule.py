@@ -43,7 +43,6 @@ CORES = CoreAssignment((0,), (1,))
 ORIGIN_NS = 1_764_000_000 * 10**9
 APP = (Expectation("/app", None, None, contract=False),)
 KNEE = 0.9  # above this share of its capacity, the model stalls one window in four
-ALONE_MS = 10.0  # its latency alone: the proof's bound is 10 + (100 - 10) / 2 = 55 ms
 
 
 def model_server(capacity_rps: float) -> Callable[[LoadRequest], LoadResult]:
@@ -120,15 +119,13 @@ def _tune_with_a_proof(
         session.add_cells([closed, search])
         first_pass, searched = session.cell_ids[closed], session.cell_ids[search]
         store.add_trial(first_pass, dataclasses.replace(held_trial(0, 2000.0), target_rate=None))
-        alone = dataclasses.replace(held_trial(0, 100.0), probe="alone", latency_p50_ms=ALONE_MS)
-        store.add_trial(first_pass, alone)
         store.mark_cell(first_pass, "ok")
         store.set_cell_rates(searched, None, 2000.0)
         for r, found in enumerate(replicates):
             store.add_capacity(searched, CapacityRecord(r, found, found, found * 1.05, 5))
             store.add_trial(searched, held_trial(r, found, probe="search"))
         store.mark_cell(searched, "ok")
-        prove(session, Measurer(session, MeasureOptions()), [Searched(candidate, search, closed)],
+        prove(session, Measurer(session, MeasureOptions()), [Searched(candidate, search)],
               CORES, 64, said.append)  # fmt: skip
     return store, session.run_id, said
 
@@ -149,22 +146,20 @@ def test_a_rate_that_misses_one_window_in_four_steps_down_to_one_that_holds_ever
     # whole replay would have passed it.
     assert len(over) == len(first["windows_p99_ms"]) // 4, first
     assert first["p99_ms"] <= SLO_MS, first
-    assert first["missed"] == f"p99 over 55 ms in {len(over)} of its 30 2-s windows (worst 300 ms)"
-    assert first["bound_ms"] == 55.0
+    assert f"in {len(over)} of its 30 2-s windows" in first["missed"]
     assert final["held"] and final["rate"] == capacity.step_down(1000.0) == 850.0
     assert all(w <= SLO_MS for w in final["windows_p99_ms"])
     best = report["recommendation"]
     assert best["run_at_rps"] == 850.0
     assert best["run_at_margin_pct"] == 100 * (1 - 850 / 1040)  # the capacity's median
     assert best["replicates_rps"] == {"low": 1000.0, "high": 1080.0}
-    assert "every ~2-s window" in best["run_at_rule"] and "half the room" in best["run_at_rule"]
-    assert any("held 850 req/s for 60 s (every one of its 30 windows under 55 ms" in s
-               for s in said), said  # fmt: skip
+    assert "every ~2-s window" in best["run_at_rule"]
+    assert any("held 850 req/s for 60 s (every one of its 30 windows" in s for s in said), said
     out = io.StringIO()
     render_table(summarise(store, run_id), Console(file=out, width=200))
     text = " ".join(out.getvalue().split())
     assert "run it at up to 850 req/s" in text, text
-    assert "(its 30 2-s windows: p99 5.00–5.00 ms; 30 of 30 held under 55 ms)" in text, text
+    assert "(its 30 2-s windows: p99 5.00–5.00 ms; 30 of 30 held)" in text, text
     assert "margin: 850 req/s is 18 % under the capacity's median (1,040 req/s)" in text, text
     assert "its 3 replicates held 1,000–1,080 req/s" in text, text
 

@@ -135,22 +135,6 @@ def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
 # that misses one window in ten passes with probability 0.9³⁰ ≈ 4 %. A 2-s window under the
 # target in every part of a replay leaves no 10-s window a user sees over it.
 PROOF_WINDOWS_MISSED = 0
-# ... and under a bound with headroom: half the room the p99 target leaves above the app's own
-# latency alone. Measured (issue 38): Wagtail's proof held 41 req/s with every window under
-# 100 ms, its worst 64 ms, and a longer independent replay then missed 2 of 9 10-s windows
-# (106, 126 ms); the apps whose worst proof window stayed under ~40 % of the target held
-# every replayed window. Near a capacity a window's p99 drifts, so the rate to run at keeps
-# the tail within half its room.
-PROOF_HEADROOM = 0.5
-
-
-def proof_bound_ms(p99_target_ms: float, alone_ms: float | None) -> float:
-    """The p99 every proof window must stay under: the latency alone plus PROOF_HEADROOM of
-    the room the target leaves above it."""
-    alone = min(alone_ms or 0.0, p99_target_ms)
-    return alone + PROOF_HEADROOM * (p99_target_ms - alone)
-
-
 PROOF_S = 60  # tune --proof's default: 30 windows of 2 s
 SHORTEST_PROOF_S = 10  # five windows: with fewer, one window is most of the replay
 
@@ -159,10 +143,10 @@ def windows_over(windows: Sequence[float], p99_ms: float) -> list[float]:
     return [w for w in windows if w > p99_ms]
 
 
-def proof_miss(trial: TrialRecord, target: Target, bound_ms: float | None = None) -> str | None:
+def proof_miss(trial: TrialRecord, target: Target) -> str | None:
     """Why a proof's replay did not hold: its load not delivered, a queue that grew through
-    it, p50 over its target, or any of its windows with a p99 over `bound_ms` (default the
-    target; tune's proof: proof_bound_ms) — the whole replay's p99 when it has no windows."""
+    it, p50 over its target, or any of its windows with a p99 over the target (the whole
+    replay's p99 when it has no windows)."""
     undelivered = _undelivered(trial, target)
     if undelivered is not None:
         return undelivered
@@ -174,12 +158,11 @@ def proof_miss(trial: TrialRecord, target: Target, bound_ms: float | None = None
     windows = trial.windows_p99
     if not windows or target.p99_ms is None:
         return misses(trial, target)
-    bound = target.p99_ms if bound_ms is None else round(bound_ms, 1)
-    over = windows_over(windows, bound)
+    over = windows_over(windows, target.p99_ms)
     if len(over) > PROOF_WINDOWS_MISSED:
         seconds = trial.duration_s / len(windows)
         return (
-            f"p99 over {bound:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
+            f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
             f"windows (worst {max(over):,.0f} ms)"
         )
     return None

@@ -18,14 +18,12 @@ class ProofJudgement:
     held: bool
     missed: str | None  # why it did not hold, in words
     windows_p99_ms: tuple[float, ...] = ()
-    bound_ms: float | None = None  # what each window had to stay under (None: the target)
 
     def facts(self) -> dict[str, Any]:
         return {
             PROOF: {
                 "of_cell": self.of_cell, "of": self.of, "step": self.step, "held": self.held,
                 "missed": self.missed, "windows_p99_ms": list(self.windows_p99_ms),
-                "bound_ms": self.bound_ms,
             }
         }  # fmt: skip
 
@@ -47,5 +45,4 @@ class ProofJudgement:
             held=bool(found.get("held")),
             missed=found.get("missed"),
             windows_p99_ms=tuple(found.get("windows_p99_ms") or ()),
-            bound_ms=found.get("bound_ms"),
         )

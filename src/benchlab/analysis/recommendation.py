@@ -88,14 +88,12 @@ class ProofStep:
     missed: str | None  # why not, when it did not hold
     duration_s: float
     windows_p99_ms: tuple[float, ...] = ()  # the p99 of each of its consecutive windows
-    bound_ms: float | None = None  # what each window had to stay under (None: the target)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rate": self.rate, "p99_ms": self.p99_ms, "errors": self.errors,
             "delivered": self.delivered, "held": self.held, "missed": self.missed,
             "duration_s": self.duration_s, "windows_p99_ms": list(self.windows_p99_ms),
-            "bound_ms": self.bound_ms,
         }  # fmt: skip
 
 
@@ -116,9 +114,8 @@ class Proof:
 
 # How the rate to run at is chosen (capacity.proof_miss judges it).
 RUN_AT_RULE = (
-    "the highest rate whose replay of the printed command kept every ~2-s window's p99 under "
-    "its bound (the latency alone plus half the room the target leaves above it), from the "
-    "lowest replicate's capacity down in steps"
+    "the highest rate whose replay of the printed command held the p99 target in every ~2-s "
+    "window, from the lowest replicate's capacity down in steps"
 )
 RUN_AT_UNPROVED = "the lowest replicate's capacity (no replay proved it)"
 
@@ -218,7 +215,6 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
                     missed=judged.missed,
                     duration_s=cell.duration_s,
                     windows_p99_ms=judged.windows_p99_ms,
-                    bound_ms=judged.bound_ms,
                 ),
             )
         )

@@ -12,7 +12,6 @@ import math
 import os
 import shutil
 import signal
-import statistics
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,12 +343,6 @@ class Session:
     def trials_of(self, cell: Cell) -> list[TrialRecord]:
         """The cell's stored trials, in order, without the capacity search's probes."""
         return [t for t in self.store.trials(self.cell_ids[cell]) if t.probe is None]
-
-    def alone_ms(self, cell: Cell) -> float | None:
-        """The median latency of the cell's requests alone (one connection), where measured."""
-        alone = [t.latency_p50_ms for t in self.store.trials(self.cell_ids[cell])
-                 if t.probe == "alone" and t.latency_p50_ms is not None]  # fmt: skip
-        return statistics.median(alone) if alone else None
 
     def capacities_of(self, cell: Cell) -> list[CapacityRecord]:
         """The cell's stored capacity search replicates, in order."""

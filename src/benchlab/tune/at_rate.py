@@ -16,7 +16,7 @@ from benchlab.analysis import capacity
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
-from benchlab.tune.proof import PROOF_S, Searched, bound_of, held_text, proof_cell, proof_cost_s
+from benchlab.tune.proof import PROOF_S, Searched, held_text, proof_cell, proof_cost_s
 
 
 def reachable(session: Session, first_pass: list[Searched], rate: float) -> list[Searched]:
@@ -73,15 +73,14 @@ def cheapest_at(
         if failure is not None or not trials:
             say(f"{label} at {rate:,.0f} req/s: {failure.reason if failure else 'no trial'}")
             continue
-        bound = bound_of(session, entry)
-        missed = capacity.proof_miss(trials[-1], target, bound)
+        missed = capacity.proof_miss(trials[-1], target)
         judged = ProofJudgement(
             of_cell=entry.cell.key, of=label, step=0, held=missed is None, missed=missed,
-            windows_p99_ms=tuple(trials[-1].windows_p99 or ()), bound_ms=bound,
+            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
         )  # fmt: skip
         session.add_cell_facts(cell, judged.facts())
         if missed is None:
-            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms, bound)
+            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
             say(f"{label} held {rate:,.0f} req/s for {proof_s} s ({held}): the cheapest")
             return entry
         say(f"{label} missed {rate:,.0f} req/s over {proof_s} s ({missed})")

@@ -408,7 +408,6 @@ def _search_and_prove(
     cores = session.plan.cores
     found = [entry.candidate for entry in first_pass]
     survivors = _survivors(session, found, [entry.cell for entry in first_pass], most)
-    firsts = {entry.candidate: entry.cell for entry in first_pass}
     session.reporter.extend(
         len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates
     )
@@ -423,9 +422,7 @@ def _search_and_prove(
     session.set_deadline(request.budget_min * 60 - proof_cost_s(request.proof_s) * proofs)
     measurer.measure(search_cells, replicates)
     session.set_deadline(request.budget_min * 60)
-    searched = [
-        Searched(c, cell, firsts[c]) for c, cell in zip(survivors, search_cells, strict=True)
-    ]
+    searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
     prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
     return survivors
 

@@ -36,20 +36,10 @@ def proof_cost_s(proof_s: float = PROOF_S) -> float:
 
 @dataclass(frozen=True)
 class Searched:
-    """A candidate of the capacity search and its cell (and its first pass's, whose latency
-    alone sets the proof's bound)."""
+    """A candidate of the capacity search and its cell."""
 
     candidate: Candidate
     cell: Cell
-    first: Cell | None = None
-
-
-def bound_of(session: Session, entry: Searched) -> float:
-    """The p99 each proof window must stay under (capacity.proof_bound_ms)."""
-    target = session.slo_target()
-    assert target.p99_ms is not None, "tune's target is a p99"
-    alone = session.alone_ms(entry.first or entry.cell)
-    return round(capacity.proof_bound_ms(target.p99_ms, alone), 1)
 
 
 def best_searched(
@@ -100,7 +90,6 @@ def prove(
     entry, capacities = best
     rate = capacity.rate_to_run_at(capacities)
     target = session.slo_target()
-    bound = bound_of(session, entry)
     label = session.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
@@ -118,14 +107,14 @@ def prove(
         if failure is not None or not trials:
             say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
             return
-        missed = capacity.proof_miss(trials[-1], target, bound)
+        missed = capacity.proof_miss(trials[-1], target)
         judged = ProofJudgement(
             of_cell=entry.cell.key, of=label, step=step, held=missed is None, missed=missed,
-            windows_p99_ms=tuple(trials[-1].windows_p99 or ()), bound_ms=bound,
+            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
         )  # fmt: skip
         session.add_cell_facts(cell, judged.facts())
         if missed is None:
-            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms, bound)
+            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for "
                 f"{proof_s} s ({held})")  # fmt: skip
             return
@@ -134,10 +123,10 @@ def prove(
             + (f"; trying {rate:,.0f}" if step + 1 < PROOF_STEPS else ""))  # fmt: skip
 
 
-def held_text(windows: list[float], p99_ms: float | None, bound_ms: float) -> str:
+def held_text(windows: list[float], p99_ms: float | None) -> str:
     if not windows:
         return f"p99 {p99_ms or 0.0:,.1f} ms"
     return (
-        f"every one of its {len(windows)} windows under {bound_ms:g} ms: p99 "
+        f"every one of its {len(windows)} windows under the target: p99 "
         f"{min(windows):,.1f}–{max(windows):,.1f} ms"
     )
