@@ -186,3 +186,31 @@ def test_a_proof_names_the_cell_it_replayed_and_old_runs_match_by_label() -> Non
     stored_before = ProofJudgement.of_facts({"proof": {"of": "gunicorn w=2", "held": True}})
     assert stored_before is not None and stored_before.proves("any key", "gunicorn w=2")
     assert ProofJudgement.of_facts({}) is None
+
+
+# The proof windows measured on 2026-11-26 (examples/README.md), each replayed independently
+# afterwards at the same rate: 3 × 10 s and 60 s (examples/acceptance/replay.py).
+WAGTAIL_41 = [77, 24, 30, 21, 17, 17, 18, 17, 23, 50, 57, 64]  # replay: 2 of 9 windows over
+KINTO_237 = [81, 19, 44, 50, 61, 22, 27, 26, 26, 24, 22, 28, 24, 23, 26, 16, 16, 18, 60, 30,
+             16, 27, 21, 23, 30, 98, 56, 27, 100, 30]  # fmt: skip  # replay: 9 of 9 held
+DATASETTE_157 = [42, 13, 46, 14, 10, 9, 11, 18, 41, 29, 20, 46, 12, 9, 21, 20, 50, 24, 14, 32,
+                 23, 31, 28, 24, 29, 29, 36, 27, 25, 38]  # fmt: skip  # replay: 9 of 9 held
+RADICALE_44 = [72, 22, 25, 20, 22, 25, 29, 39, 34, 39, 30, 20, 21]  # replay: 9 of 9 held
+
+
+def test_a_tail_that_rises_through_the_replay_is_a_miss_and_single_spikes_are_not() -> None:
+    def judged(windows: list[int]) -> str | None:
+        trial = dataclasses.replace(
+            held_trial(0, 40.0), latency_p99_ms=float(max(windows)), duration_s=60.0,
+            window_p99_ms=json.dumps([float(w) for w in windows]),
+        )  # fmt: skip
+        return capacity.proof_miss(trial, SLO)
+
+    # Every window under 100 ms, but its last quarter at 2.9× the windows before it.
+    assert judged(WAGTAIL_41) == (
+        "its tail rose through the replay: p99 57 ms in its last 3 windows against 20 ms "
+        "before (it drifts toward the target)"
+    )
+    for held in (KINTO_237, DATASETTE_157, RADICALE_44):
+        assert judged(held) is None, held
+    assert capacity.tail_rose([5.0] * 4 + [50.0] * 3) is None  # too few windows for a trend
