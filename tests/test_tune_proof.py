@@ -17,7 +17,7 @@ from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
 from benchlab.recipe import Cell
 from benchlab.store import CapacityRecord, RunInfo, Store
-from benchlab.tune.driver import fit_search, search_cost
+from benchlab.tune.driver import fit_search, replicate_overrun_s, search_cost
 from benchlab.tune.proof import proof_cost_s
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
@@ -53,8 +53,9 @@ def test_a_sustained_window_holds_only_if_no_queue_grew_through_it() -> None:
 
 
 def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
-    left = 3 * search_cost(4) + proof_cost_s()
+    left = 3 * search_cost(4) + proof_cost_s() + replicate_overrun_s()
     assert fit_search(3, left) == (3, 4)
+    assert fit_search(3, left - 1) != (3, 4)  # the proof's room includes a replicate's overrun
     survivors, replicates = fit_search(3, left, slower=1.6) or (0, 0)
     assert survivors * search_cost(replicates) < 3 * search_cost(4)
     # Without the proof's reserve the same seconds hold more.

@@ -192,13 +192,18 @@ def search_cost(replicates: int) -> float:
     return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe + confirm)
 
 
+def replicate_overrun_s() -> float:
+    """How far past the search's deadline a replicate launched just before it runs."""
+    return search_cost(2) - search_cost(1)
+
+
 def fit_search(
     most: int, seconds: float, proofs: int = 1, slower: float = 1.0, proof_s: int = PROOF_S
 ) -> tuple[int, int] | None:
     """(survivors, replicates) whose search (and `proofs` replays) fit in `seconds`:
     replicates first (down to 2), then survivors (down to 1), then a single replicate.
     `slower`: how much longer than planned this machine's steps took (the first pass says)."""
-    reserve = proof_cost_s(proof_s) * proofs
+    reserve = proof_cost_s(proof_s) * proofs + (replicate_overrun_s() if proofs else 0.0)
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
@@ -418,8 +423,11 @@ def _search_and_prove(
     search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
     session.add_cells(search_cells)
     session.prepare(search_cells)
-    # The search stops launching where the proof's time begins; the proof has the rest.
-    session.set_deadline(request.budget_min * 60 - proof_cost_s(request.proof_s) * proofs)
+    # The search stops launching where the proof's time begins, less what a replicate
+    # launched just before that takes (measured: 13 s over, and no room left for a step down).
+    session.set_deadline(
+        request.budget_min * 60 - proof_cost_s(request.proof_s) * proofs - replicate_overrun_s()
+    )
     measurer.measure(search_cells, replicates)
     session.set_deadline(request.budget_min * 60)
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
