@@ -40,6 +40,7 @@ LONG_S = 60
 WINDOW_S = 10
 CONNECTIONS = 256  # as tune's search and proof loaded it
 SERVER_CORE, LOAD_CORE = "0", "1"
+MAX_ERROR_SHARE = 0.001  # tune's target allows 0.1 % errors ([slo] max_error_pct)
 
 
 def free_port() -> int:
@@ -171,7 +172,8 @@ def main() -> int:
     whole = p99_ms([r[2] for r in long_rows])
     failed = sum(w[2] for w in (*seen, *long_windows))
     every = [*seen, *long_windows]
-    held = sum(1 for w in every if w[0] <= args.slo_ms and w[2] == 0)
+    # A window holds as tune's target does: p99 under it, errors within its allowance.
+    held = sum(1 for w in every if w[0] <= args.slo_ms and w[2] <= MAX_ERROR_SHARE * w[1])
     shown = lambda ws: ", ".join(f"{w[0]:,.1f}" for w in ws)  # noqa: E731
     ok = held == len(every) and whole <= args.slo_ms
     print(
