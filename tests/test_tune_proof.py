@@ -197,6 +197,24 @@ KINTO_237 = [81, 19, 44, 50, 61, 22, 27, 26, 26, 24, 22, 28, 24, 23, 26, 16, 16,
 DATASETTE_157 = [42, 13, 46, 14, 10, 9, 11, 18, 41, 29, 20, 46, 12, 9, 21, 20, 50, 24, 14, 32,
                  23, 31, 28, 24, 29, 29, 36, 27, 25, 38]  # fmt: skip  # replay: 9 of 9 held
 RADICALE_44 = [72, 22, 25, 20, 22, 25, 29, 39, 34, 39, 30, 20, 21]  # replay: 9 of 9 held
+HTTPBIN_300 = [38, 5, 8, 5, 6, 4, 15, 10, 5, 15, 10, 17, 12, 6, 19]
+HTTPBIN_300 += [
+    35,
+    20,
+    10,
+    23,
+    21,
+    15,
+    59,
+    15,
+    22,
+    15,
+    26,
+    53,
+    86,
+    19,
+    29,
+]  # replay: 1 of 9 over (111 ms)
 
 
 def test_a_tail_that_rises_through_the_replay_is_a_miss_and_single_spikes_are_not() -> None:
@@ -207,11 +225,12 @@ def test_a_tail_that_rises_through_the_replay_is_a_miss_and_single_spikes_are_no
         )  # fmt: skip
         return capacity.proof_miss(trial, SLO)
 
-    # Every window under 100 ms, but its last quarter at 2.9× the windows before it.
+    # Every window under 100 ms, but its last quarter at 2.9× (and 1.9×) the windows before.
     assert judged(WAGTAIL_41) == (
         "its tail rose through the replay: p99 57 ms in its last 3 windows against 20 ms "
         "before (it drifts toward the target)"
     )
+    assert (judged(HTTPBIN_300) or "").startswith("its tail rose through the replay")
     for held in (KINTO_237, DATASETTE_157, RADICALE_44):
         assert judged(held) is None, held
     assert capacity.tail_rose([5.0] * 4 + [50.0] * 3) is None  # too few windows for a trend
