@@ -148,10 +148,13 @@ class Recommendation:
 
     @property
     def short_pct(self) -> float | None:
-        """--rate, when nothing held it: how far under it the most that holds is."""
+        """--rate, when nothing held it: how far under it the most that holds is (None when
+        the most that holds is at or above it: the search's best held more than was asked)."""
         if self.goal_rps is None or self.holds_goal:
             return None
         run_at = self.run_at or 0.0
+        if run_at >= self.goal_rps:
+            return None
         return 100.0 * (1.0 - run_at / self.goal_rps)
 
     @property
@@ -183,7 +186,11 @@ class Recommendation:
             "replicates_rps": {"low": min(held), "high": max(held)} if held else None,
             "rate_goal": None
             if self.goal_rps is None
-            else {"rps": self.goal_rps, "held": self.holds_goal, "short_pct": self.short_pct},
+            else {
+                "rps": self.goal_rps,
+                "held": self.holds_goal or (self.run_at or 0.0) >= self.goal_rps,
+                "short_pct": self.short_pct,
+            },
             "proof": self.proof.to_json() if self.proof else None,
             "closed_loop_rps": best["closed_loop_rps"],
             "provisional": self.provisional,

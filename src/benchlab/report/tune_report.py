@@ -164,6 +164,13 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip
     lines.append(f"  why: {recommendation.reason}")
+    goal, most = recommendation.goal_rps, recommendation.run_at
+    if goal is not None and not recommendation.holds_goal and most is not None and most >= goal:
+        lines.append(
+            f"  goal: the replays at {F.THROUGHPUT.format(goal)} req/s of the cheaper candidates "
+            f"missed; this one, searched, holds {F.THROUGHPUT.format(most)} req/s, more than "
+            "asked"
+        )
     short = recommendation.short_pct
     if short is not None and recommendation.goal_rps is not None:
         most = recommendation.run_at
