@@ -76,7 +76,6 @@ def _serve(
         ("gin", "h2", "HTTP/2 over TLSv1.3"),
         ("gin", "h2c", "HTTP/2"),
         ("fastapi+granian", "h2", "HTTP/2 over TLSv1.3"),
-        ("starlette+gunicorn-asgi", "h2", "HTTP/2 over TLSv1.3"),
         ("starlette+gunicorn-asgi", "h1-tls", "HTTP/1.1 over TLSv1.3"),
         ("flask+gunicorn-gthread", "h1-tls", "HTTP/1.1 over TLSv1.3"),
     ],

@@ -57,9 +57,6 @@ CATALOGUE_BEFORE = {
     ],
     # Added with issue 38: gunicorn's native ASGI worker, its HTTP/2 over its own TLS.
     ("starlette+gunicorn-asgi", "h1"): GUNICORN_ASGI,
-    ("starlette+gunicorn-asgi", "h2"): [
-        *GUNICORN_ASGI[:-4], "--http-protocols", "h2,h1", *GUNICORN_ASGI[-4:], *TLS_GUNICORN,
-    ],
     ("flask+uwsgi", "h1"): [
         str(Path(PY).with_name("uwsgi")), "--http11-socket", BIND, "--master", "--processes",
         "2", "--threads", "4", "--enable-threads", "--disable-logging", "--die-on-term",

@@ -213,13 +213,8 @@ def _gunicorn(kind: ServerKind, s: Settings) -> list[str]:
 
 def _gunicorn_asgi(kind: ServerKind, s: Settings) -> list[str]:
     """gunicorn's native ASGI worker (gunicorn ≥ 24): uvloop pinned in the catalogue as
-    uvicorn's is, and HTTP/2 over its TLS only when asked (its default is HTTP/1.1 only)."""
-    if kind.worker_class != "asgi":
-        return []
-    return [
-        *(["--asgi-loop", "uvloop"] if s.pinned else []),
-        *(["--http-protocols", "h2,h1"] if s.protocol == "h2" else []),
-    ]
+    uvicorn's is."""
+    return ["--asgi-loop", "uvloop"] if kind.worker_class == "asgi" and s.pinned else []
 
 
 def _uvicorn(kind: ServerKind, s: Settings) -> list[str]:
@@ -338,8 +333,9 @@ SERVER_KINDS = (
     ServerKind("gunicorn-uvicorn", GUNICORN, "uvicorn-worker", "asgi", A, None, ASYNC_LOOP,
                "gunicorn + uvicorn-worker", "uvicorn_worker.UvicornWorker", protocols=H1_TLS,
                needs=(UVICORN_WORKER,)),
+    # Its HTTP/2 answers carry no Date header (the endpoint contract's): h2 is not offered.
     ServerKind("gunicorn-asgi", GUNICORN, "asgi", "asgi", A, None, ASYNC_LOOP,
-               "gunicorn (native asgi workers, uvloop)", protocols=(*H1_TLS, "h2"), since=(24,)),
+               "gunicorn (native asgi workers, uvloop)", protocols=H1_TLS, since=(24,)),
     ServerKind("granian-asgi", GRANIAN, "asgi", "asgi", A, None, RUST_IO,
                "granian (--interface asgi)", protocols=EVERY_PROTOCOL),
     ServerKind("hypercorn", HYPERCORN, "asgi", "asgi", A, None, ASYNC_LOOP,
