@@ -82,26 +82,18 @@ def _runnable(stacks: dict) -> dict:
     }
 
 
-def _tune_with_a_proof(
-    tmp_path: Path, capacity_rps: float, replicates: list[float]
-) -> tuple[Store, str, list[str]]:
-    """A tune whose search found `replicates` for gthread w=1 t=16, then its proof."""
-    kind = KIND_BY_NAME["gunicorn-gthread"]
-    candidate = Candidate(kind, 1, 16)
-    executor = FakeExecutor({
-        f"{kind.name}-as-printed": FakeStack(result_at=model_server(capacity_rps)),
-        kind.name: FakeStack(),
-    })  # fmt: skip
-    slo = Slo(p99_ms=SLO_MS, sustain_s=8)
+def _tune_session(
+    store: Store, executor: FakeExecutor, slo: Slo, tune_options: dict[str, object]
+) -> Session:
+    """A tune's session on the in-process executor, its candidates tune's own stacks."""
     recipe = Recipe(
         name="tune app:app", stacks=["tune"], scenarios=[SCENARIO], slo=slo,
         load=[LoadProfile(tool="vegeta", connections=64, duration=2, timeout=2)],
     )  # fmt: skip
-    tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": SLO_MS}
+    tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": SLO_MS,
+            **tune_options}  # fmt: skip
     options = dataclasses.replace(RunOptions.from_recipe(recipe), tune=tune).to_json()
-    store = Store(tmp_path / "results.db")
-    said: list[str] = []
-    session = Session(
+    return Session(
         Plan(recipe, Path("app.py"), "", CORES, (), local_only(CORES)), store,
         LineReporter(Console(file=io.StringIO())),
         SessionOptions(
@@ -112,6 +104,21 @@ def _tune_with_a_proof(
                              None, (0,), (1,), dict(MACHINE), options),
         ),
     )  # fmt: skip
+
+
+def _tune_with_a_proof(
+    tmp_path: Path, capacity_rps: float, replicates: list[float]
+) -> tuple[Store, str, list[str]]:
+    """A tune whose search found `replicates` for gthread w=1 t=16, then its proof."""
+    kind = KIND_BY_NAME["gunicorn-gthread"]
+    candidate = Candidate(kind, 1, 16)
+    executor = FakeExecutor({
+        f"{kind.name}-as-printed": FakeStack(result_at=model_server(capacity_rps)),
+        kind.name: FakeStack(),
+    })  # fmt: skip
+    store = Store(tmp_path / "results.db")
+    said: list[str] = []
+    session = _tune_session(store, executor, Slo(p99_ms=SLO_MS, sustain_s=8), {})
     search = Cell(kind.name, SCENARIO, "vegeta", 64, 1, 2, 2, 1, server_threads=16,
                   mode=Mode.SLO)  # fmt: skip
     closed = dataclasses.replace(search, mode=Mode.CLOSED)
@@ -182,26 +189,9 @@ def _tune_at_rate(
            for k in kinds},
         **{k.name: FakeStack() for k in kinds},
     })  # fmt: skip
-    recipe = Recipe(
-        name="tune app:app", stacks=["tune"], scenarios=[SCENARIO], slo=Slo(p99_ms=SLO_MS),
-        load=[LoadProfile(tool="vegeta", connections=64, duration=2, timeout=2)],
-    )  # fmt: skip
-    tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": SLO_MS,
-            "rate": goal}  # fmt: skip
-    options = dataclasses.replace(RunOptions.from_recipe(recipe), tune=tune).to_json()
     store = Store(tmp_path / "results.db")
     said: list[str] = []
-    session = Session(
-        Plan(recipe, Path("app.py"), "", CORES, (), local_only(CORES)), store,
-        LineReporter(Console(file=io.StringIO())),
-        SessionOptions(
-            "benchlab tune app.py:app", deadline_s=900.0, executor=executor,
-            catalogue=_runnable(tune_candidates.catalogue(_info())),
-            scenarios={SCENARIO: Scenario(name=SCENARIO, description="GET /app", requests=APP)},
-            run_info=RunInfo("app.py:app", "tune app:app", "", "", "benchlab tune app.py:app",
-                             None, (0,), (1,), dict(MACHINE), options),
-        ),
-    )  # fmt: skip
+    session = _tune_session(store, executor, Slo(p99_ms=SLO_MS), {"rate": goal})
     first_pass = []
     with session.running(1):
         for kind in kinds:
