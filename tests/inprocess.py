@@ -38,12 +38,14 @@ from benchlab.report.progress import LineReporter
 from benchlab.runner import RunOutcome, SessionOptions, run_recipe
 from benchlab.runner.executor import Answering, StackLaunch, StackServer, TrialMonitors
 from benchlab.scenarios import Expectation
+from benchlab.server_counters import CounterSource, ThreadTimes
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.wire import Reply, Wire
 
 START_S = 2.0  # simulated seconds a start takes
 FIRST_PORT = 20_000
+COUNTERS_PORT_OFFSET = 10_000  # a launch's counters are served this far above its port
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class Figures:
     latency_p50_ms: float = 1.0  # the other percentiles follow from it
     cpu_pct: float = 100.0  # the server's, 100 = one core
     errors: int = 0  # non-2xx answers
+    # The server's own count (a stack with Stack.counters): its threads' GIL wait ÷ busy time.
+    gil_wait_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class FakeServer:
     log: list[str] = field(default_factory=lambda: ["started"])
     returncode: int | None = None
     last_usage: TreeUsage | None = None
+    thread_times: ThreadTimes = field(default_factory=lambda: ThreadTimes(0, 0))  # cumulative
 
     def alive(self) -> bool:
         return self.returncode is None
@@ -156,7 +161,8 @@ class FakeExecutor:
         problem = self.stacks[name].start_problem
         if problem is not None:
             server.returncode, server.log = 1, ["boom: cannot start"]
-        return Answering(server, server.port, problem, START_S)
+        counters_port = COUNTERS_PORT_OFFSET + server.port if launch.stack.counters else None
+        return Answering(server, server.port, problem, START_S, counters_port)
 
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
         assert isinstance(server, FakeServer)
@@ -208,6 +214,13 @@ class FakeExecutor:
         if script.dies_at_launch == server.launch:
             server.returncode, server.log = -9, [*server.log, "Killed"]
         figures = script.figures_for(scenario, server.launch)
+        if figures.gil_wait_share is not None:
+            busy = request.duration_s * 1e6  # one thread busy the whole trial
+            before = server.thread_times
+            server.thread_times = ThreadTimes(
+                round(before.gil_wait_us + figures.gil_wait_share * busy),
+                round(before.busy_us + busy),
+            )
         result = script.result_at(request) if script.result_at else _result(request, figures)
         server.last_usage = TreeUsage(
             figures.cpu_pct, 40.0, 2, figures.cpu_pct / 100 * request.duration_s, "fake"
@@ -216,6 +229,10 @@ class FakeExecutor:
             "local", "local", request.cores, request.connections, request.rate, result
         )
         return Generated(result, [share])
+
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        server = self.servers[port - COUNTERS_PORT_OFFSET]
+        return server.thread_times if server.alive() else None
 
     @contextmanager
     def monitors(
@@ -306,6 +323,7 @@ def run_inprocess(
     *,
     deadline_s: float | None = None,
     catalogue: Mapping[str, Stack] | None = None,
+    command: str = "benchlab run recipe.toml",
 ) -> InProcessRun:
     """The recipe (TOML text) run by the real runner on `executor`, stored in `directory`.
     Its stacks may be names of the test's own (made from gin's entry)."""
@@ -314,9 +332,7 @@ def run_inprocess(
     catalogue = catalogue or runnable_catalogue(list(executor.stacks))
     store = Store(directory / "results.db")
     output = io.StringIO()
-    options = SessionOptions(
-        "benchlab run recipe.toml", deadline_s=deadline_s, catalogue=catalogue, executor=executor
-    )
+    options = SessionOptions(command, deadline_s=deadline_s, catalogue=catalogue, executor=executor)
     reporter = LineReporter(Console(file=output, width=200))
     with _known(catalogue):
         recipe, text = load_recipe(path)

@@ -1,42 +1,61 @@
-"""The reports of a real run of recipes/quick.toml (short trials): the HTML page as headless
-Chromium renders it, on a laptop and a phone screen, and the Markdown as a Markdown parser
-reads it."""
+"""The reports of a run of recipes/quick.toml (its stacks, scenarios and load; short
+trials), run in process with figures this file sets: the HTML page as headless Chromium
+renders it, on a laptop and a phone screen, and the Markdown as a Markdown parser reads it.
+The page, not the figures: real runs write it in tests/test_failures.py and test_run.py."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
 from markdown_it import MarkdownIt
 
+from benchlab.analysis.summary import summarise
+from benchlab.report.html import render_html
 from tests.browser import open_page
-from tests.conftest import REPO, benchlab, short_tmp
+from tests.conftest import REPO, benchlab
+from tests.inprocess import FakeExecutor, FakeStack, Figures, run_inprocess
 
 ARTIFACTS = REPO / "test-artifacts"
 PHONE_WIDTH = 390
 # quick.toml has two grid points (plaintext, json): each its throughput and latency charts,
 # then the grid's heat map and rank chart.
 CHARTS = ("throughput", "latency", "throughput", "latency", "heatmap", "ranks")
+COMMAND = "benchlab run recipes/quick.toml --duration 1 --trials 2 --warmup 0"
+# Each stack's json throughput (plaintext: 1.5×) and p50; its launches alternate ±3 %.
+FIGURES = {
+    "nginx-static": (90_000.0, 0.6), "gin": (60_000.0, 0.9), "sanic": (30_000.0, 1.8),
+    "fastapi+uvicorn": (12_000.0, 4.5), "tornado": (6_000.0, 9.0),
+    "flask+gunicorn": (2_500.0, 20.0),
+}  # fmt: skip
 
-
-# Every test here reads one real quick run of about 40 s (no warm-up: the page, not the figures).
+# Chromium starts for every test here.
 pytestmark = pytest.mark.slow
+
+
+def _launches(rps: float, p50: float) -> list[Figures]:
+    return [Figures(rps * 1.03, p50 * 0.97), Figures(rps * 0.97, p50 * 1.03)]
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("quick")
-    tmp = short_tmp()
-    results, page = directory / "results.db", directory / "quick.html"
-    result = benchlab(
-        "run", "recipes/quick.toml", "--duration", "1", "--trials", "2", "--warmup", "0",
-        "--results", str(results), "--html", str(page), env={"TMPDIR": str(tmp)},
-    )  # fmt: skip
-    shutil.rmtree(tmp, ignore_errors=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"report: {page}" in " ".join(result.stdout.split())
+    recipe = (REPO / "recipes" / "quick.toml").read_text()
+    recipe = re.sub(r"(?m)^trials = 3$", "trials = 2", recipe)
+    recipe = re.sub(r"(?m)^warmup = 1$", "warmup = 0", recipe)
+    recipe = re.sub(r"(?m)^duration = 2$", "duration = 1", recipe)
+    stacks = {
+        stack: FakeStack({"json": _launches(rps, p50), "plaintext": _launches(1.5 * rps, p50)})
+        for stack, (rps, p50) in FIGURES.items()
+    }
+    executor = FakeExecutor(stacks)
+    with pytest.MonkeyPatch.context() as env:  # its step costs stay out of the machine's
+        env.setenv("BENCHLAB_CACHE", str(directory / "cache"))
+        run = run_inprocess(directory, recipe, executor, command=COMMAND)
+    assert run.outcome.status == "complete", run.output
+    results, page = run.store.path, directory / "quick.html"
+    page.write_text(render_html(summarise(run.store, run.run_id)))
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
     yield results, page, report
 
@@ -93,7 +112,7 @@ def test_the_page_renders_in_chromium_with_every_chart_and_cell(quick_run) -> No
     )
     question, top, reproduce = first_screen
     assert question.startswith("How do the core stacks compare") and top < 200
-    assert "benchlab run recipes/quick.toml --duration 1 --trials 2" in reproduce
+    assert COMMAND in reproduce
     assert (ARTIFACTS / "report-quick.png").stat().st_size > 50_000
 
 

@@ -192,6 +192,14 @@ def _hit_share(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | Non
     return hits / (hits + misses) if hits + misses else None
 
 
+def _gil_wait_share(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
+    """The server's own count over every trial: its threads' wait for the GIL ÷ their time
+    with a request (None: a server that keeps no such count)."""
+    counted = [t for t in trials if t.threads_busy_us is not None and t.gil_wait_us is not None]
+    busy = sum(t.threads_busy_us for t in counted)
+    return sum(t.gil_wait_us for t in counted) / busy if busy > 0 else None
+
+
 def _bytes_per_response(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
     """Bytes received ÷ responses, over every trial: what one answer costs the network."""
     requests = sum(t.requests or 0 for t in trials)
@@ -309,6 +317,12 @@ LOAD_CPU = _figure(
 STEAL = _figure(
     "server_steal_pct", "steal", "%", DOWN, E,
     "CPU time the hypervisor took from the server's cores", source=_median("server_steal_pct"),
+)  # fmt: skip
+GIL_WAIT = _figure(
+    "gil_wait_share", "GIL wait", "%", DOWN, V,
+    "the server's own count (granian's metrics): of its threads' time with a request, the "
+    "share spent waiting for the GIL", lambda v: f"{100 * v:.0f}",
+    source=Source(Combine.DERIVED, derive=_gil_wait_share),
 )  # fmt: skip
 RPS_PER_CPU = _figure(
     "rps_per_cpu_s", "req/CPU-s", "", UP, V, "requests served per second of server CPU",

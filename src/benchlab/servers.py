@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from benchlab.server_counters import GRANIAN_METRICS, CounterSource
 from benchlab.tls import TlsFiles
 
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
@@ -107,6 +108,7 @@ class Server:
     tls_flags: tuple[str, str] | None = None  # key, certificate
     factory_flag: str | None = None  # a flag that names a factory, called without arguments
     app_args: Callable[[AppRef], list[str]] | None = None  # None: the target, or the flag's
+    counters: CounterSource | None = None  # the counters it keeps of its own, when asked
 
     def program(self, s: Settings) -> list[str]:
         if not s.launched:
@@ -295,7 +297,8 @@ GUNICORN = Server("gunicorn", _package("gunicorn"), "gunicorn", "gunicorn", _gun
 UVICORN = Server("uvicorn", _package("uvicorn"), "uvicorn", "uvicorn", _uvicorn,
                  ("--ssl-keyfile", "--ssl-certfile"), "--factory")  # fmt: skip
 GRANIAN = Server("granian", _package("granian"), "granian", "granian", _granian,
-                 ("--ssl-keyfile", "--ssl-certificate"), "--factory")  # fmt: skip
+                 ("--ssl-keyfile", "--ssl-certificate"), "--factory",
+                 counters=GRANIAN_METRICS)  # fmt: skip
 HYPERCORN = Server("hypercorn", _package("hypercorn"), "hypercorn", "hypercorn", _hypercorn,
                    ("--keyfile", "--certfile"), app_args=_call_in_target)  # fmt: skip
 WAITRESS = Server("waitress", _package("waitress"), "waitress-serve", "waitress", _waitress,

@@ -68,7 +68,8 @@ def lock_timeout_s() -> float:
 # 4: cells.concurrency_limit, the name of what schemas 1-3 called cells.capacity (requests a
 # launch can hold at once; "capacity" is only req/s under the SLO). 5: runs.plan, the recipe
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
-SCHEMA_VERSION = 5
+# 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
+SCHEMA_VERSION = 6
 ID_ATTEMPTS = 5
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
@@ -124,6 +125,9 @@ class TrialRecord:
     window_p99_ms: str | None = None  # JSON list: p99 of each ~2-s window (before: each quarter)
     # JSON: a mix's requests by "METHOD path": requests, errors, p50_ms, p99_ms
     mix_parts: str | None = None
+    # Schema 6: the server's own counters of its threads (granian's metrics), µs in the trial.
+    gil_wait_us: int | None = None
+    threads_busy_us: int | None = None
 
     @property
     def errors(self) -> Errors:
@@ -163,6 +167,8 @@ class TrialExtras:
     pool_active_peak: int | None = None
     cache_hits: int | None = None
     cache_misses: int | None = None
+    gil_wait_us: int | None = None  # the server's own count: its threads' wait for the GIL
+    threads_busy_us: int | None = None  # ... and their time with a request (the wait included)
 
 
 def trial_record(

@@ -45,6 +45,9 @@ class CandidateResult:
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
     key: str | None = None  # its search cell's key (a proof names the cell it replayed)
     first_key: str | None = None  # its first-pass cell's key (what a --rate replay names)
+    # The server's own count in the first pass (a closed loop): its threads' wait for the
+    # GIL ÷ their time with a request; None: its server keeps no such count.
+    gil_wait_share: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -70,6 +73,7 @@ class CandidateResult:
             "cpu_us_per_request": self.cpu_us_per_request,
             "rss_mb": self.rss_mb,
             "latency_alone_ms": self.alone_ms,
+            "gil_wait_share": self.gil_wait_share,
             "verdicts": list(self.verdicts),
             "verdict_sentences": self.verdicts,
             "reason": self.reason,
@@ -305,6 +309,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 concurrency=served.concurrency,
                 key=found.key if found is not None else None,
                 first_key=first.key,
+                gil_wait_share=first.value(F.GIL_WAIT),
             )
         )
     return results
@@ -344,6 +349,7 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
         f"the highest closed-loop throughput of the {len(measured)} candidate(s) measured "
         f"({best.closed_rps:,.0f} req/s, every connection busy: not a rate to run at)"
     )
+    reason = _with_gil_wait(reason, best, results)
     return Recommendation(best, [], reason, _findings(results), missing)
 
 
@@ -392,9 +398,8 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
         (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
         key=_cost,
     )
-    return Recommendation(
-        best, equals, _reason(best, results), _findings(results), proof=_proof(summary, best)
-    )
+    reason = _with_gil_wait(_reason(best, results), best, results)
+    return Recommendation(best, equals, reason, _findings(results), proof=_proof(summary, best))
 
 
 def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
@@ -451,6 +456,43 @@ def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
         f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} req/s "
         "under the SLO)"
     )
+
+
+GIL_HIGH = 0.25  # a share of their busy time that threads waiting for the GIL are said to cost
+
+
+def _with_gil_wait(reason: str, best: CandidateResult, results: list[CandidateResult]) -> str:
+    waiting = _gil_wait(best, results)
+    return f"{reason}; {waiting}" if waiting is not None else reason
+
+
+def _gil_wait(best: CandidateResult, results: list[CandidateResult]) -> str | None:
+    """What the best candidate's server counted of its own threads' wait for the GIL, across
+    the thread counts its kind was tried with (same server, worker class and workers)."""
+    if best.gil_wait_share is None:
+        return None
+    group = sorted(
+        (
+            c for c in results
+            if (c.server, c.worker_class, c.workers) == (best.server, best.worker_class,
+                                                         best.workers)
+            and c.gil_wait_share is not None and c.threads
+        ),
+        key=lambda c: c.threads or 0,
+    )  # fmt: skip
+    if not group:
+        return None
+    shares = ", ".join(f"{100 * (c.gil_wait_share or 0):.0f} % at t={c.threads}" for c in group)
+    counted = f"{best.server}'s own counters, in a closed loop: {shares}"
+    high = next((c for c in group if (c.gil_wait_share or 0) >= GIL_HIGH), None)
+    below = [c for c in group if high is not None and (c.threads or 0) < (high.threads or 0)]
+    if high is not None and below:
+        share = 100 * (high.gil_wait_share or 0)
+        return (
+            f"threads beyond {below[-1].threads} wait on the GIL: {share:.0f} % of their busy "
+            f"time at t={high.threads} ({counted})"
+        )
+    return f"its threads waited on the GIL for part of their busy time ({counted})"
 
 
 def _cpu_compare(best: CandidateResult, others: list[CandidateResult]) -> str:

@@ -41,6 +41,7 @@ class Launched:
     workdir: Path
     round_index: int
     keep_alive: bool  # whether it keeps connections open (learnt before its first cell)
+    counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
 class CellRunner:
@@ -132,7 +133,7 @@ class CellRunner:
         def take(request: LoadRequest, probe: str | None) -> TrialRecord:
             return take_trial(
                 self.session, launched.server, cell, launched.round_index, request,
-                launched.workdir, probe,
+                launched.workdir, probe, launched.counters_port,
             )  # fmt: skip
 
         return take

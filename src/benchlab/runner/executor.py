@@ -23,6 +23,7 @@ from benchlab.monitor import CoreSteal, PeakSampler, ProcessTreeSampler, StealSa
 from benchlab.process import ManagedProcess, ProcessRegistry
 from benchlab.runner.launch import ServerPlace, start_answering
 from benchlab.scenarios import Expectation
+from benchlab.server_counters import CounterSource, ThreadTimes
 from benchlab.stacks import Stack
 from benchlab.tls import TlsFiles
 from benchlab.verify import keeps_alive, verify
@@ -62,6 +63,7 @@ class Answering:
     port: int
     problem: str | None  # why it does not answer; None: it does
     seconds: float  # from its start until it answered
+    counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
 class TrialMonitors(Protocol):
@@ -105,6 +107,9 @@ class Executor(Protocol):
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> AbstractContextManager[TrialMonitors]: ...
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        """The server's own counters of its threads' time, now (None: not answered)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,10 @@ class RealExecutor:
             registry, launch.stack, launch.place, launch.launch, launch.workdir, launch.env,
             launch.timeout, launch.on_port_taken, launch.wire, launch.tls, launch.user,
         )  # fmt: skip
-        return Answering(started.server, started.ctx.port, started.problem, started.seconds)
+        return Answering(
+            started.server, started.ctx.port, started.problem, started.seconds,
+            started.ctx.counters_port,
+        )  # fmt: skip
 
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
         registry.stop(_process(server), grace=grace)
@@ -183,6 +191,9 @@ class RealExecutor:
         workdir: Path,
     ) -> Generated:
         return run_generators(tool, request, places, registry, workdir)
+
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        return source.read(address, port)
 
     @contextlib.contextmanager
     def monitors(

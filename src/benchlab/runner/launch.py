@@ -136,6 +136,7 @@ def start_answering(
             host=place.address, port=free_port(), workdir=own, server_cores=place.cores,
             workers=workers, threads=threads, protocol=wire.protocol.name if wire else "h1",
             tls=tls, static_dir=Path(env[STATIC]) if env.get(STATIC) else None,
+            counters_port=free_port() if stack.counters is not None else None,
         )  # fmt: skip
         began = time.monotonic()
         server = start_stack(registry, stack, ctx, place.cores, env, place.host, user)

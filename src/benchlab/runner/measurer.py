@@ -243,7 +243,7 @@ class Measurer:
             alive = first.protocol != "h1" or session.executor.keeps_alive(
                 session.server_address, port, first_path
             )
-            launched = Launched(server, port, load_dir, round_index, alive)
+            launched = Launched(server, port, load_dir, round_index, alive, started.counters_port)
             self._run_cells(launched, cells, positions)
         except StackDied as died:
             session.fail_launch(first, str(died))

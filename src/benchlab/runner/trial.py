@@ -13,6 +13,7 @@ from benchlab.process import signals_deferred
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
 from benchlab.runner.session import Session
+from benchlab.server_counters import ThreadTimes
 from benchlab.services.redis_service import hit_counters
 from benchlab.store import TrialExtras, TrialRecord, now, trial_record
 
@@ -58,6 +59,22 @@ def _cache_counters(session: Session, needed: bool) -> tuple[int, int] | None:
         raise
 
 
+def _thread_times(session: Session, cell: Cell, port: int | None) -> ThreadTimes | None:
+    source = session.catalogue[cell.stack].counters
+    if port is None or source is None:
+        return None
+    return session.executor.thread_times(session.server_address, port, source)
+
+
+def _threads_since(before: ThreadTimes | None, after: ThreadTimes | None) -> ThreadTimes | None:
+    """What the trial added (None when a reading is missing, or a worker restarted and
+    its counters with it)."""
+    if before is None or after is None:
+        return None
+    added = after.since(before)
+    return added if added.gil_wait_us >= 0 and added.busy_us >= 0 else None
+
+
 def take_trial(
     session: Session,
     server: StackServer,
@@ -66,11 +83,14 @@ def take_trial(
     request: LoadRequest,
     workdir: Path,
     probe: str | None = None,
+    counters_port: int | None = None,
 ) -> TrialRecord:
     """One trial of `request` (at its rate, or in a closed loop), stored; `probe` names a
-    trial that is a step of something else (closed, alone, a search's step)."""
+    trial that is a step of something else (closed, alone, a search's step), and
+    `counters_port` where the server serves the counters it keeps of its own."""
     scenario = session.scenarios[cell.scenario]
     cache_before = _cache_counters(session, scenario.needs_cache)
+    threads_before = _thread_times(session, cell, counters_port)
     probes = session.probes if scenario.needs_database else {}
     # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
     # a finished trial is never lost to them.
@@ -98,11 +118,14 @@ def take_trial(
                 f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
             )
         cache_after = _cache_counters(session, scenario.needs_cache)
+        threads = _threads_since(threads_before, _thread_times(session, cell, counters_port))
         extras = TrialExtras(
             db_sessions_peak=monitors.peaks().get("db"),
             pool_active_peak=monitors.peaks().get("pool"),
             cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
             cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+            gil_wait_us=threads.gil_wait_us if threads else None,
+            threads_busy_us=threads.busy_us if threads else None,
         )
         record = trial_record(
             round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe

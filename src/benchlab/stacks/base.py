@@ -10,6 +10,7 @@ from pathlib import Path
 
 from benchlab.protocols import PROTOCOLS
 from benchlab.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.server_counters import CounterSource
 from benchlab.servers import PerWorker, ServerKind
 from benchlab.tls import TlsFiles
 
@@ -61,6 +62,7 @@ class LaunchContext:
     protocol: str = "h1"  # what the server speaks to its clients (protocols.PROTOCOLS)
     tls: TlsFiles | None = None  # its certificate and key, for a protocol over TLS
     static_dir: Path | None = None  # the static scenario's files ($BENCHLAB_STATIC_DIR)
+    counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class Stack:
     protocol_note: str = ""
     # The server kind of servers.py it runs under; None: the app starts its own server.
     served_by: ServerKind | None = None
+    # The counters its server keeps of its own, read around each trial (tune's candidates).
+    counters: CounterSource | None = None
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front

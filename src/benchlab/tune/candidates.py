@@ -89,9 +89,15 @@ def deploy_command(
 
 
 def stack_for(kind: Kind, info: AppInfo) -> Stack:
+    counters = kind.server.counters
+
     def launch(ctx: LaunchContext) -> Launch:
         argv = _server_argv(kind, info, ctx.host, ctx.port, ctx.workers, ctx.threads, ctx.workdir)
-        return Launch(argv=argv, env={**info.env_from_file, **info.env}, cwd=info.spec.directory)
+        env = {**info.env_from_file, **info.env}
+        if counters is not None and ctx.counters_port is not None:
+            # By its environment: the command line stays the one the user deploys.
+            env |= counters.environment(ctx.host, ctx.counters_port)
+        return Launch(argv=argv, env=env, cwd=info.spec.directory)
 
     def deploy(workers: int, threads: int | None) -> str:
         return deploy_command(kind, info, workers, threads)
@@ -111,6 +117,7 @@ def stack_for(kind: Kind, info: AppInfo) -> Stack:
         worker_class=kind.worker_class,
         isolated_env=True,
         served_by=kind,
+        counters=counters,
     )
 
 
@@ -132,7 +139,7 @@ def replay_stack_for(kind: Kind, info: AppInfo) -> Stack:
 
     return dataclasses.replace(
         searched, name=f"{kind.name}{REPLAY}", launch=launch,
-        framework=f"{searched.framework}, by its printed command",
+        framework=f"{searched.framework}, by its printed command", counters=None,
     )  # fmt: skip
 
 
