@@ -31,7 +31,7 @@ def test_a_tool_that_waits_outside_its_requests_is_caught_and_healthy_ones_are_n
         monkeypatch.setitem(CATALOGUE, mode, _misbehaving_stack(mode, mode))
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     profiles = "".join(
-        f"[[load]]\ntool = {json.dumps(t)}\nconnections = 4\nduration = 3\ntimeout = 3\n"
+        f"[[load]]\ntool = {json.dumps(t)}\nconnections = 4\nduration = 2\ntimeout = 2\n"
         for t in TOOLS
     )
     path = write_recipe(
