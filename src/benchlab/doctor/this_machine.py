@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from benchlab import go_toolchain
 from benchlab.doctor.check import Check
 from benchlab.load import TOOLS
 from benchlab.machine import frequency_governor
@@ -15,12 +16,6 @@ BUILT = " and ".join(name for name, tool in TOOLS.items() if tool.build is not N
 PROGRAMS = (
     ("taskset", "pins server and load tool to their cores", "apt-get install util-linux", True),
     ("nginx", "the nginx-static ceiling stack", "apt-get install nginx-light", True),
-    (
-        "go",
-        f"builds the Go stacks and {BUILT}",
-        "apt-get install golang (or go.dev/dl)",
-        True,
-    ),
     ("redis-server", "the cache scenario", "apt-get install redis-server", False),
     ("pgbouncer", "pooling in front of PostgreSQL", "apt-get install pgbouncer", False),
     ("mariadbd", "the MySQL scenarios", "apt-get install mariadb-server", False),
@@ -29,6 +24,27 @@ PROGRAMS = (
 
 def _which(program: str) -> str | None:
     return shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
+
+
+def _go_check() -> Check:
+    """Go by its version: the machine's when new enough, else benchlab's pinned one."""
+    needed = ".".join(map(str, go_toolchain.NEEDED))
+    found = go_toolchain.machine_go()
+    if found is not None and found[1] is not None and found[1][:2] >= go_toolchain.NEEDED:
+        return Check("go", True, f"{found[0]} (Go {'.'.join(map(str, found[1]))})")
+    machine = (
+        "none on PATH" if found is None
+        else f"{found[0]} is Go {'.'.join(map(str, found[1] or ())) or '?'}, older than {needed}"
+    )  # fmt: skip
+    pinned = go_toolchain.pinned_go()
+    if pinned.exists():
+        detail = f"{pinned} (benchlab's pinned Go {go_toolchain.VERSION}; {machine})"
+        return Check("go", True, detail)
+    return Check(
+        "go", False,
+        f"missing: Go ≥ {needed} builds the Go stacks and {BUILT} ({machine})",
+        f"benchlab build (installs the pinned Go {go_toolchain.VERSION} into its cache)",
+    )  # fmt: skip
 
 
 def doctor_checks() -> list[Check]:
@@ -46,6 +62,7 @@ def doctor_checks() -> list[Check]:
         path = _which(program)
         detail = f"{path}" if path else f"missing ({purpose})"
         checks.append(Check(program, path is not None, detail, "" if path else fix, required))
+    checks.append(_go_check())
     postgres = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
     checks.append(
         Check(

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from benchlab.build_cache import cache_dir
 from benchlab.errors import LoadToolError, UserError
+from benchlab.go_toolchain import build_env, go_command
 from benchlab.load.base import HttpTarget, LoadRequest
 from benchlab.load.request_records import Generator, Lines, read_results
 from benchlab.load.result import LoadResult
@@ -42,16 +42,12 @@ def build() -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     gobin = target.parent / "vegeta-build"
-    env = {**os.environ, "GOBIN": str(gobin), "GOFLAGS": "-trimpath", "CGO_ENABLED": "0"}
+    env = {**build_env(), "GOBIN": str(gobin), "GOFLAGS": "-trimpath", "CGO_ENABLED": "0"}
     try:
         result = subprocess.run(
-            ["go", "install", f"{MODULE}@{VERSION}"],
+            [go_command(), "install", f"{MODULE}@{VERSION}"],
             env=env, capture_output=True, text=True, check=False, timeout=600,
         )  # fmt: skip
-    except FileNotFoundError:
-        raise UserError(
-            "cannot build vegeta: 'go' is not installed (apt-get install golang, or Go from go.dev)"
-        ) from None
     except subprocess.TimeoutExpired:
         raise UserError("cannot build vegeta: 'go install' took over 10 minutes") from None
     if result.returncode != 0:
@@ -64,7 +60,9 @@ def build() -> Path:
 class Vegeta:
     name = "vegeta"
     is_default = False
-    install = "built on its first use (needs Go); benchlab build builds it ahead"
+    install = (
+        "built on its first use (with Go, installed if missing); benchlab build builds it ahead"
+    )
     package = None
     pinned_version = VERSION
     version_command = ()
