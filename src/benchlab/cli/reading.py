@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from benchlab.cli.app import console
 from benchlab.cli.options import ResultsOption, RunArgument
 from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
+from benchlab.report import json_formats
 from benchlab.store import DEFAULT_RESULTS, Store
 
 
@@ -92,7 +92,7 @@ def runs(
             }
         )
     if fmt == "json":
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json_formats.RUNS.dumps({"runs": rows}))
         return
     if not rows:
         console.print(f"no run in {results} yet; start one with: benchlab run")
@@ -162,7 +162,7 @@ def history(
     elif fmt == "md":
         text = report.render_markdown(found)
     elif fmt == "json":
-        text = json.dumps(found.as_json(), indent=2) + "\n"
+        text = json_formats.HISTORY.dumps(found.as_json())
     else:
         text = "\n".join(report.render_text(found)) + "\n"
     if output is not None:

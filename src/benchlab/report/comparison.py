@@ -4,7 +4,6 @@ machines and versions and which cells regressed beyond `--fail-above`."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from benchlab.analysis.environment import Difference, describe, differences
 from benchlab.analysis.stats import RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.columns import params_text
+from benchlab.report.json_formats import COMPARE
 
 STYLES = {"faster": "green", "slower": "red", "failed in B": "red", "missing in B": "red"}
 
@@ -217,4 +217,4 @@ def render_json(comparison: Comparison) -> str:
             for c in comparison.changes
         ],
     }
-    return json.dumps(data, indent=2) + "\n"
+    return COMPARE.dumps(data)

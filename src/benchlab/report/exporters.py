@@ -24,8 +24,9 @@ FILE_WIDTH = 100
 @dataclass(frozen=True)
 class Exporter:
     name: str
-    extensions: tuple[str, ...]
+    extensions: tuple[str, ...]  # the file extensions that imply it
     render: Callable[[RunSummary, bool], str]  # (summary, wide) -> the report's text
+    written_as: tuple[str, ...] = ()  # other extensions it may be written to, when named
 
 
 def _table(summary: RunSummary, wide: bool) -> str:
@@ -56,6 +57,24 @@ def _json(summary: RunSummary, wide: bool) -> str:
     return render_json(summary)
 
 
+def _bmf(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.trackers import render_bmf
+
+    return render_bmf(summary)
+
+
+def _bigger(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.trackers import render_bigger_is_better
+
+    return render_bigger_is_better(summary)
+
+
+def _smaller(summary: RunSummary, wide: bool) -> str:
+    from benchlab.report.trackers import render_smaller_is_better
+
+    return render_smaller_is_better(summary)
+
+
 def _csv(summary: RunSummary, wide: bool) -> str:
     from benchlab.report.csvfile import render_csv
 
@@ -70,6 +89,10 @@ EXPORTERS = {
         Exporter("html", (".html", ".htm"), _html),
         Exporter("json", (".json",), _json),
         Exporter("csv", (".csv",), _csv),
+        # For trackers: Bencher's BMF, github-action-benchmark's two custom tools.
+        Exporter("bmf", (), _bmf, (".json",)),
+        Exporter("gab-bigger", (), _bigger, (".json",)),
+        Exporter("gab-smaller", (), _smaller, (".json",)),
     )
 }
 FORMATS = tuple(EXPORTERS)
@@ -90,8 +113,12 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
         implied = None
     if fmt is None:
         return implied or EXPORTERS["table"]
-    if implied is not None and implied.name != fmt:
-        wanted = EXPORTERS[fmt].extensions[0]
+    if (
+        implied is not None
+        and implied.name != fmt
+        and output.suffix.lower() not in (EXPORTERS[fmt].written_as)
+    ):
+        wanted = (*EXPORTERS[fmt].extensions, *EXPORTERS[fmt].written_as)[0]
         raise UserError(
             f"-o {output}: the extension says {implied.name} but --format is {fmt}; drop "
             f"--format, or write to {output.with_suffix(wanted)}"

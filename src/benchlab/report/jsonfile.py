@@ -3,9 +3,8 @@ flips), with the takeaways and the reading guide in words."""
 
 from __future__ import annotations
 
-import json
-
 from benchlab.analysis.summary import RunSummary
+from benchlab.report.json_formats import RUN, TUNE
 from benchlab.report.takeaways import reading_guide, takeaways
 from benchlab.report.tune_report import tune_json
 
@@ -27,4 +26,4 @@ def render_json(summary: RunSummary) -> str:
             for t in takeaways(summary)
         ]
         data["reading_guide"] = reading_guide(summary)
-    return json.dumps(data, indent=2) + "\n"
+    return (TUNE if summary.options.tune is not None else RUN).dumps(data)

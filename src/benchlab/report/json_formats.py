@@ -1,0 +1,32 @@
+"""What each JSON output is, declared once: its `format` name and `format_version`, written
+first in every JSON benchlab prints or saves, so a program reading one knows what it holds
+and which version of it. A version changes when a field is removed, renamed or changes
+meaning; fields may be added within a version (readers ignore what they do not know)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JsonFormat:
+    name: str
+    version: int
+    holds: str  # what one document of it is, for the docs
+
+    def stamp(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` with this format's name and version first."""
+        return {"format": self.name, "format_version": self.version, **data}
+
+    def dumps(self, data: dict[str, Any]) -> str:
+        return json.dumps(self.stamp(data), indent=2) + "\n"
+
+
+RUN = JsonFormat("benchlab-run", 1, "one run: its cells and figures, rankings, flips, takeaways")
+TUNE = JsonFormat("benchlab-tune", 1, "one tune: the recommendation, its proof, every candidate")
+COMPARE = JsonFormat("benchlab-compare", 1, "two runs cell by cell: ratios and verdicts")
+HISTORY = JsonFormat("benchlab-history", 1, "a recipe's runs over time: series, change points")
+RUNS = JsonFormat("benchlab-runs", 1, "the runs of a results store, newest first")
+FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS)

@@ -1,0 +1,101 @@
+"""What a program reading benchlab's JSON can rely on (issue 39): every JSON output says what
+format it is and which version, and the trackers' exports validate against their formats'
+own schemas (tests/schemas/, each with where it was published) and carry the report's figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from benchlab.analysis.summary import summarise
+from benchlab.report.json_formats import COMPARE, FORMATS, HISTORY, RUN, RUNS, TUNE
+from benchlab.report.jsonfile import render_json
+from tests.conftest import benchlab
+from tests.stored_runs import QUICK_LIKE, write_run
+from tests.test_proof_rule import _tune_with_a_proof
+
+SCHEMAS = Path(__file__).parent / "schemas"
+
+
+def _stamped(text: str) -> tuple[str, int]:
+    data = json.loads(text)
+    assert list(data)[:2] == ["format", "format_version"], list(data)[:4]
+    return data["format"], data["format_version"]
+
+
+def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
+    results = tmp_path / "results.db"
+    first = write_run(results)
+    second = write_run(results)
+    store = ["--results", str(results)]
+    outputs = {
+        RUN: benchlab("report", first, *store, "-f", "json").stdout,
+        COMPARE: benchlab("compare", first, second, *store, "-f", "json").stdout,
+        HISTORY: benchlab("history", "quick", *store, "-f", "json").stdout,
+        RUNS: benchlab("runs", *store, "-f", "json").stdout,
+    }
+    tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
+    outputs[TUNE] = render_json(summarise(tune_store, tune_run))
+    assert set(outputs) == set(FORMATS), "a JSON format no output is checked for"
+    for declared, text in outputs.items():
+        assert _stamped(text) == (declared.name, declared.version)
+    assert [r["id"] for r in json.loads(outputs[RUNS])["runs"]] == [second, first]
+    assert len({f.name for f in FORMATS}) == len(FORMATS)
+
+
+def _report_cells(results: Path) -> dict[str, dict]:
+    report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
+    return {f"{c['stack_label']} · {c['key']}": c for c in report["cells"]}
+
+
+def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    write_run(results)
+    out = tmp_path / "bmf.json"  # a .json file, named as the format: no contradiction
+    written = benchlab("report", "--results", str(results), "-f", "bmf", "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    bmf = json.loads(out.read_text())
+    jsonschema.validate(bmf, json.loads((SCHEMAS / "bmf.json").read_text()))
+    cells = _report_cells(results)
+    assert set(bmf) == set(cells) and len(cells) == sum(len(s) for s in QUICK_LIKE.values())
+    for name, measures in bmf.items():
+        throughput = cells[name]["throughput_rps"]
+        assert measures["throughput"] == {
+            "value": throughput["median"],
+            "lower_value": throughput["low"],
+            "upper_value": throughput["high"],
+        }
+        # Bencher's latency Measure is in nanoseconds.
+        assert measures["latency"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
+
+
+def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.db"
+    write_run(results)
+    schema = json.loads((SCHEMAS / "github-action-benchmark.json").read_text())
+    cells = _report_cells(results)
+    bigger = json.loads(benchlab("report", "--results", str(results), "-f", "gab-bigger").stdout)
+    smaller = json.loads(benchlab("report", "--results", str(results), "-f", "gab-smaller").stdout)
+    for entries in (bigger, smaller):
+        jsonschema.validate(entries, schema)
+        assert len(entries) == len(cells) and len({e["name"] for e in entries}) == len(cells)
+    assert {e["unit"] for e in bigger} == {"req/s"} and {e["unit"] for e in smaller} == {"ms"}
+    for entry in bigger:
+        name = entry["name"].removesuffix(" (throughput)")
+        assert entry["value"] == cells[name]["throughput_rps"]["median"], entry
+        assert entry["range"].startswith("± "), entry
+    # A format named for a file of another kind is refused with the fix.
+    wrong = benchlab("report", "--results", str(results), "-f", "bmf", "-o", str(tmp_path / "x.md"))
+    assert wrong.returncode == 2 and "write to" in wrong.stderr and "x.json" in wrong.stderr
+
+
+def test_the_docs_list_every_json_format_with_its_version() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "results.md").read_text()
+    for declared in FORMATS:
+        assert f"| `{declared.name}` | {declared.version} |" in docs, declared.name
