@@ -371,14 +371,15 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     summary = summarise(Store(tmp_path / "r.db"), write_run(tmp_path / "r.db", medians))
     (only,) = takeaways(summary)
     # The headline names the leader; the order, not "the others are within 10×", the rest.
-    assert only.sentence.startswith("gin served 5.0× sanic's throughput [4.7–5.3]. In order")
+    # ... and the order goes on from it, without saying the first step again.
+    assert only.sentence.startswith("gin served 5.0× sanic's throughput [4.7–5.3]; then sanic")
     stacks = [[key.split("|")[0] for key in tier.as_json()["stacks"]] for tier in only.tiers]
     # The ceiling stands apart: it is the load tool's limit, not a contender.
     assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]
     assert only.tiers[0].ahead is not None and only.tiers[0].ahead.low > 1
     assert only.tiers[2].spread is not None and only.tiers[2].spread.low <= 1
     assert (
-        "In order of throughput: gin 5.0× sanic [4.7–5.3] > sanic 1.64× tornado [1.54–1.74] > "
+        "; then sanic 1.64× tornado [1.54–1.74] > "
         "tornado ≈ fastapi+uvicorn (tie, 1.02× [0.96–1.08]) > tornado 6.1× flask+gunicorn "
         in only.sentence
     ), only.sentence

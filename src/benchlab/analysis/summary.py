@@ -32,7 +32,14 @@ from benchlab.analysis.relative import (
 )
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
-from benchlab.analysis.verdicts import CLIENT_SATURATED, Setting, Side, Verdict, verdicts
+from benchlab.analysis.verdicts import (
+    CLIENT_SATURATED,
+    UNSTABLE,
+    Setting,
+    Side,
+    Verdict,
+    verdicts,
+)
 from benchlab.load import TOOLS
 from benchlab.modes import Mode
 from benchlab.scenarios import SCENARIOS
@@ -630,18 +637,39 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         for c in cells
         if c.grid is not None
     ]
+    ranked = rankings(contenders, options.evidence)
     return RunSummary(
         run=record,
-        cells=cells,
+        cells=_unflag_decided(cells, ranked),
         options=options,
         flips=flips(contenders, options.evidence),
-        rankings=rankings(contenders, options.evidence),
+        rankings=ranked,
         recipe_text=record.recipe_text,
         ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
         protocol_costs=protocol_costs(cells),
         hosts=store.hosts(record.id),
     )
+
+
+def _unflag_decided(
+    cells: list[CellSummary], ranked: dict[GridPoint, list[Placed]]
+) -> list[CellSummary]:
+    """`unstable` only where it changes what a reader may conclude: a cell whose place is
+    decided against each neighbour in its ranking (an interval wider than the target, yet
+    clear of theirs) is not flagged; its interval is still shown (docs/verdicts.md)."""
+    decided: set[tuple[GridPoint, str]] = set()
+    for point, order in ranked.items():
+        for i, placed in enumerate(order):
+            after = order[i + 1].behind if i + 1 < len(order) else True
+            if (placed.behind or i == 0) and after and len(order) > 1:
+                decided.add((point, placed.label))
+    return [
+        dataclasses.replace(c, verdicts=[v for v in c.verdicts if v.name != UNSTABLE.name])
+        if c.grid is not None and (c.grid, c.stack_label) in decided
+        else c
+        for c in cells
+    ]
 
 
 def _distance(cell: CellSummary, group: list[CellSummary]) -> float:

@@ -198,9 +198,9 @@ ORDER: dict[Format, tuple[str, ...]] = {
         "in-short", "how-to-read", "cells", "verdicts", "protocols", "mixes", "load-hosts",
         "tools", "relative", "rankings", "flips", "notes",
     ),
+    # Each takeaway is printed under its table: no "In short" to say it again.
     Format.TERMINAL: (
         "cells", "verdicts", "protocols", "mixes", "load-hosts", "tools", "flips", "notes",
-        "in-short",
     ),
     Format.WIDE: (
         "cells", "verdicts", "protocols", "mixes", "load-hosts", "tools", "rankings", "flips",
@@ -228,7 +228,6 @@ SHOWN_WHEN: dict[tuple[Format, str], Callable[[Section], bool]] = {
     (Format.MARKDOWN, "verdicts"): lambda s: bool(s.lines),
     (Format.TERMINAL, "verdicts"): lambda s: bool(s.lines),
     (Format.WIDE, "verdicts"): lambda s: bool(s.lines),
-    (Format.TERMINAL, "in-short"): lambda s: len(s.takeaways) > 1,
 }
 
 # Where the page shows a section inside another's: under its heading, as a sub-heading.

@@ -55,7 +55,14 @@ def takeaways(summary: RunSummary) -> list[Takeaway]:
         sentence = point_sentence(cells, figure, evidence, others=not order)
         if order:
             names = display_names([c for tier in order for c in tier.cells])
-            sentence += " " + order_sentence(order, figure, names)
+            if len(order[0].cells) == 1 and order[0].ahead is not None and len(order) > 2:
+                # The headline said the first step (the leader over the next): the order
+                # goes on from there instead of saying it again.
+                named = frozenset({order[0].cells[0].key, order[1].cells[0].key})
+                rest = order_sentence(order[1:], figure, names, lead="then ", named=named)
+                sentence = f"{sentence.removesuffix('.')}; {rest}"
+            elif len(order) > 2 or len(order[0].cells) > 1:
+                sentence += " " + order_sentence(order, figure, names)
         notes = tuple(n for n in (_ceiling_note(cells),) if n)
         # the tool and connections once: in the label when they tell points apart
         load = f"c={point.connections}" not in labels[point].split()

@@ -104,11 +104,17 @@ def interval(ratio: Ratio) -> str:
     return f"[{times(ratio.low, digits)}–{times(ratio.high, digits)}]"
 
 
-def order_sentence(found: Sequence[Tier], figure: F.Figure, names: dict[str, str]) -> str:
+def order_sentence(
+    found: Sequence[Tier],
+    figure: F.Figure,
+    names: dict[str, str],
+    lead: str | None = None,
+    named: frozenset[str] = frozenset(),
+) -> str:
     """'In order of throughput: gin 5.1× sanic [5.0–5.2] > sanic 1.7× fastapi [1.6–1.9] >
     fastapi ≈ tornado (tie, 1.04× [0.97–1.12]).' A caution stands beside a stack the first
     time it is named."""
-    shown: set[str] = set()
+    shown: set[str] = set(named)  # cell keys a sentence before it named (with cautions)
 
     def name(cell: CellSummary) -> str:
         flagged = [v.name for v in cell.verdicts if v.name in CAUTIONS]
@@ -128,4 +134,4 @@ def order_sentence(found: Sequence[Tier], figure: F.Figure, names: dict[str, str
             head, following = name(tier.cells[0]), name(found[i + 1].cells[0])
             parts.append(f"{head} {times(tier.ahead.value)}×{lower} {following} "
                          f"{interval(tier.ahead)}")  # fmt: skip
-    return f"In order of {figure.label}: " + " > ".join(parts) + "."
+    return (lead if lead is not None else f"In order of {figure.label}: ") + " > ".join(parts) + "."
