@@ -399,3 +399,17 @@ def test_the_reference_builds_as_a_site_with_no_broken_link(tmp_path: Path) -> N
     assert built.returncode == 0, built.stderr
     pages = {p.stem for p in (REPO / "docs").glob("*.md")}
     assert {p.parent.name for p in (tmp_path / "site").glob("*/index.html")} == pages - {"index"}
+
+
+def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run() -> None:
+    """README's "What you get" is a real run's JSON point (its store in tests/data), and
+    stays in step with the code's wording: rendered again here, it must read the same."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## What you get", 1)[1].split("```\n", 2)[1]
+    store = REPO / "tests" / "data" / "readme-quick.db"
+    printed = benchlab(
+        "report", "--results", str(store), env={"COLUMNS": "92", "NO_COLOR": "1"}
+    ).stdout.splitlines()
+    start = next(i for i, line in enumerate(printed) if line.startswith("json ·"))
+    end = next(i for i in range(start, len(printed)) if not printed[i].strip())
+    assert [line.rstrip() for line in printed[start:end]] == block.rstrip("\n").splitlines()
