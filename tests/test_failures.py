@@ -267,7 +267,7 @@ def _resumed_to_its_end(results: Path, isolated_tmp: Path) -> None:
         timeout=180,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert f"resuming run {run_id}: its {len(before)} finished trial(s) kept" in resumed.stdout
+    assert f"resuming run {run_id}: its {len(before)} finished trial(s) kept" in resumed.stderr
     db = _db(results)
     assert [tuple(r) for r in db.execute("SELECT id, status FROM runs")] == [(run_id, "complete")]
     after = {tuple(row) for row in db.execute("SELECT id, cell_id, round, requests FROM trials")}

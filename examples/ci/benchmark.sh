@@ -40,7 +40,7 @@ case "${1:-}" in
       echo "error: no baseline store at $BASELINE; run '$0 baseline' on the main branch first" >&2
       exit 2
     fi
-    # The run's plan and progress go to stderr: stdout is the comparison alone. A partial
+    # The run's table goes to stderr too: stdout is the comparison alone. A partial
     # run (exit 4: cells failed) is still compared; a harness failure (3) ends here.
     ran=0
     $BENCHLAB run "$RECIPE" --results "$BRANCH" --html "$OUT/branch.html" >&2 || ran=$?

@@ -41,6 +41,13 @@ console = (
     if sys.stdout.isatty() or "COLUMNS" in os.environ
     else SafeConsole(width=PIPED_WIDTH)
 )
+# The plan, progress and what is being built go to stderr: stdout holds only the results, so
+# `benchlab run > results.txt` or a CI step's output is the answer alone. --quiet silences it.
+progress = (
+    SafeConsole(stderr=True)
+    if sys.stderr.isatty() or "COLUMNS" in os.environ
+    else SafeConsole(stderr=True, width=PIPED_WIDTH)
+)
 
 
 def _print_version(value: bool) -> None:
@@ -67,3 +74,4 @@ def _options(
     again, `benchlab runs` to list them, `benchlab compare` to compare two."""
     if no_color:
         console.no_color = True
+        progress.no_color = True

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from benchlab.cli.app import console
+from benchlab.cli.app import progress
 
 if TYPE_CHECKING:
     from benchlab.runner import Reporter
@@ -16,13 +16,13 @@ def claim(allow_concurrent: bool) -> bool:
     """This machine for one run (stale runs cleaned first); whether another run shares it."""
     from benchlab.recovery import claim_machine
 
-    return claim_machine(allow_concurrent, console.print)
+    return claim_machine(allow_concurrent, progress.print)
 
 
 def reporter() -> Reporter:
     from benchlab.report.progress import BarReporter, LineReporter
 
-    return BarReporter(console) if console.is_terminal else LineReporter(console)
+    return BarReporter(progress) if progress.is_terminal else LineReporter(progress)
 
 
 def command_line() -> str:

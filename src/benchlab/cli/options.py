@@ -8,8 +8,19 @@ from typing import Annotated
 import typer
 
 ResultsOption = Annotated[
-    Path, typer.Option("--results", metavar="FILE", help="The SQLite results store.")
-]
+    Path,
+    typer.Option(
+        "--results", metavar="FILE", envvar="BENCHLAB_RESULTS", show_envvar=False,
+        help="The SQLite results store (default: $BENCHLAB_RESULTS, else results/benchlab.db).",
+    ),
+]  # fmt: skip
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", metavar="",
+        help="No plan and no progress on stderr: only the results (and errors).",
+    ),
+]  # fmt: skip
 AllowConcurrentOption = Annotated[
     bool,
     typer.Option(

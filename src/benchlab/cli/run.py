@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from benchlab.cli import formats
-from benchlab.cli.app import console
+from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, ResultsOption
+from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
 from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import (
@@ -134,12 +134,14 @@ def run(
     yes: RunYesOption = False,
     budget: RunBudgetOption = None,
     resume: RunResumeOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
     from benchlab.estimates import Costs, plan_lines, plan_seconds
     from benchlab.runner import SessionOptions, run_recipe
 
+    progress.quiet = quiet
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -157,10 +159,12 @@ def run(
     budget_min = None if deadline_s is None else deadline_s / 60
     runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
     costs = Costs.load()
+    # The plan is a dry run's answer (stdout); before a run, it is progress (stderr).
+    shown = console if dry_run else progress
     for line in plan_lines(runnable, plan.recipe, costs, budget_min):
-        console.print(line, markup=False, highlight=False)
+        shown.print(line, markup=False, highlight=False)
     for line in unserved(plan.recipe):
-        console.print(line, markup=False, highlight=False)
+        shown.print(line, markup=False, highlight=False)
     if dry_run:
         return
     confirm_long(plan_seconds(runnable, plan.recipe, costs, budget_min), yes)
@@ -206,7 +210,7 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
     found = resumable(store, wanted)
     kept = sum(len(store.trials(cell.id)) for cell in store.cells(found.run_id))
     store.close()
-    console.print(
+    progress.print(
         f"resuming run {found.run_id}: its {kept} finished trial(s) kept", markup=False,
         highlight=False,
     )  # fmt: skip

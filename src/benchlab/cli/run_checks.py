@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from benchlab.cli.app import console
+from benchlab.cli.app import progress
 from benchlab.errors import UserError
 from benchlab.load import TOOLS, make_ready
 
@@ -50,9 +50,9 @@ def check_ready(plan: Plan) -> None:
     if not plan.recipe.hosts:
         _check_stack_user()
     for name in sorted({c.tool for c in plan.cells}):
-        make_ready(TOOLS[name], console.print)
+        make_ready(TOOLS[name], progress.print)
     if not plan.recipe.hosts and set(plan.cores.server) & set(plan.cores.load):
-        console.print(
+        progress.print(
             "WARNING: server and load tool share a core on this machine: the figures will "
             "measure their fight for it, not the server",
             style="yellow",

@@ -11,9 +11,9 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.cli import formats
-from benchlab.cli.app import console
+from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, ResultsOption
+from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
@@ -81,9 +81,11 @@ def tune(
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: TuneFmtOption = None,
     output: TuneOutputOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
+    progress.quiet = quiet
     from benchlab.recipe.plan import most_workers
     from benchlab.recipe.schema import MAX_THREADS
     from benchlab.report.exporters import choose
@@ -108,12 +110,12 @@ def tune(
         greenlets=arguments.int_list(greenlets, "--greenlets", arguments.MAX_GREENLETS),
         connections=connections, factory=factory, quick=quick, setup=setup,
     )  # fmt: skip
-    make_ready(TOOLS[RATE_TOOL], console.print)
+    make_ready(TOOLS[RATE_TOOL], progress.print)
     shared = claim(allow_concurrent)
     store = Store(results)
     try:
         done = run_tune(
-            tune_request, store, reporter(), command_line(), console.print, resume=resume,
+            tune_request, store, reporter(), command_line(), progress.print, resume=resume,
             shared=shared,
         )  # fmt: skip
     except ProbeFailed as failed:
@@ -124,7 +126,7 @@ def tune(
         raise
     _show_tune(done.outcome, store, results, exporter, output, app_spec)
     if done.outcome.status == "interrupted":
-        console.print("interrupted: what was measured is kept; continue with --resume")
+        progress.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(ExitCode.INTERRUPTED)
 
 
