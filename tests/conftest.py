@@ -152,3 +152,11 @@ def run_and_report(path: Path, results: Path) -> dict:
         SessionOptions("test"),
     ).run_id  # fmt: skip
     return json.loads(benchlab("report", run_id, "--results", str(results), "-f", "json").stdout)
+
+
+def error_line(stderr: str) -> str:
+    """The one line an error ends with: the last on stderr, and the only one that is an error
+    (a run's plan and progress, on stderr too, may come before it)."""
+    lines = stderr.strip().splitlines()
+    assert lines and [line for line in lines if line.startswith("error: ")] == [lines[-1]], stderr
+    return lines[-1]

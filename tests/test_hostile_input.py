@@ -28,7 +28,7 @@ from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from benchlab.text import SafeConsole
 from benchlab.tune.requests import load_requests, parse_request
-from tests.conftest import benchlab, write_recipe
+from tests.conftest import benchlab, error_line, write_recipe
 
 # --- the command line: each input of the audit, one line and exit 2 ---------------------------
 
@@ -46,10 +46,9 @@ def _one_line_exit_2(result, *phrases: str) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "Traceback" not in output, output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    line = error_line(result.stderr)
     for phrase in phrases:
-        assert phrase in lines[0], (phrase, lines[0])
+        assert phrase in line, (phrase, line)
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from benchlab.journal import journal_dir
-from tests.conftest import REPO, benchlab, benchlab_process, living, write_recipe
+from tests.conftest import REPO, benchlab, benchlab_process, error_line, living, write_recipe
 from tests.sshd import available, processes_in_namespace, sshd_in_namespace
 from tests.test_failures import _children, _stored_trials, _wait_for
 
@@ -63,9 +63,7 @@ def _db(path: Path) -> sqlite3.Connection:
 def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
+    return error_line(result.stderr)
 
 
 # --- bad input: exit 2, one line naming the host and the fix --------------------------------
