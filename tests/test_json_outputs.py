@@ -99,3 +99,26 @@ def test_the_docs_list_every_json_format_with_its_version() -> None:
     docs = (Path(__file__).parent.parent / "docs" / "results.md").read_text()
     for declared in FORMATS:
         assert f"| `{declared.name}` | {declared.version} |" in docs, declared.name
+
+
+def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
+    tmp_path: Path,
+) -> None:
+    """One way to ask for output: -o FILE, the format from its extension, on every command
+    that writes (report and tune did; compare had no -o, history wrote its table to x.html)."""
+    results = tmp_path / "results.db"
+    first, second = write_run(results), write_run(results)
+    store = ["--results", str(results)]
+    for name, check in (
+        ("cmp.md", lambda text: text.startswith("# benchlab compare")),
+        ("cmp.json", lambda text: _stamped(text) == (COMPARE.name, COMPARE.version)),
+        ("cmp.txt", lambda text: text.startswith("A: run ")),
+    ):
+        done = benchlab("compare", first, second, *store, "-o", str(tmp_path / name))
+        assert done.returncode == 0 and done.stdout.startswith("comparison written to"), done
+        assert check((tmp_path / name).read_text()), name
+    page = tmp_path / "history.html"
+    assert benchlab("history", "quick", *store, "-o", str(page)).returncode == 0
+    assert page.read_text().startswith("<!doctype html>")
+    clash = benchlab("compare", first, second, *store, "-f", "md", "-o", str(tmp_path / "x.json"))
+    assert clash.returncode == 2 and "write to" in clash.stderr

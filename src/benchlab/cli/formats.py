@@ -4,6 +4,8 @@ lists them. A name that is no exporter's is refused when benchlab starts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchlab.errors import UserError
 from benchlab.report.exporters import EXPORTERS
 
@@ -23,6 +25,14 @@ RUNS = _exporters("table", "json")
 STACKS = _exporters("table", "md")
 # The formats a finished run's last line offers through `benchlab report`, the page first.
 AFTER_RUN = _exporters("html", "md", "csv", "json")
+
+
+def chosen(fmt: str | None, output: Path | None, allowed: tuple[str, ...]) -> str:
+    """The format named, else the one -o's extension implies, else the table (as report
+    chooses; a contradiction between the two is refused)."""
+    from benchlab.report.exporters import choose
+
+    return choose(fmt, output, allowed).name
 
 
 def metavar(formats: tuple[str, ...]) -> str:

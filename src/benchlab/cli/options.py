@@ -14,6 +14,13 @@ ResultsOption = Annotated[
         help="The SQLite results store (default: $BENCHLAB_RESULTS, else results/benchlab.db).",
     ),
 ]  # fmt: skip
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "-o", "--output", metavar="FILE",
+        help="Write to this file (its extension picks the format: .md, .json, .html, .txt).",
+    ),
+]  # fmt: skip
 QuietOption = Annotated[
     bool,
     typer.Option(

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from benchlab.cli import formats
 from benchlab.cli.app import console
-from benchlab.cli.options import ResultsOption, RunArgument
+from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
 from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
+from benchlab.report.exporters import write
 from benchlab.store import DEFAULT_RESULTS, Store
+
+if TYPE_CHECKING:
+    from benchlab.report.comparison import Comparison
 
 
 def report(
@@ -128,14 +133,15 @@ def history(
         ),
     ] = None,
     fmt: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--format", "-f", metavar=formats.metavar(formats.HISTORY), help="How to write it."
+            "--format",
+            "-f",
+            metavar=formats.metavar(formats.HISTORY),
+            help="How to write it (default: from -o's extension, else the table).",
         ),
-    ] = "table",
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
     ] = None,
+    output: OutputOption = None,
     fail_on_change: Annotated[
         str | None,
         typer.Option(
@@ -149,7 +155,7 @@ def history(
     evidence confirms (a run on another machine starts a new segment, never a change)."""
     from benchlab.report import history as report
 
-    formats.check_one_of(fmt, formats.HISTORY)
+    fmt = formats.chosen(fmt, output, formats.HISTORY)
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
@@ -166,7 +172,7 @@ def history(
     else:
         text = "\n".join(report.render_text(found)) + "\n"
     if output is not None:
-        output.write_text(text)
+        write(text, output)
         console.print(f"history written to {output}", markup=False, highlight=False)
     elif fmt == "table":
         console.print(text, markup=False, highlight=False, end="")
@@ -178,6 +184,21 @@ def history(
             names = ", ".join(s.label for s in hit)
             print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
             raise typer.Exit(ExitCode.REGRESSION)
+
+
+def _comparison_text(found: Comparison, fmt: str) -> str:
+    from rich.console import Console
+
+    from benchlab.report import comparison as report
+    from benchlab.report.exporters import FILE_WIDTH
+
+    if fmt == "md":
+        return report.render_markdown(found)
+    if fmt == "json":
+        return report.render_json(found)
+    buffer = io.StringIO()
+    report.render_table(found, Console(file=buffer, width=FILE_WIDTH, color_system=None))
+    return buffer.getvalue()
 
 
 def compare(
@@ -195,11 +216,15 @@ def compare(
         ),
     ] = None,
     fmt: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--format", "-f", metavar=formats.metavar(formats.COMPARE), help="How to write it."
+            "--format",
+            "-f",
+            metavar=formats.metavar(formats.COMPARE),
+            help="How to write it (default: from -o's extension, else the table).",
         ),
-    ] = "table",
+    ] = None,
+    output: OutputOption = None,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -225,7 +250,7 @@ def compare(
     from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
 
-    formats.check_one_of(fmt, formats.COMPARE)
+    fmt = formats.chosen(fmt, output, formats.COMPARE)
     store_b_path = results_b or results
     before = summarise(Store(results, create=False), run_a)
     after = summarise(Store(store_b_path, create=False), run_b)
@@ -235,15 +260,17 @@ def compare(
             f"runs '{run_a}' ({before.run.recipe_name}) and '{run_b}' "
             f"({after.run.recipe_name}) share no cell; compare runs of one recipe"
         )
-    if fmt == "table":
+    if output is not None:
+        write(_comparison_text(found, fmt), output)
+        console.print(f"comparison written to {output}", markup=False, highlight=False)
+    elif fmt == "table":
         report.render_table(found, console)
     else:
-        sys.stdout.write(
-            report.render_markdown(found) if fmt == "md" else report.render_json(found)
-        )
+        sys.stdout.write(_comparison_text(found, fmt))
+    if fmt != "table" or output is not None:
         for warning in found.warnings():  # also where a CI log shows it
             print(f"warning: {warning}", file=sys.stderr)
-    say = console.print if fmt == "table" else _to_stderr
+    say = console.print if fmt == "table" and output is None else _to_stderr
     failed = False
     if strict and found.differences:
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
