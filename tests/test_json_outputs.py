@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 
 from benchlab.analysis.summary import summarise
-from benchlab.report.json_formats import COMPARE, FORMATS, HISTORY, RUN, RUNS, TUNE
+from benchlab.report.json_formats import COMPARE, FORMATS, HISTORY, RUN, RUNS, STACKS, TUNE
 from benchlab.report.jsonfile import render_json
-from tests.conftest import benchlab
+from tests.conftest import REPO, benchlab
 from tests.stored_runs import QUICK_LIKE, write_run
 from tests.test_proof_rule import _tune_with_a_proof
 
@@ -35,6 +35,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         COMPARE: benchlab("compare", first, second, *store, "-f", "json").stdout,
         HISTORY: benchlab("history", "quick", *store, "-f", "json").stdout,
         RUNS: benchlab("runs", *store, "-f", "json").stdout,
+        STACKS: benchlab("stacks", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[TUNE] = render_json(summarise(tune_store, tune_run))
@@ -43,6 +44,8 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         assert _stamped(text) == (declared.name, declared.version)
     assert [r["id"] for r in json.loads(outputs[RUNS])["runs"]] == [second, first]
     assert len({f.name for f in FORMATS}) == len(FORMATS)
+    gin = next(s for s in json.loads(outputs[STACKS])["stacks"] if s["name"] == "gin")
+    assert gin["available"] is True and "json" in gin["scenarios"], gin
 
 
 def _report_cells(results: Path) -> dict[str, dict]:
@@ -122,3 +125,20 @@ def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     assert page.read_text().startswith("<!doctype html>")
     clash = benchlab("compare", first, second, *store, "-f", "md", "-o", str(tmp_path / "x.json"))
     assert clash.returncode == 2 and "write to" in clash.stderr
+
+
+def test_the_recipe_schema_for_editors_is_current_and_accepts_every_bundled_recipe() -> None:
+    import tomllib
+
+    from benchlab.recipe.files import bundled_recipes
+    from benchlab.recipe.schema import recipe_json_schema
+
+    published = json.loads((REPO / "docs" / "recipe.schema.json").read_text())
+    # Regenerate with: the line in docs/recipes.md ("A JSON Schema for editors").
+    assert published == recipe_json_schema(), "docs/recipe.schema.json is out of date"
+    validator = jsonschema.Draft202012Validator(published)
+    for recipe in bundled_recipes():
+        errors = list(validator.iter_errors(tomllib.loads(recipe.read_text())))
+        assert errors == [], (recipe.name, [e.message for e in errors][:3])
+    wrong = list(validator.iter_errors({"name": "x", "trials": "three"}))
+    assert any("trials" in list(map(str, e.absolute_path)) for e in wrong)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from benchlab.cli import formats
+from benchlab.cli import completion, formats
 from benchlab.cli.app import console
 from benchlab.load import TOOLS
 from benchlab.recipe import load_recipe
@@ -32,7 +32,11 @@ def stacks(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", metavar=formats.metavar(formats.STACKS), help="How to write it."
+            "--format",
+            "-f",
+            metavar=formats.metavar(formats.STACKS),
+            autocompletion=completion.formats_of(formats.STACKS),
+            help="How to write it.",
         ),
     ] = "table",
 ) -> None:
@@ -40,7 +44,10 @@ def stacks(
     if fmt == "md":
         sys.stdout.write(catalogue_markdown())
         return
-    formats.check_either(fmt, formats.STACKS)
+    formats.check_one_of(fmt, formats.STACKS)
+    if fmt == "json":
+        sys.stdout.write(_stacks_json())
+        return
     from benchlab.report.terminal import Layout, fit_widths, text_table
 
     wide = console.width >= 140
@@ -65,6 +72,21 @@ def stacks(
         console.print(f"[{number}] {note}", markup=False, highlight=False)
     for line in _unserved_lines():
         console.print(line, markup=False, highlight=False)
+
+
+def _stacks_json() -> str:
+    from benchlab.report.json_formats import STACKS
+
+    rows = []
+    for stack in CATALOGUE.values():
+        available = stack.availability()
+        rows.append({
+            "name": stack.name, "framework": stack.framework, "server": stack.server,
+            "worker_model": stack.worker_model, "scenarios": list(stack.scenarios),
+            "protocols": list(stack.protocols), "available": available.ok,
+            "reason": available.reason or None, "fix": available.fix or None,
+        })  # fmt: skip
+    return STACKS.dumps({"stacks": rows})
 
 
 def _unserved_lines() -> list[str]:

@@ -22,7 +22,7 @@ TUNE = _exporters("table", "md", "json", "html")
 HISTORY = _exporters("table", "md", "json", "html")
 COMPARE = _exporters("table", "md", "json")
 RUNS = _exporters("table", "json")
-STACKS = _exporters("table", "md")
+STACKS = _exporters("table", "md", "json")
 # The formats a finished run's last line offers through `benchlab report`, the page first.
 AFTER_RUN = _exporters("html", "md", "csv", "json")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import formats
+from benchlab.cli import completion, formats
 from benchlab.cli.app import console
 from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
 from benchlab.errors import ExitCode, UserError
@@ -31,6 +31,7 @@ def report(
             "--format",
             "-f",
             metavar=formats.metavar(formats.REPORT),
+            autocompletion=completion.formats_of(formats.REPORT),
             help="Default: from the -o file's extension, else table.",
         ),
     ] = None,
@@ -73,7 +74,11 @@ def runs(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", metavar=formats.metavar(formats.RUNS), help="How to write them."
+            "--format",
+            "-f",
+            metavar=formats.metavar(formats.RUNS),
+            autocompletion=completion.formats_of(formats.RUNS),
+            help="How to write them.",
         ),
     ] = "table",
 ) -> None:
@@ -138,6 +143,7 @@ def history(
             "--format",
             "-f",
             metavar=formats.metavar(formats.HISTORY),
+            autocompletion=completion.formats_of(formats.HISTORY),
             help="How to write it (default: from -o's extension, else the table).",
         ),
     ] = None,
@@ -221,6 +227,7 @@ def compare(
             "--format",
             "-f",
             metavar=formats.metavar(formats.COMPARE),
+            autocompletion=completion.formats_of(formats.COMPARE),
             help="How to write it (default: from -o's extension, else the table).",
         ),
     ] = None,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import formats
+from benchlab.cli import completion, formats
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
@@ -35,6 +35,7 @@ RunRecipeNameArgument = Annotated[
         metavar="RECIPE",
         help="A recipe: a TOML file, or one of benchlab's by name (quick, seed-000, ...); "
         "default quick.",
+        autocompletion=completion.recipes,
     ),
 ]
 

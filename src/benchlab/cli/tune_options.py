@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchlab.analysis.capacity import SHORTEST_PROOF_S
-from benchlab.cli import formats
+from benchlab.cli import completion, formats
 
 TuneAppSpecArgument = Annotated[
     str,
@@ -143,8 +143,12 @@ TuneWithServicesOption = Annotated[
 ]
 
 TuneServersOption = Annotated[
-    str | None, typer.Option(metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.")
-]
+    str | None,
+    typer.Option(
+        metavar="LIST", help="Only these servers, e.g. gunicorn,waitress.",
+        autocompletion=completion.tune_servers,
+    ),
+]  # fmt: skip
 
 TuneWorkersOption = Annotated[
     str | None, typer.Option(metavar="LIST", help="Worker counts to try, e.g. 1,2,3.")
@@ -171,6 +175,7 @@ TuneFmtOption = Annotated[
         "--format",
         "-f",
         metavar=formats.metavar(formats.TUNE),
+        autocompletion=completion.formats_of(formats.TUNE),
         help="Default: from the -o file's extension, else table.",
     ),
 ]

@@ -275,3 +275,13 @@ def rate_share(text: str) -> float | None:
     """The percentage a rate like "60%" gives of the cell's capacity; None if it is not one."""
     match = SHARE.match(text)
     return float(match.group(1)) if match else None
+
+
+def recipe_json_schema() -> dict[str, Any]:
+    """The recipe as a JSON Schema, for editors (docs/recipe.schema.json; a test keeps that
+    file equal to this)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **Recipe.model_json_schema(),
+        "title": "benchlab recipe",
+    }

@@ -29,4 +29,5 @@ TUNE = JsonFormat("benchlab-tune", 1, "one tune: the recommendation, its proof, 
 COMPARE = JsonFormat("benchlab-compare", 1, "two runs cell by cell: ratios and verdicts")
 HISTORY = JsonFormat("benchlab-history", 1, "a recipe's runs over time: series, change points")
 RUNS = JsonFormat("benchlab-runs", 1, "the runs of a results store, newest first")
-FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS)
+STACKS = JsonFormat("benchlab-stacks", 1, "the catalogue: every stack and whether it runs here")
+FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS)
