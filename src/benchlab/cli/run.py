@@ -3,6 +3,7 @@ reported."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,7 +12,7 @@ import typer
 from benchlab.cli import completion, formats
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
+from benchlab.cli.options import AllowConcurrentOption, OutputOption, QuietOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
 from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import (
@@ -22,6 +23,7 @@ from benchlab.recipe import (
     resolve_recipe,
     unserved,
 )
+from benchlab.report.exporters import Exporter, choose, write
 from benchlab.stacks import CATALOGUE
 from benchlab.store import DEFAULT_RESULTS, Store
 
@@ -71,6 +73,15 @@ RunHtmlOption = Annotated[
         help="Write the HTML report here (default: RECIPE-NAME.html beside the results).",
     ),
 ]
+
+RunFmtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format", "-f", metavar=formats.metavar(formats.REPORT),
+        autocompletion=completion.formats_of(formats.REPORT),
+        help="The results in this format (default: from -o's extension, else the table).",
+    ),
+]  # fmt: skip
 
 RunDryRunOption = Annotated[
     bool,
@@ -136,6 +147,8 @@ def run(
     budget: RunBudgetOption = None,
     resume: RunResumeOption = False,
     quiet: QuietOption = False,
+    fmt: RunFmtOption = None,
+    output: OutputOption = None,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -143,6 +156,7 @@ def run(
     from benchlab.runner import SessionOptions, run_recipe
 
     progress.quiet = quiet
+    exporter = choose(fmt, output, formats.REPORT)  # a wrong format is refused before a run
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -181,7 +195,7 @@ def run(
     )
     store = Store(results)
     outcome = run_recipe(plan, store, reporter(), options)
-    _show_run(store, outcome, results, page)
+    _show_run(store, outcome, results, page, exporter, output)
 
 
 def _planned(
@@ -218,14 +232,27 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
     return found.plan, found.run_id, found.deadline_s
 
 
-def _show_run(store: Store, outcome: RunOutcome, results: Path, page: Path) -> None:
-    """The table, and the HTML page (written last: the run is stored already)."""
+def _show_run(
+    store: Store, outcome: RunOutcome, results: Path, page: Path, exporter: Exporter,
+    output: Path | None,
+) -> None:  # fmt: skip
+    """The results (the table, or -f/-o's format), and the HTML page (written last: the run
+    is stored already). Where stdout holds another format, the run's own lines go to stderr."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
     summary = summarise(store, outcome.run_id)
-    render_table(summary, console)
-    console.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+    say = console
+    if output is not None:
+        write(exporter.render(summary, False), output)
+        render_table(summary, console)
+        console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
+    elif exporter.name != "table":
+        sys.stdout.write(exporter.render(summary, False))
+        say = progress
+    else:
+        render_table(summary, console)
+    say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
     from benchlab.report.html import render_html  # matplotlib: not for a dry run or a refusal
 
     try:
@@ -236,7 +263,7 @@ def _show_run(store: Store, outcome: RunOutcome, results: Path, page: Path) -> N
             f"benchlab report {outcome.run_id} --format html -o FILE"
         ) from None
     again = f"benchlab report {outcome.run_id} --format {formats.metavar(formats.AFTER_RUN)}"
-    console.print(f"report: {page} ({again})")
+    say.print(f"report: {page} ({again})")
     if outcome.status == "interrupted":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if outcome.status == "partial":
