@@ -207,6 +207,21 @@ def _comparison_text(found: Comparison, fmt: str) -> str:
     return buffer.getvalue()
 
 
+def _show_comparison(found: Comparison, fmt: str, output: Path | None) -> None:
+    from benchlab.report import comparison as report
+
+    if output is not None:
+        write(_comparison_text(found, fmt), output)
+        console.print(f"comparison written to {output}", markup=False, highlight=False)
+    elif fmt == "table":
+        report.render_table(found, console)
+    else:
+        sys.stdout.write(_comparison_text(found, fmt))
+    if fmt != "table" or output is not None:
+        for warning in found.warnings():  # also where a CI log shows it
+            print(f"warning: {warning}", file=sys.stderr)
+
+
 def compare(
     run_a: Annotated[
         str, typer.Argument(metavar="RUN_A", help=f"The reference run: {RunArgument}.")
@@ -267,16 +282,7 @@ def compare(
             f"runs '{run_a}' ({before.run.recipe_name}) and '{run_b}' "
             f"({after.run.recipe_name}) share no cell; compare runs of one recipe"
         )
-    if output is not None:
-        write(_comparison_text(found, fmt), output)
-        console.print(f"comparison written to {output}", markup=False, highlight=False)
-    elif fmt == "table":
-        report.render_table(found, console)
-    else:
-        sys.stdout.write(_comparison_text(found, fmt))
-    if fmt != "table" or output is not None:
-        for warning in found.warnings():  # also where a CI log shows it
-            print(f"warning: {warning}", file=sys.stderr)
+    _show_comparison(found, fmt, output)
     say = console.print if fmt == "table" and output is None else _to_stderr
     failed = False
     if strict and found.differences:
