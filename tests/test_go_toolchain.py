@@ -39,7 +39,7 @@ def test_a_go_too_old_for_the_stacks_is_passed_over_and_a_new_enough_one_is_used
     old = _fake_go(tmp_path / "debian", "1.19.8")  # Debian 12's golang
     monkeypatch.setenv("PATH", f"{old.parent}:/usr/bin:/bin")
     assert go_toolchain.version_of(str(old)) == (1, 19, 8)
-    assert go_toolchain.building_go() is None, "1.19 cannot build go.mod's `go 1.26`"
+    assert go_toolchain.building_go(go_toolchain.machine_go()) is None, "1.19 builds no `go 1.26`"
     doctor = benchlab("doctor", env={"PATH": os.environ["PATH"]})
     line = next(line for line in doctor.stdout.splitlines() if " go " in line)
     assert "missing" in line and "is Go 1.19.8, older than 1.26" in " ".join(
@@ -47,7 +47,7 @@ def test_a_go_too_old_for_the_stacks_is_passed_over_and_a_new_enough_one_is_used
     ), doctor.stdout
     new = _fake_go(tmp_path / "recent", "1.26.2")
     monkeypatch.setenv("PATH", f"{new.parent}:/usr/bin:/bin")
-    assert go_toolchain.building_go() == str(new)
+    assert go_toolchain.building_go(go_toolchain.machine_go()) == str(new)
 
 
 def _wheel(path: Path, members: dict[str, bytes]) -> go_toolchain.Wheel:

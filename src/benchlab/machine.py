@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from benchlab.go_toolchain import building_go
+from benchlab.go_toolchain import building_go, machine_go
 from benchlab.load import TOOLS
 from benchlab.servers import distributions
 
@@ -57,7 +57,7 @@ def package_versions() -> dict[str, str]:
 def tool_version(name: str) -> str | None:
     argv = TOOL_VERSION_COMMANDS[name]
     if name == "go":  # the one that builds: the machine's, or benchlab's pinned one
-        go = building_go()
+        go = building_go(machine_go())
         if go is None:
             return None
         argv = [go, *argv[1:]]

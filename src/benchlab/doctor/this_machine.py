@@ -28,14 +28,11 @@ def _which(program: str) -> str | None:
 
 def _go_check() -> Check:
     """Go by its version: the machine's when new enough, else benchlab's pinned one."""
-    needed = ".".join(map(str, go_toolchain.NEEDED))
     found = go_toolchain.machine_go()
-    if found is not None and found[1] is not None and found[1][:2] >= go_toolchain.NEEDED:
-        return Check("go", True, f"{found[0]} (Go {'.'.join(map(str, found[1]))})")
-    machine = (
-        "none on PATH" if found is None
-        else f"{found[0]} is Go {'.'.join(map(str, found[1] or ())) or '?'}, older than {needed}"
-    )  # fmt: skip
+    if found is not None and found.new_enough and found.release is not None:
+        return Check("go", True, f"{found.path} (Go {go_toolchain.release_text(found.release)})")
+    machine = go_toolchain.why_not(found)
+    needed = go_toolchain.release_text(go_toolchain.NEEDED)
     pinned = go_toolchain.pinned_go()
     if pinned.exists():
         detail = f"{pinned} (benchlab's pinned Go {go_toolchain.VERSION}; {machine})"
