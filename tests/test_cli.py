@@ -240,21 +240,26 @@ def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
 def test_completion_offers_recipes_formats_and_servers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchlab.cli import completion, formats
+    from benchlab.cli import completion
 
     (tmp_path / "mine.toml").write_text('name = "mine"\n')
     monkeypatch.chdir(tmp_path)
     assert {"quick", "seed-000-gin-vs-python"} <= set(completion.recipes(""))
     assert completion.recipes("mi") == ["mine.toml"]
-    assert completion.formats_of(formats.REPORT)("g") == ["gab-bigger", "gab-smaller"]
     assert "gunicorn-gthread" in completion.tune_servers("gunicorn-g")
     assert completion.tune_servers("waitress,gra") == ["waitress,granian", "waitress,granian-wsgi",
                                                        "waitress,granian-asgi"]  # fmt: skip
     # Through the shell's own protocol (what `--install-completion` installs for bash).
-    env = {"_BENCHLAB_COMPLETE": "complete_bash", "COMP_WORDS": "benchlab run qu",
-           "COMP_CWORD": "2"}  # fmt: skip
     script = Path(sys.executable).with_name("benchlab")  # the console script, as a shell runs it
-    done = subprocess.run(
-        [script], capture_output=True, text=True, env={**os.environ, **env}, check=False
-    )
-    assert "quick" in done.stdout.split(), (done.stdout, done.stderr)
+
+    def offered(words: str) -> list[str]:
+        env = {"_BENCHLAB_COMPLETE": "complete_bash", "COMP_WORDS": words,
+               "COMP_CWORD": str(len(words.split()) - 1)}  # fmt: skip
+        done = subprocess.run(
+            [script], capture_output=True, text=True, env={**os.environ, **env}, check=False
+        )
+        return done.stdout.split()
+
+    assert "quick" in offered("benchlab run qu")
+    assert offered("benchlab report -f g") == ["gab-bigger", "gab-smaller"]
+    assert offered("benchlab compare a b --format m") == ["md"]

@@ -6,9 +6,7 @@ import sys
 import textwrap
 from typing import Annotated
 
-import typer
-
-from benchlab.cli import completion, formats
+from benchlab.cli import formats
 from benchlab.cli.app import console
 from benchlab.load import TOOLS
 from benchlab.recipe import load_recipe
@@ -31,13 +29,7 @@ def recipes() -> None:
 def stacks(
     fmt: Annotated[
         str,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar=formats.metavar(formats.STACKS),
-            autocompletion=completion.formats_of(formats.STACKS),
-            help="How to write it.",
-        ),
+        formats.option(formats.STACKS, "How to write it."),
     ] = "table",
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""

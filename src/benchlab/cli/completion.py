@@ -1,10 +1,9 @@
-"""What shell completion offers (`benchlab --install-completion`): benchlab's recipes by name
-and the TOML files here for a RECIPE, the formats a command writes for its --format, the
-stacks of the catalogue and tune's servers for the options that take them."""
+"""What shell completion offers (`benchlab --install-completion`) beyond each command's
+formats (cli/formats.py): benchlab's recipes by name and the TOML files here for a RECIPE,
+and tune's servers for --servers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 
@@ -18,13 +17,6 @@ def recipes(incomplete: str) -> list[str]:
         for p in Path(directory or ".").glob("*.toml")
     ]
     return [name for name in (*names, *files) if name.startswith(incomplete)]
-
-
-def formats_of(names: tuple[str, ...]) -> Callable[[str], list[str]]:
-    def complete(incomplete: str) -> list[str]:
-        return [name for name in names if name.startswith(incomplete)]
-
-    return complete
 
 
 def tune_servers(incomplete: str) -> list[str]:

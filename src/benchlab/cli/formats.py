@@ -5,9 +5,12 @@ lists them. A name that is no exporter's is refused when benchlab starts."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import typer
 
 from benchlab.errors import UserError
-from benchlab.report.exporters import EXPORTERS
+from benchlab.report.exporters import EXPORTERS, choose
 
 
 def _exporters(*names: str) -> tuple[str, ...]:
@@ -30,9 +33,19 @@ AFTER_RUN = _exporters("html", "md", "csv", "json")
 def chosen(fmt: str | None, output: Path | None, allowed: tuple[str, ...]) -> str:
     """The format named, else the one -o's extension implies, else the table (as report
     chooses; a contradiction between the two is refused)."""
-    from benchlab.report.exporters import choose
-
     return choose(fmt, output, allowed).name
+
+
+FROM_EXTENSION = "How to write it (default: from -o's extension, else the table)."
+
+
+def option(names: tuple[str, ...], help: str = FROM_EXTENSION) -> Any:
+    """The --format/-f option of a command that writes `names`: its placeholder and its
+    shell completion read them."""
+    return typer.Option(
+        "--format", "-f", metavar=metavar(names), help=help,
+        autocompletion=lambda incomplete: [n for n in names if n.startswith(incomplete)],
+    )  # fmt: skip
 
 
 def metavar(formats: tuple[str, ...]) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import completion, formats
+from benchlab.cli import formats
 from benchlab.cli.app import console
 from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
 from benchlab.errors import ExitCode, UserError
@@ -27,13 +27,7 @@ def report(
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar=formats.metavar(formats.REPORT),
-            autocompletion=completion.formats_of(formats.REPORT),
-            help="Default: from the -o file's extension, else table.",
-        ),
+        formats.option(formats.REPORT, "Default: from the -o file's extension, else table."),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
@@ -73,13 +67,7 @@ def runs(
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: Annotated[
         str,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar=formats.metavar(formats.RUNS),
-            autocompletion=completion.formats_of(formats.RUNS),
-            help="How to write them.",
-        ),
+        formats.option(formats.RUNS, "How to write them."),
     ] = "table",
 ) -> None:
     """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
@@ -139,13 +127,7 @@ def history(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar=formats.metavar(formats.HISTORY),
-            autocompletion=completion.formats_of(formats.HISTORY),
-            help="How to write it (default: from -o's extension, else the table).",
-        ),
+        formats.option(formats.HISTORY),
     ] = None,
     output: OutputOption = None,
     fail_on_change: Annotated[
@@ -238,13 +220,7 @@ def compare(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar=formats.metavar(formats.COMPARE),
-            autocompletion=completion.formats_of(formats.COMPARE),
-            help="How to write it (default: from -o's extension, else the table).",
-        ),
+        formats.option(formats.COMPARE),
     ] = None,
     output: OutputOption = None,
     fail_above: Annotated[

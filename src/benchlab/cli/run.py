@@ -76,12 +76,10 @@ RunHtmlOption = Annotated[
 
 RunFmtOption = Annotated[
     str | None,
-    typer.Option(
-        "--format", "-f", metavar=formats.metavar(formats.REPORT),
-        autocompletion=completion.formats_of(formats.REPORT),
-        help="The results in this format (default: from -o's extension, else the table).",
+    formats.option(
+        formats.REPORT, "The results in this format (default: from -o's extension, else the table)."
     ),
-]  # fmt: skip
+]
 
 RunDryRunOption = Annotated[
     bool,

@@ -171,13 +171,7 @@ TuneConnectionsOption = Annotated[
 
 TuneFmtOption = Annotated[
     str | None,
-    typer.Option(
-        "--format",
-        "-f",
-        metavar=formats.metavar(formats.TUNE),
-        autocompletion=completion.formats_of(formats.TUNE),
-        help="Default: from the -o file's extension, else table.",
-    ),
+    formats.option(formats.TUNE, "Default: from the -o file's extension, else table."),
 ]
 
 TuneOutputOption = Annotated[
