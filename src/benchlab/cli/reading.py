@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,7 +14,7 @@ from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
 from benchlab.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
-from benchlab.report.exporters import write
+from benchlab.report.exporters import file_text, write
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
@@ -175,18 +174,13 @@ def history(
 
 
 def _comparison_text(found: Comparison, fmt: str) -> str:
-    from rich.console import Console
-
     from benchlab.report import comparison as report
-    from benchlab.report.exporters import FILE_WIDTH
 
     if fmt == "md":
         return report.render_markdown(found)
     if fmt == "json":
         return report.render_json(found)
-    buffer = io.StringIO()
-    report.render_table(found, Console(file=buffer, width=FILE_WIDTH, color_system=None))
-    return buffer.getvalue()
+    return file_text(lambda console: report.render_table(found, console))
 
 
 def _show_comparison(found: Comparison, fmt: str, output: Path | None) -> None:

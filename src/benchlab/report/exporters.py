@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from benchlab.errors import UserError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.analysis.summary import RunSummary
 
 # A table written to a file is laid out for a terminal of this width (as one that fits 100
@@ -29,14 +31,19 @@ class Exporter:
     written_as: tuple[str, ...] = ()  # other extensions it may be written to, when named
 
 
-def _table(summary: RunSummary, wide: bool) -> str:
+def file_text(draw: Callable[[Console], None]) -> str:
+    """What `draw` prints on a console, as a file holds it: FILE_WIDTH columns, no colour."""
     from rich.console import Console
 
+    buffer = io.StringIO()
+    draw(Console(file=buffer, width=FILE_WIDTH, color_system=None))
+    return buffer.getvalue()
+
+
+def _table(summary: RunSummary, wide: bool) -> str:
     from benchlab.report.terminal import render_table
 
-    buffer = io.StringIO()
-    render_table(summary, Console(file=buffer, width=FILE_WIDTH, color_system=None), wide)
-    return buffer.getvalue()
+    return file_text(lambda console: render_table(summary, console, wide))
 
 
 def _markdown(summary: RunSummary, wide: bool) -> str:
