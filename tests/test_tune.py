@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from benchlab.cli.formats import REPORT
 from tests.conftest import REPO, benchlab, benchlab_process
 from tests.servers import served_by
 
@@ -197,7 +198,7 @@ def _no_secret_in_any_report(
     """Every format of every report of the run, and the store itself: none of the secrets."""
     assert secrets["redis"] != "unset" and len(secrets["redis"]) > 20  # --with's URL was set
     outputs = {"terminal": terminal, "tune -f json": (tmp / "resumed.json").read_text()}
-    for fmt in ("table", "md", "json", "csv", "html"):
+    for fmt in REPORT:  # every format report writes, the trackers' exports included
         shown = benchlab("report", run_id, "--results", str(results), "-f", fmt, timeout=120)
         assert shown.returncode == 0, shown.stderr
         outputs[f"report -f {fmt}"] = shown.stdout
