@@ -20,6 +20,9 @@ from benchlab.load.result import LoadResult, LoadShare, busiest_machine
 from benchlab.process import ManagedProcess, ProcessRegistry
 
 HANG_MARGIN_S = 15.0
+# A run of a tool that may stop early (siege) that ended before this share of its duration
+# measured something else than was asked: a fresh attempt, as after a hang.
+EARLY_STOP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,26 +85,28 @@ def run_generators(
         finally:
             for process in processes:
                 registry.stop(process)
-        if all(code is not None for code in codes):
-            break
-        if attempt == tool.hang_retries:
-            raise LoadToolError(
-                f"{tool.name} did not finish within its duration + margin"
-                f" ({tool.hang_retries + 1} attempts)"
+        last = attempt == tool.hang_retries
+        if any(code is None for code in codes):
+            if last:
+                raise LoadToolError(
+                    f"{tool.name} did not finish within its duration + margin"
+                    f" ({tool.hang_retries + 1} attempts)"
+                )
+            continue
+        results = [
+            _result(tool, placement, sub, directory, process, code, single)
+            for placement, sub, directory, process, code in zip(
+                placements, requests, dirs, processes, codes, strict=True
             )
-    results = []
-    for placement, sub, directory, process, code in zip(
-        placements, requests, dirs, processes, codes, strict=True
-    ):
-        placement.host.pull(directory)
-        output = (directory / f"{tool.name}.out").read_text(errors="replace")
-        where = "" if single else f" on host '{placement.host.name}'"
-        if code != 0:
-            raise LoadToolError(f"{tool.name}{where} exited with {code}: {output.strip()[-500:]}")
-        result = tool.parse(output, sub, directory)
-        used = process.tool_cpu_seconds()
-        cpu = 100.0 * used / result.duration_s if used is not None and result.duration_s else None
-        results.append(dataclasses.replace(result, load_cpu_pct=cpu))
+        ]
+        short = min(result.duration_s for result in results)
+        if not tool.stops_early or short >= EARLY_STOP_SHARE * request.duration_s:
+            break
+        if last:
+            raise LoadToolError(
+                f"{tool.name} stopped after {short:.2f} s of the {request.duration_s} s asked"
+                f" ({tool.hang_retries + 1} attempts): it measured too little to count"
+            )
     merged = results[0] if single else tool.merge(list(zip(requests, dirs, strict=True)), results)
     shares = [
         LoadShare(p.host.name, p.machine, p.cores, sub.connections, sub.rate, result)
@@ -163,6 +168,27 @@ def _start_all(
             registry.stop(process)
         raise
     return started
+
+
+def _result(
+    tool: LoadTool,
+    placement: Placement,
+    request: LoadRequest,
+    directory: Path,
+    process: ManagedProcess,
+    code: int | None,
+    single: bool,
+) -> LoadResult:
+    """One generator's result, read where it ran, with the CPU its process used."""
+    placement.host.pull(directory)
+    output = (directory / f"{tool.name}.out").read_text(errors="replace")
+    where = "" if single else f" on host '{placement.host.name}'"
+    if code != 0:
+        raise LoadToolError(f"{tool.name}{where} exited with {code}: {output.strip()[-500:]}")
+    result = tool.parse(output, request, directory)
+    used = process.tool_cpu_seconds()
+    cpu = 100.0 * used / result.duration_s if used is not None and result.duration_s else None
+    return dataclasses.replace(result, load_cpu_pct=cpu)
 
 
 def _wait_all(processes: list[ManagedProcess], timeout: float) -> list[int | None]:

@@ -69,8 +69,11 @@ class LoadTool(Protocol):
     # or each request), not only percentiles, which cannot be added up.
     merges_exactly: bool
     latency_resolution_ms: float  # the finest latency it reports
-    # Fresh attempts after the tool hangs without a result (a known upstream deadlock).
+    # Fresh attempts after the tool hangs without a result (a known upstream deadlock), or,
+    # for one that may stop early, ends before half its duration.
     hang_retries: int
+    # Its timer sometimes ends a run after a few milliseconds (siege's -t).
+    stops_early: bool
     # Its time beyond a trial's duration (start-up, draining, reading its results): the
     # estimate a plan uses until this machine has measured it.
     overhead_s: float
@@ -111,6 +114,7 @@ class DebianTool:
     merges_exactly = False
     latency_resolution_ms = 0.001
     hang_retries = 0
+    stops_early = False
     overhead_s = 0.3
 
     @property
