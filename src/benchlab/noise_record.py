@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlab import machine
+from benchlab import environment, machine
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.build_cache import state_dir
 
-NOISE_RECORD_VARIABLE = "BENCHLAB_NOISE_RECORD"
+NOISE_RECORD_VARIABLE = environment.NOISE_RECORD
 
 
 def noise_path() -> Path:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import psutil
 
+from benchlab import environment
 from benchlab.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
 from benchlab.errors import RunInterrupted, UserError
 from benchlab.journal import Journal
@@ -34,7 +35,7 @@ def as_user(user: str | None) -> list[str]:
 # When benchlab is root, the stacks (servers of benchlab's reference apps) do not run as root:
 # a hole in a framework, or an endpoint open to every local user (/upload, /updates), must
 # not be root's. BENCHLAB_STACK_USER names another user ("root": they stay root).
-STACK_USER_VARIABLE = "BENCHLAB_STACK_USER"
+STACK_USER_VARIABLE = environment.STACK_USER
 DEFAULT_STACK_USER = "nobody"
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from benchlab import environment
 from benchlab.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.errors import UserError
 from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
@@ -138,9 +139,9 @@ def _clean_network(namespaces: list[str], links: list[str]) -> int:
 def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
     """Stop what a killed run left on an SSH host and remove its directory there."""
     spec = parse_spec(entry["target"])
-    previous = os.environ.get("BENCHLAB_SSH_CONFIG")
+    previous = os.environ.get(environment.SSH_CONFIG)
     if entry.get("ssh_config"):
-        os.environ["BENCHLAB_SSH_CONFIG"] = entry["ssh_config"]
+        os.environ[environment.SSH_CONFIG] = entry["ssh_config"]
     try:
         done = run_over_ssh(
             spec, None, cleanup_script(entry["dir"], entry["group_tag"]), timeout=60
@@ -151,9 +152,9 @@ def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
     finally:
         if entry.get("ssh_config"):
             if previous is None:
-                os.environ.pop("BENCHLAB_SSH_CONFIG", None)
+                os.environ.pop(environment.SSH_CONFIG, None)
             else:
-                os.environ["BENCHLAB_SSH_CONFIG"] = previous
+                os.environ[environment.SSH_CONFIG] = previous
     control = Path(entry.get("control_path") or "/nonexistent")
     if control.exists():
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchlab import environment
 from benchlab.errors import StoreError, UserError
 from benchlab.load.result import Errors, LoadResult, LoadShare
 from benchlab.modes import Mode, mode_of
@@ -37,7 +38,7 @@ DEFAULT_RESULTS = Path("results/benchlab.db")
 # A run named by its age: the latest, or the Nth before it (git's notation).
 LATEST = re.compile(r"^latest(?:~(\d+))?$")
 # How long a write waits for a store another program has locked before the run stops.
-LOCK_TIMEOUT_VARIABLE = "BENCHLAB_STORE_TIMEOUT_S"
+LOCK_TIMEOUT_VARIABLE = environment.STORE_TIMEOUT
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 # The columns of `runs` every benchlab store has had: a `runs` table without them is
 # another program's.

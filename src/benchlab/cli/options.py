@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
+from benchlab import environment
+
 ResultsOption = Annotated[
     Path,
     typer.Option(
-        "--results", metavar="FILE", envvar="BENCHLAB_RESULTS", show_envvar=False,
+        "--results", metavar="FILE", envvar=environment.RESULTS, show_envvar=False,
         help="The SQLite results store (default: $BENCHLAB_RESULTS, else results/benchlab.db).",
     ),
 ]  # fmt: skip

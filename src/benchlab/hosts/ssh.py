@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlab import environment
 from benchlab.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
 from benchlab.process import DEFAULT_STACK_USER, STACK_USER_VARIABLE, ManagedProcess, pin
@@ -71,7 +72,7 @@ def ssh_options(control_path: Path | None) -> list[str]:
         # Nothing of the controller's reaches the host: no agent, no forwarded port.
         "-o", "ForwardAgent=no", "-o", "ClearAllForwardings=yes",
     ]  # fmt: skip
-    config = os.environ.get("BENCHLAB_SSH_CONFIG")
+    config = os.environ.get(environment.SSH_CONFIG)
     if config:
         options = ["-F", config, *options]
     if control_path is not None:

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from benchlab import environment
 from benchlab.errors import UserError
 from benchlab.hosts.base import Host, HostError, LocalHost, Placement
 from benchlab.hosts.netns import BenchmarkNetwork, NetnsHost, existing_namespaces
@@ -134,7 +135,7 @@ class RunHosts:
             if journal is not None:
                 journal.add_remote(
                     host.spec.text, str(workroot), group_tag(), str(host.control_path),
-                    os.environ.get("BENCHLAB_SSH_CONFIG"),
+                    os.environ.get(environment.SSH_CONFIG),
                 )  # fmt: skip
             self.opened.append(host)
             host.make_rundir(workroot)

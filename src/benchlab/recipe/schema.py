@@ -20,7 +20,8 @@ from benchlab.text import control_character
 
 class _Strict(BaseModel):
     # strict: `connections = true` or `pgbouncer = "yes"` is a mistake to name, not to coerce.
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # A field's docstring is its description (the JSON Schema's, the reference page's).
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
 
 
 # The limits on counts, each for a reason a message gives (messages.py, LIMIT_REASONS).
@@ -65,46 +66,64 @@ class MixEntry(_Strict):
     """One scenario of a mixed load: `weight` of every (sum of weights) requests."""
 
     scenario: str
+    """A scenario's name (docs/scenarios.md)."""
     weight: Annotated[int, Field(ge=1, le=100)] = 1
+    """Its share of the requests: `weight` of every (sum of the weights)."""
 
 
 class LoadProfile(_Strict):
+    """One way to load every cell: a tool, its connections, a duration, and a fixed rate or
+    a closed loop."""
+
     tool: ToolName = DEFAULT_TOOL
-    # closed loop: connections held open; fixed rate: the most the generator may open
+    """The load tool (docs/load-tools.md)."""
     connections: Connections | Annotated[list[Connections], Field(min_length=1)] = 64
+    """Closed loop: the connections held open; fixed rate: the most the generator may open.
+    A list gives one cell per value."""
     threads: Threads | None = None
-    # wrk takes whole seconds
+    """The load tool's threads; default: as many as its cores can keep busy."""
     duration: Annotated[int, Field(ge=1, le=3600)] = 5
+    """Seconds of each trial (whole seconds: wrk takes no fraction)."""
     timeout: Annotated[int, Field(ge=1, le=600)] = 5
-    # Requests per second on a fixed schedule (open loop): a number, a list (a sweep), or a
-    # share of the cell's own closed-loop capacity ("60%"). None: a closed loop.
+    """Seconds a request may take before it counts as a timeout."""
     rate: RateValue | Annotated[list[RateValue], Field(min_length=1)] | None = None
-    # false: every request on a connection of its own, closed after its answer (TechEmpower's
-    # test without keep-alive; what clients behind no pool do).
+    """Requests per second on a fixed schedule (open loop): a number, a list (a sweep), or a
+    share of the cell's own closed-loop capacity ("60%"). None: a closed loop."""
     keepalive: bool = True
-    # The wire: HTTP/1.1 plain or over TLS, HTTP/2 over TLS or prior knowledge (h2c).
+    """false: every request on a connection of its own, closed after its answer
+    (TechEmpower's test without keep-alive; what clients behind no pool do)."""
     protocol: Literal[tuple(PROTOCOLS)] = "h1"  # type: ignore[valid-type]
-    # A mixed load: these scenarios' requests interleaved by weight, each verified by its
-    # own rule, in one cell per stack (in place of the recipe's scenarios for this profile).
+    """The wire: HTTP/1.1 plain (h1) or over TLS (h1-tls), HTTP/2 over TLS (h2) or by prior
+    knowledge (h2c)."""
     mix: Annotated[list[MixEntry], Field(min_length=1)] | None = None
+    """A mixed load: these scenarios' requests interleaved by weight, each verified by its
+    own rule, in one cell per stack (in place of the recipe's scenarios for this profile)."""
 
 
 class Slo(_Strict):
     """The latency target a stack must hold; a recipe with it searches each cell's capacity."""
 
     p99_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    """The 99th percentile latency a held rate stays under, in milliseconds."""
     p50_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    """The median latency a held rate stays under, in milliseconds."""
     max_error_pct: Annotated[float, Field(ge=0, le=100)] = 0.1
-    # Seconds a search's highest held rate must also hold, in one window judged as tune's
-    # proof is (every ~2-s part under the target); 0: the search's short steps decide alone.
-    # tune sets it.
+    """The share of failed requests (in %) a held rate may have."""
     sustain_s: Annotated[int, Field(ge=0, le=120)] = 0
+    """Seconds a search's highest held rate must also hold, in one window judged as tune's
+    proof is (every ~2-s part under the target); 0: the search's short steps decide alone.
+    tune sets it."""
 
 
 class Cores(_Strict):
+    """Which cores each role is pinned to: the server's and the load tool's must differ."""
+
     server: CoreList
+    """The cores the stack under test runs on."""
     load: CoreList
-    services: CoreList | None = None  # databases, Redis, pgbouncer; default: the server cores
+    """The cores the load tool runs on."""
+    services: CoreList | None = None
+    """Databases, Redis, pgbouncer, nginx in front; default: the server's cores."""
 
 
 RoleName = Literal["server", "database", "load"]
@@ -113,23 +132,28 @@ RoleName = Literal["server", "database", "load"]
 class HostEntry(_Strict):
     """A machine (or a namespace of this one) and the roles it plays in the run."""
 
-    at: str  # local, netns:NAME, ssh://user@addr[:port]
+    at: str
+    """Where it is: `local`, `netns:NAME`, or `ssh://user@addr[:port]`."""
     roles: Annotated[list[RoleName], Field(min_length=1)]
-    # The cores its roles are pinned to: one list for all of them, or one per role.
+    """What runs there: server, database, load."""
     cores: CoreList | dict[RoleName, CoreList] | None = None
-    # netns: its address (in 198.18.0.0/15; default: the next free one); ssh: where the
-    # other hosts reach its servers, when not the address benchlab connects to.
+    """The cores its roles are pinned to: one list for all of them, or one per role."""
     address: str | None = None
+    """netns: its address (in 198.18.0.0/15; default: the next free one); ssh: where the
+    other hosts reach its servers, when not the address benchlab connects to."""
 
 
 class StackParams(_Strict):
     """Per-stack settings; a list for workers or threads gives one launch per value."""
 
     workers: Workers | Annotated[list[Workers], Field(min_length=1)] | None = None
-    # threads (gthread, waitress, uWSGI) or greenlets (gevent)
+    """Worker processes; default: the stack's own (docs/stacks.md)."""
     threads: Threads | Annotated[list[Threads], Field(min_length=1)] | None = None
+    """Threads (gthread, waitress, uWSGI) or greenlets (gevent) per worker."""
     flavour: str | None = None
+    """Overrides `params.flavour` for this stack."""
     pool_size: PoolSize | None = None
+    """Database sessions in each worker's pool, for this stack only."""
 
 
 NonNegativeInt = Annotated[int, Field(ge=0, le=60_000)]
@@ -139,12 +163,20 @@ KiB = Annotated[int, Field(ge=1, le=65_536)]
 
 
 class Services(_Strict):
+    """The real services a run starts (docs/services.md)."""
+
     database: DatabaseName = "postgres"
+    """The database the db scenarios use: postgres or mariadb."""
     pgbouncer: bool = False
+    """Put pgbouncer between the stacks and PostgreSQL."""
     pool_mode: Literal["session", "transaction", "statement"] = "transaction"
+    """pgbouncer's pool mode."""
     pgbouncer_pool_size: PoolSize = 20
+    """pgbouncer's server sessions per database and user."""
     max_connections: Annotated[int, Field(ge=10, le=10_000)] = 200
+    """PostgreSQL's or MariaDB's max_connections."""
     proxy: ProxyName = NO_PROXY
+    """A reverse proxy in front of every stack (nginx), or none."""
 
     @property
     def database_service(self) -> Service:
@@ -165,16 +197,24 @@ class Params(_Strict):
     """Cell parameters; a list gives one cell per value."""
 
     flavour: str | list[str] | None = None
+    """The driver flavour, `sync` or `async` (or both as a list), where a stack offers it."""
     pool_size: PoolSize | Annotated[list[PoolSize], Field(min_length=1)] = 10
+    """The database (and Redis) pool of each worker process."""
     db_delay_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 20
+    """The db-delay scenario's wait: the query holds its session this long (pg_sleep / SLEEP),
+    in milliseconds."""
     sleep_ms: NonNegativeInt | Annotated[list[NonNegativeInt], Field(min_length=1)] = 100
+    """The sleep scenario's wait in the app, in milliseconds."""
     cpu_us: CpuMicros | Annotated[list[CpuMicros], Field(min_length=1)] = 500
-    # The API scenarios (docs/scenarios.md): rows per request (TechEmpower's 1 … 500),
-    # KiB of the static file and of the upload's body.
+    """The cpu scenario's work per request, in microseconds."""
     queries: QueryCount | Annotated[list[QueryCount], Field(min_length=1)] = 20
+    """Rows per request of the API scenarios (TechEmpower's 1 … 500)."""
     updates: QueryCount | Annotated[list[QueryCount], Field(min_length=1)] = 5
+    """Rows read and written per request of the updates scenario."""
     file_kb: KiB | Annotated[list[KiB], Field(min_length=1)] = 16
+    """KiB of the static file."""
     body_kb: KiB | Annotated[list[KiB], Field(min_length=1)] = 64
+    """KiB of the upload's body."""
 
 
 def as_list(value: Any) -> list[Any]:
@@ -186,17 +226,28 @@ class Point(_Strict):
     sessions, delay and clients at once). Each point's cells are compared with each other."""
 
     name: Name
+    """The point's name, shown in reports and taken by `run --point`."""
     connections: Connections | None = None
+    """The connections (or the most a fixed rate may open) at this point."""
     pool_size: PoolSize | None = None
+    """Database sessions in each worker's pool at this point."""
     db_delay_ms: NonNegativeInt | None = None
+    """The db-delay scenario's wait at this point, in milliseconds."""
     sleep_ms: NonNegativeInt | None = None
+    """The sleep scenario's wait at this point, in milliseconds."""
 
 
 class Exclusion(_Strict):
+    """Cells not to run: those matching every key given."""
+
     stack: str | None = None
+    """A stack's name."""
     scenario: str | None = None
+    """A scenario's name."""
     connections: Connections | None = None
-    keepalive: bool | None = None  # false: only the profiles without keep-alive
+    """A connection count."""
+    keepalive: bool | None = None
+    """false: only the profiles without keep-alive."""
 
     def matches(self, stack: str, scenario: str, connections: int, keepalive: bool = True) -> bool:
         return (
@@ -208,33 +259,55 @@ class Exclusion(_Strict):
 
 
 class Recipe(_Strict):
+    """A benchmark: which stacks serve which scenarios under which load, how many trials,
+    and how cells are ranked."""
+
     name: Name
+    """The recipe's name: reports, history and `--resume` know a run by it."""
     question: Prose = ""
+    """The question the recipe answers, printed above its results."""
     stacks: Annotated[list[str], Field(min_length=1)]
-    # Empty only when every [[load]] profile is a mix (which names its own).
+    """The stacks to measure (`benchlab stacks` lists them)."""
     scenarios: list[str] = Field(default_factory=list)
+    """The scenarios each stack serves (docs/scenarios.md); empty only when every [[load]]
+    profile is a mix, which names its own."""
     load: Annotated[list[LoadProfile], Field(min_length=1)]
+    """The load profiles ([[load]] tables): each cell is measured under each."""
     trials: Annotated[int, Field(ge=1, le=1000)] = 3
-    # Adaptive trials: cells whose interval is wider than the target get more interleaved
-    # rounds, up to max_trials; those that never converge are reported.
+    """Interleaved rounds: every cell is measured once per round."""
     max_trials: Annotated[int, Field(ge=1, le=1000)] | None = None
+    """Adaptive trials: cells whose interval is wider than the target get more interleaved
+    rounds, up to this many; those that never converge are reported."""
     target_half_width_pct: Annotated[float, Field(gt=0, le=100)] = 5.0
-    # The practical threshold: a smaller difference is a tie, whatever its interval.
+    """The interval's half-width (in % of the figure) a cell aims for."""
     min_effect_pct: Annotated[float, Field(ge=0, le=1000)] | None = None
-    baseline: str | None = None  # the stack every throughput is divided by (article 002)
+    """The practical threshold: a smaller difference (in %) is a tie, whatever its
+    interval."""
+    baseline: str | None = None
+    """The stack every ranking figure is divided by (article 002's relative table)."""
     warmup: Annotated[int, Field(ge=0, le=600)] = 1
+    """Seconds of load before a launch's first trial of each scenario, discarded."""
     cores: Cores | None = None
+    """The cores each role is pinned to; default: the first half serves, the second
+    half loads."""
     services: Services = Field(default_factory=Services)
+    """The real services: database, pgbouncer, a proxy in front."""
     params: Params = Field(default_factory=Params)
+    """Cell parameters; a list gives one cell per value."""
     stack: dict[str, StackParams] = Field(default_factory=dict)
+    """Per-stack settings ([stack.NAME]): workers, threads, flavour, pool."""
     exclude: list[Exclusion] = Field(default_factory=list)
+    """Cells not to run ([[exclude]])."""
     points: list[Point] = Field(default_factory=list)
+    """Named grid points ([[points]]) whose knobs change together."""
     slo: Slo | None = None
-    # What cells are ranked, compared and divided by; default: what their mode measures
-    # (closed: throughput, rate: p99, slo: capacity).
+    """A latency target: with it, each cell's capacity under the target is searched."""
     rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
-    # Where each role runs (default: all of them here): see hosts/.
+    """The figure cells are ranked, compared and divided by; default: what their mode
+    measures (closed loop: throughput, fixed rate: p99, slo: capacity)."""
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
+    """Where each role runs ([hosts.NAME]); default: all of them on this machine
+    (docs/hosts.md)."""
 
 
 def mix_of(recipe: Recipe, profile: LoadProfile) -> str | None:

@@ -1,0 +1,231 @@
+"""The reference pages the docs site generates from the code when it is built (the MkDocs
+hook in docs/hooks.py adds them), so they cannot drift from it: every command's options,
+every recipe key, every figure with its column label, every verdict, every environment
+variable and every exit code. Each page is Markdown; nothing here is written by hand twice."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import click
+import typer.main
+
+from benchlab import environment
+from benchlab import figures as F
+from benchlab.analysis.verdicts import VERDICTS
+from benchlab.cli import app
+from benchlab.errors import EXIT_MEANINGS
+from benchlab.recipe.schema import recipe_json_schema
+
+DOCS_PAGE = re.compile(r"docs/([a-z-]+)\.md")
+GENERATED_NOTE = "*Generated from benchlab's code when the site is built.*"
+
+
+def _cell(text: str) -> str:
+    """Text inside a Markdown table cell: a pipe would end the cell; a docs page named as
+    the repository names it (docs/x.md) is a link."""
+    text = DOCS_PAGE.sub(r"[\1](../\1.md)", " ".join(text.split()))
+    return text.replace("|", "&#124;")
+
+
+def _commands(group: Any, parent: click.Context) -> Iterator[tuple[click.Command, click.Context]]:
+    for name in group.list_commands(parent):
+        command = group.get_command(parent, name)
+        if command is None or command.hidden:
+            continue
+        context = click.Context(command, info_name=name, parent=parent)
+        if hasattr(command, "list_commands"):  # a group (typer vendors its own click)
+            yield from _commands(command, context)
+        else:
+            yield command, context
+
+
+def cli_page() -> str:
+    """Every command: its synopsis, what it does, and each argument and option."""
+    root = typer.main.get_command(app)
+    top = click.Context(root, info_name="benchlab")
+    lines = [
+        "# Command-line options",
+        "",
+        GENERATED_NOTE + " What each command is for, with examples: [Commands](../commands.md).",
+        "",
+    ]
+    for command, context in _commands(root, top):  # type: ignore[arg-type]
+        path = context.command_path
+        usage = " ".join(command.collect_usage_pieces(context))
+        lines += [f"## {path}", "", "```", f"{path} {usage}", "```", ""]
+        lines += [" ".join((command.help or "").split()), ""]
+        for param in command.params:
+            record = param.get_help_record(context)
+            if record is None:
+                continue
+            name, help_text = record
+            lines.append(f"- `{name}`: {' '.join(help_text.split())}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _type_text(schema: dict[str, Any]) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_type_text(part) for part in schema["anyOf"] if part != {"type": "null"})
+    if "enum" in schema:
+        return " · ".join(f'"{value}"' for value in schema["enum"])
+    if "const" in schema:
+        return f'"{schema["const"]}"'
+    if "$ref" in schema:
+        return "table"
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list of {_type_text(schema.get('items', {}))}"
+    if kind == "object":
+        return "table"
+    bounds = [
+        f"{symbol} {schema[key]}"
+        for key, symbol in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"))
+        if key in schema
+    ]
+    return kind + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def _recipe_keys(
+    schema: dict[str, Any], definitions: dict[str, Any], prefix: str
+) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """(dotted key, its schema, required) for every key, depth first, tables after keys."""
+    required = set(schema.get("required", ()))
+    for name, field in schema.get("properties", {}).items():
+        key = f"{prefix}{name}"
+        yield key, field, name in required
+        for nested, suffix in _nested(field, definitions):
+            yield from _recipe_keys(nested, definitions, f"{key}{suffix}.")
+
+
+def _nested(field: dict[str, Any], definitions: dict[str, Any]) -> Iterator[tuple[dict, str]]:
+    """The tables a key holds: a table, a list of tables ([[load]]) or tables by name."""
+    for part in field.get("anyOf", [field]):
+        if "$ref" in part:
+            yield definitions[part["$ref"].rsplit("/", 1)[1]], ""
+        elif part.get("type") == "array" and "$ref" in part.get("items", {}):
+            yield definitions[part["items"]["$ref"].rsplit("/", 1)[1]], "[]"
+        elif part.get("type") == "object" and "$ref" in part.get("additionalProperties", {}):
+            ref = part["additionalProperties"]["$ref"]
+            yield definitions[ref.rsplit("/", 1)[1]], ".NAME"
+
+
+def recipe_page() -> str:
+    """Every recipe key, from the recipe's model: its type and limits, default, meaning."""
+    schema = recipe_json_schema()
+    lines = [
+        "# Recipe keys",
+        "",
+        GENERATED_NOTE + " A recipe with every key, and what they combine into: "
+        "[Recipes](../recipes.md). `load[]` is a `[[load]]` table, `stack.NAME` a "
+        '`[stack."NAME"]` table.',
+        "",
+        "| key | type | default | what it is |",
+        "| --- | --- | --- | --- |",
+    ]
+    definitions = schema.get("$defs", {})
+    for key, field, required in _recipe_keys(schema, definitions, ""):
+        default = "required" if required else _default_text(field)
+        # pydantic leaves out a field's description when its table's docstring says it.
+        tables = [table.get("description", "") for table, _ in _nested(field, definitions)]
+        description = field.get("description") or next(iter(tables), "")
+        lines.append(
+            f"| `{key}` | {_cell(_type_text(field))} | {_cell(default)} | {_cell(description)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _default_text(field: dict[str, Any]) -> str:
+    if "default" not in field:
+        return "–"
+    value = field["default"]
+    if value is None or value == [] or value == {}:
+        return "–"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f'`"{value}"`' if isinstance(value, str) else f"`{value}`"
+
+
+def figures_page() -> str:
+    """Every figure: its column label in tables, JSON key, unit, direction and source."""
+    lines = [
+        "# Figures and columns",
+        "",
+        GENERATED_NOTE + " Each figure's column label in the tables, its key in the JSON "
+        "and CSV (under its group), and how a cell's trials make it. How to read them: "
+        "[Results](../results.md).",
+        "",
+        "| column | key | unit | better | what it is | from the trials |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for figure in F.FIGURES.values():
+        key = f"{figure.group}.{figure.key}" if figure.group else figure.key
+        source = figure.source.combine.value if figure.source else "a ratio to another cell"
+        lines.append(
+            f"| {_cell(figure.label)} | `{key}` | {_cell(figure.unit)} | {figure.better.value} "
+            f"| {_cell(figure.description)} | {_cell(source)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def verdicts_page() -> str:
+    lines = [
+        "# Verdicts",
+        "",
+        GENERATED_NOTE + " When each applies and what it means for a ranking: "
+        "[Verdicts](../verdicts.md).",
+        "",
+        "| verdict | flags | casts doubt on | a caution beside comparisons |",
+        "| --- | --- | --- | --- |",
+    ]
+    for verdict in VERDICTS.values():
+        weakens = verdict.weakens.label if verdict.weakens else "the ranking figure"
+        caution = "yes" if verdict.caution else "no"
+        lines.append(
+            f"| `{verdict.name}` | {_cell(verdict.about)} | {_cell(weakens)} | {caution} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def environment_page() -> str:
+    lines = [
+        "# Environment variables",
+        "",
+        GENERATED_NOTE + " benchlab reads these and no others. The reference apps it starts "
+        "get their own (the services' addresses and passwords: [Services](../services.md)).",
+        "",
+        "| variable | what it changes |",
+        "| --- | --- |",
+    ]
+    for variable in environment.VARIABLES.values():
+        lines.append(f"| `{variable.name}` | {_cell(variable.meaning)} |")
+    return "\n".join(lines) + "\n"
+
+
+def exit_codes_page() -> str:
+    lines = [
+        "# Exit codes",
+        "",
+        GENERATED_NOTE + " One meaning each, so CI can tell a slower branch from a broken "
+        "runner ([Commands](../commands.md#exit-codes) says how to use them).",
+        "",
+        "| exit code | name | meaning |",
+        "| --- | --- | --- |",
+    ]
+    for code, meaning in EXIT_MEANINGS.items():
+        lines.append(f"| {int(code)} | `{code.name.lower()}` | {_cell(meaning)} |")
+    return "\n".join(lines) + "\n"
+
+
+# The site's path of each page, and how it is made.
+PAGES = {
+    "reference/cli.md": cli_page,
+    "reference/recipe-keys.md": recipe_page,
+    "reference/figures.md": figures_page,
+    "reference/verdicts.md": verdicts_page,
+    "reference/environment.md": environment_page,
+    "reference/exit-codes.md": exit_codes_page,
+}
