@@ -142,3 +142,27 @@ def test_the_recipe_schema_for_editors_is_current_and_accepts_every_bundled_reci
         assert errors == [], (recipe.name, [e.message for e in errors][:3])
     wrong = list(validator.iter_errors({"name": "x", "trials": "three"}))
     assert any("trials" in list(map(str, e.absolute_path)) for e in wrong)
+
+
+def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> None:
+    from benchlab.store import Store
+    from tests.conftest import error_line
+
+    results = tmp_path / "results.db"
+    run_id = write_run(results)
+    store = ["--results", str(results)]
+    plain = json.loads(benchlab("report", run_id, *store, "-f", "json").stdout)
+    assert all("trial_values" not in cell for cell in plain["cells"])  # opt-in: no weight
+    data = json.loads(benchlab("report", run_id, *store, "-f", "json", "--trials").stdout)
+    stored = Store(results, create=False)
+    for cell, record in zip(data["cells"], stored.cells(stored.run(run_id).id), strict=True):
+        trials = stored.trials(record.id)
+        assert len(cell["trial_values"]) == cell["trials"] == len(trials) > 0
+        for value, trial in zip(cell["trial_values"], trials, strict=True):
+            assert value["throughput_rps"] == trial.throughput_rps
+            assert value["round"] == trial.round
+            assert "latency_histogram" not in value
+            assert value["latency_percentiles"] == json.loads(trial.latency_percentiles)
+    refused = benchlab("report", run_id, *store, "--trials")
+    assert refused.returncode == 2
+    assert "--trials" in error_line(refused.stderr) and "-f json" in refused.stderr

@@ -75,6 +75,8 @@ ID_ATTEMPTS = 5
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
+# The trial columns that hold JSON text (a trial's JSON gives them decoded).
+TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts")
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,16 @@ class TrialRecord:
     @property
     def errors(self) -> Errors:
         return Errors(**{kind: getattr(self, f"errors_{kind}") or 0 for kind in ERROR_KINDS})
+
+    def to_json(self) -> dict[str, Any]:
+        """Every stored value of the trial, the columns kept as JSON text decoded; its
+        latency histogram (HdrHistogram's encoding, kilobytes a trial) left out."""
+        data = dataclasses.asdict(self)
+        del data["latency_histogram"]
+        for name in TRIAL_JSON_COLUMNS:
+            if data[name] is not None:
+                data[name] = json.loads(data[name])
+        return data
 
     @property
     def successes(self) -> int:

@@ -168,6 +168,8 @@ class CellSummary:
     facts: dict[str, Any] = field(default_factory=dict)  # framework, server, worker model
     alone_ms: float | None = None  # median latency at one connection (benchlab tune)
     load_hosts: tuple[HostShare, ...] = ()  # each load host's share, when there were several
+    # Its trials as stored, when the reader asked for them (`report -f json --trials`).
+    trial_records: tuple[TrialRecord, ...] = ()
     # Each capacity-search replicate: what it found, its bracket, its probes, why it stopped.
     replicates: tuple[CapacityRecord, ...] = ()
 
@@ -358,6 +360,8 @@ class CellSummary:
                 "replicates": [dataclasses.asdict(r) for r in self.replicates],
             }
         )
+        if self.trial_records:
+            data["trial_values"] = [trial.to_json() for trial in self.trial_records]
         return data
 
 
@@ -615,7 +619,8 @@ def _options(run: RunRecord) -> RunOptions:
     return RunOptions.from_recipe_text(run.recipe_text)
 
 
-def summarise(store: Store, run_id: str | None) -> RunSummary:
+def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> RunSummary:
+    """A stored run's summary; `with_trials`: each cell keeps its trials as stored too."""
     record = store.run(run_id)
     options = _options(record)
     cells = []
@@ -626,6 +631,7 @@ def summarise(store: Store, run_id: str | None) -> RunSummary:
         summary = dataclasses.replace(
             summary, grid=_grid_point(summary, options),
             load_hosts=shares if len(shares) > 1 else (),
+            trial_records=tuple(trials) if with_trials else (),
         )  # fmt: skip
         found = _analyse(summary, record, options, _trend(trials))
         summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))

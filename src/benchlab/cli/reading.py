@@ -39,6 +39,14 @@ def report(
             help="The table with every column, as wide as it needs (default: fits 100 columns).",
         ),
     ] = False,
+    with_trials: Annotated[
+        bool,
+        typer.Option(
+            "--trials",
+            help="JSON only: each cell's trials too (trial_values: every stored value of each"
+            " trial, its histogram left out).",
+        ),
+    ] = False,
 ) -> None:
     """Report a stored run (the latest by default): the table, md, html, json or csv."""
     from benchlab.analysis.summary import summarise
@@ -51,7 +59,12 @@ def report(
             f"-o {output}: cannot write it (no directory {output.parent}); create it or choose"
             " another path"
         )
-    summary = summarise(Store(results, create=False), run_id)
+    if with_trials and exporter.name != "json":
+        raise UserError(
+            f"--trials: each trial's values are written in the JSON only, not {exporter.name}; "
+            "add -f json (or -o FILE.json)"
+        )
+    summary = summarise(Store(results, create=False), run_id, with_trials)
     if output is None:
         if exporter.name == "table":
             render_table(summary, console, wide)
