@@ -70,7 +70,9 @@ def write_recipe(directory: Path, body: str, name: str = "recipe.toml") -> Path:
 def benchlab(
     *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """The CLI as a user runs it. A JSON document it prints is checked against its published
+    schema on the way (every test that reads one checks the schema too)."""
+    done = subprocess.run(
         [sys.executable, "-m", "benchlab", *args],
         cwd=cwd,
         env={**os.environ, "COLUMNS": "200", **(env or {})},
@@ -78,6 +80,28 @@ def benchlab(
         text=True,
         timeout=timeout,
         check=False,
+    )
+    if done.returncode in (0, 1, 4) and done.stdout.startswith("{"):
+        check_against_schema(done.stdout)
+    return done
+
+
+def check_against_schema(text: str) -> None:
+    """A benchlab JSON document validates against its format's published schema (in
+    docs/schemas/) and names no key the schema does not (its closed variant)."""
+    import json
+
+    import jsonschema
+
+    from benchlab.report.json_formats import FORMATS
+    from benchlab.report.json_schemas import json_schema, schema_file
+
+    document = json.loads(text)
+    (fmt,) = [f for f in FORMATS if f.name == document.get("format")]
+    published = json.loads((REPO / "docs" / "schemas" / schema_file(fmt)).read_text())
+    jsonschema.validate(document, published, cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(
+        document, json_schema(fmt, closed=True), cls=jsonschema.Draft202012Validator
     )
 
 

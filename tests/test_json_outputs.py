@@ -12,7 +12,7 @@ import jsonschema
 from benchlab.analysis.summary import summarise
 from benchlab.report.json_formats import COMPARE, FORMATS, HISTORY, RUN, RUNS, STACKS, TUNE
 from benchlab.report.jsonfile import render_json
-from tests.conftest import REPO, benchlab
+from tests.conftest import REPO, benchlab, check_against_schema
 from tests.stored_runs import QUICK_LIKE, write_run
 from tests.test_proof_rule import _tune_with_a_proof
 
@@ -42,6 +42,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     assert set(outputs) == set(FORMATS), "a JSON format no output is checked for"
     for declared, text in outputs.items():
         assert _stamped(text) == (declared.name, declared.version)
+        check_against_schema(text)
     assert [r["id"] for r in json.loads(outputs[RUNS])["runs"]] == [second, first]
     assert len({f.name for f in FORMATS}) == len(FORMATS)
     gin = next(s for s in json.loads(outputs[STACKS])["stacks"] if s["name"] == "gin")
@@ -166,3 +167,30 @@ def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> No
     refused = benchlab("report", run_id, *store, "--trials")
     assert refused.returncode == 2
     assert "--trials" in error_line(refused.stderr) and "-f json" in refused.stderr
+
+
+def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Path) -> None:
+    """docs/schemas/ holds what the models generate (make them again with the command in
+    docs/results.md); every output the tests make is checked against them (conftest's
+    `benchlab`); a key renamed or left out fails, one added passes."""
+    import jsonschema
+
+    from benchlab.report.json_schemas import json_schema, schema_file
+
+    for fmt in FORMATS:
+        published = json.loads((REPO / "docs" / "schemas" / schema_file(fmt)).read_text())
+        assert published == json_schema(fmt), f"docs/schemas/{schema_file(fmt)} is out of date"
+    results = tmp_path / "results.db"
+    text = benchlab("report", write_run(results), "--results", str(results), "-f", "json").stdout
+    check_against_schema(text)
+    published = json_schema(RUN)
+    document = json.loads(text)
+    document["cells"][0]["a_later_key"] = 1
+    jsonschema.validate(document, published)  # added within a version: allowed
+    document["cells"][0]["throughput"] = document["cells"][0].pop("throughput_rps")
+    try:
+        jsonschema.validate(document, published)
+    except jsonschema.ValidationError as error:
+        assert "throughput_rps" in error.message
+    else:
+        raise AssertionError("a renamed figure passed the schema")

@@ -104,7 +104,7 @@ def load_requests(path: Path) -> list[Expectation]:
         method = spec.method.upper()
         if method not in METHODS:
             raise UserError(
-                f"{path}: key 'request[{i}].method': '{spec.method}' is not one of "
+                f"{path}: key 'request[{i}].method': {spec.method!r} is not one of "
                 f"{', '.join(METHODS)}"
             )
         check_path(spec.path, f"{path}: key 'request[{i}].path'")

@@ -1,0 +1,322 @@
+"""The shape of every JSON document benchlab writes, as models, and the JSON Schema of each
+generated from them (published in docs/schemas/, one file per format and version; the tests
+validate real outputs against them and keep the files current).
+
+Every key a document has is required: a key renamed or removed fails validation, so it
+cannot happen without a new format version. Keys a schema does not name are allowed (a
+version may add some); the tests check with the closed variant that the schema names every
+key benchlab writes. A cell's figures are generated from the figure registry
+(`benchlab.figures`), so a new figure is in the schema as soon as it is in the reports. Deep
+parts whose keys are data (a machine's tools, a mix's parts by request) are open objects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from benchlab import figures as F
+from benchlab.report.json_formats import (
+    COMPARE,
+    FORMATS,
+    HISTORY,
+    RUN,
+    RUNS,
+    STACKS,
+    TUNE,
+    JsonFormat,
+)
+
+Number = float | None
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Closed):
+    """A median over a cell's trials with its interval (none from a single trial)."""
+
+    median: float
+    low: Number
+    high: Number
+    confidence: Number
+    n: int
+
+
+class Capacity(Estimate):
+    bracketed: bool
+    """false: no rate tried missed the target, and the median is a lower bound."""
+
+
+class Ratio(_Closed):
+    """A ratio of two cells' figures with its interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+def _figure_type(figure: F.Figure) -> Any:
+    if figure is F.CAPACITY:
+        return Capacity | None
+    if figure.kind is F.Kind.ESTIMATE:
+        return Estimate | None
+    if figure.kind is F.Kind.RATIO:
+        return Ratio | None
+    return float | None
+
+
+def _figure_fields() -> dict[str, Any]:
+    """Every figure as a cell's JSON holds it: at the top, or in its group's object."""
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for figure in F.FIGURES.values():
+        field = (_figure_type(figure), ...)
+        if figure.group:
+            groups.setdefault(figure.group, {})[figure.key] = field
+        else:
+            top[figure.key] = field
+    for group, fields in groups.items():
+        model = create_model(f"Figures_{group}", __base__=_Closed, **fields)
+        top[group] = (model, ...)
+    return top
+
+
+class _CellIdentity(_Closed):
+    key: str
+    """The cell's identity within its run: scenario, load and parameters."""
+    stack: str
+    stack_label: str
+    """The stack with its launch's settings (workers, threads), as reports name it."""
+    scenario: str
+    tool: str
+    mode: Literal["closed", "rate", "slo"]
+    connections: int
+    threads: int | None
+    duration_s: int
+    workers: int | None
+    server_threads: int | None
+    flavour: str | None
+    pool_size: int | None
+    ms: int | None
+    point: str | None
+    rate_share_pct: Number
+    keepalive: bool
+    protocol: str
+    negotiated: str | None
+    mix: list[dict[str, Any]] | None
+    trials: int
+    ranked_by: str
+    errors: dict[str, int]
+    latency_source: str | None
+    latency_interval_ms: dict[str, Any]
+    latency_percentiles_ms: dict[str, Any] | None
+    curve: list[dict[str, Any]]
+    cpu_source: str | None
+    facts: dict[str, Any] | None
+    concurrency_limit: int | None
+    db_pool_limit: int | None
+    verdicts: list[str]
+    verdict_sentences: dict[str, str]
+    status: str
+    reason: str | None
+    load_hosts: list[dict[str, Any]]
+    replicates: list[dict[str, Any]]
+    trial_values: list[dict[str, Any]] | None = None
+    """Each trial's stored values: with `report -f json --trials` only."""
+
+
+Cell = create_model("Cell", __base__=_CellIdentity, **_figure_fields())
+
+
+class RunInfo(_Closed):
+    id: str
+    recipe_name: str
+    recipe_path: str
+    question: str
+    command: str
+    status: str
+    status_reason: str | None
+    started_at: str
+    ended_at: str | None
+    git_commit: str | None
+    machine: dict[str, Any]
+    server_cores: list[int]
+    load_cores: list[int]
+    database: str | None
+    services: dict[str, Any] | None
+
+
+class _Document(_Closed):
+    format: str
+    format_version: int
+
+
+class _RunBody(_Document):
+    run: RunInfo
+    method: str
+    ratio_method: str
+    baseline: str | None
+    target_half_width_pct: float
+    evidence: str
+    tool_agreement: list[str]
+    protocol_costs: list[dict[str, Any]]
+    hosts: list[dict[str, Any]]
+    slo: dict[str, Any] | None
+    ranked_by: str
+    cells: list[Cell]  # type: ignore[valid-type]
+    rankings: list[dict[str, Any]]
+    rank_flips: list[dict[str, Any]]
+
+
+class RunDocument(_RunBody):
+    format: Literal["benchlab-run"]
+    format_version: Literal[1]
+    takeaways: list[dict[str, Any]]
+    reading_guide: list[str]
+
+
+class TuneDocument(_RunBody):
+    format: Literal["benchlab-tune"]
+    format_version: Literal[1]
+    app: dict[str, Any]
+    recommendation: dict[str, Any] | None
+    candidates: list[dict[str, Any]]
+
+
+class CompareSide(_Closed):
+    id: str
+    recipe: str
+    status: str
+    store: str
+    git_commit: str | None
+    machine: dict[str, Any]
+
+
+class CompareCell(_Closed):
+    key: str
+    stack: str
+    scenario: str
+    connections: int
+    params: str
+    ratio: Ratio | dict[str, Any] | None
+    verdict: str
+    why: str
+
+
+class CompareDocument(_Document):
+    format: Literal["benchlab-compare"]
+    format_version: Literal[1]
+    a: CompareSide
+    b: CompareSide
+    compared_by: str
+    ratio_method: str
+    evidence: str
+    fail_above_pct: Number
+    differences: list[Any]
+    regressed: list[Any]
+    cells: list[CompareCell]
+
+
+class Series(_Closed):
+    key: str
+    label: str
+    figure: str
+    points: list[dict[str, Any]]
+    change_points: list[dict[str, Any]]
+    latest: dict[str, Any] | None
+
+
+class HistoryDocument(_Document):
+    format: Literal["benchlab-history"]
+    format_version: Literal[1]
+    recipe: str
+    runs: int
+    series: list[Series]
+
+
+class RunsEntry(_Closed):
+    id: str
+    name: str
+    recipe: str
+    status: str
+    started_at: str
+    ended_at: str | None
+    machine: str | None
+    git_commit: str | None
+    cells: int
+
+
+class RunsDocument(_Document):
+    format: Literal["benchlab-runs"]
+    format_version: Literal[1]
+    runs: list[RunsEntry]
+
+
+class StackEntry(_Closed):
+    name: str
+    framework: str
+    server: str
+    worker_model: str
+    scenarios: list[str]
+    protocols: list[str]
+    available: bool
+    reason: str | None
+    fix: str | None
+
+
+class StacksDocument(_Document):
+    format: Literal["benchlab-stacks"]
+    format_version: Literal[1]
+    stacks: list[StackEntry]
+
+
+MODELS: dict[JsonFormat, type[BaseModel]] = {
+    RUN: RunDocument,
+    TUNE: TuneDocument,
+    COMPARE: CompareDocument,
+    HISTORY: HistoryDocument,
+    RUNS: RunsDocument,
+    STACKS: StacksDocument,
+}
+assert set(MODELS) == set(FORMATS), "a JSON format without its model"
+
+
+def schema_file(fmt: JsonFormat) -> str:
+    """The published schema's file name in docs/schemas/."""
+    return f"{fmt.name}-{fmt.version}.schema.json"
+
+
+def json_schema(fmt: JsonFormat, closed: bool = False) -> dict[str, Any]:
+    """The published schema: every key required, and keys it does not name allowed (a later
+    benchlab may add some within the version). `closed`: no key it does not name either (the
+    tests' check that the schema names every key benchlab writes)."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **MODELS[fmt].model_json_schema(),
+        "title": f"{fmt.name} {fmt.version}",
+        "description": fmt.holds,
+    }
+    return schema if closed else _opened(schema)
+
+
+def _opened(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: _opened(value)
+            for key, value in node.items()
+            if not (key == "additionalProperties" and value is False)
+        }
+    if isinstance(node, list):
+        return [_opened(item) for item in node]
+    return node
+
+
+def write_schemas(directory: Path) -> None:
+    """Each format's published schema into `directory` (docs/schemas/)."""
+    for fmt in FORMATS:
+        text = json.dumps(json_schema(fmt), indent=2, sort_keys=True) + "\n"
+        (Path(directory) / schema_file(fmt)).write_text(text)
