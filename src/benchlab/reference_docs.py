@@ -116,26 +116,21 @@ def _nested(field: dict[str, Any], definitions: dict[str, Any]) -> Iterator[tupl
 def recipe_page() -> str:
     """Every recipe key, from the recipe's model: its type and limits, default, meaning."""
     schema = recipe_json_schema()
-    lines = [
-        "# Recipe keys",
-        "",
-        GENERATED_NOTE + " A recipe with every key, and what they combine into: "
-        "[Recipes](../recipes.md). `load[]` is a `[[load]]` table, `stack.NAME` a "
-        '`[stack."NAME"]` table.',
-        "",
-        "| key | type | default | what it is |",
-        "| --- | --- | --- | --- |",
-    ]
     definitions = schema.get("$defs", {})
+    rows = []
     for key, field, required in _recipe_keys(schema, definitions, ""):
         default = "required" if required else _default_text(field)
         # pydantic leaves out a field's description when its table's docstring says it.
         tables = [table.get("description", "") for table, _ in _nested(field, definitions)]
         description = field.get("description") or next(iter(tables), "")
-        lines.append(
-            f"| `{key}` | {_cell(_type_text(field))} | {_cell(default)} | {_cell(description)} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([f"`{key}`", _cell(_type_text(field)), _cell(default), _cell(description)])
+    return _table_page(
+        "Recipe keys",
+        "A recipe with every key, and what they combine into: [Recipes](../recipes.md). "
+        '`load[]` is a `[[load]]` table, `stack.NAME` a `[stack."NAME"]` table.',
+        ["key", "type", "default", "what it is"],
+        rows,
+    )
 
 
 def _default_text(field: dict[str, Any]) -> str:
@@ -149,75 +144,71 @@ def _default_text(field: dict[str, Any]) -> str:
     return f'`"{value}"`' if isinstance(value, str) else f"`{value}`"
 
 
+def _table_page(title: str, intro: str, headers: list[str], rows: list[list[str]]) -> str:
+    """A generated page: its title, what it is, and one table (cells given as Markdown)."""
+    lines = [f"# {title}", "", f"{GENERATED_NOTE} {intro}", ""]
+    lines += ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def figures_page() -> str:
     """Every figure: its column label in tables, JSON key, unit, direction and source."""
-    lines = [
-        "# Figures and columns",
-        "",
-        GENERATED_NOTE + " Each figure's column label in the tables, its key in the JSON "
-        "and CSV (under its group), and how a cell's trials make it. How to read them: "
-        "[Results](../results.md).",
-        "",
-        "| column | key | unit | better | what it is | from the trials |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+    rows = []
     for figure in F.FIGURES.values():
         key = f"{figure.group}.{figure.key}" if figure.group else figure.key
         source = figure.source.combine.value if figure.source else "a ratio to another cell"
-        lines.append(
-            f"| {_cell(figure.label)} | `{key}` | {_cell(figure.unit)} | {figure.better.value} "
-            f"| {_cell(figure.description)} | {_cell(source)} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append(
+            [_cell(figure.label), f"`{key}`", _cell(figure.unit), figure.better.value,
+             _cell(figure.description), _cell(source)]
+        )  # fmt: skip
+    return _table_page(
+        "Figures and columns",
+        "Each figure's column label in the tables, its key in the JSON and CSV (under its "
+        "group), and how a cell's trials make it. How to read them: [Results](../results.md).",
+        ["column", "key", "unit", "better", "what it is", "from the trials"],
+        rows,
+    )
 
 
 def verdicts_page() -> str:
-    lines = [
-        "# Verdicts",
-        "",
-        GENERATED_NOTE + " When each applies and what it means for a ranking: "
-        "[Verdicts](../verdicts.md).",
-        "",
-        "| verdict | flags | casts doubt on | a caution beside comparisons |",
-        "| --- | --- | --- | --- |",
-    ]
-    for verdict in VERDICTS.values():
-        weakens = verdict.weakens.label if verdict.weakens else "the ranking figure"
-        caution = "yes" if verdict.caution else "no"
-        lines.append(
-            f"| `{verdict.name}` | {_cell(verdict.about)} | {_cell(weakens)} | {caution} |"
-        )
-    return "\n".join(lines) + "\n"
+    rows = [
+        [f"`{verdict.name}`", _cell(verdict.about),
+         _cell(verdict.weakens.label if verdict.weakens else "the ranking figure"),
+         "yes" if verdict.caution else "no"]
+        for verdict in VERDICTS.values()
+    ]  # fmt: skip
+    return _table_page(
+        "Verdicts",
+        "When each applies and what it means for a ranking: [Verdicts](../verdicts.md).",
+        ["verdict", "flags", "casts doubt on", "a caution beside comparisons"],
+        rows,
+    )
 
 
 def environment_page() -> str:
-    lines = [
-        "# Environment variables",
-        "",
-        GENERATED_NOTE + " benchlab reads these and no others. The reference apps it starts "
-        "get their own (the services' addresses and passwords: [Services](../services.md)).",
-        "",
-        "| variable | what it changes |",
-        "| --- | --- |",
-    ]
-    for variable in environment.VARIABLES.values():
-        lines.append(f"| `{variable.name}` | {_cell(variable.meaning)} |")
-    return "\n".join(lines) + "\n"
+    rows = [[f"`{v.name}`", _cell(v.meaning)] for v in environment.VARIABLES.values()]
+    return _table_page(
+        "Environment variables",
+        "benchlab reads these and no others. The reference apps it starts get their own (the "
+        "services' addresses and passwords: [Services](../services.md)).",
+        ["variable", "what it changes"],
+        rows,
+    )
 
 
 def exit_codes_page() -> str:
-    lines = [
-        "# Exit codes",
-        "",
-        GENERATED_NOTE + " One meaning each, so CI can tell a slower branch from a broken "
-        "runner ([Commands](../commands.md#exit-codes) says how to use them).",
-        "",
-        "| exit code | name | meaning |",
-        "| --- | --- | --- |",
+    rows = [
+        [str(int(code)), f"`{code.name.lower()}`", _cell(meaning)]
+        for code, meaning in EXIT_MEANINGS.items()
     ]
-    for code, meaning in EXIT_MEANINGS.items():
-        lines.append(f"| {int(code)} | `{code.name.lower()}` | {_cell(meaning)} |")
-    return "\n".join(lines) + "\n"
+    return _table_page(
+        "Exit codes",
+        "One meaning each, so CI can tell a slower branch from a broken runner "
+        "([Commands](../commands.md#exit-codes) says how to use them).",
+        ["exit code", "name", "meaning"],
+        rows,
+    )
 
 
 # The site's path of each page, and how it is made.
