@@ -218,3 +218,15 @@ def test_one_cell_under_two_tools_is_told_apart_in_every_report(tmp_path: Path) 
     tool_column = [c.strip() for c in header.strip("|").split("|")].index("tool")
     tools = sorted(row.strip("|").split("|")[tool_column].strip() for row in rows)
     assert tools == ["hey", "wrk"]
+
+
+def test_every_tool_declares_what_the_load_tool_protocol_asks() -> None:
+    """A tool that is not a DebianTool (vegeta) must still declare every attribute the
+    protocol has, or the first run that reads the missing one fails mid-trial."""
+    from benchlab.load import TOOLS as ALL_TOOLS
+
+    declared = set(base.LoadTool.__annotations__)
+    assert "stops_early" in declared
+    for name, tool in ALL_TOOLS.items():
+        missing = sorted(attr for attr in declared if not hasattr(tool, attr))
+        assert missing == [], f"{name} lacks {missing}"

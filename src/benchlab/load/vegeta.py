@@ -74,6 +74,7 @@ class Vegeta:
     merges_exactly = True  # every request is read back (see merge)
     latency_resolution_ms = 0.001
     hang_retries = 0
+    stops_early = False
     overhead_s = 0.4
 
     @staticmethod
