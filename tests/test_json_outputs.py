@@ -10,7 +10,16 @@ from pathlib import Path
 import jsonschema
 
 from benchlab.analysis.summary import summarise
-from benchlab.report.json_formats import COMPARE, FORMATS, HISTORY, RUN, RUNS, STACKS, TUNE
+from benchlab.report.json_formats import (
+    COMPARE,
+    CONFORM,
+    FORMATS,
+    HISTORY,
+    RUN,
+    RUNS,
+    STACKS,
+    TUNE,
+)
 from benchlab.report.jsonfile import render_json
 from tests.conftest import REPO, benchlab, check_against_schema
 from tests.stored_runs import QUICK_LIKE, write_run
@@ -36,6 +45,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         HISTORY: benchlab("history", "quick", *store, "-f", "json").stdout,
         RUNS: benchlab("runs", *store, "-f", "json").stdout,
         STACKS: benchlab("stacks", "-f", "json").stdout,
+        CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[TUNE] = render_json(summarise(tune_store, tune_run))

@@ -30,4 +30,7 @@ COMPARE = JsonFormat("benchlab-compare", 1, "two runs cell by cell: ratios and v
 HISTORY = JsonFormat("benchlab-history", 1, "a recipe's runs over time: series, change points")
 RUNS = JsonFormat("benchlab-runs", 1, "the runs of a results store, newest first")
 STACKS = JsonFormat("benchlab-stacks", 1, "the catalogue: every stack and whether it runs here")
-FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS)
+CONFORM = JsonFormat(
+    "benchlab-conform", 1, "each stack's conformance: every request shape, whole and split"
+)
+FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM)

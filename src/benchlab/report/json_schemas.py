@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from benchlab import figures as F
 from benchlab.report.json_formats import (
     COMPARE,
+    CONFORM,
     FORMATS,
     HISTORY,
     RUN,
@@ -274,6 +275,38 @@ class StacksDocument(_Document):
     stacks: list[StackEntry]
 
 
+class ConformFailure(_Closed):
+    offset: int | None
+    """The byte after which the request was split; null: sent whole."""
+    problem: str
+
+
+class ConformShape(_Closed):
+    shape: str
+    sent: int
+    passed: bool
+    failures: list[ConformFailure]
+    stopped_early: bool
+    notes: list[str]
+
+
+class ConformEntry(_Closed):
+    stack: str
+    conformant: bool | None
+    """null: it could not be checked (see problem)."""
+    requests: int
+    down_after: str | None
+    notes: list[str]
+    problem: str | None
+    shapes: list[ConformShape]
+
+
+class ConformDocument(_Document):
+    format: Literal["benchlab-conform"]
+    format_version: Literal[1]
+    stacks: list[ConformEntry]
+
+
 MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUN: RunDocument,
     TUNE: TuneDocument,
@@ -281,6 +314,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     HISTORY: HistoryDocument,
     RUNS: RunsDocument,
     STACKS: StacksDocument,
+    CONFORM: ConformDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 

@@ -1,0 +1,128 @@
+"""A server's conformance: every shape sent whole and split at every byte offset, one
+request at a time, and whether the server still answers afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.conformance.probe import probe, still_answers
+from benchlab.conformance.shapes import SHAPES, Shape
+
+# A shape stops after this many failures: the first offsets say what is wrong, and a server
+# that hangs would otherwise cost a timeout per offset.
+MAX_FAILURES = 5
+
+
+@dataclass(frozen=True)
+class Failure:
+    offset: int | None  # None: sent whole
+    problem: str
+
+    def where(self) -> str:
+        return "sent whole" if self.offset is None else f"split after byte {self.offset}"
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    shape: Shape
+    sent: int  # probes made: whole, then each offset (fewer when it stopped early)
+    failures: tuple[Failure, ...] = ()
+    stopped: bool = False  # it stopped at MAX_FAILURES: more offsets may fail
+    notes: tuple[str, ...] = ()  # right, but worth saying: each note once
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shape": self.shape.name,
+            "sent": self.sent,
+            "passed": self.passed,
+            "failures": [{"offset": f.offset, "problem": f.problem} for f in self.failures],
+            "stopped_early": self.stopped,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Conformance:
+    results: tuple[ShapeResult, ...]
+    down_after: str | None = None  # the server stopped answering: why
+    failed_shapes: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = tuple(r.shape.name for r in self.results if not r.passed)
+        object.__setattr__(self, "failed_shapes", names)
+
+    @property
+    def conformant(self) -> bool:
+        return not self.failed_shapes and self.down_after is None
+
+    @property
+    def requests(self) -> int:
+        return sum(r.sent for r in self.results)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Each note once, with the first shape that showed it."""
+        seen: dict[str, str] = {}
+        for result in self.results:
+            for note in result.notes:
+                seen.setdefault(note, result.shape.name)
+        return tuple(f"{note} ({shape})" for note, shape in seen.items())
+
+    def first_failure(self) -> str | None:
+        """One line: the first shape that failed, where, and why."""
+        if self.down_after is not None:
+            return f"stopped answering: {self.down_after}"
+        for result in self.results:
+            if result.failures:
+                first = result.failures[0]
+                return f"{result.shape.name}, {first.where()}: {first.problem}"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conformant": self.conformant,
+            "requests": self.requests,
+            "down_after": self.down_after,
+            "notes": list(self.notes),
+            "shapes": [r.to_json() for r in self.results],
+        }
+
+
+def offsets(shape: Shape) -> list[int | None]:
+    """Whole first, then every split point: after byte 1 … after the last but one."""
+    return [None, *(range(1, len(shape.raw)) if shape.split else ())]
+
+
+def check_server(
+    host: str,
+    port: int,
+    shapes: tuple[Shape, ...] = SHAPES,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Conformance:
+    results = []
+    for shape in shapes:
+        failures: list[Failure] = []
+        notes: dict[str, None] = {}
+        sent = 0
+        for offset in offsets(shape):
+            sent += 1
+            probed = probe(host, port, shape, offset)
+            if probed.note is not None:
+                notes[probed.note] = None
+            if probed.problem is not None:
+                failures.append(Failure(offset, probed.problem))
+                if len(failures) >= MAX_FAILURES:
+                    break
+        stopped = len(failures) >= MAX_FAILURES and sent < len(offsets(shape))
+        results.append(ShapeResult(shape, sent, tuple(failures), stopped, tuple(notes)))
+        progress(f"{shape.name}: {sent - len(failures)}/{sent} right")
+        down = still_answers(host, port)
+        if down is not None:
+            return Conformance(tuple(results), down_after=f"after {shape.name}: {down}")
+    return Conformance(tuple(results))

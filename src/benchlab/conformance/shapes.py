@@ -1,0 +1,141 @@
+"""The request shapes a stack must parse, each declared once: the exact bytes sent, the
+answers they must get (checked as the scenarios' answers are), and whether the server must
+then close the connection. Every stack of the catalogue serves /plaintext and /json, so
+every shape asks for those.
+
+A shape is sent whole and, where `split` says so, split at every byte offset into two TCP
+segments (HttpArena's gate: a server that reads a request line or a header in one `recv`
+fails at some offset)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchlab.scenarios import SCENARIOS, Expectation
+
+PLAINTEXT = SCENARIOS["plaintext"].expectations()[0]
+JSON = SCENARIOS["json"].expectations()[0]
+HOST_LINE = b"Host: 127.0.0.1\r\n"
+# As long as a large cookie or token a browser sends, shorter than most servers' limit
+# (8 KiB in uvicorn, gunicorn, nginx's default buffer; uWSGI's default buffer is 4 KiB).
+LONG_VALUE_BYTES = 4000
+# Past any limit a server sets on a request's headers (nginx's default 8 KiB a line,
+# gunicorn's 8190 bytes, h11's 16 KiB, Go's net/http 1 MiB): a server that takes it holds
+# whatever a client sends in memory. It must be refused, and the server must not crash or
+# hang.
+OVERSIZED_VALUE_BYTES = 4 * 1024 * 1024
+REFUSALS = (400, 413, 414, 431, 494)  # 494: nginx's own "request header too large"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer a shape must get: to `method` (HEAD has no body), checked against
+    `expect` as a scenario's answer, or, with `statuses`, any status among them."""
+
+    method: str
+    expect: Expectation | None
+    statuses: tuple[int, ...] = ()
+    http10: bool = False  # asked as HTTP/1.0: a body may end with the connection
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    what: str  # one line for the report
+    raw: bytes
+    answers: tuple[Answer, ...]
+    split: bool = True  # also sent split at every byte offset
+    closes: bool = False  # the server must close the connection after its answer
+    # A plain GET on the same connection afterwards must get its own answer (the shape's
+    # bytes were framed right); unless the server said it would close.
+    follow_up: bool = True
+    # Closing the connection without an answer is a refusal too (said in a note): the
+    # server protected itself, though the client learns no status.
+    close_refuses: bool = False
+
+
+def request_bytes(line: str, *headers: str, body: bytes = b"", host: bool = True) -> bytes:
+    head = line.encode() + b"\r\n" + (HOST_LINE if host else b"")
+    head += b"".join(h.encode() + b"\r\n" for h in headers)
+    return head + b"\r\n" + body
+
+
+GET_PLAINTEXT = Answer("GET", PLAINTEXT)
+SHAPES: tuple[Shape, ...] = (
+    Shape("get", "a plain GET", request_bytes("GET /plaintext HTTP/1.1"), (GET_PLAINTEXT,)),
+    Shape(
+        "get-with-body",
+        "a GET with a body (Content-Length): the body must be read past, not taken as the "
+        "next request",
+        request_bytes("GET /plaintext HTTP/1.1", "Content-Length: 5", body=b"hello"),
+        (GET_PLAINTEXT,),
+    ),
+    Shape(
+        "post-content-length",
+        "a POST with Content-Length (any answer but a 5xx; the connection stays in step)",
+        request_bytes("POST /plaintext HTTP/1.1", "Content-Length: 13", body=b"Hello, World!"),
+        (Answer("POST", None, statuses=(200, 404, 405)),),
+    ),
+    Shape(
+        "post-chunked",
+        "a chunked POST (any answer but a 5xx; the connection stays in step)",
+        request_bytes(
+            "POST /plaintext HTTP/1.1",
+            "Transfer-Encoding: chunked",
+            body=b"5\r\nHello\r\n8\r\n, World!\r\n0\r\n\r\n",
+        ),
+        (Answer("POST", None, statuses=(200, 404, 405)),),
+    ),
+    Shape(
+        "pipelined",
+        "two requests in one write, answered in order",
+        request_bytes("GET /plaintext HTTP/1.1") + request_bytes("GET /json HTTP/1.1"),
+        (GET_PLAINTEXT, Answer("GET", JSON)),
+    ),
+    Shape(
+        "head",
+        "HEAD: the status and headers, no body (405 too: some frameworks route GET only)",
+        request_bytes("HEAD /plaintext HTTP/1.1"),
+        (Answer("HEAD", None, statuses=(200, 404, 405)),),
+    ),
+    Shape(
+        "connection-close",
+        "Connection: close: answered, then the server closes",
+        request_bytes("GET /plaintext HTTP/1.1", "Connection: close"),
+        (GET_PLAINTEXT,),
+        closes=True,
+    ),
+    Shape(
+        "http-1.0",
+        "HTTP/1.0 without keep-alive: answered, then the server closes",
+        request_bytes("GET /plaintext HTTP/1.0", host=False),
+        (Answer("GET", PLAINTEXT, http10=True),),
+        closes=True,
+    ),
+    Shape(
+        "bad-request-line",
+        "a request line with a space in its target: refused with a 4xx",
+        request_bytes("GET /plain text HTTP/1.1"),
+        (Answer("GET", None, statuses=tuple(range(400, 500))),),
+        follow_up=False,  # after a malformed request a server may close without saying so
+    ),
+    Shape(
+        "long-header",
+        f"a {LONG_VALUE_BYTES:,}-byte header value, under most servers' limit (8 KiB: nginx, "
+        "gunicorn, uvicorn)",
+        request_bytes("GET /plaintext HTTP/1.1", "X-Long: " + "a" * LONG_VALUE_BYTES),
+        (GET_PLAINTEXT,),
+        split=False,
+    ),
+    Shape(
+        "oversized-header",
+        f"a {OVERSIZED_VALUE_BYTES // 1024 // 1024} MiB header value: refused (400, 431…), the "
+        "server still up",
+        request_bytes("GET /plaintext HTTP/1.1", "X-Big: " + "a" * OVERSIZED_VALUE_BYTES),
+        (Answer("GET", None, statuses=REFUSALS),),
+        split=False,
+        follow_up=False,
+        close_refuses=True,
+    ),
+)
+SHAPES_BY_NAME = {shape.name: shape for shape in SHAPES}

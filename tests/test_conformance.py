@@ -1,0 +1,72 @@
+"""The conformance check (issue 40) against servers whose answer is known: the tests' own
+server, correct but for one chosen quirk, and real stacks of the catalogue."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchlab.conformance import probe
+from benchlab.conformance.check import check_server, offsets
+from benchlab.conformance.shapes import SHAPES_BY_NAME
+from tests.conftest import benchlab, error_line
+from tests.quirky_server import Quirk, quirky_server
+
+HOST = "127.0.0.1"
+
+
+@pytest.mark.slow
+def test_a_correct_server_passes_every_shape_at_every_offset() -> None:
+    with quirky_server(Quirk()) as port:
+        result = check_server(HOST, port)
+    assert result.conformant, result.first_failure()
+    every = sum(len(offsets(shape)) for shape in SHAPES_BY_NAME.values())
+    assert result.requests == every > 500
+
+
+@pytest.mark.slow
+def test_a_server_that_misparses_one_split_is_caught_at_that_offset() -> None:
+    with quirky_server(Quirk(misparses_first_read_of=7)) as port:
+        result = check_server(HOST, port)
+    assert not result.conformant
+    # Every shape that is split fails there, and only there ("GET /pl" | "aintext ..."),
+    # but the malformed one, whose right answer is the 400 the bug gives.
+    for shape_result in result.results:
+        shape = shape_result.shape
+        if shape.split and shape.name != "bad-request-line":
+            assert [f.offset for f in shape_result.failures] == [7], shape_result
+        else:
+            assert shape_result.passed, shape_result
+    assert "split after byte 7" in (result.first_failure() or "")
+
+
+def test_a_server_that_ignores_connection_close_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "CLOSE_WAIT_S", 0.2)  # it holds the connection 5 s
+    with quirky_server(Quirk(ignores_connection_close=True)) as port:
+        result = check_server(HOST, port, (SHAPES_BY_NAME["connection-close"],))
+    (only,) = result.results
+    assert not only.passed
+    assert "kept the connection open" in only.failures[0].problem
+
+
+@pytest.mark.slow
+def test_real_stacks_through_the_command_nginx_conforms_and_uvicorn_takes_any_header() -> None:
+    """Through `benchlab conform` as a user runs it (each stack started as a run starts it):
+    nginx refuses the oversized header and parses every split; uvicorn (httptools) parses
+    every split too but answers a 4 MiB header with 200 (it sets no limit)."""
+    done = benchlab("conform", "nginx-static", "fastapi+uvicorn", "-f", "json", "-q")
+    assert done.returncode == 1, done.stderr  # one stack does not conform
+    stacks = {s["stack"]: s for s in json.loads(done.stdout)["stacks"]}
+    nginx, uvicorn = stacks["nginx-static"], stacks["fastapi+uvicorn"]
+    every = sum(len(offsets(shape)) for shape in SHAPES_BY_NAME.values())
+    assert nginx["conformant"] is True and nginx["requests"] == every
+    failed = [s for s in uvicorn["shapes"] if not s["passed"]]
+    assert [s["shape"] for s in failed] == ["oversized-header"]
+    assert failed[0]["failures"][0]["problem"].startswith("status 200")
+
+
+def test_an_unknown_stack_is_one_line_naming_the_closest() -> None:
+    done = benchlab("conform", "nginx-stati")
+    assert done.returncode == 2
+    assert "did you mean 'nginx-static'" in error_line(done.stderr)
