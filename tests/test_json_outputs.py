@@ -10,16 +10,7 @@ from pathlib import Path
 import jsonschema
 
 from benchlab.analysis.summary import summarise
-from benchlab.report.json_formats import (
-    COMPARE,
-    CONFORM,
-    FORMATS,
-    HISTORY,
-    RUN,
-    RUNS,
-    STACKS,
-    TUNE,
-)
+from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
 from tests.conftest import REPO, benchlab, check_against_schema
 from tests.stored_runs import QUICK_LIKE, write_run
@@ -40,22 +31,22 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     second = write_run(results)
     store = ["--results", str(results)]
     outputs = {
-        RUN: benchlab("report", first, *store, "-f", "json").stdout,
-        COMPARE: benchlab("compare", first, second, *store, "-f", "json").stdout,
-        HISTORY: benchlab("history", "quick", *store, "-f", "json").stdout,
-        RUNS: benchlab("runs", *store, "-f", "json").stdout,
-        STACKS: benchlab("stacks", "-f", "json").stdout,
-        CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
+        jf.RUN: benchlab("report", first, *store, "-f", "json").stdout,
+        jf.COMPARE: benchlab("compare", first, second, *store, "-f", "json").stdout,
+        jf.HISTORY: benchlab("history", "quick", *store, "-f", "json").stdout,
+        jf.RUNS: benchlab("runs", *store, "-f", "json").stdout,
+        jf.STACKS: benchlab("stacks", "-f", "json").stdout,
+        jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
-    outputs[TUNE] = render_json(summarise(tune_store, tune_run))
-    assert set(outputs) == set(FORMATS), "a JSON format no output is checked for"
+    outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
+    assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"
     for declared, text in outputs.items():
         assert _stamped(text) == (declared.name, declared.version)
         check_against_schema(text)
-    assert [r["id"] for r in json.loads(outputs[RUNS])["runs"]] == [second, first]
-    assert len({f.name for f in FORMATS}) == len(FORMATS)
-    gin = next(s for s in json.loads(outputs[STACKS])["stacks"] if s["name"] == "gin")
+    assert [r["id"] for r in json.loads(outputs[jf.RUNS])["runs"]] == [second, first]
+    assert len({f.name for f in jf.FORMATS}) == len(jf.FORMATS)
+    gin = next(s for s in json.loads(outputs[jf.STACKS])["stacks"] if s["name"] == "gin")
     assert gin["available"] is True and "json" in gin["scenarios"], gin
 
 
@@ -111,7 +102,7 @@ def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
 
 def test_the_docs_list_every_json_format_with_its_version() -> None:
     docs = (Path(__file__).parent.parent / "docs" / "results.md").read_text()
-    for declared in FORMATS:
+    for declared in jf.FORMATS:
         assert f"| `{declared.name}` | {declared.version} |" in docs, declared.name
 
 
@@ -125,7 +116,7 @@ def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     store = ["--results", str(results)]
     for name, check in (
         ("cmp.md", lambda text: text.startswith("# benchlab compare")),
-        ("cmp.json", lambda text: _stamped(text) == (COMPARE.name, COMPARE.version)),
+        ("cmp.json", lambda text: _stamped(text) == (jf.COMPARE.name, jf.COMPARE.version)),
         ("cmp.txt", lambda text: text.startswith("A: run ")),
     ):
         done = benchlab("compare", first, second, *store, "-o", str(tmp_path / name))
@@ -187,13 +178,13 @@ def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Pat
 
     from benchlab.report.json_schemas import json_schema, schema_file
 
-    for fmt in FORMATS:
+    for fmt in jf.FORMATS:
         published = json.loads((REPO / "docs" / "schemas" / schema_file(fmt)).read_text())
         assert published == json_schema(fmt), f"docs/schemas/{schema_file(fmt)} is out of date"
     results = tmp_path / "results.db"
     text = benchlab("report", write_run(results), "--results", str(results), "-f", "json").stdout
     check_against_schema(text)
-    published = json_schema(RUN)
+    published = json_schema(jf.RUN)
     document = json.loads(text)
     document["cells"][0]["a_later_key"] = 1
     jsonschema.validate(document, published)  # added within a version: allowed
