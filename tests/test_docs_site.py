@@ -93,13 +93,17 @@ def test_the_verdicts_page_explains_every_verdict_and_no_other() -> None:
 def test_every_environment_variable_benchlab_reads_is_declared() -> None:
     """A variable is read through its declaration (environment.py), never by a literal name:
     then the reference page lists every one. The reference apps read what benchlab sets."""
-    literal = re.compile(r"""(?:environ(?:\.get)?|getenv)\(?\[?\s*["']([A-Z_]+)["']""")
+    literal = re.compile(
+        r"""(?:environ(?:\.get)?|getenv)\(?\[?\s*["']([A-Z_]+)["']"""
+        r"""|["']([A-Z_]+)["'] in os\.environ"""
+    )
     system = {"PATH"}  # the user's own, passed through to what benchlab starts
     found = {}
     for path in (REPO / "src" / "benchlab").rglob("*.py"):
         if "apps" in path.parts:
             continue
-        for name in set(literal.findall(path.read_text())) - system:
+        names = {a or b for a, b in literal.findall(path.read_text())}
+        for name in names - system:
             found.setdefault(name, path.name)
     assert found == {}
     page = PAGES["reference/environment.md"]()

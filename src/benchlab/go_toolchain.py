@@ -97,7 +97,7 @@ def machine_go() -> FoundGo | None:
     return None if found is None else FoundGo(found, version_of(found))
 
 
-def building_go(found: FoundGo | None = None) -> str | None:
+def building_go(found: FoundGo | None) -> str | None:
     """The go a build would use now (the machine's `found`, else benchlab's pinned one),
     without installing one (None: it would install)."""
     if found is not None and found.new_enough:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from benchlab import __version__
+from benchlab import __version__, environment
 from benchlab.text import SafeConsole
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -38,14 +38,14 @@ typer.core.TyperArgument._usage_display_name = (  # type: ignore[method-assign]
 PIPED_WIDTH = 100
 console = (
     SafeConsole()
-    if sys.stdout.isatty() or "COLUMNS" in os.environ
+    if sys.stdout.isatty() or environment.COLUMNS in os.environ
     else SafeConsole(width=PIPED_WIDTH)
 )
 # The plan, progress and what is being built go to stderr: stdout holds only the results, so
 # `benchlab run > results.txt` or a CI step's output is the answer alone. --quiet silences it.
 progress = (
     SafeConsole(stderr=True)
-    if sys.stderr.isatty() or "COLUMNS" in os.environ
+    if sys.stderr.isatty() or environment.COLUMNS in os.environ
     else SafeConsole(stderr=True, width=PIPED_WIDTH)
 )
 

@@ -4,7 +4,7 @@ request at a time, and whether the server still answers afterwards."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from benchlab.conformance.probe import probe, still_answers
@@ -51,11 +51,10 @@ class ShapeResult:
 class Conformance:
     results: tuple[ShapeResult, ...]
     down_after: str | None = None  # the server stopped answering: why
-    failed_shapes: tuple[str, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        names = tuple(r.shape.name for r in self.results if not r.passed)
-        object.__setattr__(self, "failed_shapes", names)
+    @property
+    def failed_shapes(self) -> tuple[str, ...]:
+        return tuple(r.shape.name for r in self.results if not r.passed)
 
     @property
     def conformant(self) -> bool:
@@ -110,7 +109,8 @@ def check_server(
         failures: list[Failure] = []
         notes: dict[str, None] = {}
         sent = 0
-        for offset in offsets(shape):
+        every = offsets(shape)
+        for offset in every:
             sent += 1
             probed = probe(host, port, shape, offset)
             if probed.note is not None:
@@ -119,7 +119,7 @@ def check_server(
                 failures.append(Failure(offset, probed.problem))
                 if len(failures) >= MAX_FAILURES:
                     break
-        stopped = len(failures) >= MAX_FAILURES and sent < len(offsets(shape))
+        stopped = len(failures) >= MAX_FAILURES and sent < len(every)
         results.append(ShapeResult(shape, sent, tuple(failures), stopped, tuple(notes)))
         progress(f"{shape.name}: {sent - len(failures)}/{sent} right")
         down = still_answers(host, port)

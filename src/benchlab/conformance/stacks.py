@@ -1,5 +1,6 @@
-"""Each stack of the catalogue started as a run starts it (its own user, pinned, its
-workdir), checked for conformance, and stopped: nothing is left behind."""
+"""Each stack of the catalogue started as a run starts it (the runner's `start_answering`:
+its own user, pinned, its workdir, a fresh port if another program took the first), checked
+for conformance, and stopped: nothing is left behind."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchlab.conformance.check import Conformance, check_server
+from benchlab.hosts.base import THIS_MACHINE
 from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
-from benchlab.runner import HOST, free_port, start_stack
-from benchlab.safe_files import reachable_tmpdir
-from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.verify import wait_until_answering
+from benchlab.runner import HOST, ServerPlace, start_answering
+from benchlab.safe_files import new_dir, reachable_tmpdir
+from benchlab.stacks import CATALOGUE
 
 
 @dataclass(frozen=True)
@@ -40,14 +41,18 @@ def conform_stacks(
             registry = ProcessRegistry()
             # One worker with the stack's own threads or greenlets, as a run launches it.
             threads = stack.default_concurrency if stack.concurrency else None
-            ctx = LaunchContext(HOST, free_port(), workdir / f"s{index}", cores, 1, threads)
             try:
-                server = start_stack(registry, stack, ctx, cores, user=user)
-                problem = wait_until_answering(HOST, ctx.port, server.alive, stack.start_timeout)
-                if problem is not None:
-                    out.append(StackConformance(name, None, f"{problem}: {server.log_tail()}"))
+                started = start_answering(
+                    registry, stack, ServerPlace(HOST, THIS_MACHINE, cores), (1, threads),
+                    new_dir(workdir / f"s{index}", 0o711), {}, stack.start_timeout, user=user,
+                )  # fmt: skip
+                if started.problem is not None:
+                    log = started.server.log_tail()
+                    out.append(StackConformance(name, None, f"{started.problem}: {log}"))
                     continue
-                result = check_server(HOST, ctx.port, progress=lambda line: progress(f"  {line}"))
+                result = check_server(
+                    HOST, started.ctx.port, progress=lambda line: progress(f"  {line}")
+                )
                 out.append(StackConformance(name, result))
             finally:
                 registry.stop_all()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from benchlab.recipe import Plan
 from benchlab.runner.failure import Failure, FailureKind
-from benchlab.runner.launch import HOST, pinned_to, start_stack
+from benchlab.runner.launch import HOST, ServerPlace, pinned_to, start_answering, start_stack
 from benchlab.runner.measurer import MeasureOptions, Measurer
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.session import Session, SessionOptions
@@ -23,11 +23,13 @@ __all__ = [
     "Measurer",
     "Reporter",
     "RunOutcome",
+    "ServerPlace",
     "Session",
     "SessionOptions",
     "free_port",
     "pinned_to",
     "run_recipe",
+    "start_answering",
     "start_stack",
 ]
 
