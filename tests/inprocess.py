@@ -24,6 +24,8 @@ from rich.console import Console
 
 from benchlab.analysis.summary import summarise
 from benchlab.answers import ReadWorlds
+from benchlab.conformance.check import Conformance, Failure, ShapeResult
+from benchlab.conformance.shapes import SHAPES
 from benchlab.errors import LoadToolError
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated
@@ -44,6 +46,7 @@ from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.wire import Reply, Wire
 
 START_S = 2.0  # simulated seconds a start takes
+CONFORM_S = 5.0  # and a conformance check
 FIRST_PORT = 20_000
 COUNTERS_PORT_OFFSET = 10_000  # a launch's counters are served this far above its port
 
@@ -73,6 +76,9 @@ class FakeStack:
     interrupted_at_launch: int | None = None  # Ctrl-C during its Nth launch's first load
     # A load's whole result, made by the test (a server model): its figures are then unused.
     result_at: Callable[[LoadRequest], LoadResult] | None = None
+    # A conformance check (conform = true) finds this shape answered wrong, split after
+    # byte 7; None: every shape right.
+    misparses: str | None = None
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -171,6 +177,20 @@ class FakeExecutor:
 
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return True
+
+    def conform(self, address: str, port: int) -> Conformance:
+        server = self.servers[port]
+        assert server.alive(), "checked a stopped stack"
+        self.now += CONFORM_S
+        wrong = self.stacks[server.stack].misparses
+        return Conformance(
+            tuple(
+                ShapeResult(
+                    shape, 1, (Failure(7, "a wrong answer"),) if shape.name == wrong else ()
+                )
+                for shape in SHAPES
+            )
+        )
 
     def verify(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -123,3 +124,17 @@ def quirky_server(quirk: Quirk) -> Iterator[int]:
         stop.set()
         acceptor.join()
         listener.close()
+
+
+def serve(host: str, port: int, quirk: Quirk) -> None:
+    """Serves on host:port until killed: as a stack of a run (see test_conformance.py)."""
+    listener = socket.create_server((host, port))
+    while True:
+        sock, _ = listener.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=_serve_connection, args=(sock, quirk), daemon=True).start()
+
+
+if __name__ == "__main__":  # quirky_server.py OFFSET|- HOST PORT
+    offset, host, port = sys.argv[1:4]
+    serve(host, int(port), Quirk(misparses_first_read_of=None if offset == "-" else int(offset)))

@@ -63,11 +63,13 @@ def write_run(
     spread: tuple[float, ...] = SPREAD,
     options: RunOptions | None = None,
     own_spread: Mapping[str, tuple[float, ...]] | None = None,
+    aa_spread: tuple[float, ...] | None = None,
 ) -> str:
     """A complete run of `medians` (stack -> scenario -> req/s) in the store at `path`, wrk at
     64 connections, `trials` trials a cell; the ceiling's load tool at `ceiling_load_cpu` %
     of its one core (99: client-bound); `own_spread`: a stack's own factors on top of the
-    round's (`spread`, which every stack shares). Returns the run id."""
+    round's (`spread`, which every stack shares); `aa_spread`: the options' sentinel again,
+    as its A/A copy, with these factors on top of its own. Returns the run id."""
     store = Store(path)
     options_json = (options or RunOptions(baseline="flask+gunicorn")).to_json()
     recipe = 'name = "quick"\nbaseline = "flask+gunicorn"\n'
@@ -86,16 +88,20 @@ def write_run(
         )
     )
     position = 0
-    for stack, by_scenario in medians.items():
+    sentinel = options.sentinel if options is not None else None
+    copies = [(s, 1) for s in medians] + ([(sentinel, 2)] if aa_spread and sentinel else [])
+    for stack, copy in copies:
+        by_scenario = medians[stack]
         entry = CATALOGUE[stack]
         for scenario, median in by_scenario.items():
-            cell = Cell(stack, scenario, "wrk", 64, 1, 2, 5, 1)
-            cell_id = store.add_cell(
-                run_id, position, cell, entry.label(1), facts=entry.facts(1, None)
-            )
+            cell = Cell(stack, scenario, "wrk", 64, 1, 2, 5, 1, copy=copy)
+            label = entry.label(1) + {1: "", 2: " (sentinel's A/A copy)"}[copy]
+            cell_id = store.add_cell(run_id, position, cell, label, facts=entry.facts(1, None))
             position += 1
             load_cpu = ceiling_load_cpu if stack == "nginx-static" else 55.0
             own = (own_spread or {}).get(stack, (1.0,))
+            if copy == 2:
+                own = tuple(a * b for a, b in zip(own * len(aa_spread), aa_spread, strict=False))
             factors = [spread[i % len(spread)] * own[i % len(own)] for i in range(trials)]
             for index, factor in enumerate(factors):
                 store.add_trial(cell_id, _trial(index, median * factor, 64, load_cpu))

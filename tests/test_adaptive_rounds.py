@@ -53,7 +53,7 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
     run_id = store.create_run(_run_info())
     cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
     recipe = SimpleNamespace(
-        rank_by=rank_by, min_effect_pct=1.0, target_half_width_pct=5.0, warmup=0,
+        rank_by=rank_by, min_effect_pct=1.0, target_half_width_pct=5.0, warmup=0, sentinel=False,
         params=SimpleNamespace(pool_size=None),
     )  # fmt: skip
     return SimpleNamespace(
@@ -63,6 +63,7 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
         plan=SimpleNamespace(recipe=recipe),
         measured=set(),
         failed={},
+        conformance={},
         deadline_s=None,
         costs=None,
         time_left=lambda needs_s=0.0: True,

@@ -20,7 +20,10 @@ from tests.conftest import REPO, SLOWABLE_RECIPE, write_recipe
 
 SCRIPT = REPO / "examples" / "ci" / "benchmark.sh"
 WORKFLOW = REPO / "examples" / "ci" / "benchmark.yml"
-RECIPE = SLOWABLE_RECIPE.format(name="ci-test")
+# As the example's recipe: a sentinel (one that the branch cannot slow) and its A/A pair.
+RECIPE = SLOWABLE_RECIPE.format(name="ci-test").replace(
+    "trials = 3\n", 'trials = 3\nsentinel = "steady"\naa = true\n'
+)
 
 
 def _script(step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -54,7 +57,9 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
         assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     assert (out / "baseline.db").exists() and (out / "baseline.html").exists()
     assert "<svg" in (out / "history.html").read_text()
-    assert "## History of ci-test (2 runs)" in (out / "history.md").read_text()
+    history = (out / "history.md").read_text()
+    assert "## History of ci-test (2 runs)" in history and "÷ sentinel" in history
+    assert "A/A" in (out / "history.html").read_text()
 
     same = _script("check", env)
     assert same.returncode == 0, same.stdout + same.stderr
@@ -80,7 +85,8 @@ def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     # this server's on any machine, and still tells a slowdown from the noise (±15 %).
     assert ratio < 0.8, row
     assert "**FAIL:** slower by more than 10% (or failed, or missing): slowable" in report
-    assert "newest run: slower" in report  # out of main's current segment
+    # Out of main's current segment, and the stack's own doing: the sentinel did not move.
+    assert "newest run: slower" in report and "the stack's" in report, report
     assert list(isolated_tmp.iterdir()) == []
 
 

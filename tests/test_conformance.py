@@ -3,17 +3,41 @@ server, correct but for one chosen quirk, and real stacks of the catalogue."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
+from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from benchlab.analysis.summary import summarise
 from benchlab.conformance import probe
 from benchlab.conformance.check import check_server, offsets
 from benchlab.conformance.shapes import SHAPES_BY_NAME
-from tests.conftest import benchlab, error_line
+from benchlab.recipe import build_plan, load_recipe
+from benchlab.report.jsonfile import render_json
+from benchlab.report.progress import LineReporter
+from benchlab.runner import SessionOptions, run_recipe
+from benchlab.stacks import CATALOGUE, Stack
+from benchlab.stacks.base import Launch, LaunchContext
+from benchlab.store import Store
+from tests.conftest import benchlab, error_line, write_recipe
 from tests.quirky_server import Quirk, quirky_server
 
 HOST = "127.0.0.1"
+QUIRKY = Path(__file__).with_name("quirky_server.py")
+CONFORM_RECIPE = """
+name = "conform-test"
+stacks = ["quirky", "correct"]
+scenarios = ["json"]
+trials = 1
+warmup = 0
+conform = true
+[[load]]
+connections = 4
+duration = 1
+"""
 
 
 @pytest.mark.slow
@@ -70,3 +94,43 @@ def test_an_unknown_stack_is_one_line_naming_the_closest() -> None:
     done = benchlab("conform", "nginx-stati")
     assert done.returncode == 2
     assert "did you mean 'nginx-static'" in error_line(done.stderr)
+
+
+def _quirky_stack(name: str, offset: str) -> Stack:
+    def launch(ctx: LaunchContext) -> Launch:
+        return Launch(argv=[sys.executable, str(QUIRKY), offset, ctx.host, str(ctx.port)])
+
+    return Stack(
+        name=name, framework="test", server="h11", worker_model="a thread per connection",
+        scenarios=("plaintext", "json"), launch=launch, start_timeout=10,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_run_with_conform_flags_a_misparsing_stack_and_ranks_it_apart(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run (real processes, real load): the stack that misparses a request split
+    after byte 7 is measured, flagged nonconformant at that offset and left out of the
+    ranking; its correct twin is ranked."""
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    monkeypatch.setitem(CATALOGUE, "quirky", _quirky_stack("quirky", "7"))
+    monkeypatch.setitem(CATALOGUE, "correct", _quirky_stack("correct", "-"))
+    recipe = write_recipe(tmp_path, CONFORM_RECIPE)
+    loaded, text = load_recipe(recipe)
+    store = Store(tmp_path / "results.db")
+    output = io.StringIO()
+    outcome = run_recipe(
+        build_plan(recipe, loaded, text), store, LineReporter(Console(file=output, width=200)),
+        SessionOptions("test"),
+    )  # fmt: skip
+    assert outcome.status == "complete", output.getvalue()
+    report = json.loads(render_json(summarise(store, None)))
+    cells = {c["stack"]: c for c in report["cells"]}
+    assert "nonconformant" in cells["quirky"]["verdicts"]
+    assert "split after byte 7" in cells["quirky"]["verdict_sentences"]["nonconformant"]
+    assert "nonconformant" not in cells["correct"]["verdicts"]
+    assert cells["quirky"]["throughput_rps"]["median"] > 0  # measured all the same
+    ranked = [r["stack"] for point in report["rankings"] for r in point["ranking"]]
+    assert ranked == [cells["correct"]["stack_label"]]
+    assert list(isolated_tmp.iterdir()) == []

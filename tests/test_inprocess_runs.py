@@ -294,3 +294,61 @@ def test_a_rate_share_is_of_the_closed_loop_measured_once_a_cell(tmp_path: Path)
         FailureKind.NO_RATE, "its closed-loop probe completed no request: no rate to share"
     )
     assert run.cells()[("sanic", "json")].reason == no_rate.reason
+
+
+def test_the_sentinel_and_its_aa_copy_are_measured_in_every_round_the_others_are(
+    tmp_path: Path,
+) -> None:
+    """Adaptive rounds for an undecided pair take the sentinel and its A/A copy along (a
+    cell's ratio to it is taken within rounds); the copy is a launch of its own, never ranked,
+    and its ratio to the sentinel is the run's A/A noise."""
+    executor = FakeExecutor(
+        {
+            "gin": FakeStack({"json": _noisy(40_000, 30_000)}),
+            "sanic": FakeStack({"json": _noisy(30_000, 40_000)}),
+            "tornado": FakeStack({"json": [Figures(5_000), Figures(5_200), Figures(4_900)]}),
+        }
+    )
+    extra = 'max_trials = 7\nsentinel = "tornado"\naa = true'
+    run = run_inprocess(tmp_path, _recipe(["gin", "sanic"], ["json"], 3, extra), executor)
+    assert run.outcome.status == "complete"
+    assert [t.round for t in run.trials("gin", "json")] == list(range(7))
+    tornado = [c for c in run.report()["cells"] if c["stack"] == "tornado"]
+    assert sorted((c["aa_copy"], c["trials"]) for c in tornado) == [(False, 7), (True, 7)]
+    assert [stack for stack, _ in executor.launches].count("tornado") == 14
+    report = run.report()
+    assert report["sentinel"] == "tornado" and 0 < report["aa_noise_pct"] < 10
+    ranked = {r["stack"] for point in report["rankings"] for r in point["ranking"]}
+    assert ranked == {"gin w=1", "sanic[async] w=1"}  # the sentinel and its copy stand apart
+    gin = next(c for c in report["cells"] if c["stack"] == "gin")
+    assert gin["to_sentinel"]["value"] == pytest.approx(35_000 / 5_000, rel=0.2)
+
+
+def test_a_nonconformant_stack_is_measured_flagged_and_kept_out_of_the_ranking(
+    tmp_path: Path,
+) -> None:
+    """With conform = true each stack is checked once, at its first launch; one that frames
+    a pipelined request wrong is measured in every round, flagged, and neither ranked nor
+    given adaptive rounds; one that only lacks a header limit is ranked, with a caution."""
+    executor = FakeExecutor(
+        {
+            "gin": FakeStack({"json": _noisy(40_000, 30_000)}, misparses="pipelined"),
+            "sanic": FakeStack({"json": _noisy(30_000, 40_000)}),
+            "tornado": FakeStack({"json": Figures(5_000)}, misparses="oversized-header"),
+        }
+    )
+    recipe = _recipe(["gin", "sanic", "tornado"], ["json"], 3, "max_trials = 7\nconform = true")
+    run = run_inprocess(tmp_path, recipe, executor)
+    assert run.outcome.status == "complete"
+    assert "gin is nonconformant (pipelined, split after byte 7: a wrong answer)" in run.output
+    report = run.report()
+    verdicts = {c["stack"]: c["verdicts"] for c in report["cells"]}
+    assert "nonconformant" in verdicts["gin"] and "nonconformant" not in verdicts["sanic"]
+    assert "input-limits" in verdicts["tornado"] and "nonconformant" not in verdicts["tornado"]
+    ranked = {r["stack"] for point in report["rankings"] for r in point["ranking"]}
+    assert ranked == {"sanic[async] w=1", "tornado[async] w=1"}
+    # gin vs sanic would be undecided for ever (alternating launches): without gin in the
+    # ranking no pair wants more rounds.
+    assert len(run.trials("gin", "json")) == 3 and "adaptive round" not in run.output
+    gin = next(c for c in report["cells"] if c["stack"] == "gin")
+    assert "kept out of the ranking" in gin["verdict_sentences"]["nonconformant"]

@@ -384,6 +384,7 @@ class _Measured:
     alone_ms: float | None = None
     trials: int = 3
     unbracketed: int = 0
+    conformance: dict[str, list[str]] | None = None
 
     def value(self, figure: F.Figure) -> float | None:
         return self.figures.get(figure.key)
@@ -395,7 +396,7 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
     assert list(VERDICTS) == [
         "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
-        "capacity-unbracketed", "unstable",
+        "capacity-unbracketed", "nonconformant", "input-limits", "unstable",
     ]  # fmt: skip
     cautions = {
         "client-bound",
@@ -405,8 +406,11 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
         "unstable",
         "rate-not-delivered",
         "capacity-unbracketed",
+        "nonconformant",
     }
     assert set(CAUTIONS) == cautions
+    # Measured and shown, but not ranked: a server that parsed a request wrong.
+    assert {name for name, kind in VERDICTS.items() if kind.unranked} == {"nonconformant"}
     # A ceiling cell with one of these measured its load tool, not the machine.
     assert {name for name, kind in VERDICTS.items() if kind.tool_figure} == {
         "client-bound", "tool-stalled"

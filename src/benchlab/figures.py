@@ -353,6 +353,11 @@ CEILING = _figure(
     "ceiling_fraction", "of ceiling", "%", FLAT, R,
     "throughput ÷ nginx-static's at the same grid point", lambda v: f"{100 * v:.0f}",
 )  # fmt: skip
+TO_SENTINEL = _figure(
+    "to_sentinel", "÷ sentinel", "", FLAT, R,
+    "the ranking figure ÷ the sentinel's at the same grid point, round by round [interval]",
+    _grouped(3),
+)  # fmt: skip
 
 
 # What a cell is ranked, compared and divided by, per mode: what the mode measures.

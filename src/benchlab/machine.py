@@ -44,6 +44,36 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_flags() -> list[str]:
+    """The first CPU's feature flags (what a build or a kernel may use), sorted."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return sorted(set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return []
+
+
+def memory_mb() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def python_build() -> str:
+    """Which Python, built how: two builds of one version can differ in speed."""
+    number, date = platform.python_build()
+    return (
+        f"{platform.python_implementation()} {platform.python_version()} "
+        f"({number}, {date}; {platform.python_compiler()})"
+    )
+
+
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in PACKAGES:
@@ -117,11 +147,14 @@ def built_tool_versions() -> dict[str, str]:
 def describe() -> dict:
     return {
         "cpu": cpu_model(),
+        "cpu_flags": cpu_flags(),
         "cores": os.cpu_count(),
+        "memory_mb": memory_mb(),
         "allowed_cores": sorted(os.sched_getaffinity(0)),
         "kernel": platform.release(),
         "os": platform.platform(),
         "python": platform.python_version(),
+        "python_build": python_build(),
         "packages": package_versions(),
         "tools": {
             **{name: tool_version(name) for name in TOOL_VERSION_COMMANDS},

@@ -70,7 +70,7 @@ def lock_timeout_s() -> float:
 # launch can hold at once; "capacity" is only req/s under the SLO). 5: runs.plan, the recipe
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
 # 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 ID_ATTEMPTS = 5
 
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
@@ -383,6 +383,7 @@ class CellRecord:
     protocol: str = "h1"  # protocols.PROTOCOLS
     negotiated: str | None = None  # what verification got: "HTTP/2 over TLSv1.3"
     compression_ratio: float | None = None  # a compressed answer: its size ÷ compressed size
+    copy: int = 1  # schema 7: 2 for the sentinel's second launch of an A/A pair
 
     @classmethod
     def of(
@@ -406,6 +407,7 @@ class CellRecord:
             concurrency_limit=concurrency_limit, db_pool_limit=db_pool_limit, mode=cell.mode,
             target_rate=cell.rate, rate_share=cell.rate_share, timeout_s=cell.timeout,
             facts=facts or {}, keepalive=cell.keepalive, protocol=cell.protocol,
+            copy=cell.copy,
         )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
-"""benchlab with one more stack, `slowable`: tests/apps/misbehaving.py in its slow mode, where
-each answer costs $BENCHLAB_SLOW_MS milliseconds of busy work. The CI example's test runs the
-example's script with this as its BENCHLAB, and slows the "branch" down through that variable."""
+"""benchlab with two more stacks: `slowable`, tests/apps/misbehaving.py in its slow mode, where
+each answer costs $BENCHLAB_SLOW_MS milliseconds of busy work, and `steady`, the same at 1 ms
+whatever that variable says (a sentinel). The CI example's test runs the example's script with
+this as its BENCHLAB, and slows the "branch" down through that variable."""
 
 import sys
 from pathlib import Path
@@ -16,13 +17,21 @@ def _launch(ctx: LaunchContext) -> Launch:
     return Launch(argv=[sys.executable, str(MISBEHAVING), "slow", ctx.host, str(ctx.port)])
 
 
-CATALOGUE["slowable"] = Stack(
-    name="slowable",
-    framework="test",
-    server="http.server",
-    worker_model="threads",
-    scenarios=("plaintext", "json"),
-    launch=_launch,
-    start_timeout=10,
-)
+def _steady(ctx: LaunchContext) -> Launch:
+    return Launch(
+        argv=[sys.executable, str(MISBEHAVING), "slow", ctx.host, str(ctx.port)],
+        env={"BENCHLAB_SLOW_MS": "1"},
+    )
+
+
+for name, launch in (("slowable", _launch), ("steady", _steady)):
+    CATALOGUE[name] = Stack(
+        name=name,
+        framework="test",
+        server="http.server",
+        worker_model="threads",
+        scenarios=("plaintext", "json"),
+        launch=launch,
+        start_timeout=10,
+    )
 main()

@@ -1,11 +1,13 @@
 """Two runs of one recipe, cell by cell: the ratio B/A of the figure cells are ranked by,
-with its interval and a verdict."""
+with its interval and a verdict; when both runs measured a sentinel, the same for each cell's
+ratio to it and for the sentinel itself, and whose change it is (analysis/attribution.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchlab.analysis.attribution import Attribution, Evidence3
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.stats import Ratio
 from benchlab.figures import Better, Figure
@@ -21,6 +23,8 @@ class Side:
     connections: int
     samples: Sequence[float]  # of the figure compared
     params: str = ""  # the grid point's parameters, when the recipe has them
+    to_sentinel: Sequence[float] = ()  # its ratio to the sentinel, round by round
+    sentinel: Sequence[float] = ()  # the sentinel's figure at its grid point
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,23 @@ class CellChange:
     figure: Figure
     why: str = ""  # for no significant change: too few trials, within the noise, too small
     params: str = ""
+    evidence: Evidence3 | None = None  # with a sentinel in both runs: the three series judged
+
+    @property
+    def attribution(self) -> Attribution | None:
+        """Whose change it is; None when nothing moved (or no sentinel in both runs)."""
+        if self.evidence is None or not self.evidence.moved:
+            return None
+        return self.evidence.attribution
 
     def regressed_beyond(self, pct: float) -> bool:
-        """Worse by more than `pct` % even at the best end of its interval, or broken in B."""
+        """Worse by more than `pct` % even at the best end of its interval, or broken in B;
+        not when the sentinel says the machine moved it."""
         if self.verdict in LOST:
             return True
         if self.verdict != "slower" or self.ratio is None:
+            return False
+        if self.attribution is Attribution.MACHINE:
             return False
         if self.figure.better is Better.LOWER:
             return self.ratio.low > 1 + pct / 100
@@ -75,17 +90,21 @@ def compare_cells(
             verdict, why = "no significant change", judgement.why
         else:
             verdict = "faster" if judgement.verdict == "a" else "slower"
+        judged = None
+        if judgement is not None and other is not None and _with_sentinel(cell, other):
+            judged = Evidence3(
+                judgement,
+                evidence.judge(other.to_sentinel, cell.to_sentinel, figure),
+                evidence.judge(other.sentinel, cell.sentinel, figure),
+            )
         changes.append(
             CellChange(
-                cell.key,
-                cell.label,
-                cell.scenario,
-                cell.connections,
-                ratio,
-                verdict,
-                figure,
-                why,
-                cell.params,
+                cell.key, cell.label, cell.scenario, cell.connections, ratio, verdict, figure,
+                why, cell.params, judged,
             )
-        )
+        )  # fmt: skip
     return changes
+
+
+def _with_sentinel(a: Side, b: Side) -> bool:
+    return bool(a.to_sentinel and b.to_sentinel and a.sentinel and b.sentinel)

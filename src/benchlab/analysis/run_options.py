@@ -10,7 +10,7 @@ from typing import Any
 
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.evidence import Evidence, RatioMethod
-from benchlab.recipe import Recipe
+from benchlab.recipe import Recipe, sentinel_of
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
 
@@ -30,6 +30,8 @@ class RunOptions:
     # How ratios between this run's cells get their intervals, declared when the run started
     # (runs stored before it: independent cells).
     ratio_method: str = RatioMethod.INDEPENDENT.value
+    sentinel: str | None = None  # the stack every cell is also divided by, round by round
+    aa: bool = False  # the sentinel was measured twice (its second launch: copy 2)
 
     @property
     def evidence(self) -> Evidence:
@@ -55,6 +57,8 @@ class RunOptions:
             rank_by=recipe.rank_by,
             pool_swept=isinstance(recipe.params.pool_size, list),
             min_effect_pct=recipe.min_effect_pct,
+            sentinel=sentinel_of(recipe),
+            aa=recipe.aa,
         )
 
     @classmethod

@@ -42,3 +42,15 @@ def paired(a: Sequence[float], b: Sequence[float]) -> list[tuple[float, float]] 
         return None
     first, second = a.by_round(), b.by_round()
     return [(first[r], second[r]) for r in sorted(set(first) & set(second))]
+
+
+def per_round_ratios(a: Sequence[float] | None, b: Sequence[float] | None) -> Samples | None:
+    """a ÷ b in each round both were measured in (b's zeros left out), knowing its rounds;
+    None when either side does not know its rounds or they share none."""
+    if not isinstance(a, Samples) or not isinstance(b, Samples):
+        return None
+    first, second = a.by_round(), b.by_round()
+    rounds = tuple(r for r in sorted(set(first) & set(second)) if second[r] > 0)
+    if not rounds:
+        return None
+    return Samples(tuple(first[r] / second[r] for r in rounds), rounds)

@@ -31,9 +31,11 @@ from benchlab.analysis.relative import (
     relative_to,
 )
 from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.samples import per_round_ratios
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import (
     CLIENT_SATURATED,
+    UNRANKED,
     UNSTABLE,
     Setting,
     Side,
@@ -172,12 +174,35 @@ class CellSummary:
     trial_records: tuple[TrialRecord, ...] = ()
     # Each capacity-search replicate: what it found, its bracket, its probes, why it stopped.
     replicates: tuple[CapacityRecord, ...] = ()
+    # The run's sentinel (either launch): a reference measured in every round, not ranked.
+    is_sentinel: bool = False
 
     # --- the stored cell's identity and settings ---
 
     @property
     def key(self) -> str:
         return self.stored.key
+
+    @property
+    def is_aa_copy(self) -> bool:
+        """The sentinel's second launch: its figure measures the run's noise, not a stack."""
+        return self.stored.copy != 1
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the cell is in its grid point's ranking: not the sentinel (a reference)
+        nor its A/A copy (the noise), nor a cell a verdict keeps out (nonconformant)."""
+        return not self.is_sentinel and not any(v.name in UNRANKED for v in self.verdicts)
+
+    @property
+    def contender(self) -> bool:
+        """Whether the cell competes in what the report says of its ranking: ranked, and not
+        the ceiling (the load tool's limit)."""
+        return self.ranked and self.stack != CEILING_STACK
+
+    @property
+    def conformance(self) -> dict[str, list[str]] | None:
+        return self.facts.get("conformance")
 
     @property
     def stack(self) -> str:
@@ -327,6 +352,8 @@ class CellSummary:
             "keepalive": self.keepalive,
             "protocol": self.protocol,
             "negotiated": self.negotiated,
+            "sentinel": self.is_sentinel,
+            "aa_copy": self.is_aa_copy,
             "mix": [m.to_json() for m in self.mix] or None,
             "trials": self.trials,
             "ranked_by": self.ranked_by.key,
@@ -407,6 +434,20 @@ class RunSummary:
         return self.options.target_half_width_pct
 
     @property
+    def aa_noise_pct(self) -> float | None:
+        """How far apart the sentinel's two launches (A/A) came out, in %: the effect of the
+        median of their per-round ratios, as the evidence rule measures an effect, at the grid
+        point where it is largest; None: no A/A."""
+        found = [
+            100 * (max(ratio.value, 1 / ratio.value) - 1)
+            for cell in self.cells
+            if cell.is_aa_copy
+            and isinstance(ratio := cell.figures.get(F.TO_SENTINEL.key), Ratio)
+            and ratio.value > 0
+        ]
+        return max(found) if found else None
+
+    @property
     def partial_note(self) -> str | None:
         status = self.run.status
         if status == "running":
@@ -425,6 +466,8 @@ class RunSummary:
             "baseline": self.baseline,
             "target_half_width_pct": self.target_half_width_pct,
             "evidence": self.options.evidence.describe(),
+            "sentinel": self.options.sentinel,
+            "aa_noise_pct": self.aa_noise_pct,
             "tool_agreement": self.tool_agreement,
             "protocol_costs": [c.to_json() for c in self.protocol_costs],
             "hosts": [h.to_json() for h in self.hosts],
@@ -638,10 +681,11 @@ def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> Ru
         cells.append(summary)
     ranked_by = _run_figure(cells, options)
     cells = _relative(cells, options.baseline)
+    cells = _to_sentinel(cells, options.sentinel)
     contenders = [
         Contender(c.stack_label, c.grid, c.samples.get(c.ranked_by.key, ()), c.ranked_by)
         for c in cells
-        if c.grid is not None
+        if c.grid is not None and c.ranked
     ]
     ranked = rankings(contenders, options.evidence)
     return RunSummary(
@@ -817,6 +861,36 @@ def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummar
         if cell.stack != CEILING_STACK and cell.mode == Mode.CLOSED:
             figures[F.CEILING.key] = relative_to(plain, ceilings)
         out.append(dataclasses.replace(cell, figures=figures))
+    return out
+
+
+def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSummary]:
+    """Each cell's ranking figure ÷ the sentinel's at its grid point, round by round: the
+    per-round ratios (samples, what history judges) and their median with its interval."""
+    if sentinel is None:
+        return cells
+    references = {
+        c.grid: c.samples.get(c.ranked_by.key)
+        for c in cells
+        if c.stack == sentinel and c.stored.copy == 1 and c.grid is not None
+    }
+    out = []
+    for cell in cells:
+        if cell.stack == sentinel:
+            cell = dataclasses.replace(cell, is_sentinel=True)
+        ratios = per_round_ratios(cell.samples.get(cell.ranked_by.key), references.get(cell.grid))
+        spread = median_interval(list(ratios)) if ratios else None
+        if spread is None:
+            out.append(cell)
+            continue
+        ratio = Ratio(spread.median, spread.low, spread.high, spread.confidence, spread.n)
+        out.append(
+            dataclasses.replace(
+                cell,
+                figures={**cell.figures, F.TO_SENTINEL.key: ratio},
+                samples={**cell.samples, F.TO_SENTINEL.key: ratios},
+            )
+        )
     return out
 
 

@@ -81,6 +81,11 @@ class Measured(Protocol):
     @property
     def unbracketed(self) -> int: ...
 
+    # What a conformance check found (recipe key `conform`), by whether each failure keeps
+    # the stack out of the ranking: {"unranking": [...], "cautions": [...]}; None: unchecked.
+    @property
+    def conformance(self) -> Mapping[str, list[str]] | None: ...
+
     def value(self, figure: F.Figure) -> float | None: ...
 
 
@@ -393,12 +398,33 @@ class VerdictKind:
     # The figure is the load tool's limit, not the server's: a ceiling cell with it is none.
     tool_figure: bool = False
     bound: Side | None = None  # whose limit it says was reached, when always the same side
+    unranked: bool = False  # a cell with it is measured and shown, but not ranked
 
     def says(self, sentence: str, bound: Side | None = None) -> Verdict:
         return Verdict(self.name, sentence, bound or self.bound)
 
 
 VERDICTS: dict[str, VerdictKind] = {}
+
+
+def _nonconformant(cell: Measured, setting: Setting) -> Verdict | None:
+    found = (cell.conformance or {}).get("unranking") or []
+    if not found:
+        return None
+    return NONCONFORMANT.says(
+        f"it parsed or framed a request wrong ({'; '.join(found)}): kept out of the ranking, "
+        "since a server that gets a client's requests wrong can look fast by doing less"
+    )
+
+
+def _input_limits(cell: Measured, setting: Setting) -> Verdict | None:
+    found = (cell.conformance or {}).get("cautions") or []
+    if not found:
+        return None
+    return INPUT_LIMITS.says(
+        f"it mishandled a malformed request or a header's size ({'; '.join(found)}): this "
+        "tells of robustness (a proxy in front may be needed), not of the figures"
+    )
 
 
 def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
@@ -465,6 +491,14 @@ UNBRACKETED = _declare(VerdictKind(
     "capacity-unbracketed", "a capacity search that never saw a rate miss: a lower bound",
     _unbracketed, F.CAPACITY, caution=True,
 ))  # fmt: skip
+NONCONFORMANT = _declare(VerdictKind(
+    "nonconformant", "a server that parsed or framed a request wrong (not ranked)",
+    _nonconformant, None, caution=True, unranked=True,
+))  # fmt: skip
+INPUT_LIMITS = _declare(VerdictKind(
+    "input-limits", "a missing header limit, or a malformed request mishandled",
+    _input_limits, None,
+))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,
     caution=True,
@@ -472,3 +506,5 @@ UNSTABLE = _declare(VerdictKind(
 
 # Verdicts that make a comparison worth a caution beside it.
 CAUTIONS = frozenset(name for name, kind in VERDICTS.items() if kind.caution)
+# Verdicts that keep a cell out of its ranking (it is still measured and shown).
+UNRANKED = frozenset(name for name, kind in VERDICTS.items() if kind.unranked)

@@ -16,7 +16,7 @@ from benchlab.recipe import default_cores
 from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:
-    from benchlab.conformance.stacks import StackConformance
+    from benchlab.catalogue_conformance import StackConformance
 
 CONFORM_FORMATS = formats.RUNS  # table or json
 
@@ -43,7 +43,7 @@ def conform(
     with Content-Length and chunked, pipelined, HEAD, Connection: close, HTTP/1.0, a bad
     request line, a long and an oversized header; each sent whole and split at every byte.
     Exit 1 when a stack does not conform, 3 when one could not be started."""
-    from benchlab.conformance.stacks import conform_stacks
+    from benchlab.catalogue_conformance import conform_stacks
     from benchlab.recipe.messages import did_you_mean
 
     formats.check_either(fmt, CONFORM_FORMATS)

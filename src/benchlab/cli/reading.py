@@ -147,7 +147,8 @@ def history(
         typer.Option(
             "--fail-on-change",
             metavar="slower|faster",
-            help="Exit 1 when a cell's latest change point goes this way.",
+            help="Exit 1 when a cell's latest move goes this way (with a sentinel: only a "
+            "move of the stack's own, not the machine's).",
         ),
     ] = None,
 ) -> None:
@@ -237,8 +238,9 @@ def compare(
             metavar="PCT",
             min=0,
             max=100,
-            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals, or "
-            "failed or missing in RUN_B.",
+            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals (and "
+            "not the machine's doing, when both runs measured a sentinel), or failed or "
+            "missing in RUN_B.",
         ),
     ] = None,
     strict: Annotated[

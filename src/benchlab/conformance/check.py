@@ -61,6 +61,21 @@ class Conformance:
         return not self.failed_shapes and self.down_after is None
 
     @property
+    def ranks(self) -> bool:
+        """Whether a run may rank the stack: no shape a benchmark client sends failed, and
+        the server kept answering."""
+        return not self.failures(unranking=True) and self.down_after is None
+
+    def facts(self) -> dict[str, Any]:
+        """What a run keeps of it with each of the stack's cells (the verdicts read it)."""
+        down = [] if self.down_after is None else [f"stopped answering {self.down_after}"]
+        return {
+            "requests": self.requests,
+            "unranking": [*self.failures(unranking=True), *down],
+            "cautions": self.failures(unranking=False),
+        }
+
+    @property
     def requests(self) -> int:
         return sum(r.sent for r in self.results)
 
@@ -72,6 +87,15 @@ class Conformance:
             for note in result.notes:
                 seen.setdefault(note, result.shape.name)
         return tuple(f"{note} ({shape})" for note, shape in seen.items())
+
+    def failures(self, unranking: bool) -> list[str]:
+        """One line per failed shape whose failure does (or does not) keep the stack out of
+        a ranking: the shape, where it first failed, and why."""
+        return [
+            f"{r.shape.name}, {r.failures[0].where()}: {r.failures[0].problem}"
+            for r in self.results
+            if r.failures and r.shape.unranks == unranking
+        ]
 
     def first_failure(self) -> str | None:
         """One line: the first shape that failed, where, and why."""

@@ -52,6 +52,11 @@ class Shape:
     # Closing the connection without an answer is a refusal too (said in a note): the
     # server protected itself, though the client learns no status.
     close_refuses: bool = False
+    # A failure keeps the stack out of a run's ranking: the shape is how benchmark clients
+    # frame requests, so a server that gets it wrong can look fast by doing less (or by
+    # answering wrong). False: a limit or a malformed request, which tells of robustness
+    # (shown as a caution), not of what the figures measured.
+    unranks: bool = True
 
 
 def request_bytes(line: str, *headers: str, body: bytes = b"", host: bool = True) -> bytes:
@@ -118,6 +123,7 @@ SHAPES: tuple[Shape, ...] = (
         request_bytes("GET /plain text HTTP/1.1"),
         (Answer("GET", None, statuses=tuple(range(400, 500))),),
         follow_up=False,  # after a malformed request a server may close without saying so
+        unranks=False,
     ),
     Shape(
         "long-header",
@@ -126,6 +132,7 @@ SHAPES: tuple[Shape, ...] = (
         request_bytes("GET /plaintext HTTP/1.1", "X-Long: " + "a" * LONG_VALUE_BYTES),
         (GET_PLAINTEXT,),
         split=False,
+        unranks=False,
     ),
     Shape(
         "oversized-header",
@@ -136,6 +143,7 @@ SHAPES: tuple[Shape, ...] = (
         split=False,
         follow_up=False,
         close_refuses=True,
+        unranks=False,
     ),
 )
 SHAPES_BY_NAME = {shape.name: shape for shape in SHAPES}

@@ -29,6 +29,7 @@ from benchlab.recipe.schema import (
     as_list,
     at_point,
     profile_mode,
+    sentinel_of,
 )
 
 __all__ = [
@@ -36,5 +37,6 @@ __all__ = [
     "HostEntry", "HostPlan", "LoadProfile", "Params", "Plan", "Point", "Recipe", "Services",
     "Slo", "StackParams", "allowed_cores", "apply_overrides", "as_list", "at_point",
     "build_plan", "bundled_recipes", "default_cores", "expand", "load_recipe", "local_only",
-    "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe", "unserved",
+    "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe", "sentinel_of",
+    "unserved",
 ]  # fmt: skip

@@ -18,10 +18,15 @@ from benchlab.recipe.schema import (
     mix_of,
     profile_mode,
     rate_share,
+    sentinel_of,
 )
 from benchlab.scenarios import SCENARIOS
 from benchlab.service_kinds import Service
 from benchlab.stacks import CATALOGUE
+
+# After the labels of the sentinel's launches: a reference, not a contender.
+SENTINEL_MARK = "(sentinel)"
+AA_COPY_MARK = "(sentinel's A/A copy)"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Cell:
     rate_share: float | None = None  # rate cells: % of the cell's own closed-loop capacity
     keepalive: bool = True  # False: the client closes each connection after one request
     protocol: str = "h1"  # protocols.PROTOCOLS: what the client and the server speak
+    copy: int = 1  # 2: the sentinel's second launch of an A/A pair (its own launch each round)
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
@@ -63,6 +69,7 @@ class Cell:
             + (f"|r{self.rate_share:g}%" if self.rate_share is not None else "")
             + ("" if self.keepalive else "|noka")
             + ("" if self.protocol == "h1" else f"|{self.protocol}")
+            + ("" if self.copy == 1 else f"|copy{self.copy}")
         )
 
     @property
@@ -72,12 +79,12 @@ class Cell:
         return f"{self.rate_share:g}%" if self.rate_share is not None else ""
 
     @property
-    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None, str]:
+    def launch_key(self) -> tuple[str, str | None, int, int | None, int | None, str, int]:
         """Cells with the same launch key are served by one launch of their stack (its
         server started for their protocol)."""
         return (
             self.stack, self.flavour, self.workers, self.server_threads, self.launch_pool,
-            self.protocol,
+            self.protocol, self.copy,
         )  # fmt: skip
 
 
@@ -167,7 +174,15 @@ def expand(
                     )
                     if len(cells) > limit:
                         raise MatrixTooLarge()
-    return tuple(cells)
+    return tuple(cells + _aa_copies(recipe, cells))
+
+
+def _aa_copies(recipe: Recipe, cells: list[Cell]) -> list[Cell]:
+    """With `aa`: each sentinel cell again, served by a launch of its own."""
+    sentinel = sentinel_of(recipe)
+    if not recipe.aa or sentinel is None:
+        return []
+    return [dataclasses.replace(cell, copy=2) for cell in cells if cell.stack == sentinel]
 
 
 def _expand_points(

@@ -12,7 +12,14 @@ from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe.cells import proxied, scenario_names
 from benchlab.recipe.messages import did_you_mean
-from benchlab.recipe.schema import Recipe, StackParams, as_list, profile_mode, rate_share
+from benchlab.recipe.schema import (
+    Recipe,
+    StackParams,
+    as_list,
+    profile_mode,
+    rate_share,
+    sentinel_of,
+)
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 from benchlab.text import quoted, toml_key
@@ -21,6 +28,7 @@ from benchlab.text import quoted, toml_key
 def check_names(path: Path, recipe: Recipe) -> None:
     """Every check, in this order: the first mistake found is the one reported."""
     for check in (
+        _check_sentinel,
         _check_stack_names,
         _check_baseline,
         _check_points,
@@ -58,6 +66,31 @@ def _check_known(
                 f"{path}: key '{key}[{i}]': unknown {what} {quoted(name)}"
                 f"{did_you_mean(name, known)}; {hint}"
             )
+
+
+def _check_sentinel(path: Path, recipe: Recipe) -> None:
+    """The sentinel is a stack of the catalogue that serves one of the recipe's scenarios;
+    an A/A pair needs it."""
+    name = sentinel_of(recipe)
+    if recipe.aa and name is None:
+        raise UserError(
+            f"{path}: key 'aa': an A/A pair is the sentinel measured twice; "
+            "set sentinel = true (the built-in one) or name a stack"
+        )
+    if name is None:
+        return
+    if name not in CATALOGUE:
+        raise UserError(
+            f"{path}: key 'sentinel': unknown stack {quoted(name)}"
+            f"{did_you_mean(name, CATALOGUE)}; run 'benchlab stacks' for the catalogue"
+        )
+    names = scenario_names(recipe)
+    if not any(not CATALOGUE[name].why_not(s) for s in names):
+        raise UserError(
+            f"{path}: key 'sentinel': {quoted(name)} serves none of the recipe's scenarios "
+            f"({', '.join(names)}); it serves {', '.join(CATALOGUE[name].scenarios)}: "
+            "name a sentinel that does"
+        )
 
 
 def _check_baseline(path: Path, recipe: Recipe) -> None:

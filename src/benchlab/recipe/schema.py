@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from benchlab.figures import RANKABLE
 from benchlab.load import DEFAULT_TOOL, TOOLS
@@ -285,6 +285,20 @@ class Recipe(_Strict):
     interval."""
     baseline: str | None = None
     """The stack every ranking figure is divided by (article 002's relative table)."""
+    sentinel: str | bool = False
+    """A stack whose code and versions stay frozen, measured in every round like the others
+    (added to `stacks` when it is not there): each cell is also kept as its ratio to it in
+    the same round, so history and compare tell a slower stack from a slower machine.
+    `true`: the built-in one (starlette+uvicorn)."""
+    conform: bool = False
+    """Check each stack's HTTP/1.1 parsing at its first launch (`benchlab conform`'s request
+    shapes, whole and split at every byte, about 5 s a stack): a stack that frames a request
+    wrong, or ignores `Connection: close`, is measured but flagged `nonconformant` and kept
+    out of the ranking; a missing header limit or a mishandled malformed request is a
+    caution (`input-limits`)."""
+    aa: bool = False
+    """Measure the sentinel twice, as two launches (A/A): the run's own noise floor; a change
+    smaller than it is never called a change. Needs `sentinel`."""
     warmup: Annotated[int, Field(ge=0, le=600)] = 1
     """Seconds of load before a launch's first trial of each scenario, discarded."""
     cores: Cores | None = None
@@ -308,6 +322,27 @@ class Recipe(_Strict):
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
     """Where each role runs ([hosts.NAME]); default: all of them on this machine
     (docs/hosts.md)."""
+
+    @model_validator(mode="after")
+    def _measure_the_sentinel(self) -> Recipe:
+        name = sentinel_of(self)
+        if name is not None and name not in self.stacks:
+            self.stacks.append(name)
+        return self
+
+
+# The sentinel `sentinel = true` names: a stack of benchlab's pinned by its lock, chosen by
+# measurement (8 interleaved rounds of 7 stacks, 2 s each, on the 2-core VM): the least noisy
+# from round to round (6 % standard deviation; go-nethttp, loaded by one wrk core to 30k req/s,
+# 45 %), and the one each other stack's ratio to it was least noisy against.
+DEFAULT_SENTINEL = "starlette+uvicorn"
+
+
+def sentinel_of(recipe: Recipe) -> str | None:
+    """The recipe's sentinel stack, if it has one."""
+    if recipe.sentinel is True:
+        return DEFAULT_SENTINEL
+    return recipe.sentinel or None
 
 
 def mix_of(recipe: Recipe, profile: LoadProfile) -> str | None:

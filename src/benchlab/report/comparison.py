@@ -4,6 +4,7 @@ machines and versions and which cells regressed beyond `--fail-above`."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchlab import figures as F
 from benchlab.analysis.compare import CellChange, Side, compare_cells
 from benchlab.analysis.environment import Difference, describe, differences
+from benchlab.analysis.evidence import Evidence, Judgement
 from benchlab.analysis.stats import RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.columns import params_text
@@ -42,6 +45,10 @@ class Comparison:
     def with_params(self) -> bool:
         return any(c.params for c in self.changes)
 
+    @property
+    def with_sentinel(self) -> bool:
+        return any(c.evidence is not None for c in self.changes)
+
     def warnings(self) -> list[str]:
         if not self.differences:
             return []
@@ -55,23 +62,44 @@ class Comparison:
         return f"slower by more than {self.fail_above:g}% (or failed, or missing): {names}"
 
 
-def _side(cell: CellSummary, figure_key: str) -> Side:
+def _side(summary: RunSummary, cell: CellSummary, figure_key: str) -> Side:
+    """A cell as compare sees it. Its samples lose their rounds: round 3 of one run has
+    nothing to do with round 3 of another, so two runs are compared as independent."""
+    sentinel = next(
+        (
+            c
+            for c in summary.cells
+            if c.stack == summary.options.sentinel and not c.is_aa_copy and c.grid == cell.grid
+        ),
+        None,
+    )
     return Side(
         cell.key, cell.stack_label, cell.scenario, cell.connections,
-        cell.samples.get(figure_key, ()), params_text(cell),
+        tuple(cell.samples.get(figure_key, ())), params_text(cell),
+        tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
+        tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),
     )  # fmt: skip
+
+
+def _floored(evidence: Evidence, *runs: RunSummary) -> Evidence:
+    """The evidence rule with its practical threshold raised to the runs' A/A noise."""
+    floors = [n for run in runs if (n := run.aa_noise_pct) is not None]
+    if not floors or max(floors) <= evidence.min_effect_pct:
+        return evidence
+    return dataclasses.replace(evidence, min_effect_pct=max(floors))
 
 
 def compare_runs(
     a: RunSummary, b: RunSummary, a_store: Path, b_store: Path, fail_above: float | None
 ) -> Comparison:
-    """B against A, cell by cell, by the figure A's cells are ranked by and A's evidence rule."""
+    """B against A, cell by cell, by the figure A's cells are ranked by and A's evidence rule
+    (its threshold raised to either run's A/A noise floor)."""
     figure = a.ranked_by
     changes = compare_cells(
-        [_side(c, figure.key) for c in a.cells],
-        [_side(c, figure.key) for c in b.cells],
+        [_side(a, c, figure.key) for c in a.cells],
+        [_side(b, c, figure.key) for c in b.cells],
         figure,
-        a.options.evidence,
+        _floored(a.options.evidence, a, b),
     )
     found = differences(a.run.machine, b.run.machine)
     return Comparison(a, b, a_store, b_store, changes, found, fail_above)
@@ -89,6 +117,19 @@ def _ratio(change: CellChange) -> tuple[str, str]:
     if not ratio.has_interval:
         return f"{ratio.value:.3f}", "1 trial: none"
     return f"{ratio.value:.3f}", f"{ratio.low:.3f}–{ratio.high:.3f} ({ratio.confidence:.0%})"
+
+
+def _sentinel_columns(change: CellChange) -> list[str]:
+    """Its ratio to the sentinel, B / A with its interval, and whose change it is."""
+    evidence = change.evidence
+    if evidence is None or evidence.ratio is None or evidence.ratio.ratio is None:
+        return ["–", "–"]
+    ratio = evidence.ratio.ratio
+    whose = change.attribution.value if change.attribution is not None else "–"
+    return [f"{ratio.value:.3f} [{ratio.low:.3f}–{ratio.high:.3f}]", whose]
+
+
+SENTINEL_COLUMNS = ["÷ sentinel B / A", "whose"]
 
 
 def _verdict(change: CellChange) -> str:
@@ -121,7 +162,8 @@ def render_table(comparison: Comparison, console: Console) -> None:
         console.print(f"WARNING: {warning}", style="yellow", markup=False, highlight=False)
     table = Table(title="B / A per cell", title_justify="left")
     columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
-    for column in [*columns, "conns", "B / A", "interval", "verdict"]:
+    extra = SENTINEL_COLUMNS if comparison.with_sentinel else []
+    for column in [*columns, "conns", "B / A", "interval", "verdict", *extra]:
         numeric = column in ("conns", "B / A")
         table.add_column(
             column, justify="right" if numeric else "left", no_wrap=numeric or column == "interval"
@@ -132,7 +174,9 @@ def render_table(comparison: Comparison, console: Console) -> None:
         identity += [change.params] if comparison.with_params else []
         table.add_row(
             *(escape(v) for v in identity), str(change.connections), value, interval,
-            escape(_verdict(change)), style=STYLES.get(change.verdict),
+            escape(_verdict(change)),
+            *(_sentinel_columns(change) if comparison.with_sentinel else []),
+            style=STYLES.get(change.verdict),
         )  # fmt: skip
     console.print(table)
     for line in _footer(comparison):
@@ -150,7 +194,8 @@ def render_markdown(comparison: Comparison) -> str:
     if comparison.warnings():
         out.append("")
     columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
-    header = [*columns, "conns", "B / A", "interval", "verdict"]
+    extra = SENTINEL_COLUMNS if comparison.with_sentinel else []
+    header = [*columns, "conns", "B / A", "interval", "verdict", *extra]
     out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for change in comparison.changes:
         value, interval = _ratio(change)
@@ -159,6 +204,7 @@ def render_markdown(comparison: Comparison) -> str:
             verdict = f"**{verdict}**"
         row = [change.label, change.scenario, *([change.params] if comparison.with_params else [])]
         row += [str(change.connections), value, interval, verdict]
+        row += _sentinel_columns(change) if comparison.with_sentinel else []
         out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     out.append("")
     if comparison.fail_above is not None:
@@ -182,6 +228,13 @@ def _run_json(summary: RunSummary, store: Path) -> dict[str, Any]:
         "git_commit": run.git_commit,
         "machine": run.machine,
     }
+
+
+def _ratio_json(judged: Judgement | None) -> dict[str, Any] | None:
+    if judged is None or judged.ratio is None:
+        return None
+    ratio = judged.ratio
+    return {"value": ratio.value, "low": ratio.low, "high": ratio.high, "moved": judged.decided}
 
 
 def render_json(comparison: Comparison) -> str:
@@ -213,6 +266,8 @@ def render_json(comparison: Comparison) -> str:
                 },
                 "verdict": c.verdict,
                 "why": c.why,
+                "to_sentinel": _ratio_json(c.evidence.ratio if c.evidence else None),
+                "attribution": c.attribution.value if c.attribution else None,
             }
             for c in comparison.changes
         ],

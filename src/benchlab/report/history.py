@@ -1,23 +1,37 @@
 """Every run of one recipe, across one or more stores, as a series per cell: the ranked
-figure run by run with its interval, the commit and versions behind it, the machine it ran
-on, and the change points the evidence confirms."""
+figure run by run with its interval, its ratio to the sentinel in the same rounds (when the
+recipe measures one), the commit and versions behind it, the machine it ran on, the change
+points the evidence confirms and whose they are (the stack's, the machine's, undecided),
+and the newest run against where its segment predicts it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.analysis.changepoints import ChangePoint, SeriesPoint, change_points
+from benchlab.analysis.attribution import Attribution, Evidence3
+from benchlab.analysis.changepoints import (
+    ChangePoint,
+    SeriesPoint,
+    change_points,
+    machine_segments,
+)
 from benchlab.analysis.environment import MACHINE_KEYS, differences
 from benchlab.analysis.evidence import Evidence, Judgement
-from benchlab.analysis.summary import RunSummary, summarise
+from benchlab.analysis.prediction import PREDICTION_CONFIDENCE, predict
+from benchlab.analysis.stats import Ratio
+from benchlab.analysis.summary import CellSummary, RunSummary, summarise
 from benchlab.errors import UserError
 from benchlab.store import Store
 
 FINISHED = ("complete", "partial")
+# The newest run is judged by a prediction interval once its segment has this many runs.
+PREDICTION_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -30,15 +44,42 @@ class HistoryPoint:
     high: float
     samples: tuple[float, ...]
     machine: dict[str, Any]  # the facts a segment is made of (cpu, cores, kernel, governor)
-    versions: dict[str, Any]  # the whole machine record: python, packages, tools
+    versions: dict[str, Any]  # the whole fingerprint: machine record, steal of the run
     cell_versions: dict[str, str]  # the versions that define the cell (see _cell_versions)
+    # Its ratio to the sentinel round by round, and the sentinel's own figure at its grid
+    # point (empty: the run measured no sentinel there).
+    to_sentinel: tuple[float, ...] = ()
+    sentinel: tuple[float, ...] = ()
+    aa_noise_pct: float | None = None  # the run's A/A noise floor, when it measured one
+
+    @property
+    def ratio_median(self) -> float | None:
+        return statistics.median(self.to_sentinel) if self.to_sentinel else None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "run": self.run, "started_at": self.started_at, "commit": self.commit,
             "median": self.median, "low": self.low, "high": self.high, "machine": self.machine,
-            "versions": self.cell_versions,
+            "versions": self.cell_versions, "to_sentinel": self.ratio_median,
+            "sentinel": statistics.median(self.sentinel) if self.sentinel else None,
+            "aa_noise_pct": self.aa_noise_pct,
         }  # fmt: skip
+
+
+def _judgement_json(judged: Judgement | None) -> dict[str, Any] | None:
+    if judged is None:
+        return None
+    ratio = judged.ratio
+    return {
+        "moved": judged.decided, "why": judged.why,
+        "ratio": None if ratio is None else {
+            "value": ratio.value, "low": ratio.low, "high": ratio.high,
+        },
+    }  # fmt: skip
+
+
+def _direction(judged: Judgement) -> str:
+    return "faster" if judged.verdict == "a" else "slower"
 
 
 @dataclass(frozen=True)
@@ -46,6 +87,13 @@ class FoundChange:
     change: ChangePoint
     point: HistoryPoint  # the first run after it
     versions_changed: list[str]  # "fastapi 0.115.0 → 0.116.0", between the runs either side
+    evidence: Evidence3
+    environment_changed: list[str] = field(default_factory=list)  # every fingerprint difference
+    threshold_pct: float = 0.0  # the effect it had to beat (the A/A floor raises it)
+
+    @property
+    def attribution(self) -> Attribution:
+        return self.evidence.attribution
 
     def as_json(self, index: int) -> dict[str, Any]:
         ratio = self.change.ratio
@@ -53,34 +101,54 @@ class FoundChange:
             "run": self.point.run, "index": index, "commit": self.point.commit,
             "ratio": {"value": ratio.value, "low": ratio.low, "high": ratio.high},
             "direction": self.change.direction, "versions_changed": self.versions_changed,
+            "attribution": self.attribution.value,
+            "evidence": {name: _judgement_json(j) for name, j in (
+                ("own", self.evidence.own), ("to_sentinel", self.evidence.ratio),
+                ("sentinel", self.evidence.sentinel),
+            )},
+            "environment_changed": self.environment_changed,
+            "threshold_pct": self.threshold_pct,
         }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Latest:
-    """The newest run against the segment it would continue (the runs since the last change
-    point on its machine): in it, or out of it, slower or faster."""
+    """The newest run against where the runs of its segment (since the last change point on
+    its machine) predict the next one: in it, or out of it, slower or faster, and whose."""
 
-    judged: Judgement
+    evidence: Evidence3  # each judged against its prediction interval
     segment_runs: int
+    threshold_pct: float
 
     @property
     def in_segment(self) -> bool:
-        return not self.judged.decided
+        return not self.evidence.moved
 
     def direction(self, figure: F.Figure) -> str | None:
         if self.in_segment:
             return None
-        return "faster" if self.judged.verdict == "a" else "slower"
+        moved = self.evidence.own if self.evidence.own.decided else self.evidence.ratio
+        return _direction(moved) if moved is not None else None
+
+    @property
+    def attribution(self) -> Attribution | None:
+        return None if self.in_segment else self.evidence.attribution
 
     def as_json(self, figure: F.Figure) -> dict[str, Any]:
-        ratio = self.judged.ratio
+        own = self.evidence.own
+        ratio = own.ratio
         return {
             "in_segment": self.in_segment, "segment_runs": self.segment_runs,
-            "direction": self.direction(figure), "why": self.judged.why,
+            "direction": self.direction(figure), "why": own.why,
             "ratio": None if ratio is None else {
                 "value": ratio.value, "low": ratio.low, "high": ratio.high,
             },
+            "attribution": None if self.attribution is None else self.attribution.value,
+            "evidence": {name: _judgement_json(j) for name, j in (
+                ("own", own), ("to_sentinel", self.evidence.ratio),
+                ("sentinel", self.evidence.sentinel),
+            )},
+            "threshold_pct": self.threshold_pct,
         }  # fmt: skip
 
 
@@ -103,12 +171,20 @@ class CellSeries:
             "latest": self.latest.as_json(self.figure) if self.latest else None,
         }
 
-    def latest_direction(self) -> str | None:
-        """How the figure moved last: the newest run out of its segment, else the last
-        change point."""
+    @property
+    def has_sentinel(self) -> bool:
+        return any(p.to_sentinel for p in self.points)
+
+    def latest_move(self) -> tuple[str, Attribution] | None:
+        """How the figure moved last, and whose move it was: the newest run out of its
+        segment, else the last change point."""
         if self.latest is not None and not self.latest.in_segment:
-            return self.latest.direction(self.figure)
-        return self.changes[-1].change.direction if self.changes else None
+            direction = self.latest.direction(self.figure)
+            if direction is not None:
+                return direction, self.latest.evidence.attribution
+        if self.changes:
+            return self.changes[-1].change.direction, self.changes[-1].attribution
+        return None
 
 
 @dataclass(frozen=True)
@@ -125,8 +201,17 @@ class History:
         }
 
     def latest_change(self, direction: str) -> list[CellSeries]:
-        """The series whose figure moved `direction` last."""
-        return [s for s in self.series if s.latest_direction() == direction]
+        """The series whose figure moved `direction` last, unless the sentinel says the
+        machine moved it (a series without a sentinel cannot tell: it counts)."""
+        found = []
+        for series in self.series:
+            move = series.latest_move()
+            if move is None or move[0] != direction:
+                continue
+            if series.has_sentinel and move[1] is not Attribution.STACK:
+                continue
+            found.append(series)
+        return found
 
 
 def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
@@ -142,6 +227,28 @@ def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
     return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
+def _steal_pct(summary: RunSummary) -> float | None:
+    """The run's steal: the median over its cells of their median server-core steal."""
+    values = [
+        estimate.median
+        for cell in summary.cells
+        if (estimate := cell.estimate(F.FIGURES["server_steal_pct"])) is not None
+    ]
+    return round(statistics.median(values), 1) if values else None
+
+
+def _sentinel_cell(summary: RunSummary, cell: CellSummary) -> CellSummary | None:
+    sentinel = summary.options.sentinel
+    return next(
+        (
+            c
+            for c in summary.cells
+            if c.stack == sentinel and not c.is_aa_copy and c.grid == cell.grid
+        ),
+        None,
+    )
+
+
 def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | None:
     cell = next((c for c in summary.cells if c.key == key), None)
     if cell is None or cell.status == "failed":
@@ -154,17 +261,21 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     # The code under test: the app's for a tune (its commit, its environment's servers and
     # framework), benchlab's for its own stacks.
     commit = tune.get("app_commit") or summary.run.git_commit
-    versions, tuned = machine, "app_versions" in tune
+    versions, tuned = {**machine, "steal_pct": _steal_pct(summary)}, "app_versions" in tune
     if tuned:
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
-        versions = {**machine, "packages": packages}
+        versions = {**versions, "packages": packages}
+    sentinel = _sentinel_cell(summary, cell)
     return HistoryPoint(
         run=summary.run.id, started_at=summary.run.started_at,
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,
         cell_versions=_cell_versions(versions.get("packages") or {}, cell.stack, tuned),
+        to_sentinel=tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
+        sentinel=tuple(sentinel.samples.get(figure.key, ())) if sentinel else (),
+        aa_noise_pct=summary.aa_noise_pct,
     )  # fmt: skip
 
 
@@ -176,6 +287,91 @@ def _cell_versions(packages: dict[str, str], stack: str, tuned: bool) -> dict[st
         return dict(packages)
     names = ["benchlab", *re.split(r"[+\-\[\]]", stack)]
     return {n: packages[n] for n in dict.fromkeys(names) if n in packages}
+
+
+def _machine_key(point: HistoryPoint) -> str:
+    return repr(sorted(point.machine.items()))
+
+
+def _proposed(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) -> list[int]:
+    """Where the stack's own series, or its ratio to the sentinel, changed (a ratio's change
+    next to one of the figure's is the same change)."""
+    own = [
+        c.index
+        for c in change_points(
+            [SeriesPoint(p.run, p.samples, _machine_key(p)) for p in points], figure, evidence
+        )
+    ]
+    with_ratio = [i for i, p in enumerate(points) if p.to_sentinel]
+    ratio = [
+        with_ratio[c.index]
+        for c in change_points(
+            [
+                SeriesPoint(points[i].run, points[i].to_sentinel, _machine_key(points[i]))
+                for i in with_ratio
+            ],
+            figure,
+            evidence,
+        )
+    ]
+    return sorted(set(own) | {i for i in ratio if all(abs(i - j) > 1 for j in own)})
+
+
+def _floor(points: list[HistoryPoint], evidence: Evidence) -> Evidence:
+    """The evidence rule with its practical threshold raised to the A/A noise of these runs:
+    a change smaller than two launches of one stack can differ is never called one."""
+    floors = [p.aa_noise_pct for p in points if p.aa_noise_pct is not None]
+    if not floors or max(floors) <= evidence.min_effect_pct:
+        return evidence
+    return dataclasses.replace(evidence, min_effect_pct=max(floors))
+
+
+def _judge_windows(
+    before: list[HistoryPoint], after: list[HistoryPoint], figure: F.Figure, evidence: Evidence
+) -> Evidence3:
+    """The three series, after against before, by the evidence rule (their trials pooled)."""
+
+    def pooled(points: list[HistoryPoint], attr: str) -> list[float]:
+        return [v for p in points for v in getattr(p, attr)]
+
+    own = evidence.judge(pooled(after, "samples"), pooled(before, "samples"), figure)
+    ratio = sentinel = None
+    if all(p.to_sentinel for p in before + after):
+        ratio_after, ratio_before = pooled(after, "to_sentinel"), pooled(before, "to_sentinel")
+        ratio = evidence.judge(ratio_after, ratio_before, figure)
+        sentinel = evidence.judge(pooled(after, "sentinel"), pooled(before, "sentinel"), figure)
+    return Evidence3(own, ratio, sentinel)
+
+
+def _changes(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) -> list[FoundChange]:
+    """Each proposed change judged between the runs since the change before it and those up
+    to the next (within its machine's segment); kept when the figure or its ratio moved."""
+    proposed = _proposed(points, figure, evidence)
+    segments = machine_segments([SeriesPoint(p.run, p.samples, _machine_key(p)) for p in points])
+    found = []
+    for k, index in enumerate(proposed):
+        segment = next(s for s in segments if index in s)
+        start = max([segment.start, *(i for i in proposed[:k] if i in segment)])
+        stop = min([segment.stop, *(i for i in proposed[k + 1 :] if i in segment)])
+        before, after = points[start:index], points[index:stop]
+        if not before or not after:
+            continue
+        judged_by = _floor(before + after, evidence)
+        judged = _judge_windows(before, after, figure, judged_by)
+        if not judged.moved:
+            continue
+        moved = judged.own if judged.own.decided else judged.ratio
+        assert moved is not None and moved.ratio is not None
+        previous, first = points[index - 1], points[index]
+        found.append(
+            FoundChange(
+                ChangePoint(index, moved.ratio, _direction(moved)), first,
+                _versions_changed(previous, first), judged,
+                [d.text() for d in differences(previous.versions, first.versions)],
+                judged_by.min_effect_pct,
+            )
+        )  # fmt: skip
+    return found
 
 
 def _versions_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:
@@ -198,17 +394,43 @@ def build_history(stores: list[Path], recipe: str) -> History:
         points = [p for s in runs if (p := _point(s, cell.key, figure)) is not None]
         if not points:
             continue
-        found = change_points(
-            [SeriesPoint(p.run, p.samples, repr(sorted(p.machine.items()))) for p in points],
-            figure, evidence,
-        )  # fmt: skip
-        changes = [
-            FoundChange(c, points[c.index], _versions_changed(points[c.index - 1], points[c.index]))
-            for c in found
-        ]
-        latest = _latest(points, changes, figure, evidence)
-        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes, latest))
+        changes = _changes(points, figure, evidence)
+        newest = _latest(points, changes, figure, evidence)
+        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes, newest))
     return History(recipe, len(runs), series)
+
+
+def _newest_against(
+    segment: list[HistoryPoint],
+    newest: HistoryPoint,
+    attr: str,
+    figure: F.Figure,
+    evidence: Evidence,
+) -> Judgement:
+    """The newest run's `attr` series (its trials, its per-round ratios or the sentinel's)
+    against its segment: with PREDICTION_RUNS runs or more, by where they predict the next
+    run's median to fall; with fewer (a prediction from two runs covers nearly anything),
+    by the evidence rule between its trials and theirs."""
+    before: list[tuple[float, ...]] = [getattr(p, attr) for p in segment]
+    after: tuple[float, ...] = getattr(newest, attr)
+    if len(segment) < PREDICTION_RUNS:
+        return evidence.judge(list(after), [v for values in before for v in values], figure)
+    prediction = predict([statistics.median(values) for values in before])
+    assert prediction is not None
+    value = statistics.median(after)
+    ratio = Ratio(
+        value / prediction.centre, value / prediction.high, value / prediction.low,
+        PREDICTION_CONFIDENCE, prediction.runs,
+    )  # fmt: skip
+    effect = 100 * (max(ratio.value, 1 / ratio.value) - 1)
+    if prediction.holds(value):
+        return Judgement("tie", ratio, "inside the 95% prediction interval of the next run")
+    if effect <= evidence.min_effect_pct:
+        return Judgement(
+            "tie", ratio,
+            f"{effect:.1f}% is under the practical threshold of {evidence.min_effect_pct:g}%",
+        )  # fmt: skip
+    return Judgement("a" if figure.wins(ratio.value) else "b", ratio, "")
 
 
 def _latest(
@@ -226,11 +448,22 @@ def _latest(
     segment = points[start:-1]
     if not segment:
         return None
-    before = [v for p in segment for v in p.samples]
-    return Latest(evidence.judge(list(newest.samples), before, figure), len(segment))
+    judged_by = _floor([*segment, newest], evidence)
+    own = _newest_against(segment, newest, "samples", figure, judged_by)
+    ratio = sentinel = None
+    if newest.to_sentinel and all(p.to_sentinel for p in segment):
+        ratio = _newest_against(segment, newest, "to_sentinel", figure, judged_by)
+        sentinel = _newest_against(segment, newest, "sentinel", figure, judged_by)
+    return Latest(Evidence3(own, ratio, sentinel), len(segment), judged_by.min_effect_pct)
 
 
 # --- how it is written -------------------------------------------------------------------------
+
+WHOSE = {
+    Attribution.STACK: "the stack's (its ratio to the sentinel moved too)",
+    Attribution.MACHINE: "the machine's (the sentinel moved alike; the ratio did not)",
+    Attribution.UNDECIDED: "undecided",
+}
 
 
 def _mark(series: CellSeries, index: int) -> str:
@@ -250,24 +483,64 @@ def _series_line(series: CellSeries) -> str:
     return " ".join(parts)
 
 
-def _change_text(series: CellSeries, found: FoundChange) -> str:
-    ratio = found.change.ratio
-    commit = f", {found.point.commit[:8]}" if found.point.commit else ""
-    versions = f"; {', '.join(found.versions_changed)}" if found.versions_changed else ""
-    return (
-        f"{_mark(series, found.change.index)} run {found.change.index + 1} "
-        f"({found.point.run}{commit}): {ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}] "
-        f"{found.change.direction}{versions}"
+def _ratio_line(series: CellSeries) -> str:
+    """Its ratio to the sentinel run by run (– where a run measured none)."""
+    return " ".join(
+        "–" if p.ratio_median is None else f"{p.ratio_median:.3f}" for p in series.points
     )
 
 
+def _ratio_text(ratio: Ratio | None) -> str:
+    return "" if ratio is None else f"{ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
+
+
+def _judged_text(name: str, judged: Judgement | None) -> str:
+    if judged is None:
+        return f"{name}: not measured on both sides"
+    moved = _direction(judged) if judged.decided else f"no change ({judged.why})"
+    return f"{name} {_ratio_text(judged.ratio)} {moved}".replace("  ", " ")
+
+
+def _whose(evidence: Evidence3) -> str:
+    """Whose move it was, and the evidence: '— the machine's (÷ sentinel 1.01× […] no
+    change (…); sentinel 0.50× […] slower)'."""
+    if evidence.ratio is None:
+        return ""
+    why = "; ".join(
+        _judged_text(name, judged) for name, judged in evidence.lines() if name != "own"
+    )
+    return f" — {WHOSE[evidence.attribution]}: {why}"
+
+
+def _change_text(series: CellSeries, found: FoundChange) -> str:
+    ratio = found.change.ratio
+    commit = f", {found.point.commit[:8]}" if found.point.commit else ""
+    return (
+        f"{_mark(series, found.change.index)} run {found.change.index + 1} "
+        f"({found.point.run}{commit}): {_ratio_text(ratio)} "
+        f"{found.change.direction}{_whose(found.evidence)}"
+    )
+
+
+def _environment_text(found: FoundChange) -> str | None:
+    if not found.environment_changed:
+        return None
+    return f"changed there: {', '.join(found.environment_changed)}"
+
+
 def _latest_text(latest: Latest, figure: F.Figure) -> str:
-    ratio = latest.judged.ratio
-    shown = "" if ratio is None else f" {ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
-    where = f"the {latest.segment_runs} run(s) of its segment"
+    if latest.evidence.own.ratio is None:
+        return f"newest run: {latest.evidence.own.why}"
+    shown = _ratio_text(latest.evidence.own.ratio)
+    runs = latest.segment_runs
+    predicted = runs >= PREDICTION_RUNS
+    where = f"its segment ({runs} runs)" if predicted else f"the trials of its {runs} run(s)"
     if latest.in_segment:
-        return f"newest run: within{shown} {where} ({latest.judged.why})"
-    return f"newest run: {latest.direction(figure)}{shown} than {where}"
+        return f"newest run: {shown} within {where}: {latest.evidence.own.why}"
+    return (
+        f"newest run: {latest.direction(figure)} {shown} than {where}"
+        f"{' predicts' if predicted else ''}{_whose(latest.evidence)}"
+    )
 
 
 def render_text(history: History) -> list[str]:
@@ -276,19 +549,40 @@ def render_text(history: History) -> list[str]:
         unit = f" {series.figure.unit}" if series.figure.unit else ""
         lines.append(f"{series.label} · {series.key} ({series.figure.label}{unit})")
         lines.append(f"  {_series_line(series)}")
-        lines += [f"  {_change_text(series, c)}" for c in series.changes]
+        if series.has_sentinel:
+            lines.append(f"  ÷ sentinel: {_ratio_line(series)}")
+        for found in series.changes:
+            lines.append(f"  {_change_text(series, found)}")
+            if (environment := _environment_text(found)) is not None:
+                lines.append(f"    {environment}")
         if series.latest is not None:
             lines.append(f"  {_latest_text(series.latest, series.figure)}")
     changed = sum(1 for s in history.series if s.changes)
     lines.append(f"{changed} of {len(history.series)} cell(s) changed")
+    floors = sorted({p.aa_noise_pct for s in history.series for p in s.points if p.aa_noise_pct})
+    if floors:
+        lines.append(
+            f"A/A noise floor of the runs: {floors[0]:.1f}–{floors[-1]:.1f}% "
+            "(a smaller change is never called one)"
+        )
     return lines
 
 
 def render_markdown(history: History) -> str:
     out = [f"## History of {history.recipe} ({history.runs} runs)", ""]
-    out += ["| cell | series (oldest first) | change points | newest run |", "|---|---|---|---|"]
+    sentinel = any(s.has_sentinel for s in history.series)
+    extra = " ÷ sentinel |" if sentinel else ""
+    out += [
+        f"| cell | series (oldest first) |{extra} change points | newest run |",
+        "|---|---|" + ("---|" if sentinel else "") + "---|---|",
+    ]
     for series in history.series:
-        changes = "<br>".join(_change_text(series, c) for c in series.changes) or "none"
+        texts = []
+        for found in series.changes:
+            environment = _environment_text(found)
+            texts.append(_change_text(series, found) + (f"; {environment}" if environment else ""))
+        changes = "<br>".join(texts) or "none"
         latest = _latest_text(series.latest, series.figure) if series.latest else "–"
-        out.append(f"| {series.label} | {_series_line(series)} | {changes} | {latest} |")
+        ratio = f" {_ratio_line(series)} |" if sentinel else ""
+        out.append(f"| {series.label} | {_series_line(series)} |{ratio} {changes} | {latest} |")
     return "\n".join(out) + "\n"

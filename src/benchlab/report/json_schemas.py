@@ -108,6 +108,10 @@ class _CellIdentity(_Closed):
     keepalive: bool
     protocol: str
     negotiated: str | None
+    sentinel: bool = False
+    """The run's sentinel (either launch): a reference measured in every round, not ranked."""
+    aa_copy: bool = False
+    """The sentinel's second launch (an A/A pair): not ranked, it measures the noise."""
     mix: list[dict[str, Any]] | None
     trials: int
     ranked_by: str
@@ -163,6 +167,10 @@ class _RunBody(_Document):
     baseline: str | None
     target_half_width_pct: float
     evidence: str
+    sentinel: str | None = None
+    """The stack every cell is also divided by, round by round (recipe key `sentinel`)."""
+    aa_noise_pct: Number = None
+    """How far apart the sentinel's two launches could be, in % (recipe key `aa`)."""
     tool_agreement: list[str]
     protocol_costs: list[dict[str, Any]]
     hosts: list[dict[str, Any]]
@@ -206,6 +214,10 @@ class CompareCell(_Closed):
     ratio: Ratio | dict[str, Any] | None
     verdict: str
     why: str
+    to_sentinel: dict[str, Any] | None = None
+    """B / A of the cell's ratio to the sentinel, when both runs measured one."""
+    attribution: str | None = None
+    """Whose change: stack, machine or undecided (with a sentinel in both runs)."""
 
 
 class CompareDocument(_Document):

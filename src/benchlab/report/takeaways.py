@@ -144,8 +144,8 @@ def _tied_lead(
 
 
 def _ranked(cells: Sequence[CellSummary], figure: F.Figure) -> list[CellSummary]:
-    """The contenders measured by `figure`, best first (the ceiling apart)."""
-    contenders = [c for c in cells if c.stack != CEILING_STACK] or list(cells)
+    """The contenders measured by `figure`, best first (the ceiling and the sentinel apart)."""
+    contenders = [c for c in cells if c.contender] or [c for c in cells if not c.is_sentinel]
     measured = [c for c in contenders if c.samples.get(figure.key)]
     order = -1 if figure.better is F.Better.HIGHER else 1
     return sorted(measured, key=lambda c: order * (c.value(figure) or 0.0))
@@ -166,7 +166,7 @@ def point_sentence(
     that nobody does, and (`others`) how far apart the others are."""
     ranked = _ranked(cells, figure)
     if not ranked:
-        contenders = [c for c in cells if c.stack != CEILING_STACK] or list(cells)
+        contenders = [c for c in cells if c.contender] or list(cells)
         failed = [c for c in contenders if c.status == "failed"]
         return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
     names = display_names(ranked)

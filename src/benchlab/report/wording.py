@@ -37,6 +37,20 @@ def interval_note(summary: RunSummary) -> str:
     return note + rule
 
 
+def _sentinel_note(summary: RunSummary) -> str:
+    note = (
+        f"Sentinel: {summary.options.sentinel}, measured in every round and not ranked; each "
+        "cell's figure ÷ its in the same round is kept (÷ sentinel: JSON, CSV, history)."
+    )
+    noise = summary.aa_noise_pct
+    if noise is not None:
+        note += (
+            f" A/A: its two launches came out {noise:.1f}% apart in this run; history and "
+            "compare call no smaller change a change."
+        )
+    return note
+
+
 def method_notes(summary: RunSummary) -> list[str]:
     """How the figures of this run were made, when it is not the plain closed loop."""
     notes = []
@@ -65,6 +79,8 @@ def method_notes(summary: RunSummary) -> list[str]:
     sources = {c.cpu_source for c in summary.cells if c.cpu_source}
     if sources:
         notes.append(f"Server CPU counted per trial ({', '.join(sorted(sources))}).")
+    if summary.options.sentinel is not None:
+        notes.append(_sentinel_note(summary))
     if PROCESS_TREE in sources:
         notes.append(
             "Where it was counted over the process tree, no control group could be made "

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from benchlab.answers import ReadWorlds
+from benchlab.conformance.check import Conformance, check_server
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated, run_generators
 from benchlab.load import LoadRequest
@@ -81,6 +82,7 @@ class Executor(Protocol):
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
     def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
+    def conform(self, address: str, port: int) -> Conformance: ...
     def verify(
         self,
         address: str,
@@ -160,6 +162,9 @@ class RealExecutor:
 
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return keeps_alive(address, port, path)
+
+    def conform(self, address: str, port: int) -> Conformance:
+        return check_server(address, port)
 
     def verify(
         self,

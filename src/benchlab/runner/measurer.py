@@ -18,7 +18,7 @@ from benchlab.analysis.stats import converged
 from benchlab.estimates import estimate
 from benchlab.figures import Better, Figure, rank_figure
 from benchlab.modes import Mode
-from benchlab.recipe import Cell
+from benchlab.recipe import Cell, sentinel_of
 from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.executor import StackLaunch
 from benchlab.runner.failure import FailureKind
@@ -126,8 +126,13 @@ class Measurer:
         )
         swept_pool = isinstance(recipe.params.pool_size, list)
         points: dict[GridPoint, list[Cell]] = {}
+        sentinel = sentinel_of(recipe)
         for cell in cells:
-            points.setdefault(cell_point(cell, swept_pool), []).append(cell)
+            # Not contenders: the sentinel (a reference) and its A/A copy; a stack found
+            # nonconformant (it is measured, not ranked).
+            checked = self.session.conformance.get(cell.stack)
+            if cell.stack != sentinel and (checked is None or checked.ranks):
+                points.setdefault(cell_point(cell, swept_pool), []).append(cell)
         pending: set[Cell] = set()
         waiting: list[AdjacentPair] = []
         for group in points.values():
@@ -140,6 +145,10 @@ class Measurer:
             pairs = adjacent_pairs(series, higher_is_better, min_effect)
             pending |= still_to_decide(pairs)
             waiting += [pair for pair in pairs if not pair.decided]
+        # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
+        # cell's ratio to it is taken within rounds.
+        if pending and sentinel is not None:
+            pending |= {c for c in cells if c.stack == sentinel}
         return [c for c in cells if c in pending], waiting
 
     def _ranking_series(self, cell: Cell) -> dict[int, float]:
@@ -243,6 +252,8 @@ class Measurer:
             alive = first.protocol != "h1" or session.executor.keeps_alive(
                 session.server_address, port, first_path
             )
+            if self._conforms_here(first):
+                self._conform(stack, started.port)
             launched = Launched(server, port, load_dir, round_index, alive, started.counters_port)
             self._run_cells(launched, cells, positions)
         except StackDied as died:
@@ -252,6 +263,36 @@ class Measurer:
                 session.registry.stop(proxy)
             with session.costs.timed(f"stop:{stack.name}"):
                 session.executor.stop(session.registry, server, STACK_STOP_GRACE_S)
+
+    def _conforms_here(self, first: Cell) -> bool:
+        """Whether this launch is where its stack's conformance is checked: the recipe asks
+        for it, not checked yet, and the stack speaks plain HTTP/1.1 on its own port."""
+        session = self.session
+        proxied = session.plan.recipe.services.proxy_service is Service.NGINX
+        return (
+            session.plan.recipe.conform
+            and first.stack not in session.conformance
+            and (proxied or first.protocol == "h1")
+        )
+
+    def _conform(self, stack: Stack, port: int) -> None:
+        """Every request shape, whole and split at each byte; what it found is kept with
+        each of the stack's cells."""
+        session = self.session
+        session.reporter.status(
+            f"checking {stack.name}'s HTTP/1.1 parsing (benchlab conform's request shapes)"
+        )
+        result = session.executor.conform(session.server_address, port)
+        session.conformance[stack.name] = result
+        facts = {"conformance": result.facts()}
+        for cell in session.cells:
+            if cell.stack == stack.name:
+                session.store.add_cell_facts(session.cell_ids[cell], facts)
+        if not result.ranks:
+            session.reporter.status(
+                f"{stack.name} is nonconformant ({facts['conformance']['unranking'][0]}): "
+                "measured, but kept out of the ranking"
+            )
 
     def _run_cells(self, launched: Launched, cells: list[Cell], positions: dict[Cell, int]) -> None:
         # One warm-up per launch and scenario: its later cells find the server warm, and

@@ -21,6 +21,7 @@ from benchlab import machine
 from benchlab.analysis import capacity
 from benchlab.analysis.run_options import RunOptions
 from benchlab.answers import ReadWorlds
+from benchlab.conformance.check import Conformance
 from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.estimates import Costs
 from benchlab.hosts.base import HostError
@@ -28,7 +29,8 @@ from benchlab.hosts.topology import RunHosts
 from benchlab.journal import Journal
 from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
-from benchlab.recipe import Cell, Plan, Recipe
+from benchlab.recipe import Cell, Plan, Recipe, sentinel_of
+from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
 from benchlab.runner.executor import Executor, RealExecutor
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
@@ -172,6 +174,8 @@ class Session:
         self.cell_ids: dict[Cell, int] = {}
         self.failed: dict[Cell, Failure] = {}
         self.measured: set[Cell] = set()
+        # Each stack's HTTP/1.1 conformance, checked at its first plain launch (conform = true)
+        self.conformance: dict[str, Conformance] = {}
         self.services: Services | None = None
         self.probes: dict[str, Callable[[], int] | None] = {}
         self.cache: Any = None  # a Redis client, while the cache runs
@@ -338,7 +342,10 @@ class Session:
 
     def label_of(self, cell: Cell) -> str:
         """The stack's label as the cell's rows carry it in the store."""
-        return self.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+        label = self.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+        if cell.stack != sentinel_of(self.plan.recipe):
+            return label
+        return f"{label} {SENTINEL_MARK if cell.copy == 1 else AA_COPY_MARK}"
 
     def trials_of(self, cell: Cell) -> list[TrialRecord]:
         """The cell's stored trials, in order, without the capacity search's probes."""
