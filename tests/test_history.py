@@ -177,8 +177,9 @@ def test_the_history_page_renders_in_chromium_with_a_timeline_per_cell(tmp_path:
 # and a first slowed run 20 % under the three after it). The history claims a change between
 # runs only past 50 %: the 4x slowdown (0.26-0.28x) and the machine's halving are far past it.
 # The sentinel is the same server at a fixed 1 ms of work a request, whatever the test sets.
+# Two trials a run: a side of a change pools eight.
 HISTORY_RECIPE = SLOWABLE_RECIPE.format(name="history-test").replace(
-    "trials = 3\n", 'trials = 3\nmin_effect_pct = 50\nsentinel = "steady"\n'
+    "trials = 3\n", 'trials = 2\nmin_effect_pct = 50\nsentinel = "steady"\n'
 )
 HOG = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass"
 
