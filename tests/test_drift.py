@@ -114,6 +114,10 @@ def test_a_change_point_names_every_fingerprint_difference_at_it(tmp_path: Path)
     assert "÷ sentinel" in markdown and "memory_mb 24000 → 16000" in markdown
     # A governor, like the CPU, cores and kernel, makes another machine: a new segment.
     assert differences(before, with_machine(governor="powersave"))[0].name == "governor"
+    # The run's steal is named when it moved a point or more: a condition, not the machine.
+    (steal,) = differences({**before, "steal_pct": 0.2}, {**before, "steal_pct": 3.5})
+    assert (steal.kind, steal.text()) == ("conditions", "steal % 0.2 → 3.5")
+    assert differences({**before, "steal_pct": 0.2}, {**before, "steal_pct": 0.9}) == []
 
 
 def test_the_fingerprint_records_what_a_run_depends_on() -> None:

@@ -18,7 +18,7 @@ STEAL_NAMED_PTS = 1.0
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str  # machine or versions
+    kind: str  # machine, versions, or conditions (the run's, not the machine's: steal)
     name: str
     a: Any
     b: Any
@@ -47,7 +47,7 @@ def _steal(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     mine, theirs = a.get("steal_pct"), b.get("steal_pct")
     if mine is None or theirs is None or abs(mine - theirs) < STEAL_NAMED_PTS:
         return []
-    return [Difference("machine", "steal %", f"{mine:.1f}", f"{theirs:.1f}")]
+    return [Difference("conditions", "steal %", f"{mine:.1f}", f"{theirs:.1f}")]
 
 
 def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Difference]:
@@ -74,7 +74,7 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Diff
 def describe(found: list[Difference]) -> list[str]:
     """One line per kind: 'machine: cores 2 → 96, cpu …'."""
     lines = []
-    for kind in ("machine", "versions"):
+    for kind in ("machine", "versions", "conditions"):
         items = [d.text() for d in found if d.kind == kind]
         if items:
             lines.append(f"{kind}: {', '.join(items)}")

@@ -434,6 +434,21 @@ class RunSummary:
         return self.options.target_half_width_pct
 
     @property
+    def steal_pct(self) -> float | None:
+        """The run's steal: the median over its cells of their median server-core steal."""
+        values = [
+            estimate.median
+            for cell in self.cells
+            if (estimate := cell.estimate(F.FIGURES["server_steal_pct"])) is not None
+        ]
+        return round(statistics.median(values), 1) if values else None
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """What the run was measured with: its machine record and its steal."""
+        return {**self.run.machine, "steal_pct": self.steal_pct}
+
+    @property
     def aa_noise_pct(self) -> float | None:
         """How far apart the sentinel's two launches (A/A) came out, in %: the effect of the
         median of their per-round ratios, as the evidence rule measures an effect, at the grid

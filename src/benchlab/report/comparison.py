@@ -50,11 +50,14 @@ class Comparison:
         return any(c.evidence is not None for c in self.changes)
 
     def warnings(self) -> list[str]:
-        if not self.differences:
+        """The machines or versions differ: the ratios measure that too. (The run's
+        conditions, steal, are named in the footer: they differ on any shared machine.)"""
+        found = [d for d in self.differences if d.kind != "conditions"]
+        if not found:
             return []
         return [
             "the two runs were not measured alike, so the ratios include that difference: "
-            + "; ".join(describe(self.differences))
+            + "; ".join(describe(found))
         ]
 
     def failure(self) -> str:
@@ -101,7 +104,7 @@ def compare_runs(
         figure,
         _floored(a.options.evidence, a, b),
     )
-    found = differences(a.run.machine, b.run.machine)
+    found = differences(a.fingerprint, b.fingerprint)
     return Comparison(a, b, a_store, b_store, changes, found, fail_above)
 
 
@@ -146,9 +149,11 @@ def _run_line(summary: RunSummary, store: Path, side: str) -> str:
 
 
 def _footer(comparison: Comparison) -> list[str]:
+    conditions = describe([d for d in comparison.differences if d.kind == "conditions"])
     return [
         f"Intervals: {RATIO_METHOD}.",
         f"Compared by {comparison.a.ranked_by.title}: {comparison.a.options.evidence.describe()}.",
+        *(f"The runs' {line}." for line in conditions),
     ]
 
 

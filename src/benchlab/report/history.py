@@ -227,16 +227,6 @@ def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
     return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
-def _steal_pct(summary: RunSummary) -> float | None:
-    """The run's steal: the median over its cells of their median server-core steal."""
-    values = [
-        estimate.median
-        for cell in summary.cells
-        if (estimate := cell.estimate(F.FIGURES["server_steal_pct"])) is not None
-    ]
-    return round(statistics.median(values), 1) if values else None
-
-
 def _sentinel_cell(summary: RunSummary, cell: CellSummary) -> CellSummary | None:
     sentinel = summary.options.sentinel
     return next(
@@ -261,7 +251,7 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
     # The code under test: the app's for a tune (its commit, its environment's servers and
     # framework), benchlab's for its own stacks.
     commit = tune.get("app_commit") or summary.run.git_commit
-    versions, tuned = {**machine, "steal_pct": _steal_pct(summary)}, "app_versions" in tune
+    versions, tuned = summary.fingerprint, "app_versions" in tune
     if tuned:
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
