@@ -167,6 +167,7 @@ def test_a_sentinel_is_measured_like_a_stack_and_its_aa_copy_in_a_launch_of_its_
     [
         ('sentinel = "gni"', r"key 'sentinel': unknown stack 'gni' \(did you mean 'gin'"),
         ("sentinel = false", r"key 'aa': an A/A pair is the sentinel measured twice"),
+        ('sentinel = ""', r"key 'sentinel': empty; name a stack, or set sentinel = true"),
         ('sentinel = "nginx-static"\nscenarios = ["queries"]\nstacks = ["gin"]',
          r"key 'sentinel': 'nginx-static' serves none of the recipe's scenarios \(queries\)"),
     ],
@@ -208,3 +209,17 @@ def test_the_history_page_shows_the_ratio_to_the_sentinel_and_whose_change(
     flask = next(part for part in page.split("<figure>") if "flask+gunicorn|" in part)
     assert "÷ sentinel" in flask and "▼ machine" in flask
     assert "the machine&#x27;s" in page and "memory_mb 24000 → 16000" in page
+
+
+def test_a_history_that_began_without_a_sentinel_judges_by_the_runs_that_measured_one(
+    tmp_path: Path,
+) -> None:
+    """Runs 1-4 without a sentinel, 5-8 with one, the stack slower from run 7: its change is
+    judged against runs 5-6 for whose it was (the stack's), and --fail-on-change fails."""
+    path = tmp_path / "h.db"
+    _runs(path, [GIN] * 4, [FLASK] * 4, RunOptions())
+    _runs(path, [GIN] * 4, [FLASK] * 2 + [FLASK * 0.6] * 2)
+    (change,) = _flask(path).changes
+    assert change.change.index == 6 and change.attribution == "stack"
+    done = benchlab("history", "quick", "--results", str(path), "--fail-on-change", "slower")
+    assert done.returncode == 1, done.stdout

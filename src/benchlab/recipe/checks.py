@@ -71,6 +71,11 @@ def _check_known(
 def _check_sentinel(path: Path, recipe: Recipe) -> None:
     """The sentinel is a stack of the catalogue that serves one of the recipe's scenarios;
     an A/A pair needs it."""
+    if recipe.sentinel == "":
+        raise UserError(
+            f"{path}: key 'sentinel': empty; name a stack, or set sentinel = true for the "
+            "built-in one (or remove the key)"
+        )
     name = sentinel_of(recipe)
     if recipe.aa and name is None:
         raise UserError(

@@ -175,15 +175,15 @@ class CellSeries:
     def has_sentinel(self) -> bool:
         return any(p.to_sentinel for p in self.points)
 
-    def latest_move(self) -> tuple[str, Attribution] | None:
-        """How the figure moved last, and whose move it was: the newest run out of its
-        segment, else the last change point."""
+    def latest_move(self) -> tuple[str, Evidence3] | None:
+        """How the figure moved last, and the evidence of whose move it was: the newest run
+        out of its segment, else the last change point."""
         if self.latest is not None and not self.latest.in_segment:
             direction = self.latest.direction(self.figure)
             if direction is not None:
-                return direction, self.latest.evidence.attribution
+                return direction, self.latest.evidence
         if self.changes:
-            return self.changes[-1].change.direction, self.changes[-1].attribution
+            return self.changes[-1].change.direction, self.changes[-1].evidence
         return None
 
 
@@ -201,14 +201,15 @@ class History:
         }
 
     def latest_change(self, direction: str) -> list[CellSeries]:
-        """The series whose figure moved `direction` last, unless the sentinel says the
-        machine moved it (a series without a sentinel cannot tell: it counts)."""
+        """The series whose figure moved `direction` last: with a sentinel measured on both
+        sides of the move, only when it was the stack's; without, always (it cannot tell)."""
         found = []
         for series in self.series:
             move = series.latest_move()
             if move is None or move[0] != direction:
                 continue
-            if series.has_sentinel and move[1] is not Attribution.STACK:
+            evidence = move[1]
+            if evidence.ratio is not None and evidence.attribution is not Attribution.STACK:
                 continue
             found.append(series)
         return found
@@ -325,11 +326,12 @@ def _judge_windows(
         return [v for p in points for v in getattr(p, attr)]
 
     own = evidence.judge(pooled(after, "samples"), pooled(before, "samples"), figure)
-    ratio = sentinel = None
-    if all(p.to_sentinel for p in before + after):
-        ratio_after, ratio_before = pooled(after, "to_sentinel"), pooled(before, "to_sentinel")
-        ratio = evidence.judge(ratio_after, ratio_before, figure)
-        sentinel = evidence.judge(pooled(after, "sentinel"), pooled(before, "sentinel"), figure)
+    # The runs that measured the sentinel (a history may have begun without one).
+    before, after = [p for p in before if p.to_sentinel], [p for p in after if p.to_sentinel]
+    if not before or not after:
+        return Evidence3(own, None, None)
+    ratio = evidence.judge(pooled(after, "to_sentinel"), pooled(before, "to_sentinel"), figure)
+    sentinel = evidence.judge(pooled(after, "sentinel"), pooled(before, "sentinel"), figure)
     return Evidence3(own, ratio, sentinel)
 
 
@@ -441,9 +443,10 @@ def _latest(
     judged_by = _floor([*segment, newest], evidence)
     own = _newest_against(segment, newest, "samples", figure, judged_by)
     ratio = sentinel = None
-    if newest.to_sentinel and all(p.to_sentinel for p in segment):
-        ratio = _newest_against(segment, newest, "to_sentinel", figure, judged_by)
-        sentinel = _newest_against(segment, newest, "sentinel", figure, judged_by)
+    measured = [p for p in segment if p.to_sentinel]  # a history may have begun without one
+    if newest.to_sentinel and measured:
+        ratio = _newest_against(measured, newest, "to_sentinel", figure, judged_by)
+        sentinel = _newest_against(measured, newest, "sentinel", figure, judged_by)
     return Latest(Evidence3(own, ratio, sentinel), len(segment), judged_by.min_effect_pct)
 
 
