@@ -247,6 +247,38 @@ def test_errors_verdict_on_a_stack_answering_500s(
     assert "errors" not in cells["nginx-static"]["verdicts"]
 
 
+@pytest.mark.slow
+def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request to `leaky` keeps 20 KB; `ok` keeps nothing. Over a 3-s trial the leaky
+    server's RSS grows by about what its requests kept between the first and the last fifth
+    of the trial (known from the requests it answered), and only it is flagged."""
+    monkeypatch.setitem(CATALOGUE, "leaky", _misbehaving_stack("leaky", "leaky"))
+    monkeypatch.setitem(CATALOGUE, "ok", _misbehaving_stack("ok", "ok"))
+    monkeypatch.setenv("TMPDIR", str(isolated_tmp))
+    store = Store(tmp_path / "r.db")
+    recipe = """
+        name = "leaks"
+        stacks = ["leaky", "ok"]
+        scenarios = ["plaintext"]
+        trials = 1
+        warmup = 0
+        [[load]]
+        connections = 4
+        duration = 3
+    """
+    run_id = _execute(tmp_path, store, recipe, "leaks.toml")
+    cells = _by(_report(tmp_path / "r.db", run_id), "stack")
+    leaky, ok = cells["leaky"], cells["ok"]
+    assert "leaks" in leaky["verdicts"] and "leaks" not in ok["verdicts"], (leaky, ok)
+    kept_mb = leaky["requests"] * 20_000 / 2**20 * 4 / 5  # first to last fifth's middle
+    growth = leaky["rss_growth_mb"]["median"]
+    assert 0.5 * kept_mb < growth < 2 * kept_mb, (growth, kept_mb)
+    assert abs(ok["rss_growth_mb"]["median"]) < max(1.0, 0.05 * kept_mb)
+    assert "MB during a trial" in leaky["verdict_sentences"]["leaks"]
+
+
 @pytest.fixture
 def tmp_dirs(tmp_path: Path) -> Path:
     for sub in ("easy", "hard"):
@@ -396,7 +428,7 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
     assert list(VERDICTS) == [
         "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
-        "capacity-unbracketed", "nonconformant", "input-limits", "unstable",
+        "capacity-unbracketed", "leaks", "nonconformant", "input-limits", "unstable",
     ]  # fmt: skip
     cautions = {
         "client-bound",

@@ -310,6 +310,21 @@ SERVER_RSS = _figure(
     "peak resident memory of the server's whole process tree", _grouped(1),
     source=_peak("server_rss_mb"),
 )  # fmt: skip
+RSS_GROWTH = _figure(
+    "rss_growth_mb", "RSS growth", "MB", DOWN, E,
+    "how much the server's resident memory grew during a trial (the median of its last fifth "
+    "less that of its first)", _grouped(1), source=_median("rss_growth_mb"),
+)  # fmt: skip
+RSS_SLOPE = _figure(
+    "rss_slope_mb_min", "RSS slope", "MB/min", DOWN, E,
+    "how fast the server's resident memory grew during a trial (a line through the medians of "
+    "five stretches)", _grouped(2), source=_median("rss_slope_mb_min"),
+)  # fmt: skip
+RSS_SLOPE_LOW = _figure(
+    "rss_slope_low_mb_min", "RSS slope, low", "MB/min", DOWN, E,
+    "the low end of the 95% interval of that slope, in a trial", _grouped(2),
+    source=_median("rss_slope_low_mb_min"),
+)  # fmt: skip
 LOAD_CPU = _figure(
     "load_cpu_pct", "load CPU", "%", FLAT, E, "the load generator's own CPU (100 = one core)",
     source=_median("load_cpu_pct"),

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 import psutil
 
+from benchlab.memory_trend import MemoryTrend, memory_trend
 from benchlab.process import ManagedProcess
 
 SAMPLE_INTERVAL_S = 0.2
+MAX_RSS_SAMPLES = 2_000  # kept a trial (memory bounded however long it runs)
 JOIN_TIMEOUT_S = 3.0
 
 
@@ -61,6 +63,7 @@ class TreeUsage:
     processes: int
     cpu_s: float  # CPU time of the whole tree during the trial, counted, not sampled
     cpu_source: str  # how: "cgroup v2", "cgroup v1", "process tree"
+    memory: MemoryTrend | None = None  # how its RSS moved during the trial
 
 
 class ProcessTreeSampler:
@@ -72,6 +75,7 @@ class ProcessTreeSampler:
         self._interval = interval
         self._seen: set[tuple[int, float]] = set()
         self._peak_rss = 0
+        self._rss: list[tuple[float, int]] = []  # (seconds since enter, RSS bytes)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tree-sampler", daemon=True)
         self._started_at = 0.0
@@ -103,6 +107,7 @@ class ProcessTreeSampler:
             processes=len(self._seen),
             cpu_s=used,
             cpu_source=self._cpu_source,
+            memory=memory_trend(self._rss),
         )
 
     def _loop(self) -> None:
@@ -116,6 +121,9 @@ class ProcessTreeSampler:
             return  # a host that did not answer this once: the next sample counts
         self._seen |= seen
         self._peak_rss = max(self._peak_rss, rss)
+        self._rss.append((time.monotonic() - self._started_at, rss))
+        if len(self._rss) > MAX_RSS_SAMPLES:  # a long soak: every other sample, evenly thinned
+            self._rss = self._rss[::2]
 
 
 class PeakSampler:

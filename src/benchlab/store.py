@@ -131,6 +131,10 @@ class TrialRecord:
     # Schema 6: the server's own counters of its threads (granian's metrics), µs in the trial.
     gil_wait_us: int | None = None
     threads_busy_us: int | None = None
+    # Schema 7: how the server's RSS moved during the trial (memory_trend.py).
+    rss_growth_mb: float | None = None
+    rss_slope_mb_min: float | None = None
+    rss_slope_low_mb_min: float | None = None
 
     @property
     def errors(self) -> Errors:
@@ -223,6 +227,9 @@ def trial_record(
         latency_histogram=load.histogram,
         window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
         mix_parts=json.dumps(load.parts) if load.parts else None,
+        rss_growth_mb=server.memory.growth_mb if server.memory else None,
+        rss_slope_mb_min=server.memory.slope_mb_min if server.memory else None,
+        rss_slope_low_mb_min=server.memory.slope_low_mb_min if server.memory else None,
     )
 
 

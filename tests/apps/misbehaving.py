@@ -9,6 +9,7 @@ mix: right answers after a known mix of waits, by request number: of every 200, 
     each group 4× or more apart from the next, so a slow machine's overhead cannot merge them).
 ok: right answers at once (a healthy server, a thread per connection).
 sleepy: right answers, each after a 1 s wait (slow but well-behaved).
+leaky: right answers at once, each keeping 20 KB it never frees (a leak of known size).
 stall: the first request of a connection gets a right answer (keep-alive, with its length);
     the next one sent down that connection is read and never answered, and the connection
     closes a second later: a client that reuses connections waits outside the requests it
@@ -28,6 +29,7 @@ if mode == "crash":
     sys.exit(3)
 
 COUNTER = itertools.count()
+KEPT: list[bytearray] = []  # leaky: what every request leaves behind
 SLOW_S = int(os.environ.get("BENCHLAB_SLOW_MS", "0")) / 1000
 
 BODIES = {
@@ -67,6 +69,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "mix":
             n = next(COUNTER) % 200
             time.sleep(0.200 if n == 0 else 0.050 if n <= 7 else 0.005)
+        if mode == "leaky":
+            KEPT.append(bytearray(os.urandom(20_000)))  # random: pages really touched
         if mode == "slow":
             deadline = time.perf_counter() + SLOW_S
             while time.perf_counter() < deadline:

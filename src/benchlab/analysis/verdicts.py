@@ -353,6 +353,26 @@ def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
+LEAK_MB = 5.0  # growth over a trial that counts: at least this much ...
+LEAK_SHARE = 0.10  # ... and this share of what the server held at its start
+
+
+def _leaks(cell: Measured, setting: Setting) -> Verdict | None:
+    """Resident memory that grew through the trials: the low end of its slope's interval
+    above zero in the median trial, and a growth that is material."""
+    growth, low = cell.value(F.RSS_GROWTH), cell.value(F.RSS_SLOPE_LOW)
+    peak, slope = cell.value(F.SERVER_RSS), cell.value(F.RSS_SLOPE)
+    if growth is None or low is None or peak is None or slope is None or low <= 0:
+        return None
+    if growth < max(LEAK_MB, LEAK_SHARE * max(peak - growth, 0.0)):
+        return None
+    return LEAKS.says(
+        f"its resident memory grew {growth:,.1f} MB during a trial ({slope:,.1f} MB/min, the "
+        f"interval's low end {low:,.1f} MB/min, to a peak of {peak:,.0f} MB): a leak, or a "
+        "cache still filling — a longer fixed-rate trial tells them apart"
+    )
+
+
 def _pool_exhausted(cell: Measured, setting: Setting) -> Verdict | None:
     peak = cell.value(F.DB_SESSIONS)
     if peak is None or not cell.db_pool_limit:
@@ -407,24 +427,19 @@ class VerdictKind:
 VERDICTS: dict[str, VerdictKind] = {}
 
 
-def _nonconformant(cell: Measured, setting: Setting) -> Verdict | None:
-    found = (cell.conformance or {}).get("unranking") or []
-    if not found:
-        return None
-    return NONCONFORMANT.says(
-        f"it parsed or framed a request wrong ({'; '.join(found)}): kept out of the ranking, "
-        "since a server that gets a client's requests wrong can look fast by doing less"
-    )
+def _conformance_check(key: str, lead: str, why: str) -> Check:
+    """A verdict on what the conformance check found under `key` (unranking, cautions)."""
+
+    def check(cell: Measured, setting: Setting) -> Verdict | None:
+        found = (cell.conformance or {}).get(key) or []
+        if not found:
+            return None
+        return VERDICTS[CONFORMANCE_VERDICTS[key]].says(f"{lead} ({'; '.join(found)}): {why}")
+
+    return check
 
 
-def _input_limits(cell: Measured, setting: Setting) -> Verdict | None:
-    found = (cell.conformance or {}).get("cautions") or []
-    if not found:
-        return None
-    return INPUT_LIMITS.says(
-        f"it mishandled a malformed request or a header's size ({'; '.join(found)}): this "
-        "tells of robustness (a proxy in front may be needed), not of the figures"
-    )
+CONFORMANCE_VERDICTS = {"unranking": "nonconformant", "cautions": "input-limits"}
 
 
 def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
@@ -491,13 +506,24 @@ UNBRACKETED = _declare(VerdictKind(
     "capacity-unbracketed", "a capacity search that never saw a rate miss: a lower bound",
     _unbracketed, F.CAPACITY, caution=True,
 ))  # fmt: skip
+LEAKS = _declare(VerdictKind(
+    "leaks", "resident memory that grew through a trial", _leaks, F.SERVER_RSS,
+))  # fmt: skip
 NONCONFORMANT = _declare(VerdictKind(
     "nonconformant", "a server that parsed or framed a request wrong (not ranked)",
-    _nonconformant, None, caution=True, unranked=True,
+    _conformance_check(
+        "unranking", "it parsed or framed a request wrong", "kept out of the ranking, since a "
+        "server that gets a client's requests wrong can look fast by doing less",
+    ),
+    None, caution=True, unranked=True,
 ))  # fmt: skip
 INPUT_LIMITS = _declare(VerdictKind(
     "input-limits", "a missing header limit, or a malformed request mishandled",
-    _input_limits, None,
+    _conformance_check(
+        "cautions", "it mishandled a malformed request or a header's size",
+        "this tells of robustness (a proxy in front may be needed), not of the figures",
+    ),
+    None,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

@@ -257,6 +257,7 @@ def cell_columns(
         figure_column(F.STEAL),
         figure_column(F.RELATIVE, title=title),
         figure_column(F.CEILING),
+        figure_column(F.TO_SENTINEL),
         figure_column(F.DB_SESSIONS),
         figure_column(F.POOL_ACTIVE),
         figure_column(F.CACHE_HITS),
