@@ -19,8 +19,7 @@ MB = 2**20
 class MemoryTrend:
     growth_mb: float  # the last stretch's median less the first's
     slope_mb_min: float
-    slope_low_mb_min: float  # the 95 % interval of the slope
-    slope_high_mb_min: float
+    slope_low_mb_min: float  # the low end of the slope's 95 % interval (what `leaks` reads)
 
 
 def memory_trend(samples: Sequence[tuple[float, int]]) -> MemoryTrend | None:
@@ -45,4 +44,4 @@ def memory_trend(samples: Sequence[tuple[float, int]]) -> MemoryTrend | None:
     from scipy.special import stdtrit  # imported here: only trials with RSS samples need it
 
     half = float(stdtrit(STRETCHES - 2, 0.975)) * math.sqrt(residual / (STRETCHES - 2) / spread)
-    return MemoryTrend(ys[-1] - ys[0], slope, slope - half, slope + half)
+    return MemoryTrend(ys[-1] - ys[0], slope, slope - half)

@@ -14,6 +14,7 @@ FINGERPRINT_KEYS = (*MACHINE_KEYS, "memory_mb", "allowed_cores", "python_build")
 VERSION_GROUPS = ("packages", "tools", "debian")
 # Steal (CPU time the hypervisor took during the run) is named when it moved this much.
 STEAL_NAMED_PTS = 1.0
+CONDITIONS = "conditions"  # a Difference's kind for the run's conditions (steal)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,12 @@ class Difference:
     name: str
     a: Any
     b: Any
+
+    @property
+    def is_condition(self) -> bool:
+        """The run's condition (steal), not its machine or versions: it differs on any shared
+        machine, so it is named but never warned of or failed on."""
+        return self.kind == CONDITIONS
 
     def text(self) -> str:
         return f"{self.name} {_shown(self.a)} → {_shown(self.b)}"
@@ -47,7 +54,7 @@ def _steal(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     mine, theirs = a.get("steal_pct"), b.get("steal_pct")
     if mine is None or theirs is None or abs(mine - theirs) < STEAL_NAMED_PTS:
         return []
-    return [Difference("conditions", "steal %", f"{mine:.1f}", f"{theirs:.1f}")]
+    return [Difference(CONDITIONS, "steal %", f"{mine:.1f}", f"{theirs:.1f}")]
 
 
 def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Difference]:
@@ -74,7 +81,7 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Diff
 def describe(found: list[Difference]) -> list[str]:
     """One line per kind: 'machine: cores 2 → 96, cpu …'."""
     lines = []
-    for kind in ("machine", "versions", "conditions"):
+    for kind in ("machine", "versions", CONDITIONS):
         items = [d.text() for d in found if d.kind == kind]
         if items:
             lines.append(f"{kind}: {', '.join(items)}")

@@ -12,8 +12,9 @@ ratio and interval.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -28,6 +29,11 @@ MIN_TRIALS = 3
 # median with probability 2 / 2^n: 5 rounds make it 94 %, as 3 trials a side make the
 # unpaired range 90 %.
 PAIRED_MIN_ROUNDS = 5
+
+
+def effect_pct(ratio: float) -> float:
+    """How large a change a ratio is, in %, whichever way it goes (0.8 and 1.25 both 25 %)."""
+    return 100 * (max(ratio, 1 / ratio) - 1)
 
 
 @dataclass(frozen=True)
@@ -109,10 +115,20 @@ class Evidence:
             return Judgement("tie", ratio, f"{fewest} {what}: too few for an interval")
         if not ratio.significant:
             return Judgement("tie", ratio, "within the noise: the interval includes 1")
-        return self._effect(ratio, figure)
+        return self.by_effect(ratio, figure)
 
-    def _effect(self, ratio: Ratio, figure: Figure) -> Judgement:
-        effect = 100 * (max(ratio.value, 1 / ratio.value) - 1)
+    def with_noise_floor(self, floors: Iterable[float | None]) -> Evidence:
+        """This rule with its practical threshold raised to the largest of `floors` (runs'
+        A/A noise): a change smaller than two launches of one stack came apart is not one."""
+        known = [floor for floor in floors if floor is not None]
+        if not known or max(known) <= self.min_effect_pct:
+            return self
+        return dataclasses.replace(self, min_effect_pct=max(known))
+
+    def by_effect(self, ratio: Ratio, figure: Figure) -> Judgement:
+        """A ratio whose interval already excludes 1 (or its like), judged by the practical
+        threshold alone."""
+        effect = effect_pct(ratio.value)
         if effect <= self.min_effect_pct:
             return Judgement(
                 "tie", ratio, f"{effect:.1f}% is under the practical threshold of "
@@ -140,4 +156,4 @@ class Evidence:
             return Judgement(
                 "tie", ratio, f"undecided after {found.rounds} rounds: {need}", pending=need
             )
-        return self._effect(ratio, figure)
+        return self.by_effect(ratio, figure)

@@ -20,7 +20,7 @@ from benchlab import figures as F
 from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import FigureValue, combine
-from benchlab.analysis.evidence import RatioMethod
+from benchlab.analysis.evidence import RatioMethod, effect_pct
 from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
 from benchlab.analysis.grid import GridPoint, grid_point
 from benchlab.analysis.relative import (
@@ -433,6 +433,13 @@ class RunSummary:
     def target_half_width_pct(self) -> float:
         return self.options.target_half_width_pct
 
+    def sentinel_at(self, grid: GridPoint | None) -> CellSummary | None:
+        """The sentinel's cell (its first launch) at a grid point, if the run measured one."""
+        return next(
+            (c for c in self.cells if c.is_sentinel and not c.is_aa_copy and c.grid == grid),
+            None,
+        )
+
     @property
     def steal_pct(self) -> float | None:
         """The run's steal: the median over its cells of their median server-core steal."""
@@ -454,7 +461,7 @@ class RunSummary:
         median of their per-round ratios, as the evidence rule measures an effect, at the grid
         point where it is largest; None: no A/A."""
         found = [
-            100 * (max(ratio.value, 1 / ratio.value) - 1)
+            effect_pct(ratio.value)
             for cell in self.cells
             if cell.is_aa_copy
             and isinstance(ratio := cell.figures.get(F.TO_SENTINEL.key), Ratio)
@@ -887,7 +894,7 @@ def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSum
     references = {
         c.grid: c.samples.get(c.ranked_by.key)
         for c in cells
-        if c.stack == sentinel and c.stored.copy == 1 and c.grid is not None
+        if c.stack == sentinel and not c.is_aa_copy and c.grid is not None
     }
     out = []
     for cell in cells:

@@ -427,19 +427,17 @@ class VerdictKind:
 VERDICTS: dict[str, VerdictKind] = {}
 
 
-def _conformance_check(key: str, lead: str, why: str) -> Check:
-    """A verdict on what the conformance check found under `key` (unranking, cautions)."""
+def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
+    """The verdict `verdict` on what the conformance check found under `key` (unranking,
+    cautions)."""
 
     def check(cell: Measured, setting: Setting) -> Verdict | None:
         found = (cell.conformance or {}).get(key) or []
         if not found:
             return None
-        return VERDICTS[CONFORMANCE_VERDICTS[key]].says(f"{lead} ({'; '.join(found)}): {why}")
+        return VERDICTS[verdict].says(f"{lead} ({'; '.join(found)}): {why}")
 
     return check
-
-
-CONFORMANCE_VERDICTS = {"unranking": "nonconformant", "cautions": "input-limits"}
 
 
 def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
@@ -512,15 +510,16 @@ LEAKS = _declare(VerdictKind(
 NONCONFORMANT = _declare(VerdictKind(
     "nonconformant", "a server that parsed or framed a request wrong (not ranked)",
     _conformance_check(
-        "unranking", "it parsed or framed a request wrong", "kept out of the ranking, since a "
-        "server that gets a client's requests wrong can look fast by doing less",
+        "nonconformant", "unranking", "it parsed or framed a request wrong",
+        "kept out of the ranking, since a server that gets a client's requests wrong can "
+        "look fast by doing less",
     ),
     None, caution=True, unranked=True,
 ))  # fmt: skip
 INPUT_LIMITS = _declare(VerdictKind(
     "input-limits", "a missing header limit, or a malformed request mishandled",
     _conformance_check(
-        "cautions", "it mishandled a malformed request or a header's size",
+        "input-limits", "cautions", "it mishandled a malformed request or a header's size",
         "this tells of robustness (a proxy in front may be needed), not of the figures",
     ),
     None,

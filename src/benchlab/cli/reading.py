@@ -270,7 +270,7 @@ def compare(
     _show_comparison(found, fmt, output)
     say = console.print if fmt == "table" and output is None else _to_stderr
     failed = False
-    if strict and any(d.kind != "conditions" for d in found.differences):
+    if strict and any(not d.is_condition for d in found.differences):
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
         failed = True
     if fail_above is not None:

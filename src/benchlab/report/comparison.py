@@ -4,7 +4,6 @@ machines and versions and which cells regressed beyond `--fail-above`."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from rich.table import Table
 from benchlab import figures as F
 from benchlab.analysis.compare import CellChange, Side, compare_cells
 from benchlab.analysis.environment import Difference, describe, differences
-from benchlab.analysis.evidence import Evidence, Judgement
+from benchlab.analysis.evidence import Judgement
 from benchlab.analysis.stats import RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.columns import params_text
@@ -52,7 +51,7 @@ class Comparison:
     def warnings(self) -> list[str]:
         """The machines or versions differ: the ratios measure that too. (The run's
         conditions, steal, are named in the footer: they differ on any shared machine.)"""
-        found = [d for d in self.differences if d.kind != "conditions"]
+        found = [d for d in self.differences if not d.is_condition]
         if not found:
             return []
         return [
@@ -68,28 +67,13 @@ class Comparison:
 def _side(summary: RunSummary, cell: CellSummary, figure_key: str) -> Side:
     """A cell as compare sees it. Its samples lose their rounds: round 3 of one run has
     nothing to do with round 3 of another, so two runs are compared as independent."""
-    sentinel = next(
-        (
-            c
-            for c in summary.cells
-            if c.stack == summary.options.sentinel and not c.is_aa_copy and c.grid == cell.grid
-        ),
-        None,
-    )
+    sentinel = summary.sentinel_at(cell.grid)
     return Side(
         cell.key, cell.stack_label, cell.scenario, cell.connections,
         tuple(cell.samples.get(figure_key, ())), params_text(cell),
         tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
         tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),
     )  # fmt: skip
-
-
-def _floored(evidence: Evidence, *runs: RunSummary) -> Evidence:
-    """The evidence rule with its practical threshold raised to the runs' A/A noise."""
-    floors = [n for run in runs if (n := run.aa_noise_pct) is not None]
-    if not floors or max(floors) <= evidence.min_effect_pct:
-        return evidence
-    return dataclasses.replace(evidence, min_effect_pct=max(floors))
 
 
 def compare_runs(
@@ -102,7 +86,7 @@ def compare_runs(
         [_side(a, c, figure.key) for c in a.cells],
         [_side(b, c, figure.key) for c in b.cells],
         figure,
-        _floored(a.options.evidence, a, b),
+        a.options.evidence.with_noise_floor([a.aa_noise_pct, b.aa_noise_pct]),
     )
     found = differences(a.fingerprint, b.fingerprint)
     return Comparison(a, b, a_store, b_store, changes, found, fail_above)
@@ -149,7 +133,7 @@ def _run_line(summary: RunSummary, store: Path, side: str) -> str:
 
 
 def _footer(comparison: Comparison) -> list[str]:
-    conditions = describe([d for d in comparison.differences if d.kind == "conditions"])
+    conditions = describe([d for d in comparison.differences if d.is_condition])
     return [
         f"Intervals: {RATIO_METHOD}.",
         f"Compared by {comparison.a.ranked_by.title}: {comparison.a.options.evidence.describe()}.",

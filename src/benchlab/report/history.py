@@ -6,7 +6,6 @@ and the newest run against where its segment predicts it."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from benchlab.analysis.environment import MACHINE_KEYS, differences
 from benchlab.analysis.evidence import Evidence, Judgement
 from benchlab.analysis.prediction import PREDICTION_CONFIDENCE, predict
 from benchlab.analysis.stats import Ratio
-from benchlab.analysis.summary import CellSummary, RunSummary, summarise
+from benchlab.analysis.summary import RunSummary, summarise
 from benchlab.errors import UserError
 from benchlab.store import Store
 
@@ -78,6 +77,14 @@ def _judgement_json(judged: Judgement | None) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+def _evidence_json(evidence: Evidence3) -> dict[str, Any]:
+    return {
+        "own": _judgement_json(evidence.own),
+        "to_sentinel": _judgement_json(evidence.ratio),
+        "sentinel": _judgement_json(evidence.sentinel),
+    }
+
+
 def _direction(judged: Judgement) -> str:
     return "faster" if judged.verdict == "a" else "slower"
 
@@ -102,10 +109,7 @@ class FoundChange:
             "ratio": {"value": ratio.value, "low": ratio.low, "high": ratio.high},
             "direction": self.change.direction, "versions_changed": self.versions_changed,
             "attribution": self.attribution.value,
-            "evidence": {name: _judgement_json(j) for name, j in (
-                ("own", self.evidence.own), ("to_sentinel", self.evidence.ratio),
-                ("sentinel", self.evidence.sentinel),
-            )},
+            "evidence": _evidence_json(self.evidence),
             "environment_changed": self.environment_changed,
             "threshold_pct": self.threshold_pct,
         }  # fmt: skip
@@ -144,10 +148,7 @@ class Latest:
                 "value": ratio.value, "low": ratio.low, "high": ratio.high,
             },
             "attribution": None if self.attribution is None else self.attribution.value,
-            "evidence": {name: _judgement_json(j) for name, j in (
-                ("own", own), ("to_sentinel", self.evidence.ratio),
-                ("sentinel", self.evidence.sentinel),
-            )},
+            "evidence": _evidence_json(self.evidence),
             "threshold_pct": self.threshold_pct,
         }  # fmt: skip
 
@@ -228,18 +229,6 @@ def _runs(stores: list[Path], recipe: str) -> list[RunSummary]:
     return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
-def _sentinel_cell(summary: RunSummary, cell: CellSummary) -> CellSummary | None:
-    sentinel = summary.options.sentinel
-    return next(
-        (
-            c
-            for c in summary.cells
-            if c.stack == sentinel and not c.is_aa_copy and c.grid == cell.grid
-        ),
-        None,
-    )
-
-
 def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | None:
     cell = next((c for c in summary.cells if c.key == key), None)
     if cell is None or cell.status == "failed":
@@ -257,7 +246,7 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
         versions = {**versions, "packages": packages}
-    sentinel = _sentinel_cell(summary, cell)
+    sentinel = summary.sentinel_at(cell.grid)
     return HistoryPoint(
         run=summary.run.id, started_at=summary.run.started_at,
         commit=commit, median=estimate.median, low=estimate.low,
@@ -308,15 +297,6 @@ def _proposed(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) 
     return sorted(set(own) | {i for i in ratio if all(abs(i - j) > 1 for j in own)})
 
 
-def _floor(points: list[HistoryPoint], evidence: Evidence) -> Evidence:
-    """The evidence rule with its practical threshold raised to the A/A noise of these runs:
-    a change smaller than two launches of one stack can differ is never called one."""
-    floors = [p.aa_noise_pct for p in points if p.aa_noise_pct is not None]
-    if not floors or max(floors) <= evidence.min_effect_pct:
-        return evidence
-    return dataclasses.replace(evidence, min_effect_pct=max(floors))
-
-
 def _judge_windows(
     before: list[HistoryPoint], after: list[HistoryPoint], figure: F.Figure, evidence: Evidence
 ) -> Evidence3:
@@ -339,7 +319,7 @@ def _changes(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) -
     """Each proposed change judged between the runs since the change before it and those up
     to the next (within its machine's segment); kept when the figure or its ratio moved."""
     proposed = _proposed(points, figure, evidence)
-    segments = machine_segments([SeriesPoint(p.run, p.samples, _machine_key(p)) for p in points])
+    segments = machine_segments(points)
     found = []
     for k, index in enumerate(proposed):
         segment = next(s for s in segments if index in s)
@@ -348,7 +328,7 @@ def _changes(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) -
         before, after = points[start:index], points[index:stop]
         if not before or not after:
             continue
-        judged_by = _floor(before + after, evidence)
+        judged_by = evidence.with_noise_floor(p.aa_noise_pct for p in before + after)
         judged = _judge_windows(before, after, figure, judged_by)
         if not judged.moved:
             continue
@@ -414,15 +394,9 @@ def _newest_against(
         value / prediction.centre, value / prediction.high, value / prediction.low,
         PREDICTION_CONFIDENCE, prediction.runs,
     )  # fmt: skip
-    effect = 100 * (max(ratio.value, 1 / ratio.value) - 1)
     if prediction.holds(value):
         return Judgement("tie", ratio, "inside the 95% prediction interval of the next run")
-    if effect <= evidence.min_effect_pct:
-        return Judgement(
-            "tie", ratio,
-            f"{effect:.1f}% is under the practical threshold of {evidence.min_effect_pct:g}%",
-        )  # fmt: skip
-    return Judgement("a" if figure.wins(ratio.value) else "b", ratio, "")
+    return evidence.by_effect(ratio, figure)
 
 
 def _latest(
@@ -440,7 +414,7 @@ def _latest(
     segment = points[start:-1]
     if not segment:
         return None
-    judged_by = _floor([*segment, newest], evidence)
+    judged_by = evidence.with_noise_floor(p.aa_noise_pct for p in [*segment, newest])
     own = _newest_against(segment, newest, "samples", figure, judged_by)
     ratio = sentinel = None
     measured = [p for p in segment if p.to_sentinel]  # a history may have begun without one

@@ -252,7 +252,7 @@ class Measurer:
             alive = first.protocol != "h1" or session.executor.keeps_alive(
                 session.server_address, port, first_path
             )
-            if self._conforms_here(first):
+            if self._conforms_here(first, proxied):
                 self._conform(stack, started.port)
             launched = Launched(server, port, load_dir, round_index, alive, started.counters_port)
             self._run_cells(launched, cells, positions)
@@ -264,11 +264,11 @@ class Measurer:
             with session.costs.timed(f"stop:{stack.name}"):
                 session.executor.stop(session.registry, server, STACK_STOP_GRACE_S)
 
-    def _conforms_here(self, first: Cell) -> bool:
+    def _conforms_here(self, first: Cell, proxied: bool) -> bool:
         """Whether this launch is where its stack's conformance is checked: the recipe asks
-        for it, not checked yet, and the stack speaks plain HTTP/1.1 on its own port."""
+        for it, not checked yet, and the stack speaks plain HTTP/1.1 on its own port (always,
+        behind nginx)."""
         session = self.session
-        proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         return (
             session.plan.recipe.conform
             and first.stack not in session.conformance
@@ -284,13 +284,13 @@ class Measurer:
         )
         result = session.executor.conform(session.server_address, port)
         session.conformance[stack.name] = result
-        facts = {"conformance": result.facts()}
+        facts = result.facts()
         for cell in session.cells:
             if cell.stack == stack.name:
-                session.store.add_cell_facts(session.cell_ids[cell], facts)
+                session.store.add_cell_facts(session.cell_ids[cell], {"conformance": facts})
         if not result.ranks:
             session.reporter.status(
-                f"{stack.name} is nonconformant ({facts['conformance']['unranking'][0]}): "
+                f"{stack.name} is nonconformant ({facts['unranking'][0]}): "
                 "measured, but kept out of the ranking"
             )
 
