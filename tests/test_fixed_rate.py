@@ -223,7 +223,7 @@ load = [1]
 tool = "vegeta"
 rate = 40
 connections = 16
-duration = 3
+duration = 2
 """
 
 

@@ -7,6 +7,8 @@ import dataclasses
 import io
 import json
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.browser import open_page
-from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, write_recipe
+from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, short_tmp, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 from tests.test_failures import _misbehaving_stack
 
@@ -199,12 +201,8 @@ def _busy(cores: tuple[int, ...]) -> Iterator[None]:
             hog.wait()
 
 
-def _eight_real_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_ms: list[int], busy_from: int | None
-) -> dict:
-    """Eight runs of HISTORY_RECIPE through benchlab's runner in this process (real stacks,
-    real load, no HTML page), the stack's work set per run, the server's cores busy from run
-    `busy_from`; the history's series of the slowable stack."""
+def _history_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slowable stack (its work set by $BENCHLAB_SLOW_MS) and the sentinel, fixed at 1 ms."""
     steady = _misbehaving_stack("steady", "slow")
     steady = dataclasses.replace(
         steady,
@@ -214,18 +212,53 @@ def _eight_real_runs(
     )
     monkeypatch.setitem(CATALOGUE, "slowable", _misbehaving_stack("slowable", "slow"))
     monkeypatch.setitem(CATALOGUE, "steady", steady)
-    recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
+
+
+def _real_runs(
+    recipe: Path, results: Path, monkeypatch: pytest.MonkeyPatch, slow_ms: list[int],
+    busy: bool = False,
+) -> None:  # fmt: skip
+    """Runs of HISTORY_RECIPE through benchlab's runner in this process (real stacks, real
+    load, no HTML page), the stack's work set per run, the server's cores busy or not."""
     store = Store(results)
     for run, ms in enumerate(slow_ms):
         monkeypatch.setenv("BENCHLAB_SLOW_MS", str(ms))
         loaded, text = load_recipe(recipe)
         plan = build_plan(recipe, loaded, text)
-        busy = _busy(plan.cores.server) if busy_from is not None and run >= busy_from else None
-        with busy or nullcontext():
+        with _busy(plan.cores.server) if busy else nullcontext():
             outcome = run_recipe(
                 plan, store, LineReporter(Console(file=io.StringIO())), SessionOptions("test")
             )
         assert outcome.status == "complete", run
+
+
+@pytest.fixture(scope="module")
+def four_steady_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first four runs both eight-run tests begin with (1 ms a request, nothing busy),
+    measured once: each test adds its own four to a copy."""
+    directory, temp = tmp_path_factory.mktemp("four_steady_runs"), short_tmp()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("TMPDIR", str(temp))
+        _history_stacks(monkeypatch)
+        recipe, results = write_recipe(directory, HISTORY_RECIPE), directory / "history.db"
+        try:
+            _real_runs(recipe, results, monkeypatch, [1] * 4)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+    return results
+
+
+def _eight_real_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_four: Path, slow_ms: list[int],
+    busy: bool,
+) -> dict:  # fmt: skip
+    """The four steady runs and four more, the stack's work set per run, the server's cores
+    busy or not; the history's series of the slowable stack."""
+    _history_stacks(monkeypatch)
+    recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
+    with sqlite3.connect(first_four) as source, sqlite3.connect(results) as copy:
+        source.backup(copy)
+    _real_runs(recipe, results, monkeypatch, slow_ms, busy)
     args = ["history", "history-test", "--results", str(results)]
     history = json.loads(benchlab(*args, "-f", "json").stdout)
     return next(s for s in history["series"] if s["key"].startswith("slowable|"))
@@ -233,13 +266,13 @@ def _eight_real_runs(
 
 @pytest.mark.slow
 def test_eight_real_runs_where_only_the_stack_slows_from_the_fifth_are_the_stacks_change(
-    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch, four_steady_runs: Path
 ) -> None:
     """The stack's speed is set by the test (1 ms of work a request, then 4 from run 5), the
     sentinel's stays: one change point, at the fifth run, slower, the stack's — and
     --fail-on-change slower exits with the regression code."""
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
-    series = _eight_real_runs(tmp_path, monkeypatch, [1] * 4 + [4] * 4, busy_from=None)
+    series = _eight_real_runs(tmp_path, monkeypatch, four_steady_runs, [4] * 4, busy=False)
     assert len(series["points"]) == 8
     (change,) = series["change_points"]
     assert change["index"] == 4 and change["direction"] == "slower", series
@@ -252,13 +285,13 @@ def test_eight_real_runs_where_only_the_stack_slows_from_the_fifth_are_the_stack
 
 @pytest.mark.slow
 def test_eight_real_runs_on_a_machine_slowed_from_the_fifth_are_the_machines_change(
-    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch, four_steady_runs: Path
 ) -> None:
     """The server's cores busy from the fifth run, for the stack and the sentinel alike: the
     figure halves, its ratio to the sentinel does not — the machine's change, not a
     failure."""
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
-    series = _eight_real_runs(tmp_path, monkeypatch, [1] * 8, busy_from=4)
+    series = _eight_real_runs(tmp_path, monkeypatch, four_steady_runs, [1] * 4, busy=True)
     (change,) = series["change_points"]
     assert change["index"] == 4 and change["direction"] == "slower", series
     assert change["attribution"] == "machine", change

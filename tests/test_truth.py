@@ -299,7 +299,7 @@ workers = 3
 pool_size = 1
 [[load]]
 connections = 32
-duration = 2
+duration = 1
 [[points]]
 name = "few-sessions"
 pool_size = 1
@@ -354,7 +354,7 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
         name = "compare"
         stacks = ["tunable", "nginx-static"]
         scenarios = ["json"]
-        trials = 5
+        trials = 3
         warmup = 0
         [[load]]
         connections = 4
