@@ -10,6 +10,8 @@ from pathlib import Path
 import jsonschema
 
 from benchlab.analysis.summary import summarise
+from benchlab.cli.drain import _json as drain_json
+from benchlab.graceful_stop import Drain, StackDrain
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
 from tests.conftest import REPO, benchlab, check_against_schema
@@ -40,6 +42,10 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
+    # drain's document as its command writes it, of a stop whose counts the test sets (a
+    # real stop is test_graceful_stop's).
+    stopped = Drain("SIGTERM", 20, None, 39, 0, 61, 1, 60, 0, 0.34, ("connection refused",))
+    outputs[jf.DRAIN] = drain_json([StackDrain("starlette+uvicorn", stopped)])
     assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"
     for declared, text in outputs.items():
         assert _stamped(text) == (declared.name, declared.version)

@@ -10,6 +10,7 @@ from benchlab.cli.app import app, services_app
 from benchlab.cli.catalogue import build, recipes, stacks
 from benchlab.cli.conform import conform
 from benchlab.cli.doctor import doctor
+from benchlab.cli.drain import drain
 from benchlab.cli.reading import compare, history, report, runs
 from benchlab.cli.run import run
 from benchlab.cli.selfcheck import selfcheck
@@ -21,7 +22,8 @@ from benchlab.text import printable
 # Commands import the heavier modules they need inside them: `--help`, `stacks` and `doctor`
 # start without the runner, the reports and matplotlib (together about 0.7 s on 2 cores).
 COMMANDS = (
-    run, tune, report, recipes, runs, stacks, doctor, history, compare, conform, selfcheck, build,
+    run, tune, report, recipes, runs, stacks, doctor, history, compare, conform, drain, selfcheck,
+    build,
 )  # fmt: skip
 for command in COMMANDS:
     app.command()(command)

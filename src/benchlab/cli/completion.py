@@ -26,3 +26,9 @@ def tune_servers(incomplete: str) -> list[str]:
     done, _, last = incomplete.rpartition(",")  # a comma-separated list: complete its last
     prefix = f"{done}," if done else ""
     return [f"{prefix}{name}" for name in names if name.startswith(last)]
+
+
+def stacks(incomplete: str) -> list[str]:
+    from benchlab.stacks import CATALOGUE
+
+    return [name for name in CATALOGUE if name.startswith(incomplete)]

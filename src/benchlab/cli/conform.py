@@ -10,19 +10,16 @@ import typer
 
 from benchlab.cli import formats
 from benchlab.cli.app import console, progress
+from benchlab.cli.completion import stacks as complete_stack_name
 from benchlab.cli.measuring import claim
-from benchlab.errors import ExitCode, UserError
+from benchlab.cli.stack_names import checked_stack_names
+from benchlab.errors import ExitCode
 from benchlab.recipe import default_cores
-from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:
     from benchlab.catalogue_conformance import StackConformance
 
 CONFORM_FORMATS = formats.RUNS  # table or json
-
-
-def _stack_names(incomplete: str) -> list[str]:
-    return [name for name in CATALOGUE if name.startswith(incomplete)]
 
 
 def conform(
@@ -31,7 +28,7 @@ def conform(
         typer.Argument(
             metavar="STACK...",
             help="The stacks to check (default: every stack that can run here).",
-            autocompletion=_stack_names,
+            autocompletion=complete_stack_name,
         ),
     ] = None,
     fmt: Annotated[str, formats.option(CONFORM_FORMATS, "How to write the results.")] = "table",
@@ -44,19 +41,9 @@ def conform(
     request line, a long and an oversized header; each sent whole and split at every byte.
     Exit 1 when a stack does not conform, 3 when one could not be started."""
     from benchlab.catalogue_conformance import conform_stacks
-    from benchlab.recipe.messages import did_you_mean
 
     formats.check_either(fmt, CONFORM_FORMATS)
-    names = stack_names or [n for n, s in CATALOGUE.items() if s.availability().ok]
-    for name in names:
-        if name not in CATALOGUE:
-            raise UserError(
-                f"stack '{name}' is not in the catalogue{did_you_mean(name, CATALOGUE)}; "
-                "`benchlab stacks` lists them"
-            )
-        available = CATALOGUE[name].availability()
-        if not available.ok:
-            raise UserError(f"stack '{name}' cannot run here: {available.reason}; {available.fix}")
+    names = checked_stack_names(stack_names)
     claim(False)  # it starts servers on this machine's cores: one benchlab at a time
     say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
     checked = conform_stacks(names, default_cores().server, say)

@@ -133,6 +133,11 @@ def _mixed(request: LoadRequest) -> bool:
     return len({(t.method, t.url) for t in request.targets}) > 1
 
 
+def kept_records(records: Path) -> Lines:
+    """A named attack's result file (kept after its trial), as CSV lines."""
+    return _encoded(records)
+
+
 def _encoded(records: Path) -> Lines:
     """A way to read a result file's records as CSV lines, streamed from `vegeta encode`
     (as often as asked: the reading takes two passes)."""

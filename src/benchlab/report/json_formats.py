@@ -33,4 +33,7 @@ STACKS = JsonFormat("benchlab-stacks", 1, "the catalogue: every stack and whethe
 CONFORM = JsonFormat(
     "benchlab-conform", 1, "each stack's conformance: every request shape, whole and split"
 )
-FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM)
+DRAIN = JsonFormat(
+    "benchlab-drain", 1, "each stack stopped under load: what it answered, dropped and refused"
+)
+FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN)

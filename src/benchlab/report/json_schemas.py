@@ -21,6 +21,7 @@ from benchlab import figures as F
 from benchlab.report.json_formats import (
     COMPARE,
     CONFORM,
+    DRAIN,
     FORMATS,
     HISTORY,
     RUN,
@@ -319,6 +320,41 @@ class ConformDocument(_Document):
     stacks: list[ConformEntry]
 
 
+class DrainCounts(_Closed):
+    """One stop under load (benchlab drain)."""
+
+    signal: str
+    rate: int
+    """Requests a second of the short requests."""
+    in_flight: str | None
+    """The long request in flight at the signal: null when answered, else how it failed."""
+    sent_before: int
+    failed_before: int
+    sent_after: int
+    answered_after: int
+    refused_after: int
+    failed_after: int
+    exit_s: float | None
+    """From the signal until the server's last process exited; null: killed after 10 s."""
+    failures: list[str]
+    drains: bool
+    verdict: Literal["drains", "drops", "hangs"]
+    """drops: a request it had taken failed; hangs: none did, but it did not exit."""
+
+
+class DrainEntry(_Closed):
+    stack: str
+    problem: str | None
+    """Why it could not be checked (then drain is null)."""
+    drain: DrainCounts | None
+
+
+class DrainDocument(_Document):
+    format: Literal["benchlab-drain"]
+    format_version: Literal[1]
+    stacks: list[DrainEntry]
+
+
 MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUN: RunDocument,
     TUNE: TuneDocument,
@@ -327,6 +363,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUNS: RunsDocument,
     STACKS: StacksDocument,
     CONFORM: ConformDocument,
+    DRAIN: DrainDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,9 @@ class Stack:
     served_by: ServerKind | None = None
     # The counters its server keeps of its own, read around each trial (tune's candidates).
     counters: CounterSource | None = None
+    # The signal its server documents for a graceful stop (nginx: SIGQUIT; SIGTERM stops
+    # it at once), sent to its main process by `benchlab drain`.
+    stop_signal: signal.Signals = signal.SIGTERM
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from benchlab.scenarios import SCENARIOS
 from benchlab.servers import LISTEN_BACKLOG
 from benchlab.stacks.base import Launch, LaunchContext, Stack
@@ -94,6 +96,7 @@ NGINX_STACKS = (
         needs_programs=(NGINX_BINARY,),
         fix="apt-get install nginx-light",
         note="ceiling",
+        stop_signal=signal.SIGQUIT,
     ),
 )
 
@@ -151,5 +154,6 @@ NGINX_STACKS = (
         needs_programs=(NGINX_BINARY,),
         needs_files=LUA_MODULES,
         fix="apt-get install nginx-light libnginx-mod-http-lua",
+        stop_signal=signal.SIGQUIT,
     ),
 )

@@ -1,0 +1,252 @@
+"""Graceful shutdown under load (issue 40): each stack started as a run starts it, served
+a fixed rate of short requests with one long request in flight, then sent its stop signal
+(to its main process, as systemd's KillMode=mixed and `docker stop` do). What becomes of
+the request in flight, of the requests sent before and after the signal, and how long the
+server takes to exit.
+
+A server that drains answers every request it had accepted, refuses new connections, and
+exits. One that does not drops what it was serving: the deploy that stops it fails the
+requests in flight, whatever a load balancer does in front."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import http.client
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchlab.hosts.base import THIS_MACHINE
+from benchlab.hosts.generators import run_tool
+from benchlab.load import LoadRequest
+from benchlab.load.request_records import CODE, ERROR, SENT, SUCCESS_HIGH, SUCCESS_LOW
+from benchlab.load.vegeta import kept_records
+from benchlab.process import ManagedProcess, ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.runner import HOST, ServerPlace, start_answering
+from benchlab.safe_files import new_dir, reachable_tmpdir
+from benchlab.stacks import CATALOGUE
+
+RATE = 20  # req/s of SHORT_MS requests: a fifth of a one-at-a-time worker's time
+SHORT_MS = 10
+LOAD_S = 5  # the load's length; the signal SIGNAL_AT_S into it
+SIGNAL_AT_S = 2.0
+LONG_MS = 500  # the request in flight at the signal, sent LONG_LEAD_S before it
+LONG_LEAD_S = 0.2
+EXIT_LIMIT_S = 10.0  # a server still running this long after its signal is killed
+CONNECTIONS = 16
+
+
+@dataclass(frozen=True)
+class Drain:
+    """What one stop under load did."""
+
+    signal: str  # its name: SIGTERM, SIGQUIT
+    rate: int
+    in_flight: str | None  # the long request: None answered, else how it failed
+    sent_before: int  # short requests sent before the signal
+    failed_before: int  # of them, not answered
+    sent_after: int
+    answered_after: int
+    refused_after: int  # connection refused: the listener was closed, as it should be
+    failed_after: int  # anything else (reset, EOF, timeout, 5xx)
+    exit_s: float | None  # None: still running after EXIT_LIMIT_S (then killed)
+    failures: tuple[str, ...] = ()  # the distinct errors of the failed requests
+
+    @property
+    def drains(self) -> bool:
+        """Every request it had taken was answered, and it exited in time."""
+        return self.in_flight is None and self.failed_before == 0 and self.exit_s is not None
+
+    @property
+    def verdict(self) -> str:
+        """drains; drops (a request it had taken failed); hangs (none failed, no exit)."""
+        if self.drains:
+            return "drains"
+        return "hangs" if self.in_flight is None and self.failed_before == 0 else "drops"
+
+    def sentence(self) -> str:
+        if self.drains:
+            return (
+                f"drains: the request in flight and all {self.sent_before} sent before "
+                f"{self.signal} answered; exited in {self.exit_s:.2f} s"
+            )
+        lost = []
+        if self.in_flight is not None:
+            lost.append(f"the request in flight ({self.in_flight})")
+        if self.failed_before:
+            lost.append(f"{self.failed_before} of {self.sent_before} sent before {self.signal}")
+        exit_part = (
+            f"exited in {self.exit_s:.2f} s"
+            if self.exit_s is not None
+            else f"still running {EXIT_LIMIT_S:g} s after {self.signal} (killed)"
+        )
+        if not lost:
+            return f"answers every request it took but does not exit: {exit_part}"
+        return f"drops {' and '.join(lost)}; {exit_part}"
+
+    def to_json(self) -> dict[str, Any]:
+        exit_s = None if self.exit_s is None else round(self.exit_s, 3)
+        return {
+            **dataclasses.asdict(self), "exit_s": exit_s, "failures": list(self.failures),
+            "drains": self.drains, "verdict": self.verdict,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StackDrain:
+    stack: str
+    result: Drain | None
+    problem: str | None = None  # it could not be checked: why
+
+
+def _long_request(port: int, outcome: list[str | None]) -> None:
+    """GET /sleep?ms=LONG_MS on its own connection; None when answered right."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=EXIT_LIMIT_S)
+    try:
+        connection.request("GET", f"/sleep?ms={LONG_MS}")
+        response = connection.getresponse()
+        body = response.read()
+        outcome.append(None if response.status == 200 and body == b"ok" else f"{response.status}")
+    except http.client.RemoteDisconnected:
+        outcome.append("closed without an answer")
+    except ConnectionResetError:
+        outcome.append("connection reset")
+    except TimeoutError:
+        outcome.append(f"no answer in {EXIT_LIMIT_S:g} s")
+    except (OSError, http.client.HTTPException) as exc:
+        outcome.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        connection.close()
+
+
+def _exit_seconds(server: ManagedProcess, since: float) -> float | None:
+    while time.monotonic() - since < EXIT_LIMIT_S:
+        if not server.survives():
+            return time.monotonic() - since
+        time.sleep(0.01)
+    return None
+
+
+def _stop_under_load(
+    server: ManagedProcess, port: int, stop: signal.Signals, long: bool
+) -> tuple[int, str | None, float | None]:
+    """At SIGNAL_AT_S, `stop` to the server's main process (the long request sent just
+    before when `long`); its wall time (ns), the long request's outcome, the exit time."""
+    outcome: list[str | None] = []
+    time.sleep(SIGNAL_AT_S - (LONG_LEAD_S if long else 0.0))
+    sender = threading.Thread(target=_long_request, args=(port, outcome), daemon=True)
+    if long:
+        sender.start()
+        time.sleep(LONG_LEAD_S)
+    signalled_ns, since = time.time_ns(), time.monotonic()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, stop)
+    exit_s = _exit_seconds(server, since)
+    if long:
+        sender.join(EXIT_LIMIT_S)
+    return signalled_ns, (outcome[0] if outcome else "no answer") if long else None, exit_s
+
+
+def _count(records: Path, signalled_ns: int) -> dict[str, Any]:
+    counts = dict.fromkeys(("sent_before", "failed_before", "sent_after", "answered_after",
+                            "refused_after", "failed_after"), 0)  # fmt: skip
+    failures: set[str] = set()
+    for line in kept_records(records)():
+        if not line.strip():
+            continue
+        fields = next(csv.reader([line]))
+        sent, code, error = int(fields[SENT]), int(fields[CODE]), fields[ERROR]
+        answered = SUCCESS_LOW <= code < SUCCESS_HIGH
+        if sent < signalled_ns:
+            counts["sent_before"] += 1
+            counts["failed_before"] += not answered
+        else:
+            counts["sent_after"] += 1
+            refused = "connection refused" in error
+            counts["answered_after"] += answered
+            counts["refused_after"] += (not answered) and refused
+            counts["failed_after"] += (not answered) and not refused
+        if not answered:
+            failures.add(_error_kind(error, code))
+    return {**counts, "failures": tuple(sorted(failures))}
+
+
+def _error_kind(error: str, code: int) -> str:
+    """The error without its addresses: `read: connection reset by peer`, `HTTP 503`."""
+    if not error:
+        return f"HTTP {code}"
+    return error.rsplit(": ", 2)[-1] if "dial tcp" not in error else "connection refused"
+
+
+def drain_stack(
+    registry: ProcessRegistry, name: str, cores: tuple[int, ...], load_cores: tuple[int, ...],
+    workdir: Path, user: str | None,
+) -> StackDrain:  # fmt: skip
+    stack = CATALOGUE[name]
+    threads = stack.default_concurrency if stack.concurrency else None
+    started = start_answering(
+        registry, stack, ServerPlace(HOST, THIS_MACHINE, cores), (1, threads),
+        new_dir(workdir / "server", 0o711), {}, stack.start_timeout, user=user,
+    )  # fmt: skip
+    if started.problem is not None:
+        return StackDrain(name, None, f"{started.problem}: {started.server.log_tail()}")
+    port, long = started.ctx.port, "sleep" in stack.scenarios
+    path = f"/sleep?ms={SHORT_MS}" if long else "/plaintext"
+    request = LoadRequest(
+        url=f"http://{HOST}:{port}{path}", connections=CONNECTIONS, threads=1,
+        duration_s=LOAD_S, timeout_s=int(EXIT_LIMIT_S), cores=load_cores, tool="vegeta",
+        rate=RATE, name="drain",
+    )  # fmt: skip
+    result: list[tuple[int, str | None, float | None]] = []
+    stopper = threading.Thread(
+        target=lambda: result.append(
+            _stop_under_load(started.server, port, stack.stop_signal, long)
+        ),
+        daemon=True,
+    )
+    load_dir = new_dir(workdir / "load", 0o700)
+    stopper.start()
+    run_tool(request, registry, load_dir)
+    stopper.join(EXIT_LIMIT_S + SIGNAL_AT_S + 1)
+    if not result:
+        return StackDrain(name, None, "the stop signal was not sent in time")
+    signalled_ns, in_flight, exit_s = result[0]
+    counts = _count(load_dir / "vegeta.bin", signalled_ns)
+    drain = Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, **counts)
+    return StackDrain(name, drain)
+
+
+def drain_stacks(
+    names: list[str], cores: tuple[int, ...], load_cores: tuple[int, ...],
+    progress: Callable[[str], None],
+) -> list[StackDrain]:  # fmt: skip
+    """Every stack in turn, one worker on `cores`, vegeta on `load_cores`."""
+    out = []
+    user = stack_user()
+    workdir = reachable_tmpdir("bl-", others_need_it=user is not None)
+    with sigterm_interrupts(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
+        for index, name in enumerate(names, 1):
+            stack = CATALOGUE[name]
+            progress(f"[{index}/{len(names)}] {name}")
+            if stack.build is not None:
+                stack.build()
+            registry = ProcessRegistry()
+            try:
+                checked = drain_stack(
+                    registry, name, cores, load_cores, new_dir(workdir / f"s{index}", 0o711), user
+                )
+            finally:
+                registry.stop_all()
+            if checked.result is not None:
+                progress(f"  {checked.result.sentence()}")
+            out.append(checked)
+    return out
