@@ -15,7 +15,6 @@ import csv
 import dataclasses
 import http.client
 import os
-import shutil
 import signal
 import threading
 import time
@@ -24,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.hosts.base import THIS_MACHINE
+from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.load.request_records import CODE, ERROR, SENT, SUCCESS_HIGH, SUCCESS_LOW
 from benchlab.load.vegeta import kept_records
-from benchlab.process import ManagedProcess, ProcessRegistry, sigterm_interrupts, stack_user
-from benchlab.runner import HOST, ServerPlace, start_answering
-from benchlab.safe_files import new_dir, reachable_tmpdir
+from benchlab.process import ManagedProcess
+from benchlab.runner import HOST
+from benchlab.stack_checks import StackCheck, Started, check_each
 from benchlab.stacks import CATALOGUE
 
 RATE = 20  # req/s of SHORT_MS requests: a fifth of a one-at-a-time worker's time
@@ -100,11 +99,7 @@ class Drain:
         }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class StackDrain:
-    stack: str
-    result: Drain | None
-    problem: str | None = None  # it could not be checked: why
+StackDrain = StackCheck[Drain]
 
 
 def _long_request(port: int, outcome: list[str | None]) -> None:
@@ -146,6 +141,7 @@ def _stop_under_load(
     if long:
         sender.start()
         time.sleep(LONG_LEAD_S)
+    server.remember_tree()  # its workers too: the exit is the last one's
     signalled_ns, since = time.time_ns(), time.monotonic()
     with contextlib.suppress(ProcessLookupError):
         os.kill(server.pid, stop)
@@ -186,42 +182,31 @@ def _error_kind(error: str, code: int) -> str:
     return error.rsplit(": ", 2)[-1] if "dial tcp" not in error else "connection refused"
 
 
-def drain_stack(
-    registry: ProcessRegistry, name: str, cores: tuple[int, ...], load_cores: tuple[int, ...],
-    workdir: Path, user: str | None,
-) -> StackDrain:  # fmt: skip
-    stack = CATALOGUE[name]
-    threads = stack.default_concurrency if stack.concurrency else None
-    started = start_answering(
-        registry, stack, ServerPlace(HOST, THIS_MACHINE, cores), (1, threads),
-        new_dir(workdir / "server", 0o711), {}, stack.start_timeout, user=user,
-    )  # fmt: skip
-    if started.problem is not None:
-        return StackDrain(name, None, f"{started.problem}: {started.server.log_tail()}")
-    port, long = started.ctx.port, "sleep" in stack.scenarios
+def drain(started: Started, load_cores: tuple[int, ...]) -> Drain:
+    """The stop under load of a stack started for it."""
+    stack = CATALOGUE[started.name]
+    long = "sleep" in stack.scenarios
     path = f"/sleep?ms={SHORT_MS}" if long else "/plaintext"
     request = LoadRequest(
-        url=f"http://{HOST}:{port}{path}", connections=CONNECTIONS, threads=1,
+        url=f"http://{HOST}:{started.port}{path}", connections=CONNECTIONS, threads=1,
         duration_s=LOAD_S, timeout_s=int(EXIT_LIMIT_S), cores=load_cores, tool="vegeta",
         rate=RATE, name="drain",
     )  # fmt: skip
     result: list[tuple[int, str | None, float | None]] = []
     stopper = threading.Thread(
         target=lambda: result.append(
-            _stop_under_load(started.server, port, stack.stop_signal, long)
+            _stop_under_load(started.server, started.port, stack.stop_signal, long)
         ),
         daemon=True,
     )
-    load_dir = new_dir(workdir / "load", 0o700)
     stopper.start()
-    run_tool(request, registry, load_dir)
+    run_tool(request, started.registry, started.workdir)
     stopper.join(EXIT_LIMIT_S + SIGNAL_AT_S + 1)
     if not result:
-        return StackDrain(name, None, "the stop signal was not sent in time")
+        raise LoadToolError("the stop signal was not sent in time")  # never seen: a guard
     signalled_ns, in_flight, exit_s = result[0]
-    counts = _count(load_dir / "vegeta.bin", signalled_ns)
-    drain = Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, **counts)
-    return StackDrain(name, drain)
+    counts = _count(started.workdir / "vegeta.bin", signalled_ns)
+    return Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, **counts)
 
 
 def drain_stacks(
@@ -229,24 +214,6 @@ def drain_stacks(
     progress: Callable[[str], None],
 ) -> list[StackDrain]:  # fmt: skip
     """Every stack in turn, one worker on `cores`, vegeta on `load_cores`."""
-    out = []
-    user = stack_user()
-    workdir = reachable_tmpdir("bl-", others_need_it=user is not None)
-    with sigterm_interrupts(), contextlib.ExitStack() as cleanup:
-        cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        for index, name in enumerate(names, 1):
-            stack = CATALOGUE[name]
-            progress(f"[{index}/{len(names)}] {name}")
-            if stack.build is not None:
-                stack.build()
-            registry = ProcessRegistry()
-            try:
-                checked = drain_stack(
-                    registry, name, cores, load_cores, new_dir(workdir / f"s{index}", 0o711), user
-                )
-            finally:
-                registry.stop_all()
-            if checked.result is not None:
-                progress(f"  {checked.result.sentence()}")
-            out.append(checked)
-    return out
+    return check_each(
+        names, cores, progress, lambda started: drain(started, load_cores), Drain.sentence
+    )

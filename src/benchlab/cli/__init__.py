@@ -15,6 +15,7 @@ from benchlab.cli.reading import compare, history, report, runs
 from benchlab.cli.run import run
 from benchlab.cli.selfcheck import selfcheck
 from benchlab.cli.services import services_down, services_up
+from benchlab.cli.slow_clients import slow_clients
 from benchlab.cli.tune import tune
 from benchlab.errors import BenchlabError, ExitCode
 from benchlab.text import printable
@@ -22,8 +23,8 @@ from benchlab.text import printable
 # Commands import the heavier modules they need inside them: `--help`, `stacks` and `doctor`
 # start without the runner, the reports and matplotlib (together about 0.7 s on 2 cores).
 COMMANDS = (
-    run, tune, report, recipes, runs, stacks, doctor, history, compare, conform, drain, selfcheck,
-    build,
+    run, tune, report, recipes, runs, stacks, doctor, history, compare, conform, drain,
+    slow_clients, selfcheck, build,
 )  # fmt: skip
 for command in COMMANDS:
     app.command()(command)

@@ -1,5 +1,6 @@
-"""The STACK... arguments of the commands that check catalogue stacks one by one
-(conform, drain): each named stack must exist and run here; none named means all that do."""
+"""The STACK... arguments of the commands that check catalogue stacks one by one (conform,
+drain, slow-clients): each named stack must exist and run here; none named means all that
+do."""
 
 from __future__ import annotations
 

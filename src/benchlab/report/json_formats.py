@@ -36,4 +36,7 @@ CONFORM = JsonFormat(
 DRAIN = JsonFormat(
     "benchlab-drain", 1, "each stack stopped under load: what it answered, dropped and refused"
 )
-FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN)
+SLOW_CLIENTS = JsonFormat(
+    "benchlab-slow-clients", 1, "what slow clients cost each stack's other requests"
+)
+FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS)

@@ -26,6 +26,7 @@ from benchlab.report.json_formats import (
     HISTORY,
     RUN,
     RUNS,
+    SLOW_CLIENTS,
     STACKS,
     TUNE,
     JsonFormat,
@@ -355,6 +356,58 @@ class DrainDocument(_Document):
     stacks: list[DrainEntry]
 
 
+class SlowSpread(_Closed):
+    """A figure over the rounds: its median and range."""
+
+    median: float
+    low: float
+    high: float
+
+
+class SlowTrial(_Closed):
+    p99_ms: float | None
+    """null: no request was answered."""
+    answered_rps: float
+    failed_share: float
+
+
+class SlowRound(_Closed):
+    without: SlowTrial
+    with_slow_clients: SlowTrial
+
+
+class SlowMode(_Closed):
+    mode: Literal["headers", "body"]
+    slow_path: str
+    """Where the slow clients sent: /upload for a slow body where the app reads one."""
+    harmed: bool
+    """In every round: failures up by 1 % of the requests, or the p99 2x (and over 20 ms)."""
+    p99_ratio: SlowSpread | None
+    """With the slow clients ÷ without, round by round; null: a side had no answer."""
+    throughput_ratio: SlowSpread
+    failed_added: SlowSpread
+    rounds: list[SlowRound]
+
+
+class SlowClientsCounts(_Closed):
+    connections: int
+    rate: int
+    needs_proxy: bool
+    modes: list[SlowMode]
+
+
+class SlowClientsEntry(_Closed):
+    stack: str
+    problem: str | None
+    slow_clients: SlowClientsCounts | None
+
+
+class SlowClientsDocument(_Document):
+    format: Literal["benchlab-slow-clients"]
+    format_version: Literal[1]
+    stacks: list[SlowClientsEntry]
+
+
 MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUN: RunDocument,
     TUNE: TuneDocument,
@@ -364,6 +417,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     STACKS: StacksDocument,
     CONFORM: ConformDocument,
     DRAIN: DrainDocument,
+    SLOW_CLIENTS: SlowClientsDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 
