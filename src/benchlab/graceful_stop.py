@@ -58,6 +58,9 @@ class Drain:
     failed_after: int  # anything else (reset, EOF, timeout, 5xx)
     exit_s: float | None  # None: still running after EXIT_LIMIT_S (then killed)
     failures: tuple[str, ...] = ()  # the distinct errors of the failed requests
+    # Whether a long request was held in flight (not for a stack with no slow endpoint:
+    # nginx-static answers fixed bytes at once).
+    long_sent: bool = True
 
     @property
     def drains(self) -> bool:
@@ -73,9 +76,10 @@ class Drain:
 
     def sentence(self) -> str:
         if self.drains:
+            held = "the request in flight and " if self.long_sent else ""
             return (
-                f"drains: the request in flight and all {self.sent_before} sent before "
-                f"{self.signal} answered; exited in {self.exit_s:.2f} s"
+                f"drains: {held}all {self.sent_before} sent before {self.signal} answered; "
+                f"exited in {self.exit_s:.2f} s"
             )
         lost = []
         if self.in_flight is not None:
@@ -206,7 +210,7 @@ def drain(started: Started, load_cores: tuple[int, ...]) -> Drain:
         raise LoadToolError("the stop signal was not sent in time")  # never seen: a guard
     signalled_ns, in_flight, exit_s = result[0]
     counts = _count(started.workdir / "vegeta.bin", signalled_ns)
-    return Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, **counts)
+    return Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, long_sent=long, **counts)
 
 
 def drain_stacks(

@@ -3,38 +3,26 @@ every byte offset (issue 40)."""
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from benchlab.cli import formats
-from benchlab.cli.app import console, progress
-from benchlab.cli.completion import stacks as complete_stack_name
-from benchlab.cli.measuring import claim
-from benchlab.cli.stack_names import checked_stack_names
-from benchlab.errors import ExitCode
+from benchlab.cli.app import console
+from benchlab.cli.stack_names import (
+    CheckFormatOption,
+    CheckQuietOption,
+    StackNamesArgument,
+    finish,
+    start_checking,
+)
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
     from benchlab.catalogue_conformance import StackConformance
 
-CONFORM_FORMATS = formats.RUNS  # table or json
-
 
 def conform(
-    stack_names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="STACK...",
-            help="The stacks to check (default: every stack that can run here).",
-            autocompletion=complete_stack_name,
-        ),
-    ] = None,
-    fmt: Annotated[str, formats.option(CONFORM_FORMATS, "How to write the results.")] = "table",
-    quiet: Annotated[
-        bool, typer.Option("-q", "--quiet", help="No progress on stderr: only the results.")
-    ] = False,
+    stack_names: StackNamesArgument = None,
+    fmt: CheckFormatOption = "table",
+    quiet: CheckQuietOption = False,
 ) -> None:
     """Check that each stack parses every request shape right: GET (with a body too), POST
     with Content-Length and chunked, pipelined, HEAD, Connection: close, HTTP/1.0, a bad
@@ -42,19 +30,9 @@ def conform(
     Exit 1 when a stack does not conform, 3 when one could not be started."""
     from benchlab.catalogue_conformance import conform_stacks
 
-    formats.check_either(fmt, CONFORM_FORMATS)
-    names = checked_stack_names(stack_names)
-    claim(False)  # it starts servers on this machine's cores: one benchlab at a time
-    say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
+    names, say = start_checking(stack_names, fmt, quiet)
     checked = conform_stacks(names, default_cores().server, say)
-    if fmt == "json":
-        sys.stdout.write(_json(checked))
-    else:
-        _table(checked)
-    if any(c.result is None for c in checked):
-        raise typer.Exit(ExitCode.HARNESS)
-    if any(not c.result.conformant for c in checked if c.result is not None):
-        raise typer.Exit(ExitCode.REGRESSION)
+    finish(checked, fmt, _json, _table, lambda result: not result.conformant)
 
 
 def _json(checked: list[StackConformance]) -> str:

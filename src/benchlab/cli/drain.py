@@ -3,38 +3,29 @@
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from benchlab.cli import formats
-from benchlab.cli.app import console, progress
-from benchlab.cli.completion import stacks as complete_stack_name
-from benchlab.cli.measuring import claim
-from benchlab.cli.stack_names import checked_stack_names
-from benchlab.errors import ExitCode
+from benchlab.cli.app import console
+from benchlab.cli.stack_names import (
+    CheckFormatOption,
+    CheckQuietOption,
+    StackNamesArgument,
+    add_not_checked,
+    check_table,
+    checks_json,
+    finish,
+    start_checking,
+)
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
     from benchlab.graceful_stop import StackDrain
 
-DRAIN_FORMATS = formats.RUNS  # table or json
-
 
 def drain(
-    stack_names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="STACK...",
-            help="The stacks to check (default: every stack that can run here).",
-            autocompletion=complete_stack_name,
-        ),
-    ] = None,
-    fmt: Annotated[str, formats.option(DRAIN_FORMATS, "How to write the results.")] = "table",
-    quiet: Annotated[
-        bool, typer.Option("-q", "--quiet", help="No progress on stderr: only the results.")
-    ] = False,
+    stack_names: StackNamesArgument = None,
+    fmt: CheckFormatOption = "table",
+    quiet: CheckQuietOption = False,
 ) -> None:
     """Stop each stack under load and see what it drops: one worker serves a fixed rate of
     short requests and one long request, then gets its documented stop signal (SIGTERM;
@@ -45,47 +36,30 @@ def drain(
     from benchlab.graceful_stop import drain_stacks
     from benchlab.load import TOOLS, make_ready
 
-    formats.check_either(fmt, DRAIN_FORMATS)
-    names = checked_stack_names(stack_names)
-    claim(False)  # it starts servers and load on this machine's cores: one benchlab at a time
-    say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
+    names, say = start_checking(stack_names, fmt, quiet)
     make_ready(TOOLS["vegeta"], say)
     cores = default_cores()
     checked = drain_stacks(names, cores.server, cores.load, say)
-    if fmt == "json":
-        sys.stdout.write(_json(checked))
-    else:
-        _table(checked)
-    if any(c.result is None for c in checked):
-        raise typer.Exit(ExitCode.HARNESS)
-    if any(not c.result.drains for c in checked if c.result is not None):
-        raise typer.Exit(ExitCode.REGRESSION)
+    finish(checked, fmt, _json, _table, lambda result: not result.drains)
 
 
 def _json(checked: list[StackDrain]) -> str:
     from benchlab.report.json_formats import DRAIN
 
-    entries = [
-        {"stack": c.stack, "problem": c.problem, "drain": c.result.to_json() if c.result else None}
-        for c in checked
-    ]
-    return DRAIN.dumps({"stacks": entries})
+    return checks_json(DRAIN, "drain", checked)
 
 
 def _table(checked: list[StackDrain]) -> None:
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("stack", "signal", "in flight", "before: failed", "after: refused/failed",
-                   "exit", "verdict"):  # fmt: skip
-        table.add_column(column, overflow="fold")
+    table = check_table(("stack", "signal", "in flight", "before: failed",
+                         "after: refused/failed", "exit", "verdict"))  # fmt: skip
     for c in checked:
         d = c.result
         if d is None:
-            table.add_row(c.stack, "", "", "", "", "", f"not checked: {c.problem}")
+            add_not_checked(table, c.stack, c.problem)
             continue
         table.add_row(
-            c.stack, d.signal, "answered" if d.in_flight is None else "dropped",
+            c.stack, d.signal,
+            ("answered" if d.in_flight is None else "dropped") if d.long_sent else "none sent",
             f"{d.failed_before}/{d.sent_before}",
             f"{d.refused_after}/{d.failed_after} of {d.sent_after}",
             "killed" if d.exit_s is None else f"{d.exit_s:.2f} s",

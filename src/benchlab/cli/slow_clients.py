@@ -4,34 +4,30 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import formats
-from benchlab.cli.app import console, progress
-from benchlab.cli.completion import stacks as complete_stack_name
-from benchlab.cli.measuring import claim
-from benchlab.cli.stack_names import checked_stack_names
-from benchlab.errors import ExitCode, UserError
+from benchlab.cli.app import console
+from benchlab.cli.stack_names import (
+    CheckFormatOption,
+    CheckQuietOption,
+    StackNamesArgument,
+    add_not_checked,
+    check_table,
+    checks_json,
+    finish,
+    start_checking,
+)
+from benchlab.errors import UserError
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
     from benchlab.slow_clients import StackSlowClients
 
-SLOW_FORMATS = formats.RUNS  # table or json
-
 
 def slow_clients(
-    stack_names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="STACK...",
-            help="The stacks to check (default: every stack that can run here).",
-            autocompletion=complete_stack_name,
-        ),
-    ] = None,
+    stack_names: StackNamesArgument = None,
     modes: Annotated[
         list[str] | None,
         typer.Option(
@@ -45,10 +41,8 @@ def slow_clients(
         int,
         typer.Option(min=2, max=20, metavar="N", help="Rounds, each a trial without and one with."),
     ] = 3,
-    fmt: Annotated[str, formats.option(SLOW_FORMATS, "How to write the results.")] = "table",
-    quiet: Annotated[
-        bool, typer.Option("-q", "--quiet", help="No progress on stderr: only the results.")
-    ] = False,
+    fmt: CheckFormatOption = "table",
+    quiet: CheckQuietOption = False,
 ) -> None:
     """Measure what slow clients cost everyone else: one worker serves 100 req/s of
     GET /plaintext for 3 s, without and then with 32 slow clients held open beside it
@@ -59,55 +53,33 @@ def slow_clients(
     from benchlab.load import TOOLS, make_ready
     from benchlab.slow_clients import MODES, SLOWHTTPTEST, slow_clients_of_stacks
 
-    formats.check_either(fmt, SLOW_FORMATS)
     chosen = modes or list(MODES)
     for mode in chosen:
         if mode not in MODES:
             raise UserError(
                 f"--mode {mode}: not a kind of slow client; choose from {', '.join(MODES)}"
             )
-    names = checked_stack_names(stack_names)
     if not os.access(SLOWHTTPTEST, os.X_OK):
         raise UserError(f"{SLOWHTTPTEST} is missing: apt-get install slowhttptest (or ./lab setup)")
-    claim(False)  # it starts servers and load on this machine's cores: one benchlab at a time
-    say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
+    names, say = start_checking(stack_names, fmt, quiet)
     make_ready(TOOLS["vegeta"], say)
     cores = default_cores()
     checked = slow_clients_of_stacks(names, cores.server, cores.load, chosen, rounds, say)
-    if fmt == "json":
-        sys.stdout.write(_json(checked))
-    else:
-        _table(checked)
-    if any(c.result is None for c in checked):
-        raise typer.Exit(ExitCode.HARNESS)
-    if any(c.result.needs_proxy for c in checked if c.result is not None):
-        raise typer.Exit(ExitCode.REGRESSION)
+    finish(checked, fmt, _json, _table, lambda result: result.needs_proxy)
 
 
 def _json(checked: list[StackSlowClients]) -> str:
     from benchlab.report.json_formats import SLOW_CLIENTS
 
-    entries = [
-        {
-            "stack": c.stack,
-            "problem": c.problem,
-            "slow_clients": c.result.to_json() if c.result else None,
-        }
-        for c in checked
-    ]
-    return SLOW_CLIENTS.dumps({"stacks": entries})
+    return checks_json(SLOW_CLIENTS, "slow_clients", checked)
 
 
 def _table(checked: list[StackSlowClients]) -> None:
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("stack", "slow clients", "p99 ms", "p99 with ÷ without", "answered ÷",
-                   "failed added", "verdict"):  # fmt: skip
-        table.add_column(column, overflow="fold")
+    table = check_table(("stack", "slow clients", "p99 ms", "p99 with ÷ without",
+                         "answered ÷", "failed added", "verdict"))  # fmt: skip
     for c in checked:
         if c.result is None:
-            table.add_row(c.stack, "", "", "", "", f"not checked: {c.problem}")
+            add_not_checked(table, c.stack, c.problem)
             continue
         for r in c.result.results:
             ratio, thr, failed = r.p99_ratio, r.throughput_ratio, r.failed_added

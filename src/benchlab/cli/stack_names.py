@@ -1,11 +1,40 @@
-"""The STACK... arguments of the commands that check catalogue stacks one by one (conform,
-drain, slow-clients): each named stack must exist and run here; none named means all that
-do."""
+"""What the commands that check catalogue stacks one by one (conform, drain, slow-clients)
+share: their STACK... argument (each named stack must exist and run here; none named means
+all that do), their --quiet, their progress lines and their exit code."""
 
 from __future__ import annotations
 
-from benchlab.errors import UserError
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from benchlab.cli import formats
+from benchlab.cli.app import progress
+from benchlab.cli.completion import stacks as complete_stack_name
+from benchlab.cli.measuring import claim
+from benchlab.errors import ExitCode, UserError
 from benchlab.stacks import CATALOGUE
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from benchlab.report.json_formats import JsonFormat
+
+StackNamesArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="STACK...",
+        help="The stacks to check (default: every stack that can run here).",
+        autocompletion=complete_stack_name,
+    ),
+]
+CHECK_FORMATS = formats.RUNS  # table or json
+CheckFormatOption = Annotated[str, formats.option(CHECK_FORMATS, "How to write the results.")]
+CheckQuietOption = Annotated[
+    bool, typer.Option("-q", "--quiet", help="No progress on stderr: only the results.")
+]
 
 
 def checked_stack_names(names: list[str] | None) -> list[str]:
@@ -23,3 +52,55 @@ def checked_stack_names(names: list[str] | None) -> list[str]:
         if not available.ok:
             raise UserError(f"stack '{name}' cannot run here: {available.reason}; {available.fix}")
     return names
+
+
+def start_checking(
+    stack_names: list[str] | None, fmt: str, quiet: bool
+) -> tuple[list[str], Callable[[str], None]]:
+    """The stacks to check and where progress goes, once the arguments are right and no
+    other benchlab measures here (the checks start servers and load on its cores)."""
+    formats.check_either(fmt, CHECK_FORMATS)
+    names = checked_stack_names(stack_names)
+    claim(False)
+    say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
+    return names, say
+
+
+def finish(
+    checked: Sequence[Any], fmt: str, as_json: Callable[[Any], str],
+    as_table: Callable[[Any], None], failed: Callable[[Any], bool],
+) -> None:  # fmt: skip
+    """The results in `fmt`; exit 3 when a stack could not be checked, 1 when
+    `failed(result)` for one."""
+    if fmt == "json":
+        sys.stdout.write(as_json(checked))
+    else:
+        as_table(checked)
+    if any(c.result is None for c in checked):
+        raise typer.Exit(ExitCode.HARNESS)
+    if any(failed(c.result) for c in checked):
+        raise typer.Exit(ExitCode.REGRESSION)
+
+
+def check_table(columns: Sequence[str]) -> Table:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def add_not_checked(table: Table, stack: str, problem: str | None) -> None:
+    """A stack that could not be checked: why, in the last column."""
+    blanks = [""] * (len(table.columns) - 2)
+    table.add_row(stack, *blanks, f"not checked: {problem}")
+
+
+def checks_json(document: JsonFormat, key: str, checked: Sequence[Any]) -> str:
+    """Each stack's result under `key` (null when it could not be checked, and why)."""
+    entries = [
+        {"stack": c.stack, "problem": c.problem, key: c.result.to_json() if c.result else None}
+        for c in checked
+    ]
+    return document.dumps({"stacks": entries})

@@ -338,6 +338,8 @@ class DrainCounts(_Closed):
     exit_s: float | None
     """From the signal until the server's last process exited; null: killed after 10 s."""
     failures: list[str]
+    long_sent: bool
+    """false: no long request was held (the stack has no slow endpoint)."""
     drains: bool
     verdict: Literal["drains", "drops", "hangs"]
     """drops: a request it had taken failed; hangs: none did, but it did not exit."""
