@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -256,8 +256,8 @@ def _eight_real_runs(
     busy or not; the history's series of the slowable stack."""
     _history_stacks(monkeypatch)
     recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
-    with sqlite3.connect(first_four) as source, sqlite3.connect(results) as copy:
-        source.backup(copy)
+    with closing(sqlite3.connect(first_four)) as source, closing(sqlite3.connect(results)) as to:
+        source.backup(to)
     _real_runs(recipe, results, monkeypatch, slow_ms, busy)
     args = ["history", "history-test", "--results", str(results)]
     history = json.loads(benchlab(*args, "-f", "json").stdout)

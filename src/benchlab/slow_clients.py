@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.load.result import LoadResult
@@ -70,7 +71,7 @@ MODES = {
 @dataclass(frozen=True)
 class Trial:
     p99_ms: float | None  # None: no request was answered
-    answered_rps: float  # 2xx a second
+    answered_rps: float  # answers (2xx, 3xx) a second of the trial
     failed_share: float  # of the requests sent
 
     @classmethod
@@ -78,9 +79,10 @@ class Trial:
         errors = result.errors
         sent = result.requests + errors.socket
         answered = result.requests - errors.non_2xx
+        # Over the trial's length: the tool's own runs on to its last timeout.
         return cls(
             result.latency.p99 if result.requests else None,
-            answered / result.duration_s if result.duration_s else 0.0,
+            answered / TRIAL_S,
             errors.total / sent if sent else 1.0,
         )
 
@@ -102,6 +104,14 @@ class Spread:
 
     def to_json(self) -> dict[str, float]:
         return {k: round(v, 4) for k, v in vars(self).items()}
+
+
+def _round_harmed(without: Trial, with_slow: Trial) -> bool:
+    if with_slow.failed_share - without.failed_share >= FAILED_HARM or with_slow.p99_ms is None:
+        return True
+    if not without.p99_ms:
+        return False
+    return with_slow.p99_ms >= P99_FLOOR_MS and with_slow.p99_ms / without.p99_ms >= P99_HARM
 
 
 @dataclass(frozen=True)
@@ -145,12 +155,9 @@ class SlowResult:
 
     @property
     def harmed(self) -> bool:
-        """In every round: failures up by FAILED_HARM, or the p99 P99_HARM times higher."""
-        if self.failed_added.low >= FAILED_HARM:
-            return True
-        ratio = self.p99_ratio
-        slow_p99 = [t.p99_ms or 0.0 for t in self.with_slow]
-        return ratio is not None and ratio.low >= P99_HARM and min(slow_p99) >= P99_FLOOR_MS
+        """Harmed in every round: failures up by FAILED_HARM, or no answer at all with the
+        slow clients, or a p99 P99_HARM times its own and over P99_FLOOR_MS."""
+        return all(_round_harmed(b, w) for b, w in zip(self.without, self.with_slow, strict=True))
 
     def sentence(self) -> str:
         mode = MODES[self.mode]
@@ -229,7 +236,13 @@ def _with_slow_clients(
     slow = started.registry.start(argv, cores=load_cores, log_path=log)
     try:
         time.sleep(SETTLE_S)
-        return _trial(started, load_cores, name)
+        trial = _trial(started, load_cores, name)
+        if not slow.alive():  # else the trial was one more without them
+            raise LoadToolError(
+                f"slowhttptest exited with code {slow.returncode} during the trial: "
+                f"{slow.log_tail(3) or '(no output)'}"
+            )
+        return trial
     finally:
         started.registry.stop(slow, grace=1.0)
 

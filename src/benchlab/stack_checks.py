@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from benchlab.errors import BenchlabError, UserError
 from benchlab.hosts.base import THIS_MACHINE
 from benchlab.process import ManagedProcess, ProcessRegistry, sigterm_interrupts, stack_user
 from benchlab.runner import HOST, ServerPlace, start_answering
@@ -68,7 +69,13 @@ def check_each(
                     out.append(StackCheck(name, None, f"{started.problem}: {log}"))
                     continue
                 own = new_dir(directory / "check", 0o700)
-                result = check(Started(name, started.server, started.ctx.port, registry, own))
+                try:
+                    result = check(Started(name, started.server, started.ctx.port, registry, own))
+                except UserError:
+                    raise
+                except BenchlabError as exc:  # this stack's check failed; the others go on
+                    out.append(StackCheck(name, None, str(exc)))
+                    continue
             finally:
                 registry.stop_all()
             if (line := said(result)) is not None:

@@ -53,15 +53,15 @@ def slow_clients(
     from benchlab.load import TOOLS, make_ready
     from benchlab.slow_clients import MODES, SLOWHTTPTEST, slow_clients_of_stacks
 
-    chosen = modes or list(MODES)
+    chosen = list(dict.fromkeys(modes or MODES))
     for mode in chosen:
         if mode not in MODES:
             raise UserError(
                 f"--mode {mode}: not a kind of slow client; choose from {', '.join(MODES)}"
             )
+    names, say = start_checking(stack_names, fmt, quiet)
     if not os.access(SLOWHTTPTEST, os.X_OK):
         raise UserError(f"{SLOWHTTPTEST} is missing: apt-get install slowhttptest (or ./lab setup)")
-    names, say = start_checking(stack_names, fmt, quiet)
     make_ready(TOOLS["vegeta"], say)
     cores = default_cores()
     checked = slow_clients_of_stacks(names, cores.server, cores.load, chosen, rounds, say)

@@ -383,7 +383,8 @@ class SlowMode(_Closed):
     slow_path: str
     """Where the slow clients sent: /upload for a slow body where the app reads one."""
     harmed: bool
-    """In every round: failures up by 1 % of the requests, or the p99 2x (and over 20 ms)."""
+    """Every round harmed: failures up by 1 % of the requests, none answered, or the p99 2x
+    and over 20 ms."""
     p99_ratio: SlowSpread | None
     """With the slow clients ÷ without, round by round; null: a side had no answer."""
     throughput_ratio: SlowSpread
