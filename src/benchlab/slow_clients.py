@@ -123,8 +123,13 @@ class SlowResult:
     with_slow: tuple[Trial, ...]
     slow_path: str = "/plaintext"  # where the slow clients sent
 
+    @property
+    def rounds(self) -> list[tuple[Trial, Trial]]:
+        """Each round's trial without the slow clients and with them."""
+        return list(zip(self.without, self.with_slow, strict=True))
+
     def _p99_ratios(self) -> list[float] | None:
-        pairs = list(zip(self.without, self.with_slow, strict=True))
+        pairs = self.rounds
         if any(w.p99_ms is None or not b.p99_ms for b, w in pairs):
             return None
         return [w.p99_ms / b.p99_ms for b, w in pairs]  # type: ignore[operator]
@@ -143,30 +148,26 @@ class SlowResult:
     def throughput_ratio(self) -> Spread:
         return Spread.of(
             [w.answered_rps / b.answered_rps if b.answered_rps else 0.0
-             for b, w in zip(self.without, self.with_slow, strict=True)]
+             for b, w in self.rounds]
         )  # fmt: skip
 
     @property
     def failed_added(self) -> Spread:
         return Spread.of(
             [w.failed_share - b.failed_share
-             for b, w in zip(self.without, self.with_slow, strict=True)]
+             for b, w in self.rounds]
         )  # fmt: skip
 
     @property
     def harmed(self) -> bool:
         """Harmed in every round: failures up by FAILED_HARM, or no answer at all with the
         slow clients, or a p99 P99_HARM times its own and over P99_FLOOR_MS."""
-        return all(_round_harmed(b, w) for b, w in zip(self.without, self.with_slow, strict=True))
+        return all(_round_harmed(b, w) for b, w in self.rounds)
 
     def sentence(self) -> str:
         mode = MODES[self.mode]
         ratio = self.p99_ratio
-        p99 = (
-            "no answer"
-            if ratio is None
-            else f"p99 ×{ratio.median:.2f} [{ratio.low:.2f}–{ratio.high:.2f}]"
-        )
+        p99 = "no answer" if ratio is None else f"p99 ×{ratio.text()}"
         failed = self.failed_added
         head = "harmed" if self.harmed else "unaffected"
         return (
@@ -184,10 +185,7 @@ class SlowResult:
             "p99_ratio": None if ratio is None else ratio.to_json(),
             "throughput_ratio": self.throughput_ratio.to_json(),
             "failed_added": self.failed_added.to_json(),
-            "rounds": [
-                {"without": vars(b), "with_slow_clients": vars(w)}
-                for b, w in zip(self.without, self.with_slow, strict=True)
-            ],
+            "rounds": [{"without": vars(b), "with_slow_clients": vars(w)} for b, w in self.rounds],
         }
 
 
