@@ -37,8 +37,12 @@ from benchlab.process import ProcessRegistry
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
+from benchlab.resilience import drain as drain_check
+from benchlab.resilience import slow_clients as slow_check
+from benchlab.resilience.drain import Drain
+from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.runner import RunOutcome, SessionOptions, run_recipe
-from benchlab.runner.executor import Answering, StackLaunch, StackServer, TrialMonitors
+from benchlab.runner.executor import Answering, Checked, StackLaunch, StackServer, TrialMonitors
 from benchlab.scenarios import Expectation
 from benchlab.server_counters import CounterSource, ThreadTimes
 from benchlab.stacks import CATALOGUE, Stack
@@ -46,6 +50,7 @@ from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.wire import Reply, Wire
 
 START_S = 2.0  # simulated seconds a start takes
+DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does
 CONFORM_S = 5.0  # and a conformance check
 FIRST_PORT = 20_000
 COUNTERS_PORT_OFFSET = 10_000  # a launch's counters are served this far above its port
@@ -79,6 +84,11 @@ class FakeStack:
     # A conformance check (conform = true) finds this shape answered wrong, split after
     # byte 7; None: every shape right.
     misparses: str | None = None
+    # What its resilience checks find (drain, slow_clients): a check that fails says this.
+    stopped: Drain = field(default_factory=lambda: DRAINS)
+    slowed: SlowClients | None = None  # None: unharmed by any mode asked
+    check_fails: str | None = None
+    interrupts_check: bool = False  # Ctrl-C during its first resilience check
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -153,6 +163,8 @@ class FakeExecutor:
         self.servers: dict[int, FakeServer] = {}  # by port
         self.launches: list[tuple[str, int]] = []  # (stack, its launch), in order
         self.loads: list[Loaded] = []
+        self.resilience_checked: list[tuple[str, int, int]] = []  # stack, launch, port
+        self.checks: list[Checked] = []  # what each resilience check was asked
 
     def monotonic(self) -> float:
         return self.now
@@ -191,6 +203,36 @@ class FakeExecutor:
                 for shape in SHAPES
             )
         )
+
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        server = self._checked_server(checked)
+        self.now += drain_check.expected_s()
+        server.returncode = 0
+        return self.stacks[server.stack].stopped
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients:
+        server = self._checked_server(checked)
+        self.now += slow_check.expected_s(len(modes), rounds)
+        slowed = self.stacks[server.stack].slowed
+        if slowed is not None:
+            return slowed
+        calm = Trial(2.0, 100.0, 0.0)
+        results = [SlowResult(m, (calm,) * rounds, (calm,) * rounds) for m in modes]
+        return SlowClients(32, 100, tuple(results))
+
+    def _checked_server(self, checked: Checked) -> FakeServer:
+        server = checked.server
+        assert isinstance(server, FakeServer) and server.alive(), "checked a stopped stack"
+        self.resilience_checked.append((server.stack, server.launch, checked.port))
+        self.checks.append(checked)
+        stack = self.stacks[server.stack]
+        if stack.interrupts_check:
+            raise KeyboardInterrupt
+        if stack.check_fails is not None:
+            raise LoadToolError(stack.check_fails)
+        return server
 
     def verify(
         self,
@@ -344,6 +386,7 @@ def run_inprocess(
     deadline_s: float | None = None,
     catalogue: Mapping[str, Stack] | None = None,
     command: str = "benchlab run recipe.toml",
+    resume: str | None = None,
 ) -> InProcessRun:
     """The recipe (TOML text) run by the real runner on `executor`, stored in `directory`.
     Its stacks may be names of the test's own (made from gin's entry)."""
@@ -352,7 +395,9 @@ def run_inprocess(
     catalogue = catalogue or runnable_catalogue(list(executor.stacks))
     store = Store(directory / "results.db")
     output = io.StringIO()
-    options = SessionOptions(command, deadline_s=deadline_s, catalogue=catalogue, executor=executor)
+    options = SessionOptions(
+        command, deadline_s=deadline_s, catalogue=catalogue, executor=executor, resume=resume
+    )
     reporter = LineReporter(Console(file=output, width=200))
     with _known(catalogue):
         recipe, text = load_recipe(path)

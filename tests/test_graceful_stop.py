@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.graceful_stop import EXIT_LIMIT_S, Drain
+from benchlab.resilience.drain import EXIT_LIMIT_S, Drain
 from tests.conftest import benchlab, error_line
 
 

@@ -12,10 +12,10 @@ import jsonschema
 from benchlab.analysis.summary import summarise
 from benchlab.cli.drain import _json as drain_json
 from benchlab.cli.slow_clients import _json as slow_json
-from benchlab.graceful_stop import Drain, StackDrain
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
-from benchlab.slow_clients import SlowClients, SlowResult, Trial
+from benchlab.resilience.drain import Drain
+from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.stack_checks import StackCheck
 from tests.conftest import REPO, benchlab, check_against_schema
 from tests.stored_runs import QUICK_LIKE, write_run
@@ -48,7 +48,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     # drain's document as its command writes it, of a stop whose counts the test sets (a
     # real stop is test_graceful_stop's).
     stopped = Drain("SIGTERM", 20, None, 39, 0, 61, 1, 60, 0, 0.34, ("connection refused",))
-    outputs[jf.DRAIN] = drain_json([StackDrain("starlette+uvicorn", stopped)])
+    outputs[jf.DRAIN] = drain_json([StackCheck("starlette+uvicorn", stopped)])
     calm, held = Trial(2.1, 100.0, 0.0), Trial(None, 0.0, 1.0)
     measured = SlowClients(32, 100, (SlowResult("headers", (calm, calm), (held, held)),))
     outputs[jf.SLOW_CLIENTS] = slow_json([StackCheck("flask+gunicorn", measured)])

@@ -26,6 +26,7 @@ from benchlab.recipe import Cell, CoreAssignment, LoadProfile, Plan, Recipe, Slo
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
 from benchlab.report.terminal import render_table
+from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.runner import MeasureOptions, Measurer, Session, SessionOptions
 from benchlab.scenarios import Expectation, Scenario
 from benchlab.servers import KIND_BY_NAME
@@ -35,6 +36,7 @@ from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.proof import PROOF_S, Searched, prove
+from benchlab.tune.proxy_check import check_answer
 from tests.inprocess import FakeExecutor, FakeStack
 from tests.stored_runs import MACHINE, held_trial
 
@@ -107,15 +109,19 @@ def _tune_session(
 
 
 def _tune_with_a_proof(
-    tmp_path: Path, capacity_rps: float, replicates: list[float]
-) -> tuple[Store, str, list[str]]:
-    """A tune whose search found `replicates` for gthread w=1 t=16, then its proof."""
+    tmp_path: Path, capacity_rps: float, replicates: list[float],
+    slowed: SlowClients | None = None, executor: FakeExecutor | None = None,
+) -> tuple[Store, str, list[str]]:  # fmt: skip
+    """A tune whose search found `replicates` for gthread w=1 t=16, then its proof, then
+    (given an executor) its check beside slow clients, which find `slowed`."""
     kind = KIND_BY_NAME["gunicorn-gthread"]
     candidate = Candidate(kind, 1, 16)
-    executor = FakeExecutor({
-        f"{kind.name}-as-printed": FakeStack(result_at=model_server(capacity_rps)),
+    check = executor is not None
+    executor = executor or FakeExecutor({})
+    executor.stacks = {
+        f"{kind.name}-as-printed": FakeStack(result_at=model_server(capacity_rps), slowed=slowed),
         kind.name: FakeStack(),
-    })  # fmt: skip
+    }
     store = Store(tmp_path / "results.db")
     said: list[str] = []
     session = _tune_session(store, executor, Slo(p99_ms=SLO_MS, sustain_s=8), {})
@@ -132,8 +138,10 @@ def _tune_with_a_proof(
             store.add_capacity(searched, CapacityRecord(r, found, found, found * 1.05, 5))
             store.add_trial(searched, held_trial(r, found, probe="search"))
         store.mark_cell(searched, "ok")
-        prove(session, Measurer(session, MeasureOptions()), [Searched(candidate, search)],
-              CORES, 64, said.append)  # fmt: skip
+        measurer = Measurer(session, MeasureOptions())
+        proved = prove(session, measurer, [Searched(candidate, search)], CORES, 64, said.append)
+        if check and proved is not None:
+            check_answer(session, measurer, proved[0], CORES, 64, proved[1], said.append)
     return store, session.run_id, said
 
 
@@ -246,3 +254,35 @@ def test_tune_rate_out_of_reach_says_so_and_how_far(tmp_path: Path) -> None:
 
 def summarise_cells(store: Store, run_id: str) -> list[str]:
     return [cell.stack for cell in store.cells(run_id)]
+
+
+def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_proxy(
+    tmp_path: Path,
+) -> None:
+    """After its proof, the printed command beside slow clients trickling their headers, at
+    half the rate it held (under the check's own 100 req/s): held by them in every round, the
+    answer says to put a buffering proxy in front; unharmed, that none is needed."""
+    calm, starved = Trial(5.0, 100.0, 0.0), Trial(None, 0.0, 1.0)
+    held = SlowClients(32, 100, (SlowResult("headers", (calm,) * 3, (starved,) * 3),))
+    executor = FakeExecutor({})
+    store, run_id, said = _tune_with_a_proof(tmp_path, 150.0, [150.0, 160.0, 170.0], held, executor)
+    best = json.loads(render_json(summarise(store, run_id)))["recommendation"]
+    (checked,) = executor.checks
+    assert checked.rate == best["run_at_rps"] / 2 < 100, (checked.rate, best["run_at_rps"])
+    assert checked.stack.name == "gunicorn-gthread-as-printed"
+    assert [r.path for r in checked.requests] == ["/app"]
+    assert best["slow_clients"]["needs_proxy"] is True, best
+    out = io.StringIO()
+    render_table(summarise(store, run_id), Console(file=out, width=200))
+    text = " ".join(out.getvalue().split())
+    assert "proxy: put a buffering proxy (nginx) in front: harmed by 32 slow clients" in text
+    assert any("needs a buffering proxy in front" in line for line in said), said
+
+    unharmed = tmp_path / "unharmed"
+    unharmed.mkdir()
+    store, run_id, _ = _tune_with_a_proof(unharmed, 150.0, [150.0], None, FakeExecutor({}))
+    best = json.loads(render_json(summarise(store, run_id)))["recommendation"]
+    assert best["slow_clients"]["needs_proxy"] is False, best
+    out = io.StringIO()
+    render_table(summarise(store, run_id), Console(file=out, width=200))
+    assert "proxy: none needed beside slow clients" in " ".join(out.getvalue().split())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.slow_clients import SlowResult, Trial
+from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from tests.conftest import benchlab, error_line
 
 
@@ -68,6 +68,36 @@ def test_harm_is_judged_in_every_round() -> None:
 def test_a_wrong_mode_is_one_line() -> None:
     done = benchlab("slow-clients", "starlette+uvicorn", "--mode", "trickle")
     assert done.returncode == 2
-    assert "--mode trickle: not a kind of slow client; choose from headers, body" in error_line(
-        done.stderr
+    assert (
+        "--mode trickle: not a kind of slow client; choose from headers, body, read"
+        in error_line(done.stderr)
     )
+
+
+def test_slow_readers_go_only_to_a_stack_that_serves_their_file(tmp_path: Path) -> None:
+    """A slow reader holds a server only with an answer larger than the socket buffers:
+    the mode asks for benchlab's 1 MiB static file, and a stack that does not serve it is
+    said to be unchecked in that mode (nothing is sent)."""
+    from benchlab.process import ProcessRegistry
+    from benchlab.resilience.slow_clients import MODES, READ_PATH, with_and_without
+    from benchlab.resilience.target import CheckTarget
+    from benchlab.stacks import CATALOGUE
+
+    def target(stack: str, serves: bool) -> CheckTarget:
+        return CheckTarget(
+            CATALOGUE[stack], None, "127.0.0.1", 9, ProcessRegistry(), tmp_path, (1,),  # type: ignore[arg-type]
+            serves_read_file=serves,
+        )  # fmt: skip
+
+    assert MODES["read"].path(target("gin", True)) == READ_PATH
+    assert MODES["read"].path(target("gin", False)) is None  # the file was not written
+    assert MODES["read"].path(target("sanic", True)) is None  # its app serves no files
+    assert MODES["body"].path(target("gin", True)) == "/upload"  # it reads a body there
+    assert MODES["headers"].path(target("gin", True)) == "/plaintext"
+    found = with_and_without(target("sanic", False), ["read"], 2)
+    assert found.results == () and not found.needs_proxy
+    assert (
+        found.sentence() == "read: not checked (needs a stack that serves static files "
+        f"({READ_PATH}))"
+    )
+    assert SlowClients.from_json(found.to_json()) == found

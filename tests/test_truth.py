@@ -417,6 +417,8 @@ class _Measured:
     trials: int = 3
     unbracketed: int = 0
     conformance: dict[str, list[str]] | None = None
+    drain: None = None
+    slow_clients: None = None
 
     def value(self, figure: F.Figure) -> float | None:
         return self.figures.get(figure.key)
@@ -428,7 +430,8 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
     assert list(VERDICTS) == [
         "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
-        "capacity-unbracketed", "leaks", "nonconformant", "input-limits", "unstable",
+        "capacity-unbracketed", "leaks", "nonconformant", "input-limits", "drops", "hangs",
+        "needs-proxy", "unstable",
     ]  # fmt: skip
     cautions = {
         "client-bound",

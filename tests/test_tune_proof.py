@@ -19,6 +19,7 @@ from benchlab.recipe import Cell
 from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune.driver import fit_search, replicate_overrun_s, search_cost
 from benchlab.tune.proof import proof_cost_s
+from benchlab.tune.proxy_check import check_cost_s
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
@@ -61,6 +62,9 @@ def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
     # Without the proof's reserve the same seconds hold more.
     assert fit_search(3, 3 * search_cost(4), proofs=1) != (3, 4)
     assert fit_search(3, 3 * search_cost(4), proofs=0) == (3, 4)
+    # The answer's check beside slow clients is kept room for only when asked.
+    assert fit_search(3, left, check=True) != (3, 4)
+    assert fit_search(3, left + check_cost_s(), check=True) == (3, 4)
 
 
 HELD_SECOND = ((1150.0, 130.0, False), (978.0, 35.0, True))

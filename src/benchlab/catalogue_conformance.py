@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.conformance.check import Conformance, check_server
-from benchlab.runner import HOST
-from benchlab.stack_checks import StackCheck, Started, check_each
+from benchlab.resilience.target import CheckTarget
+from benchlab.stack_checks import StackCheck, check_each
 
 StackConformance = StackCheck[Conformance]
 
@@ -17,7 +17,9 @@ def conform_stacks(
 ) -> list[StackConformance]:
     """Every stack in turn, one worker on `cores`; the checks run one request at a time."""
 
-    def check(started: Started) -> Conformance:
-        return check_server(HOST, started.port, progress=lambda line: progress(f"  {line}"))
+    def check(target: CheckTarget) -> Conformance:
+        return check_server(
+            target.address, target.port, progress=lambda line: progress(f"  {line}")
+        )
 
     return check_each(names, cores, progress, check)

@@ -22,8 +22,10 @@ from benchlab.build_cache import state_dir
 from benchlab.load import TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe import Cell
+from benchlab.resilience import drain, slow_clients
 from benchlab.scenarios import SCENARIOS
 from benchlab.service_kinds import Service
+from benchlab.stacks import CATALOGUE
 
 SERVICE_START_S = {
     Service.POSTGRESQL: 4.0, Service.PGBOUNCER: 0.5, Service.MARIADB: 8.0, Service.REDIS: 0.5
@@ -172,13 +174,43 @@ def services_needed(plan_cells: Sequence[Cell], recipe) -> list[Service]:
     return names
 
 
+def resilience_seconds(recipe, stack: str | None = None) -> float:
+    """What the recipe's resilience checks (drain, slow_clients) take `stack` (or any
+    stack), beyond its start and stop: slow readers only where it serves static files."""
+    seconds = drain.expected_s() if recipe.drain else 0.0
+    modes = [
+        m for m in recipe.slow_clients
+        if stack is None or stack not in CATALOGUE or slow_clients.MODES[m].applies_to(
+            CATALOGUE[stack].scenarios
+        )
+    ]  # fmt: skip
+    if modes:
+        seconds += slow_clients.expected_s(len(modes), recipe.slow_client_rounds)
+    return seconds
+
+
+def checks_seconds(cells: Sequence[Cell], recipe, costs: Costs) -> float:
+    """Every stack's resilience checks, each on a launch of its own."""
+    if not resilience_seconds(recipe):
+        return 0.0
+    stacks = {c.stack for c in cells}
+    return sum(
+        resilience_seconds(recipe, stack)
+        + costs.get(f"start:{stack}", "start")
+        + costs.get(f"stop:{stack}", "stop")
+        for stack in stacks
+    )
+
+
 def plan_seconds(
     cells: Sequence[Cell], recipe, costs: Costs, budget_min: float | None = None
 ) -> float:
-    """What the plan's rounds take (the recipe's, not the adaptive ones), within a budget."""
+    """What the plan's rounds take (the recipe's, not the adaptive ones) and its resilience
+    checks, within a budget."""
     services = services_needed(cells, recipe)
     base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
-    return base.total_s if budget_min is None else min(base.total_s, budget_min * 60)
+    total = base.total_s + checks_seconds(cells, recipe, costs)
+    return total if budget_min is None else min(total, budget_min * 60)
 
 
 def plan_lines(
@@ -193,6 +225,12 @@ def plan_lines(
         + (f", services: {', '.join(services)}" if services else "")
         + f"; {base.text()}"
     ]
+    if checks := checks_seconds(cells, recipe, costs):
+        asked = ["slow clients"] * bool(recipe.slow_clients) + ["drain"] * recipe.drain
+        lines.append(
+            f"  then {' and '.join(asked)} checks: {len({c.stack for c in cells})} stack(s), "
+            f"about {minutes(checks)}"
+        )
     if recipe.max_trials and recipe.max_trials > recipe.trials:
         most = estimate(
             cells, dict.fromkeys(cells, recipe.max_trials), {}, recipe.warmup, costs, services

@@ -16,6 +16,8 @@ from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.modes import Mode
+from benchlab.resilience.facts import NotChecked
+from benchlab.resilience.slow_clients import SlowClients
 from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
 
 E = TypeVar("E", IoModel, PerWorker)
@@ -48,6 +50,8 @@ class CandidateResult:
     # The server's own count in the first pass (a closed loop): its threads' wait for the
     # GIL ÷ their time with a request; None: its server keeps no such count.
     gil_wait_share: float | None = None
+    # Its command beside slow clients (tune/proxy_check.py), checked for the answer only.
+    slow_clients: SlowClients | NotChecked | None = None
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -202,7 +206,17 @@ class Recommendation:
             "reason": self.reason,
             "equally_good": [c.to_json() for c in self.equals],
             "findings": self.findings,
+            "slow_clients": _slow_clients_json(self.best.slow_clients),
         }
+
+
+def _slow_clients_json(found: SlowClients | NotChecked | None) -> dict[str, Any] | None:
+    """The answer beside slow clients: the check's result and whether a proxy is needed."""
+    if found is None:
+        return None
+    if isinstance(found, NotChecked):
+        return {"checked": False, "problem": found.problem, "needs_proxy": None}
+    return {"checked": True, **found.to_json(), "sentence": found.sentence()}
 
 
 def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -> Proof | None:
@@ -310,6 +324,8 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 key=found.key if found is not None else None,
                 first_key=first.key,
                 gil_wait_share=first.value(F.GIL_WAIT),
+                slow_clients=(found.slow_clients if found is not None else None)
+                or first.slow_clients,
             )
         )
     return results

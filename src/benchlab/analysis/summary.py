@@ -44,6 +44,9 @@ from benchlab.analysis.verdicts import (
 )
 from benchlab.load import TOOLS
 from benchlab.modes import Mode
+from benchlab.resilience.drain import Drain
+from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
+from benchlab.resilience.slow_clients import SlowClients
 from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
@@ -203,6 +206,14 @@ class CellSummary:
     @property
     def conformance(self) -> dict[str, list[str]] | None:
         return self.facts.get("conformance")
+
+    @property
+    def drain(self) -> Drain | NotChecked | None:
+        return stop_check(self.facts)
+
+    @property
+    def slow_clients(self) -> SlowClients | NotChecked | None:
+        return slow_client_check(self.facts)
 
     @property
     def stack(self) -> str:

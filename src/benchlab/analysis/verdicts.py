@@ -19,6 +19,9 @@ from typing import Protocol
 
 from benchlab import figures as F
 from benchlab.modes import Mode
+from benchlab.resilience.drain import Drain
+from benchlab.resilience.facts import NotChecked
+from benchlab.resilience.slow_clients import SlowClients
 
 ERROR_RATE = 0.001  # more than 0.1 % of requests failed
 CLIENT_SATURATED = 0.90  # the load tool used 90 % of its cores
@@ -85,6 +88,11 @@ class Measured(Protocol):
     # the stack out of the ranking: {"unranking": [...], "cautions": [...]}; None: unchecked.
     @property
     def conformance(self) -> Mapping[str, list[str]] | None: ...
+    # What the run's resilience checks found for the stack (recipe keys drain, slow_clients).
+    @property
+    def drain(self) -> Drain | NotChecked | None: ...
+    @property
+    def slow_clients(self) -> SlowClients | NotChecked | None: ...
 
     def value(self, figure: F.Figure) -> float | None: ...
 
@@ -440,6 +448,29 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
     return check
 
 
+def _stop_verdict(verdict: str, consequence: str) -> Check:
+    """The verdict `verdict` (drops, hangs) on what the run's drain check found."""
+
+    def check(cell: Measured, setting: Setting) -> Verdict | None:
+        stop = cell.drain
+        if not isinstance(stop, Drain) or stop.verdict != verdict:
+            return None
+        return VERDICTS[verdict].says(f"stopped under load, it {stop.sentence()}: {consequence}")
+
+    return check
+
+
+def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
+    found = cell.slow_clients
+    if not isinstance(found, SlowClients) or not found.needs_proxy:
+        return None
+    harmed = [r for r in found.results if r.harmed]
+    return NEEDS_PROXY.says(
+        f"{'; '.join(r.sentence() for r in harmed)} in every round: put a buffering proxy "
+        "(nginx) in front of it"
+    )
+
+
 def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
     if cell.mode != Mode.SLO or not cell.unbracketed:
         return None
@@ -523,6 +554,18 @@ INPUT_LIMITS = _declare(VerdictKind(
         "this tells of robustness (a proxy in front may be needed), not of the figures",
     ),
     None,
+))  # fmt: skip
+DROPS = _declare(VerdictKind(
+    "drops", "a server that failed requests it had taken when stopped",
+    _stop_verdict("drops", "a deploy that stops it fails what it was serving"), None,
+))  # fmt: skip
+HANGS = _declare(VerdictKind(
+    "hangs", "a server that did not exit when stopped",
+    _stop_verdict("hangs", "a deploy waits for its kill timeout"), None,
+))  # fmt: skip
+NEEDS_PROXY = _declare(VerdictKind(
+    "needs-proxy", "a server that slow clients harm: it needs a buffering proxy",
+    _slow_clients, None,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

@@ -19,7 +19,8 @@ from benchlab.cli.stack_names import (
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
-    from benchlab.graceful_stop import StackDrain
+    from benchlab.resilience.drain import Drain
+    from benchlab.stack_checks import StackCheck
 
 
 def drain(
@@ -33,8 +34,8 @@ def drain(
     signal must be answered, later ones refused, and the server must exit within 10 s.
     Exit 1 when a stack drops a request or does not exit (hangs), 3 when one could not be
     started."""
-    from benchlab.graceful_stop import drain_stacks
     from benchlab.load import TOOLS, make_ready
+    from benchlab.stack_checks import drain_stacks
 
     names, say = start_checking(stack_names, fmt, quiet)
     make_ready(TOOLS["vegeta"], say)
@@ -43,13 +44,13 @@ def drain(
     finish(checked, fmt, _json, _table, lambda result: not result.drains)
 
 
-def _json(checked: list[StackDrain]) -> str:
+def _json(checked: list[StackCheck[Drain]]) -> str:
     from benchlab.report.json_formats import DRAIN
 
     return checks_json(DRAIN, "drain", checked)
 
 
-def _table(checked: list[StackDrain]) -> None:
+def _table(checked: list[StackCheck[Drain]]) -> None:
     table = check_table(("stack", "signal", "in flight", "before: failed",
                          "after: refused/failed", "exit", "verdict"))  # fmt: skip
     for c in checked:

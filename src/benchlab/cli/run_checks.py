@@ -49,8 +49,15 @@ def check_ready(plan: Plan) -> None:
         )
     if not plan.recipe.hosts:
         _check_stack_user()
-    for name in sorted({c.tool for c in plan.cells}):
+    recipe = plan.recipe
+    resilience_tools = {"vegeta"} if recipe.drain or recipe.slow_clients else set()
+    for name in sorted({c.tool for c in plan.cells} | resilience_tools):
         make_ready(TOOLS[name], progress.print)
+    if recipe.slow_clients:
+        from benchlab.resilience.slow_clients import missing
+
+        if (problem := missing()) is not None:
+            raise UserError(problem)
     if not plan.recipe.hosts and set(plan.cores.server) & set(plan.cores.load):
         progress.print(
             "WARNING: server and load tool share a core on this machine: the figures will "

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -23,7 +22,8 @@ from benchlab.errors import UserError
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
-    from benchlab.slow_clients import StackSlowClients
+    from benchlab.resilience.slow_clients import SlowClients
+    from benchlab.stack_checks import StackCheck
 
 
 def slow_clients(
@@ -32,9 +32,9 @@ def slow_clients(
         list[str] | None,
         typer.Option(
             "--mode",
-            metavar="headers|body",
-            help="The slow clients: headers trickled, or a body sent slowly (repeatable; "
-            "default both).",
+            metavar="headers|body|read",
+            help="The slow clients: headers trickled, a body sent slowly, or a 1 MiB answer "
+            "read slowly (repeatable; default all three).",
         ),
     ] = None,
     rounds: Annotated[
@@ -51,7 +51,8 @@ def slow_clients(
     in every round needs a buffering proxy (nginx) in front. Exit 1 when one is harmed,
     3 when one could not be started."""
     from benchlab.load import TOOLS, make_ready
-    from benchlab.slow_clients import MODES, SLOWHTTPTEST, slow_clients_of_stacks
+    from benchlab.resilience.slow_clients import MODES, missing
+    from benchlab.stack_checks import slow_clients_of_stacks
 
     chosen = list(dict.fromkeys(modes or MODES))
     for mode in chosen:
@@ -60,21 +61,21 @@ def slow_clients(
                 f"--mode {mode}: not a kind of slow client; choose from {', '.join(MODES)}"
             )
     names, say = start_checking(stack_names, fmt, quiet)
-    if not os.access(SLOWHTTPTEST, os.X_OK):
-        raise UserError(f"{SLOWHTTPTEST} is missing: apt-get install slowhttptest (or ./lab setup)")
+    if (problem := missing()) is not None:
+        raise UserError(problem)
     make_ready(TOOLS["vegeta"], say)
     cores = default_cores()
     checked = slow_clients_of_stacks(names, cores.server, cores.load, chosen, rounds, say)
     finish(checked, fmt, _json, _table, lambda result: result.needs_proxy)
 
 
-def _json(checked: list[StackSlowClients]) -> str:
+def _json(checked: list[StackCheck[SlowClients]]) -> str:
     from benchlab.report.json_formats import SLOW_CLIENTS
 
     return checks_json(SLOW_CLIENTS, "slow_clients", checked)
 
 
-def _table(checked: list[StackSlowClients]) -> None:
+def _table(checked: list[StackCheck[SlowClients]]) -> None:
     table = check_table(("stack", "slow clients", "p99 ms", "p99 with ÷ without",
                          "answered ÷", "failed added", "verdict"))  # fmt: skip
     for c in checked:
@@ -89,6 +90,8 @@ def _table(checked: list[StackSlowClients]) -> None:
                 f"{thr.median:.2f}", f"{failed.median:+.1%}",
                 "needs a proxy" if r.harmed else "unaffected",
             )  # fmt: skip
+        for mode, why in c.result.skipped:
+            table.add_row(c.stack, mode, "–", "–", "–", "–", f"not checked: {why}")
     console.print(table)
 
 

@@ -46,6 +46,7 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_database_serves,
         _check_tool_sends,
         _check_protocols,
+        _check_resilience,
     ):
         check(path, recipe)
 
@@ -374,4 +375,16 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
             raise UserError(
                 f"{path}: key 'load[{i}].protocol': no stack of the recipe speaks "
                 f"{profile.protocol}: {reasons[0]}"
+            )
+
+
+def _check_resilience(path: Path, recipe: Recipe) -> None:
+    """The shutdown and slow-client checks signal and load the server from this machine."""
+    if not recipe.hosts:
+        return
+    for key in ("drain", "slow_clients"):
+        if getattr(recipe, key):
+            raise UserError(
+                f"{path}: key '{key}': the check runs only with every role on this machine; "
+                f"remove [hosts] or '{key}'"
             )

@@ -127,6 +127,8 @@ class Cores(_Strict):
 
 
 RoleName = Literal["server", "database", "load"]
+# The slow clients a run can measure (resilience/slow_clients.py declares each).
+SlowClientMode = Literal["headers", "body", "read"]
 
 
 class HostEntry(_Strict):
@@ -296,6 +298,17 @@ class Recipe(_Strict):
     wrong, or ignores `Connection: close`, is measured but flagged `nonconformant` and kept
     out of the ranking; a missing header limit or a mishandled malformed request is a
     caution (`input-limits`)."""
+    drain: bool = False
+    """Stop each stack under load once, after its rounds (`benchlab drain`'s check: a fixed
+    rate, one long request in flight, the stack's stop signal): `drops` when it fails a
+    request it had taken, `hangs` when it does not exit. About 10 s a stack."""
+    slow_clients: list[SlowClientMode] = Field(default_factory=list)
+    """Measure each stack once, after its rounds, with and without 32 slow clients
+    (`benchlab slow-clients`' check): "headers" trickled, a "body" sent slowly, a 1 MiB
+    answer "read" slowly (from a stack that serves static files), any of them; `needs-proxy`
+    when they harm everyone else in every round. About 30 s a mode and stack."""
+    slow_client_rounds: Annotated[int, Field(ge=2, le=20)] = 3
+    """Rounds of the slow-client check, each a trial without the slow clients and one with."""
     aa: bool = False
     """Measure the sentinel twice, as two launches (A/A): the run's own noise floor; a change
     smaller than it is never called a change. Needs `sentinel`."""

@@ -371,6 +371,9 @@ class SlowTrial(_Closed):
     """null: no request was answered."""
     answered_rps: float
     failed_share: float
+    slow_closed: bool = False
+    """With slow clients: the server closed all their connections before the trial ended
+    (added within version 1)."""
 
 
 class SlowRound(_Closed):
@@ -379,9 +382,10 @@ class SlowRound(_Closed):
 
 
 class SlowMode(_Closed):
-    mode: Literal["headers", "body"]
+    mode: Literal["headers", "body", "read"]
     slow_path: str
-    """Where the slow clients sent: /upload for a slow body where the app reads one."""
+    """Where the slow clients sent: /upload for a slow body where the app reads one, a 1 MiB
+    static file for slow readers."""
     harmed: bool
     """Every round harmed: failures up by 1 % of the requests, none answered, or the p99 2x
     and over 20 ms."""
@@ -392,11 +396,19 @@ class SlowMode(_Closed):
     rounds: list[SlowRound]
 
 
+class SlowSkipped(_Closed):
+    mode: Literal["headers", "body", "read"]
+    why: str
+    """Why the mode could not be sent to this stack (slow readers need a static file)."""
+
+
 class SlowClientsCounts(_Closed):
     connections: int
-    rate: int
+    rate: float
     needs_proxy: bool
     modes: list[SlowMode]
+    skipped: list[SlowSkipped] = []
+    """Modes not sent to this stack (added within version 1: older documents lack it)."""
 
 
 class SlowClientsEntry(_Closed):

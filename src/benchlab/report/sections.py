@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.report.resilience import check_tables, stack_sentences
 from benchlab.report.takeaways import Takeaway, reading_guide, takeaways
 from benchlab.report.wording import (
     flip_lines,
@@ -94,6 +95,18 @@ def _verdicts(summary: RunSummary) -> Section | None:
     return Section("verdicts", "Verdicts", lines=lines, groups=groups, failed=failed)
 
 
+def _resilience(summary: RunSummary) -> Section | None:
+    """What the run's checks found beyond speed, stack by stack."""
+    tables = check_tables(summary)
+    if not tables:
+        return None
+    return Section(
+        "resilience", "Resilience", gloss="each stack once, beside its speed",
+        lines=tuple(stack_sentences(summary)),
+        tables=tuple(Table(t.title, t.title, t.header, t.rows) for t in tables),
+    )  # fmt: skip
+
+
 def _relative_tables(summary: RunSummary) -> tuple[Table, ...]:
     return tuple(
         Table(
@@ -122,6 +135,7 @@ BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
     ),
     "cells": lambda s: Section("cells", "Every cell", lines=tuple(run_lines(s))),
     "verdicts": lambda s: _verdicts(s),
+    "resilience": _resilience,
     "hosts": lambda s: (
         Section("hosts", "Hosts", lines=tuple(lines)) if (lines := host_lines(s)) else None
     ),
@@ -195,20 +209,22 @@ BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
 # grid's charts (`NESTED`) and its load hosts inside its hosts.
 ORDER: dict[Format, tuple[str, ...]] = {
     Format.MARKDOWN: (
-        "in-short", "how-to-read", "cells", "verdicts", "protocols", "mixes", "load-hosts",
-        "tools", "relative", "rankings", "flips", "notes",
+        "in-short", "how-to-read", "cells", "verdicts", "resilience", "protocols", "mixes",
+        "load-hosts", "tools", "relative", "rankings", "flips", "notes",
     ),
     # Each takeaway is printed under its table: no "In short" to say it again.
     Format.TERMINAL: (
-        "cells", "verdicts", "protocols", "mixes", "load-hosts", "tools", "flips", "notes",
+        "cells", "verdicts", "resilience", "protocols", "mixes", "load-hosts", "tools", "flips",
+        "notes",
     ),
     Format.WIDE: (
-        "cells", "verdicts", "protocols", "mixes", "load-hosts", "tools", "rankings", "flips",
-        "notes",
+        "cells", "verdicts", "resilience", "protocols", "mixes", "load-hosts", "tools",
+        "rankings", "flips", "notes",
     ),
     Format.HTML: (
         "in-short", "results", "capacity", "sweep", "flips", "how-to-read", "cells", "notes",
-        "verdicts", "hosts", "load-hosts", "protocols", "mixes", "tools", "relative", "about",
+        "verdicts", "resilience", "hosts", "load-hosts", "protocols", "mixes", "tools",
+        "relative", "about",
     ),
 }  # fmt: skip
 

@@ -24,6 +24,7 @@ from benchlab.report.columns import (
     verdict_column,
 )
 from benchlab.report.sections import Format, Section, sections
+from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import grid_points, takeaways
 from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
 from benchlab.report.wording import interval_note, method_notes, run_lines, verdict_lines
@@ -235,6 +236,20 @@ def _section(summary: RunSummary, section: Section, console: Console, wide: bool
         console.print(section.heading(), style="bold")
         for line in section.lines:
             _say(console, f"  {line}")
+        for table in section.tables:
+            console.print(_section_table(table))
+
+
+def _section_table(shown: SectionTable) -> Table:
+    table = Table(
+        title=escape(shown.title), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+        pad_edge=False, header_style="bold",
+    )  # fmt: skip
+    for name in shown.header:
+        table.add_column(escape(name))
+    for row in shown.rows:
+        table.add_row(*map(escape, row))
+    return table
 
 
 def render_table(summary: RunSummary, console: Console, wide: bool = False) -> None:

@@ -13,6 +13,8 @@ from benchlab.analysis.recommendation import (
     recommend,
 )
 from benchlab.analysis.summary import RunSummary
+from benchlab.resilience.facts import NotChecked
+from benchlab.resilience.slow_clients import SlowClients
 
 # A tune report's two sections, titled once for every format.
 RECOMMENDATION_TITLE = "Recommendation"
@@ -163,6 +165,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     elif not recommendation.provisional:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip
+    if (proxy := proxy_text(recommendation.best.slow_clients)) is not None:
+        lines.append(f"  proxy: {proxy}")
     lines.append(f"  why: {recommendation.reason}")
     goal, most = recommendation.goal_rps, recommendation.run_at
     if goal is not None and not recommendation.holds_goal and most is not None and most >= goal:
@@ -197,6 +201,18 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         )
     lines += [f"  the app: {finding}" for finding in recommendation.findings]
     return lines
+
+
+def proxy_text(found: SlowClients | NotChecked | None) -> str | None:
+    """Whether the answer needs a buffering proxy in front, by its check beside slow
+    clients (None: not checked, the budget ended first)."""
+    if found is None:
+        return None
+    if isinstance(found, NotChecked):
+        return f"not checked beside slow clients ({found.problem})"
+    if found.needs_proxy:
+        return f"put a buffering proxy (nginx) in front: {found.sentence()}, in every round"
+    return f"none needed beside slow clients: {found.sentence()}"
 
 
 CANDIDATE_HEADER = [

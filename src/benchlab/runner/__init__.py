@@ -6,11 +6,13 @@ measures in phases within one session, adding cells as it learns which are worth
 
 from __future__ import annotations
 
+from benchlab.estimates import checks_seconds
 from benchlab.recipe import Plan
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import HOST, ServerPlace, pinned_to, start_answering, start_stack
 from benchlab.runner.measurer import MeasureOptions, Measurer
 from benchlab.runner.outcome import Reporter, RunOutcome
+from benchlab.runner.resilience import check_resilience
 from benchlab.runner.session import Session, SessionOptions
 from benchlab.services.ports import free_port
 from benchlab.store import Store
@@ -35,12 +37,16 @@ __all__ = [
 
 
 def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOptions) -> RunOutcome:
-    """Every cell of the plan: the recipe's rounds, then its adaptive ones."""
+    """Every cell of the plan: the recipe's rounds, then its adaptive ones, then the
+    resilience checks it asks for."""
     recipe = plan.recipe
     session = Session(plan, store, reporter, options)
     with session.running(len(plan.cells) * recipe.trials) as outcome:
         session.add_cells(plan.cells)
         session.prepare(plan.cells)
-        options = MeasureOptions(launches_fit_deadline=True)
-        Measurer(session, options).measure(plan.cells, recipe.trials, recipe.max_trials)
+        checks_s = checks_seconds(plan.cells, recipe, session.costs)
+        options = MeasureOptions(launches_fit_deadline=True, then_s=lambda: checks_s)
+        measurer = Measurer(session, options)
+        measurer.measure(plan.cells, recipe.trials, recipe.max_trials)
+        check_resilience(session, measurer)
     return outcome

@@ -22,6 +22,9 @@ from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
 from benchlab.monitor import CoreSteal, PeakSampler, ProcessTreeSampler, StealSampler, TreeUsage
 from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.resilience.drain import Drain, stop_under_load
+from benchlab.resilience.slow_clients import SlowClients, with_and_without
+from benchlab.resilience.target import CheckTarget
 from benchlab.runner.launch import ServerPlace, start_answering
 from benchlab.scenarios import Expectation
 from benchlab.server_counters import CounterSource, ThreadTimes
@@ -67,6 +70,22 @@ class Answering:
     counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A started stack a resilience check loads (and, for drain, stops): the check's files
+    go in `workdir`, its load on `load_cores`."""
+
+    stack: Stack
+    server: StackServer
+    address: str
+    port: int  # the stack's own, or nginx's in front of it
+    workdir: Path
+    load_cores: tuple[int, ...]
+    requests: tuple[Expectation, ...] = ()  # a user's app's (tune); () : GET /plaintext
+    rate: float | None = None  # the slow-client check's rate; None: its own
+    serves_read_file: bool = False  # it serves the slow readers' file (resilience.target)
+
+
 class TrialMonitors(Protocol):
     """What watches the server during one trial; read once the trial's load has ended."""
 
@@ -83,6 +102,13 @@ class Executor(Protocol):
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
     def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
     def conform(self, address: str, port: int) -> Conformance: ...
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        """Stop the stack under load (it is gone when this returns)."""
+        ...
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients: ...
     def verify(
         self,
         address: str,
@@ -141,6 +167,14 @@ def _process(server: StackServer) -> ManagedProcess:
     return server
 
 
+def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
+    return CheckTarget(
+        checked.stack, _process(checked.server), checked.address, checked.port, registry,
+        checked.workdir, checked.load_cores, checked.requests, checked.rate,
+        checked.serves_read_file,
+    )  # fmt: skip
+
+
 class RealExecutor:
     """Real processes, real sockets, real load tools, the machine's clock."""
 
@@ -165,6 +199,14 @@ class RealExecutor:
 
     def conform(self, address: str, port: int) -> Conformance:
         return check_server(address, port)
+
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        return stop_under_load(_target(registry, checked))
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients:
+        return with_and_without(_target(registry, checked), modes, rounds)
 
     def verify(
         self,

@@ -8,8 +8,10 @@ spread over trials includes process-to-process variation (as pyperf's worker pro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from benchlab.analysis.cell_records import by_round, measured
 from benchlab.analysis.grid import GridPoint, cell_point
@@ -20,7 +22,7 @@ from benchlab.figures import Better, Figure, rank_figure
 from benchlab.modes import Mode
 from benchlab.recipe import Cell, sentinel_of
 from benchlab.runner.cell import CellRunner, Launched
-from benchlab.runner.executor import StackLaunch
+from benchlab.runner.executor import StackLaunch, StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.session import ServiceDied, Session
@@ -32,6 +34,19 @@ from benchlab.stacks import Stack
 from benchlab.wire import Wire
 
 DEFAULT_POOL_SIZE = 10
+
+
+@dataclass(frozen=True)
+class Up:
+    """A started stack: where clients reach it (`port`: nginx's when it is in front), its
+    own port, or why it does not answer."""
+
+    server: StackServer
+    port: int
+    own_port: int
+    counters_port: int | None
+    proxied: bool  # nginx in front of it
+    problem: str | None = None
 
 
 # A launch's measurements are stored before it stops, so nothing its graceful shutdown does
@@ -54,6 +69,9 @@ class MeasureOptions:
     # --budget), rather than whenever the deadline has not passed yet (tune, which keeps
     # its own reserve for the proof).
     launches_fit_deadline: bool = False
+    # What the run does after these rounds (a recipe's resilience checks), in seconds: part
+    # of the time left it shows.
+    then_s: Callable[[], float] = field(default=lambda: 0.0)
 
 
 class Measurer:
@@ -90,7 +108,8 @@ class Measurer:
         done = {c: self.done_rounds(c) for c in live}
         left = {c: max(0, self.rounds_planned[c] - done[c]) for c in live}
         warmup = self.session.plan.recipe.warmup
-        return estimate(live, left, done, warmup, self.session.costs).total_s
+        rounds_s = estimate(live, left, done, warmup, self.session.costs).total_s
+        return rounds_s + self.options.then_s()
 
     # --- rounds -----------------------------------------------------------------------------
 
@@ -218,6 +237,35 @@ class Measurer:
         load_dir = new_dir(workdir / "load", 0o700)
         trials = session.plan.recipe.trials
         session.reporter.status(f"{_round_text(round_index, trials)}: starting {stack.name}")
+        with self.started(first, workdir) as up:
+            if up.problem is not None:
+                for cell in cells:
+                    session.fail(cell, FailureKind.START, up.problem)
+                return
+            try:
+                first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
+                # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept
+                # (only siege reads it, and siege speaks plain HTTP/1.1 only).
+                alive = first.protocol != "h1" or session.executor.keeps_alive(
+                    session.server_address, up.port, first_path
+                )
+                if self._conforms_here(first, up.proxied):
+                    self._conform(stack, up.own_port)
+                launched = Launched(
+                    up.server, up.port, load_dir, round_index, alive, up.counters_port
+                )
+                self._run_cells(launched, cells, positions)
+            except StackDied as died:
+                session.fail_launch(first, str(died))
+
+    @contextlib.contextmanager
+    def started(self, first: Cell, workdir: Path) -> Iterator[Up]:
+        """`first`'s stack started as its launch starts it (its workers and threads, pinned,
+        its own user), behind nginx when the recipe puts it there; stopped afterwards,
+        whatever happened. When it does not answer, `Up.problem` says why and nothing else
+        is started."""
+        session = self.session
+        stack = session.catalogue[first.stack]
         proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
@@ -234,9 +282,8 @@ class Measurer:
         try:
             if started.problem:
                 tail = server.log_tail() or "(empty)"
-                for cell in cells:
-                    detail = f"{stack.name} {started.problem}; last log lines: {tail}"
-                    session.fail(cell, FailureKind.START, detail)
+                problem = f"{stack.name} {started.problem}; last log lines: {tail}"
+                yield Up(server, started.port, started.port, None, proxied, problem)
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)
             port = started.port
@@ -246,18 +293,7 @@ class Measurer:
                     session.registry, workdir, place.cores, started.port, place.host,
                     first.protocol, session.files.tls_for(first),
                 )  # fmt: skip
-            first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
-            # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept (only
-            # siege reads it, and siege speaks plain HTTP/1.1 only).
-            alive = first.protocol != "h1" or session.executor.keeps_alive(
-                session.server_address, port, first_path
-            )
-            if self._conforms_here(first, proxied):
-                self._conform(stack, started.port)
-            launched = Launched(server, port, load_dir, round_index, alive, started.counters_port)
-            self._run_cells(launched, cells, positions)
-        except StackDied as died:
-            session.fail_launch(first, str(died))
+            yield Up(server, port, started.port, started.counters_port, proxied)
         finally:
             if proxy is not None:
                 session.registry.stop(proxy)

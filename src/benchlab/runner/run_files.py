@@ -4,7 +4,7 @@ certificate; and how a client reaches a cell's server (its protocol, the authori
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from benchlab.dataset import file_bytes
@@ -19,6 +19,7 @@ from benchlab.wire import Wire
 class RunFiles:
     def __init__(self) -> None:
         self.static_dir: Path | None = None  # the files the static scenario serves
+        self.static_kb: frozenset[int] = frozenset()  # their sizes
         self.tls: TlsFiles | None = None  # the run's certificates, when a cell uses TLS
 
     def prepare(
@@ -29,10 +30,13 @@ class RunFiles:
         server: Host,
         clients: Sequence[Host],
         server_user: str | None = None,
+        extra_kb: Collection[int] = (),
     ) -> None:
         """Once a run: written under `workroot`, copied to the hosts that read them; the
-        server's key readable by `server_user` (who the stacks run as) only."""
+        server's key readable by `server_user` (who the stacks run as) only. `extra_kb`:
+        files of these sizes too (for the slow readers of a resilience check)."""
         sizes = {kb for c in cells for kb in scenarios[c.scenario].file_sizes(c.ms)}
+        sizes |= set(extra_kb)
         if self.static_dir is None and sizes:
             # Readable by a server that drops root (nginx's workers run as nobody).
             workroot.chmod(workroot.stat().st_mode | 0o011)
@@ -43,6 +47,7 @@ class RunFiles:
                 (directory / f"{kb}k.bin").chmod(0o644)
             server.push(directory)
             self.static_dir = directory
+            self.static_kb = frozenset(sizes)
         if self.tls is None and any(PROTOCOLS[c.protocol].tls for c in cells):
             local_owner = server_user if server.same_machine else None
             self.tls = make_certificates(

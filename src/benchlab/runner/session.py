@@ -31,6 +31,7 @@ from benchlab.noise_record import noise_facts
 from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
 from benchlab.recipe import Cell, Plan, Recipe, sentinel_of
 from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
+from benchlab.resilience.slow_clients import READ_KB
 from benchlab.runner.executor import Executor, RealExecutor
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
@@ -394,9 +395,11 @@ class Session:
         _prepare_stacks(cells, self.catalogue, self.reporter, self.fail)
         if self.services is None:
             self._start_services(cells)
+        # Slow readers ask each stack for a file larger than the socket buffers.
+        read_kb = (READ_KB,) if "read" in self.plan.recipe.slow_clients else ()
         self.files.prepare(
             cells, self.scenarios, self.workroot, self.hosts.server.host,
-            [place.host for place in self.hosts.load], self.stack_user(),
+            [place.host for place in self.hosts.load], self.stack_user(), read_kb,
         )  # fmt: skip
 
     def _start_services(self, cells: Sequence[Cell]) -> None:

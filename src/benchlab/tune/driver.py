@@ -67,6 +67,7 @@ from benchlab.tune.candidates import (
     skipped_servers,
 )
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Searched, proof_cost_s, prove
+from benchlab.tune.proxy_check import check_answer, check_cost_s
 from benchlab.tune.setup_step import run_setup
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
@@ -151,6 +152,7 @@ class TunePlan:
     proofs: int = 1
     proof_s: int = PROOF_S
     rate: float | None = None  # --rate: replays at it come before any search
+    check: bool = False  # room for the answer's check beside slow clients (proxy_check.py)
 
     def describe(self, budget_min: float) -> str:
         first = (
@@ -167,6 +169,7 @@ class TunePlan:
         proof = (
             f", and a {self.proof_s}-s proof of the answer (room for {self.proofs} replay"
             f"{'s' if self.proofs > 1 else ''})"
+            + (" and its check beside slow clients" if self.check else "")
             if self.proofs
             else f"; no room for the {self.proof_s}-s proof of the answer in this budget"
         )
@@ -198,12 +201,15 @@ def replicate_overrun_s() -> float:
 
 
 def fit_search(
-    most: int, seconds: float, proofs: int = 1, slower: float = 1.0, proof_s: int = PROOF_S
-) -> tuple[int, int] | None:
-    """(survivors, replicates) whose search (and `proofs` replays) fit in `seconds`:
-    replicates first (down to 2), then survivors (down to 1), then a single replicate.
-    `slower`: how much longer than planned this machine's steps took (the first pass says)."""
+    most: int, seconds: float, proofs: int = 1, slower: float = 1.0, proof_s: int = PROOF_S,
+    check: bool = False,
+) -> tuple[int, int] | None:  # fmt: skip
+    """(survivors, replicates) whose search (and `proofs` replays, and with `check` the
+    answer's check beside slow clients) fit in `seconds`: replicates first (down to 2),
+    then survivors (down to 1), then a single replicate. `slower`: how much longer than
+    planned this machine's steps took (the first pass says)."""
     reserve = proof_cost_s(proof_s) * proofs + (replicate_overrun_s() if proofs else 0.0)
+    reserve += check_cost_s() if check and proofs else 0.0
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
@@ -227,8 +233,11 @@ def plan(
     if quick:
         return TunePlan(found, 0, 0, coarse, proofs=0)
     most = min(MAX_SURVIVORS, len(found))
-    for proofs in (PROOF_REPLAYS, 1, 0):
-        fitted = fit_search(most, budget - coarse, proofs, proof_s=proof_s)
+    # The answer's check beside slow clients gives way before a second replay, which a
+    # proof that misses needs to step down.
+    for proofs, check in ((PROOF_REPLAYS, True), (PROOF_REPLAYS, False), (1, True), (1, False),
+                          (0, False)):  # fmt: skip
+        fitted = fit_search(most, budget - coarse, proofs, proof_s=proof_s, check=check)
         # Room for a second replay only beside a search of at least two replicates each.
         if fitted is not None and (proofs < PROOF_REPLAYS or fitted[1] >= 2):
             survivors, replicates = fitted
@@ -236,8 +245,9 @@ def plan(
                 coarse
                 + survivors * search_cost(replicates)
                 + proof_cost_s(proof_s) * min(1, proofs)
+                + (check_cost_s() if check else 0.0)
             )
-            return TunePlan(found, survivors, replicates, estimate, proofs, proof_s, rate)
+            return TunePlan(found, survivors, replicates, estimate, proofs, proof_s, rate, check)
     least = coarse + search_cost(1)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
@@ -394,6 +404,7 @@ def run_tune(
                 request.proof_s,
             )  # fmt: skip
             if held is not None:
+                check_answer(session, measurer, held, cores, request.connections, request.rate, say)
                 return TuneResult(outcome, tune_plan, [held.candidate])
         fitted = _replan(session, tune_plan, request, first_pass_s, say)
         if fitted is None:
@@ -406,10 +417,11 @@ def run_tune(
 
 def _search_and_prove(
     session: Session, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
-    first_pass: list[Searched], fitted: tuple[int, int, int], say: Callable[[str], None],
+    first_pass: list[Searched], fitted: tuple[int, int, int, bool], say: Callable[[str], None],
 ) -> list[Candidate]:  # fmt: skip
-    """The capacity search of the survivors of the first pass, then the proof of the best."""
-    most, replicates, proofs = fitted
+    """The capacity search of the survivors of the first pass, then the proof of the best
+    and its check beside slow clients."""
+    most, replicates, proofs, check = fitted
     cores = session.plan.cores
     found = [entry.candidate for entry in first_pass]
     survivors = _survivors(session, found, [entry.cell for entry in first_pass], most)
@@ -426,12 +438,17 @@ def _search_and_prove(
     # The search stops launching where the proof's time begins, less what a replicate
     # launched just before that takes (measured: 13 s over, and no room left for a step down).
     session.set_deadline(
-        request.budget_min * 60 - proof_cost_s(request.proof_s) * proofs - replicate_overrun_s()
+        request.budget_min * 60
+        - proof_cost_s(request.proof_s) * proofs
+        - (check_cost_s() if check else 0.0)
+        - replicate_overrun_s()
     )
     measurer.measure(search_cells, replicates)
     session.set_deadline(request.budget_min * 60)
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
-    prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
+    proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
+    if proved is not None:  # it says so when the budget has no room left for it
+        check_answer(session, measurer, proved[0], cores, request.connections, proved[1], say)
     return survivors
 
 
@@ -449,18 +466,22 @@ def _setup(
 def _replan(
     session: Session, tune_plan: TunePlan, request: TuneRequest, took: float,
     say: Callable[[str], None],
-) -> tuple[int, int, int] | None:  # fmt: skip
-    """The search (survivors, replicates) and proof replays that still fit, now that the
+) -> tuple[int, int, int, bool] | None:  # fmt: skip
+    """The search (survivors, replicates), proof replays and check that still fit, now that the
     first pass (`took` seconds) has shown this machine's pace (a slower first pass shrinks
     them, a second replay going first; never grown past the plan shown)."""
     planned = len(tune_plan.candidates) * coarse_cost()
     slower = max(1.0, took / planned) if planned > 0 else 1.0
     left = request.budget_min * 60 - session.elapsed_s()
-    proofs = tune_plan.proofs
-    fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
+    proofs, check = tune_plan.proofs, tune_plan.check
+    fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, check)
     full = (tune_plan.survivors, tune_plan.replicates)
+    # The search first: the check, then a second replay, only in time it does not need.
+    if check and (fitted is None or fitted < full):
+        check = False
+        fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
     if proofs > 1 and (fitted is None or fitted < full):
-        proofs = 1  # the search first: a second replay only in time it does not need
+        proofs = 1
         fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
     if fitted is None:
         say(
@@ -471,13 +492,13 @@ def _replan(
         return None
     survivors, replicates = min(fitted[0], tune_plan.survivors), fitted[1]
     if fitted[0] == tune_plan.survivors and replicates >= tune_plan.replicates:
-        return tune_plan.survivors, tune_plan.replicates, proofs
+        return tune_plan.survivors, tune_plan.replicates, proofs, check
     say(
         f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): the search "
         f"shrinks to {survivors} candidate(s), {replicates} replicate(s) each, to fit the "
         f"{_minutes(left)} left"
     )
-    return survivors, replicates, proofs
+    return survivors, replicates, proofs, check
 
 
 def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:

@@ -81,22 +81,32 @@ def prove(
     connections: int,
     say: Callable[[str], None],
     proof_s: int = PROOF_S,
-) -> None:
+) -> tuple[Searched, float | None] | None:
     """Replay the best candidate's printed command at the rate to run at; step down while
-    it misses, within the budget. Each step's judgement is stored in its cell's facts."""
+    it misses, within the budget. Each step's judgement is stored in its cell's facts.
+    The best candidate and a rate it serves: the one its replay held, or (none held) the
+    search's rate to run at; None: no candidate found a capacity."""
     best = best_searched(session, searched)
     if best is None:
-        return
+        return None
     entry, capacities = best
+    held = _held_rate(session, measurer, entry, capacities, cores, connections, say, proof_s)
+    return entry, held or capacity.rate_to_run_at(capacities)
+
+
+def _held_rate(
+    session: Session, measurer: Measurer, entry: Searched, capacities: list[float],
+    cores: CoreAssignment, connections: int, say: Callable[[str], None], proof_s: int,
+) -> float | None:  # fmt: skip
     rate = capacity.rate_to_run_at(capacities)
     target = session.slo_target()
     label = session.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
-            return
+            return None
         if session.seconds_left() < proof_cost_s(proof_s):
             say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} req/s")
-            return
+            return None
         cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
         if step:
             session.extend_plan(1)  # the plan counted one replay
@@ -106,7 +116,7 @@ def prove(
         failure = session.failure_of(cell)
         if failure is not None or not trials:
             say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
-            return
+            return None
         missed = capacity.proof_miss(trials[-1], target)
         judged = ProofJudgement(
             of_cell=entry.cell.key, of=label, step=step, held=missed is None, missed=missed,
@@ -117,10 +127,11 @@ def prove(
             held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for "
                 f"{proof_s} s ({held})")  # fmt: skip
-            return
+            return rate
         rate_before, rate = rate, capacity.step_down(rate, step + 1)
         say(f"proof of {label}: {rate_before:,.0f} req/s missed over {proof_s} s ({missed})"
             + (f"; trying {rate:,.0f}" if step + 1 < PROOF_STEPS else ""))  # fmt: skip
+    return None
 
 
 def held_text(windows: list[float], p99_ms: float | None) -> str:

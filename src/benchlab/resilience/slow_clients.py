@@ -9,19 +9,20 @@ holds a worker for its whole request; this measures, server by server, whether t
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.load.result import LoadResult
-from benchlab.runner import HOST
-from benchlab.stack_checks import StackCheck, Started, check_each
-from benchlab.stacks import CATALOGUE
+from benchlab.recipe.schema import SlowClientMode
+from benchlab.resilience.target import CheckTarget
 
 SLOWHTTPTEST = "/usr/bin/slowhttptest"
 RATE = 100  # req/s of GET /plaintext: far under every stack's capacity here
@@ -39,6 +40,29 @@ P99_HARM = 2.0
 P99_FLOOR_MS = 20.0
 
 
+def missing() -> str | None:
+    """Why the slow clients cannot be sent from this machine (None: they can)."""
+    if os.access(SLOWHTTPTEST, os.X_OK):
+        return None
+    return f"{SLOWHTTPTEST} is missing: apt-get install slowhttptest (or ./lab setup)"
+
+
+def expected_s(modes: int, rounds: int) -> float:
+    """What one stack's check takes: each round's two trials, and the slow clients' start."""
+    return modes * rounds * (2 * (TRIAL_S + 1.0) + SETTLE_S)
+
+
+# slowhttptest's last words when the server closed every slow connection it held: the
+# server's doing (a defence, or an answer that did not wait for them), not the tool failing.
+ALL_CLOSED = "No open connections left"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # its colours
+
+# The answer slow readers ask for: far larger than the kernel's socket buffers, so a server
+# writing it waits on the reader (a few bytes' answer the buffers take whatever it reads).
+READ_KB = 1024
+READ_PATH = f"/static/{READ_KB}k.bin"
+
+
 @dataclass(frozen=True)
 class SlowMode:
     name: str
@@ -48,9 +72,24 @@ class SlowMode:
     # Where the slow clients send, by the stack's scenarios: a slow body holds a worker only
     # where the app reads the body (upload's does; plaintext's handler answers first).
     reads_body: bool = False
+    # It asks for READ_PATH, a file benchlab writes for the stack's static handler.
+    reads_file: bool = False
 
-    def path(self, scenarios: tuple[str, ...]) -> str:
-        return "/upload" if self.reads_body and "upload" in scenarios else "/plaintext"
+    def applies_to(self, scenarios: tuple[str, ...]) -> bool:
+        """Whether a stack serving these scenarios can be sent this mode at all."""
+        return not self.reads_file or "static" in scenarios
+
+    def path(self, target: CheckTarget) -> str | None:
+        """Where its slow clients send (None: nowhere on this stack, as checked here)."""
+        if self.reads_file:
+            return (
+                READ_PATH
+                if target.serves_read_file and self.applies_to(target.stack.scenarios)
+                else None
+            )
+        if self.reads_body and "upload" in target.stack.scenarios:
+            return "/upload"
+        return target.path
 
 
 MODES = {
@@ -64,8 +103,19 @@ MODES = {
             ("-s", "65536", "-f", "application/octet-stream"),
             reads_body=True,
         ),
+        # A window of 512-1024 bytes, 32 bytes read every 5 s: slowhttptest's own example.
+        SlowMode(
+            "read",
+            "-X",
+            f"a {READ_KB // 1024} MiB answer read slowly (slow read)",
+            ("-w", "512", "-y", "1024", "-n", "5", "-z", "32", "-k", "1"),
+            reads_file=True,
+        ),
     )
 }
+
+# The recipe's key names the same modes.
+assert set(MODES) == set(get_args(SlowClientMode)), "recipe.schema.SlowClientMode"
 
 
 @dataclass(frozen=True)
@@ -73,6 +123,9 @@ class Trial:
     p99_ms: float | None  # None: no request was answered
     answered_rps: float  # answers (2xx, 3xx) a second of the trial
     failed_share: float  # of the requests sent
+    # With slow clients: the server closed every one of their connections before the trial
+    # ended (it defends itself, or answers without waiting for what they trickle).
+    slow_closed: bool = False
 
     @classmethod
     def of(cls, result: LoadResult) -> Trial:
@@ -170,11 +223,14 @@ class SlowResult:
         p99 = "no answer" if ratio is None else f"p99 ×{ratio.text()}"
         failed = self.failed_added
         head = "harmed" if self.harmed else "unaffected"
+        closed = sum(w.slow_closed for w in self.with_slow)
         return (
             f"{head} by {SLOW_CONNECTIONS} slow clients ({mode.what}, to {self.slow_path}): "
             f"{p99}, answered "
             f"×{self.throughput_ratio.median:.2f}, failed {failed.median:+.1%} of requests"
-        )
+            + (f"; it closed their connections in {closed} of {len(self.with_slow)} rounds"
+               if closed else "")
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         ratio = self.p99_ratio
@@ -188,93 +244,105 @@ class SlowResult:
             "rounds": [{"without": vars(b), "with_slow_clients": vars(w)} for b, w in self.rounds],
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SlowResult:
+        rounds = data["rounds"]
+        return cls(
+            data["mode"],
+            tuple(Trial(**r["without"]) for r in rounds),
+            tuple(Trial(**r["with_slow_clients"]) for r in rounds),
+            data["slow_path"],
+        )
+
 
 @dataclass(frozen=True)
 class SlowClients:
     connections: int
-    rate: int
+    rate: float
     results: tuple[SlowResult, ...]
+    skipped: tuple[tuple[str, str], ...] = ()  # (mode, why it could not be sent here)
 
     @property
     def needs_proxy(self) -> bool:
         return any(r.harmed for r in self.results)
 
     def sentence(self) -> str:
-        return "; ".join(r.sentence() for r in self.results)
+        skipped = [f"{mode}: not checked ({why})" for mode, why in self.skipped]
+        return "; ".join([*(r.sentence() for r in self.results), *skipped])
 
     def to_json(self) -> dict[str, Any]:
         return {
             "connections": self.connections, "rate": self.rate,
             "needs_proxy": self.needs_proxy, "modes": [r.to_json() for r in self.results],
+            "skipped": [{"mode": mode, "why": why} for mode, why in self.skipped],
         }  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SlowClients:
+        """The result `to_json` wrote (a run keeps it in its cells' facts): every figure is
+        derived again from the rounds."""
+        modes = tuple(SlowResult.from_json(m) for m in data["modes"])
+        skipped = tuple((s["mode"], s["why"]) for s in data.get("skipped", ()))
+        return cls(data["connections"], data["rate"], modes, skipped)
 
-StackSlowClients = StackCheck[SlowClients]
 
-
-def _trial(started: Started, load_cores: tuple[int, ...], name: str) -> Trial:
+def _trial(target: CheckTarget, name: str) -> Trial:
     request = LoadRequest(
-        url=f"http://{HOST}:{started.port}/plaintext", connections=64, threads=1,
-        duration_s=TRIAL_S, timeout_s=TIMEOUT_S, cores=load_cores, tool="vegeta", rate=RATE,
+        url=f"{target.url}{target.path}", connections=64, threads=1, duration_s=TRIAL_S,
+        timeout_s=TIMEOUT_S, cores=target.load_cores, tool="vegeta",
+        rate=target.rate or RATE, targets=target.targets(),
     )  # fmt: skip
-    directory = started.workdir / name
+    directory = target.workdir / name
     directory.mkdir()
-    return Trial.of(run_tool(request, started.registry, directory))
+    return Trial.of(run_tool(request, target.registry, directory))
 
 
-def _with_slow_clients(
-    started: Started, load_cores: tuple[int, ...], mode: SlowMode, path: str, name: str
-) -> Trial:
-    log = started.workdir / f"{name}.slowhttptest.log"
+def _with_slow_clients(target: CheckTarget, mode: SlowMode, path: str, name: str) -> Trial:
+    log = target.workdir / f"{name}.slowhttptest.log"
     argv = [
         SLOWHTTPTEST, mode.flag, "-c", str(SLOW_CONNECTIONS), "-r", str(SLOW_CONNECTIONS * 4),
         "-i", str(FOLLOW_UP_S), "-l", str(TRIAL_S + TIMEOUT_S + 10), "-x", "8", "-p", "3",
-        *mode.extra, "-u", f"http://{HOST}:{started.port}{path}",
+        *mode.extra, "-u", f"{target.url}{path}",
     ]  # fmt: skip
-    slow = started.registry.start(argv, cores=load_cores, log_path=log)
+    slow = target.registry.start(argv, cores=target.load_cores, log_path=log)
     try:
         time.sleep(SETTLE_S)
-        trial = _trial(started, load_cores, name)
-        if not slow.alive():  # else the trial was one more without them
-            raise LoadToolError(
-                f"slowhttptest exited with code {slow.returncode} during the trial: "
-                f"{slow.log_tail(3) or '(no output)'}"
-            )
-        return trial
+        trial = _trial(target, name)
+        if slow.alive():
+            return trial
+        said = " / ".join(ANSI.sub("", slow.log_tail(5)).split("\n")) or "(no output)"
+        if slow.returncode == 0 and ALL_CLOSED in said:
+            return dataclasses.replace(trial, slow_closed=True)
+        # Else the trial was one more without them: not a round without harm.
+        raise LoadToolError(
+            f"slowhttptest ({mode.name}) exited with code {slow.returncode} during the "
+            f"trial: {said}"
+        )
     finally:
-        started.registry.stop(slow, grace=1.0)
+        target.registry.stop(slow, grace=1.0)
 
 
-def measure(
-    started: Started, load_cores: tuple[int, ...], modes: list[str], rounds: int
-) -> SlowClients:
-    results = []
-    scenarios = CATALOGUE[started.name].scenarios
+def with_and_without(target: CheckTarget, modes: list[str], rounds: int) -> SlowClients:
+    """Each mode's rounds on a started stack, each a trial without the slow clients and one
+    with them, in alternating order."""
+    results, skipped = [], []
     for mode in modes:
         without, with_slow = [], []
-        path = MODES[mode].path(scenarios)
+        path = MODES[mode].path(target)
+        if path is None:
+            skipped.append((mode, f"needs a stack that serves static files ({READ_PATH})"))
+            continue
         for r in range(rounds):
             trials = {}
             # Alternate which goes first, so a drift within the rounds falls on both sides.
             for slow in (False, True) if r % 2 == 0 else (True, False):
                 name = f"{mode}-{r}-{'with' if slow else 'without'}"
                 trials[slow] = (
-                    _with_slow_clients(started, load_cores, MODES[mode], path, name)
+                    _with_slow_clients(target, MODES[mode], path, name)
                     if slow
-                    else _trial(started, load_cores, name)
+                    else _trial(target, name)
                 )
             without.append(trials[False])
             with_slow.append(trials[True])
         results.append(SlowResult(mode, tuple(without), tuple(with_slow), path))
-    return SlowClients(SLOW_CONNECTIONS, RATE, tuple(results))
-
-
-def slow_clients_of_stacks(
-    names: list[str], cores: tuple[int, ...], load_cores: tuple[int, ...],
-    modes: list[str], rounds: int, progress: Callable[[str], None],
-) -> list[StackSlowClients]:  # fmt: skip
-    """Every stack in turn, one worker on `cores`; vegeta and slowhttptest on `load_cores`."""
-    return check_each(
-        names, cores, progress,
-        lambda started: measure(started, load_cores, modes, rounds), SlowClients.sentence,
-    )  # fmt: skip
+    return SlowClients(SLOW_CONNECTIONS, target.rate or RATE, tuple(results), tuple(skipped))

@@ -1,12 +1,13 @@
-"""Graceful shutdown under load (issue 40): each stack started as a run starts it, served
-a fixed rate of short requests with one long request in flight, then sent its stop signal
+"""Graceful shutdown under load (issue 40): a started stack, served a fixed rate of short
+requests with one long request in flight, then sent its stop signal
 (to its main process, as systemd's KillMode=mixed and `docker stop` do). What becomes of
 the request in flight, of the requests sent before and after the signal, and how long the
 server takes to exit.
 
 A server that drains answers every request it had accepted, refuses new connections, and
 exits. One that does not drops what it was serving: the deploy that stops it fails the
-requests in flight, whatever a load balancer does in front."""
+requests in flight, whatever a load balancer does in front. Behind benchlab's nginx the
+load goes to nginx and the signal to the stack: what nginx's clients see."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ import csv
 import dataclasses
 import http.client
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,7 @@ from benchlab.load import LoadRequest
 from benchlab.load.request_records import CODE, ERROR, SENT, SUCCESS_HIGH, SUCCESS_LOW
 from benchlab.load.vegeta import kept_records
 from benchlab.process import ManagedProcess
-from benchlab.runner import HOST
-from benchlab.stack_checks import StackCheck, Started, check_each
-from benchlab.stacks import CATALOGUE
+from benchlab.resilience.target import CheckTarget
 
 RATE = 20  # req/s of SHORT_MS requests: a fifth of a one-at-a-time worker's time
 SHORT_MS = 10
@@ -41,6 +38,11 @@ LONG_MS = 500  # the request in flight at the signal, sent LONG_LEAD_S before it
 LONG_LEAD_S = 0.2
 EXIT_LIMIT_S = 10.0  # a server still running this long after its signal hangs (then is killed)
 CONNECTIONS = 16
+
+
+def expected_s() -> float:
+    """What one check takes: its load, and the exit it may wait for."""
+    return LOAD_S + 2.0
 
 
 @dataclass(frozen=True)
@@ -102,13 +104,17 @@ class Drain:
             "drains": self.drains, "verdict": self.verdict,
         }  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Drain:
+        """The result `to_json` wrote (a run keeps it in its cells' facts)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in names}
+        return cls(**{**fields, "failures": tuple(fields.get("failures", ()))})
 
-StackDrain = StackCheck[Drain]
 
-
-def _long_request(port: int, outcome: list[str | None]) -> None:
+def _long_request(address: str, port: int, outcome: list[str | None]) -> None:
     """GET /sleep?ms=LONG_MS on its own connection; None when answered right."""
-    connection = http.client.HTTPConnection(HOST, port, timeout=EXIT_LIMIT_S)
+    connection = http.client.HTTPConnection(address, port, timeout=EXIT_LIMIT_S)
     try:
         connection.request("GET", f"/sleep?ms={LONG_MS}")
         response = connection.getresponse()
@@ -134,21 +140,22 @@ def _exit_seconds(server: ManagedProcess, since: float) -> float | None:
     return None
 
 
-def _stop_under_load(
-    server: ManagedProcess, port: int, stop: signal.Signals, long: bool
-) -> tuple[int, str | None, float | None]:
+def _signal_under_load(target: CheckTarget, long: bool) -> tuple[int, str | None, float | None]:
     """At SIGNAL_AT_S, `stop` to the server's main process (the long request sent just
     before when `long`); its wall time (ns), the long request's outcome, the exit time."""
     outcome: list[str | None] = []
     time.sleep(SIGNAL_AT_S - (LONG_LEAD_S if long else 0.0))
-    sender = threading.Thread(target=_long_request, args=(port, outcome), daemon=True)
+    server = target.server
+    sender = threading.Thread(
+        target=_long_request, args=(target.address, target.port, outcome), daemon=True
+    )
     if long:
         sender.start()
         time.sleep(LONG_LEAD_S)
     server.remember_tree()  # its workers too: the exit is the last one's
     signalled_ns, since = time.time_ns(), time.monotonic()
     with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, stop)
+        os.kill(server.pid, target.stack.stop_signal)
     exit_s = _exit_seconds(server, since)
     if long:
         sender.join(EXIT_LIMIT_S)
@@ -188,42 +195,29 @@ def _error_kind(error: str, code: int) -> str:
     return error.rsplit(": ", 1)[-1]
 
 
-def drain(started: Started, load_cores: tuple[int, ...]) -> Drain:
-    """The stop under load of a stack started for it."""
-    stack = CATALOGUE[started.name]
+def stop_under_load(target: CheckTarget) -> Drain:
+    """The stop under load of a started stack: it is stopped (or killed) when this returns."""
+    stack = target.stack
     long = "sleep" in stack.scenarios
     path = f"/sleep?ms={SHORT_MS}" if long else "/plaintext"
     request = LoadRequest(
-        url=f"http://{HOST}:{started.port}{path}", connections=CONNECTIONS, threads=1,
-        duration_s=LOAD_S, timeout_s=int(EXIT_LIMIT_S), cores=load_cores, tool="vegeta",
+        url=f"{target.url}{path}", connections=CONNECTIONS, threads=1,
+        duration_s=LOAD_S, timeout_s=int(EXIT_LIMIT_S), cores=target.load_cores, tool="vegeta",
         rate=RATE, name="drain",
     )  # fmt: skip
     result: list[tuple[int, str | None, float | None]] = []
     stopper = threading.Thread(
-        target=lambda: result.append(
-            _stop_under_load(started.server, started.port, stack.stop_signal, long)
-        ),
-        daemon=True,
+        target=lambda: result.append(_signal_under_load(target, long)), daemon=True
     )
     stopper.start()
     try:
-        run_tool(request, started.registry, started.workdir)
+        run_tool(request, target.registry, target.workdir)
     finally:  # the signal is never sent after the check has ended
         stopper.join(EXIT_LIMIT_S + SIGNAL_AT_S + 1)
     if not result:
         raise LoadToolError("the stop signal was not sent in time")  # never seen: a guard
     signalled_ns, in_flight, exit_s = result[0]
-    counts = _count(started.workdir / "vegeta.bin", signalled_ns)
+    counts = _count(target.workdir / "vegeta.bin", signalled_ns)
     if counts["sent_before"] == 0:
         raise LoadToolError(f"vegeta sent nothing in the {SIGNAL_AT_S:g} s before the signal")
     return Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, long_sent=long, **counts)
-
-
-def drain_stacks(
-    names: list[str], cores: tuple[int, ...], load_cores: tuple[int, ...],
-    progress: Callable[[str], None],
-) -> list[StackDrain]:  # fmt: skip
-    """Every stack in turn, one worker on `cores`, vegeta on `load_cores`."""
-    return check_each(
-        names, cores, progress, lambda started: drain(started, load_cores), Drain.sentence
-    )
