@@ -25,7 +25,7 @@ from rich.console import Console
 from benchlab.analysis.summary import summarise
 from benchlab.answers import ReadWorlds
 from benchlab.conformance.check import Conformance, Failure, ShapeResult
-from benchlab.conformance.shapes import SHAPES
+from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.errors import LoadToolError
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated
@@ -89,6 +89,8 @@ class FakeStack:
     slowed: SlowClients | None = None  # None: unharmed by any mode asked
     check_fails: str | None = None
     interrupts_check: bool = False  # Ctrl-C during its first resilience check
+    dies_in_check: bool = False  # its slow-client check leaves it dead
+    start_fails_at: int | None = None  # only its Nth launch fails to start (1 = the first)
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -165,6 +167,7 @@ class FakeExecutor:
         self.loads: list[Loaded] = []
         self.resilience_checked: list[tuple[str, int, int]] = []  # stack, launch, port
         self.checks: list[Checked] = []  # what each resilience check was asked
+        self.conformed: list[ShapeSet] = []  # what each conformance check sent
 
     def monotonic(self) -> float:
         return self.now
@@ -176,7 +179,10 @@ class FakeExecutor:
         server = FakeServer(name, count, FIRST_PORT + len(self.servers))
         self.servers[server.port] = server
         self.now += START_S
-        problem = self.stacks[name].start_problem
+        fake = self.stacks[name]
+        problem = fake.start_problem or (
+            "exited during start" if fake.start_fails_at == count else None
+        )
         if problem is not None:
             server.returncode, server.log = 1, ["boom: cannot start"]
         counters_port = COUNTERS_PORT_OFFSET + server.port if launch.stack.counters else None
@@ -190,17 +196,18 @@ class FakeExecutor:
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return True
 
-    def conform(self, address: str, port: int) -> Conformance:
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
         server = self.servers[port]
         assert server.alive(), "checked a stopped stack"
         self.now += CONFORM_S
+        self.conformed.append(shapes)
         wrong = self.stacks[server.stack].misparses
         return Conformance(
             tuple(
                 ShapeResult(
                     shape, 1, (Failure(7, "a wrong answer"),) if shape.name == wrong else ()
                 )
-                for shape in SHAPES
+                for shape in shapes.shapes
             )
         )
 
@@ -215,6 +222,8 @@ class FakeExecutor:
     ) -> SlowClients:
         server = self._checked_server(checked)
         self.now += slow_check.expected_s(len(modes), rounds)
+        if self.stacks[server.stack].dies_in_check:
+            server.returncode, server.log = -9, ["killed by the kernel"]
         slowed = self.stacks[server.stack].slowed
         if slowed is not None:
             return slowed

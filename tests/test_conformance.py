@@ -134,3 +134,25 @@ def test_a_run_with_conform_flags_a_misparsing_stack_and_ranks_it_apart(
     ranked = [r["stack"] for point in report["rankings"] for r in point["ranking"]]
     assert ranked == [cells["correct"]["stack_label"]]
     assert list(isolated_tmp.iterdir()) == []
+
+
+def test_a_users_request_is_asked_in_every_shape_with_its_own_headers() -> None:
+    """tune's answer is sent the same shapes for the app's own GET: its path and headers in
+    every shape but the malformed request line; the catalogue's set asks /plaintext."""
+    from benchlab.conformance.shapes import CATALOGUE_SHAPES, shapes_for
+    from benchlab.scenarios import Expectation
+
+    assert CATALOGUE_SHAPES.follow_up == b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    get = Expectation("/orders/7", None, None, headers=(("Authorization", "Bearer t"),),
+                      contract=False)  # fmt: skip
+    asked = shapes_for(get)
+    for shape in asked.shapes:
+        if shape.name == "bad-request-line":
+            assert b"/orders/7" not in shape.raw
+            continue
+        assert b" /orders/7 HTTP/1." in shape.raw and b"Authorization: Bearer t\r\n" in shape.raw
+    pipelined = next(s for s in asked.shapes if s.name == "pipelined")
+    assert pipelined.raw.count(b"GET /orders/7 HTTP/1.1") == 2
+    # A POST or HEAD to a user's GET path may be refused any way but a 5xx.
+    head = next(s for s in asked.shapes if s.name == "head")
+    assert 403 in head.answers[0].statuses and 500 not in head.answers[0].statuses

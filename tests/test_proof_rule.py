@@ -111,6 +111,7 @@ def _tune_session(
 def _tune_with_a_proof(
     tmp_path: Path, capacity_rps: float, replicates: list[float],
     slowed: SlowClients | None = None, executor: FakeExecutor | None = None,
+    misparses: str | None = None,
 ) -> tuple[Store, str, list[str]]:  # fmt: skip
     """A tune whose search found `replicates` for gthread w=1 t=16, then its proof, then
     (given an executor) its check beside slow clients, which find `slowed`."""
@@ -119,7 +120,9 @@ def _tune_with_a_proof(
     check = executor is not None
     executor = executor or FakeExecutor({})
     executor.stacks = {
-        f"{kind.name}-as-printed": FakeStack(result_at=model_server(capacity_rps), slowed=slowed),
+        f"{kind.name}-as-printed": FakeStack(
+            result_at=model_server(capacity_rps), slowed=slowed, misparses=misparses
+        ),
         kind.name: FakeStack(),
     }
     store = Store(tmp_path / "results.db")
@@ -265,7 +268,9 @@ def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_prox
     calm, starved = Trial(5.0, 100.0, 0.0), Trial(None, 0.0, 1.0)
     held = SlowClients(32, 100, (SlowResult("headers", (calm,) * 3, (starved,) * 3),))
     executor = FakeExecutor({})
-    store, run_id, said = _tune_with_a_proof(tmp_path, 150.0, [150.0, 160.0, 170.0], held, executor)
+    store, run_id, said = _tune_with_a_proof(
+        tmp_path, 150.0, [150.0, 160.0, 170.0], held, executor, misparses="pipelined"
+    )
     best = json.loads(render_json(summarise(store, run_id)))["recommendation"]
     (checked,) = executor.checks
     assert checked.rate == best["run_at_rps"] / 2 < 100, (checked.rate, best["run_at_rps"])
@@ -277,6 +282,15 @@ def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_prox
     text = " ".join(out.getvalue().split())
     assert "proxy: put a buffering proxy (nginx) in front: harmed by 32 slow clients" in text
     assert any("needs a buffering proxy in front" in line for line in said), said
+    # Its parsing, asked for the app's own request: each shape and offset, before the load.
+    (asked,) = executor.conformed
+    assert asked.follow_up.startswith(b"GET /app HTTP/1.1\r\n")
+    assert {shape.raw.split(b" ")[1] for shape in asked.shapes} >= {b"/app"}
+    assert best["parsing"]["unranking"] == ["pipelined, split after byte 7: a wrong answer"]
+    assert (
+        "parsing: frames requests wrong (pipelined, split after byte 7: a wrong answer): "
+        "put a proxy that parses them (nginx) in front" in text
+    )
 
     unharmed = tmp_path / "unharmed"
     unharmed.mkdir()
@@ -285,4 +299,6 @@ def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_prox
     assert best["slow_clients"]["needs_proxy"] is False, best
     out = io.StringIO()
     render_table(summarise(store, run_id), Console(file=out, width=200))
-    assert "proxy: none needed beside slow clients" in " ".join(out.getvalue().split())
+    text = " ".join(out.getvalue().split())
+    assert "proxy: none needed beside slow clients" in text
+    assert "parsing: every request shape right, whole and split at every byte" in text

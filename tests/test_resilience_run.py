@@ -132,6 +132,42 @@ def test_slow_readers_get_their_file_only_when_the_run_sends_them(tmp_path: Path
     assert [c.serves_read_file for c in executor.checks] == [False, False, False]
 
 
+def test_a_stack_that_does_not_start_or_dies_for_its_checks_is_said_not_checked(
+    tmp_path: Path,
+) -> None:
+    executor = FakeExecutor({
+        "gin": FakeStack(start_fails_at=3),  # two rounds, then its checks' launch
+        "sanic": FakeStack(dies_in_check=True),
+        "tornado": FakeStack(),
+    })  # fmt: skip
+    run = run_inprocess(tmp_path, _recipe('drain = true\nslow_clients = ["headers"]'), executor)
+    assert run.outcome.status == "complete"
+    cells = {c["stack"]: c["facts"] for c in run.report()["cells"]}
+    for key in ("slow_clients", "drain"):
+        assert "exited during start" in cells["gin"][key]["problem"], cells["gin"]
+    assert cells["sanic"]["slow_clients"]["needs_proxy"] is False
+    assert cells["sanic"]["drain"]["problem"].startswith("it was not running after the slow")
+    assert cells["tornado"]["drain"]["verdict"] == "drains"
+
+
+def test_within_a_budget_the_rounds_leave_the_checks_their_time(tmp_path: Path) -> None:
+    """Two stacks that never separate would take every adaptive round the budget allows:
+    the rounds stop where the checks' time begins, and every stack is checked."""
+    flipping = [Figures(10_000), Figures(12_000)]
+    executor = FakeExecutor({
+        "gin": FakeStack({"plaintext": flipping}),
+        "sanic": FakeStack({"plaintext": flipping[::-1]}),
+        "tornado": FakeStack(),
+    })  # fmt: skip
+    recipe = _recipe("drain = true\nmax_trials = 60")
+    run = run_inprocess(tmp_path, recipe, executor, deadline_s=150.0)
+    cells = {c["stack"]: c["facts"] for c in run.report()["cells"]}
+    assert all(cells[s]["drain"].get("verdict") == "drains" for s in cells), cells
+    rounds = sum(1 for stack, _ in executor.launches if stack == "gin") - 1
+    assert 2 < rounds < 60  # adaptive rounds ran, and stopped short for the checks
+    assert executor.now <= 150.0
+
+
 def test_a_run_without_the_keys_checks_nothing_and_shows_no_section(tmp_path: Path) -> None:
     executor = FakeExecutor({name: FakeStack() for name in ("gin", "sanic", "tornado")})
     run = run_inprocess(tmp_path, _recipe("conform = false"), executor)

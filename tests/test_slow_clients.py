@@ -101,3 +101,12 @@ def test_slow_readers_go_only_to_a_stack_that_serves_their_file(tmp_path: Path) 
         f"({READ_PATH}))"
     )
     assert SlowClients.from_json(found.to_json()) == found
+
+
+def test_the_recipe_key_names_every_kind_of_slow_client_and_no_other() -> None:
+    from typing import get_args
+
+    from benchlab.recipe.schema import SlowClientMode
+    from benchlab.resilience.slow_clients import MODES
+
+    assert list(MODES) == list(get_args(SlowClientMode))

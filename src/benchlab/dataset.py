@@ -60,6 +60,11 @@ def gzip_document() -> bytes:
     ).encode()
 
 
+def file_name(kb: int) -> str:
+    """The static scenario's file of `kb` KiB, as the apps serve it under /static/."""
+    return f"{kb}k.bin"
+
+
 def file_bytes(kb: int) -> bytes:
     """The static scenario's file, and the upload scenario's body: `kb` KiB that do not
     compress (a compressing server gains nothing), the same on every run."""

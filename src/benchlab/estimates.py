@@ -23,6 +23,7 @@ from benchlab.load import TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.resilience import drain, slow_clients
+from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
 from benchlab.scenarios import SCENARIOS
 from benchlab.service_kinds import Service
 from benchlab.stacks import CATALOGUE
@@ -226,10 +227,11 @@ def plan_lines(
         + f"; {base.text()}"
     ]
     if checks := checks_seconds(cells, recipe, costs):
-        asked = ["slow clients"] * bool(recipe.slow_clients) + ["drain"] * recipe.drain
+        asked = [CHECK_WORDS[SLOW_CLIENTS]] * bool(recipe.slow_clients)
+        asked += [CHECK_WORDS[DRAIN]] * recipe.drain
         lines.append(
-            f"  then {' and '.join(asked)} checks: {len({c.stack for c in cells})} stack(s), "
-            f"about {minutes(checks)}"
+            f"  then the checks of {' and '.join(asked)}: {len({c.stack for c in cells})} "
+            f"stack(s), about {minutes(checks)}"
         )
     if recipe.max_trials and recipe.max_trials > recipe.trials:
         most = estimate(

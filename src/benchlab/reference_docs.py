@@ -14,7 +14,7 @@ import typer.main
 
 from benchlab import environment
 from benchlab import figures as F
-from benchlab.analysis.verdicts import VERDICTS
+from benchlab.analysis.verdicts import VERDICTS, VerdictKind
 from benchlab.cli import app
 from benchlab.errors import EXIT_MEANINGS
 from benchlab.recipe.schema import recipe_json_schema
@@ -171,10 +171,16 @@ def figures_page() -> str:
     )
 
 
+def _doubted(verdict: VerdictKind) -> str:
+    if verdict.robustness:
+        return "none: robustness, beside the figures"
+    return verdict.weakens.label if verdict.weakens else "the ranking figure"
+
+
 def verdicts_page() -> str:
     rows = [
         [f"`{verdict.name}`", _cell(verdict.about),
-         _cell(verdict.weakens.label if verdict.weakens else "the ranking figure"),
+         _cell(_doubted(verdict)),
          "yes" if verdict.caution else "no"]
         for verdict in VERDICTS.values()
     ]  # fmt: skip

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, gzip_document
+from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, file_name, gzip_document
 from benchlab.service_kinds import DATABASES, Service
 
 HUI_BODY = (
@@ -221,7 +221,7 @@ _EXPECTATIONS = {
         )
     ],
     "static": lambda kb: [
-        Expectation(f"/static/{kb}k.bin", "application/octet-stream", file_bytes(kb))
+        Expectation(f"/static/{file_name(kb)}", "application/octet-stream", file_bytes(kb))
     ],
     "upload": lambda kb: [
         Expectation(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from benchlab.dataset import file_bytes
+from benchlab.dataset import file_bytes, file_name
 from benchlab.errors import BenchlabError, UserError
 from benchlab.hosts.base import THIS_MACHINE
 from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
@@ -88,7 +88,7 @@ def check_each(
 def _static_files(workdir: Path) -> Path:
     """The slow readers' file, where every stack's user may read it."""
     directory = new_dir(workdir / "static", 0o755)
-    path = directory / f"{READ_KB}k.bin"
+    path = directory / file_name(READ_KB)
     path.write_bytes(file_bytes(READ_KB))
     path.chmod(0o644)
     return directory

@@ -16,7 +16,7 @@ from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.modes import Mode
-from benchlab.resilience.facts import NotChecked
+from benchlab.resilience.facts import ANSWER_CONFORMANCE, NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
 
@@ -50,8 +50,10 @@ class CandidateResult:
     # The server's own count in the first pass (a closed loop): its threads' wait for the
     # GIL ÷ their time with a request; None: its server keeps no such count.
     gil_wait_share: float | None = None
-    # Its command beside slow clients (tune/proxy_check.py), checked for the answer only.
+    # Its command beside slow clients, and its HTTP/1.1 parsing (conformance facts), both
+    # checked for the answer only (tune/proxy_check.py).
     slow_clients: SlowClients | NotChecked | None = None
+    parsing: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -207,6 +209,7 @@ class Recommendation:
             "equally_good": [c.to_json() for c in self.equals],
             "findings": self.findings,
             "slow_clients": _slow_clients_json(self.best.slow_clients),
+            "parsing": self.best.parsing,
         }
 
 
@@ -326,6 +329,8 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 gil_wait_share=first.value(F.GIL_WAIT),
                 slow_clients=(found.slow_clients if found is not None else None)
                 or first.slow_clients,
+                parsing=(found.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
+                or first.facts.get(ANSWER_CONFORMANCE),
             )
         )
     return results

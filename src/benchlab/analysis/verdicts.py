@@ -427,6 +427,8 @@ class VerdictKind:
     tool_figure: bool = False
     bound: Side | None = None  # whose limit it says was reached, when always the same side
     unranked: bool = False  # a cell with it is measured and shown, but not ranked
+    # It tells of the server's robustness, beside its figures: it casts doubt on none.
+    robustness: bool = False
 
     def says(self, sentence: str, bound: Side | None = None) -> Verdict:
         return Verdict(self.name, sentence, bound or self.bound)
@@ -466,8 +468,8 @@ def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
         return None
     harmed = [r for r in found.results if r.harmed]
     return NEEDS_PROXY.says(
-        f"{'; '.join(r.sentence() for r in harmed)} in every round: put a buffering proxy "
-        "(nginx) in front of it"
+        f"{'; '.join(r.sentence() for r in harmed)}: harmed in every round, so put a "
+        "buffering proxy (nginx) in front of it"
     )
 
 
@@ -553,19 +555,20 @@ INPUT_LIMITS = _declare(VerdictKind(
         "input-limits", "cautions", "it mishandled a malformed request or a header's size",
         "this tells of robustness (a proxy in front may be needed), not of the figures",
     ),
-    None,
+    None, robustness=True,
 ))  # fmt: skip
 DROPS = _declare(VerdictKind(
     "drops", "a server that failed requests it had taken when stopped",
     _stop_verdict("drops", "a deploy that stops it fails what it was serving"), None,
+    robustness=True,
 ))  # fmt: skip
 HANGS = _declare(VerdictKind(
     "hangs", "a server that did not exit when stopped",
-    _stop_verdict("hangs", "a deploy waits for its kill timeout"), None,
+    _stop_verdict("hangs", "a deploy waits for its kill timeout"), None, robustness=True,
 ))  # fmt: skip
 NEEDS_PROXY = _declare(VerdictKind(
     "needs-proxy", "a server that slow clients harm: it needs a buffering proxy",
-    _slow_clients, None,
+    _slow_clients, None, robustness=True,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

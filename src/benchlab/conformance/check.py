@@ -3,12 +3,13 @@ request at a time, and whether the server still answers afterwards."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from benchlab.conformance.probe import probe, still_answers
-from benchlab.conformance.shapes import SHAPES, Shape
+from benchlab.conformance.shapes import CATALOGUE_SHAPES, Shape, ShapeSet
 
 # A shape stops after this many failures: the first offsets say what is wrong, and a server
 # that hangs would otherwise cost a timeout per offset.
@@ -125,18 +126,25 @@ def offsets(shape: Shape) -> list[int | None]:
 def check_server(
     host: str,
     port: int,
-    shapes: tuple[Shape, ...] = SHAPES,
+    shapes: ShapeSet | tuple[Shape, ...] = CATALOGUE_SHAPES,
     progress: Callable[[str], None] = lambda _: None,
 ) -> Conformance:
+    """Every shape, whole and split at each offset; a tuple of the catalogue's shapes is
+    followed by their plain GET, a ShapeSet (a user's app's) by its own."""
+    asked = (
+        shapes
+        if isinstance(shapes, ShapeSet)
+        else dataclasses.replace(CATALOGUE_SHAPES, shapes=shapes)
+    )
     results = []
-    for shape in shapes:
+    for shape in asked.shapes:
         failures: list[Failure] = []
         notes: dict[str, None] = {}
         sent = 0
         every = offsets(shape)
         for offset in every:
             sent += 1
-            probed = probe(host, port, shape, offset)
+            probed = probe(host, port, shape, offset, asked)
             if probed.note is not None:
                 notes[probed.note] = None
             if probed.problem is not None:
@@ -146,7 +154,7 @@ def check_server(
         stopped = len(failures) >= MAX_FAILURES and sent < len(every)
         results.append(ShapeResult(shape, sent, tuple(failures), stopped, tuple(notes)))
         progress(f"{shape.name}: {sent - len(failures)}/{sent} right")
-        down = still_answers(host, port)
+        down = still_answers(host, port, asked)
         if down is not None:
             return Conformance(tuple(results), down_after=f"after {shape.name}: {down}")
     return Conformance(tuple(results))

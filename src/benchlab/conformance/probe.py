@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import h11
 
-from benchlab.conformance.shapes import GET_PLAINTEXT, Answer, Shape, request_bytes
+from benchlab.conformance.shapes import CATALOGUE_SHAPES, Answer, Shape, ShapeSet
 from benchlab.verify import check_response
 
 # Between the two parts of a split request: the server's read returns the first part alone
@@ -21,7 +21,6 @@ from benchlab.verify import check_response
 GAP_S = 0.005
 TIMEOUT_S = 5.0  # an answer slower than this on loopback, one request at a time, is a hang
 CLOSE_WAIT_S = 2.0  # a server that must close has this long to do it after its answer
-FOLLOW_UP = request_bytes("GET /plaintext HTTP/1.1")
 CHUNK_BYTES = 64 * 1024  # a large request goes out in these, watching for an early answer
 # What `read` returns when the server closed (or reset) the connection before any byte of
 # the answer: a refusal to answer on that connection, not a wrong answer.
@@ -40,9 +39,12 @@ CLOSES_UNANNOUNCED = (
 )
 
 
-def probe(host: str, port: int, shape: Shape, offset: int | None) -> Probed:
+def probe(
+    host: str, port: int, shape: Shape, offset: int | None, asked: ShapeSet = CATALOGUE_SHAPES
+) -> Probed:
     """`shape` sent whole (`offset` None) or split after `offset` bytes: every answer right,
-    and the connection in step or closed as it must be."""
+    and the connection in step or closed as it must be (`asked`'s plain GET answered after
+    it)."""
     try:
         with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -65,9 +67,9 @@ def probe(host: str, port: int, shape: Shape, offset: int | None) -> Probed:
             if shape.closes:
                 return Probed(reader.closed_after_answer())
             if shape.follow_up and reader.reusable:
-                if not _send(sock, FOLLOW_UP, None):
+                if not _send(sock, asked.follow_up, None):
                     return Probed(note=CLOSES_UNANNOUNCED)
-                problem = reader.read(GET_PLAINTEXT)
+                problem = reader.read(asked.answer)
                 if problem is CLOSED:
                     return Probed(note=CLOSES_UNANNOUNCED)
                 if problem is not None:
@@ -77,12 +79,12 @@ def probe(host: str, port: int, shape: Shape, offset: int | None) -> Probed:
         return Probed(f"connection failed: {exc.strerror or exc}")
 
 
-def still_answers(host: str, port: int) -> str | None:
+def still_answers(host: str, port: int, asked: ShapeSet = CATALOGUE_SHAPES) -> str | None:
     """A fresh connection's plain GET is answered right: the server is up."""
     try:
         with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
-            sock.sendall(FOLLOW_UP)
-            return _Reader(sock).read(GET_PLAINTEXT)
+            sock.sendall(asked.follow_up)
+            return _Reader(sock).read(asked.answer)
     except OSError as exc:
         return f"connection failed: {exc.strerror or exc}"
 

@@ -59,91 +59,145 @@ class Shape:
     unranks: bool = True
 
 
-def request_bytes(line: str, *headers: str, body: bytes = b"", host: bool = True) -> bytes:
+def request_bytes(
+    line: str, *headers: str, body: bytes = b"", host: bool = True, more: tuple[str, ...] = ()
+) -> bytes:
+    """The request's bytes: its line, Host, `headers`, the request's own `more` headers."""
     head = line.encode() + b"\r\n" + (HOST_LINE if host else b"")
-    head += b"".join(h.encode() + b"\r\n" for h in headers)
+    head += b"".join(h.encode() + b"\r\n" for h in (*headers, *more))
     return head + b"\r\n" + body
 
 
-GET_PLAINTEXT = Answer("GET", PLAINTEXT)
-SHAPES: tuple[Shape, ...] = (
-    Shape("get", "a plain GET", request_bytes("GET /plaintext HTTP/1.1"), (GET_PLAINTEXT,)),
-    Shape(
-        "get-with-body",
-        "a GET with a body (Content-Length): the body must be read past, not taken as the "
-        "next request",
-        request_bytes("GET /plaintext HTTP/1.1", "Content-Length: 5", body=b"hello"),
-        (GET_PLAINTEXT,),
-    ),
-    Shape(
-        "post-content-length",
-        "a POST with Content-Length (any answer but a 5xx; the connection stays in step)",
-        request_bytes("POST /plaintext HTTP/1.1", "Content-Length: 13", body=b"Hello, World!"),
-        (Answer("POST", None, statuses=(200, 404, 405)),),
-    ),
-    Shape(
-        "post-chunked",
-        "a chunked POST (any answer but a 5xx; the connection stays in step)",
-        request_bytes(
-            "POST /plaintext HTTP/1.1",
-            "Transfer-Encoding: chunked",
-            body=b"5\r\nHello\r\n8\r\n, World!\r\n0\r\n\r\n",
+@dataclass(frozen=True)
+class ShapeSet:
+    """The shapes one server is sent, and the plain GET that follows a shape on the same
+    connection (and, on a fresh one, says the server is still up)."""
+
+    shapes: tuple[Shape, ...]
+    follow_up: bytes
+    answer: Answer
+
+
+def shapes_for(get: Expectation, second: Expectation | None = None) -> ShapeSet:
+    """Every shape, asking for `get` (a GET) and, pipelined after it, `second` (default
+    `get` again). The catalogue's stacks are asked for /plaintext and /json and their
+    answers checked as the contract's; a user's app (tune) for its own request, with its
+    own headers, its answers checked as its request says, and any status but a 5xx where
+    the shape asks something the app may not route (a POST, a HEAD)."""
+    path, more = get.path, tuple(f"{name}: {value}" for name, value in get.headers)
+    routed = (200, 404, 405) if get.contract else tuple(range(200, 500))
+    answer = Answer("GET", get)
+    follow = request_bytes(f"GET {path} HTTP/1.1", more=more)
+    after = second or get
+    return ShapeSet(
+        (*_framed(path, more, answer, after, routed), *_ended(path, more, get, answer, routed)),
+        follow,
+        answer,
+    )
+
+
+def _framed(
+    path: str, more: tuple[str, ...], answer: Answer, after: Expectation, routed: tuple[int, ...]
+) -> tuple[Shape, ...]:
+    """The shapes whose framing keeps the connection in step: a GET, with a body, POSTs,
+    two pipelined."""
+    follow = request_bytes(f"GET {path} HTTP/1.1", more=more)
+    return (
+        Shape("get", "a plain GET", follow, (answer,)),
+        Shape(
+            "get-with-body",
+            "a GET with a body (Content-Length): the body must be read past, not taken as the "
+            "next request",
+            request_bytes(f"GET {path} HTTP/1.1", "Content-Length: 5", body=b"hello", more=more),
+            (answer,),
         ),
-        (Answer("POST", None, statuses=(200, 404, 405)),),
-    ),
-    Shape(
-        "pipelined",
-        "two requests in one write, answered in order",
-        request_bytes("GET /plaintext HTTP/1.1") + request_bytes("GET /json HTTP/1.1"),
-        (GET_PLAINTEXT, Answer("GET", JSON)),
-    ),
-    Shape(
-        "head",
-        "HEAD: the status and headers, no body (405 too: some frameworks route GET only)",
-        request_bytes("HEAD /plaintext HTTP/1.1"),
-        (Answer("HEAD", None, statuses=(200, 404, 405)),),
-    ),
-    Shape(
-        "connection-close",
-        "Connection: close: answered, then the server closes",
-        request_bytes("GET /plaintext HTTP/1.1", "Connection: close"),
-        (GET_PLAINTEXT,),
-        closes=True,
-    ),
-    Shape(
-        "http-1.0",
-        "HTTP/1.0 without keep-alive: answered, then the server closes",
-        request_bytes("GET /plaintext HTTP/1.0", host=False),
-        (Answer("GET", PLAINTEXT, http10=True),),
-        closes=True,
-    ),
-    Shape(
-        "bad-request-line",
-        "a request line with a space in its target: refused with a 4xx",
-        request_bytes("GET /plain text HTTP/1.1"),
-        (Answer("GET", None, statuses=tuple(range(400, 500))),),
-        follow_up=False,  # after a malformed request a server may close without saying so
-        unranks=False,
-    ),
-    Shape(
-        "long-header",
-        f"a {LONG_VALUE_BYTES:,}-byte header value, under most servers' limit (8 KiB: nginx, "
-        "gunicorn, uvicorn)",
-        request_bytes("GET /plaintext HTTP/1.1", "X-Long: " + "a" * LONG_VALUE_BYTES),
-        (GET_PLAINTEXT,),
-        split=False,
-        unranks=False,
-    ),
-    Shape(
-        "oversized-header",
-        f"a {OVERSIZED_VALUE_BYTES // 1024 // 1024} MiB header value: refused (400, 431…), the "
-        "server still up",
-        request_bytes("GET /plaintext HTTP/1.1", "X-Big: " + "a" * OVERSIZED_VALUE_BYTES),
-        (Answer("GET", None, statuses=REFUSALS),),
-        split=False,
-        follow_up=False,
-        close_refuses=True,
-        unranks=False,
-    ),
-)
+        Shape(
+            "post-content-length",
+            "a POST with Content-Length (any answer but a 5xx; the connection stays in step)",
+            request_bytes(
+                f"POST {path} HTTP/1.1", "Content-Length: 13", body=b"Hello, World!", more=more
+            ),
+            (Answer("POST", None, statuses=routed),),
+        ),
+        Shape(
+            "post-chunked",
+            "a chunked POST (any answer but a 5xx; the connection stays in step)",
+            request_bytes(
+                f"POST {path} HTTP/1.1",
+                "Transfer-Encoding: chunked",
+                body=b"5\r\nHello\r\n8\r\n, World!\r\n0\r\n\r\n",
+                more=more,
+            ),
+            (Answer("POST", None, statuses=routed),),
+        ),
+        Shape(
+            "pipelined",
+            "two requests in one write, answered in order",
+            follow + request_bytes(f"GET {after.path} HTTP/1.1", more=more),
+            (answer, Answer("GET", after)),
+        ),
+    )
+
+
+def _ended(
+    path: str, more: tuple[str, ...], get: Expectation, answer: Answer, routed: tuple[int, ...]
+) -> tuple[Shape, ...]:
+    """HEAD, the shapes after which the server must close, the malformed and the large."""
+    return (
+        Shape(
+            "head",
+            "HEAD: the status and headers, no body (405 too: some frameworks route GET only)",
+            request_bytes(f"HEAD {path} HTTP/1.1", more=more),
+            (Answer("HEAD", None, statuses=routed),),
+        ),
+        Shape(
+            "connection-close",
+            "Connection: close: answered, then the server closes",
+            request_bytes(f"GET {path} HTTP/1.1", "Connection: close", more=more),
+            (answer,),
+            closes=True,
+        ),
+        Shape(
+            "http-1.0",
+            "HTTP/1.0 without keep-alive: answered, then the server closes",
+            request_bytes(f"GET {path} HTTP/1.0", host=False, more=more),
+            (Answer("GET", get, http10=True),),
+            closes=True,
+        ),
+        Shape(
+            "bad-request-line",
+            "a request line with a space in its target: refused with a 4xx",
+            request_bytes("GET /plain text HTTP/1.1"),
+            (Answer("GET", None, statuses=tuple(range(400, 500))),),
+            follow_up=False,  # after a malformed request a server may close without saying so
+            unranks=False,
+        ),
+        Shape(
+            "long-header",
+            f"a {LONG_VALUE_BYTES:,}-byte header value, under most servers' limit (8 KiB: "
+            "nginx, gunicorn, uvicorn)",
+            request_bytes(f"GET {path} HTTP/1.1", "X-Long: " + "a" * LONG_VALUE_BYTES, more=more),
+            (answer,),
+            split=False,
+            unranks=False,
+        ),
+        Shape(
+            "oversized-header",
+            f"a {OVERSIZED_VALUE_BYTES // 1024 // 1024} MiB header value: refused (400, 431…), "
+            "the server still up",
+            request_bytes(
+                f"GET {path} HTTP/1.1", "X-Big: " + "a" * OVERSIZED_VALUE_BYTES, more=more
+            ),
+            (Answer("GET", None, statuses=REFUSALS),),
+            split=False,
+            follow_up=False,
+            close_refuses=True,
+            unranks=False,
+        ),
+    )
+
+
+CATALOGUE_SHAPES = shapes_for(PLAINTEXT, JSON)  # every catalogue stack serves both
+SHAPES: tuple[Shape, ...] = CATALOGUE_SHAPES.shapes
+GET_PLAINTEXT = CATALOGUE_SHAPES.answer
 SHAPES_BY_NAME = {shape.name: shape for shape in SHAPES}

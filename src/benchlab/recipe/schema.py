@@ -131,6 +131,11 @@ RoleName = Literal["server", "database", "load"]
 SlowClientMode = Literal["headers", "body", "read"]
 
 
+def _each_once(values: list[Any]) -> list[Any]:
+    """A list's values in their order, each once."""
+    return list(dict.fromkeys(values))
+
+
 class HostEntry(_Strict):
     """A machine (or a namespace of this one) and the roles it plays in the run."""
 
@@ -302,7 +307,9 @@ class Recipe(_Strict):
     """Stop each stack under load once, after its rounds (`benchlab drain`'s check: a fixed
     rate, one long request in flight, the stack's stop signal): `drops` when it fails a
     request it had taken, `hangs` when it does not exit. About 10 s a stack."""
-    slow_clients: list[SlowClientMode] = Field(default_factory=list)
+    slow_clients: Annotated[list[SlowClientMode], AfterValidator(_each_once)] = Field(
+        default_factory=list
+    )
     """Measure each stack once, after its rounds, with and without 32 slow clients
     (`benchlab slow-clients`' check): "headers" trickled, a "body" sent slowly, a 1 MiB
     answer "read" slowly (from a stack that serves static files), any of them; `needs-proxy`

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, create_model
 
 from benchlab import figures as F
+from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
     COMPARE,
     CONFORM,
@@ -382,7 +383,7 @@ class SlowRound(_Closed):
 
 
 class SlowMode(_Closed):
-    mode: Literal["headers", "body", "read"]
+    mode: SlowClientMode
     slow_path: str
     """Where the slow clients sent: /upload for a slow body where the app reads one, a 1 MiB
     static file for slow readers."""
@@ -397,7 +398,7 @@ class SlowMode(_Closed):
 
 
 class SlowSkipped(_Closed):
-    mode: Literal["headers", "body", "read"]
+    mode: SlowClientMode
     why: str
     """Why the mode could not be sent to this stack (slow readers need a static file)."""
 

@@ -13,7 +13,7 @@ from benchlab.analysis.recommendation import (
     recommend,
 )
 from benchlab.analysis.summary import RunSummary
-from benchlab.resilience.facts import NotChecked
+from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
 
 # A tune report's two sections, titled once for every format.
@@ -165,6 +165,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     elif not recommendation.provisional:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip
+    if recommendation.best.parsing is not None:
+        lines.append(f"  parsing: {parsing_text(recommendation.best.parsing)}")
     if (proxy := proxy_text(recommendation.best.slow_clients)) is not None:
         lines.append(f"  proxy: {proxy}")
     lines.append(f"  why: {recommendation.reason}")
@@ -211,7 +213,7 @@ def proxy_text(found: SlowClients | NotChecked | None) -> str | None:
     if isinstance(found, NotChecked):
         return f"not checked beside slow clients ({found.problem})"
     if found.needs_proxy:
-        return f"put a buffering proxy (nginx) in front: {found.sentence()}, in every round"
+        return f"put a buffering proxy (nginx) in front: {found.sentence()} (in every round)"
     return f"none needed beside slow clients: {found.sentence()}"
 
 

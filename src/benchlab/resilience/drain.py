@@ -163,8 +163,8 @@ def _signal_under_load(target: CheckTarget, long: bool) -> tuple[int, str | None
 
 
 def _count(records: Path, signalled_ns: int) -> dict[str, Any]:
-    counts = dict.fromkeys(("sent_before", "failed_before", "sent_after", "answered_after",
-                            "refused_after", "failed_after"), 0)  # fmt: skip
+    counts = dict.fromkeys(("sent_before", "failed_before", "refused_before", "sent_after",
+                            "answered_after", "refused_after", "failed_after"), 0)  # fmt: skip
     failures: set[str] = set()
     for line in kept_records(records)():
         if not line.strip():
@@ -178,6 +178,7 @@ def _count(records: Path, signalled_ns: int) -> dict[str, Any]:
         if sent < signalled_ns:
             counts["sent_before"] += 1
             counts["failed_before"] += not answered and not refused
+            counts["refused_before"] += refused
         else:
             counts["sent_after"] += 1
             counts["answered_after"] += answered
@@ -196,7 +197,8 @@ def _error_kind(error: str, code: int) -> str:
 
 
 def stop_under_load(target: CheckTarget) -> Drain:
-    """The stop under load of a started stack: it is stopped (or killed) when this returns."""
+    """The stop under load of a started stack: sent its stop signal; one that hangs is still
+    running when this returns (whoever started it stops it)."""
     stack = target.stack
     long = "sleep" in stack.scenarios
     path = f"/sleep?ms={SHORT_MS}" if long else "/plaintext"
@@ -220,4 +222,6 @@ def stop_under_load(target: CheckTarget) -> Drain:
     counts = _count(target.workdir / "vegeta.bin", signalled_ns)
     if counts["sent_before"] == 0:
         raise LoadToolError(f"vegeta sent nothing in the {SIGNAL_AT_S:g} s before the signal")
+    if counts.pop("refused_before") == counts["sent_before"]:
+        raise LoadToolError("every request before the signal was refused: it was not serving")
     return Drain(stack.stop_signal.name, RATE, in_flight, exit_s=exit_s, long_sent=long, **counts)

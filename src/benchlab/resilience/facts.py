@@ -14,6 +14,10 @@ from benchlab.resilience.slow_clients import SlowClients
 
 DRAIN = "drain"
 SLOW_CLIENTS = "slow_clients"
+CHECK_WORDS = {SLOW_CLIENTS: "slow clients", DRAIN: "stop under load"}  # in progress lines
+# tune's answer's HTTP/1.1 parsing (conformance/check.py's facts): apart from a run's
+# `conformance`, whose verdicts keep a stack out of the ranking.
+ANSWER_CONFORMANCE = "answer_conformance"
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,33 @@ def slow_client_check(facts: Mapping[str, Any]) -> SlowClients | NotChecked | No
     return NotChecked(found["problem"]) if "problem" in found else SlowClients.from_json(found)
 
 
-def attempted(check: Callable[[], Drain | SlowClients]) -> dict[str, Any]:
-    """The check's result as its facts, or why it failed: one stack's failed check is that
-    stack's, and the run goes on (a mistake of the user's still stops it)."""
+def attempted(
+    check: Callable[[], Drain | SlowClients], redacted: Callable[[str], str]
+) -> dict[str, Any]:
+    """The check's result as its facts, or why it failed, without the run's secrets (a log
+    tail may print them): one stack's failed check is that stack's, and the run goes on (a
+    mistake of the user's, or Ctrl-C, still stops it)."""
     try:
         return check().to_json()
     except UserError:
         raise
     except BenchlabError as exc:
-        return NotChecked(str(exc)).to_json()
+        return NotChecked(redacted(str(exc))).to_json()
+    except Exception as exc:
+        return NotChecked(redacted(f"{type(exc).__name__}: {exc}")).to_json()
+
+
+def parsing_text(found: Mapping[str, Any]) -> str:
+    """A conformance check's facts in words: what failed, and what to do about it."""
+    unranking, cautions = found.get("unranking") or [], found.get("cautions") or []
+    if unranking:
+        return (
+            f"frames requests wrong ({'; '.join(unranking)}): put a proxy that parses them "
+            "(nginx) in front"
+        )
+    if cautions:
+        return (
+            f"mishandles a malformed request or a header's size ({'; '.join(cautions)}): a "
+            "proxy that enforces limits (nginx) in front"
+        )
+    return f"every request shape right, whole and split at every byte ({found['requests']:,})"

@@ -15,13 +15,13 @@ import re
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
+from benchlab.dataset import file_name
 from benchlab.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.load.result import LoadResult
-from benchlab.recipe.schema import SlowClientMode
 from benchlab.resilience.target import CheckTarget
 
 SLOWHTTPTEST = "/usr/bin/slowhttptest"
@@ -60,7 +60,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")  # its colours
 # The answer slow readers ask for: far larger than the kernel's socket buffers, so a server
 # writing it waits on the reader (a few bytes' answer the buffers take whatever it reads).
 READ_KB = 1024
-READ_PATH = f"/static/{READ_KB}k.bin"
+READ_PATH = f"/static/{file_name(READ_KB)}"
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,6 @@ MODES = {
         ),
     )
 }
-
-# The recipe's key names the same modes.
-assert set(MODES) == set(get_args(SlowClientMode)), "recipe.schema.SlowClientMode"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,11 @@ def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOpt
         checks_s = checks_seconds(plan.cells, recipe, session.costs)
         options = MeasureOptions(launches_fit_deadline=True, then_s=lambda: checks_s)
         measurer = Measurer(session, options)
+        # Within a budget, the rounds leave the checks their time.
+        deadline = session.deadline_s
+        if deadline is not None and checks_s:
+            session.set_deadline(max(0.0, deadline - checks_s))
         measurer.measure(plan.cells, recipe.trials, recipe.max_trials)
+        session.set_deadline(deadline)
         check_resilience(session, measurer)
     return outcome

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from benchlab.answers import ReadWorlds
 from benchlab.conformance.check import Conformance, check_server
+from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated, run_generators
 from benchlab.load import LoadRequest
@@ -101,9 +102,12 @@ class Executor(Protocol):
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
     def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
-    def conform(self, address: str, port: int) -> Conformance: ...
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
+        ...
+
     def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
-        """Stop the stack under load (it is gone when this returns)."""
+        """Stop the stack under load (one that hangs is still running when this returns)."""
         ...
 
     def slow_clients(
@@ -197,8 +201,8 @@ class RealExecutor:
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return keeps_alive(address, port, path)
 
-    def conform(self, address: str, port: int) -> Conformance:
-        return check_server(address, port)
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        return check_server(address, port, shapes)
 
     def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
         return stop_under_load(_target(registry, checked))

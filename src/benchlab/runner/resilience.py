@@ -12,12 +12,14 @@ from typing import Any
 
 from benchlab.estimates import resilience_seconds
 from benchlab.recipe import Cell, Recipe
-from benchlab.resilience.facts import DRAIN, SLOW_CLIENTS, NotChecked, attempted
+from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS, NotChecked, attempted
 from benchlab.resilience.slow_clients import READ_KB
 from benchlab.runner.executor import Checked
 from benchlab.runner.measurer import Measurer
 from benchlab.runner.session import Session
 from benchlab.safe_files import new_dir
+
+START_STOP_S = 2.0  # the check launch's start and stop, beyond the checks themselves
 
 
 def check_resilience(session: Session, measurer: Measurer) -> None:
@@ -29,19 +31,25 @@ def check_resilience(session: Session, measurer: Measurer) -> None:
     firsts = _first_cells(session, measurer, wanted)
     for index, (name, first) in enumerate(firsts.items(), 1):
         seconds = resilience_seconds(recipe, name)
-        if not session.time_left(seconds):
-            return
-        session.reporter.status(
-            f"resilience checks [{index}/{len(firsts)}] {name}: "
-            f"{' and '.join(WORDS[key] for key in wanted)} (about {seconds:.0f} s)"
-        )
-        facts = _check_stack(session, measurer, first, index)
+        if session.time_left(seconds + START_STOP_S):
+            session.reporter.status(
+                f"resilience checks [{index}/{len(firsts)}] {name}: "
+                f"{' and '.join(CHECK_WORDS[key] for key in wanted)} (about {seconds:.0f} s)"
+            )
+            facts = _check_stack(session, measurer, first, index)
+        else:
+            unchecked = NotChecked("the budget ended before its check").to_json()
+            facts = dict.fromkeys(wanted, unchecked)
+        # What was checked is the stack as its first cell launches it: the cells of other
+        # workers, threads or flavours are not said to share it.
         for cell in session.cells:
-            if cell.stack == name:
+            if _setup(cell) == _setup(first):
                 session.store.add_cell_facts(session.cell_ids[cell], facts)
 
 
-WORDS = {SLOW_CLIENTS: "slow clients", DRAIN: "stop under load"}
+def _setup(cell: Cell) -> tuple[object, ...]:
+    """What a check's result depends on beside the stack: how it was launched."""
+    return (cell.stack, cell.flavour, cell.workers, cell.server_threads, cell.launch_pool)
 
 
 def _asked(recipe: Recipe) -> list[str]:
@@ -73,7 +81,8 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
     facts: dict[str, Any] = {}
     with measurer.started(plain, workdir) as up:
         if up.problem is not None:
-            return {key: NotChecked(up.problem).to_json() for key in _asked(recipe)}
+            problem = NotChecked(session.redacted(up.problem)).to_json()
+            return dict.fromkeys(_asked(recipe), problem)
         stack = session.catalogue[first.stack]
 
         def checked(name: str) -> Checked:
@@ -90,8 +99,16 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
                 lambda: executor.slow_clients(
                     session.registry, checked("slow"), list(recipe.slow_clients),
                     recipe.slow_client_rounds,
-                )
+                ),
+                session.redacted,
             )  # fmt: skip
-        if recipe.drain:  # last: it stops the stack
-            facts[DRAIN] = attempted(lambda: executor.drain(session.registry, checked("drain")))
+        if recipe.drain and not up.server.alive():  # the slow clients' check ended it
+            tail = up.server.log_tail() or "(empty)"
+            facts[DRAIN] = NotChecked(
+                session.redacted(f"it was not running after the slow clients; last log: {tail}")
+            ).to_json()
+        elif recipe.drain:  # last: it stops the stack
+            facts[DRAIN] = attempted(
+                lambda: executor.drain(session.registry, checked("drain")), session.redacted
+            )
     return facts

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from benchlab.dataset import file_bytes
+from benchlab.dataset import file_bytes, file_name
 from benchlab.hosts.base import Host
 from benchlab.protocols import PROTOCOLS
 from benchlab.recipe import Cell
@@ -43,8 +43,8 @@ class RunFiles:
             directory = workroot / "static"
             directory.mkdir(mode=0o755)
             for kb in sorted(sizes):
-                (directory / f"{kb}k.bin").write_bytes(file_bytes(kb))
-                (directory / f"{kb}k.bin").chmod(0o644)
+                (directory / file_name(kb)).write_bytes(file_bytes(kb))
+                (directory / file_name(kb)).chmod(0o644)
             server.push(directory)
             self.static_dir = directory
             self.static_kb = frozenset(sizes)

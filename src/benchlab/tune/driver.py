@@ -479,6 +479,8 @@ def _replan(
     # The search first: the check, then a second replay, only in time it does not need.
     if check and (fitted is None or fitted < full):
         check = False
+        say("the answer's check beside slow clients gives way to the search (it runs if time "
+            "is left)")  # fmt: skip
         fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
     if proofs > 1 and (fitted is None or fitted < full):
         proofs = 1

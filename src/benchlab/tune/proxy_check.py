@@ -1,31 +1,43 @@
-"""Does tune's answer need a buffering proxy in front (issue 40)? The recommended
-candidate's command as printed, started once more, serves the app's own requests at a fixed
-rate without and with 32 slow clients trickling their headers (slowhttptest), in alternating
-rounds, as `benchlab slow-clients` does a catalogue stack. The rate is that check's 100 req/s,
-or half the rate to run at when that is lower: the check measures slow clients, not an
-overload. What it found is kept in the facts of the candidate's search cell, where the
-answer reads it."""
+"""Does tune's answer need a proxy in front (issue 40)? The recommended candidate's command
+as printed, started once more, is sent every request shape of `benchlab conform` — asking
+for the app's own first GET, with its headers, whole and split at every byte — and then
+serves the app's own requests at a fixed rate without and with 32 slow clients trickling
+their headers (slowhttptest), in alternating rounds, as `benchlab slow-clients` does a
+catalogue stack. The rate is that check's 100 req/s, or half the rate to run at when that
+is lower: the check measures slow clients, not an overload. What each found is kept in the
+facts of the candidate's search cell (the parsing under its own key: the verdicts that
+keep a run's stack out of its ranking do not apply to an answer), where the answer reads
+it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from benchlab.conformance.shapes import shapes_for
 from benchlab.recipe import CoreAssignment
 from benchlab.resilience import slow_clients
-from benchlab.resilience.facts import SLOW_CLIENTS, NotChecked, attempted
+from benchlab.resilience.facts import (
+    ANSWER_CONFORMANCE,
+    SLOW_CLIENTS,
+    NotChecked,
+    attempted,
+    parsing_text,
+)
 from benchlab.runner import Measurer, Session
 from benchlab.runner.executor import Checked
 from benchlab.safe_files import new_dir
+from benchlab.scenarios import Expectation
 from benchlab.tune.candidates import SCENARIO
 from benchlab.tune.proof import Searched, proof_cell
 
 MODES = ["headers"]  # a slow body holds a worker only where the app reads the body
 ROUNDS = 3
 LAUNCH_S = 3.0  # a start and its check that it answers
+CONFORM_S = 6.0  # every shape at every offset, one request at a time
 
 
 def check_cost_s() -> float:
-    return LAUNCH_S + slow_clients.expected_s(len(MODES), ROUNDS)
+    return LAUNCH_S + CONFORM_S + slow_clients.expected_s(len(MODES), ROUNDS)
 
 
 def check_rate(run_at: float | None) -> float:
@@ -44,26 +56,43 @@ def check_answer(
     if session.seconds_left() < check_cost_s():
         say(f"slow clients: no budget left to check {label} (about {check_cost_s():.0f} s)")
         return
+    if (missing := slow_clients.missing()) is not None:
+        say(f"slow clients: not checked ({missing})")
+        return
     rate = check_rate(run_at)
     cell = proof_cell(entry.candidate, cores, rate, connections)
     workdir = new_dir(session.workroot / "proxy-check", 0o711)
-    say(f"slow clients: {label}'s command at {rate:,.0f} req/s, without and with them")
+    say(f"checking {label}'s command: its HTTP/1.1 parsing, then slow clients at {rate:,.0f} "
+        "req/s")  # fmt: skip
+    requests = tuple(session.scenarios[SCENARIO].load_mix(None))
     with measurer.started(cell, workdir) as up:
         if up.problem is not None:
-            found = NotChecked(up.problem).to_json()
+            found, parsing = NotChecked(session.redacted(up.problem)).to_json(), None
         else:
-            requests = tuple(session.scenarios[SCENARIO].load_mix(None))
+            parsing = _parsing(session, up.own_port, requests)
             checked = Checked(
                 session.catalogue[cell.stack], up.server, session.server_address, up.port,
                 new_dir(workdir / "slow", 0o700), cores.load, requests, rate,
             )  # fmt: skip
             found = attempted(
-                lambda: session.executor.slow_clients(session.registry, checked, MODES, ROUNDS)
+                lambda: session.executor.slow_clients(session.registry, checked, MODES, ROUNDS),
+                session.redacted,
             )
-    session.add_cell_facts(entry.cell, {SLOW_CLIENTS: found})
+    facts = {SLOW_CLIENTS: found} | ({ANSWER_CONFORMANCE: parsing} if parsing else {})
+    session.add_cell_facts(entry.cell, facts)
+    if parsing is not None:
+        say(f"parsing: {label} {parsing_text(parsing)}")
     result = slow_clients.SlowClients.from_json(found) if "problem" not in found else None
     if result is None:
         say(f"slow clients: {label} not checked ({found['problem']})")
     else:
         need = "needs a buffering proxy in front" if result.needs_proxy else "needs no proxy"
         say(f"slow clients: {label} {need}: {result.sentence()}")
+
+
+def _parsing(session: Session, port: int, requests: tuple[Expectation, ...]) -> dict | None:
+    """Every shape asking for the app's first GET (None: it has no GET request to ask)."""
+    get = next((r for r in requests if r.method == "GET" and r.request_body is None), None)
+    if get is None:
+        return None
+    return session.executor.conform(session.server_address, port, shapes_for(get)).facts()
