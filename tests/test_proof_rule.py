@@ -139,7 +139,7 @@ def _tune_with_a_proof(
         store.set_cell_rates(searched, None, 2000.0)
         for r, found in enumerate(replicates):
             store.add_capacity(searched, CapacityRecord(r, found, found, found * 1.05, 5))
-            store.add_trial(searched, held_trial(r, found, probe="search"))
+            store.add_trial(searched, held_trial(r, found or 500.0, probe="search"))
         store.mark_cell(searched, "ok")
         measurer = Measurer(session, MeasureOptions())
         proved = prove(session, measurer, [Searched(candidate, search)], CORES, 64, said.append)
@@ -302,3 +302,17 @@ def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_prox
     text = " ".join(out.getvalue().split())
     assert "proxy: none needed beside slow clients" in text
     assert "parsing: every request shape right, whole and split at every byte" in text
+
+
+def test_a_tune_whose_search_held_nothing_still_renders_every_report(tmp_path: Path) -> None:
+    """Every replicate missed even its first confirmation (capacity 0, seen on a noisy
+    machine): the answer and every format render, the bar of nothing drawn as none (a log
+    axis has no zero)."""
+    from benchlab.report.html import render_html
+    from benchlab.report.markdown import render_markdown
+
+    store, run_id, _ = _tune_with_a_proof(tmp_path, 1000.0, [0.0, 0.0])
+    summary = summarise(store, run_id)
+    assert "<svg" in render_html(summary)
+    assert render_markdown(summary) and json.loads(render_json(summary))["run"]
+    render_table(summary, Console(file=io.StringIO(), width=120))

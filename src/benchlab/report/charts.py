@@ -178,15 +178,20 @@ def bar_chart(
 ) -> Chart | None:
     """One bar per stack, best at the top: the median on a log axis, whiskers for its
     interval, a dot per trial, the value (and its share of the ceiling) beside it."""
-    measured = [c for c in cells if c.estimate(figure)]
+    # A log axis draws no zero: a capacity search whose every replicate held nothing has
+    # no bar (its table row says 0), and the axis spans the values above zero.
+    measured = [c for c in cells if (e := c.estimate(figure)) and e.high > 0]
     if not measured:
         return None
     order = 1 if figure.better is F.Better.HIGHER else -1
     ordered = sorted(cells, key=lambda c: (c.measured, order * (c.value(figure) or 0.0)))
-    lows = [min(c.estimate(figure).low, *(c.samples.get(figure.key) or ())) for c in measured]
-    highs = [max(c.estimate(figure).high, *(c.samples.get(figure.key) or ())) for c in measured]
-    floor = nice_floor(max(min(lows), 1e-9))
-    right = max(highs) * 5
+    values = [
+        v for c in measured
+        for v in (c.estimate(figure).low, c.estimate(figure).high, *c.samples.get(figure.key, ()))
+        if v > 0
+    ]  # fmt: skip
+    floor = nice_floor(min(values))
+    right = max(values) * 5
     names = display_names(ordered)
     labels = [_wrapped(names[c.key]) for c in ordered]
     lines = max(label.count("\n") + 1 for label in labels)
@@ -210,8 +215,8 @@ def bar_chart(
 
 def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours, gid: str):
     e = cell.estimate(figure)
-    if e is None:
-        why = "failed" if cell.status == "failed" else "not measured"
+    if e is None or e.median <= 0:
+        why = "failed" if cell.status == "failed" else "not measured" if e is None else "0"
         ax.text(floor, y, f" {why}", va="center", color="#c23b3b", fontsize=MIN_TEXT)
         return
     colour = colours.get(cell.stack_label, CEILING_COLOUR)
