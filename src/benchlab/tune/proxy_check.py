@@ -22,6 +22,7 @@ from benchlab.resilience.facts import (
     NotChecked,
     attempted,
     parsing_text,
+    slow_client_check,
 )
 from benchlab.runner import Measurer, Session
 from benchlab.runner.executor import Checked
@@ -82,10 +83,10 @@ def check_answer(
     session.add_cell_facts(entry.cell, facts)
     if parsing is not None:
         say(f"parsing: {label} {parsing_text(parsing)}")
-    result = slow_clients.SlowClients.from_json(found) if "problem" not in found else None
-    if result is None:
-        say(f"slow clients: {label} not checked ({found['problem']})")
-    else:
+    result = slow_client_check(facts)
+    if isinstance(result, NotChecked):
+        say(f"slow clients: {label} not checked ({result.problem})")
+    elif result is not None:
         need = "needs a buffering proxy in front" if result.needs_proxy else "needs no proxy"
         say(f"slow clients: {label} {need}: {result.sentence()}")
 
