@@ -1,12 +1,12 @@
 """Go on a stock machine (issue 39): where the machine has no Go, or one older than the
 stacks need (Debian 12's is 1.19), benchlab installs its pinned Go into its own cache,
-checked against its pinned SHA-256, and builds the Go stacks and vegeta with it."""
+checked against its pinned SHA-256, and builds the Go stacks and vegeta with it (a real
+install, build and run with Go hidden: tests/test_install.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import pytest
 
 from benchlab import go_toolchain
 from benchlab.errors import UserError
-from tests.conftest import benchlab, write_recipe
+from tests.conftest import benchlab
 
 
 def _fake_go(directory: Path, version: str) -> Path:
@@ -71,43 +71,3 @@ def test_a_download_that_is_not_the_pinned_one_is_refused_and_nothing_is_unpacke
     with pytest.raises(UserError, match="outside its tree"):
         go_toolchain._unpack(tmp_path / "bad-copy.whl", tmp_path / "unpacked")
     assert not (tmp_path / "evil").exists() and not (tmp_path.parent / "evil").exists()
-
-
-GIN_AT_A_RATE = """
-name = "pinned-go"
-stacks = ["gin"]
-scenarios = ["json"]
-trials = 1
-warmup = 0
-[[load]]
-tool = "vegeta"
-rate = 200
-connections = 8
-duration = 1
-"""
-
-
-@pytest.mark.slow
-def test_with_go_hidden_and_an_empty_cache_the_pinned_go_builds_gin_and_vegeta_and_they_run(
-    tmp_path: Path, isolated_tmp: Path
-) -> None:
-    # PATH without the machine's Go (this one's is under /usr/local/go; a Debian golang in
-    # /usr/bin would be 1.19, passed over as too old): the pinned one is fetched and used.
-    cache = tmp_path / "cache"
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "BENCHLAB_CACHE": str(cache)}
-    built = benchlab("build", env=env, timeout=900)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert f"installing Go {go_toolchain.VERSION}" in built.stderr, built.stderr
-    go = cache / "bin" / f"go-{go_toolchain.VERSION}" / "bin" / "go"
-    binaries = [*cache.glob("bin/gin-*"), *cache.glob("bin/vegeta-*")]
-    assert len(binaries) == 2, list(cache.rglob("*"))[:20]
-    for binary in binaries:
-        made_by = subprocess.run([go, "version", binary], capture_output=True, text=True)
-        assert made_by.stdout.strip().endswith(f"go{go_toolchain.VERSION}"), made_by.stdout
-    recipe = write_recipe(tmp_path, GIN_AT_A_RATE)
-    run = benchlab(
-        "run", str(recipe), "--results", str(tmp_path / "r.db"),
-        env={**env, "TMPDIR": str(isolated_tmp)}, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "installing Go" not in run.stderr, "installed once, then found in the cache"

@@ -1,6 +1,7 @@
 """benchlab as a tool in the user's own project: the wheel built from this checkout, installed
 into a fresh virtualenv outside it, run from an empty directory — a quick run, its HTML
-report, and a tune of a small app in that directory."""
+report, and a tune of a small app in that directory — on a machine without Go (a stock
+Debian's is too old): benchlab installs its pinned Go once and builds gin and vegeta with it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab import go_toolchain
 from tests.conftest import REPO
 
 UV = Path(sys.executable).with_name("uv")
@@ -28,8 +30,11 @@ def _run(
     *args: str | Path, cwd: Path, cache: Path | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    if cache is not None:  # a user's own cache, empty before their first run
+    if cache is not None:  # a user's own cache, empty before their first run, and no Go
         env["BENCHLAB_CACHE"] = str(cache)
+        # PATH without the machine's Go (this one's is under /usr/local/go; a Debian golang in
+        # /usr/bin would be 1.19, passed over as too old): the pinned one is fetched and used.
+        env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
     return subprocess.run(
         [str(a) for a in args], cwd=cwd, env={**env, "COLUMNS": "100"}, capture_output=True,
         text=True, timeout=timeout, check=False,
@@ -71,6 +76,7 @@ def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> No
         cwd=work, cache=cache,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
+    assert f"installing Go {go_toolchain.VERSION}" in run.stderr, run.stderr
     assert list((cache / "bin").glob("gin-*")), run.stdout  # built on its first use
     page = _run(benchlab, "report", "--results", "r.db", "-o", "x.html", cwd=work, cache=cache)
     assert page.returncode == 0 and (work / "x.html").stat().st_size > 10_000, page.stderr
@@ -81,6 +87,11 @@ def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> No
     )  # fmt: skip
     assert tune.returncode == 0, tune.stdout + tune.stderr
     assert "building vegeta" in tune.stderr and list((cache / "bin").glob("vegeta-*"))
+    assert "installing Go" not in tune.stderr, "installed once, then found in the cache"
+    go = cache / "bin" / f"go-{go_toolchain.VERSION}" / "bin" / "go"
+    for binary in [*cache.glob("bin/gin-*"), *cache.glob("bin/vegeta-*")]:
+        made_by = subprocess.run([go, "version", binary], capture_output=True, text=True)
+        assert made_by.stdout.strip().endswith(f"go{go_toolchain.VERSION}"), made_by.stdout
     assert '"command": "gunicorn app:app' in (work / "tune.json").read_text()
     assert "gunicorn" in json.loads((work / "tune.json").read_text())["app"]["versions"]
     assert REPO.as_posix() not in (work / "tune.json").read_text()  # nothing of the checkout

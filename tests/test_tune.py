@@ -122,7 +122,7 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
     args = [
         "tune", FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
         "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
-        "--budget", "2", "--proof", "10", "--results", str(results),
+        "--budget", "1.5", "--proof", "10", "--results", str(results),
         "--env", f"SECRET_KEY={secrets['env']}",
         "--env-file", str(env_file), "--with", "redis",
         "--setup", f'printf %s "$REDIS_URL" > {written}/redis-url # {secrets["setup"]}',
