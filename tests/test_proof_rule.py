@@ -32,6 +32,7 @@ from benchlab.scenarios import Expectation, Scenario
 from benchlab.servers import KIND_BY_NAME
 from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune import candidates as tune_candidates
+from benchlab.tune import driver
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import SCENARIO, Candidate
@@ -316,3 +317,46 @@ def test_a_tune_whose_search_held_nothing_still_renders_every_report(tmp_path: P
     assert "<svg" in render_html(summary)
     assert render_markdown(summary) and json.loads(render_json(summary))["run"]
     render_table(summary, Console(file=io.StringIO(), width=120))
+
+
+def test_first_pass_ties_search_the_cheapest_and_the_answer_names_the_others(
+    tmp_path: Path,
+) -> None:
+    # Two tunes of one app (Ariadne, 2026-11-27) searched 1 worker, then 3, on closed loops
+    # of 579 vs 463 and then 407 vs 409 req/s: one trial each cannot tell 407 from 409.
+    kind = KIND_BY_NAME["gunicorn-gthread"]
+    first = {  # workers: closed-loop req/s, RSS MB
+        3: (409.0, 139.0), 1: (407.0, 70.0), 2: (300.0, 100.0),  # 2: far from a tie
+    }  # fmt: skip
+    store = Store(tmp_path / "results.db")
+    session = _tune_session(store, FakeExecutor({}), Slo(p99_ms=SLO_MS), {})
+    first_pass = []
+    with session.running(1):
+        for workers, (closed_rps, rss_mb) in first.items():
+            cell = Cell(kind.name, SCENARIO, "vegeta", 16, 1, 2, 5, workers, server_threads=16)
+            session.add_cells([cell])
+            trial = dataclasses.replace(
+                held_trial(0, closed_rps), target_rate=None, server_rss_mb=rss_mb
+            )
+            store.add_trial(session.cell_ids[cell], trial)
+            store.mark_cell(session.cell_ids[cell], "ok")
+            first_pass.append(Searched(Candidate(kind, workers, 16), cell))
+        order = [[c.workers for c in driver._survivors(session, first_pass, n)] for n in (1, 3)]
+        # The budget's one search goes to the cheaper of the tie, not to the trial ahead.
+        assert order == [[1], [1, 3, 2]]
+        search = dataclasses.replace(first_pass[1].cell, mode=Mode.SLO)
+        session.add_cells([search])
+        searched = session.cell_ids[search]
+        store.set_cell_rates(searched, None, 2000.0)
+        for r, found in enumerate([300.0, 320.0]):
+            store.add_capacity(searched, CapacityRecord(r, found, found, found * 1.05, 5))
+            store.add_trial(searched, held_trial(r, found, probe="search"))
+        store.mark_cell(searched, "ok")
+    best = json.loads(render_json(summarise(store, session.run_id)))["recommendation"]
+    assert best["workers"] == 1, best
+    tie = [f for f in best["findings"] if f.startswith("as fast as")]
+    assert tie == [
+        "as fast as gunicorn-gthread w=1 t=16 in the first pass (407 req/s; within 10%, one "
+        "closed-loop trial each) but not searched, the budget searched fewer: "
+        "gunicorn-gthread w=3 t=16 (409 req/s, 139 MB); tune searches the cheapest of such ties"
+    ], best["findings"]

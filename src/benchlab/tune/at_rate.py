@@ -16,7 +16,19 @@ from benchlab.analysis import capacity
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
+from benchlab.store import TrialRecord
+from benchlab.tune.candidates import Candidate
 from benchlab.tune.proof import PROOF_S, Searched, held_text, proof_cell, proof_cost_s
+
+
+def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
+    """What a candidate costs to run, as its first pass measured it: workers, then memory,
+    then CPU per request (a figure it lacks costs the most)."""
+    return (
+        candidate.workers,
+        trial.server_rss_mb or float("inf"),
+        trial.cpu_us_per_request or float("inf"),
+    )
 
 
 def reachable(session: Session, first_pass: list[Searched], rate: float) -> list[Searched]:
@@ -30,12 +42,7 @@ def reachable(session: Session, first_pass: list[Searched], rate: float) -> list
         trial = trials[-1]
         if trial.throughput_rps < rate:
             continue
-        cost = (
-            entry.candidate.workers,
-            trial.server_rss_mb or float("inf"),
-            trial.cpu_us_per_request or float("inf"),
-        )
-        costed.append((cost, entry))
+        costed.append((first_pass_cost(entry.candidate, trial), entry))
     return [entry for _, entry in sorted(costed, key=lambda c: c[0])]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab import machine
+from benchlab.analysis.recommendation import FIRST_PASS_TIE
 from benchlab.analysis.run_options import RunOptions
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
@@ -58,7 +59,7 @@ from benchlab.store import RunInfo, Store
 from benchlab.text import MASK
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
-from benchlab.tune.at_rate import cheapest_at
+from benchlab.tune.at_rate import cheapest_at, first_pass_cost
 from benchlab.tune.candidates import (
     SCENARIO,
     Candidate,
@@ -424,7 +425,7 @@ def _search_and_prove(
     most, replicates, proofs, check = fitted
     cores = session.plan.cores
     found = [entry.candidate for entry in first_pass]
-    survivors = _survivors(session, found, [entry.cell for entry in first_pass], most)
+    survivors = _survivors(session, first_pass, most)
     session.reporter.extend(
         len(survivors) * replicates - tune_plan.survivors * tune_plan.replicates
     )
@@ -584,20 +585,27 @@ def _refuse_if_every_check_failed(
     )
 
 
-def _survivors(
-    session: Session, found: list[Candidate], cells: list[Cell], most: int
-) -> list[Candidate]:
-    """The candidates within half of the best closed-loop throughput, best first."""
+def _survivors(session: Session, first_pass: list[Searched], most: int) -> list[Candidate]:
+    """The candidates within half of the best closed-loop throughput: first those the first
+    pass cannot tell from the best (within FIRST_PASS_TIE of it), cheapest first, then the
+    rest, best first. Where the budget searches fewer than tie, the cheapest of them is
+    searched, not the one a single noisy trial put ahead (two tunes of one app chose 1 and 3
+    workers on 407 vs 409 req/s)."""
     measured = []
-    for candidate, cell in zip(found, cells, strict=True):
-        trials = session.trials_of(cell)
-        if trials and session.failure_of(cell) is None:
-            measured.append((trials[-1].throughput_rps, candidate))
+    for entry in first_pass:
+        trials = session.trials_of(entry.cell)
+        if trials and session.failure_of(entry.cell) is None:
+            trial = trials[-1]
+            measured.append((trial.throughput_rps, first_pass_cost(entry.candidate, trial), entry))
     if not measured:
         return []
-    best = max(rps for rps, _ in measured)
-    kept = sorted((m for m in measured if m[0] >= SURVIVE * best), key=lambda m: -m[0])
-    return [candidate for _, candidate in kept[:most]]
+    best = max(rps for rps, _, _ in measured)
+    tied = sorted((m for m in measured if m[0] >= (1 - FIRST_PASS_TIE) * best), key=lambda m: m[1])
+    rest = sorted(
+        (m for m in measured if SURVIVE * best <= m[0] < (1 - FIRST_PASS_TIE) * best),
+        key=lambda m: -m[0],
+    )
+    return [entry.candidate for _, _, entry in (tied + rest)[:most]]
 
 
 def _recipe_text(request: TuneRequest) -> str:
