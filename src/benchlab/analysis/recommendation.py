@@ -429,7 +429,8 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
     return Recommendation(best, equals, reason, findings, proof=_proof(summary, best))
 
 
-def _tied(a: float, b: float) -> bool:
+def first_pass_tied(a: float, b: float) -> bool:
+    """Two first-pass closed loops one trial each cannot tell apart (FIRST_PASS_TIE)."""
     return min(a, b) >= (1 - FIRST_PASS_TIE) * max(a, b)
 
 
@@ -440,7 +441,7 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult]) -> l
         return []
     ties = [
         c for c in results if c.capacity is None and c.status != "failed" and c.closed_rps
-        and _tied(c.closed_rps, best.closed_rps)
+        and first_pass_tied(c.closed_rps, best.closed_rps)
     ]  # fmt: skip
     if not ties:
         return []

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab import machine
-from benchlab.analysis.recommendation import FIRST_PASS_TIE
+from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
 from benchlab.errors import UserError
 from benchlab.load import RATE_TOOL, TOOLS
@@ -587,7 +587,7 @@ def _refuse_if_every_check_failed(
 
 def _survivors(session: Session, first_pass: list[Searched], most: int) -> list[Candidate]:
     """The candidates within half of the best closed-loop throughput: first those the first
-    pass cannot tell from the best (within FIRST_PASS_TIE of it), cheapest first, then the
+    pass cannot tell from the best (first_pass_tied), cheapest first, then the
     rest, best first. Where the budget searches fewer than tie, the cheapest of them is
     searched, not the one a single noisy trial put ahead (two tunes of one app chose 1 and 3
     workers on 407 vs 409 req/s)."""
@@ -600,9 +600,9 @@ def _survivors(session: Session, first_pass: list[Searched], most: int) -> list[
     if not measured:
         return []
     best = max(rps for rps, _, _ in measured)
-    tied = sorted((m for m in measured if m[0] >= (1 - FIRST_PASS_TIE) * best), key=lambda m: m[1])
+    tied = sorted((m for m in measured if first_pass_tied(m[0], best)), key=lambda m: m[1])
     rest = sorted(
-        (m for m in measured if SURVIVE * best <= m[0] < (1 - FIRST_PASS_TIE) * best),
+        (m for m in measured if m[0] >= SURVIVE * best and not first_pass_tied(m[0], best)),
         key=lambda m: -m[0],
     )
     return [entry.candidate for _, _, entry in (tied + rest)[:most]]
