@@ -131,8 +131,11 @@ def nice_floor(value: float) -> float:
     """The largest of 1, 2, 5 × 10^k at or below half of `value`: every bar is at least a
     doubling long on the log axis."""
     half = value / 2
-    exponent = 10 ** math.floor(math.log10(half))
-    return max(step * exponent for step in (1, 2, 5) if step * exponent <= half)
+    # log10 can round up across a decade (half = 0.99999…e-13 gives -13), so the decade
+    # below is a candidate too.
+    decade = math.floor(math.log10(half))
+    steps = (step * 10.0**power for power in (decade - 1, decade) for step in (1, 2, 5))
+    return max(step for step in steps if step <= half)
 
 
 def tick_text(value: float) -> str:
