@@ -227,7 +227,9 @@ def test_markdown_report_parses_as_tables_with_the_expected_columns(quick_run) -
         ]
 
 
-@pytest.mark.parametrize("value", [2e-13, 1.9999999999999998e-13, 1.9999999999999997e-09, 0.3, 2.0, 937.0])
+@pytest.mark.parametrize(
+    "value", [2e-13, 1.9999999999999998e-13, 1.9999999999999997e-09, 0.3, 2.0, 937.0]
+)
 def test_a_bar_axis_floor_is_a_nice_step_at_or_below_half_the_least_value(value: float) -> None:
     """Where log10 rounds up across a decade (a tiny figure just under 2×10^k) the floor
     is still found; a siege run of the dev server crashed its page on one such value."""
