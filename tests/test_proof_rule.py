@@ -36,7 +36,7 @@ from benchlab.tune import driver
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import SCENARIO, Candidate
-from benchlab.tune.proof import PROOF_S, Searched, prove
+from benchlab.tune.proof import PROOF_S, Searched, proof_warmup_s, prove
 from benchlab.tune.proxy_check import check_answer
 from tests.inprocess import FakeExecutor, FakeStack
 from tests.stored_runs import MACHINE, held_trial
@@ -360,3 +360,23 @@ def test_first_pass_ties_search_the_cheapest_and_the_answer_names_the_others(
         "closed-loop trial each) but not searched, the budget searched fewer: "
         "gunicorn-gthread w=3 t=16 (409 req/s, 139 MB); tune searches the cheapest of such ties"
     ], best["findings"]
+
+
+def test_a_proof_warms_up_at_its_rate_until_each_worker_has_served_its_share(
+    tmp_path: Path,
+) -> None:
+    # Wagtail's proofs warmed up 1 s (ten requests a worker) and missed only in their first
+    # window; the proof warms up at least the acceptance replay's 5 s, longer when its rate
+    # over its workers needs it, at most 10 s.
+    assert proof_warmup_s(1000.0, 1) == 5.0
+    assert proof_warmup_s(50.0, 3) == 6.0
+    assert proof_warmup_s(31.0, 3) == 9.7
+    assert proof_warmup_s(3.0, 3) == 10.0
+    executor = FakeExecutor({})
+    _tune_with_a_proof(tmp_path, 2000.0, [1040.0, 1000.0, 1080.0], executor=executor)
+    replays = [
+        (load.rate, load.duration_s)
+        for load in executor.loads
+        if load.stack.endswith("-as-printed") and load.rate == 1000.0
+    ]
+    assert replays[:2] == [(1000.0, 5.0), (1000.0, float(PROOF_S))], executor.loads

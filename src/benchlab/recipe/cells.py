@@ -55,6 +55,9 @@ class Cell:
     # The pool the serving launch is started with: cells that use no database ride along
     # with the stack's first pool size instead of needing a launch of their own.
     launch_pool: int | None = field(default=None, compare=False)
+    # Seconds of warm-up before the trial when not the recipe's (tune's proof: until every
+    # worker has served its share); not part of what the cell measures.
+    warmup_s: float | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:

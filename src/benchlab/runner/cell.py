@@ -67,7 +67,7 @@ class CellRunner:
         flush_cache(session, needs_cache)  # the load of every cell starts on a cold cache
         request = self._request(launched, cell)
         try:
-            warmup = session.plan.recipe.warmup
+            warmup = session.plan.recipe.warmup if cell.warmup_s is None else cell.warmup_s
             if warmup > 0 and not warm:
                 # A cell at a known fixed rate warms up at that rate: a closed loop at its
                 # connections would leave a queue the trial then inherits.

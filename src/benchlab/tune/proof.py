@@ -27,11 +27,25 @@ from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
 PROOF_S = capacity.PROOF_S
 PROOF_STEPS = 4  # the rate found, then at most three steps down (within the budget)
 PROOF_REPLAYS = 2  # replays the plan keeps room for when it can: the first may miss
+# A replay's warm-up, at its rate: at least as long as the acceptance replay's (5 s), and
+# until each worker has served about WARM_REQUESTS_PER_WORKER requests, at most 10 s.
+# Measured (issue 38): Wagtail's proofs with the search's 1-s warm-up (31–50 req/s over 3
+# workers, ten requests each) missed only in their first window, at every rate tried (374,
+# 233, 249 ms; the rest 13–55 ms), and stepped down from a rate its replay held.
+PROOF_WARMUP_S = 5.0
+PROOF_WARMUP_MAX_S = 10.0
+WARM_REQUESTS_PER_WORKER = 100
 
 
-def proof_cost_s(proof_s: float = PROOF_S) -> float:
-    """A launch, its verification, the 1-s warm-up, the replay and the load tool's start."""
-    return 3.0 + 1 + 1 + proof_s + 1.0
+def proof_warmup_s(rate: float, workers: int) -> float:
+    """How long a replay at `rate` over `workers` workers warms up first."""
+    wanted = WARM_REQUESTS_PER_WORKER * workers / rate if rate > 0 else PROOF_WARMUP_MAX_S
+    return round(min(PROOF_WARMUP_MAX_S, max(PROOF_WARMUP_S, wanted)), 1)
+
+
+def proof_cost_s(proof_s: float = PROOF_S, warmup_s: float = PROOF_WARMUP_S) -> float:
+    """A launch, its verification, the warm-up, the replay and the load tool's start."""
+    return 3.0 + 1 + warmup_s + proof_s + 1.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,7 @@ def proof_cell(
         stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=RATE_TOOL,
         connections=connections, threads=threads, duration=proof_s, timeout=2,
         workers=candidate.workers, server_threads=candidate.threads, mode=Mode.RATE, rate=rate,
+        warmup_s=proof_warmup_s(rate, candidate.workers),
     )  # fmt: skip
 
 
@@ -104,7 +119,8 @@ def _held_rate(
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
             return None
-        if session.seconds_left() < proof_cost_s(proof_s):
+        warmup_s = proof_warmup_s(rate, entry.candidate.workers)
+        if session.seconds_left() < proof_cost_s(proof_s, warmup_s):
             say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} req/s")
             return None
         cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
