@@ -136,6 +136,16 @@ def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
 # that misses one window in ten passes with probability 0.9³⁰ ≈ 4 %. A 2-s window under the
 # target in every part of a replay leaves no 10-s window a user sees over it.
 PROOF_WINDOWS_MISSED = 0
+# ... with headroom: a user's run is longer than the proof, and its worst window worse. Over
+# 19 answers of tune for the acceptance apps, each replayed independently (issue 38,
+# 2026-11-27), the worst 10-s window of the 90-s replay was up to 1.58× the worst 2-s window
+# of the 60-s proof (Kinto: 68 → 108 ms). So at most one window in 30 (a single stall) may
+# pass the target divided by PROOF_HEADROOM. On those 19 it rejects the three proofs whose
+# replays missed (worst windows 68 and 63 ms; 74, 74 and 69 ms; 90 and 88 ms) and passes 15
+# of the 16 that held (one window at 80, 70 or 70 ms, the rest under 55); the sixteenth,
+# DRF at 34.5 req/s (83 and 63 ms of 10 windows; replayed, at most 67 ms), steps down 15 %.
+PROOF_HEADROOM = 1.6
+PROOF_SPIKE_WINDOWS = 30  # one window in this many may pass the headroom line (a stall)
 # ... and its tail must not rise through the replay: the median p99 of its last quarter of
 # windows at least TAIL_RISE × (and TAIL_RISE_MS more than) that of the windows before it
 # (the first left out: a warm-up's). Measured (issue 38): Wagtail's proof held 41 req/s with
@@ -169,14 +179,27 @@ def proof_miss(trial: TrialRecord, target: Target) -> str | None:
     windows = trial.windows_p99
     if not windows or target.p99_ms is None:
         return misses(trial, target)
+    seconds = trial.duration_s / len(windows)
     over = windows_over(windows, target.p99_ms)
     if len(over) > PROOF_WINDOWS_MISSED:
-        seconds = trial.duration_s / len(windows)
         return (
             f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
             f"windows (worst {max(over):,.0f} ms)"
         )
+    line = headroom_line(target.p99_ms)
+    near = windows_over(windows, line)
+    if len(near) > len(windows) // PROOF_SPIKE_WINDOWS:
+        return (
+            f"p99 over {line:g} ms in {len(near)} of its {len(windows)} {seconds:.0f}-s windows "
+            f"(worst {max(near):,.0f} ms): without the {PROOF_HEADROOM:g}× headroom under the "
+            f"{target.p99_ms:g}-ms target that a longer run's worst window needs"
+        )
     return tail_rose(windows)
+
+
+def headroom_line(p99_ms: float) -> float:
+    """The p99 a proof's windows stay under, but for one in PROOF_SPIKE_WINDOWS."""
+    return round(p99_ms / PROOF_HEADROOM, 1)
 
 
 def tail_rose(windows: Sequence[float]) -> str | None:

@@ -7,7 +7,8 @@ gave p99 190 ms over 10 s), and at a capacity's knee one window's p99 swings fro
 180 ms. The proof replays the printed command, fresh and warmed up, for `--proof` seconds
 (60 by default) at the rate every search replicate held, and judges it by the search's
 delivery rule, the latency trend, and the p99 of every ~2-s window: one window over the
-target and the rate steps down (capacity.PROOF_WINDOWS_MISSED, and why, there).
+target, or two in 30 over the target with its headroom, and the rate steps down
+(capacity.PROOF_WINDOWS_MISSED and PROOF_HEADROOM, and why, there).
 """
 
 from __future__ import annotations
