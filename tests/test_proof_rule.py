@@ -391,9 +391,9 @@ def test_a_proof_warms_up_at_its_rate_until_each_worker_has_served_its_share(
 
 
 def test_a_rate_whose_windows_hold_without_headroom_steps_down(tmp_path: Path) -> None:
-    # Every window under the 100-ms target, but two of 30 at 70 ms: a longer run's worst
-    # window was up to 1.58× the proof's worst (capacity.PROOF_HEADROOM), so 1,000 req/s
-    # is not proved; 850, whose windows stay at 5 ms, is.
+    # Every window under the 100-ms target, but two of 30 at 70 ms: where a replay missed,
+    # its worst window was up to 1.58× the proof's worst (capacity.PROOF_HEADROOM), so
+    # 1,000 req/s is not proved; 850, whose windows stay at 5 ms, is.
     store, run_id, said = _tune_with_a_proof(
         tmp_path, 2000.0, [1040.0, 1000.0, 1080.0], spiky_above_rps=900.0
     )
