@@ -168,9 +168,17 @@ def windows_over(windows: Sequence[float], p99_ms: float) -> list[float]:
 
 
 def proof_miss(trial: TrialRecord, target: Target) -> str | None:
-    """Why a proof's replay did not hold: its load not delivered, a queue that grew through
-    it, p50 over its target, or any of its windows with a p99 over the target (the whole
-    replay's p99 when it has no windows)."""
+    """Why a proof's replay did not hold: the sustained rule's miss (window_miss), or its
+    windows without the headroom a longer run needs. The capacity search's confirmation
+    judges by window_miss alone: a capacity is where p99 crosses the target; the headroom is
+    the rate to run at's."""
+    return window_miss(trial, target) or _headroom_miss(trial, target)
+
+
+def window_miss(trial: TrialRecord, target: Target) -> str | None:
+    """Why a sustained window did not hold: its load not delivered, a queue that grew through
+    it, p50 over its target, any of its windows with a p99 over the target (the whole
+    replay's p99 when it has no windows), or a tail rising through it."""
     undelivered = _undelivered(trial, target)
     if undelivered is not None:
         return undelivered
@@ -182,22 +190,30 @@ def proof_miss(trial: TrialRecord, target: Target) -> str | None:
     windows = trial.windows_p99
     if not windows or target.p99_ms is None:
         return misses(trial, target)
-    seconds = trial.duration_s / len(windows)
     over = windows_over(windows, target.p99_ms)
     if len(over) > PROOF_WINDOWS_MISSED:
+        seconds = trial.duration_s / len(windows)
         return (
             f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
             f"windows (worst {max(over):,.0f} ms)"
         )
+    return tail_rose(windows)
+
+
+def _headroom_miss(trial: TrialRecord, target: Target) -> str | None:
+    windows = trial.windows_p99
+    if not windows or target.p99_ms is None:
+        return None
     line = headroom_line(target.p99_ms)
     near = windows_over(windows, line)
-    if len(near) > len(windows) // PROOF_SPIKE_WINDOWS:
-        return (
-            f"p99 over {line:g} ms in {len(near)} of its {len(windows)} {seconds:.0f}-s windows "
-            f"(worst {max(near):,.0f} ms): without the {PROOF_HEADROOM:g}× headroom under the "
-            f"{target.p99_ms:g}-ms target that a longer run's worst window needs"
-        )
-    return tail_rose(windows)
+    if len(near) <= len(windows) // PROOF_SPIKE_WINDOWS:
+        return None
+    seconds = trial.duration_s / len(windows)
+    return (
+        f"p99 over {line:g} ms in {len(near)} of its {len(windows)} {seconds:.0f}-s windows "
+        f"(worst {max(near):,.0f} ms): without the {PROOF_HEADROOM:g}× headroom under the "
+        f"{target.p99_ms:g}-ms target that a longer run's worst window needs"
+    )
 
 
 def headroom_line(p99_ms: float) -> float:

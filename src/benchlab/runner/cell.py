@@ -236,7 +236,7 @@ class CellRunner:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
             sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
-            missed = capacity.proof_miss(take(at_rate(sustained, rate), kind), target)
+            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), target)
             verdict = "held" if missed is None else f"missed: {missed}"
             seconds = recipe.slo.sustain_s
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")
