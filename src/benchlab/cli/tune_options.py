@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from benchlab.analysis.capacity import SHORTEST_PROOF_S
+from benchlab.analysis.capacity import PROOF_HEADROOM, PROOF_SPIKE_WINDOWS, SHORTEST_PROOF_S
 from benchlab.cli import completion, formats
 
 TuneAppSpecArgument = Annotated[
@@ -88,8 +88,8 @@ TuneProofOption = Annotated[
     typer.Option(
         "--proof", metavar="SECONDS", min=SHORTEST_PROOF_S, max=3600,
         help="How long the answer's replay runs: the rate to run at must hold the p99 target "
-        "in every ~2-s window of it, with 1.6× headroom in all but one in 30 (longer: a rarer "
-        "miss is caught).",
+        f"in every ~2-s window of it, with {PROOF_HEADROOM:g}× headroom in all but one in "
+        f"{PROOF_SPIKE_WINDOWS} (longer: a rarer miss is caught).",
     ),
 ]  # fmt: skip
 

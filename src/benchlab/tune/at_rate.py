@@ -18,14 +18,7 @@ from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.store import TrialRecord
 from benchlab.tune.candidates import Candidate
-from benchlab.tune.proof import (
-    PROOF_S,
-    Searched,
-    held_text,
-    proof_cell,
-    proof_cost_s,
-    proof_warmup_s,
-)
+from benchlab.tune.proof import PROOF_S, Searched, held_text, proof_cell, proof_cost_s
 
 
 def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
@@ -75,11 +68,10 @@ def cheapest_at(
     target = session.slo_target()
     for index, entry in enumerate(possible):
         label = session.label_of(entry.cell)
-        warmup_s = proof_warmup_s(rate, entry.candidate.workers)
-        if session.seconds_left() < proof_cost_s(proof_s, warmup_s):
+        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
+        if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
             say(f"{rate:,.0f} req/s: no budget left to replay {label} (raise --budget)")
             return None
-        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
         if index:
             session.extend_plan(1)  # the plan counted one replay
         session.add_cells([cell])

@@ -7,8 +7,8 @@ gave p99 190 ms over 10 s), and at a capacity's knee one window's p99 swings fro
 180 ms. The proof replays the printed command, fresh and warmed up, for `--proof` seconds
 (60 by default) at the rate every search replicate held, and judges it by the search's
 delivery rule, the latency trend, and the p99 of every ~2-s window: one window over the
-target, or two in 30 over the target with its headroom, and the rate steps down
-(capacity.PROOF_WINDOWS_MISSED and PROOF_HEADROOM, and why, there).
+target, or more than one in 30 over the target divided by its headroom, and the rate steps
+down (capacity.PROOF_WINDOWS_MISSED and PROOF_HEADROOM, and why, there).
 """
 
 from __future__ import annotations
@@ -120,11 +120,10 @@ def _held_rate(
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
             return None
-        warmup_s = proof_warmup_s(rate, entry.candidate.workers)
-        if session.seconds_left() < proof_cost_s(proof_s, warmup_s):
+        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
+        if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
             say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} req/s")
             return None
-        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
         if step:
             session.extend_plan(1)  # the plan counted one replay
         session.add_cells([cell])
