@@ -95,22 +95,29 @@ class Page:
         path.write_bytes(base64.b64decode(shot["data"]))
 
 
+# Chromium starts in about a second here, yet once in a few hundred starts on a loaded CI
+# machine it never wrote its port: a fresh profile and a second start, then give up loudly.
+START_ATTEMPTS = 2
+START_TIMEOUT_S = 30
+
+
 @contextlib.contextmanager
 def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page]:
     """The page loaded (every script run) in a fresh profile; Chromium stopped afterwards."""
     chromium = chromium_path()
     assert chromium, "chromium is not installed (./lab setup installs it)"
-    profile = Path(tempfile.mkdtemp(prefix="bl-chromium-"))
-    process = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        # Its singleton socket directory (org.chromium.Chromium.*) goes inside the profile.
-        env={**os.environ, "TMPDIR": str(profile)},
-    )
+    for attempt in range(1, START_ATTEMPTS + 1):
+        profile = Path(tempfile.mkdtemp(prefix="bl-chromium-"))
+        process = _start(chromium, profile)
+        try:
+            port = _debugging_port(profile, process)
+        except (TimeoutError, RuntimeError):
+            _stop(process, profile)
+            if attempt == START_ATTEMPTS:
+                raise
+            continue
+        break
     try:
-        port = _debugging_port(profile, process)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
             targets = json.load(answer)
         url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
@@ -126,13 +133,29 @@ def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page
             page.wait_for("Page.loadEventFired")
             yield page
     finally:
-        # The whole group: the renderer and zygote outlive the browser process otherwise,
-        # and write into the profile after it is removed.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-        _wait_for_group_to_end(process.pid)
-        shutil.rmtree(profile, ignore_errors=True)
+        _stop(process, profile)
+
+
+def _start(chromium: str, profile: Path) -> subprocess.Popen:
+    with (profile / "chromium.log").open("wb") as log:
+        return subprocess.Popen(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+            # Its singleton socket directory (org.chromium.Chromium.*) goes inside the profile.
+            env={**os.environ, "TMPDIR": str(profile)},
+        )
+
+
+def _stop(process: subprocess.Popen, profile: Path) -> None:
+    # The whole group: the renderer and zygote outlive the browser process otherwise,
+    # and write into the profile after it is removed.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    _wait_for_group_to_end(process.pid)
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 def _wait_for_group_to_end(group: int, timeout: float = 10) -> None:
@@ -147,11 +170,22 @@ def _wait_for_group_to_end(group: int, timeout: float = 10) -> None:
 
 def _debugging_port(profile: Path, process: subprocess.Popen) -> int:
     marker = profile / "DevToolsActivePort"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if marker.exists() and marker.read_text().strip():
             return int(marker.read_text().split()[0])
         if process.poll() is not None:
-            raise RuntimeError(f"chromium exited with {process.returncode} before it listened")
+            code = process.returncode
+            raise RuntimeError(
+                f"chromium exited with {code} before it listened: {_log_tail(profile)}"
+            )
         time.sleep(0.1)
-    raise TimeoutError("chromium did not open its debugging port within 30 s")
+    raise TimeoutError(
+        f"chromium did not open its debugging port within {START_TIMEOUT_S} s: {_log_tail(profile)}"
+    )
+
+
+def _log_tail(profile: Path, lines: int = 5) -> str:
+    log = profile / "chromium.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return " | ".join(text.strip().splitlines()[-lines:]) or "(nothing on stderr)"
