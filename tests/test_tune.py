@@ -40,9 +40,11 @@ def _tune(*args: str, tmp: Path, timeout: float = 600) -> dict:
 def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     tmp_path: Path, path: str, blocked: bool
 ) -> None:
+    # 32 connections, not 256: the blocked server works off every queued request (50 ms each)
+    # before it answers the check after a trial; 32 are as telling and cost 2 s, not 13.
     report = _tune(
         FASTAPI, "--request", f"GET {path}", "--check-body", "ready", "--servers", "uvicorn",
-        "--workers", "1", "--quick", tmp=tmp_path,
+        "--workers", "1", "--quick", "--connections", "32", tmp=tmp_path,
     )  # fmt: skip
     (candidate,) = report["candidates"]
     assert ("blocked" in candidate["verdicts"]) is blocked, candidate["verdict_sentences"]
@@ -110,7 +112,8 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
 ) -> None:
     # One tune, interrupted in its first pass and resumed to its proof: the two would cost
     # over two minutes each apart. It is given secrets each way a tune takes them (issue 36):
-    # none may reach a report.
+    # none may reach a report. Its target is 200 ms: each answer waits 50 ms, and at 100 ms the
+    # proof's headroom line (62.5 ms) sits so near that it stepped down twice or more.
     results = tmp_path / "results.db"
     secrets = {"env": "s3cr3t-of-env-9f2c", "file": "s3cr3t-of-file-41d7",
                "setup": "s3cr3t-of-setup-7a60"}  # fmt: skip
@@ -122,7 +125,7 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
     args = [
         "tune", FLASK, "--request", "GET /orders/7", "--check-body", "shipped",
         "--servers", "gunicorn", "--workers", "1", "--threads", "16", "--greenlets", "100",
-        "--budget", "1.5", "--proof", "10", "--results", str(results),
+        "--budget", "1.5", "--proof", "10", "--slo-p99-ms", "200", "--results", str(results),
         "--env", f"SECRET_KEY={secrets['env']}",
         "--env-file", str(env_file), "--with", "redis",
         "--setup", f'printf %s "$REDIS_URL" > {written}/redis-url # {secrets["setup"]}',
@@ -172,7 +175,7 @@ def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_o
     # Judged in windows of 2 s or more (at least 200 requests each), every one held.
     assert 0 < len(proof["windows_p99_ms"]) <= 5, proof
     if proof["held"]:
-        assert max(proof["windows_p99_ms"]) <= 100, proof
+        assert max(proof["windows_p99_ms"]) <= 200, proof
     rates = [step["rate"] for step in proof["steps"]]
     assert 1 <= len(rates) <= 3 and rates == sorted(rates, reverse=True), proof
     assert capacity["low"] is None or rates[0] <= capacity["low"], (rates, capacity)
