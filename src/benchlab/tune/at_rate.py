@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchlab.analysis import capacity
-from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.store import TrialRecord
 from benchlab.tune.candidates import Candidate
-from benchlab.tune.proof import PROOF_S, Searched, held_text, proof_cell, proof_cost_s
+from benchlab.tune.proof import PROOF_S, Searched, held_text, replay_at
 
 
 def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
@@ -65,32 +63,22 @@ def cheapest_at(
         say(f"no candidate reached {rate:,.0f} req/s even in a closed loop (the most: "
             f"{best:,.0f}): looking for the most that holds instead")  # fmt: skip
         return None
-    target = session.slo_target()
     for index, entry in enumerate(possible):
         label = session.label_of(entry.cell)
-        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
-        if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
+        replayed = replay_at(
+            session, measurer, entry, rate, cores, connections, proof_s, 0, extends_plan=index > 0
+        )
+        if replayed is None:
             say(f"{rate:,.0f} req/s: no budget left to replay {label} (raise --budget)")
             return None
-        if index:
-            session.extend_plan(1)  # the plan counted one replay
-        session.add_cells([cell])
-        measurer.measure([cell], 1)
-        trials, failure = session.trials_of(cell), session.failure_of(cell)
-        if failure is not None or not trials:
-            say(f"{label} at {rate:,.0f} req/s: {failure.reason if failure else 'no trial'}")
+        if replayed.trial is None:
+            say(f"{label} at {rate:,.0f} req/s: {replayed.problem}")
             continue
-        missed = capacity.proof_miss(trials[-1], target)
-        judged = ProofJudgement(
-            of_cell=entry.cell.key, of=label, step=0, held=missed is None, missed=missed,
-            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
-        )  # fmt: skip
-        session.add_cell_facts(cell, judged.facts())
-        if missed is None:
-            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
+        if replayed.missed is None:
+            held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
             say(f"{label} held {rate:,.0f} req/s for {proof_s} s ({held}): the cheapest")
             return entry
-        say(f"{label} missed {rate:,.0f} req/s over {proof_s} s ({missed})")
+        say(f"{label} missed {rate:,.0f} req/s over {proof_s} s ({replayed.missed})")
     return None
 
 

@@ -23,6 +23,7 @@ from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.modes import Mode
 from benchlab.recipe import Cell, CoreAssignment
 from benchlab.runner import Measurer, Session
+from benchlab.store import TrialRecord
 from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
 
 PROOF_S = capacity.PROOF_S
@@ -89,6 +90,42 @@ def proof_cell(
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """One replay of a candidate's printed command at a rate: its trial and why it missed
+    (None: it held), or why it has no trial."""
+
+    trial: TrialRecord | None
+    missed: str | None = None
+    problem: str | None = None
+
+
+def replay_at(
+    session: Session, measurer: Measurer, entry: Searched, rate: float,
+    cores: CoreAssignment, connections: int, proof_s: int, step: int, extends_plan: bool,
+) -> Replayed | None:  # fmt: skip
+    """`entry`'s printed command replayed at `rate` and judged by the proof's rule, its
+    judgement (as step `step` of its proof) stored in the replay cell's facts; None: the
+    budget has no room for it. The plan counted one replay: each after it extends it."""
+    cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
+    if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
+        return None
+    if extends_plan:
+        session.extend_plan(1)
+    session.add_cells([cell])
+    measurer.measure([cell], 1)
+    trials, failure = session.trials_of(cell), session.failure_of(cell)
+    if failure is not None or not trials:
+        return Replayed(None, problem=failure.reason if failure else "no trial")
+    missed = capacity.proof_miss(trials[-1], session.slo_target())
+    judged = ProofJudgement(
+        of_cell=entry.cell.key, of=session.label_of(entry.cell), step=step,
+        held=missed is None, missed=missed, windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
+    )  # fmt: skip
+    session.add_cell_facts(cell, judged.facts())
+    return Replayed(trials[-1], missed)
+
+
 def prove(
     session: Session,
     measurer: Measurer,
@@ -115,32 +152,22 @@ def _held_rate(
     cores: CoreAssignment, connections: int, say: Callable[[str], None], proof_s: int,
 ) -> float | None:  # fmt: skip
     rate = capacity.rate_to_run_at(capacities)
-    target = session.slo_target()
     label = session.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
             return None
-        cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
-        if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
+        replayed = replay_at(
+            session, measurer, entry, rate, cores, connections, proof_s, step, extends_plan=step > 0
+        )
+        if replayed is None:
             say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} req/s")
             return None
-        if step:
-            session.extend_plan(1)  # the plan counted one replay
-        session.add_cells([cell])
-        measurer.measure([cell], 1)
-        trials = session.trials_of(cell)
-        failure = session.failure_of(cell)
-        if failure is not None or not trials:
-            say(f"proof of {label}: {failure.reason if failure else 'no trial'}")
+        if replayed.trial is None:
+            say(f"proof of {label}: {replayed.problem}")
             return None
-        missed = capacity.proof_miss(trials[-1], target)
-        judged = ProofJudgement(
-            of_cell=entry.cell.key, of=label, step=step, held=missed is None, missed=missed,
-            windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
-        )  # fmt: skip
-        session.add_cell_facts(cell, judged.facts())
+        missed = replayed.missed
         if missed is None:
-            held = held_text(trials[-1].windows_p99, trials[-1].latency_p99_ms)
+            held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
             say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for "
                 f"{proof_s} s ({held})")  # fmt: skip
             return rate
