@@ -95,8 +95,8 @@ class Page:
         path.write_bytes(base64.b64decode(shot["data"]))
 
 
-# Chromium starts in about a second here, yet once in a few hundred starts on a loaded CI
-# machine it never wrote its port: a fresh profile and a second start, then give up loudly.
+# Chromium starts in 0.2-1.4 s here, yet once on CI (2026-11-27) it never wrote its port in
+# 30 s: a fresh profile and a second start, then give up with what it printed.
 START_ATTEMPTS = 2
 START_TIMEOUT_S = 30
 
@@ -106,17 +106,7 @@ def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page
     """The page loaded (every script run) in a fresh profile; Chromium stopped afterwards."""
     chromium = chromium_path()
     assert chromium, "chromium is not installed (./lab setup installs it)"
-    for attempt in range(1, START_ATTEMPTS + 1):
-        profile = Path(tempfile.mkdtemp(prefix="bl-chromium-"))
-        process = _start(chromium, profile)
-        try:
-            port = _debugging_port(profile, process)
-        except (TimeoutError, RuntimeError):
-            _stop(process, profile)
-            if attempt == START_ATTEMPTS:
-                raise
-            continue
-        break
+    process, profile, port = _launch(chromium)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
             targets = json.load(answer)
@@ -134,6 +124,20 @@ def open_page(html: Path, width: int = 1280, height: int = 900) -> Iterator[Page
             yield page
     finally:
         _stop(process, profile)
+
+
+def _launch(chromium: str) -> tuple[subprocess.Popen, Path, int]:
+    """Chromium listening for DevTools: its process, its profile and its port."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        profile = Path(tempfile.mkdtemp(prefix="bl-chromium-"))
+        process = _start(chromium, profile)
+        try:
+            return process, profile, _debugging_port(profile, process)
+        except (TimeoutError, RuntimeError):
+            _stop(process, profile)
+            if attempt == START_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _start(chromium: str, profile: Path) -> subprocess.Popen:
