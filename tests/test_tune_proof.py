@@ -28,12 +28,15 @@ LABEL = "gunicorn-gthread w=1 t=16"
 COMMAND = "gunicorn app:app --bind 0.0.0.0:8000 --workers 1 --worker-class gthread --threads 16"
 
 
-def test_the_rate_to_run_at_is_one_every_replicate_held() -> None:
+def test_the_rate_to_run_at_is_one_every_replicate_held_with_spare_capacity() -> None:
+    # Replicates close together: 85 % of their median (1197.5) is under the lowest.
     replicates = [1205.0, 1150.0, 1260.0, 1190.0, 1230.0, 1175.0]
     rate = capacity.rate_to_run_at(replicates)
-    assert rate == 1150.0
+    assert rate == 1018.0
     interval = median_interval(replicates)
     assert interval is not None and rate <= interval.low < interval.median
+    # Replicates far apart: the lowest is under 85 % of the median, and binds.
+    assert capacity.rate_to_run_at([700.0, 1000.0, 1100.0]) == 700.0
     assert capacity.rate_to_run_at([0.0, 0.0]) is None  # nothing held: no rate to run at
     assert capacity.step_down(1150.0) < 1150.0
 

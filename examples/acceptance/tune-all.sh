@@ -7,7 +7,9 @@
 #   examples/acceptance/tune-all.sh                  # every app, --budget 5
 #   BUDGET=6 examples/acceptance/tune-all.sh django  # only these, a longer search
 #   REPLAY=0 examples/acceptance/tune-all.sh         # tune only
-#   SLO_MS=150 examples/acceptance/tune-all.sh ihatemoney  # another p99 target (100 ms)
+#   SLO_MS=150 examples/acceptance/tune-all.sh ihatemoney  # one p99 target for every app
+# Each app's p99 target is 100 ms but ihatemoney's, 250 ms: on one worker at its own closed
+# loop its p99 is 85-100 ms here, so no rate can hold 100 ms (tune says so: "no rate held").
 # NARROW (default: 1 and 3 workers, 16 threads, 100 greenlets) keeps each first pass short;
 # NARROW= (empty) tries every candidate tune would.
 # One tune at a time: two at once would make both sets of numbers false.
@@ -17,7 +19,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 ROOT=${ACCEPTANCE_ROOT:-/work/acceptance}
 OUT=${OUT:-$REPO/results/acceptance}
 BUDGET=${BUDGET:-5}
-SLO_MS=${SLO_MS:-100}
+SLO_MS=${SLO_MS:-}
+declare -A TARGET_MS=([ihatemoney]=250)
+target_ms() { echo "${SLO_MS:-${TARGET_MS[$1]:-100}}"; }
 REPLAY=${REPLAY:-1}
 NARROW=${NARROW---workers 1,3 --threads 16 --greenlets 100}
 ALL=(httpbin django datasette radicale kinto wagtail ihatemoney pypiserver drf ariadne)
@@ -31,7 +35,7 @@ tune() {
     local began=$SECONDS
     # shellcheck disable=SC2086 # NARROW is a list of options
     (cd "$ROOT/$dir" && "$REPO/lab" tune "$@" --python "$ROOT/$name/bin/python" $NARROW \
-        --budget "$BUDGET" --slo-p99-ms "$SLO_MS" --results "$OUT/results.db" -f json -o "$OUT/$name.json") \
+        --budget "$BUDGET" --slo-p99-ms "$(target_ms "$name")" --results "$OUT/results.db" -f json -o "$OUT/$name.json") \
         > "$OUT/$name.log" 2>&1
     local code=$?
     echo "$name: exit $code in $((SECONDS - began)) s (log: $OUT/$name.log)"
@@ -60,7 +64,7 @@ replay() {
             >> "$OUT/$name.replay.log" 2>&1
     fi
     "$REPO/.venv/bin/python" "$REPO/examples/acceptance/replay.py" "$OUT/$name.json" \
-        --cwd "$ROOT/$dir" --python "$ROOT/$name/bin/python" --slo-ms "$SLO_MS" "${args[@]}" "${env[@]}" \
+        --cwd "$ROOT/$dir" --python "$ROOT/$name/bin/python" --slo-ms "$(target_ms "$name")" "${args[@]}" "${env[@]}" \
         2>> "$OUT/$name.replay.log" | tee "$OUT/$name.replay"
     [ -n "$db" ] && "$REPO/lab" services down > /dev/null
     return 0

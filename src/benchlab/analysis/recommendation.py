@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from benchlab import figures as F
-from benchlab.analysis.capacity import PROOF_HEADROOM, PROOF_SPIKE_WINDOWS, rate_to_run_at
+from benchlab.analysis.capacity import (
+    PROOF_HEADROOM,
+    PROOF_SPIKE_WINDOWS,
+    RUN_AT_MEDIAN_SHARE,
+    rate_to_run_at,
+)
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
@@ -128,12 +133,16 @@ class Proof:
 FIRST_PASS_TIE = 0.10
 
 # How the rate to run at is chosen (capacity.proof_miss judges it).
+_START = (
+    f"the lowest replicate's capacity or {RUN_AT_MEDIAN_SHARE * 100:.0f} % of the median, "
+    "whichever is lower"
+)
 RUN_AT_RULE = (
     "the highest rate whose replay of the printed command held the p99 target in every ~2-s "
     f"window, and {PROOF_HEADROOM:g}× under it in all but one in "
-    f"{PROOF_SPIKE_WINDOWS}, from the lowest replicate's capacity down in steps"
+    f"{PROOF_SPIKE_WINDOWS}, down in steps from {_START}"
 )
-RUN_AT_UNPROVED = "the lowest replicate's capacity (no replay proved it)"
+RUN_AT_UNPROVED = f"{_START} (no replay proved it)"
 
 
 @dataclass(frozen=True)

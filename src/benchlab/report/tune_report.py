@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab import figures as F
+from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
 from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
@@ -93,7 +94,8 @@ def margin_text(recommendation: Recommendation) -> str | None:
     return (
         f"{F.THROUGHPUT.format(run_at)} req/s is {margin:.0f} % under the capacity's median "
         f"({F.THROUGHPUT.format(found.capacity.median)} req/s), the price of holding the "
-        f"target in every window{spread}"
+        f"target in every window with {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % of it spare at "
+        f"least{spread}"
     )
 
 
