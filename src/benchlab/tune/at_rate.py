@@ -1,7 +1,8 @@
 """`benchlab tune --rate R`: the cheapest candidate that holds R under the target.
 
-After the first pass, every candidate whose closed loop reached R (no capacity can pass
-what a closed loop serves) is replayed at R by its printed command, cheapest first — fewest
+After the first pass, every candidate whose closed loop reached R with the spare capacity a
+rate to run at keeps (R ÷ capacity.RUN_AT_MEDIAN_SHARE: no capacity can pass what a closed
+loop serves) is replayed at R by its printed command, cheapest first — fewest
 workers, then least memory, then least CPU per request, as its first pass measured them —
 and judged by the proof's rule (every ~2-s window under the target). The first that holds
 is the answer, with that replay as its proof. When none does, the tune goes on as without
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.store import TrialRecord
@@ -29,16 +31,21 @@ def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, floa
     )
 
 
+def needed_closed_rps(rate: float) -> float:
+    """The closed-loop throughput a candidate needs to run at `rate` with capacity to spare."""
+    return rate / RUN_AT_MEDIAN_SHARE
+
+
 def reachable(session: Session, first_pass: list[Searched], rate: float) -> list[Searched]:
-    """The candidates whose first pass served at least `rate` in a closed loop, cheapest
-    first."""
+    """The candidates whose first pass served `rate` in a closed loop with capacity to
+    spare, cheapest first."""
     costed = []
     for entry in first_pass:
         trials = session.trials_of(entry.cell)
         if session.failure_of(entry.cell) is not None or not trials:
             continue
         trial = trials[-1]
-        if trial.throughput_rps < rate:
+        if trial.throughput_rps < needed_closed_rps(rate):
             continue
         costed.append((first_pass_cost(entry.candidate, trial), entry))
     return [entry for _, entry in sorted(costed, key=lambda c: c[0])]
@@ -60,8 +67,10 @@ def cheapest_at(
     possible = reachable(session, first_pass, rate)
     if not possible:
         best = max((_closed(session, e) for e in first_pass), default=0.0)
-        say(f"no candidate reached {rate:,.0f} req/s even in a closed loop (the most: "
-            f"{best:,.0f}): looking for the most that holds instead")  # fmt: skip
+        spare = 100 * (1 - RUN_AT_MEDIAN_SHARE)
+        say(f"no candidate reached {needed_closed_rps(rate):,.0f} req/s even in a closed loop "
+            f"({rate:,.0f} with {spare:.0f} % to spare; the most: {best:,.0f}): looking for "
+            "the most that holds instead")  # fmt: skip
         return None
     for index, entry in enumerate(possible):
         label = session.label_of(entry.cell)
