@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab import machine
+from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
 from benchlab.errors import UserError
@@ -163,7 +164,8 @@ class TunePlan:
         if self.rate is not None and self.survivors:
             first += (
                 f", then {self.proof_s}-s replays at {self.rate:,.0f} req/s of those whose closed "
-                f"loop reaches it, cheapest first, until one holds; if none does"
+                f"loop reaches it with {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % to spare, cheapest "
+                "first, until one holds; if none does"
             )
         if self.survivors == 0:
             return f"{first}, no capacity search (--quick); budget {budget_min:g} min"
