@@ -94,8 +94,8 @@ def margin_text(recommendation: Recommendation) -> str | None:
     return (
         f"{F.THROUGHPUT.format(run_at)} req/s is {margin:.0f} % under the capacity's median "
         f"({F.THROUGHPUT.format(found.capacity.median)} req/s), the price of holding the "
-        f"target in every window with {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % of it spare at "
-        f"least{spread}"
+        f"target in every window with at least {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % of the "
+        f"capacity spare{spread}"
     )
 
 
