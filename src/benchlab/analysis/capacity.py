@@ -168,6 +168,7 @@ TAIL_WINDOWS = 8  # fewer, and a quarter is one or two windows: no trend to read
 # at 0.76–0.85, 0 of 6 missed, and both misses held every window replayed at 0.85. Under
 # this rule the whole set of ten, tuned and replayed again, held all 90 replayed windows.
 RUN_AT_MEDIAN_SHARE = 0.85
+RUN_AT_SPARE_PCT = round(100 * (1 - RUN_AT_MEDIAN_SHARE))  # as the answers word it
 PROOF_S = 60  # tune --proof's default: 30 windows of 2 s
 SHORTEST_PROOF_S = 10  # five windows: with fewer, one window is most of the replay
 

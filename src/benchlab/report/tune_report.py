@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab import figures as F
-from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
+from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
@@ -94,7 +94,7 @@ def margin_text(recommendation: Recommendation) -> str | None:
     return (
         f"{F.THROUGHPUT.format(run_at)} req/s is {margin:.0f} % under the capacity's median "
         f"({F.THROUGHPUT.format(found.capacity.median)} req/s), the price of holding the "
-        f"target in every window with at least {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % of the "
+        f"target in every window with at least {RUN_AT_SPARE_PCT} % of the "
         f"capacity spare{spread}"
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
+from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE, RUN_AT_SPARE_PCT
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.store import TrialRecord
@@ -67,9 +67,8 @@ def cheapest_at(
     possible = reachable(session, first_pass, rate)
     if not possible:
         best = max((_closed(session, e) for e in first_pass), default=0.0)
-        spare = 100 * (1 - RUN_AT_MEDIAN_SHARE)
         say(f"no candidate reached {needed_closed_rps(rate):,.0f} req/s even in a closed loop "
-            f"({rate:,.0f} with {spare:.0f} % to spare; the most: {best:,.0f}): looking for "
+            f"({rate:,.0f} with {RUN_AT_SPARE_PCT} % to spare; the most: {best:,.0f}): looking for "
             "the most that holds instead")  # fmt: skip
         return None
     for index, entry in enumerate(possible):

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab import machine
-from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE
+from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
 from benchlab.errors import UserError
@@ -164,7 +164,7 @@ class TunePlan:
         if self.rate is not None and self.survivors:
             first += (
                 f", then {self.proof_s}-s replays at {self.rate:,.0f} req/s of those whose closed "
-                f"loop reaches it with {100 * (1 - RUN_AT_MEDIAN_SHARE):.0f} % to spare, cheapest "
+                f"loop reaches it with {RUN_AT_SPARE_PCT} % to spare, cheapest "
                 "first, until one holds; if none does"
             )
         if self.survivors == 0:
