@@ -37,7 +37,7 @@ from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.proof import PROOF_S, Searched, proof_warmup_s, prove
-from benchlab.tune.proxy_check import check_answer
+from benchlab.tune.proxy_check import check_answer, check_cost_s, parsing_cost_s
 from tests.inprocess import FakeExecutor, FakeStack
 from tests.stored_runs import MACHINE, held_trial
 
@@ -119,9 +119,11 @@ def _tune_with_a_proof(
     tmp_path: Path, capacity_rps: float, replicates: list[float],
     slowed: SlowClients | None = None, executor: FakeExecutor | None = None,
     misparses: str | None = None, spiky_above_rps: float | None = None,
+    answer_s: float = 0.001,
 ) -> tuple[Store, str, list[str]]:  # fmt: skip
     """A tune whose search found `replicates` for gthread w=1 t=16, then its proof, then
-    (given an executor) its check beside slow clients, which find `slowed`."""
+    (given an executor) its check beside slow clients, which find `slowed`, for an app that
+    answers one request alone in `answer_s`."""
     kind = KIND_BY_NAME["gunicorn-gthread"]
     candidate = Candidate(kind, 1, 16)
     check = executor is not None
@@ -153,7 +155,7 @@ def _tune_with_a_proof(
         measurer = Measurer(session, MeasureOptions())
         proved = prove(session, measurer, [Searched(candidate, search)], CORES, 64, said.append)
         if check and proved is not None:
-            check_answer(session, measurer, proved[0], CORES, 64, proved[1], said.append)
+            check_answer(session, measurer, proved[0], CORES, 64, proved[1], answer_s, said.append)
     return store, session.run_id, said
 
 
@@ -269,6 +271,25 @@ def test_tune_rate_out_of_reach_says_so_and_how_far(tmp_path: Path) -> None:
 
 def summarise_cells(store: Store, run_id: str) -> list[str]:
     return [cell.stack for cell in store.cells(run_id)]
+
+
+def test_the_checks_of_an_app_slow_to_answer_wait_for_a_budget_that_holds_them(
+    tmp_path: Path,
+) -> None:
+    """The parsing check waits for the app's answer about a thousand times, one at a time:
+    its cost follows the app's answer time, and a check that would overrun the budget does
+    not start (a 50-ms app's took 47 s here, where a fixed estimate said 6)."""
+    held = SlowClients(32, 100, ())
+    quick, slow = FakeExecutor({}), FakeExecutor({})
+    _tune_with_a_proof(tmp_path / "quick", 150.0, [150.0], held, quick)
+    _, _, overruns = _tune_with_a_proof(tmp_path / "slow", 150.0, [150.0], held, slow, answer_s=1.0)
+    assert len(quick.checks) == 1 and not slow.checks
+    cost = check_cost_s(parsing_cost_s(APP, 1.0))
+    assert cost > 1000, cost  # over a thousand answers of a second each
+    assert (
+        f"slow clients: no budget left to check gunicorn-gthread w=1 t=16 (about {cost:.0f} s)"
+        in (overruns)
+    ), overruns
 
 
 def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_proxy(

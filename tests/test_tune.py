@@ -75,6 +75,7 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
         ((f"{plain}:app", "--request", "FETCH /"), "is not a method"),
         ((f"{plain}:app", "--budget", "1", "--workers", "1,2,3"), "--budget 1: too small"),
         ((f"{plain}:app", "--with", "mongodb"), "benchlab starts postgres"),
+        ((f"{plain}:app", "--check-only", "--quick"), "--quick: --check-only measures nothing"),
     ]
     for args, message in cases:
         result = benchlab("tune", *args, "--results", str(tmp_path / "r.db"), timeout=120)

@@ -1,8 +1,10 @@
 """benchlab tune loads an app the way its own server would, in the shapes people have: an
 app that imports `requests`, modules named like benchlab's own, a src layout, a Django
 project by module and by the path of its wsgi.py, factories (WSGI and ASGI), an app.py
-inside a package, an app that needs --env-file. Each is tuned for real (one candidate, the
-first pass only: --quick) from the app's own directory, as a user would type it."""
+inside a package, an app that needs --env-file. Each is checked for real from the app's own
+directory, as a user would type it: `tune --check-only` starts the candidate as its deploy
+command does and checks its answer (loading is what these tests are about; what a tune
+measures is tested in test_tune.py)."""
 
 from __future__ import annotations
 
@@ -28,17 +30,19 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip())
 
 
-def _tune(where: Path, *args: str, env: dict[str, str] | None = None) -> dict:
-    """`benchlab tune ARGS --quick` typed in `where`; its JSON answer."""
+def _tune(where: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """`benchlab tune ARGS --check-only -f json` typed in `where`: its one candidate answered
+    right; the command that deploys it. (The JSON on stdout is the document alone.)"""
     result = benchlab(
-        "tune", *args, "--quick", "--workers", "1", "--results", "results.db",
-        "-f", "json", "-o", "tune.json", cwd=where, env=env, timeout=180,
+        "tune", *args, "--check-only", "--workers", "1", "--results", "results.db",
+        "-f", "json", cwd=where, env=env, timeout=180,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads((where / "tune.json").read_text())
-    assert report["recommendation"] is not None, report
-    assert report["recommendation"]["provisional"] is True, report["recommendation"]
-    return report
+    report = json.loads(result.stdout)
+    assert report["recommendation"] is None, report["recommendation"]
+    (candidate,) = report["candidates"]
+    assert candidate["status"] == "checked", candidate
+    return candidate["command"]
 
 
 WSGI_ANSWER = """
@@ -72,12 +76,12 @@ def test_an_app_that_imports_requests_gets_the_real_one_and_nothing_of_benchlab(
         """,
     })  # fmt: skip
     # A variable of benchlab's own is set where benchlab runs; the app must not see it.
-    report = _tune(
+    command = _tune(
         tmp_path, "usesrequests.py:app", "--servers", "gunicorn-sync",
         "--check-body", "site-packages/requests/__init__.py; []",
         env={"BENCHLAB_STORE_TIMEOUT_S": "31"},
     )  # fmt: skip
-    assert report["recommendation"]["command"].startswith("gunicorn usesrequests:app ")
+    assert command.startswith("gunicorn usesrequests:app ")
 
 
 @pytest.mark.slow
@@ -115,11 +119,10 @@ def test_a_src_layout_package_is_imported_by_its_package_name(tmp_path: Path) ->
                 return {"items": ITEMS}
         """,
     })  # fmt: skip
-    report = _tune(
+    command = _tune(
         tmp_path, "src/shop/web.py:app", "--servers", "gunicorn-sync",
         "--request", "GET /items", "--check-body", '"tea"',
     )  # fmt: skip
-    command = report["recommendation"]["command"]
     assert command.startswith("cd src && gunicorn shop.web:app "), command
     assert json.loads(served_by(command, tmp_path, "/items")) == {"items": ["tea", "cups"]}
 
@@ -141,11 +144,10 @@ def test_a_django_project_by_module_and_by_the_path_of_its_wsgi_py(
     tmp_path: Path, app: str
 ) -> None:
     root = _django_project(tmp_path)
-    report = _tune(
+    command = _tune(
         root, app, "--servers", "gunicorn-sync", "--request", "GET /hello/",
         "--check-body", "hello from mysite",
     )  # fmt: skip
-    command = report["recommendation"]["command"]
     assert command.startswith("gunicorn mysite.wsgi:application "), command
 
 
@@ -155,14 +157,14 @@ def test_through_lab_paths_mean_what_they_say_where_the_command_was_typed(
 ) -> None:
     root = _django_project(tmp_path)
     result = subprocess.run(
-        [str(REPO / "lab"), "tune", "mysite.wsgi:application", "--quick", "--workers", "1",
+        [str(REPO / "lab"), "tune", "mysite.wsgi:application", "--check-only", "--workers", "1",
          "--servers", "gunicorn-sync", "--request", "GET /hello/", "--check-body", "hello",
          "--results", "r.db", "-f", "json", "-o", "tune.json"],
         cwd=root, capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((root / "tune.json").read_text())  # -o too: relative to the user
-    assert report["recommendation"]["command"].startswith("gunicorn mysite.wsgi:application")
+    assert report["candidates"][0]["command"].startswith("gunicorn mysite.wsgi:application")
 
 
 FLASK_FACTORY = """
@@ -183,11 +185,10 @@ FLASK_FACTORY = """
 @pytest.mark.slow
 def test_a_wsgi_factory_with_arguments_loads_in_gunicorns_own_syntax(tmp_path: Path) -> None:
     _write(tmp_path, {"fact.py": FLASK_FACTORY})
-    report = _tune(
+    command = _tune(
         tmp_path, "fact.py:create_app('harbour', debug=False)", "--servers", "gunicorn-sync",
         "--check-body", "shop harbour",
     )  # fmt: skip
-    command = report["recommendation"]["command"]
     assert command.startswith("gunicorn 'fact:create_app('\"'\"'harbour'\"'\"', debug=False)' ")
     assert served_by(command, tmp_path, "/") == "shop harbour"
 
@@ -197,11 +198,10 @@ def test_a_bare_factory_with_the_factory_flag_loads_through_waitress_call(
     tmp_path: Path,
 ) -> None:
     _write(tmp_path, {"fact.py": FLASK_FACTORY})
-    report = _tune(
+    command = _tune(
         tmp_path, "fact.py:create_app", "--factory", "--servers", "waitress", "--threads", "4",
         "--check-body", "shop corner",
     )  # fmt: skip
-    command = report["recommendation"]["command"]
     assert command.startswith("waitress-serve ") and "--call fact:create_app" in command
     assert served_by(command, tmp_path, "/") == "shop corner"
 
@@ -222,11 +222,11 @@ def test_an_asgi_factory_loads_with_uvicorns_factory_flag(tmp_path: Path) -> Non
                 return Starlette(routes=[Route("/", hello)])
         """,
     })  # fmt: skip
-    report = _tune(
+    command = _tune(
         tmp_path, "asgi_fact.py:create_app()", "--servers", "uvicorn",
         "--check-body", "hello from a factory",
     )  # fmt: skip
-    assert report["recommendation"]["command"].startswith("uvicorn --factory asgi_fact:create_app ")
+    assert command.startswith("uvicorn --factory asgi_fact:create_app ")
 
 
 @pytest.mark.slow
@@ -247,11 +247,11 @@ def test_an_app_py_inside_a_package_keeps_its_relative_imports(tmp_path: Path) -
                 return status(number)
         """,
     })  # fmt: skip
-    report = _tune(
+    command = _tune(
         tmp_path, "orders/app.py:app", "--servers", "gunicorn-sync",
         "--request", "GET /orders/7", "--check-body", "order 7: shipped",
     )  # fmt: skip
-    assert report["recommendation"]["command"].startswith("gunicorn orders.app:app ")
+    assert command.startswith("gunicorn orders.app:app ")
 
 
 @pytest.mark.slow
@@ -270,11 +270,10 @@ def test_an_app_that_needs_its_env_file_gets_it_and_so_does_the_deploy_command(
         """,
     })  # fmt: skip
     (tmp_path / "web" / "answer.py").write_text((tmp_path / "answer.py").read_text())
-    report = _tune(
+    command = _tune(
         tmp_path, "web/envapp.py:app", "--env-file", ".env", "--servers", "gunicorn-sync",
         "--check-body", "hello from the env file (quiet)",
     )  # fmt: skip
-    command = report["recommendation"]["command"]
     assert command.startswith("set -a && . ./.env && set +a && cd web && gunicorn envapp:app")
     assert served_by(command, tmp_path, "/") == "hello from the env file (quiet)"
 
@@ -346,14 +345,14 @@ def app(environ, start_response):
 @pytest.mark.slow
 def test_setup_runs_once_on_the_services_before_the_first_candidate(tmp_path: Path) -> None:
     _write(tmp_path, {"setup_db.py": SETUP_DB, "reads.py": READS_DB})
-    report = _tune(
+    command = _tune(
         tmp_path, "reads.py:app", "--servers", "gunicorn-sync", "--with", "postgres=DATABASE_URL",
         "--setup", "python setup_db.py", "--check-body", "made by --setup",
     )  # fmt: skip
-    assert report["recommendation"]["command"].startswith("gunicorn reads:app ")
+    assert command.startswith("gunicorn reads:app ")
     # A setup that fails ends the tune with its own last line of output.
     failed = benchlab(
-        "tune", "reads.py:app", "--servers", "gunicorn-sync", "--workers", "1", "--quick",
+        "tune", "reads.py:app", "--servers", "gunicorn-sync", "--workers", "1", "--check-only",
         "--with", "postgres=DATABASE_URL", "--setup", "echo no migrations here; exit 3",
         "--results", "results.db", cwd=tmp_path, timeout=180,
     )  # fmt: skip
@@ -361,3 +360,37 @@ def test_setup_runs_once_on_the_services_before_the_first_candidate(tmp_path: Pa
     last = failed.stderr.strip().splitlines()[-1]
     # Its command is not repeated: it may hold a secret (the run's record keeps no copy).
     assert "--setup: exit 3: no migrations here" in last and "echo" not in last, last
+
+
+PICKY = """
+def app(environ, start_response):
+    # Answers right only under gunicorn: a server-specific fault a check must find.
+    body = b"served" if environ.get("SERVER_SOFTWARE", "").startswith("gunicorn") else b"refused"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+@pytest.mark.slow
+def test_a_check_only_names_each_candidate_that_answered_right_and_why_the_others_did_not(
+    tmp_path: Path,
+) -> None:
+    _write(tmp_path, {"picky.py": PICKY})
+    result = benchlab(
+        "tune", "picky.py:app", "--check-only", "--servers", "gunicorn-sync,waitress",
+        "--workers", "1", "--threads", "4", "--check-body", "served", "--results", "r.db",
+        cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 cells, nothing measured" in result.stderr
+    assert "Checked picky:app: 1 of 2 candidate(s) answered right" in result.stdout, result.stdout
+    assert "  gunicorn-sync w=1: gunicorn picky:app --bind" in result.stdout
+    assert "waitress w=1 t=4: verification failed: GET /: body b'refused'" in result.stdout
+    assert not list(tmp_path.glob("*.html")), "a check that measured nothing draws no page"
+    # Stored as a tune whose cells say what the check found.
+    stored = json.loads(
+        benchlab("report", "--results", str(tmp_path / "r.db"), "-f", "json").stdout
+    )
+    assert {c["label"]: c["status"] for c in stored["candidates"]} == {
+        "gunicorn-sync w=1": "checked", "waitress w=1 t=4": "failed",
+    }  # fmt: skip

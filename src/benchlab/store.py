@@ -73,6 +73,8 @@ def lock_timeout_s() -> float:
 SCHEMA_VERSION = 7
 ID_ATTEMPTS = 5
 
+# A cell's status once `tune --check-only` found its stack's answer right (nothing measured).
+CELL_CHECKED = "checked"
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
 # The trial columns that hold JSON text (a trial's JSON gives them decoded).

@@ -24,6 +24,7 @@ from benchlab.modes import Mode
 from benchlab.resilience.facts import ANSWER_CONFORMANCE, NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
+from benchlab.store import CELL_CHECKED
 
 E = TypeVar("E", IoModel, PerWorker)
 
@@ -36,7 +37,9 @@ class CandidateResult:
     workers: int
     threads: int | None
     command: str
-    status: str  # searched, dropped (far below the best in the first pass), failed
+    # searched, dropped (far below the best in the first pass), failed, checked (its answer
+    # right, nothing measured: tune --check-only)
+    status: str
     closed_rps: float | None  # the first pass: closed-loop throughput
     capacity: Estimate | None
     p99_ms: float | None  # at the capacity
@@ -307,8 +310,8 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
     for key, first in coarse.items():
         found = search.get(key)
         measured = found if found is not None and found.estimate(F.CAPACITY) else None
-        if first.status == "failed":
-            status = "failed"
+        if first.status in ("failed", CELL_CHECKED):
+            status = first.status
         elif measured is not None:
             status = "searched"
         else:

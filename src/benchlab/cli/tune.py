@@ -18,6 +18,7 @@ from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
     TuneCheckBodyOption,
+    TuneCheckOnlyOption,
     TuneCheckStatusOption,
     TuneConnectionsOption,
     TuneEnvFileOption,
@@ -56,6 +57,7 @@ def tune(
     app_spec: TuneAppSpecArgument,
     factory: TuneFactoryOption = False,
     quick: TuneQuickOption = False,
+    check_only: TuneCheckOnlyOption = False,
     verbose: TuneVerboseOption = False,
     python: TunePythonOption = sys.executable,
     interface: TuneInterfaceOption = None,
@@ -95,7 +97,7 @@ def tune(
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     exporter = choose(fmt, output, allowed=formats.TUNE)
-    _refuse_conflicts(interface, quick, rate, output)
+    _refuse_conflicts(interface, quick, rate, output, check_only, resume)
     requests = arguments.tune_requests(request or [], requests_file, check_status, check_body)
     tune_request = TuneRequest(
         app=app_spec, python=python, interface=interface, requests=tuple(requests),
@@ -109,6 +111,7 @@ def tune(
         threads=arguments.int_list(threads, "--threads", MAX_THREADS),
         greenlets=arguments.int_list(greenlets, "--greenlets", arguments.MAX_GREENLETS),
         connections=connections, factory=factory, quick=quick, setup=setup,
+        check_only=check_only,
     )  # fmt: skip
     make_ready(TOOLS[RATE_TOOL], progress.print)
     shared = claim(allow_concurrent)
@@ -124,17 +127,21 @@ def tune(
         else:
             failed.args = (f"{failed}; --verbose shows the traceback",)
         raise
-    _show_tune(done.outcome, store, results, exporter, output, app_spec)
+    _show_tune(done.outcome, store, results, exporter, output, app_spec, not check_only)
     if done.outcome.status == "interrupted":
         progress.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(ExitCode.INTERRUPTED)
 
 
 def _refuse_conflicts(
-    interface: str | None, quick: bool, rate: float | None, output: Path | None
-) -> None:
+    interface: str | None, quick: bool, rate: float | None, output: Path | None,
+    check_only: bool, resume: bool,
+) -> None:  # fmt: skip
     if interface not in (None, "asgi", "wsgi"):
         raise UserError(f"--interface '{interface}': use asgi or wsgi")
+    for given, name in ((quick, "--quick"), (rate is not None, "--rate"), (resume, "--resume")):
+        if check_only and given:
+            raise UserError(f"{name}: --check-only measures nothing; drop one of the two")
     if quick and rate is not None:
         raise UserError(f"--rate {rate:g}: it is proved by replays at the rate, which --quick "
                         "skips; drop --quick")  # fmt: skip
@@ -146,9 +153,10 @@ def _refuse_conflicts(
 
 def _show_tune(
     outcome: RunOutcome, store: Store, results: Path, exporter: Exporter, output: Path | None,
-    app_spec: str,
+    app_spec: str, with_page: bool,
 ) -> None:  # fmt: skip
-    """The tune's report where it was asked for, and its HTML page beside the results."""
+    """The tune's report where it was asked for, and its HTML page beside the results (not
+    for a check that measured nothing)."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.exporters import write
     from benchlab.report.html import render_html
@@ -156,15 +164,18 @@ def _show_tune(
 
     summary = summarise(store, outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
-    page.write_text(render_html(summary))
+    if with_page:
+        page.write_text(render_html(summary))
+    say = console
     if exporter.name == "table" and output is None:
         render_table(summary, console)
-    elif output is None:
+    elif output is None:  # stdout holds the document alone; the run's line goes to stderr
         sys.stdout.write(exporter.render(summary, False))
+        say = progress
     else:
         write(exporter.render(summary, False), output)
-    console.print(
-        f"run id: {outcome.run_id} ({outcome.status}) · results in {results} · "
-        f"report: {page}",
+    shown = f" · report: {page}" if with_page else ""
+    say.print(
+        f"run id: {outcome.run_id} ({outcome.status}) · results in {results}{shown}",
         markup=False, highlight=False,
     )  # fmt: skip

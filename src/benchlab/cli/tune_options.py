@@ -33,6 +33,16 @@ TuneQuickOption = Annotated[
     ),
 ]
 
+TuneCheckOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--check-only",
+        help="Start each candidate once and check its answer, then show the command that "
+        "deploys each one that answered right; nothing is measured (a few seconds a "
+        "candidate).",
+    ),
+]
+
 TuneVerboseOption = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
 ]

@@ -43,9 +43,13 @@ class LineReporter:
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
         self.counter.total = total_trials
         self.rounds = plan.recipe.max_trials or plan.recipe.trials
+        trials = (
+            f" × {plan.recipe.trials} trial{'s' if plan.recipe.trials > 1 else ''}"
+            if total_trials
+            else ", nothing measured"
+        )
         self.console.print(
-            f"run {run_id}: {len(plan.cells)} cells × {plan.recipe.trials} "
-            f"trial{'s' if plan.recipe.trials > 1 else ''}; "
+            f"run {run_id}: {len(plan.cells)} cells{trials}; "
             f"server cores {list(plan.cores.server)}, load cores {list(plan.cores.load)}"
         )
 

@@ -26,7 +26,12 @@ from benchlab.report.columns import (
 from benchlab.report.sections import Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import grid_points, takeaways
-from benchlab.report.tune_report import CANDIDATE_HEADER, candidate_rows, recommendation_lines
+from benchlab.report.tune_report import (
+    CANDIDATE_HEADER,
+    candidate_rows,
+    is_check_only,
+    recommendation_lines,
+)
 from benchlab.report.wording import interval_note, method_notes, run_lines, verdict_lines
 
 
@@ -263,6 +268,10 @@ def render_table(summary: RunSummary, console: Console, wide: bool = False) -> N
 def _render_tune(summary: RunSummary, console: Console) -> None:
     for line in run_lines(summary):
         _say(console, line)
+    if is_check_only(summary):  # nothing measured: no figures to tabulate
+        for line in recommendation_lines(summary):
+            _say(console, line, "bold" if not line.startswith(" ") else None)
+        return
     table = Table(
         title=f"benchlab · {summary.run.recipe_name}", title_justify="left",
         box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, header_style="bold",

@@ -26,6 +26,11 @@ def is_tune(summary: RunSummary) -> bool:
     return summary.options.tune is not None
 
 
+def is_check_only(summary: RunSummary) -> bool:
+    """A tune --check-only: candidates started and checked, nothing measured."""
+    return bool((summary.options.tune or {}).get("check_only"))
+
+
 def capacity_text(c: CandidateResult) -> str:
     e = c.capacity
     if e is None:
@@ -132,6 +137,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     tune = summary.options.tune or {}
     recommendation, results = recommend(summary)
     slo = f"p99 ≤ {tune.get('slo_p99_ms', 0):g} ms"
+    if is_check_only(summary):
+        return check_only_lines(tune.get("target"), results)
     if recommendation is None:
         failed = [c for c in results if c.status == "failed"]
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
@@ -207,6 +214,19 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
+def check_only_lines(target: object, results: list[CandidateResult]) -> list[str]:
+    """A check that measured nothing: which candidates answered right, each with the command
+    that deploys it, and why the others did not."""
+    checked = [c for c in results if c.status == "checked"]
+    lines = [
+        f"Checked {target}: {len(checked)} of {len(results)} candidate(s) answered right; "
+        "nothing was measured (--check-only): run without it for the answer"
+    ]
+    lines += [f"  {c.label}: {c.command}" for c in checked]
+    lines += [f"  {c.label}: {c.reason}" for c in results if c.status != "checked"]
+    return lines
+
+
 def proxy_text(found: SlowClients | NotChecked | None) -> str | None:
     """Whether the answer needs a buffering proxy in front, by its check beside slow
     clients (None: not checked, the budget ended first)."""
@@ -264,6 +284,8 @@ def tune_markdown(summary: RunSummary) -> list[str]:
     recommendation, _ = recommend(summary)
     lines = recommendation_lines(summary)
     out.append(lines[0])
+    if is_check_only(summary):
+        return [*out, "", *(f"- {line.strip()}" for line in lines[1:]), ""]
     if recommendation is not None:
         out += ["", "```sh", recommendation.best.command, "```", ""]
         out += [f"- {line.strip()}" for line in lines[2:]]
@@ -295,6 +317,6 @@ def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
 
 
 __all__ = [
-    "Recommendation", "candidate_rows", "is_tune", "recommendation_context",
+    "Recommendation", "candidate_rows", "is_check_only", "is_tune", "recommendation_context",
     "recommendation_lines", "tune_json", "tune_markdown",
 ]  # fmt: skip

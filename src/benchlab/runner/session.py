@@ -43,7 +43,14 @@ from benchlab.service_kinds import Provides, Service
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
-from benchlab.store import CapacityRecord, HostRecord, RunInfo, Store, TrialRecord
+from benchlab.store import (
+    CELL_CHECKED,
+    CapacityRecord,
+    HostRecord,
+    RunInfo,
+    Store,
+    TrialRecord,
+)
 from benchlab.text import redact
 
 
@@ -175,8 +182,7 @@ class Session:
         self.cell_ids: dict[Cell, int] = {}
         self.failed: dict[Cell, Failure] = {}
         self.measured: set[Cell] = set()
-        # Each stack's HTTP/1.1 conformance, checked at its first plain launch (conform = true)
-        self.conformance: dict[str, Conformance] = {}
+        self.conformance: dict[str, Conformance] = {}  # each stack's, at its first plain launch
         self.services: Services | None = None
         self.probes: dict[str, Callable[[], int] | None] = {}
         self.cache: Any = None  # a Redis client, while the cache runs
@@ -348,9 +354,9 @@ class Session:
             return label
         return f"{label} {SENTINEL_MARK if cell.copy == 1 else AA_COPY_MARK}"
 
-    def trials_of(self, cell: Cell) -> list[TrialRecord]:
-        """The cell's stored trials, in order, without the capacity search's probes."""
-        return [t for t in self.store.trials(self.cell_ids[cell]) if t.probe is None]
+    def trials_of(self, cell: Cell, probe: str | None = None) -> list[TrialRecord]:
+        """The cell's stored trials in order: its own, or a `probe`'s (alone, a search's)."""
+        return [t for t in self.store.trials(self.cell_ids[cell]) if t.probe == probe]
 
     def capacities_of(self, cell: Cell) -> list[CapacityRecord]:
         """The cell's stored capacity search replicates, in order."""
@@ -373,6 +379,9 @@ class Session:
         """`text` as the store may keep it: no secret of the run's in it."""
         running = self.services.running.values() if self.services is not None else ()
         return redact(text, (*self.options.secrets, *(s.password for s in running)))
+
+    def mark_checked(self, cell: Cell) -> None:  # its stack answered right (--check-only)
+        self.store.mark_cell(self.cell_ids[cell], CELL_CHECKED)
 
     def fail(self, cell: Cell, kind: FailureKind, detail: str) -> None:
         if cell in self.failed:

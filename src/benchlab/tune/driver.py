@@ -68,6 +68,7 @@ from benchlab.tune.candidates import (
     catalogue,
     skipped_servers,
 )
+from benchlab.tune.check_only import check_candidates
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
 from benchlab.tune.setup_step import run_setup
@@ -120,6 +121,7 @@ class TuneRequest:
     setup: str | None = None  # --setup: a command run once, after the services start
     proof_s: int = PROOF_S  # --proof: how long the answer's replay runs
     rate: float | None = None  # --rate: the load to hold at the least cost (None: the most)
+    check_only: bool = False  # --check-only: each candidate started and its answer checked
 
     def services(self, provides: Provides) -> list[Service]:
         """The services of --with that provide it."""
@@ -136,7 +138,7 @@ class TuneRequest:
             "env_file": str(self.env_file), "env": self.env, "env_from_file": self.env_from_file,
             "requests": [dataclasses.asdict(r) for r in self.requests],
             "with": self.with_services, "setup": self.setup, "proof_s": self.proof_s,
-            "rate": self.rate,
+            "rate": self.rate, "check_only": self.check_only,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -155,8 +157,14 @@ class TunePlan:
     proof_s: int = PROOF_S
     rate: float | None = None  # --rate: replays at it come before any search
     check: bool = False  # room for the answer's check beside slow clients (proxy_check.py)
+    check_only: bool = False  # --check-only: nothing measured
 
     def describe(self, budget_min: float) -> str:
+        if self.check_only:
+            return (
+                f"plan: {len(self.candidates)} candidates started once each and their answers "
+                f"checked, nothing measured (--check-only; about {_minutes(self.estimate_s)})"
+            )
         first = (
             f"plan: {len(self.candidates)} candidates measured briefly "
             f"(~{_minutes(len(self.candidates) * coarse_cost())})"
@@ -225,10 +233,12 @@ def fit_search(
 
 def plan(
     found: list[Candidate], budget_min: float, quick: bool = False, proof_s: int = PROOF_S,
-    rate: float | None = None,
+    rate: float | None = None, check_only: bool = False,
 ) -> TunePlan:  # fmt: skip
     """As many survivors and replicates as the budget allows after the first pass and the
-    proof (without the proof when only that fits); none with --quick."""
+    proof (without the proof when only that fits); none with --quick or --check-only."""
+    if check_only:
+        return TunePlan(found, 0, 0, len(found) * LAUNCH_S, proofs=0, check_only=True)
     budget = budget_min * 60
     coarse = len(found) * coarse_cost()
     if rate is not None:  # room for two replays at the rate before the search
@@ -364,7 +374,10 @@ def run_tune(
     )  # fmt: skip
     if not found:
         raise _no_server(spec, info, request)
-    tune_plan = plan(found, request.budget_min, request.quick, request.proof_s, request.rate)
+    tune_plan = plan(
+        found, request.budget_min, request.quick, request.proof_s, request.rate,
+        request.check_only,
+    )  # fmt: skip
     _announce(say, spec, info, request, tune_plan)
     recipe = _recipe(request, info)
     previous = _resumable(store, request.key()) if resume else None
@@ -389,33 +402,48 @@ def run_tune(
     )
     survivors: list[Candidate] = []  # an interrupted tune returns what it kept
     planned = len(found) + tune_plan.survivors * tune_plan.replicates + min(1, tune_plan.proofs)
-    with session.running(planned) as outcome:
+    with session.running(0 if request.check_only else planned) as outcome:
         session.add_cells(coarse_cells)
         session.prepare(coarse_cells)
         if request.setup:
             _setup(request.setup, request, info, session, say)
-        began = session.elapsed_s()
-        measurer.measure(coarse_cells, 1)
-        first_pass_s = session.elapsed_s() - began
-        _refuse_if_every_check_failed(session, coarse_cells, request)
-        if request.quick:
-            return TuneResult(outcome, tune_plan, [])
-        first_pass = [Searched(c, cell) for c, cell in zip(found, coarse_cells, strict=True)]
-        if request.rate is not None:
-            held = cheapest_at(
-                session, measurer, first_pass, cores, request.connections, request.rate, say,
-                request.proof_s,
-            )  # fmt: skip
-            if held is not None:
-                check_answer(session, measurer, held, cores, request.connections, request.rate, say)
-                return TuneResult(outcome, tune_plan, [held.candidate])
-        fitted = _replan(session, tune_plan, request, first_pass_s, say)
-        if fitted is None:
-            return TuneResult(outcome, tune_plan, [])
-        survivors = _search_and_prove(
-            session, measurer, request, tune_plan, first_pass, fitted, say
-        )
+        survivors = _measure(session, measurer, request, tune_plan, found, coarse_cells, say)
     return TuneResult(outcome, tune_plan, survivors)
+
+
+def _measure(
+    session: Session, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
+    found: list[Candidate], coarse_cells: list[Cell], say: Callable[[str], None],
+) -> list[Candidate]:  # fmt: skip
+    """The first pass (with --check-only, each candidate's answer checked instead), then the
+    cheapest that holds --rate, or the capacity search and its proof; the candidates kept."""
+    if request.check_only:
+        check_candidates(session, measurer, coarse_cells, say)
+        _refuse_if_every_check_failed(session, coarse_cells, request)
+        return []
+    began = session.elapsed_s()
+    measurer.measure(coarse_cells, 1)
+    first_pass_s = session.elapsed_s() - began
+    _refuse_if_every_check_failed(session, coarse_cells, request)
+    if request.quick:
+        return []
+    cores = session.plan.cores
+    first_pass = [Searched(c, cell) for c, cell in zip(found, coarse_cells, strict=True)]
+    if request.rate is not None:
+        held = cheapest_at(
+            session, measurer, first_pass, cores, request.connections, request.rate, say,
+            request.proof_s,
+        )  # fmt: skip
+        if held is not None:
+            check_answer(
+                session, measurer, held, cores, request.connections, request.rate,
+                _answer_s(session, first_pass, held.candidate), say,
+            )  # fmt: skip
+            return [held.candidate]
+    fitted = _replan(session, tune_plan, request, first_pass_s, say)
+    if fitted is None:
+        return []
+    return _search_and_prove(session, measurer, request, tune_plan, first_pass, fitted, say)
 
 
 def _search_and_prove(
@@ -451,8 +479,18 @@ def _search_and_prove(
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
     proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
     if proved is not None:  # it says so when the budget has no room left for it
-        check_answer(session, measurer, proved[0], cores, request.connections, proved[1], say)
+        check_answer(
+            session, measurer, proved[0], cores, request.connections, proved[1],
+            _answer_s(session, first_pass, proved[0].candidate), say,
+        )  # fmt: skip
     return survivors
+
+
+def _answer_s(session: Session, first_pass: list[Searched], candidate: Candidate) -> float:
+    """How long `candidate` took to answer one request alone in the first pass (0: unknown)."""
+    cell = next((e.cell for e in first_pass if e.candidate == candidate), None)
+    alone = session.trials_of(cell, probe="alone") if cell is not None else []
+    return (alone[-1].latency_p50_ms or 0.0) / 1000 if alone else 0.0
 
 
 def _setup(
@@ -551,6 +589,7 @@ def _run_info(
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
             "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
             "missing_servers": info.missing_servers, "quick": request.quick,
+            "check_only": request.check_only,
             # Whether a --setup command ran; the command itself may hold secrets.
             "setup": MASK if request.setup else None,
             "rate": request.rate,  # --rate: the load to hold at the least cost

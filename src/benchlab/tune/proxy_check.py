@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from benchlab.conformance.check import expected_s
 from benchlab.conformance.shapes import shapes_for
 from benchlab.recipe import CoreAssignment
 from benchlab.resilience import slow_clients
@@ -34,11 +35,20 @@ from benchlab.tune.proof import Searched, proof_cell
 MODES = ["headers"]  # a slow body holds a worker only where the app reads the body
 ROUNDS = 3
 LAUNCH_S = 3.0  # a start and its check that it answers
-CONFORM_S = 6.0  # every shape at every offset, one request at a time
+# Every shape at every offset, one request at a time, before the app's answer time is
+# known (a plan's room for the check): an answer of about 2 ms.
+CONFORM_S = 6.0
 
 
-def check_cost_s() -> float:
-    return LAUNCH_S + CONFORM_S + slow_clients.expected_s(len(MODES), ROUNDS)
+def check_cost_s(parsing_s: float = CONFORM_S) -> float:
+    return LAUNCH_S + parsing_s + slow_clients.expected_s(len(MODES), ROUNDS)
+
+
+def parsing_cost_s(requests: tuple[Expectation, ...], answer_s: float) -> float:
+    """The parsing check's time for an app that answers its first GET in `answer_s`: each
+    of its 1,000-odd answers waits for the app (20 s at 20 ms)."""
+    get = _first_get(requests)
+    return 0.0 if get is None else expected_s(shapes_for(get), answer_s)
 
 
 def check_rate(run_at: float | None) -> float:
@@ -50,12 +60,15 @@ def check_rate(run_at: float | None) -> float:
 
 def check_answer(
     session: Session, measurer: Measurer, entry: Searched, cores: CoreAssignment,
-    connections: int, run_at: float | None, say: Callable[[str], None],
+    connections: int, run_at: float | None, answer_s: float, say: Callable[[str], None],
 ) -> None:  # fmt: skip
-    """Slow clients beside the answer's printed command; said, and kept with its cell."""
+    """Slow clients beside the answer's printed command; said, and kept with its cell.
+    `answer_s`: how long the app took to answer one request alone (the first pass's)."""
     label = session.label_of(entry.cell)
-    if session.seconds_left() < check_cost_s():
-        say(f"slow clients: no budget left to check {label} (about {check_cost_s():.0f} s)")
+    requests = tuple(session.scenarios[SCENARIO].load_mix(None))
+    cost = check_cost_s(parsing_cost_s(requests, answer_s))
+    if session.seconds_left() < cost:
+        say(f"slow clients: no budget left to check {label} (about {cost:.0f} s)")
         return
     if (missing := slow_clients.missing()) is not None:
         say(f"slow clients: not checked ({missing})")
@@ -64,8 +77,7 @@ def check_answer(
     cell = proof_cell(entry.candidate, cores, rate, connections)
     workdir = new_dir(session.workroot / "proxy-check", 0o711)
     say(f"checking {label}'s command: its HTTP/1.1 parsing, then slow clients at {rate:,.0f} "
-        "req/s")  # fmt: skip
-    requests = tuple(session.scenarios[SCENARIO].load_mix(None))
+        f"req/s (about {cost:.0f} s)")  # fmt: skip
     with measurer.started(cell, workdir) as up:
         if up.problem is not None:
             found, parsing = NotChecked(session.redacted(up.problem)).to_json(), None
@@ -91,9 +103,13 @@ def check_answer(
         say(f"slow clients: {label} {need}: {result.sentence()}")
 
 
+def _first_get(requests: tuple[Expectation, ...]) -> Expectation | None:
+    return next((r for r in requests if r.method == "GET" and r.request_body is None), None)
+
+
 def _parsing(session: Session, port: int, requests: tuple[Expectation, ...]) -> dict | None:
     """Every shape asking for the app's first GET (None: it has no GET request to ask)."""
-    get = next((r for r in requests if r.method == "GET" and r.request_body is None), None)
+    get = _first_get(requests)
     if get is None:
         return None
     return session.executor.conform(session.server_address, port, shapes_for(get)).facts()

@@ -1,0 +1,36 @@
+"""`tune --check-only`: each candidate started once as its deploy command starts it, and its
+answer to the app's requests checked, with nothing measured — whether tune can serve the
+app at all, in seconds, before a search of minutes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchlab.recipe import Cell
+from benchlab.runner import FailureKind, Measurer, Session
+from benchlab.runner.cell import SETTLE_TIMEOUT_S
+from benchlab.safe_files import new_dir
+
+
+def check_candidates(
+    session: Session, measurer: Measurer, cells: list[Cell], say: Callable[[str], None]
+) -> None:
+    """Each cell's stack started and its answer checked; a wrong answer or a start that
+    failed fails the cell with the reason, a right one marks it checked."""
+    for index, cell in enumerate(cells):
+        label = session.label_of(cell)
+        workdir = new_dir(session.workroot / f"check-{index}", 0o711)
+        with measurer.started(cell, workdir) as up:
+            if up.problem is not None:
+                session.fail(cell, FailureKind.START, up.problem)
+                continue
+            problem = session.executor.verify(
+                session.server_address, up.port,
+                session.scenarios[cell.scenario].expectations(cell.ms), SETTLE_TIMEOUT_S,
+                session.read_worlds, session.files.wire(cell),
+            )  # fmt: skip
+        if problem:
+            session.fail(cell, FailureKind.VERIFICATION, problem)
+            continue
+        session.mark_checked(cell)
+        say(f"{label}: answers right")
