@@ -380,8 +380,11 @@ def test_a_check_only_names_each_candidate_that_answered_right_and_why_the_other
         "tune", "picky.py:app", "--check-only", "--servers", "gunicorn-sync,waitress",
         "--workers", "1", "--threads", "4", "--check-body", "served", "--results", "r.db",
         cwd=tmp_path, timeout=180,
+        # A first use on a machine without Go: a check sends no load, so builds no load tool.
+        env={"BENCHLAB_CACHE": str(tmp_path / "cache"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "building" not in result.stderr and not (tmp_path / "cache" / "bin").exists()
     assert "2 cells, nothing measured" in result.stderr
     assert "Checked picky:app: 1 of 2 candidate(s) answered right" in result.stdout, result.stdout
     assert "  gunicorn-sync w=1: gunicorn picky:app --bind" in result.stdout

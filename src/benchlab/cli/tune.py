@@ -113,7 +113,8 @@ def tune(
         connections=connections, factory=factory, quick=quick, setup=setup,
         check_only=check_only,
     )  # fmt: skip
-    make_ready(TOOLS[RATE_TOOL], progress.print)
+    if not check_only:  # a check sends no load: nothing to build for it
+        make_ready(TOOLS[RATE_TOOL], progress.print)
     shared = claim(allow_concurrent)
     store = Store(results)
     try:
