@@ -16,6 +16,7 @@ from benchlab.analysis.recommendation import (
 from benchlab.analysis.summary import RunSummary
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
+from benchlab.store import CELL_CHECKED
 
 # A tune report's two sections, titled once for every format.
 RECOMMENDATION_TITLE = "Recommendation"
@@ -217,13 +218,13 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
 def check_only_lines(target: object, results: list[CandidateResult]) -> list[str]:
     """A check that measured nothing: which candidates answered right, each with the command
     that deploys it, and why the others did not."""
-    checked = [c for c in results if c.status == "checked"]
+    checked = [c for c in results if c.status == CELL_CHECKED]
     lines = [
         f"Checked {target}: {len(checked)} of {len(results)} candidate(s) answered right; "
         "nothing was measured (--check-only): run without it for the answer"
     ]
     lines += [f"  {c.label}: {c.command}" for c in checked]
-    lines += [f"  {c.label}: {c.reason}" for c in results if c.status != "checked"]
+    lines += [f"  {c.label}: {c.reason}" for c in results if c.status != CELL_CHECKED]
     return lines
 
 
