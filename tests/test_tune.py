@@ -69,6 +69,11 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
         "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
         "    return [b'ok']\n\nnumber = 3\n"
     )
+    unstartable = tmp_path / "unstartable.py"  # imports in tune's probe, not under gunicorn
+    unstartable.write_text(
+        "import sys\n\nif 'gunicorn' in sys.argv[0]:\n    raise SystemExit('no config here')\n"
+        "from plain import app\n"
+    )
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     cases = [
@@ -82,6 +87,18 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
         ((f"{plain}:app", "--budget", "1", "--workers", "1,2,3"), "--budget 1: too small"),
         ((f"{plain}:app", "--with", "mongodb"), "benchlab starts postgres"),
         ((f"{plain}:app", "--check-only", "--quick"), "--quick: --check-only measures nothing"),
+        (
+            (
+                f"{unstartable}:app",
+                "--check-only",
+                "--quiet",
+                "--servers",
+                "gunicorn-sync",
+                "--workers",
+                "1",
+            ),
+            "--check-only: no candidate answered; the first: ",
+        ),
     ]
     for args, message in cases:
         result = benchlab("tune", *args, "--results", str(tmp_path / "r.db"), timeout=120)

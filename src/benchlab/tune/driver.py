@@ -57,7 +57,7 @@ from benchlab.scenarios import Expectation, Scenario
 from benchlab.service_kinds import Provides, Service
 from benchlab.service_kinds import named as service_named
 from benchlab.store import RunInfo, Store
-from benchlab.text import MASK
+from benchlab.text import MASK, one_line
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at, first_pass_cost
@@ -420,6 +420,10 @@ def _measure(
     if request.check_only:
         check_candidates(session, measurer, coarse_cells, say)
         _refuse_if_every_check_failed(session, coarse_cells, request)
+        failed = [f for c in coarse_cells if (f := session.failure_of(c)) is not None]
+        if failed and len(failed) == len(coarse_cells):  # none answered: nothing to deploy
+            first = one_line(failed[0].reason)
+            raise UserError(f"--check-only: no candidate answered; the first: {first}")
         return []
     began = session.elapsed_s()
     measurer.measure(coarse_cells, 1)
