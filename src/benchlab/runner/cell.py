@@ -44,6 +44,16 @@ class Launched:
     counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
+def answer_problem(session: Session, cell: Cell, port: int) -> str | None:
+    """What is wrong with the answers the stack on `port` gives the cell's requests (None:
+    nothing), asked over the cell's protocol."""
+    with session.costs.timed("verify"):
+        return session.executor.verify(
+            session.server_address, port, session.scenarios[cell.scenario].expectations(cell.ms),
+            SETTLE_TIMEOUT_S, session.read_worlds, session.files.wire(cell),
+        )  # fmt: skip
+
+
 class CellRunner:
     """Measures cells on launched servers. `closed` keeps each cell's closed-loop capacity
     (measured once a cell, the base of its rate share or search) across rounds."""
@@ -142,11 +152,7 @@ class CellRunner:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         wire = session.files.wire(cell)
-        with session.costs.timed("verify"):
-            problem = session.executor.verify(
-                session.server_address, launched.port, expectations,
-                SETTLE_TIMEOUT_S, session.read_worlds, wire,
-            )  # fmt: skip
+        problem = answer_problem(session, cell, launched.port)
         if problem:
             check_alive(session, launched.server, cell)
             session.fail(cell, what, problem)

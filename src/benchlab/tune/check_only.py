@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from benchlab.recipe import Cell
 from benchlab.runner import FailureKind, Measurer, Session
-from benchlab.runner.cell import SETTLE_TIMEOUT_S
+from benchlab.runner.cell import answer_problem
 from benchlab.safe_files import new_dir
 
 
@@ -24,11 +24,7 @@ def check_candidates(
             if up.problem is not None:
                 session.fail(cell, FailureKind.START, up.problem)
                 continue
-            problem = session.executor.verify(
-                session.server_address, up.port,
-                session.scenarios[cell.scenario].expectations(cell.ms), SETTLE_TIMEOUT_S,
-                session.read_worlds, session.files.wire(cell),
-            )  # fmt: skip
+            problem = answer_problem(session, cell, up.port)
         if problem:
             session.fail(cell, FailureKind.VERIFICATION, problem)
             continue
