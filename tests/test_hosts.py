@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -562,3 +563,30 @@ def test_a_run_split_over_two_load_namespaces_reports_each_hosts_share(
     assert "Load hosts (each one's share of the merged figures):" in markdown
     assert "host load2 (netns:bl-load2 198.18.0.12): load" in markdown
     assert _left_on_this_machine(0) == [] and list(isolated_tmp.iterdir()) == []
+
+
+def test_the_port_a_stack_answers_on_is_its_own_by_ss_and_by_psutil_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server verified on its port must be the one listening there (not a process that
+    took the port first): the listener's pids, from `ss`, and from psutil where `ss` is
+    missing, name the tree that listens and not another."""
+    from benchlab.hosts.base import THIS_MACHINE
+    from benchlab.process import free_port, local_listener_pids
+
+    port = free_port()
+    server_argv = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+    server = THIS_MACHINE.start(server_argv, cores=[0], log_path=tmp_path / "server.log")
+    other = THIS_MACHINE.start(["sleep", "30"], cores=[0], log_path=tmp_path / "other.log")
+    try:
+        _wait_for(lambda: bool(local_listener_pids(port)), 10, f"port {port}: {server.log_tail()}")
+        by_ss = local_listener_pids(port)
+        assert by_ss == {server.pid}
+        assert server.listens_on(port) and not other.listens_on(port)
+        assert local_listener_pids(free_port()) == set()
+        monkeypatch.setenv("PATH", str(tmp_path))  # no `ss`: psutil's answer, the same
+        assert local_listener_pids(port) == by_ss
+        assert server.listens_on(port) and not other.listens_on(port)
+    finally:
+        server.stop()
+        other.stop()

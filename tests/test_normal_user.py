@@ -73,8 +73,11 @@ def test_a_normal_user_runs_the_quick_recipe() -> None:
         assert {c["cpu_source"] for c in cells} == {"process tree"}
         markdown = _as_user(home, "report", "--results", str(results), "-f", "md").stdout
         assert "no control group could be made" in " ".join(markdown.split())
-        # Everything it made is its own: nothing of root's, nothing left in its TMPDIR.
+        # Everything it made is its own: nothing of root's, nothing left in its TMPDIR, nor
+        # in its home (gunicorn's control socket, ~/.gunicorn/ by default, is in the stack's
+        # own directory).
         assert list((home / "tmp").iterdir()) == []
+        assert not (home / ".gunicorn").exists()
         owners = {os.lstat(Path(d)).st_uid for d, _, _ in os.walk(home)}
         assert owners == {uid}
     finally:

@@ -176,7 +176,7 @@ class ThisMachine(Host):
         return ManagedProcess(argv, prefix=self.prefix, listeners=self.listener_pids, **kwargs)
 
     def listener_pids(self, port: int) -> set[int] | None:
-        return local_listener_pids(port)
+        return local_listener_pids(port, self.prefix)
 
     def create_cpu_group(self) -> CpuGroup | None:
         return create_group()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -78,13 +77,6 @@ class NetnsHost(ThisMachine):
         super().__init__(name, HostSpec("netns", name=namespace), address)
         self.namespace = namespace
         self.prefix = ("ip", "netns", "exec", namespace)
-
-    def listener_pids(self, port: int) -> set[int] | None:
-        """From `ss` inside the namespace: psutil sees only benchlab's own namespace."""
-        done = self.run(["ss", "-Hltnp", f"sport = :{port}"], timeout=10)
-        if done.returncode != 0:
-            return None
-        return {int(pid) for pid in re.findall(rb"pid=(\d+)", done.stdout)}
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "namespace": self.namespace, "address": self.address}

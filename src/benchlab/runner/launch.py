@@ -87,7 +87,13 @@ def start_stack(
         cores=cores,
         log_path=ctx.workdir.parent / f"{ctx.workdir.name}.log",
         cwd=spec.cwd,
-        env={"TMPDIR": str(private_tmp), **(env or {}), **spec.env},
+        # Its runtime directory too: gunicorn (since 25.1) opens a control socket there,
+        # else in ~/.gunicorn/, which would be made in the home of whoever runs it.
+        env={
+            **dict.fromkeys(("TMPDIR", "XDG_RUNTIME_DIR"), str(private_tmp)),
+            **(env or {}),
+            **spec.env,
+        },
         user=user,
         # Its own control group: the trial's CPU time is counted over every process it forks.
         cpu_group=host.create_cpu_group(),
