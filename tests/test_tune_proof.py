@@ -17,7 +17,7 @@ from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
 from benchlab.recipe import Cell
 from benchlab.store import CapacityRecord, RunInfo, Store
-from benchlab.tune.driver import fit_search, replicate_overrun_s, search_cost
+from benchlab.tune.driver import TunePlan, fit_search, replicate_overrun_s, search_cost
 from benchlab.tune.proof import proof_cost_s
 from benchlab.tune.proxy_check import check_cost_s
 from tests.conftest import benchlab
@@ -68,6 +68,10 @@ def test_a_first_pass_slower_than_planned_shrinks_the_search() -> None:
     # The answer's check beside slow clients is kept room for only when asked.
     assert fit_search(3, left, check=True) != (3, 4)
     assert fit_search(3, left + check_cost_s(), check=True) == (3, 4)
+    # A plan without room for the proof does not promise there will be none: the search may
+    # leave time (a resumed tune's first pass was partly done), and the proof then runs.
+    line = TunePlan([], 1, 1, 60.0, proofs=0, proof_s=10).describe(1.5)
+    assert "the 10-s proof of the answer only if the search leaves time" in line, line
 
 
 HELD_SECOND = ((1150.0, 130.0, False), (978.0, 35.0, True))

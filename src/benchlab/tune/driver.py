@@ -182,7 +182,8 @@ class TunePlan:
             f"{'s' if self.proofs > 1 else ''})"
             + (" and its check beside slow clients" if self.check else "")
             if self.proofs
-            else f"; no room for the {self.proof_s}-s proof of the answer in this budget"
+            else f"; the {self.proof_s}-s proof of the answer only if the search leaves time "
+            "(this budget plans no room for it)"
         )
         return (
             f"{first}, then the capacity search of up to {self.survivors} of them, "
