@@ -210,6 +210,27 @@ class ManagedProcess:
     def remember_tree(self) -> None:
         self.tree()
 
+    @contextlib.contextmanager
+    def exits_counted(self, interval: float = 0.02) -> Iterator[Callable[[], int]]:
+        """While inside, its tree sampled every `interval` s in a thread (a worker that dies
+        as it starts lives some 50 ms): yields how many of its processes have exited so far."""
+        done = threading.Event()
+        exited = [0]
+
+        def sample() -> None:
+            while not done.wait(interval):
+                self.remember_tree()
+                known = list(self._known.items())
+                exited[0] = sum(1 for pid, proc in known if pid != self.pid and not _running(proc))
+
+        thread = threading.Thread(target=sample, name="tree-exits", daemon=True)
+        thread.start()
+        try:
+            yield lambda: exited[0]
+        finally:
+            done.set()
+            thread.join()
+
     def cpu_seconds(self) -> tuple[float, str]:
         """CPU time of the whole tree so far, and how it was counted."""
         if self.cpu_group is not None:
@@ -308,14 +329,15 @@ class ManagedProcess:
                 proc.send_signal(sig)
 
     def _survivors(self) -> list[psutil.Process]:
-        alive = []
-        for proc in self._known.values():
-            try:
-                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(proc)
-            except psutil.Error:
-                continue
-        return alive
+        return [proc for proc in self._known.values() if _running(proc)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Running, not a zombie (and not another process that reused its pid)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def pin(cores: Sequence[int]) -> list[str]:

@@ -123,18 +123,34 @@ def _check_users(expected: Expectation, where: str, body: bytes) -> str | None:
 PORT_TAKEN = "is held by another process"
 
 
+# A server whose workers die as they start and are started again (gunicorn's master
+# restarts a worker that exits with anything but its boot-error code, 18 times a second
+# here) would be waited for to the end of the timeout; no healthy one loses this many
+# processes before its first answer.
+RESTARTS_BEFORE_ANSWER = 10
+
+
 def wait_until_answering(
-    host: str, port: int, alive, timeout: float, owns_port=None, wire: Wire | None = None
-) -> str | None:
+    host: str, port: int, alive, timeout: float, owns_port=None, wire: Wire | None = None,
+    lost=None,
+) -> str | None:  # fmt: skip
     """Poll until an HTTP request gets any response; None when ready, else the reason.
     `owns_port()`: whether the socket listening on the port is the server's own (another
     process that took the port between its choice and the server's bind would otherwise be
-    verified and measured in its place). `wire`: the protocol it answers over."""
-    deadline = time.monotonic() + timeout
+    verified and measured in its place). `wire`: the protocol it answers over. `lost()`: how
+    many of its processes have exited so far while it runs (its workers restarting)."""
+    began = time.monotonic()
+    deadline = began + timeout
     while time.monotonic() < deadline:
         if not alive():
             return "exited while starting"
         if not _answers(host, port, wire):
+            exited = lost() if lost is not None else 0
+            if exited >= RESTARTS_BEFORE_ANSWER:
+                return (
+                    f"keeps restarting its workers: {exited} of its processes exited in "
+                    f"{time.monotonic() - began:.1f} s without an answer on port {port}"
+                )
             time.sleep(0.02)  # a refused connection costs microseconds; a launch, this wait
             continue
         if owns_port is not None and not owns_port():

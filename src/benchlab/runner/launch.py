@@ -146,10 +146,12 @@ def start_answering(
         )  # fmt: skip
         began = time.monotonic()
         server = start_stack(registry, stack, ctx, place.cores, env, place.host, user)
-        problem = wait_until_answering(
-            place.address, ctx.port, server.alive, timeout,
-            owns_port=lambda server=server, port=ctx.port: server.listens_on(port), wire=wire,
-        )  # fmt: skip
+        with server.exits_counted() as lost:
+            problem = wait_until_answering(
+                place.address, ctx.port, server.alive, timeout,
+                owns_port=lambda server=server, port=ctx.port: server.listens_on(port),
+                wire=wire, lost=lost,
+            )  # fmt: skip
         taken = problem is not None and (
             PORT_TAKEN in problem or "address already in use" in server.log_tail(20).lower()
         )
