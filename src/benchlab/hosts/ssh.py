@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -172,10 +173,9 @@ class SshHost(Host):
                     capture_output=True, timeout=10, check=False,
                 )  # fmt: skip
         if self._control_dir is not None:
-            with contextlib.suppress(OSError):
-                for child in self._control_dir.iterdir():
-                    child.unlink()
-                self._control_dir.rmdir()
+            # The master removes its socket as it exits, maybe between a listing and an
+            # unlink here: one missing entry must not leave the directory (rmtree skips it).
+            shutil.rmtree(self._control_dir, ignore_errors=True)
         self.control_path = None
         self._control_dir = None
 
