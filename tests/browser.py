@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 from websockets.sync.client import ClientConnection, connect
 
 CHROMIUM_FLAGS = (
@@ -163,13 +164,21 @@ def _stop(process: subprocess.Popen, profile: Path) -> None:
 
 
 def _wait_for_group_to_end(group: int, timeout: float = 10) -> None:
+    """Until no process of the group runs. A killed one's zombie writes nothing: it waits
+    for this machine's PID 1 to reap it, which here takes one to ten seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if not _running_in_group(group):
             return
         time.sleep(0.05)
+
+
+def _running_in_group(group: int) -> bool:
+    for proc in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == group:
+                return True
+    return False
 
 
 def _debugging_port(profile: Path, process: subprocess.Popen) -> int:
