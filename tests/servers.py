@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -91,9 +92,13 @@ def served_by(command: str, where: Path, path: str) -> str:
     command = command.replace("0.0.0.0:8000", f"127.0.0.1:{port}")
     command = command.replace("--host 0.0.0.0 --port 8000", f"--host 127.0.0.1 --port {port}")
     command = command.replace("--host=0.0.0.0 --port=8000", f"--host=127.0.0.1 --port={port}")
+    # A runtime directory of its own: gunicorn (25.1+) would put its control socket in
+    # ~/.gunicorn/ of whoever runs the suite.
+    runtime = tempfile.TemporaryDirectory(prefix="bl-runtime-")
     server = subprocess.Popen(
         ["bash", "-c", command], cwd=where, start_new_session=True,
-        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"},
+        env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
+             "XDG_RUNTIME_DIR": runtime.name},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -104,3 +109,4 @@ def served_by(command: str, where: Path, path: str) -> str:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(10)
+        runtime.cleanup()
