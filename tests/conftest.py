@@ -17,6 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.alone import _load_watch, _no_load_beside_other_tests  # noqa: F401 (fixtures)
+
 REPO = Path(__file__).resolve().parent.parent
 
 # A shell that starts the tests in the background (`cmd &` without job control, as some CI

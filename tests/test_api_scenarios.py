@@ -168,6 +168,7 @@ def _json(body: bytes) -> list[dict[str, int]]:
     return json.loads(body)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_run_sends_each_scenarios_own_request_and_reports_what_it_weighs(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch

@@ -38,6 +38,7 @@ def _script(step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_the_ci_script_fails_on_an_injected_slowdown_and_passes_otherwise(
     tmp_path: Path, isolated_tmp: Path

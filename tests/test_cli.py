@@ -107,6 +107,7 @@ def test_unknown_command_and_option_exit_2() -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     from benchlab.selfcheck import run_selfcheck
@@ -135,6 +136,7 @@ def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
     assert "taskset --cpu-list 1 wrk -t1 -c8 -d1s" in check.command
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.slow
 def test_a_signal_stops_selfcheck_and_leaves_nothing(
@@ -206,6 +208,7 @@ duration = 1
 """
 
 
+@pytest.mark.alone
 def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
     tmp_path: Path, isolated_tmp: Path
 ) -> None:

@@ -74,6 +74,7 @@ def test_a_server_that_ignores_connection_close_is_caught(monkeypatch: pytest.Mo
     assert "kept the connection open" in only.failures[0].problem
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_real_stacks_through_the_command_nginx_conforms_and_uvicorn_takes_any_header() -> None:
     """Through `benchlab conform` as a user runs it (each stack started as a run starts it):
@@ -106,6 +107,7 @@ def _quirky_stack(name: str, offset: str) -> Stack:
     )  # fmt: skip
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_run_with_conform_flags_a_misparsing_stack_and_ranks_it_apart(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch

@@ -52,6 +52,7 @@ duration = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_sessions_rise_with_connections_up_to_the_pool_limit_and_delay_is_real(
     tmp_path: Path, isolated_tmp: Path
@@ -70,6 +71,7 @@ def test_sessions_rise_with_connections_up_to_the_pool_limit_and_delay_is_real(
     assert cells[32]["p50"] >= 50 * 32 / 4 * 0.9  # 32 requests queue for 4 sessions
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_pgbouncer_caps_the_sessions_the_database_sees(tmp_path: Path, isolated_tmp: Path) -> None:
     services = 'pgbouncer = true\npool_mode = "transaction"\npgbouncer_pool_size = 3'
@@ -114,6 +116,7 @@ def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
         shutil.rmtree(workroot, ignore_errors=True)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     tmp_path: Path, isolated_tmp: Path
@@ -160,6 +163,7 @@ def test_a_database_killed_mid_trial_fails_its_cells_and_leaves_nothing(
     assert not data_dir.exists() and not data_dir.parent.parent.exists()
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
     tmp_path: Path, isolated_tmp: Path
@@ -197,6 +201,7 @@ def test_redis_killed_mid_trial_fails_the_cache_cells_and_the_others_go_on(
     assert list(isolated_tmp.iterdir()) == []
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_mariadb_sessions_are_counted_for_prepared_statements_too(
     tmp_path: Path, isolated_tmp: Path
@@ -245,6 +250,7 @@ duration = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_sessions_are_counted_on_fast_queries_at_thousands_of_requests(tmp_path: Path) -> None:
     """Queries of a fraction of a millisecond: sampling the ones running read 0 or 1 here;

@@ -24,6 +24,9 @@ from benchlab.store import Store
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
 from tests.html_table import ReportPage
 
+# Every test here measures or takes the machine: one at a time (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 MISBEHAVING = Path(__file__).with_name("apps") / "misbehaving.py"
 
 

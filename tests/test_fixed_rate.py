@@ -107,6 +107,7 @@ duration = 3
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_rate_below_capacity_is_delivered_and_one_above_is_flagged(
     tmp_path: Path, isolated_tmp: Path
@@ -153,6 +154,7 @@ timeout = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_the_capacity_search_finds_the_known_capacity(tmp_path: Path, isolated_tmp: Path) -> None:
     (cell,) = _run(tmp_path, isolated_tmp, SLO)["cells"]
@@ -192,6 +194,7 @@ duration = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_rate_beyond_the_generator_is_blamed_on_the_generator(
     tmp_path: Path, isolated_tmp: Path
@@ -227,6 +230,7 @@ duration = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
     tmp_path: Path, isolated_tmp: Path
@@ -253,6 +257,7 @@ def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
         assert added <= 10_000 * 1.5, (stack, burnt, idle)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch

@@ -16,6 +16,7 @@ from benchlab.resilience.drain import EXIT_LIMIT_S, Drain
 from tests.conftest import benchlab, error_line
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_uvicorn_drains_and_the_go_app_drops_its_request_in_flight(isolated_tmp: Path) -> None:
     done = benchlab(

@@ -264,6 +264,7 @@ def _eight_real_runs(
     return next(s for s in history["series"] if s["key"].startswith("slowable|"))
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_eight_real_runs_where_only_the_stack_slows_from_the_fifth_are_the_stacks_change(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch, four_steady_runs: Path
@@ -283,6 +284,7 @@ def test_eight_real_runs_where_only_the_stack_slows_from_the_fifth_are_the_stack
     print("\n".join(failed.stdout.splitlines()[:8]))  # the change points as printed (-s)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_eight_real_runs_on_a_machine_slowed_from_the_fifth_are_the_machines_change(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch, four_steady_runs: Path

@@ -113,6 +113,7 @@ def test_several_load_hosts_need_a_tool_whose_results_merge(tmp_path: Path) -> N
     assert "key 'load[0].tool': ab gives percentiles only" in line and "wrk or vegeta" in line
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_a_namespace_that_exists_and_is_not_benchlabs_is_refused(tmp_path: Path) -> None:
@@ -131,6 +132,7 @@ def test_a_namespace_that_exists_and_is_not_benchlabs_is_refused(tmp_path: Path)
     assert not (tmp_path / "r.db").exists(), "nothing starts"
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_host_that_cannot_be_reached_is_named_with_the_fix(tmp_path: Path) -> None:
     recipe = write_recipe(
@@ -163,6 +165,7 @@ def _net_inode(pid: int) -> int | None:
         return None
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_the_netns_recipe_measures_every_cell_over_the_veth_links(
@@ -238,6 +241,7 @@ def test_the_netns_recipe_measures_every_cell_over_the_veth_links(
     assert list(isolated_tmp.iterdir()) == []
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_ctrl_c_in_a_netns_run_leaves_nothing(tmp_path: Path, isolated_tmp: Path) -> None:
@@ -257,6 +261,7 @@ def test_ctrl_c_in_a_netns_run_leaves_nothing(tmp_path: Path, isolated_tmp: Path
     assert living(everything) == [] and list(isolated_tmp.iterdir()) == []
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_doctor_cleans_the_namespaces_of_a_run_killed_with_sigkill(
@@ -302,6 +307,7 @@ def _due_corrected_latencies_us(rows: list[list[str]], rate: float) -> list[int]
     ]
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
@@ -403,6 +409,7 @@ duration = 1
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_an_ssh_host_serves_and_keeps_the_database_and_is_left_clean(
     tmp_path: Path, isolated_tmp: Path
@@ -531,6 +538,7 @@ def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict
     assert _name_bound_hosts([verdict], apart) == [verdict]
 
 
+@pytest.mark.alone
 @needs_root
 @pytest.mark.slow
 def test_a_run_split_over_two_load_namespaces_reports_each_hosts_share(

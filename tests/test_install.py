@@ -18,6 +18,9 @@ import pytest
 from benchlab import go_toolchain
 from tests.conftest import REPO
 
+# Every test here measures or takes the machine: one at a time (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 UV = Path(sys.executable).with_name("uv")
 APP = """
 def app(environ, start_response):

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from benchlab.analysis.summary import summarise
 from benchlab.cli.drain import _json as drain_json
@@ -30,6 +31,8 @@ def _stamped(text: str) -> tuple[str, int]:
     return data["format"], data["format_version"]
 
 
+@pytest.mark.alone  # its conform check takes the machine's run lock
+@pytest.mark.slow
 def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     results = tmp_path / "results.db"
     first = write_run(results)

@@ -46,6 +46,7 @@ def nginx(tmp_path_factory: pytest.TempPathFactory):
         yield port
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("tool", TOOLS)
 def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path) -> None:
     result = run_tool(_request(tool, nginx, "/plaintext"), ProcessRegistry(), tmp_path)
@@ -71,6 +72,7 @@ def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path)
     assert ordered == sorted(ordered)
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.slow
 def test_each_tool_counts_server_errors(tool: str, tmp_path: Path) -> None:
@@ -200,6 +202,7 @@ duration = 1
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_one_cell_under_two_tools_is_told_apart_in_every_report(tmp_path: Path) -> None:
     recipe = write_recipe(tmp_path, TWO_TOOLS)

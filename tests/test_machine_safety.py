@@ -20,6 +20,9 @@ from benchlab.journal import journal_dir
 from tests.conftest import benchlab, benchlab_process, error_line, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
 
+# Every test here measures or takes the machine: one at a time (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 LONG = """
 name = "long"
 stacks = ["tornado", "nginx-static"]

@@ -30,6 +30,7 @@ def test_a_mix_is_named_by_all_it_holds_and_composed_from_its_parts() -> None:
     assert name not in list(SCENARIOS) and "mix:nothing*1" not in SCENARIOS
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch

@@ -40,6 +40,7 @@ def _as_user(home: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_normal_user_runs_the_quick_recipe() -> None:
     home = short_tmp()

@@ -57,6 +57,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path: Path, isolated_tmp
     assert {p.pid for p in psutil.Process().children(recursive=True)} == before
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_the_time_left_after_the_first_round_is_within_30_percent(
     tmp_path: Path, isolated_tmp: Path

@@ -122,6 +122,7 @@ def _h2load(port: int, protocol: str, path: str, connections: int = 8) -> LoadRe
     )  # fmt: skip
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("protocol", ["h2", "h2c"])
 @pytest.mark.slow
 def test_h2load_measures_http2_by_the_rules_every_tool_follows(
@@ -206,6 +207,7 @@ class _Ok(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("tool", ["wrk", "vegeta", "hey", "ab"])
 @pytest.mark.slow
 def test_without_keep_alive_every_request_has_a_connection_of_its_own(

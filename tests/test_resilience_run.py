@@ -195,6 +195,7 @@ def test_the_checks_need_every_role_on_this_machine(tmp_path: Path) -> None:
     assert done.returncode == 2 and "slow_clients" in done.stderr, done.stderr
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_behind_nginx_uvicorn_still_drains_and_the_go_app_still_drops(
     tmp_path: Path, isolated_tmp: Path

@@ -13,6 +13,9 @@ import pytest
 
 from tests.conftest import ALL_CORE_STACKS, benchlab, short_tmp, write_recipe
 
+# Every test here reads the one real run of its module fixture: one at a time (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 RECIPE = f"""
 name = "all-core-stacks"
 question = "Does every core stack serve and measure?"

@@ -95,6 +95,7 @@ def app(environ, start_response):
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_real_tune_reads_granians_counters_and_its_command_stays_deployable(
     tmp_path: Path,

@@ -17,6 +17,7 @@ from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from tests.conftest import benchlab, error_line
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_gunicorns_sync_worker_is_held_by_slow_clients_and_uvicorn_is_not(
     isolated_tmp: Path,

@@ -20,6 +20,9 @@ from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
 from tests.test_failures import _misbehaving_stack
 
+# Every test here measures or takes the machine: one at a time (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 TOOLS = ["wrk", "ab", "hey", "siege", "vegeta"]
 
 

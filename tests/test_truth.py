@@ -154,6 +154,7 @@ duration = 2
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_blocked_and_littles_law_verdicts_on_sleep(tmp_path: Path, isolated_tmp: Path) -> None:
     cells = _by(_report(_run(tmp_path, isolated_tmp, SLEEP)), "stack")
@@ -206,6 +207,7 @@ connections = 4
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
     report = _report(_run(tmp_path, isolated_tmp, POOL))
@@ -223,6 +225,7 @@ def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
     assert "pool-exhausted" not in sync["verdicts"]
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_errors_verdict_on_a_stack_answering_500s(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
@@ -247,6 +250,7 @@ def test_errors_verdict_on_a_stack_answering_500s(
     assert "errors" not in cells["nginx-static"]["verdicts"]
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
@@ -309,6 +313,7 @@ pool_size = 16
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: Path) -> None:
     report = _report(_run(tmp_path, isolated_tmp, FLIP))
@@ -342,6 +347,7 @@ def _steady_run(tmp_path: Path, store: Store, recipe_text: str, name: str) -> st
     return run_id
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_compare_same_recipe_twice_and_a_slowed_stack(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch

@@ -44,6 +44,7 @@ def _tune(*args: str, tmp: Path, timeout: float = 600) -> dict:
 @pytest.mark.parametrize(
     ("path", "blocked"), [("/report/blocking", True), ("/report/awaiting", False)]
 )
+@pytest.mark.alone
 def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     tmp_path: Path, path: str, blocked: bool
 ) -> None:
@@ -59,6 +60,7 @@ def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     assert ("something blocks" in findings) is blocked
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
@@ -113,6 +115,7 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
     assert f"{bare}/bin/python -m pip install" in missing.stderr
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_check_that_fails_on_every_candidate_shows_the_answer(tmp_path: Path) -> None:
     result = benchlab(
@@ -134,6 +137,7 @@ def _plain_trials(results: Path) -> dict[str, int]:
     return dict(rows)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_an_interrupted_tune_of_an_io_bound_app_resumes_and_recommends_threads_or_greenlets(
     tmp_path: Path,

@@ -18,6 +18,10 @@ import pytest
 from tests.conftest import REPO, benchlab
 from tests.servers import VENV_BIN, served_by
 
+# Every test here runs `benchlab tune`, which takes the machine's run lock: one at a time
+# (tests/alone.py).
+pytestmark = pytest.mark.alone
+
 # Every module of benchlab's tune package (and recommend, its old name), as a user's own.
 _OWN = {p.stem for p in (REPO / "src/benchlab/tune").glob("*.py")} - {"__init__"}
 TUNE_MODULES = tuple(sorted(_OWN | {"recommend"}))

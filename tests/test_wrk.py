@@ -28,6 +28,7 @@ def _request(port: int, path: str, connections: int = 8) -> LoadRequest:
     )
 
 
+@pytest.mark.alone
 def test_wrk_against_nginx_gives_a_complete_result(tmp_path: Path) -> None:
     registry = ProcessRegistry()
     with running_stack("nginx-static", tmp_path) as (_, port):
@@ -47,6 +48,7 @@ def test_wrk_against_nginx_gives_a_complete_result(tmp_path: Path) -> None:
     assert result.load_cpu_pct is not None and 1 < result.load_cpu_pct < 150
 
 
+@pytest.mark.alone
 def test_non_2xx_responses_are_counted_as_errors(tmp_path: Path) -> None:
     registry = ProcessRegistry()
     failing = {"/boom": (500, {"Content-Length": "4", "Date": "x"}, b"boom")}
@@ -63,6 +65,7 @@ def test_nothing_listening_is_a_clear_load_tool_error(tmp_path: Path) -> None:
         run_tool(_request(port, "/"), ProcessRegistry(), tmp_path)
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_a_server_that_goes_away_mid_run_gives_socket_errors(tmp_path: Path) -> None:
     closing = {"/bye": (200, {"Content-Length": "2", "Date": "x", "Connection": "close"}, b"ok")}
