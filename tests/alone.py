@@ -1,12 +1,12 @@
 """Which tests run alone, and a watch that holds the others to it.
 
-`./lab test` runs the suite in two phases: first every test not marked `alone`, two or more at
-a time (pytest-xdist), then the `alone` ones one at a time. A test is `alone` when it puts load
-on a server (two loads at once make both sets of figures false), takes the machine's run lock
-(`benchlab run`, `tune`, `selfcheck`), or judges the whole machine. While tests share the
-machine, each worker watches its own process tree for a load tool or a benchlab holding the
-run lock: a test that starts one without the marker fails, naming it, so a misfiled test cannot
-quietly measure beside another.
+`./lab test` runs the suite in two phases: first every test not marked `alone`, one per core
+(pytest-xdist), then the `alone` ones one at a time. A test is `alone` when it puts load on a
+server (two loads at once make both sets of figures false), takes the machine's run lock
+(`benchlab run`, `tune`, `selfcheck`, the checks), or judges the whole machine. While tests
+share the machine, each worker watches its own process tree for a load tool or a benchlab
+holding the run lock: a test that starts one without the marker fails, naming it, so a misfiled
+test cannot quietly measure beside another.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import psutil
 import pytest
 
 from benchlab.load import TOOLS
+from benchlab.recovery import RUN_LOCK_FILE
+from benchlab.resilience.slow_clients import SLOWHTTPTEST
 
 ALONE_MARKER = "alone"
 # The load tools benchlab drives, and the slow-client generator of the resilience checks.
-LOAD_TOOL_NAMES = frozenset({*TOOLS, "slowhttptest"})
+LOAD_TOOL_NAMES = frozenset({*TOOLS, Path(SLOWHTTPTEST).name})
 # A look at the tool's version or help is not load.
 NOT_LOAD_ARGUMENTS = frozenset({"-v", "-V", "--version", "version", "-h", "--help"})
-# The machine's run lock (recovery.py): a benchlab that holds it open measures here.
-RUN_LOCK_NAME = "machine.lock"
 WATCH_INTERVAL_S = 0.1
 
 
@@ -47,7 +47,7 @@ def measuring(process: psutil.Process) -> str | None:
             looks = not arguments or NOT_LOAD_ARGUMENTS.intersection(arguments[1:2])
             return None if looks else tool
         if name.startswith(("python", "benchlab")):
-            held = any(Path(f.path).name == RUN_LOCK_NAME for f in process.open_files())
+            held = any(Path(f.path).name == RUN_LOCK_FILE for f in process.open_files())
             return "benchlab's run lock" if held else None
     except psutil.Error:
         return None
@@ -55,8 +55,8 @@ def measuring(process: psutil.Process) -> str | None:
 
 
 class LoadWatch:
-    """What measured in this process's tree since the last `take` (load tools, measuring
-    benchlab commands), sampled every WATCH_INTERVAL_S: the tests' loads last a second or
+    """What measured in this process's tree since the last `take` (load tools, a benchlab
+    holding the run lock), sampled every WATCH_INTERVAL_S: the tests' loads last a second or
     more."""
 
     def __init__(self) -> None:

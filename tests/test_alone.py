@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.alone import RUN_LOCK_NAME, WATCH_INTERVAL_S, LoadWatch
+from benchlab.recovery import RUN_LOCK_FILE
+from tests.alone import WATCH_INTERVAL_S, LoadWatch
 
 HOLD_THE_LOCK = """
 import fcntl, sys, time
@@ -46,7 +47,7 @@ def test_the_watch_sees_a_load_tool_and_the_run_lock_and_not_a_plain_process(
     shutil.copy(shutil.which("sleep") or "/bin/sleep", fake_wrk)
     assert _seen_while([str(fake_wrk), "30"]) == {"wrk"}
     assert _seen_while(["sleep", "30"]) == set()
-    lock = tmp_path / RUN_LOCK_NAME
+    lock = tmp_path / RUN_LOCK_FILE
     held = _seen_while([sys.executable, "-c", HOLD_THE_LOCK, str(lock)], ready="held")
     assert held == {"benchlab's run lock"}
     other = _seen_while([sys.executable, "-c", HOLD_THE_LOCK, str(tmp_path / "x.lock")], "held")

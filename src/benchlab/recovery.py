@@ -205,7 +205,8 @@ def clean_stale() -> list[Stale]:
 
 
 # The machine's lock, held by this process from its claim to its exit (the kernel lets go
-# of it however the process ends, SIGKILL included).
+# of it however the process ends, SIGKILL included), in the journal directory.
+RUN_LOCK_FILE = "machine.lock"
 _HELD: list[int] = []
 
 
@@ -214,7 +215,7 @@ def _lock() -> bool:
     another benchlab holds it."""
     if _HELD:
         return True
-    path = own_private_dir(journal_dir()) / "machine.lock"
+    path = own_private_dir(journal_dir()) / RUN_LOCK_FILE
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
