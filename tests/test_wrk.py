@@ -58,6 +58,9 @@ def test_non_2xx_responses_are_counted_as_errors(tmp_path: Path) -> None:
     assert result.errors.non_2xx == result.requests
 
 
+# It starts wrk, if only for an instant: the watch of tests sharing the machine sees it
+# there once in a few runs (tests/alone.py).
+@pytest.mark.alone
 def test_nothing_listening_is_a_clear_load_tool_error(tmp_path: Path) -> None:
     with scripted_server({}) as port:
         pass  # closed again: nothing listens on the port now
