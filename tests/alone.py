@@ -20,8 +20,8 @@ import psutil
 import pytest
 
 from benchlab.load import TOOLS
-from benchlab.recovery import RUN_LOCK_FILE
 from benchlab.resilience.slow_clients import SLOWHTTPTEST
+from benchlab.runner.recovery import RUN_LOCK_FILE
 
 ALONE_MARKER = "alone"
 # The load tools benchlab drives, and the slow-client generator of the resilience checks.

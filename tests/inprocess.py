@@ -23,17 +23,19 @@ from urllib.parse import urlsplit
 from rich.console import Console
 
 from benchlab.analysis.summary import summarise
-from benchlab.answers import ReadWorlds
 from benchlab.conformance.check import Conformance, Failure, ShapeResult
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated
+from benchlab.http.answers import ReadWorlds
+from benchlab.http.scenarios import Expectation
+from benchlab.http.wire import Reply, Wire
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
 from benchlab.load.result import Errors, Latency, LoadResult, LoadShare
-from benchlab.monitor import CoreSteal, TreeUsage
-from benchlab.process import ProcessRegistry
+from benchlab.measure.monitor import CoreSteal, TreeUsage
+from benchlab.measure.server_counters import CounterSource, ThreadTimes
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
@@ -43,11 +45,9 @@ from benchlab.resilience.drain import Drain
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.runner import RunOutcome, SessionOptions, run_recipe
 from benchlab.runner.executor import Answering, Checked, StackLaunch, StackServer, TrialMonitors
-from benchlab.scenarios import Expectation
-from benchlab.server_counters import CounterSource, ThreadTimes
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import CellRecord, Store, TrialRecord
-from benchlab.wire import Reply, Wire
+from benchlab.system.process import ProcessRegistry
 
 START_S = 2.0  # simulated seconds a start takes
 DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does

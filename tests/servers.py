@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.http.verify import wait_until_answering
 from benchlab.runner import HOST, free_port, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.verify import wait_until_answering
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 VENV_BIN = str(Path(sys.executable).parent)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.recovery import RUN_LOCK_FILE
+from benchlab.runner.recovery import RUN_LOCK_FILE
 from tests.alone import WATCH_INTERVAL_S, LoadWatch
 
 HOLD_THE_LOCK = """

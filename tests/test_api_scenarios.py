@@ -16,12 +16,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from benchlab.dataset import file_bytes, gzip_document, world_number
-from benchlab.process import ProcessRegistry
-from benchlab.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.http.dataset import file_bytes, gzip_document, world_number
+from benchlab.http.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.http.verify import verify
 from benchlab.services.postgres import read_worlds, start_postgres
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
-from benchlab.verify import verify
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import run_and_report, short_tmp, write_recipe
 from tests.servers import running_stack
 

@@ -7,11 +7,11 @@ import itertools
 import json
 from pathlib import Path
 
-from benchlab import figures as F
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
+from benchlab.core import figures as F
 from benchlab.recipe import Cell
 from benchlab.stacks import CATALOGUE
 from benchlab.store import CapacityRecord, RunInfo, Store

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from benchlab.dataset import file_bytes
-from benchlab.process import ProcessRegistry
-from benchlab.scenarios import SCENARIOS
+from benchlab.http.dataset import file_bytes
+from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.verify import verify
 from benchlab.services.postgres import read_worlds, start_postgres
 from benchlab.services.redis_service import start_redis
 from benchlab.stacks import CATALOGUE
-from benchlab.verify import verify
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import living, short_tmp
 from tests.servers import running_stack
 

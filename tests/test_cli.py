@@ -110,7 +110,7 @@ def test_unknown_command_and_option_exit_2() -> None:
 @pytest.mark.alone
 @pytest.mark.slow
 def test_selfcheck_measures_bare_wrk_and_the_harness_side_by_side() -> None:
-    from benchlab.selfcheck import run_selfcheck
+    from benchlab.checks.selfcheck import run_selfcheck
 
     lines: list[str] = []
     check = run_selfcheck(

@@ -142,7 +142,7 @@ def test_a_users_request_is_asked_in_every_shape_with_its_own_headers() -> None:
     """tune's answer is sent the same shapes for the app's own GET: its path and headers in
     every shape but the malformed request line; the catalogue's set asks /plaintext."""
     from benchlab.conformance.shapes import CATALOGUE_SHAPES, shapes_for
-    from benchlab.scenarios import Expectation
+    from benchlab.http.scenarios import Expectation
 
     assert CATALOGUE_SHAPES.follow_up == b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     get = Expectation("/orders/7", None, None, headers=(("Authorization", "Bearer t"),),

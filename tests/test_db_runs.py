@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import ExitCode
+from benchlab.core.errors import ExitCode
 from tests.conftest import benchlab, benchlab_process, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _wait_for
 
@@ -87,8 +87,8 @@ def test_pgbouncer_caps_the_sessions_the_database_sees(tmp_path: Path, isolated_
 
 @pytest.mark.slow
 def test_a_single_delayed_request_takes_the_delay(tmp_path: Path) -> None:
-    from benchlab.process import ProcessRegistry
     from benchlab.services.postgres import start_postgres
+    from benchlab.system.process import ProcessRegistry
     from tests.conftest import short_tmp
     from tests.servers import running_stack
 

@@ -13,13 +13,13 @@ import psycopg
 import pytest
 import redis
 
-from benchlab.process import ProcessRegistry
-from benchlab.scenarios import NOT_FOUND_BODY, SCENARIOS
+from benchlab.http.scenarios import NOT_FOUND_BODY, SCENARIOS
+from benchlab.http.verify import verify
 from benchlab.services.mariadb import start_mariadb
 from benchlab.services.pgbouncer import start_pgbouncer
 from benchlab.services.postgres import start_postgres
 from benchlab.services.redis_service import hit_counters, start_redis
-from benchlab.verify import verify
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import short_tmp
 from tests.servers import running_stack
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import build_cache, environment
 from benchlab.analysis.verdicts import VERDICTS
+from benchlab.core import environment
 from benchlab.recipe.schema import Recipe, recipe_json_schema
 from benchlab.reference_docs import PAGES, _recipe_keys
+from benchlab.system import build_cache
 from tests.conftest import REPO
 
 

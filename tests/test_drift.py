@@ -12,8 +12,8 @@ import pytest
 from benchlab.analysis.environment import differences
 from benchlab.analysis.prediction import predict
 from benchlab.analysis.run_options import RunOptions
-from benchlab.errors import UserError
-from benchlab.machine import describe
+from benchlab.core.errors import UserError
+from benchlab.hosts.machine import describe
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.recipe.schema import DEFAULT_SENTINEL
 from benchlab.report.history import CellSeries, build_history, render_markdown, render_text

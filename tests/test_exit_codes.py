@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchlab import cli
-from benchlab.errors import (
+from benchlab.core.errors import (
     EXIT_MEANINGS,
     BenchlabError,
     ExitCode,

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe import Cell
 from benchlab.runner import Failure, FailureKind
 from benchlab.tune.driver import _refuse_if_every_check_failed

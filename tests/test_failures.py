@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from benchlab.analysis.summary import summarise
-from benchlab.errors import ExitCode
+from benchlab.core.errors import ExitCode
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.html import render_html
 from benchlab.report.progress import LineReporter

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import go_toolchain
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.system import go_toolchain
 from tests.conftest import benchlab
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab.errors import ExitCode
+from benchlab.core.errors import ExitCode
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.history_html import SEGMENT_SHADES
 from benchlab.report.progress import LineReporter

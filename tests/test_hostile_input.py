@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.table import Table
 
-from benchlab.errors import UserError
-from benchlab.estimates import Costs, plan_lines
+from benchlab.core.errors import UserError
+from benchlab.core.text import SafeConsole
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.recipe import apply_overrides, build_plan, load_recipe
-from benchlab.scenarios import SCENARIOS
+from benchlab.runner.estimates import Costs, plan_lines
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
-from benchlab.text import SafeConsole
 from benchlab.tune.requests import load_requests, parse_request
 from tests.conftest import benchlab, error_line, write_recipe
 

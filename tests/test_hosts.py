@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.journal import journal_dir
+from benchlab.system.journal import journal_dir
 from tests.conftest import REPO, benchlab, benchlab_process, error_line, living, write_recipe
 from tests.sshd import available, processes_in_namespace, sshd_in_namespace
 from tests.test_failures import _children, _stored_trials, _wait_for
@@ -316,13 +316,13 @@ def test_two_load_namespaces_share_a_fixed_rate_and_merge_exactly(
     from benchlab.hosts.base import Placement
     from benchlab.hosts.generators import run_generators
     from benchlab.hosts.netns import BenchmarkNetwork, NetnsHost
+    from benchlab.http.verify import wait_until_answering
     from benchlab.load import TOOLS, histogram
     from benchlab.load.base import LoadRequest
     from benchlab.load.vegeta import binary
-    from benchlab.process import ProcessRegistry
     from benchlab.runner import start_stack
     from benchlab.stacks import CATALOGUE, LaunchContext
-    from benchlab.verify import wait_until_answering
+    from benchlab.system.process import ProcessRegistry
 
     server = NetnsHost("server", "blt-server", "198.18.0.20")
     loads = [NetnsHost(f"l{i}", f"blt-l{i}", f"198.18.0.1{i}") for i in (1, 2)]
@@ -580,7 +580,7 @@ def test_the_port_a_stack_answers_on_is_its_own_by_ss_and_by_psutil_alike(
     took the port first): the listener's pids, from `ss`, and from psutil where `ss` is
     missing, name the tree that listens and not another."""
     from benchlab.hosts.base import THIS_MACHINE
-    from benchlab.process import free_port, local_listener_pids
+    from benchlab.system.process import free_port, local_listener_pids
 
     port = free_port()
     server_argv = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import go_toolchain
+from benchlab.system import go_toolchain
 from tests.conftest import REPO
 
 # Every test here measures or takes the machine: one at a time (tests/alone.py).

@@ -11,13 +11,13 @@ import jsonschema
 import pytest
 
 from benchlab.analysis.summary import summarise
+from benchlab.checks.one_stack import StackCheck
 from benchlab.cli.drain import _json as drain_json
 from benchlab.cli.slow_clients import _json as slow_json
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
-from benchlab.stack_checks import StackCheck
 from tests.conftest import REPO, benchlab, check_against_schema
 from tests.stored_runs import QUICK_LIKE, write_run
 from tests.test_proof_rule import _tune_with_a_proof

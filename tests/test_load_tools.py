@@ -8,13 +8,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts import generators
 from benchlab.hosts.generators import run_load, run_tool
 from benchlab.load import LoadRequest, base
 from benchlab.load.result import Errors, Latency, LoadResult
-from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import benchlab, write_recipe
 from tests.servers import running_stack, scripted_server
 

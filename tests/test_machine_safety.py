@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import ExitCode
-from benchlab.journal import journal_dir
+from benchlab.core.errors import ExitCode
+from benchlab.system.journal import journal_dir
 from tests.conftest import benchlab, benchlab_process, error_line, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
 

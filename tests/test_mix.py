@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.scenarios import SCENARIOS, MixPart, mix_name
+from benchlab.http.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.stacks import CATALOGUE
 from tests.conftest import benchlab, run_and_report, write_recipe
 from tests.test_api_scenarios import _wrong_api

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.build_cache import cache_dir
-from benchlab.process import as_user
+from benchlab.system.build_cache import cache_dir
+from benchlab.system.process import as_user
 from tests.conftest import REPO, error_line, short_tmp
 
 USER = "nobody"

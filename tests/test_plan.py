@@ -96,7 +96,7 @@ def test_the_time_left_after_the_first_round_is_within_30_percent(
 
 
 def test_one_stalled_step_does_not_move_every_estimate() -> None:
-    from benchlab.estimates import Costs
+    from benchlab.runner.estimates import Costs
 
     costs = Costs({"overhead:ab": 0.1})
     costs.record("overhead:ab", 30.0)  # one request that waited ab's timeout

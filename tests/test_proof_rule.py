@@ -18,18 +18,18 @@ from rich.console import Console
 from benchlab.analysis import capacity
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import Expectation, Scenario
 from benchlab.load import LoadRequest
 from benchlab.load.request_records import Generator, csv_lines, read_results
 from benchlab.load.result import LoadResult
-from benchlab.modes import Mode
 from benchlab.recipe import Cell, CoreAssignment, LoadProfile, Plan, Recipe, Slo, local_only
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
 from benchlab.report.terminal import render_table
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.runner import MeasureOptions, Measurer, Session, SessionOptions
-from benchlab.scenarios import Expectation, Scenario
-from benchlab.servers import KIND_BY_NAME
+from benchlab.stacks.servers import KIND_BY_NAME
 from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune import candidates as tune_candidates
 from benchlab.tune import driver

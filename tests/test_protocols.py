@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
+from benchlab.http.protocols import PROTOCOLS
+from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.tls import TlsFiles, make_certificates
+from benchlab.http.verify import verify, wait_until_answering
+from benchlab.http.wire import Wire, exchange
 from benchlab.load import LoadRequest
-from benchlab.process import ProcessRegistry
-from benchlab.protocols import PROTOCOLS
 from benchlab.runner import HOST, free_port, start_stack
-from benchlab.scenarios import SCENARIOS
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.tls import TlsFiles, make_certificates
-from benchlab.verify import verify, wait_until_answering
-from benchlab.wire import Wire, exchange
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import benchlab, short_tmp, write_recipe
 
 JSON = SCENARIOS["json"].expectations()

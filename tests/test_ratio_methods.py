@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import figures as F
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.run_options import RunOptions, ratio_method
 from benchlab.analysis.samples import Samples, paired
 from benchlab.analysis.stats import paired_ratio_interval, ratio_interval
 from benchlab.analysis.summary import summarise
+from benchlab.core import figures as F
 from benchlab.report.takeaways import takeaways
 from benchlab.store import Store
 from tests.stored_runs import write_run

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import figures as F
 from benchlab.analysis.summary import summarise
+from benchlab.core import figures as F
 from benchlab.report.takeaways import takeaways
 from benchlab.store import Store
 from tests.browser import open_page

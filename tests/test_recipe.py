@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe import (
     BUNDLED_RECIPES,
     apply_overrides,

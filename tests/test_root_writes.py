@@ -23,10 +23,10 @@ import pymysql
 import pytest
 import redis
 
-from benchlab.errors import BenchlabError
-from benchlab.process import ProcessRegistry, as_user
+from benchlab.core.errors import BenchlabError
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.services import Services
+from benchlab.system.process import ProcessRegistry, as_user
 from tests.conftest import short_tmp
 
 SERVICE_USERS = ("postgres", "mysql", "redis")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis.summary import summarise
-from benchlab.modes import Mode
+from benchlab.core.modes import Mode
 from benchlab.recipe import Cell, Slo
 from benchlab.report.jsonfile import render_json
 from benchlab.runner import MeasureOptions, Measurer
-from benchlab.servers import KIND_BY_NAME
+from benchlab.stacks.servers import KIND_BY_NAME
 from benchlab.store import CapacityRecord, Store
 from benchlab.tune.candidates import SCENARIO
 from tests.conftest import benchlab

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from benchlab.analysis.recommendation import served_by
-from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
+from benchlab.http.tls import TlsFiles
 from benchlab.stacks import CATALOGUE
 from benchlab.stacks.base import LaunchContext
 from benchlab.stacks.python_stacks import PYTHON_APPS
-from benchlab.tls import TlsFiles
+from benchlab.stacks.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.tune import app as tune_app
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.candidates import KINDS, candidates, deploy_command, skipped_servers, stack_for

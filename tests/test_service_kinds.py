@@ -12,11 +12,8 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
-from benchlab.errors import UserError
-from benchlab.estimates import services_needed
-from benchlab.recipe import Cell
-from benchlab.recipe.schema import LoadProfile, Recipe, Services
-from benchlab.service_kinds import (
+from benchlab.core.errors import UserError
+from benchlab.core.service_kinds import (
     APP_SERVICES,
     DATABASES,
     NO_PROXY,
@@ -27,6 +24,9 @@ from benchlab.service_kinds import (
     Service,
     named,
 )
+from benchlab.recipe import Cell
+from benchlab.recipe.schema import LoadProfile, Recipe, Services
+from benchlab.runner.estimates import services_needed
 from benchlab.tune.arguments import with_services
 from benchlab.tune.driver import TuneRequest, service_env
 

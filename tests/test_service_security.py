@@ -19,11 +19,11 @@ import pymysql
 import pytest
 import redis
 
-from benchlab.process import ProcessRegistry
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.services import Services
 from benchlab.services.base import RunningService
 from benchlab.services.credentials import passwords_file
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import short_tmp
 
 CORES = (0,)

@@ -12,14 +12,14 @@ import pymysql
 import pytest
 import redis
 
-from benchlab.dataset import HUI_ID, USER_COUNT, users
-from benchlab.errors import ServiceError
-from benchlab.process import ProcessRegistry
+from benchlab.core.errors import ServiceError
+from benchlab.http.dataset import HUI_ID, USER_COUNT, users
 from benchlab.services.mariadb import start_mariadb
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.services.pgbouncer import start_pgbouncer
 from benchlab.services.postgres import start_postgres
 from benchlab.services.redis_service import start_redis
+from benchlab.system.process import ProcessRegistry
 from tests.conftest import benchlab, living, short_tmp
 from tests.servers import running_stack
 

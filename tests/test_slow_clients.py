@@ -79,10 +79,10 @@ def test_slow_readers_go_only_to_a_stack_that_serves_their_file(tmp_path: Path) 
     """A slow reader holds a server only with an answer larger than the socket buffers:
     the mode asks for benchlab's 1 MiB static file, and a stack that does not serve it is
     said to be unchecked in that mode (nothing is sent)."""
-    from benchlab.process import ProcessRegistry
     from benchlab.resilience.slow_clients import MODES, READ_PATH, with_and_without
     from benchlab.resilience.target import CheckTarget
     from benchlab.stacks import CATALOGUE
+    from benchlab.system.process import ProcessRegistry
 
     def target(stack: str, serves: bool) -> CheckTarget:
         return CheckTarget(

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.core.modes import Mode
 from benchlab.load import histogram
 from benchlab.load.result import Errors, Latency, LoadResult
-from benchlab.modes import Mode
-from benchlab.monitor import CoreSteal, TreeUsage
+from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 from benchlab.store import (
     SCHEMA_VERSION,
@@ -262,7 +262,7 @@ def test_every_figure_reads_what_the_store_keeps() -> None:
     """A figure's source names a trial column or derivation (a replicate's, a cell's)."""
     import dataclasses
 
-    from benchlab.figures import FIGURES, Combine
+    from benchlab.core.figures import FIGURES, Combine
     from benchlab.store import CapacityRecord, TrialRecord
 
     def attributes(record: type) -> set[str]:

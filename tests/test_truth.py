@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab import figures as F
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.flips import Contender, flips, rankings
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import ratio_interval
+from benchlab.core import figures as F
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe

@@ -17,15 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.errors import UserError
-from benchlab.process import ProcessRegistry
+from benchlab.core.errors import UserError
+from benchlab.http.verify import wait_until_answering
 from benchlab.runner import HOST, free_port, start_stack
 from benchlab.stacks import LaunchContext
+from benchlab.system.process import ProcessRegistry
 from benchlab.tune.app import AppInfo, parse_app
 from benchlab.tune.candidates import KINDS, deploy_command, replay_stack_for
 from benchlab.tune.setup_step import run_setup
 from benchlab.tune.user_env import env_pairs, masked_command, read_env_file
-from benchlab.verify import wait_until_answering
 
 # --- the env file: exactly what the deploy command's shell reads, or refused -------------------
 

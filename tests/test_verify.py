@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.verify import keeps_alive, verify, wait_until_answering
 from benchlab.runner import HOST
-from benchlab.scenarios import SCENARIOS
-from benchlab.verify import keeps_alive, verify, wait_until_answering
 from tests.servers import running_stack, scripted_server
 
 JSON = SCENARIOS["json"].expectations()[0]

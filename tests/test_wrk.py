@@ -11,8 +11,8 @@ import pytest
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest, LoadToolError
 from benchlab.load.wrk import parse_wrk_output
-from benchlab.process import ProcessRegistry
 from benchlab.runner import HOST
+from benchlab.system.process import ProcessRegistry
 from tests.servers import running_stack, scripted_server
 
 

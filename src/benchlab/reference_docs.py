@@ -12,11 +12,11 @@ from typing import Any
 import click
 import typer.main
 
-from benchlab import environment
-from benchlab import figures as F
 from benchlab.analysis.verdicts import VERDICTS, VerdictKind
 from benchlab.cli import app
-from benchlab.errors import EXIT_MEANINGS
+from benchlab.core import environment
+from benchlab.core import figures as F
+from benchlab.core.errors import EXIT_MEANINGS
 from benchlab.recipe.schema import recipe_json_schema
 
 DOCS_PAGE = re.compile(r"docs/([a-z-]+)\.md")

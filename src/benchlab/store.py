@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchlab import environment
-from benchlab.errors import StoreError, UserError
+from benchlab.core import environment
+from benchlab.core.errors import StoreError, UserError
+from benchlab.core.modes import Mode, mode_of
 from benchlab.load.result import Errors, LoadResult, LoadShare
-from benchlab.modes import Mode, mode_of
-from benchlab.monitor import CoreSteal, TreeUsage
+from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
 
 DEFAULT_RESULTS = Path("results/benchlab.db")

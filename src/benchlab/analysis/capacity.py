@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from benchlab import figures as F
 from benchlab.analysis.stats import median_interval
 from benchlab.analysis.verdicts import queue_grew
+from benchlab.core import figures as F
 from benchlab.store import CapacityRecord, TrialRecord
 
 if TYPE_CHECKING:

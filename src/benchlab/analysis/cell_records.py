@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.capacity import sustained
 from benchlab.analysis.combine import samples
-from benchlab.modes import Mode
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.store import CapacityRecord, TrialRecord
 
 

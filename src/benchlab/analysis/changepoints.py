@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.stats import Ratio
-from benchlab.figures import Figure
+from benchlab.core.figures import Figure
 
 MIN_SIZE = 2  # the fewest runs a segment between change points may hold
 

@@ -1,4 +1,4 @@
-"""A cell's figures from its trials, each made as its `Source` in `benchlab.figures` declares.
+"""A cell's figures from its trials, each made as its `Source` in `benchlab.core.figures` declares.
 
 Which trials are given depends on the cell's mode (the summary chooses them): a closed-loop
 or fixed-rate cell's own trials; a capacity search's trial of each replicate at the capacity
@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab import figures as F
 from benchlab.analysis.samples import Samples
 from benchlab.analysis.stats import Estimate, Ratio, median_interval
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.load import histogram
-from benchlab.modes import Mode
 from benchlab.store import CapacityRecord, CellRecord, TrialRecord
 
 FigureValue = Estimate | Ratio | float | int | None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from benchlab.analysis.attribution import Attribution, Evidence3
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.stats import Ratio
-from benchlab.figures import Better, Figure
+from benchlab.core.figures import Better, Figure
 
 
 @dataclass(frozen=True)

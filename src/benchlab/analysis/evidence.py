@@ -22,7 +22,7 @@ from benchlab.analysis.ranking_decisions import rounds_to_decide
 from benchlab.analysis.samples import paired
 from benchlab.analysis.sequential import ALPHA, Decision, decide_pair
 from benchlab.analysis.stats import RATIO_METHOD, Ratio, paired_ratio_interval, ratio_interval
-from benchlab.figures import Figure
+from benchlab.core.figures import Figure
 
 MIN_TRIALS = 3
 # Paired, the few-rounds interval is the range of the per-round ratios, which misses their

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio
-from benchlab.figures import Figure
+from benchlab.core.figures import Figure
 
 
 @dataclass(frozen=True)

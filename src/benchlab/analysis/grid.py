@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from benchlab.modes import Mode
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.recipe import Cell
-from benchlab.scenarios import SCENARIOS
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from benchlab import figures as F
 from benchlab.analysis.capacity import (
     PROOF_HEADROOM,
     PROOF_SPIKE_WINDOWS,
@@ -20,10 +19,11 @@ from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
-from benchlab.modes import Mode
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.resilience.facts import ANSWER_CONFORMANCE, NotChecked
 from benchlab.resilience.slow_clients import SlowClients
-from benchlab.servers import KIND_BY_NAME, IoModel, PerWorker
+from benchlab.stacks.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.store import CELL_CHECKED
 
 E = TypeVar("E", IoModel, PerWorker)

@@ -1,6 +1,6 @@
 """Per-cell summaries of a stored run: the single source every report format renders.
 
-A cell's figures are named by the registry in `benchlab.figures`: estimates (median over
+A cell's figures are named by the registry in `benchlab.core.figures`: estimates (median over
 trials with the interval), values and ratios, all in `CellSummary.figures`. Which trials a
 figure comes from depends on the cell's mode: a closed-loop or fixed-rate cell's own trials;
 for a capacity search, the trial of each replicate at the capacity it found (the latency and
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab import figures as F
 from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import FigureValue, combine
@@ -42,12 +41,13 @@ from benchlab.analysis.verdicts import (
     Verdict,
     verdicts,
 )
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS
-from benchlab.modes import Mode
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
 from benchlab.resilience.slow_clients import SlowClients
-from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
     ERROR_KINDS,

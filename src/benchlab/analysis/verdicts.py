@@ -5,7 +5,7 @@ about, whether it is a caution beside a comparison, which figure it weakens, and
 that writes its sentence. Reports, takeaways, relative figures and `tune` read those
 declarations, never a verdict's name or sentence spelled out again.
 
-A check reads the cell's figures through the registry in `benchlab.figures` (any object with
+A check reads the cell's figures through the registry in `benchlab.core.figures` (any object with
 the `Measured` shape: a report's cell summary) and what the run adds (`Setting`).
 Thresholds are deliberately coarse: a verdict flags a figure to look at, it does not grade it.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from benchlab import figures as F
-from benchlab.modes import Mode
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked
 from benchlab.resilience.slow_clients import SlowClients

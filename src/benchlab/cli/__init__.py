@@ -17,8 +17,8 @@ from benchlab.cli.selfcheck import selfcheck
 from benchlab.cli.services import services_down, services_up
 from benchlab.cli.slow_clients import slow_clients
 from benchlab.cli.tune import tune
-from benchlab.errors import BenchlabError, ExitCode
-from benchlab.text import printable
+from benchlab.core.errors import BenchlabError, ExitCode
+from benchlab.core.text import printable
 
 # Commands import the heavier modules they need inside them: `--help`, `stacks` and `doctor`
 # start without the runner, the reports and matplotlib (together about 0.7 s on 2 cores).

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from benchlab import __version__, environment
-from benchlab.text import SafeConsole
+from benchlab import __version__
+from benchlab.core import environment
+from benchlab.core.text import SafeConsole
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),

@@ -20,7 +20,7 @@ def recipes(incomplete: str) -> list[str]:
 
 
 def tune_servers(incomplete: str) -> list[str]:
-    from benchlab.servers import TUNE_KINDS
+    from benchlab.stacks.servers import TUNE_KINDS
 
     names = dict.fromkeys([k.server.name for k in TUNE_KINDS] + [k.name for k in TUNE_KINDS])
     done, _, last = incomplete.rpartition(",")  # a comma-separated list: complete its last

@@ -16,7 +16,7 @@ from benchlab.cli.stack_names import (
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
-    from benchlab.catalogue_conformance import StackConformance
+    from benchlab.checks.catalogue import StackConformance
 
 
 def conform(
@@ -28,7 +28,7 @@ def conform(
     with Content-Length and chunked, pipelined, HEAD, Connection: close, HTTP/1.0, a bad
     request line, a long and an oversized header; each sent whole and split at every byte.
     Exit 1 when a stack does not conform, 3 when one could not be started."""
-    from benchlab.catalogue_conformance import conform_stacks
+    from benchlab.checks.catalogue import conform_stacks
 
     names, say = start_checking(stack_names, fmt, quiet)
     checked = conform_stacks(names, default_cores().server, say)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchlab.cli.app import console
-from benchlab.errors import ExitCode, UserError
+from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import build_plan, load_recipe
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def doctor(
     benchlab that was killed (its processes, directories, namespaces, what it left on SSH
     hosts; its run marked abandoned)."""
     from benchlab.doctor import apt_command, doctor_checks
-    from benchlab.recovery import clean_stale, live_runs
+    from benchlab.runner.recovery import clean_stale, live_runs
 
     hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output
     for stale in clean_stale():

@@ -19,8 +19,8 @@ from benchlab.cli.stack_names import (
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
+    from benchlab.checks.one_stack import StackCheck
     from benchlab.resilience.drain import Drain
-    from benchlab.stack_checks import StackCheck
 
 
 def drain(
@@ -34,8 +34,8 @@ def drain(
     signal must be answered, later ones refused, and the server must exit within 10 s.
     Exit 1 when a stack drops a request or does not exit (hangs), 3 when one could not be
     started."""
+    from benchlab.checks.one_stack import drain_stacks
     from benchlab.load import TOOLS, make_ready
-    from benchlab.stack_checks import drain_stacks
 
     names, say = start_checking(stack_names, fmt, quiet)
     make_ready(TOOLS["vegeta"], say)

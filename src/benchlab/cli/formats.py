@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.report.exporters import EXPORTERS, choose
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def claim(allow_concurrent: bool) -> bool:
     """This machine for one run (stale runs cleaned first); whether another run shares it."""
-    from benchlab.recovery import claim_machine
+    from benchlab.runner.recovery import claim_machine
 
     return claim_machine(allow_concurrent, progress.print)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from benchlab import environment
+from benchlab.core import environment
 
 ResultsOption = Annotated[
     Path,

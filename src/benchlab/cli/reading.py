@@ -11,7 +11,7 @@ import typer
 from benchlab.cli import formats
 from benchlab.cli.app import console
 from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
-from benchlab.errors import ExitCode, UserError
+from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
 from benchlab.report.exporters import file_text, write

@@ -14,7 +14,7 @@ from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, OutputOption, QuietOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
-from benchlab.errors import ExitCode, UserError
+from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import (
     DEFAULT_RECIPE,
     apply_overrides,
@@ -150,8 +150,8 @@ def run(
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
-    from benchlab.estimates import Costs, plan_lines, plan_seconds
     from benchlab.runner import SessionOptions, run_recipe
+    from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
 
     progress.quiet = quiet
     exporter = choose(fmt, output, formats.REPORT)  # a wrong format is refused before a run

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from benchlab.cli.app import progress
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.load import TOOLS, make_ready
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ CONFIRM_ABOVE_S = 3600
 
 def confirm_long(seconds: float, yes: bool) -> None:
     """A plan over an hour runs on --yes, or on a 'y' typed at a terminal."""
-    from benchlab.estimates import minutes
+    from benchlab.runner.estimates import minutes
 
     if seconds <= CONFIRM_ABOVE_S or yes:
         return
@@ -69,7 +69,7 @@ def check_ready(plan: Plan) -> None:
 def _check_stack_user() -> None:
     """As root, the stacks run as an unprivileged user: it must be able to run benchlab's
     Python and import its apps (a Python under /root, or an install there, it cannot)."""
-    from benchlab.process import STACK_USER_VARIABLE, as_user, stack_user
+    from benchlab.system.process import STACK_USER_VARIABLE, as_user, stack_user
 
     user = stack_user()
     if user is None:

@@ -9,7 +9,7 @@ import typer
 
 from benchlab.cli.app import console
 from benchlab.cli.measuring import claim
-from benchlab.errors import ExitCode, RunInterrupted
+from benchlab.core.errors import ExitCode, RunInterrupted
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def selfcheck(
     ] = 6,
 ) -> None:
     """Measure the harness's own cost: bare wrk vs benchlab on nginx-static, same cores."""
-    from benchlab.selfcheck import run_selfcheck
+    from benchlab.checks.selfcheck import run_selfcheck
 
     claim(False)  # it measures: one load at a time on this machine
     cores = default_cores()
@@ -68,8 +68,8 @@ def selfcheck(
 
 
 def _noise_check(rounds: int, duration: int, connections: int, cores: CoreAssignment) -> None:
-    from benchlab.noise_check import NoiseDesign, measure_noise
-    from benchlab.noise_record import noise_path
+    from benchlab.analysis.noise_record import noise_path
+    from benchlab.checks.noise_check import NoiseDesign, measure_noise
 
     design = NoiseDesign(rounds=rounds, duration=duration, connections=connections)
     minutes = rounds * len(design.stacks) * design.launches * (3 + design.trials * duration) / 60

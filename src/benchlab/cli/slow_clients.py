@@ -18,12 +18,12 @@ from benchlab.cli.stack_names import (
     finish,
     start_checking,
 )
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
+    from benchlab.checks.one_stack import StackCheck
     from benchlab.resilience.slow_clients import SlowClients
-    from benchlab.stack_checks import StackCheck
 
 
 def slow_clients(
@@ -50,9 +50,9 @@ def slow_clients(
     without, with their range over the rounds, and the failures they add. A server harmed
     in every round needs a buffering proxy (nginx) in front. Exit 1 when one is harmed,
     3 when one could not be started."""
+    from benchlab.checks.one_stack import slow_clients_of_stacks
     from benchlab.load import TOOLS, make_ready
     from benchlab.resilience.slow_clients import MODES, missing
-    from benchlab.stack_checks import slow_clients_of_stacks
 
     chosen = list(dict.fromkeys(modes or MODES))
     for mode in chosen:

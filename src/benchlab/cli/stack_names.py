@@ -14,7 +14,7 @@ from benchlab.cli import formats
 from benchlab.cli.app import progress
 from benchlab.cli.completion import stacks as complete_stack_name
 from benchlab.cli.measuring import claim
-from benchlab.errors import ExitCode, UserError
+from benchlab.core.errors import ExitCode, UserError
 from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:

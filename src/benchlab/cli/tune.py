@@ -43,7 +43,7 @@ from benchlab.cli.tune_options import (
     TuneWithServicesOption,
     TuneWorkersOption,
 )
-from benchlab.errors import ExitCode, UserError
+from benchlab.core.errors import ExitCode, UserError
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import h11
 
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, Answer, Shape, ShapeSet
-from benchlab.verify import check_response
+from benchlab.http.verify import check_response
 
 # Between the two parts of a split request: the server's read returns the first part alone
 # (the client sends with TCP_NODELAY, so each part is its own segment).

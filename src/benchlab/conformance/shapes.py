@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchlab.scenarios import SCENARIOS, Expectation
+from benchlab.http.scenarios import SCENARIOS, Expectation
 
 PLAINTEXT = SCENARIOS["plaintext"].expectations()[0]
 JSON = SCENARIOS["json"].expectations()[0]

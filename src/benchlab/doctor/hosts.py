@@ -13,16 +13,16 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from benchlab.core.service_kinds import Service
 from benchlab.doctor.check import Check
 from benchlab.hosts.base import Host, HostError
+from benchlab.hosts.machine import describe
 from benchlab.hosts.netns import existing_namespaces
 from benchlab.hosts.ssh import SOURCE_DIR
 from benchlab.hosts.topology import make_host
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS
-from benchlab.machine import describe
 from benchlab.recipe import HostPlan, Plan
-from benchlab.scenarios import SCENARIOS
-from benchlab.service_kinds import Service
 
 CLOCK_TOLERANCE_MS = 50.0  # latencies are measured on one host each; logs are compared by time
 # What must match the controller's on a host, by role: results must not depend on where a

@@ -7,10 +7,10 @@ import os
 import shutil
 from pathlib import Path
 
-from benchlab import go_toolchain
 from benchlab.doctor.check import Check
+from benchlab.hosts.machine import frequency_governor
 from benchlab.load import TOOLS
-from benchlab.machine import frequency_governor
+from benchlab.system import go_toolchain
 
 BUILT = " and ".join(name for name, tool in TOOLS.items() if tool.build is not None)
 PROGRAMS = (

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab import machine
-from benchlab.cpu_account import CpuGroup, create_group
-from benchlab.process import (
+from benchlab.hosts import machine
+from benchlab.recipe.host_spec import HostSpec
+from benchlab.system.cpu_account import CpuGroup, create_group
+from benchlab.system.process import (
     ManagedProcess,
     as_user,
     free_port,
@@ -36,8 +37,7 @@ from benchlab.process import (
     stack_user,
     user_home,
 )
-from benchlab.recipe.host_spec import HostSpec
-from benchlab.safe_files import new_dir, new_file
+from benchlab.system.safe_files import new_dir, new_file
 
 COMMAND_TIMEOUT_S = 60.0
 

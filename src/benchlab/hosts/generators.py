@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.base import THIS_MACHINE, Placement
 from benchlab.load import TOOLS
 from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.result import LoadResult, LoadShare, busiest_machine
-from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 HANG_MARGIN_S = 15.0
 # A run of a tool that may stop early (siege) that ended before this share of its duration

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlab import environment
-from benchlab.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
+from benchlab.core import environment
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
-from benchlab.process import DEFAULT_STACK_USER, STACK_USER_VARIABLE, ManagedProcess, pin
 from benchlab.recipe.host_spec import HostSpec, SpecError, check_service_address
+from benchlab.system.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
+from benchlab.system.process import DEFAULT_STACK_USER, STACK_USER_VARIABLE, ManagedProcess, pin
 
 CONNECT_TIMEOUT_S = 5
 STREAM_TIMEOUT_S = 300
@@ -59,7 +59,7 @@ tree = [os.path.join(d, f) for d, _, fs in os.walk(package) for f in fs + ["."]]
 if not (all(ours(p, True) for p in above) and all(ours(p, False) for p in tree)):
     sys.exit(3)
 sys.path.insert(0, root)
-from benchlab.machine import describe
+from benchlab.hosts.machine import describe
 print(json.dumps(describe()))
 """
 

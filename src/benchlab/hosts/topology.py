@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from benchlab import environment
-from benchlab.errors import UserError
+from benchlab.core import environment
+from benchlab.core.errors import UserError
 from benchlab.hosts.base import Host, HostError, LocalHost, Placement
 from benchlab.hosts.netns import BenchmarkNetwork, NetnsHost, existing_namespaces
 from benchlab.hosts.ssh import SshHost, group_tag

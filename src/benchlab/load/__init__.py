@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchlab.errors import LoadToolError, UserError
+from benchlab.core.errors import LoadToolError, UserError
 from benchlab.load.ab import ApacheBench
 from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.h2load import H2load

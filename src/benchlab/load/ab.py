@@ -7,7 +7,7 @@ import csv
 import re
 from pathlib import Path
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.histogram import LatencyTally
 from benchlab.load.result import Errors, LoadResult

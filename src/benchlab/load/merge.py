@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.load import histogram
 from benchlab.load.result import Errors, Latency, LoadResult
 

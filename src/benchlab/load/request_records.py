@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import numpy
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.load.histogram import LatencyTally
 from benchlab.load.result import Errors, LoadResult
 

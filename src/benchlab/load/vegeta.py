@@ -20,12 +20,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchlab.build_cache import cache_dir
-from benchlab.errors import LoadToolError, UserError
-from benchlab.go_toolchain import build_env, go_command
+from benchlab.core.errors import LoadToolError, UserError
 from benchlab.load.base import HttpTarget, LoadRequest
 from benchlab.load.request_records import Generator, Lines, read_results
 from benchlab.load.result import LoadResult
+from benchlab.system.build_cache import cache_dir
+from benchlab.system.go_toolchain import build_env, go_command
 
 MODULE = "github.com/tsenart/vegeta/v12"
 VERSION = "v12.13.0"

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.load import histogram
 from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult

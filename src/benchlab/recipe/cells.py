@@ -7,8 +7,10 @@ import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import Service
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS
-from benchlab.modes import Mode
 from benchlab.recipe.cores import CoreAssignment
 from benchlab.recipe.schema import (
     Recipe,
@@ -20,8 +22,6 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.scenarios import SCENARIOS
-from benchlab.service_kinds import Service
 from benchlab.stacks import CATALOGUE
 
 # After the labels of the sentinel's launches: a reference, not a contender.

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.core.modes import Mode
+from benchlab.core.text import quoted, toml_key
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import RATE_TOOL, TOOLS
-from benchlab.modes import Mode
 from benchlab.recipe.cells import proxied, scenario_names
 from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import (
@@ -20,9 +22,7 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.scenarios import SCENARIOS
 from benchlab.stacks import CATALOGUE
-from benchlab.text import quoted, toml_key
 
 
 def check_names(path: Path, recipe: Recipe) -> None:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe.schema import Recipe
 
 

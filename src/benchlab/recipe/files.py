@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe.checks import check_names
 from benchlab.recipe.messages import describe_validation_error, what_was_expected
 from benchlab.recipe.schema import Recipe

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.core.text import quoted
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import MERGEABLE_TOOLS
 from benchlab.recipe.cells import scenario_names
 from benchlab.recipe.cores import CoreAssignment, default_cores
@@ -24,8 +26,6 @@ from benchlab.recipe.host_spec import (
     parse_spec,
 )
 from benchlab.recipe.schema import Recipe
-from benchlab.scenarios import SCENARIOS
-from benchlab.text import quoted
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
 
+from benchlab.core.text import toml_key
 from benchlab.recipe.schema import Recipe
-from benchlab.text import toml_key
 
 
 def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe.cells import MAX_CELLS, Cell, MatrixTooLarge, expand
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, resolve_cores
 from benchlab.recipe.hosts import HostPlan, local_only, resolve_hosts

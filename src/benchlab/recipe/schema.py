@@ -8,14 +8,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from benchlab.figures import RANKABLE
+from benchlab.core.figures import RANKABLE
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
+from benchlab.core.service_kinds import named as service_named
+from benchlab.core.text import control_character
+from benchlab.http.protocols import PROTOCOLS
+from benchlab.http.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.load import DEFAULT_TOOL, TOOLS
-from benchlab.modes import Mode
-from benchlab.protocols import PROTOCOLS
-from benchlab.scenarios import SCENARIOS, MixPart, mix_name
-from benchlab.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
-from benchlab.service_kinds import named as service_named
-from benchlab.text import control_character
 
 
 class _Strict(BaseModel):

@@ -27,12 +27,12 @@ from matplotlib.colors import LinearSegmentedColormap, to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.recommendation import candidate_results
 from benchlab.analysis.relative import CEILING_STACK
 from benchlab.analysis.summary import CellSummary, RunSummary
-from benchlab.modes import Mode
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.report.wording import display_names
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)

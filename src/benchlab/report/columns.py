@@ -3,7 +3,7 @@
 A column is a title, how a cell is written in it, how it sorts, and a hint. Figure columns
 are made from the figure registry; a column is shown only when some cell has a value for it,
 so a closed-loop run shows no rate columns and a run without a database no `#DB`. The brief
-table (the terminal's default) keeps the figures declared `brief` in `benchlab.figures`, the
+table (the terminal's default) keeps the figures declared `brief` in `benchlab.core.figures`, the
 identity columns that tell its rows apart, the errors and the verdicts.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
-from benchlab.modes import Mode
-from benchlab.scenarios import SCENARIOS
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab import figures as F
 from benchlab.analysis.compare import CellChange, Side, compare_cells
 from benchlab.analysis.environment import Difference, describe, differences
 from benchlab.analysis.evidence import Judgement
 from benchlab.analysis.stats import RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.core import figures as F
 from benchlab.report.columns import params_text
 from benchlab.report.json_formats import COMPARE
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import csv
 import io
 
-from benchlab import figures as F
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.core import figures as F
 
 IDENTITY_FIELDS = (
     "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",

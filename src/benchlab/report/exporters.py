@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 
 if TYPE_CHECKING:
     from rich.console import Console

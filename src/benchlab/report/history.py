@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab import figures as F
 from benchlab.analysis.attribution import Attribution, Evidence3
 from benchlab.analysis.changepoints import (
     ChangePoint,
@@ -25,7 +24,8 @@ from benchlab.analysis.evidence import Evidence, Judgement
 from benchlab.analysis.prediction import PREDICTION_CONFIDENCE, predict
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import RunSummary, summarise
-from benchlab.errors import UserError
+from benchlab.core import figures as F
+from benchlab.core.errors import UserError
 from benchlab.store import Store
 
 FINISHED = ("complete", "partial")

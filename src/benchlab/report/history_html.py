@@ -9,8 +9,8 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from benchlab import figures as F
 from benchlab.analysis.changepoints import machine_segments
+from benchlab.core import figures as F
 from benchlab.report.charts import CEILING_COLOUR, PALETTE, STYLE, WIDTH_IN, _svg
 from benchlab.report.history import CellSeries, History, render_text
 

@@ -6,7 +6,7 @@ Every key a document has is required: a key renamed or removed fails validation,
 cannot happen without a new format version. Keys a schema does not name are allowed (a
 version may add some); the tests check with the closed variant that the schema names every
 key benchlab writes. A cell's figures are generated from the figure registry
-(`benchlab.figures`), so a new figure is in the schema as soon as it is in the reports. Deep
+(`benchlab.core.figures`), so a new figure is in the schema as soon as it is in the reports. Deep
 parts whose keys are data (a machine's tools, a mix's parts by request) are open objects."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from benchlab import figures as F
+from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
     COMPARE,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from benchlab.analysis.summary import RunSummary
+from benchlab.core.text import one_line
 from benchlab.report.columns import cell_columns, footnote_lines, footnotes, note_text
 from benchlab.report.sections import Format, Section, by_id, sections
 from benchlab.report.tune_report import tune_markdown
-from benchlab.text import one_line
 
 
 def _row(values: list[str]) -> str:

@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from benchlab.estimates import minutes
-from benchlab.modes import Mode
+from benchlab.core.modes import Mode
+from benchlab.core.text import one_line
 from benchlab.recipe import Cell, Plan
-from benchlab.text import one_line
+from benchlab.runner.estimates import minutes
 
 
 def _field(text: str) -> str:

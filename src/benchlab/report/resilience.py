@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import LEAKS
+from benchlab.core import figures as F
+from benchlab.core.text import one_line
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked
 from benchlab.resilience.slow_clients import SLOW_CONNECTIONS, SlowClients
-from benchlab.text import one_line
 
 NONE = "–"
 

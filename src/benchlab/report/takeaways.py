@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.evidence import MIN_TRIALS, Evidence
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
-from benchlab.modes import Mode
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.report.tiers import Tier, better_by, interval, order_sentence, tiers, times
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab import figures as F
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.core import figures as F
 from benchlab.report.columns import (
     Column,
     brief_estimate_text,

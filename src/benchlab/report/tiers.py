@@ -8,11 +8,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import CellSummary
 from benchlab.analysis.verdicts import CAUTIONS
+from benchlab.core import figures as F
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchlab import figures as F
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.core import figures as F
 
 NS_PER_MS = 1_000_000
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlab import figures as F
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import (
     CandidateResult,
@@ -14,6 +13,7 @@ from benchlab.analysis.recommendation import (
     recommend,
 )
 from benchlab.analysis.summary import RunSummary
+from benchlab.core import figures as F
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.store import CELL_CHECKED

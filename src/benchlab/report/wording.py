@@ -8,15 +8,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchlab import figures as F
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
-from benchlab.cpu_account import PROCESS_TREE
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import Service
 from benchlab.load import TOOLS, finer_than_timed
-from benchlab.modes import Mode
 from benchlab.report.columns import params_text, ratio_text
-from benchlab.service_kinds import Service
+from benchlab.system.cpu_account import PROCESS_TREE
 
 STEAL_WARNING_PCT = 5.0
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
 from benchlab.load import LoadRequest
 from benchlab.load.request_records import CODE, ERROR, SENT, SUCCESS_HIGH, SUCCESS_LOW
 from benchlab.load.vegeta import kept_records
-from benchlab.process import ManagedProcess
 from benchlab.resilience.target import CheckTarget
+from benchlab.system.process import ManagedProcess
 
 RATE = 20  # req/s of SHORT_MS requests: a fifth of a one-at-a-time worker's time
 SHORT_MS = 10

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.errors import BenchlabError, UserError
+from benchlab.core.errors import BenchlabError, UserError
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.slow_clients import SlowClients
 

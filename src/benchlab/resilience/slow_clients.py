@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.dataset import file_name
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
+from benchlab.http.dataset import file_name
 from benchlab.load import LoadRequest
 from benchlab.load.result import LoadResult
 from benchlab.resilience.target import CheckTarget

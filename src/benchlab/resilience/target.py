@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.http.scenarios import Expectation
 from benchlab.load.base import HttpTarget
-from benchlab.process import ManagedProcess, ProcessRegistry
-from benchlab.scenarios import Expectation
 from benchlab.stacks import Stack
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ measures in phases within one session, adding cells as it learns which are worth
 
 from __future__ import annotations
 
-from benchlab.estimates import checks_seconds
 from benchlab.recipe import Plan
+from benchlab.runner.estimates import checks_seconds
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import HOST, ServerPlace, pinned_to, start_answering, start_stack
 from benchlab.runner.measurer import MeasureOptions, Measurer

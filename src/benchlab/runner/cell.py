@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis import capacity
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import Expectation
+from benchlab.http.wire import ExchangeError, Wire
 from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
-from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
-from benchlab.scenarios import Expectation
 from benchlab.store import TrialRecord
-from benchlab.wire import ExchangeError, Wire
 
 SETTLE_TIMEOUT_S = 120.0
 

@@ -14,25 +14,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from benchlab.answers import ReadWorlds
 from benchlab.conformance.check import Conformance, check_server
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated, run_generators
+from benchlab.http.answers import ReadWorlds
+from benchlab.http.scenarios import Expectation
+from benchlab.http.tls import TlsFiles
+from benchlab.http.verify import keeps_alive, verify
+from benchlab.http.wire import Reply, Wire, exchange
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
-from benchlab.monitor import CoreSteal, PeakSampler, ProcessTreeSampler, StealSampler, TreeUsage
-from benchlab.process import ManagedProcess, ProcessRegistry
+from benchlab.measure.monitor import (
+    CoreSteal,
+    PeakSampler,
+    ProcessTreeSampler,
+    StealSampler,
+    TreeUsage,
+)
+from benchlab.measure.server_counters import CounterSource, ThreadTimes
 from benchlab.resilience.drain import Drain, stop_under_load
 from benchlab.resilience.slow_clients import SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
 from benchlab.runner.launch import ServerPlace, start_answering
-from benchlab.scenarios import Expectation
-from benchlab.server_counters import CounterSource, ThreadTimes
 from benchlab.stacks import Stack
-from benchlab.tls import TlsFiles
-from benchlab.verify import keeps_alive, verify
-from benchlab.wire import Reply, Wire, exchange
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 
 class StackServer(Protocol):

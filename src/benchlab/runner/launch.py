@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.hosts.base import THIS_MACHINE, Host
-from benchlab.process import ManagedProcess, ProcessRegistry
-from benchlab.safe_files import new_dir, new_owner
+from benchlab.http.tls import TlsFiles
+from benchlab.http.verify import PORT_TAKEN, wait_until_answering
+from benchlab.http.wire import Wire
 from benchlab.services.ports import free_port
 from benchlab.stacks import LaunchContext, Stack
-from benchlab.tls import TlsFiles
-from benchlab.verify import PORT_TAKEN, wait_until_answering
-from benchlab.wire import Wire
+from benchlab.system.process import ManagedProcess, ProcessRegistry
+from benchlab.system.safe_files import new_dir, new_owner
 
 HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3

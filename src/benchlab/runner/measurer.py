@@ -17,21 +17,21 @@ from benchlab.analysis.cell_records import by_round, measured
 from benchlab.analysis.grid import GridPoint, cell_point
 from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
 from benchlab.analysis.stats import converged
-from benchlab.estimates import estimate
-from benchlab.figures import Better, Figure, rank_figure
-from benchlab.modes import Mode
+from benchlab.core.figures import Better, Figure, rank_figure
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import Service
+from benchlab.http.wire import Wire
 from benchlab.recipe import Cell, sentinel_of
 from benchlab.runner.cell import CellRunner, Launched
+from benchlab.runner.estimates import estimate
 from benchlab.runner.executor import StackLaunch, StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.session import ServiceDied, Session
 from benchlab.runner.trial import StackDied
-from benchlab.safe_files import new_dir
-from benchlab.service_kinds import Service
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
-from benchlab.wire import Wire
+from benchlab.system.safe_files import new_dir
 
 DEFAULT_POOL_SIZE = 10
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from benchlab.estimates import resilience_seconds
 from benchlab.recipe import Cell, Recipe
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS, NotChecked, attempted
 from benchlab.resilience.slow_clients import READ_KB
+from benchlab.runner.estimates import resilience_seconds
 from benchlab.runner.executor import Checked
 from benchlab.runner.measurer import Measurer
 from benchlab.runner.session import Session
-from benchlab.safe_files import new_dir
+from benchlab.system.safe_files import new_dir
 
 START_STOP_S = 2.0  # the check launch's start and stop, beyond the checks themselves
 

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
 from benchlab.recipe import Plan, build_plan
 from benchlab.recipe.schema import Recipe
 from benchlab.store import RunRecord, Store

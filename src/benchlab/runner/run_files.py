@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from benchlab.dataset import file_bytes, file_name
 from benchlab.hosts.base import Host
-from benchlab.protocols import PROTOCOLS
+from benchlab.http.dataset import file_bytes, file_name
+from benchlab.http.protocols import PROTOCOLS
+from benchlab.http.scenarios import Scenario
+from benchlab.http.tls import TlsFiles, make_certificates
+from benchlab.http.wire import Wire
 from benchlab.recipe import Cell
-from benchlab.scenarios import Scenario
-from benchlab.tls import TlsFiles, make_certificates
-from benchlab.wire import Wire
 
 
 class RunFiles:

@@ -17,29 +17,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab import machine
 from benchlab.analysis import capacity
+from benchlab.analysis.noise_record import noise_facts
 from benchlab.analysis.run_options import RunOptions
-from benchlab.answers import ReadWorlds
 from benchlab.conformance.check import Conformance
-from benchlab.errors import RunInterrupted, ServiceError, StoreError, UserError
-from benchlab.estimates import Costs
+from benchlab.core.errors import RunInterrupted, ServiceError, StoreError, UserError
+from benchlab.core.service_kinds import Provides, Service
+from benchlab.core.text import redact
+from benchlab.hosts import machine
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
-from benchlab.journal import Journal
-from benchlab.noise_record import noise_facts
-from benchlab.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
+from benchlab.http.answers import ReadWorlds
+from benchlab.http.scenarios import SCENARIOS, Scenario
 from benchlab.recipe import Cell, Plan, Recipe, sentinel_of
 from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
 from benchlab.resilience.slow_clients import READ_KB
+from benchlab.runner.estimates import Costs
 from benchlab.runner.executor import Executor, RealExecutor
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_files import RunFiles
-from benchlab.safe_files import reachable_tmpdir
-from benchlab.scenarios import SCENARIOS, Scenario
-from benchlab.service_kinds import Provides, Service
 from benchlab.services import Services
 from benchlab.services.base import RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
@@ -51,7 +49,9 @@ from benchlab.store import (
     Store,
     TrialRecord,
 )
-from benchlab.text import redact
+from benchlab.system.journal import Journal
+from benchlab.system.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
+from benchlab.system.safe_files import reachable_tmpdir
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,16 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
-from benchlab.process import signals_deferred
+from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
 from benchlab.runner.session import Session
-from benchlab.server_counters import ThreadTimes
 from benchlab.services.redis_service import hit_counters
 from benchlab.store import TrialExtras, TrialRecord, now, trial_record
+from benchlab.system.process import signals_deferred
 
 
 class StackDied(Exception):

@@ -10,13 +10,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from benchlab.answers import ReadWorlds
-from benchlab.errors import ServiceError
-from benchlab.process import ProcessRegistry
+from benchlab.core.errors import ServiceError
+from benchlab.core.service_kinds import Service
+from benchlab.http.answers import ReadWorlds
 from benchlab.recipe import Services as ServicesConfig
-from benchlab.safe_files import traversable_by_others
-from benchlab.service_kinds import Service
 from benchlab.services.base import HERE, RunningService, ServicePlace
+from benchlab.system.process import ProcessRegistry
+from benchlab.system.safe_files import traversable_by_others
 
 # Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
 # together), so it is imported where that service is started or probed: a run, or a

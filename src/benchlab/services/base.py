@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import ServiceError
+from benchlab.core.errors import ServiceError
+from benchlab.core.service_kinds import Service
 from benchlab.hosts.base import THIS_MACHINE, Host
-from benchlab.process import ManagedProcess, ProcessRegistry
-from benchlab.service_kinds import Service
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 HOST = "127.0.0.1"
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import psutil
 
-from benchlab.build_cache import state_dir
-from benchlab.errors import UserError
-from benchlab.process import ProcessRegistry
+from benchlab.core.errors import UserError
 from benchlab.services.base import RunningService
 from benchlab.services.credentials import write_private
+from benchlab.system.build_cache import state_dir
+from benchlab.system.process import ProcessRegistry
 
 # Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
 # together), so it is imported where that service is started or probed: a run, or a

@@ -9,11 +9,10 @@ from urllib.parse import urlsplit
 import pymysql
 from pymysql.converters import escape_string
 
-from benchlab.dataset import users
-from benchlab.errors import ServiceError
+from benchlab.core.errors import ServiceError
+from benchlab.core.service_kinds import Service
 from benchlab.hosts.base import Host
-from benchlab.process import ProcessRegistry
-from benchlab.service_kinds import Service
+from benchlab.http.dataset import users
 from benchlab.services.base import (
     HERE,
     RunningService,
@@ -25,6 +24,7 @@ from benchlab.services.base import (
     start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
+from benchlab.system.process import ProcessRegistry
 
 DATABASE = "benchlab"
 USER = "benchlab"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchlab.hosts.base import THIS_MACHINE, Host
-from benchlab.process import ManagedProcess, ProcessRegistry
-from benchlab.protocols import PROTOCOLS
-from benchlab.servers import LISTEN_BACKLOG
+from benchlab.http.protocols import PROTOCOLS
+from benchlab.http.tls import TlsFiles
 from benchlab.services.base import HOST, start_listening
 from benchlab.stacks.nginx_stacks import nginx_config, nginx_launch
-from benchlab.tls import TlsFiles
+from benchlab.stacks.servers import LISTEN_BACKLOG
+from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 
 def proxy_config(

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import psycopg
 
-from benchlab.process import ProcessRegistry
-from benchlab.service_kinds import Service
+from benchlab.core.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     HOST,
@@ -21,6 +20,7 @@ from benchlab.services.base import (
 )
 from benchlab.services.credentials import new_password, record_password
 from benchlab.services.postgres import DATABASE, USER, dsn
+from benchlab.system.process import ProcessRegistry
 
 STATS_USER = "benchlab_stats"  # benchlab's own pool probe: SHOW commands only, no admin
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchlab.process import LOOPBACK as HOST
-from benchlab.process import free_port
+from benchlab.system.process import LOOPBACK as HOST
+from benchlab.system.process import free_port
 
 __all__ = ["HOST", "free_port"]

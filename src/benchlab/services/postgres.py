@@ -9,11 +9,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from benchlab.dataset import FORTUNES, users, worlds
-from benchlab.errors import ServiceError
+from benchlab.core.errors import ServiceError
+from benchlab.core.service_kinds import Service
 from benchlab.hosts.base import Host
-from benchlab.process import ProcessRegistry
-from benchlab.service_kinds import Service
+from benchlab.http.dataset import FORTUNES, users, worlds
 from benchlab.services.base import (
     HERE,
     HOST,
@@ -26,6 +25,7 @@ from benchlab.services.base import (
     start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
+from benchlab.system.process import ProcessRegistry
 
 DATABASE = "benchlab"
 USER = "benchlab"

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import redis
 
-from benchlab.process import ProcessRegistry
-from benchlab.service_kinds import Service
+from benchlab.core.service_kinds import Service
 from benchlab.services.base import (
     HERE,
     RunningService,
@@ -19,6 +18,7 @@ from benchlab.services.base import (
     start_listening,
 )
 from benchlab.services.credentials import new_password, record_password
+from benchlab.system.process import ProcessRegistry
 
 
 def start_redis(

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.protocols import PROTOCOLS
-from benchlab.scenarios import API_SCENARIOS, SCENARIOS
-from benchlab.server_counters import CounterSource
-from benchlab.servers import PerWorker, ServerKind
-from benchlab.tls import TlsFiles
+from benchlab.http.protocols import PROTOCOLS
+from benchlab.http.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.http.tls import TlsFiles
+from benchlab.measure.server_counters import CounterSource
+from benchlab.stacks.servers import PerWorker, ServerKind
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")

@@ -6,10 +6,10 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from benchlab.build_cache import cache_dir
-from benchlab.errors import UserError
-from benchlab.go_toolchain import build_env, go_command
+from benchlab.core.errors import UserError
 from benchlab.stacks.base import APPS_DIR, WITH_API, WITH_CPU, Launch, LaunchContext, Stack
+from benchlab.system.build_cache import cache_dir
+from benchlab.system.go_toolchain import build_env, go_command
 
 GO_APPS = APPS_DIR / "go"
 BUILD_TIMEOUT_S = 600

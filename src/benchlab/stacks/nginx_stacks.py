@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import signal
 
-from benchlab.scenarios import SCENARIOS
-from benchlab.servers import LISTEN_BACKLOG
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.stacks.base import Launch, LaunchContext, Stack
+from benchlab.stacks.servers import LISTEN_BACKLOG
 
 NGINX_BINARY = "/usr/sbin/nginx"
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from benchlab.scenarios import API_SCENARIOS
-from benchlab.servers import (
+from benchlab.http.scenarios import API_SCENARIOS
+from benchlab.stacks.base import ALL_SCENARIOS, APPS_DIR, WITH_API, Launch, LaunchContext, Stack
+from benchlab.stacks.servers import (
     ASYNC_LOOP,
     BACKLOG,
     GREENLET_PER_REQUEST,
@@ -17,7 +18,6 @@ from benchlab.servers import (
     ServerKind,
     Settings,
 )
-from benchlab.stacks.base import ALL_SCENARIOS, APPS_DIR, WITH_API, Launch, LaunchContext, Stack
 
 PYTHON_APPS = APPS_DIR / "python"
 PY = sys.executable

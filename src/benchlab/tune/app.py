@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.errors import UserError
-from benchlab.process import STACK_USER_VARIABLE, as_user, environment, user_home
-from benchlab.servers import tune_packages, tune_servers
+from benchlab.core.errors import UserError
+from benchlab.stacks.servers import tune_packages, tune_servers
+from benchlab.system.process import STACK_USER_VARIABLE, as_user, environment, user_home
 
 PROBE = Path(__file__).with_name("probe_app.py")
 PROBE_TIMEOUT_S = 120

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchlab.errors import UserError
-from benchlab.scenarios import Expectation
-from benchlab.service_kinds import APP_SERVICES, DATABASES, Provides
+from benchlab.core.errors import UserError
+from benchlab.core.service_kinds import APP_SERVICES, DATABASES, Provides
+from benchlab.http.scenarios import Expectation
 from benchlab.tune.requests import load_requests, parse_request
 
 # Greenlets are cheap (a few KiB each): ten times the threads a worker may have.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.runner.launch import bounded_start_s
-from benchlab.servers import TUNE_KINDS, AppRef, PerWorker, ServerKind, Settings
 from benchlab.stacks.base import Launch, LaunchContext, Stack
+from benchlab.stacks.servers import TUNE_KINDS, AppRef, PerWorker, ServerKind, Settings
 from benchlab.tune.app import AppInfo, app_path
 from benchlab.tune.user_env import deploy_assignments
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from benchlab.recipe import Cell
 from benchlab.runner import FailureKind, Measurer, Session
 from benchlab.runner.cell import answer_problem
-from benchlab.safe_files import new_dir
+from benchlab.system.safe_files import new_dir
 
 
 def check_candidates(

@@ -25,14 +25,17 @@ from pathlib import Path
 
 import psutil
 
-from benchlab import machine
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import Provides, Service
+from benchlab.core.service_kinds import named as service_named
+from benchlab.core.text import MASK, one_line
+from benchlab.hosts import machine
+from benchlab.http.scenarios import Expectation, Scenario
 from benchlab.load import RATE_TOOL, TOOLS
-from benchlab.modes import Mode
-from benchlab.process import running_as, stack_user
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -53,11 +56,8 @@ from benchlab.runner import (
     Session,
     SessionOptions,
 )
-from benchlab.scenarios import Expectation, Scenario
-from benchlab.service_kinds import Provides, Service
-from benchlab.service_kinds import named as service_named
 from benchlab.store import RunInfo, Store
-from benchlab.text import MASK, one_line
+from benchlab.system.process import running_as, stack_user
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at, first_pass_cost

@@ -5,7 +5,7 @@ Standard library only (Python 3.8+); prints one JSON line that starts with {"pro
 
 REQUEST is JSON: {"module": "pkg.wsgi", "attr": "application", "call": null or "(...)",
 "servers": {name: module to import}, "distributions": {name: distribution, where it differs}}
-(the servers as benchlab/servers.py declares them).
+(the servers as benchlab/stacks/servers.py declares them).
 """
 
 import ast

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from benchlab.analysis import capacity
 from benchlab.analysis.proof_record import ProofJudgement
+from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS
-from benchlab.modes import Mode
 from benchlab.recipe import Cell, CoreAssignment
 from benchlab.runner import Measurer, Session
 from benchlab.store import TrialRecord

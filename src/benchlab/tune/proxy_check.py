@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from benchlab.conformance.check import expected_s
 from benchlab.conformance.shapes import shapes_for
+from benchlab.http.scenarios import Expectation
 from benchlab.recipe import CoreAssignment
 from benchlab.resilience import slow_clients
 from benchlab.resilience.facts import (
@@ -27,8 +28,7 @@ from benchlab.resilience.facts import (
 )
 from benchlab.runner import Measurer, Session
 from benchlab.runner.executor import Checked
-from benchlab.safe_files import new_dir
-from benchlab.scenarios import Expectation
+from benchlab.system.safe_files import new_dir
 from benchlab.tune.candidates import SCENARIO
 from benchlab.tune.proof import Searched, proof_cell
 

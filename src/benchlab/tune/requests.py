@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.http.scenarios import Expectation
 from benchlab.recipe.files import read_toml
-from benchlab.scenarios import Expectation
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # What may go on the request line and in a header as sent (RFC 3986, RFC 9110): anything

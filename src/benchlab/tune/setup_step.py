@@ -11,10 +11,10 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from benchlab.errors import UserError
-from benchlab.journal import Journal
-from benchlab.process import as_user, signals_deferred, user_home
-from benchlab.safe_files import open_log
+from benchlab.core.errors import UserError
+from benchlab.system.journal import Journal
+from benchlab.system.process import as_user, signals_deferred, user_home
+from benchlab.system.safe_files import open_log
 from benchlab.tune.app import AppInfo, app_path, user_environment
 
 SETUP_TIMEOUT_S = 600.0

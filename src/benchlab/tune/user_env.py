@@ -16,8 +16,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from benchlab.errors import UserError
-from benchlab.text import MASK
+from benchlab.core.errors import UserError
+from benchlab.core.text import MASK
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A value the shell reads as written when unquoted: no blank (it ends the word), no quote,

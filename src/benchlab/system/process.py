@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 import psutil
 
-from benchlab import environment
-from benchlab.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
-from benchlab.errors import RunInterrupted, UserError
-from benchlab.journal import Journal
-from benchlab.safe_files import open_log
+from benchlab.core import environment
+from benchlab.core.errors import RunInterrupted, UserError
+from benchlab.system.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
+from benchlab.system.journal import Journal
+from benchlab.system.safe_files import open_log
 
 
 def as_user(user: str | None) -> list[str]:

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.capacity import STEP_SHARES
-from benchlab.build_cache import state_dir
+from benchlab.core.modes import Mode
+from benchlab.core.service_kinds import Service
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS
-from benchlab.modes import Mode
 from benchlab.recipe import Cell
 from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
-from benchlab.scenarios import SCENARIOS
-from benchlab.service_kinds import Service
 from benchlab.stacks import CATALOGUE
+from benchlab.system.build_cache import state_dir
 
 SERVICE_START_S = {
     Service.POSTGRESQL: 4.0, Service.PGBOUNCER: 0.5, Service.MARIADB: 8.0, Service.REDIS: 0.5

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from benchlab.server_counters import GRANIAN_METRICS, CounterSource
-from benchlab.tls import TlsFiles
+from benchlab.http.tls import TlsFiles
+from benchlab.measure.server_counters import GRANIAN_METRICS, CounterSource
 
 LISTEN_BACKLOG = 2048  # the same for every server that lets us set it (DESIGN: fair settings)
 BACKLOG = str(LISTEN_BACKLOG)

@@ -7,10 +7,10 @@ import json
 import time
 from collections.abc import Mapping
 
-from benchlab.answers import NOT_WRITTEN, READBACK_MISS, ReadWorlds, judge_body
-from benchlab.protocols import PLAIN
-from benchlab.scenarios import Expectation
-from benchlab.wire import ExchangeError, Wire, exchange, negotiation_problem, read_body
+from benchlab.http.answers import NOT_WRITTEN, READBACK_MISS, ReadWorlds, judge_body
+from benchlab.http.protocols import PLAIN
+from benchlab.http.scenarios import Expectation
+from benchlab.http.wire import ExchangeError, Wire, exchange, negotiation_problem, read_body
 
 
 def verify(

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from benchlab.dataset import file_bytes, file_name
-from benchlab.errors import BenchlabError, UserError
+from benchlab.core.errors import BenchlabError, UserError
 from benchlab.hosts.base import THIS_MACHINE
-from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.http.dataset import file_bytes, file_name
 from benchlab.resilience.drain import Drain, stop_under_load
 from benchlab.resilience.slow_clients import READ_KB, SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
 from benchlab.runner import HOST, ServerPlace, start_answering
 from benchlab.runner.launch import STATIC
-from benchlab.safe_files import new_dir, reachable_tmpdir
 from benchlab.stacks import CATALOGUE
+from benchlab.system.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.system.safe_files import new_dir, reachable_tmpdir
 
 Result = TypeVar("Result")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchlab import environment
+from benchlab.core import environment
 
 CACHE_VARIABLE = environment.CACHE
 # Root's builds: where the unprivileged user the stacks run as can execute them (root's home

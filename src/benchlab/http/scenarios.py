@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from benchlab.dataset import HUI_ID, HUI_ROLE, file_bytes, file_name, gzip_document
-from benchlab.service_kinds import DATABASES, Service
+from benchlab.core.service_kinds import DATABASES, Service
+from benchlab.http.dataset import HUI_ID, HUI_ROLE, file_bytes, file_name, gzip_document
 
 HUI_BODY = (
     f'{{"code":0,"message":"ok","data":{{"id":{HUI_ID},"username":"hui","role":"{HUI_ROLE}"}}}}'

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from html.parser import HTMLParser
 from typing import Protocol
 
-from benchlab.dataset import ADDED_FORTUNE, FORTUNES, WORLD_COUNT
+from benchlab.http.dataset import ADDED_FORTUNE, FORTUNES, WORLD_COUNT
 
 READBACK_MISS = "but the database holds"
 NOT_WRITTEN = "no row it answered was written"

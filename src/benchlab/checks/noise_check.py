@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.analysis.noise import NoiseComponents, decompose
-from benchlab.errors import LoadToolError
+from benchlab.analysis.noise_record import keep_noise
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
+from benchlab.http.verify import wait_until_answering
 from benchlab.load import DEFAULT_TOOL
 from benchlab.load.base import LoadRequest
-from benchlab.noise_record import keep_noise
-from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
-from benchlab.safe_files import reachable_tmpdir
 from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.verify import wait_until_answering
+from benchlab.system.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.system.safe_files import reachable_tmpdir
 
 NOISE_STACKS = ("fastapi+uvicorn", "flask+gunicorn")
 SCENARIO_PATH = "/json"

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlab import environment, machine
 from benchlab.analysis.noise import NoiseComponents
-from benchlab.build_cache import state_dir
+from benchlab.core import environment
+from benchlab.hosts import machine
+from benchlab.system.build_cache import state_dir
 
 NOISE_RECORD_VARIABLE = environment.NOISE_RECORD
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from benchlab.memory_trend import MemoryTrend, memory_trend
-from benchlab.process import ManagedProcess
+from benchlab.measure.memory_trend import MemoryTrend, memory_trend
+from benchlab.system.process import ManagedProcess
 
 SAMPLE_INTERVAL_S = 0.2
 MAX_RSS_SAMPLES = 2_000  # kept a trial (memory bounded however long it runs)

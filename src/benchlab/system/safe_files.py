@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from benchlab.errors import BenchlabError
+from benchlab.core.errors import BenchlabError
 
 
 class PathTaken(BenchlabError):

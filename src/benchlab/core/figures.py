@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from benchlab.modes import Mode
+from benchlab.core.modes import Mode
 
 
 class Better(Enum):

@@ -22,8 +22,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.build_cache import cache_dir
-from benchlab.errors import UserError
+from benchlab.core.errors import UserError
+from benchlab.system.build_cache import cache_dir
 
 VERSION = "1.26.6"
 NEEDED = (1, 26)  # the stacks' go.mod (`go 1.26`); vegeta v12.13.0 needs 1.22

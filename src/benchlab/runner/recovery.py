@@ -26,13 +26,13 @@ from typing import Any
 
 import psutil
 
-from benchlab import environment
-from benchlab.cpu_account import GROUP_PREFIX, stale_groups
-from benchlab.errors import UserError
+from benchlab.core import environment
+from benchlab.core.errors import UserError
 from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namespace
 from benchlab.hosts.ssh import cleanup_script, run_over_ssh
-from benchlab.journal import alive, journal_dir, journals, own_private_dir
 from benchlab.recipe.host_spec import parse_spec
+from benchlab.system.cpu_account import GROUP_PREFIX, stale_groups
+from benchlab.system.journal import alive, journal_dir, journals, own_private_dir
 
 GRACE_S = 5.0
 

@@ -10,9 +10,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from benchlab.go_toolchain import building_go, machine_go
 from benchlab.load import TOOLS
-from benchlab.servers import distributions
+from benchlab.stacks.servers import distributions
+from benchlab.system.go_toolchain import building_go, machine_go
 
 # benchlab, the frameworks and what they load, every server (servers.py), the drivers.
 PACKAGES = tuple(dict.fromkeys((

@@ -9,7 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.safe_files import new_dir, new_file
+from benchlab.system.safe_files import new_dir, new_file
 
 
 @dataclass(frozen=True)

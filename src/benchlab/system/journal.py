@@ -18,9 +18,9 @@ from typing import Any
 
 import psutil
 
-from benchlab.build_cache import state_dir
-from benchlab.errors import UserError
-from benchlab.safe_files import new_file
+from benchlab.core.errors import UserError
+from benchlab.system.build_cache import state_dir
+from benchlab.system.safe_files import new_file
 
 
 def journal_dir() -> Path:

@@ -12,16 +12,16 @@ import shutil
 from dataclasses import dataclass
 
 from benchlab.analysis.stats import Estimate, median_interval
-from benchlab.errors import LoadToolError
+from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
+from benchlab.http.verify import wait_until_answering
 from benchlab.load import wrk
 from benchlab.load.base import LoadRequest
-from benchlab.monitor import ProcessTreeSampler
-from benchlab.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.measure.monitor import ProcessTreeSampler
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
-from benchlab.safe_files import reachable_tmpdir
 from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.verify import wait_until_answering
+from benchlab.system.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.system.safe_files import reachable_tmpdir
 
 
 @dataclass(frozen=True)

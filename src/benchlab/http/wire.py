@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.protocols import PLAIN, Protocol
+from benchlab.http.protocols import PLAIN, Protocol
 
 
 class ExchangeError(Exception):

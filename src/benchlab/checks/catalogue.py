@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from benchlab.checks.one_stack import StackCheck, check_each
 from benchlab.conformance.check import Conformance, check_server
 from benchlab.resilience.target import CheckTarget
-from benchlab.stack_checks import StackCheck, check_each
 
 StackConformance = StackCheck[Conformance]
 

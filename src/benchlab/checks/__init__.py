@@ -1,0 +1,3 @@
+"""Checks of the catalogue and the machine one stack at a time: conform, drain, slow clients,
+selfcheck, noise.
+"""

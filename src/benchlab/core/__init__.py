@@ -1,0 +1,3 @@
+"""The vocabulary every layer shares: errors and exit codes, environment variables, modes,
+figures, safe text, service kinds.
+"""

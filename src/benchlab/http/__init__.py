@@ -1,0 +1,3 @@
+"""The HTTP layer: the endpoint contract (scenarios, their data and answers), protocols, TLS,
+one verifying request.
+"""

@@ -1,0 +1,3 @@
+"""The machine's plumbing: processes and users, files root may write, the journal, caches, the
+Go toolchain, CPU accounting.
+"""
