@@ -24,11 +24,13 @@ from benchlab.core.errors import UserError
 from benchlab.core.text import SafeConsole
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.recipe import apply_overrides, build_plan, load_recipe
+from benchlab.recipe.host_spec import HOST_NAME, SpecError, parse_spec
 from benchlab.runner.estimates import Costs, plan_lines
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
-from benchlab.tune.requests import load_requests, parse_request
-from tests.conftest import benchlab, error_line, write_recipe
+from benchlab.tune.requests import check_header, check_path, load_requests, parse_request
+from benchlab.tune.user_env import env_pairs
+from tests.conftest import REPO, benchlab, error_line, write_recipe
 
 # --- the command line: each input of the audit, one line and exit 2 ---------------------------
 
@@ -376,3 +378,66 @@ def test_generated_requests_files_are_refused_or_sendable(tables: list[dict]) ->
             return
     for expectation in expectations:
         _sendable(expectation.method, expectation.path, expectation.headers)
+
+
+# --- every validator takes the whole string: a trailing newline is not a name --------------
+
+# Each validator with a value it accepts: the value, then one line break more (or another
+# ending `$` would have let through), must be refused as a user's mistake, in one line.
+VALIDATED = {
+    "--env KEY": lambda v: env_pairs([f"{v}=1"]),
+    "--request path": lambda v: check_path(v, "--request"),
+    "a header's name": lambda v: check_header(v, "x", "--requests-file"),
+    "a header's value": lambda v: check_header("X-A", v, "--requests-file"),
+    "a host": lambda v: parse_spec(v),
+    "a namespace": lambda v: parse_spec(f"netns:{v}"),
+    "a [hosts] name": lambda v: _host_name(v),
+}
+ACCEPTED = {
+    "--env KEY": "DB_URL", "--request path": "/users/7", "a header's name": "X-Trace",
+    "a header's value": "abc", "a host": "ssh://root@10.0.0.5:22", "a namespace": "bl-server",
+    "a [hosts] name": "db-1",
+}  # fmt: skip
+
+
+def _host_name(name: str) -> None:
+    if HOST_NAME.fullmatch(name) is None:
+        raise SpecError(f"host name {name!r}")
+
+
+ENDINGS = st.sampled_from(["\n", "\r\n", "\n\n", "\r", "\x0b", "\x0c", "\x85", "\u2028"])
+
+
+@pytest.mark.parametrize("what", sorted(VALIDATED))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ending=ENDINGS)
+def test_a_trailing_line_break_is_refused_by_every_validator(what: str, ending: str) -> None:
+    check = VALIDATED[what]
+    check(ACCEPTED[what])  # accepted as it is
+    with pytest.raises((UserError, SpecError)):
+        check(ACCEPTED[what] + ending)
+
+
+def test_no_validator_matches_only_a_prefix() -> None:
+    """A validator pattern is used whole (fullmatch), never anchored with `$`, which lets one
+    line break through, nor with `match`, which checks a prefix only."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "src" / "benchlab").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        compiled = {
+            target.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "attr", "") == "compile"
+            for target in node.targets if isinstance(target, ast.Name)
+        }  # fmt: skip
+        for node in ast.walk(tree):
+            called = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(called, ast.Attribute) and called.attr == "match"
+                and isinstance(called.value, ast.Name) and called.value.id in compiled
+            ):  # fmt: skip
+                found.append(f"{path.name}:{node.lineno} {called.value.id}.match")
+    assert not found, found

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.system import go_toolchain
+from benchlab.system import go_toolchain, users
 from tests.conftest import REPO
 
 # Every test here measures or takes the machine: one at a time (tests/alone.py).
@@ -46,7 +46,11 @@ def _run(
 
 @pytest.mark.slow
 def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> None:
-    dist, venv, work = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
+    # As root installs it (`uv tool install`, pipx, a venv in its home): in a directory no
+    # other user can enter, where the stacks' account cannot run its Python.
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    dist, venv, work = tmp_path / "dist", private / "venv", tmp_path / "project"
     cache = tmp_path / "cache"
     built = _run(UV, "build", "--sdist", "--wheel", "--out-dir", dist, REPO, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
@@ -81,6 +85,13 @@ def test_the_installed_wheel_works_from_an_empty_directory(tmp_path: Path) -> No
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"installing Go {go_toolchain.VERSION}" in run.stderr, run.stderr
     assert list((cache / "bin").glob("gin-*")), run.stdout  # built on its first use
+    if os.geteuid() == 0:  # the stacks not as root, on an environment of their own
+        assert "building the stacks' Python environment" in run.stderr, run.stderr
+        ran = json.loads(
+            _run(benchlab, "report", "--results", "r.db", "-f", "json", cwd=work).stdout
+        )
+        assert ran["run"]["machine"]["stacks_run_as"] == users.STACK_ACCOUNT
+        assert {c["status"] for c in ran["cells"]} == {"ok"}
     page = _run(benchlab, "report", "--results", "r.db", "-o", "x.html", cwd=work, cache=cache)
     assert page.returncode == 0 and (work / "x.html").stat().st_size > 10_000, page.stderr
     tune = _run(

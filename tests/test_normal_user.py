@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchlab.system.build_cache import cache_dir
-from benchlab.system.process import as_user
 from tests.conftest import REPO, error_line, short_tmp
+from tests.other_user import become
 
 USER = "nobody"
 
@@ -35,7 +35,7 @@ def _as_user(home: Path, *args: str, timeout: float = 300) -> subprocess.Complet
         "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
     }  # fmt: skip
     return subprocess.run(
-        [*as_user(USER), sys.executable, "-m", "benchlab", *args],
+        [*become(USER), sys.executable, "-m", "benchlab", *args],
         cwd=home, env=env, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
 
@@ -103,9 +103,8 @@ def test_without_a_package_a_normal_user_is_told_what_to_install(tmp_path: Path)
             if found:
                 (hidden / program).symlink_to(found)
         env_path = f"{hidden}:{Path(sys.executable).parent}"
-        become = [shutil.which("setpriv") or "setpriv", *as_user(USER)[1:]]
         done = subprocess.run(
-            [*become, sys.executable, "-m", "benchlab", "run", str(recipe)],
+            [*become(USER), sys.executable, "-m", "benchlab", "run", str(recipe)],
             cwd=home, capture_output=True, text=True, timeout=120, check=False,
             env={"PATH": env_path, "HOME": str(home), "PYTHONPATH": str(REPO / "src")},
         )  # fmt: skip

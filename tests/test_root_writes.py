@@ -7,6 +7,7 @@ lies in a directory only root can write."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import pwd
@@ -26,8 +27,9 @@ import redis
 from benchlab.core.errors import BenchlabError
 from benchlab.recipe import Services as ServicesConfig
 from benchlab.services import Services
-from benchlab.system.process import ProcessRegistry, as_user
-from tests.conftest import short_tmp
+from benchlab.system.process import ProcessRegistry
+from tests.conftest import REPO, short_tmp
+from tests.other_user import become
 
 SERVICE_USERS = ("postgres", "mysql", "redis")
 # Every name root wrote in a daemon's directory before issue 36, and the ones it writes now:
@@ -90,7 +92,7 @@ def planters(root: Path, target: Path) -> Iterator[None]:
     argv = [sys.executable, "-I", "-c", PLANTER, str(root), str(target), str(stop)]
     started = [
         subprocess.Popen(
-            [*as_user(user), *argv, ",".join(NAMES), ",".join(OVER), ",".join(GUESSED)],
+            [*become(user), *argv, ",".join(NAMES), ",".join(OVER), ",".join(GUESSED)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -217,3 +219,142 @@ def _answer(sides: list[Services]) -> None:
         cursor.execute("SELECT COUNT(*) FROM user_basic")
         assert cursor.fetchone() == (10_000,)
     conn.close()
+
+
+# --- every place benchlab writes a file, known ------------------------------------------------
+
+# Where each write of the source goes, and why root may write there: the one way a command
+# writes what a user asked for (system/outputs.py), files made new (system/safe_files.py),
+# a directory of the run's own that benchlab made new and holds alone, benchlab's cache and
+# state (root's alone: build_cache.usable_cache, journal.own_private_dir), the results store
+# (after outputs.check_store_place), the kernel's control groups, a developer's tool. A new
+# write fails here until it is classified — and so looked at.
+DOOR, MADE_NEW, RUN_DIR, CACHE, STORE, CGROUP, DEVELOPER = (
+    "the door", "made new", "the run's own directory", "benchlab's cache and state",
+    "the results store", "the kernel's control groups", "a developer's tool",
+)  # fmt: skip
+WRITES = {
+    ("system/outputs.py", "_make_parents", "mkdir"): DOOR,
+    ("system/outputs.py", "_replace", "os.replace"): DOOR,
+    ("system/outputs.py", "_replace", "tempfile.NamedTemporaryFile"): DOOR,
+    ("system/safe_files.py", "new_dir", "os.mkdir"): MADE_NEW,
+    ("system/safe_files.py", "new_dir", "os.open"): MADE_NEW,
+    ("system/safe_files.py", "new_file", "os.open"): MADE_NEW,
+    ("system/safe_files.py", "new_owner", "os.open"): MADE_NEW,
+    ("system/safe_files.py", "open_log", "os.open"): MADE_NEW,
+    ("system/safe_files.py", "reachable_tmpdir", "tempfile.mkdtemp"): MADE_NEW,
+    ("services/__init__.py", "_base_dir", "tempfile.mkdtemp"): MADE_NEW,
+    ("services/manual.py", "services_up", "tempfile.mkdtemp"): MADE_NEW,
+    ("hosts/ssh.py", "open", "tempfile.mkdtemp"): MADE_NEW,
+    ("hosts/ssh.py", "_stream", "tempfile.TemporaryFile"): MADE_NEW,
+    ("checks/one_stack.py", "_static_files", "write_bytes"): RUN_DIR,
+    ("checks/noise_check.py", "measure_noise", "mkdir"): RUN_DIR,
+    ("hosts/generators.py", "_start_all", "mkdir"): RUN_DIR,
+    ("hosts/ssh.py", "pull", "mkdir"): RUN_DIR,
+    ("load/h2load.py", "command", "write_bytes"): RUN_DIR,
+    ("load/siege.py", "command", "write_text"): RUN_DIR,
+    ("load/vegeta.py", "command", "write_text"): RUN_DIR,
+    ("load/wrk.py", "_script", "write_bytes"): RUN_DIR,
+    ("load/wrk.py", "_script", "write_text"): RUN_DIR,
+    ("resilience/slow_clients.py", "_trial", "mkdir"): RUN_DIR,
+    ("runner/run_files.py", "prepare", "mkdir"): RUN_DIR,
+    ("runner/run_files.py", "prepare", "write_bytes"): RUN_DIR,
+    ("services/__init__.py", "_base_dir", "mkdir"): RUN_DIR,
+    ("services/base.py", "log_dir", "os.mkdir"): RUN_DIR,
+    ("services/credentials.py", "passwords_file", "mkdir"): RUN_DIR,
+    ("services/credentials.py", "record_password", "os.open"): RUN_DIR,
+    ("services/credentials.py", "write_private", "os.open"): RUN_DIR,
+    ("services/nginx_proxy.py", "start_proxy", "mkdir"): RUN_DIR,
+    ("stacks/nginx_stacks.py", "nginx_launch", "write_text"): RUN_DIR,
+    ("stacks/servers.py", "_hypercorn_config", "write_text"): RUN_DIR,
+    ("runner/estimates.py", "save", "mkdir"): CACHE,
+    ("runner/estimates.py", "save", "write_text"): CACHE,
+    ("runner/recovery.py", "_lock", "os.open"): CACHE,
+    ("runner/recovery.py", "clean_stale", "write_text"): CACHE,
+    ("services/manual.py", "_write_state", "mkdir"): CACHE,
+    ("load/vegeta.py", "build", "rename"): CACHE,
+    ("stacks/go_stacks.py", "build", "rename"): CACHE,
+    ("stacks/python_env.py", "build", "mkdir"): CACHE,
+    ("stacks/python_env.py", "build", "shutil.copytree"): CACHE,
+    ("stacks/python_env.py", "build", "write_text"): CACHE,
+    ("system/build_cache.py", "usable_cache", "mkdir"): CACHE,
+    ("system/go_toolchain.py", "_unpack", "mkdir"): CACHE,
+    ("system/go_toolchain.py", "_unpack", "open(wb)"): CACHE,
+    ("system/go_toolchain.py", "_unpack", "shutil.copyfileobj"): CACHE,
+    ("system/go_toolchain.py", "install", "rename"): CACHE,
+    ("system/go_toolchain.py", "install", "tempfile.TemporaryDirectory"): CACHE,
+    ("system/go_toolchain.py", "_download", "open(wb)"): CACHE,
+    ("system/journal.py", "own_private_dir", "os.mkdir"): CACHE,
+    ("system/journal.py", "own_private_dir", "mkdir"): CACHE,
+    ("store.py", "__init__", "mkdir"): STORE,
+    ("store.py", "__init__", "sqlite3.connect"): STORE,
+    ("store.py", "_open_read_only", "sqlite3.connect"): STORE,
+    ("runner/recovery.py", "_abandon", "sqlite3.connect"): STORE,
+    ("runner/recovery.py", "_empty_group", "write_text"): CGROUP,
+    ("system/cpu_account.py", "create_group", "mkdir"): CGROUP,
+    ("report/json_schemas.py", "write_schemas", "write_text"): DEVELOPER,
+}
+WRITING_METHODS = {"write_text", "write_bytes", "touch", "symlink_to", "mkdir", "hardlink_to"}
+
+
+def _write_kind(node: ast.Call) -> str | None:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    on = (
+        func.value.id
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+        else ""
+    )
+    if on == "os" and name in ("mkdir", "makedirs", "replace", "rename", "symlink", "link", "open"):
+        return f"os.{name}"
+    if name in WRITING_METHODS or (name == "rename" and on != "os"):
+        return name
+    if on == "shutil" and name.startswith("copy"):
+        return f"shutil.{name}"
+    if (on == "tempfile" and name[0] in "mTN") or (on == "tempfile" and name == "mkstemp"):
+        return f"tempfile.{name}"
+    if on == "sqlite3" and name == "connect":
+        return "sqlite3.connect"
+    if name == "open":
+        modes = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        modes += [
+            k.value.value
+            for k in node.keywords
+            if k.arg == "mode" and isinstance(k.value, ast.Constant)
+        ]
+        mode = next((m for m in modes if isinstance(m, str) and set(m) <= set("rwabxt+")), "r")
+        if set(mode) & set("wax+"):
+            return f"open({mode})"
+    return None
+
+
+def test_every_write_of_the_source_is_known() -> None:
+    source = REPO / "src" / "benchlab"
+    found: dict[tuple[str, str, str], int] = {}
+    for path in sorted(source.rglob("*.py")):
+        module = path.relative_to(source).as_posix()
+        if module.startswith("apps/"):
+            continue  # the reference apps: run as the stacks' user, never as root
+        tree = ast.parse(path.read_text())
+        owner: dict[ast.AST, str] = {}
+        stack: list[tuple[ast.AST, str]] = [(tree, "")]
+        while stack:
+            node, name = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                inner = (
+                    child.name
+                    if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else name
+                )
+                owner[child] = inner
+                stack.append((child, inner))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and (kind := _write_kind(node)):
+                found[(module, owner.get(node, ""), kind)] = node.lineno
+    unknown = {key: line for key, line in found.items() if key not in WRITES}
+    assert not unknown, (
+        "writes no one has classified (add each to WRITES, with why root may "
+        "write there): " + ", ".join(f"{m}:{line} {f} {k}" for (m, f, k), line in unknown.items())
+    )
+    gone = set(WRITES) - set(found)
+    assert not gone, f"WRITES lists writes that are gone: {sorted(gone)}"

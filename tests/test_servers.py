@@ -17,7 +17,7 @@ from benchlab.analysis.recommendation import served_by
 from benchlab.http.tls import TlsFiles
 from benchlab.stacks import CATALOGUE
 from benchlab.stacks.base import LaunchContext
-from benchlab.stacks.python_stacks import PYTHON_APPS
+from benchlab.stacks.python_env import OWN_APPS as PYTHON_APPS
 from benchlab.stacks.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.tune import app as tune_app
 from benchlab.tune.app import AppInfo, AppSpec

@@ -30,13 +30,15 @@ from typing import Any, TypeVar
 from benchlab.core import environment
 from benchlab.core.errors import StoreError, UserError
 from benchlab.core.modes import Mode, mode_of
+from benchlab.core.text import printable, redact
 from benchlab.load.result import Errors, LoadResult, LoadShare
 from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
+from benchlab.system.outputs import check_store_place
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
 # A run named by its age: the latest, or the Nth before it (git's notation).
-LATEST = re.compile(r"^latest(?:~(\d+))?$")
+LATEST = re.compile(r"latest(?:~(\d+))?")
 # How long a write waits for a store another program has locked before the run stops.
 LOCK_TIMEOUT_VARIABLE = environment.STORE_TIMEOUT
 DEFAULT_LOCK_TIMEOUT_S = 30.0
@@ -676,6 +678,7 @@ class Store:
         read-only: nothing in the file or beside it is changed."""
         self.path = path
         self.writable = create
+        self._secrets: set[str] = set()
         if not create and not path.exists():
             raise UserError(
                 f"results store '{path}' does not exist; run 'benchlab run' first "
@@ -683,6 +686,7 @@ class Store:
             )
         try:
             if create:
+                check_store_place(path)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # autocommit: each statement is durable when it returns (a crash loses nothing).
                 timeout = lock_timeout_s()
@@ -701,6 +705,20 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    def keep_out(self, *secrets: str) -> None:
+        """Values no field of the store may hold (tune's --env values and --setup, the
+        services' passwords): masked, in every form (text.redact), in whatever is written
+        from now on."""
+        self._secrets.update(secret for secret in secrets if secret)
+
+    def masked(self, text: str, *secrets: str) -> str:
+        """`text` as the store keeps it: no secret it was told of (`secrets` now added)."""
+        self.keep_out(*secrets)
+        return redact(text, self._secrets) if self._secrets else text
+
+    def _masked_row(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {k: self.masked(v) if isinstance(v, str) else v for k, v in values.items()}
+
     # --- writing --------------------------------------------------------------------------
 
     @_writes
@@ -718,7 +736,7 @@ class Store:
         raise AssertionError("unreachable")
 
     def _insert_run(self, run_id: str, info: RunInfo) -> None:
-        _insert(self.db, "runs", _row(RunRecord.of(run_id, info, now())))
+        _insert(self.db, "runs", self._masked_row(_row(RunRecord.of(run_id, info, now()))))
 
     @_writes
     def add_cell(
@@ -734,7 +752,7 @@ class Store:
         record = CellRecord.of(
             run_id, position, cell, label, concurrency_limit, db_pool_limit, facts
         )
-        values = _row(record)
+        values = self._masked_row(_row(record))
         del values["id"]  # SQLite gives the row its id
         return _insert(self.db, "cells", values)
 
@@ -742,13 +760,15 @@ class Store:
     def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
         self.db.execute(
             "UPDATE runs SET services = ?, database = ? WHERE id = ?",
-            (json.dumps(services), database, run_id),
+            (self.masked(json.dumps(services)), database, run_id),
         )
 
     @_writes
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
+        # A reason quotes a server's log: stored without a control character, whatever reads it.
+        shown = None if reason is None else printable(self.masked(reason))
         self.db.execute(
-            "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, reason, cell_id)
+            "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, shown, cell_id)
         )
 
     @_writes
@@ -757,7 +777,8 @@ class Store:
         row = self.db.execute("SELECT facts FROM cells WHERE id = ?", (cell_id,)).fetchone()
         facts = json.loads(row["facts"] or "{}") if row is not None else {}
         self.db.execute(
-            "UPDATE cells SET facts = ? WHERE id = ?", (json.dumps({**facts, **more}), cell_id)
+            "UPDATE cells SET facts = ? WHERE id = ?",
+            (self.masked(json.dumps({**facts, **more})), cell_id),
         )
 
     @_writes
@@ -821,7 +842,7 @@ class Store:
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
-            (status, reason, now(), run_id),
+            (status, None if reason is None else printable(self.masked(reason)), now(), run_id),
         )
 
     # --- reading --------------------------------------------------------------------------
@@ -829,7 +850,7 @@ class Store:
     def run(self, run_id: str | None) -> RunRecord:
         """A run by its id, a prefix of it, or by age: `latest` (also None), `latest~1` the one
         before it, and so on."""
-        latest = LATEST.match(run_id or "latest")
+        latest = LATEST.fullmatch(run_id or "latest")
         if latest:
             back = int(latest.group(1) or 0)
             runs = self.runs()

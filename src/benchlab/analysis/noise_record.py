@@ -15,6 +15,7 @@ from benchlab.analysis.noise import NoiseComponents
 from benchlab.core import environment
 from benchlab.hosts import machine
 from benchlab.system.build_cache import state_dir
+from benchlab.system.outputs import write_output
 
 NOISE_RECORD_VARIABLE = environment.NOISE_RECORD
 
@@ -63,8 +64,8 @@ def noise_facts() -> dict[str, Any] | None:
 
 def keep_noise(found: NoiseComponents, design: dict[str, Any]) -> Path:
     path = noise_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
+    write_output(
+        path,
         json.dumps(
             {
                 "machine": machine_key(),
@@ -73,6 +74,7 @@ def keep_noise(found: NoiseComponents, design: dict[str, Any]) -> Path:
                 "components": found.as_json(),
             },
             indent=2,
-        )
+        ),
+        "the noise record",
     )
     return path

@@ -21,8 +21,9 @@ from benchlab.resilience.target import CheckTarget
 from benchlab.runner import HOST, ServerPlace, start_answering
 from benchlab.runner.launch import STATIC
 from benchlab.stacks import CATALOGUE
-from benchlab.system.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.system.process import ProcessRegistry, sigterm_interrupts
 from benchlab.system.safe_files import new_dir, reachable_tmpdir
+from benchlab.system.users import stack_user
 
 Result = TypeVar("Result")
 

@@ -20,8 +20,9 @@ from benchlab.load.base import LoadRequest
 from benchlab.measure.monitor import ProcessTreeSampler
 from benchlab.runner import HOST, free_port, pinned_to, start_stack
 from benchlab.stacks import CATALOGUE, LaunchContext
-from benchlab.system.process import ProcessRegistry, sigterm_interrupts, stack_user
+from benchlab.system.process import ProcessRegistry, sigterm_interrupts
 from benchlab.system.safe_files import reachable_tmpdir
+from benchlab.system.users import stack_user
 
 
 @dataclass(frozen=True)

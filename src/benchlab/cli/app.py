@@ -10,7 +10,7 @@ import typer
 
 from benchlab import __version__
 from benchlab.core import environment
-from benchlab.core.text import SafeConsole
+from benchlab.core.text import SafeConsole, printable
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
@@ -49,6 +49,14 @@ progress = (
     if sys.stderr.isatty() or environment.COLUMNS in os.environ
     else SafeConsole(stderr=True, width=PIPED_WIDTH)
 )
+
+
+def emit(document: str) -> None:
+    """A document (md, csv, json, …) on stdout, the one way a command prints one: on a
+    terminal without control characters (a stored failure reason is a server's log tail,
+    which could hold an escape sequence that sets the clipboard or rewrites the screen);
+    piped or redirected, as it is."""
+    sys.stdout.write(printable(document) if sys.stdout.isatty() else document)
 
 
 def _print_version(value: bool) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from typing import Annotated
 
 from benchlab.cli import formats
-from benchlab.cli.app import console
+from benchlab.cli.app import console, emit
 from benchlab.load import TOOLS
 from benchlab.recipe import load_recipe
 from benchlab.stacks import CATALOGUE, catalogue_markdown
@@ -34,11 +33,11 @@ def stacks(
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
     if fmt == "md":
-        sys.stdout.write(catalogue_markdown())
+        emit(catalogue_markdown())
         return
     formats.check_one_of(fmt, formats.STACKS)
     if fmt == "json":
-        sys.stdout.write(_stacks_json())
+        emit(_stacks_json())
         return
     from benchlab.report.terminal import Layout, fit_widths, text_table
 
@@ -96,7 +95,13 @@ def _unserved_lines() -> list[str]:
 
 
 def build() -> None:
-    """Build the Go stacks from the project's sources and the pinned load tools (cached)."""
+    """Build the Go stacks from the project's sources and the pinned load tools (cached);
+    as root, make the stacks' account and, when it cannot run benchlab's own Python, the
+    stacks' Python environment."""
+    from benchlab.stacks import python_env
+    from benchlab.system.users import stack_user
+
+    python_env.for_user(stack_user())
     for stack in CATALOGUE.values():
         if stack.build is not None and stack.availability().ok:
             console.print(f"building {stack.name}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from benchlab.cli import formats
-from benchlab.cli.app import console
+from benchlab.cli.app import console, emit
 from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
@@ -69,7 +69,7 @@ def report(
         if exporter.name == "table":
             render_table(summary, console, wide)
         else:
-            sys.stdout.write(exporter.render(summary, wide))
+            emit(exporter.render(summary, wide))
         return
     write(exporter.render(summary, wide), output)
     console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
@@ -102,7 +102,7 @@ def runs(
             }
         )
     if fmt == "json":
-        sys.stdout.write(json_formats.RUNS.dumps({"runs": rows}))
+        emit(json_formats.RUNS.dumps({"runs": rows}))
         return
     if not rows:
         console.print(f"no run in {results} yet; start one with: benchlab run")
@@ -178,7 +178,7 @@ def history(
     elif fmt == "table":
         console.print(text, markup=False, highlight=False, end="")
     else:
-        sys.stdout.write(text)
+        emit(text)
     if fail_on_change is not None:
         hit = found.latest_change(fail_on_change)
         if hit:
@@ -206,7 +206,7 @@ def _show_comparison(found: Comparison, fmt: str, output: Path | None) -> None:
     elif fmt == "table":
         report.render_table(found, console)
     else:
-        sys.stdout.write(_comparison_text(found, fmt))
+        emit(_comparison_text(found, fmt))
     if fmt != "table" or output is not None:
         for warning in found.warnings():  # also where a CI log shows it
             print(f"warning: {warning}", file=sys.stderr)

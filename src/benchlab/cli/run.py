@@ -3,14 +3,13 @@ reported."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from benchlab.cli import completion, formats
-from benchlab.cli.app import console, progress
+from benchlab.cli.app import console, emit, progress
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, OutputOption, QuietOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
@@ -26,6 +25,7 @@ from benchlab.recipe import (
 from benchlab.report.exporters import Exporter, choose, write
 from benchlab.stacks import CATALOGUE
 from benchlab.store import DEFAULT_RESULTS, Store
+from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
     from benchlab.recipe import Plan, Recipe
@@ -246,7 +246,7 @@ def _show_run(
         render_table(summary, console)
         console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
     elif exporter.name != "table":
-        sys.stdout.write(exporter.render(summary, False))
+        emit(exporter.render(summary, False))
         say = progress
     else:
         render_table(summary, console)
@@ -254,11 +254,10 @@ def _show_run(
     from benchlab.report.html import render_html  # matplotlib: not for a dry run or a refusal
 
     try:
-        page.write_text(render_html(summary))
-    except OSError as exc:  # the run is stored: say how to get its report another way
+        write_output(page, render_html(summary), "--html")
+    except UserError as exc:  # the run is stored: say how to get its report another way
         raise UserError(
-            f"--html {page}: cannot write it ({exc.strerror}); the run is stored: "
-            f"benchlab report {outcome.run_id} --format html -o FILE"
+            f"{exc}; the run is stored: benchlab report {outcome.run_id} --format html -o FILE"
         ) from None
     again = f"benchlab report {outcome.run_id} --format {formats.metavar(formats.AFTER_RUN)}"
     say.print(f"report: {page} ({again})")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ import typer
 from benchlab.cli.app import progress
 from benchlab.core.errors import UserError
 from benchlab.load import TOOLS, make_ready
+from benchlab.system.users import SETPRIV
 
 if TYPE_CHECKING:
     from benchlab.recipe import Plan
@@ -42,7 +42,7 @@ def check_ready(plan: Plan) -> None:
     """What the run needs on this machine, checked (or built) before anything starts."""
     if shutil.which("taskset") is None:
         raise UserError("'taskset' is not installed: apt-get install util-linux")
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+    if os.geteuid() == 0 and shutil.which(SETPRIV) is None:
         raise UserError(
             "'setpriv' is not installed (benchlab, as root, runs services and stacks as "
             "unprivileged users through it): apt-get install util-linux"
@@ -67,39 +67,19 @@ def check_ready(plan: Plan) -> None:
 
 
 def _check_stack_user() -> None:
-    """As root, the stacks run as an unprivileged user: it must be able to run benchlab's
-    Python and import its apps (a Python under /root, or an install there, it cannot)."""
-    from benchlab.system.process import STACK_USER_VARIABLE, as_user, stack_user
+    """As root, the stacks run as benchlab's own account: its Python must be one that
+    account can run (a Python under /root, or benchlab installed there, it cannot): else
+    the stacks' environment is built now, before anything starts (python_env.py)."""
+    from benchlab.stacks import python_env
+    from benchlab.system.users import stack_user
 
-    user = stack_user()
-    if user is None:
-        return
-    # Through another program, as the stacks are started (taskset): its exec is the check.
-    env = shutil.which("env") or "/usr/bin/env"
-    argv = [*as_user(user), env, sys.executable, "-I", "-c", "import benchlab.apps"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    if done.returncode == 0:
-        return
-    chain = reversed(Path(sys.executable).resolve().parents)
-    closed = next((str(d) for d in chain if not d.stat().st_mode & 0o001), None)
-    where = f" ({closed} is closed to others)" if closed else ""
-    raise UserError(
-        f"benchlab is root and runs its stacks as {user}, which cannot run {sys.executable}"
-        f"{where}: install benchlab with a Python every user can run (./lab does, when it is "
-        f"root), run benchlab as a normal user, or set {STACK_USER_VARIABLE}=root to keep the "
-        "stacks root"
-    )
+    python_env.for_user(stack_user())
 
 
 def html_page(html: Path | None, results: Path, plan: Plan) -> Path:
     """Where the report goes, checked before the run, not after it: it is its last step."""
     page = html or results.parent / (re.sub(r"[^\w.-]+", "-", plan.recipe.name) + ".html")
-    try:
-        page.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"--html {page}: cannot create its directory ({exc.strerror})") from None
-    if page.is_dir():
-        raise UserError(
-            f"--html {page}: is a directory; give a file name such as {page}/report.html"
-        )
+    from benchlab.system.outputs import check_output_place
+
+    check_output_place(page, "--html")
     return page

@@ -4,14 +4,13 @@ all that do), their --quiet, their progress lines and their exit code."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from benchlab.cli import formats
-from benchlab.cli.app import progress
+from benchlab.cli.app import emit, progress
 from benchlab.cli.completion import stacks as complete_stack_name
 from benchlab.cli.measuring import claim
 from benchlab.core.errors import ExitCode, UserError
@@ -73,7 +72,7 @@ def finish(
     """The results in `fmt`; exit 3 when a stack could not be checked, 1 when
     `failed(result)` for one."""
     if fmt == "json":
-        sys.stdout.write(as_json(checked))
+        emit(as_json(checked))
     else:
         as_table(checked)
     if any(c.result is None for c in checked):

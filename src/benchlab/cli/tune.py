@@ -11,7 +11,7 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.cli import formats
-from benchlab.cli.app import console, progress
+from benchlab.cli.app import console, emit, progress
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
 from benchlab.cli.tune_options import (
@@ -162,16 +162,17 @@ def _show_tune(
     from benchlab.report.exporters import write
     from benchlab.report.html import render_html
     from benchlab.report.terminal import render_table
+    from benchlab.system.outputs import write_output
 
     summary = summarise(store, outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     if with_page:
-        page.write_text(render_html(summary))
+        write_output(page, render_html(summary), "the tune's page")
     say = console
     if exporter.name == "table" and output is None:
         render_table(summary, console)
     elif output is None:  # stdout holds the document alone; the run's line goes to stderr
-        sys.stdout.write(exporter.render(summary, False))
+        emit(exporter.render(summary, False))
         say = progress
     else:
         write(exporter.render(summary, False), output)

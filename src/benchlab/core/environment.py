@@ -37,7 +37,8 @@ XDG_CACHE_HOME = _declare(
 )
 STACK_USER = _declare(
     "BENCHLAB_STACK_USER",
-    "as root, the user the stacks (and a tuned app) run as (default `nobody`; a tuned app: "
+    "as root, the user the stacks (and a tuned app) run as (default `benchlab-stack`, a "
+    "system account benchlab makes; a tuned app: "
     "the owner of its files; `root`: they stay root)",
 )
 SSH_CONFIG = _declare(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -52,11 +53,40 @@ def toml_key(text: str) -> str:
 MASK = "***"
 
 
+# A secret this short is masked only where it stands alone (not inside a longer word or
+# number): masked everywhere, a value like `1` or `prod` would hide the rest of the text.
+SHORT = 6
+
+
+def secret_forms(secret: str) -> set[str]:
+    """Every way a secret may be written in text benchlab keeps: as is, percent-encoded (in
+    a URL or a DSN, `+` for a space too), escaped in JSON, and each password of a URL it
+    holds (`postgres://user:PASSWORD@host`)."""
+    forms = {
+        secret,
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret, safe=""),
+        urllib.parse.quote(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+    for password in URL_PASSWORD.findall(secret):
+        forms |= {password, urllib.parse.unquote(password)}
+    return {form for form in forms if form}
+
+
+URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:([^@/\s]+)@")
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret of `secrets` replaced by ***; values under 6 characters are
-    left (they are words like `1` or `prod`, and masking them would hide the rest)."""
-    for secret in sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    """`text` with every secret of `secrets`, in each of its forms, replaced by ***; one
+    under SHORT characters only where it stands alone."""
+    forms = {form for secret in secrets for form in secret_forms(secret)}
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= SHORT:
+            text = text.replace(form, MASK)
+        else:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", MASK, text)
     return text
 
 

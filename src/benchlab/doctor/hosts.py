@@ -23,6 +23,7 @@ from benchlab.hosts.topology import make_host
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.recipe import HostPlan, Plan
+from benchlab.system.users import SETPRIV
 
 CLOCK_TOLERANCE_MS = 50.0  # latencies are measured on one host each; logs are compared by time
 # What must match the controller's on a host, by role: results must not depend on where a
@@ -128,7 +129,7 @@ def _benchlab_check(there: dict[str, Any]) -> Check:
 def _needed_programs(plan: Plan, entry: HostPlan) -> list[tuple[str, str]]:
     """What the host's roles run, each with its fix: a program on its PATH, or a load tool
     benchlab builds, by its path in benchlab's cache (the same there as here)."""
-    programs = [_program(name) for name in ("taskset", "setpriv", "ss", "tar")]
+    programs = [_program(name) for name in ("taskset", SETPRIV, "ss", "tar")]
     if "load" in entry.roles:
         for name in sorted({profile.tool for profile in plan.recipe.load}):
             tool = TOOLS[name]

@@ -28,14 +28,12 @@ from typing import Any
 
 from benchlab.hosts import machine
 from benchlab.recipe.host_spec import HostSpec
+from benchlab.system import users
 from benchlab.system.cpu_account import CpuGroup, create_group
 from benchlab.system.process import (
     ManagedProcess,
-    as_user,
     free_port,
     local_listener_pids,
-    stack_user,
-    user_home,
 )
 from benchlab.system.safe_files import new_dir, new_file
 
@@ -153,7 +151,7 @@ class Host(ABC):
     @abstractmethod
     def stack_user(self, preferred: str | None = None) -> str | None:
         """The unprivileged user stacks run as here when commands run as root (None: as
-        the host's own user); see process.stack_user."""
+        the host's own user); see users.stack_user."""
 
     def open(self) -> None:  # noqa: B027 - most hosts have no connection to open
         """Connect (an SSH host); raises HostError when it cannot."""
@@ -189,11 +187,12 @@ class ThisMachine(Host):
         timeout: float = COMMAND_TIMEOUT_S,
         user: str | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
+        if user is not None:
+            return users.run(user, argv, outer=self.prefix, input=input, timeout=timeout)
         return subprocess.run(
-            [*self.prefix, *as_user(user), *argv],
+            [*self.prefix, *argv],
             input=input, capture_output=True, timeout=timeout, check=False,
             stdin=None if input is not None else subprocess.DEVNULL,
-            env={**os.environ, **user_home(user)} if user else None,
         )  # fmt: skip
 
     def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:
@@ -236,7 +235,7 @@ class ThisMachine(Host):
         return pwd.getpwuid(os.geteuid()).pw_name
 
     def stack_user(self, preferred: str | None = None) -> str | None:
-        return stack_user(preferred)
+        return users.stack_user(preferred)
 
 
 class LocalHost(ThisMachine):

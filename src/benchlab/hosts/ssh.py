@@ -21,6 +21,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -32,7 +33,15 @@ from benchlab.core import environment
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
 from benchlab.recipe.host_spec import HostSpec, SpecError, check_service_address
 from benchlab.system.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
-from benchlab.system.process import DEFAULT_STACK_USER, STACK_USER_VARIABLE, ManagedProcess, pin
+from benchlab.system.process import ManagedProcess, pin
+from benchlab.system.safe_files import new_file, tmp_base
+from benchlab.system.users import (
+    NO_HOME,
+    NO_SHELL,
+    STACK_ACCOUNT,
+    STACK_USER_VARIABLE,
+    remote_line,
+)
 
 CONNECT_TIMEOUT_S = 5
 STREAM_TIMEOUT_S = 300
@@ -64,6 +73,40 @@ print(json.dumps(describe()))
 """
 
 
+# Before root runs the host's interpreter there: it, its prefix, its site directories and
+# their .pth files (which Python runs at start, before any check of its own), and benchlab's
+# package, each held — with every directory above — by root or the login user, writable by
+# no one else (a sticky directory excepted). Exit 3 when not: the interpreter is not run.
+HELD = r"""
+me=$(id -u)
+held() {
+  p=$(readlink -f -- "$1") || return 1
+  while :; do
+    o=$(stat -c %u -- "$p") && m=$(stat -c %a -- "$p") || return 1
+    [ "$o" = 0 ] || [ "$o" = "$me" ] || return 1
+    if [ $((0$m & 022)) -ne 0 ] && [ $((0$m & 01000)) -eq 0 ]; then return 1; fi
+    [ "$p" = / ] && return 0
+    p=$(dirname -- "$p")
+  done
+}
+for f in "$@"; do held "$f" || exit 3; done
+for d in "$@"; do
+  [ -d "$d" ] || continue
+  for f in "$d"/*.pth; do [ -e "$f" ] || continue; held "$f" || exit 3; done
+done
+exit 0
+"""
+
+
+def interpreter_paths() -> list[str]:
+    """What the interpreter runs at its start and what benchlab's describe imports."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = [sys.executable, sys.prefix, paths["purelib"], paths["platlib"]]
+    return [*dict.fromkeys(found), str(SOURCE_DIR / "benchlab")]
+
+
 def ssh_options(control_path: Path | None) -> list[str]:
     options = [
         "-o", "BatchMode=yes",  # keys or agent only: never a password prompt
@@ -89,15 +132,20 @@ def ssh_destination(spec: HostSpec) -> list[str]:
     return [*port, "--", f"{spec.user}@{spec.addr}" if spec.user else spec.addr]
 
 
-def shell(argv: Sequence[str], user: str | None = None) -> str:
-    """A command line for the remote shell; as `user` (with that user's own group and
-    home)."""
-    text = shlex.join(argv)
-    if user is None:
-        return text
-    q = shlex.quote(user)
-    home = f'HOME="$(getent passwd {q} | cut -d: -f6)" USER={q} LOGNAME={q}'
-    return f'{home} setpriv --reuid={q} --regid="$(id -g {q})" --clear-groups {text}'
+# A run's process on a host is known by its group's leader, as its pid file names it: the
+# pid and its start time (clock ticks since boot, /proc/PID/stat's 22nd field). A group is
+# signalled only while it is still that one — its leader there with that start time, or
+# gone with members left (a group's id is not reused while it has any) — never a reused or a
+# planted pid (1 would be every process).
+def _start_time(pid: str) -> str:
+    return f"sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20"
+
+
+RECORD_LEADER = f'echo "$$ $({_start_time("$$")})"'
+OURS = (
+    '{ [ "$pg" -gt 1 ] 2>/dev/null && { [ "$(' + _start_time("$pg") + ')" = "$st" ] || '
+    '{ [ ! -e /proc/$pg ] && [ -n "$(ps -o pid= -g "$pg" 2>/dev/null)" ]; }; }; }'
+)
 
 
 def cleanup_script(rundir: str, group_tag: str) -> str:
@@ -110,7 +158,11 @@ def cleanup_script(rundir: str, group_tag: str) -> str:
         for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpuacct")
     )
     return f"""
-groups() {{ for f in {d}/pids/*.pid; do [ -s "$f" ] && cat "$f"; done 2>/dev/null; }}
+ours=""
+for f in {d}/pids/*.pid; do
+  [ -s "$f" ] && read pg st < "$f" && {OURS} && ours="$ours $pg"
+done 2>/dev/null
+groups() {{ echo "$ours"; }}
 for pg in $(groups); do kill -s TERM -- "-$pg" 2>/dev/null; done
 i=0
 while [ $i -lt 50 ]; do
@@ -154,7 +206,7 @@ class SshHost(Host):
     def open(self) -> None:
         """Connect once (the master connection); HostError says why it cannot."""
         if self.control_path is None:
-            self._control_dir = Path(tempfile.mkdtemp(prefix="bl-ssh-"))
+            self._control_dir = Path(tempfile.mkdtemp(prefix="bl-ssh-", dir=tmp_base()))
             self.control_path = self._control_dir / "c"
         try:
             done = self._ssh("true", timeout=CONNECT_TIMEOUT_S + 10)
@@ -200,7 +252,7 @@ class SshHost(Host):
         else's, unless it holds the controller's own token: then the host shares the
         controller's files (another namespace of this machine, say) and it is the same one."""
         token = uuid.uuid4().hex
-        (path / ".owner").write_text(token)
+        new_file(path / ".owner", token, 0o600)  # nobody else may read it, and so forge it
         q = shlex.quote(str(path))
         script = (
             f'if [ -e {q} ]; then [ "$(cat {q}/.owner 2>/dev/null)" = {token} ] || exit 3; '
@@ -254,7 +306,7 @@ exit 1
         timeout: float = COMMAND_TIMEOUT_S,
         user: str | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        return self._ssh(shell(argv, user), input=input, timeout=timeout)
+        return self._ssh(remote_line(user, argv), input=input, timeout=timeout)
 
     # --- files --------------------------------------------------------------------------------
 
@@ -357,10 +409,14 @@ exit 1
     def describe(self) -> dict[str, Any]:
         """What benchlab says of a machine, said by the same code there (the controller's
         interpreter and source, at the same paths); a shorter one when they are not there."""
-        import sys
-
-        # -I: nothing of the environment's (PYTHONPATH, the user's site) is imported.
-        done = self.run([sys.executable, "-I", "-c", DESCRIBE, str(SOURCE_DIR)], timeout=60)
+        # Only an interpreter nobody else can have changed is run, as root; -I: nothing of
+        # the environment's (PYTHONPATH, the user's site) is imported.
+        held = self.run(["sh", "-c", HELD, "held", *interpreter_paths()], timeout=60)
+        done = (
+            self.run([sys.executable, "-I", "-c", DESCRIBE, str(SOURCE_DIR)], timeout=60)
+            if held.returncode == 0
+            else held
+        )
         if done.returncode == 0:
             with contextlib.suppress(ValueError):
                 return {**json.loads(done.stdout), "address": self.address}
@@ -385,15 +441,20 @@ exit 1
         return self._user
 
     def stack_user(self, preferred: str | None = None) -> str | None:
-        """As on this machine: when benchlab logs in there as root, stacks run as nobody
-        (or BENCHLAB_STACK_USER, if that user exists there)."""
+        """As on this machine: when benchlab logs in there as root, stacks run as its own
+        account there, made when missing (or BENCHLAB_STACK_USER, if that user exists)."""
         if self.user_name() != "root":
             return None
-        name = os.environ.get(STACK_USER_VARIABLE) or preferred or DEFAULT_STACK_USER
+        name = os.environ.get(STACK_USER_VARIABLE) or preferred or STACK_ACCOUNT
         if name == "root":
             return None
         if self.run(["id", "-u", name]).returncode != 0:
-            raise HostError(f"{self.where}: no user '{name}' there to run the stacks as")
+            made = name == STACK_ACCOUNT and self.run(
+                ["useradd", "--system", "--no-create-home", "--home-dir", NO_HOME,
+                 "--shell", NO_SHELL, "--user-group", STACK_ACCOUNT]
+            ).returncode == 0  # fmt: skip
+            if not made:
+                raise HostError(f"{self.where}: no user '{name}' there to run the stacks as")
         return name
 
     def controller_address(self) -> str | None:
@@ -455,19 +516,19 @@ class RemoteProcess(ManagedProcess):
         prefix: Sequence[str],
     ) -> subprocess.Popen:
         q = shlex.quote
-        lines = [f"echo $$ > {q(self.pidfile)} || exit 97"]
+        lines = [f"{RECORD_LEADER} > {q(self.pidfile)} || exit 97"]
         if self.cpu_group is not None:
             procs = "cgroup.procs" if self.cpu_group.version == 2 else "tasks"
             lines.append(f"echo $$ > {q(str(self.cpu_group.path / procs))} || exit 97")
         if cwd is not None:
             lines.append(f"cd {q(str(cwd))} || exit 97")
+        env_file = None
         if env:
             # In a 0600 file, not on the command line, where any user there could read it.
             env_file = f"{self._token_base}.env"
             self.host.write_file(Path(env_file), "".join(f"{k}={q(v)}\n" for k, v in env.items()))
-            lines.append(f"set -a; . {q(env_file)}; set +a")
         lines += [
-            f"{shell([*pin(cores), *self.argv], user)} < /dev/null 2>&1",
+            f"{remote_line(user, [*pin(cores), *self.argv], env_file)} < /dev/null 2>&1",
             "rc=$?",
             f"times > {q(self._token_base)}.cpu",  # the command's CPU time, as wait4 gives it
             "exit $rc",
@@ -488,7 +549,7 @@ class RemoteProcess(ManagedProcess):
         return done.stdout.decode(errors="replace")
 
     def _group_leader(self) -> str:
-        return f'pg=$(cat {shlex.quote(self.pidfile)} 2>/dev/null) && [ -n "$pg" ] || exit 0'
+        return f"read pg st < {shlex.quote(self.pidfile)} 2>/dev/null && {OURS} || exit 0"
 
     def memory_sample(self) -> tuple[int, set[tuple[int, float]]]:
         out = self._remote(f'{self._group_leader()}; ps -o pid=,rss= --sid "$pg"')
@@ -555,7 +616,7 @@ class RemoteProcess(ManagedProcess):
 f={shlex.quote(self.pidfile)}; i=0
 while [ ! -s "$f" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 [ -s "$f" ] || exit 0
-pg=$(cat "$f")
+read pg st < "$f"; {OURS} || exit 0
 kill -s {self.stop_signal.name[3:]} -- "-$pg" 2>/dev/null
 i=0; while kill -s 0 -- "-$pg" 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done
 kill -s KILL -- "-$pg" 2>/dev/null

@@ -4,10 +4,13 @@ HTTP/1.1 with the standard library (its body exactly as sent), TLS and HTTP/2 wi
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import ssl
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +42,36 @@ def _bounded(chunks: Iterator[bytes], deadline: float) -> bytes:
 
 
 def _read_chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
-    while chunk := response.read(CHUNK_BYTES):
+    # read1: what one receive gives (read(n) would wait for n bytes, or the end).
+    while chunk := response.read1(CHUNK_BYTES):
         yield chunk
+
+
+@contextlib.contextmanager
+def _cut_at(deadline: float, cut: Callable[[], None]) -> Iterator[None]:
+    """A deadline for a whole exchange, headers included: at `deadline`, `cut` (the
+    connection shut) ends whatever read is waiting. A socket's timeout bounds each read
+    only: a server that sends a byte every 0.2 s would hold the check for ever."""
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        with contextlib.suppress(Exception):
+            cut()
+
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception as exc:
+        if fired.is_set():
+            raise ExchangeError("the answer did not end within the verification's time") from exc
+        raise
+    finally:
+        timer.cancel()
+    if fired.is_set():
+        raise ExchangeError("the answer did not end within the verification's time")
 
 
 def read_body(response: http.client.HTTPResponse, timeout: float) -> bytes:
@@ -97,9 +128,12 @@ def _plain(
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
-            conn.request(method, path, body=body, headers=dict(headers))
-            response = conn.getresponse()
-            content = _bounded(_read_chunks(response), deadline)
+            conn.connect()
+            sock = conn.sock
+            with _cut_at(deadline, lambda: sock.shutdown(socket.SHUT_RDWR)):
+                conn.request(method, path, body=body, headers=dict(headers))
+                response = conn.getresponse()
+                content = _bounded(_read_chunks(response), deadline)
         finally:
             conn.close()
     except (OSError, http.client.HTTPException) as exc:
@@ -145,6 +179,7 @@ def _negotiated(
     try:
         with (
             httpx.Client(http1=http1, http2=protocol.http2, verify=verify, timeout=timeout) as c,
+            _cut_at(deadline, c.close),
             c.stream(method, url, headers=sent, content=body) as response,
         ):
             # Asked before the body is read: a server that closes the connection after

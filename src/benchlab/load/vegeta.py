@@ -24,7 +24,7 @@ from benchlab.core.errors import LoadToolError, UserError
 from benchlab.load.base import HttpTarget, LoadRequest
 from benchlab.load.request_records import Generator, Lines, read_results
 from benchlab.load.result import LoadResult
-from benchlab.system.build_cache import cache_dir
+from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 from benchlab.system.go_toolchain import build_env, go_command
 
 MODULE = "github.com/tsenart/vegeta/v12"
@@ -38,9 +38,10 @@ def binary() -> Path:
 def build() -> Path:
     """`go install` of the pinned version into benchlab's cache (once)."""
     target = binary()
-    if target.exists():
+    if trusted(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    usable_cache()
+    target.unlink(missing_ok=True)
     gobin = target.parent / "vegeta-build"
     env = {**build_env(), "GOBIN": str(gobin), "GOFLAGS": "-trimpath", "CGO_ENABLED": "0"}
     try:
@@ -83,7 +84,7 @@ class Vegeta:
 
     def executable(self) -> str | None:
         path = binary()
-        return str(path) if path.exists() else None
+        return str(path) if trusted(path) else None
 
     def program(self) -> str:
         return str(binary())

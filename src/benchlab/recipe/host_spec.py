@@ -15,15 +15,15 @@ BENCHMARK_NET = ipaddress.IPv4Network("198.18.0.0/15")
 # The controller's own address on the benchmark network (the bridge in its namespace).
 CONTROLLER_ADDRESS = ipaddress.IPv4Address("198.18.0.1")
 ROLES = ("server", "database", "load")
-NETNS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+NETNS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 # A user and an address each start with a letter or digit: one starting with '-' would be
 # read by ssh as an option (-F FILE, -o ProxyCommand=...).
 SSH_TARGET = re.compile(
-    r"^ssh://(?:(?P<user>[A-Za-z0-9][A-Za-z0-9_.-]{0,31})@)?"
-    r"(?P<addr>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})(?::(?P<port>\d{1,5}))?$"
+    r"ssh://(?:(?P<user>[A-Za-z0-9][A-Za-z0-9_.-]{0,31})@)?"
+    r"(?P<addr>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})(?::(?P<port>\d{1,5}))?"
 )
 # The name of a host in [hosts]: it names interfaces, directories and log lines.
-HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 
 
 class SpecError(ValueError):
@@ -59,14 +59,14 @@ def parse_spec(text: str) -> HostSpec:
         return HostSpec("local")
     if text.startswith("netns:"):
         name = text.removeprefix("netns:")
-        if not NETNS_NAME.match(name):
+        if not NETNS_NAME.fullmatch(name):
             raise SpecError(
                 f"'{text}': a namespace name is 1 to 40 letters, digits, '.', '_' or '-' "
                 "(e.g. netns:bl-server)"
             )
         return HostSpec("netns", name=name)
     if text.startswith("ssh://"):
-        match = SSH_TARGET.match(text)
+        match = SSH_TARGET.fullmatch(text)
         if not match:
             raise SpecError(
                 f"{text!r}: write an SSH host as ssh://user@address[:port], the user and the "

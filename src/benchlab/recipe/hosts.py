@@ -79,7 +79,7 @@ def resolve_hosts(
         )
     specs = {}
     for name, entry in recipe.hosts.items():
-        if not HOST_NAME.match(name):
+        if not HOST_NAME.fullmatch(name):
             raise UserError(
                 f"{path}: key 'hosts': the host name {name!r} is 1 to 40 letters, digits, '.', "
                 "'_' or '-', starting with a letter or digit"

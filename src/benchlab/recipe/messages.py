@@ -80,16 +80,17 @@ def _unwrap(annotation: Any) -> Any:
             return annotation
 
 
-_UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool)$|^list\[")
+_UNION_TAG = re.compile(r"(constrained-)?(int|str|float|bool)|list\[.*", re.DOTALL)
+
+
+def _union_tag(part: object) -> bool:
+    return isinstance(part, str) and _UNION_TAG.fullmatch(part) is not None
 
 
 def describe_validation_error(path: Path, exc: ValidationError) -> str:
     # A value that may be one thing or a list of them fails once per branch, with the branch
     # named in its location; the deepest location is the one that says what is wrong.
-    errors = [
-        {**e, "loc": tuple(p for p in e["loc"] if not (isinstance(p, str) and _UNION_TAG.match(p)))}
-        for e in exc.errors()
-    ]
+    errors = [{**e, "loc": tuple(p for p in e["loc"] if not _union_tag(p))} for e in exc.errors()]
     error = max(errors, key=lambda e: len(e["loc"]))
     loc = tuple(error["loc"])
     kind = error["type"]

@@ -59,7 +59,7 @@ CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
 # A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
 RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
-SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+SHARE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
 
 
 class MixEntry(_Strict):
@@ -401,7 +401,7 @@ def profile_mode(recipe: Recipe, profile: LoadProfile) -> Mode:
 
 def rate_share(text: str) -> float | None:
     """The percentage a rate like "60%" gives of the cell's capacity; None if it is not one."""
-    match = SHARE.match(text)
+    match = SHARE.fullmatch(text)
     return float(match.group(1)) if match else None
 
 

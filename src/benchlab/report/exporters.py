@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab.core.errors import UserError
+from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,9 +135,5 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
 
 
 def write(text: str, output: Path) -> None:
-    try:
-        output.write_text(text)
-    except OSError as exc:
-        raise UserError(
-            f"-o {output}: cannot write it ({exc.strerror}); choose a writable path"
-        ) from None
+    """The report in `output`, written the one way benchlab writes a user's file."""
+    write_output(output, text, "-o")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ from benchlab.http.tls import TlsFiles
 from benchlab.http.verify import PORT_TAKEN, wait_until_answering
 from benchlab.http.wire import Wire
 from benchlab.services.ports import free_port
-from benchlab.stacks import LaunchContext, Stack
+from benchlab.stacks import LaunchContext, Stack, python_env
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 from benchlab.system.safe_files import new_dir, new_owner
 
@@ -74,6 +75,9 @@ def start_stack(
     multiprocessing do), and a socket path may not exceed 107 bytes.
     """
     new_dir(ctx.workdir, 0o700)
+    if host.same_machine:
+        own = python_env.for_user(user)
+        ctx = dataclasses.replace(ctx, python=own.python, python_apps=own.apps)
     spec = stack.launch(ctx)  # its configuration, written now, while the directory is root's
     private_tmp = new_dir(ctx.workdir / "t", 0o700, owner=user)
     if user is not None:

@@ -33,6 +33,7 @@ from benchlab.hosts.ssh import cleanup_script, run_over_ssh
 from benchlab.recipe.host_spec import parse_spec
 from benchlab.system.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.system.journal import alive, journal_dir, journals, own_private_dir
+from benchlab.system.outputs import check_store_place
 
 GRACE_S = 5.0
 
@@ -112,7 +113,8 @@ def _empty_group(path: Path) -> int:
 def _abandon(store: str | None, run_id: str | None, pid: int) -> None:
     if not store or not run_id or not Path(store).exists():
         return
-    with contextlib.suppress(sqlite3.Error):
+    with contextlib.suppress(sqlite3.Error, UserError):
+        check_store_place(Path(store))  # as root, never through another user's link
         db = sqlite3.connect(store, timeout=5)
         db.execute(
             "UPDATE runs SET status = 'abandoned', status_reason = ?, ended_at = ?"

@@ -23,7 +23,6 @@ from benchlab.analysis.run_options import RunOptions
 from benchlab.conformance.check import Conformance
 from benchlab.core.errors import RunInterrupted, ServiceError, StoreError, UserError
 from benchlab.core.service_kinds import Provides, Service
-from benchlab.core.text import redact
 from benchlab.hosts import machine
 from benchlab.hosts.base import HostError
 from benchlab.hosts.topology import RunHosts
@@ -50,8 +49,9 @@ from benchlab.store import (
     TrialRecord,
 )
 from benchlab.system.journal import Journal
-from benchlab.system.process import INTERRUPTS, ProcessRegistry, running_as, sigterm_interrupts
+from benchlab.system.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.system.safe_files import reachable_tmpdir
+from benchlab.system.users import running_as
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ class SessionOptions:
     # Values no stored reason may show (tune's --env and --env-file values): a failure's log
     # tail is masked before it is stored, as the services' passwords are.
     secrets: tuple[str, ...] = ()
-    # Who the stacks run as when benchlab is root, if not nobody (tune: the app's owner).
+    # Who the stacks run as when benchlab is root, if not benchlab's own account (tune: the
+    # app's owner).
     run_as: str | None = None
     # What starts the stacks, asks them, loads them and tells the time (tests: a stand-in).
     executor: Executor = field(default_factory=RealExecutor)
@@ -378,7 +379,7 @@ class Session:
     def redacted(self, text: str) -> str:
         """`text` as the store may keep it: no secret of the run's in it."""
         running = self.services.running.values() if self.services is not None else ()
-        return redact(text, (*self.options.secrets, *(s.password for s in running)))
+        return self.store.masked(text, *self.options.secrets, *(s.password for s in running))
 
     def mark_checked(self, cell: Cell) -> None:  # its stack answered right (--check-only)
         self.store.mark_cell(self.cell_ids[cell], CELL_CHECKED)

@@ -18,6 +18,7 @@ from benchlab.services.base import RunningService
 from benchlab.services.credentials import write_private
 from benchlab.system.build_cache import state_dir
 from benchlab.system.process import ProcessRegistry
+from benchlab.system.safe_files import tmp_base
 
 # Each service's module imports its client library (psycopg, pymysql, redis: about 0.4 s
 # together), so it is imported where that service is started or probed: a run, or a
@@ -52,7 +53,7 @@ def services_up(
                 f"services are already up (see {path}); run 'benchlab services down' first"
             )
         _remove(state)
-    workroot = Path(tempfile.mkdtemp(prefix="bl-services-"))
+    workroot = Path(tempfile.mkdtemp(prefix="bl-services-", dir=tmp_base()))
     workroot.chmod(0o711)
     registry = ProcessRegistry()
     started: list[RunningService] = []

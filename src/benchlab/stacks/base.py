@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,10 @@ class LaunchContext:
     tls: TlsFiles | None = None  # its certificate and key, for a protocol over TLS
     static_dir: Path | None = None  # the static scenario's files ($BENCHLAB_STATIC_DIR)
     counters_port: int | None = None  # where it serves its own counters (Stack.counters)
+    # The Python a Python stack runs and its reference apps (python_env.py: benchlab's own,
+    # or the stacks' environment when their user cannot run benchlab's).
+    python: str = sys.executable
+    python_apps: Path = APPS_DIR / "python"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.stacks.base import APPS_DIR, WITH_API, WITH_CPU, Launch, LaunchContext, Stack
-from benchlab.system.build_cache import cache_dir
+from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 from benchlab.system.go_toolchain import build_env, go_command
 
 GO_APPS = APPS_DIR / "go"
@@ -27,10 +27,11 @@ def binary_path(app: str) -> Path:
 
 def build(app: str) -> Path:
     target = binary_path(app)
-    if target.exists():
+    if trusted(target):
         return target
     go = go_command()  # the machine's if new enough, else benchlab's pinned one
-    target.parent.mkdir(parents=True, exist_ok=True)
+    usable_cache()
+    target.unlink(missing_ok=True)
     partial = target.with_suffix(".partial")
     try:
         result = subprocess.run(

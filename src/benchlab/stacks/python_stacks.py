@@ -3,11 +3,10 @@ under one server with the settings its documentation recommends, counts always e
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 from benchlab.http.scenarios import API_SCENARIOS
-from benchlab.stacks.base import ALL_SCENARIOS, APPS_DIR, WITH_API, Launch, LaunchContext, Stack
+from benchlab.stacks.base import ALL_SCENARIOS, WITH_API, Launch, LaunchContext, Stack
 from benchlab.stacks.servers import (
     ASYNC_LOOP,
     BACKLOG,
@@ -19,8 +18,6 @@ from benchlab.stacks.servers import (
     Settings,
 )
 
-PYTHON_APPS = APPS_DIR / "python"
-PY = sys.executable
 NO_DB = ("plaintext", "json", "sleep")
 DRIVERS_SYNC = ("psycopg", "psycopg_pool", "pymysql", "redis")
 DRIVERS_ASYNC = ("asyncpg", "aiomysql", "redis")
@@ -29,7 +26,8 @@ Launcher = Callable[[LaunchContext], Launch]
 
 def _launch(argv: Callable[[LaunchContext], list[str]], **env: str) -> Launcher:
     def launch(ctx: LaunchContext) -> Launch:
-        return Launch(argv=argv(ctx), env={"BENCHLAB_BACKLOG": BACKLOG, **env}, cwd=PYTHON_APPS)
+        env_ = {"BENCHLAB_BACKLOG": BACKLOG, **env}
+        return Launch(argv=argv(ctx), env=env_, cwd=ctx.python_apps)
 
     return launch
 
@@ -39,25 +37,30 @@ def _app(text: str) -> AppRef:
     return AppRef(module, attr)
 
 
-def served(kind: ServerKind, app: str, *after: str, **env: str) -> Launcher:
+def _served_argv(kind: ServerKind, app: str, ctx: LaunchContext) -> list[str]:
+    settings = Settings(
+        _app(app), ctx.host, ctx.port, ctx.workers, ctx.threads, ctx.python, ctx.workdir,
+        ctx.tls, ctx.protocol, pinned=True,
+    )  # fmt: skip
+    return kind.argv(settings)
+
+
+def served(kind: ServerKind, app: str, **env: str) -> Launcher:
     """`app` under a server of servers.py, with the catalogue's pinned settings."""
-
-    def argv(ctx: LaunchContext) -> list[str]:
-        settings = Settings(
-            _app(app), ctx.host, ctx.port, ctx.workers, ctx.threads, PY, ctx.workdir, ctx.tls,
-            ctx.protocol, pinned=True,
-        )  # fmt: skip
-        return [*kind.argv(settings), *after]
-
-    return _launch(argv, **env)
+    return _launch(lambda ctx: _served_argv(kind, app, ctx), **env)
 
 
 def uwsgi(module: str) -> Launcher:
     """uWSGI serving `module`.app, behind a wrapper that adds the Date header uWSGI omits."""
-    return served(
-        KIND_BY_NAME["uwsgi"], "uwsgi_apps:application", "--chdir", str(PYTHON_APPS),
+    kind = KIND_BY_NAME["uwsgi"]
+    return _launch(
+        lambda ctx: [
+            *_served_argv(kind, "uwsgi_apps:application", ctx),
+            "--chdir",
+            str(ctx.python_apps),
+        ],
         BENCHLAB_WSGI_MODULE=module,
-    )  # fmt: skip
+    )
 
 
 def script(name: str, *args: str) -> Launcher:
@@ -65,13 +68,13 @@ def script(name: str, *args: str) -> Launcher:
 
     def argv(ctx: LaunchContext) -> list[str]:
         count = ctx.threads if ctx.threads is not None else ctx.workers
-        return [PY, name, ctx.host, str(ctx.port), str(count), *args]
+        return [ctx.python, name, ctx.host, str(ctx.port), str(count), *args]
 
     return _launch(argv)
 
 
 def dev_server(*args: str) -> Launcher:
-    return _launch(lambda ctx: [PY, "flask_dev_server.py", ctx.host, str(ctx.port), *args])
+    return _launch(lambda ctx: [ctx.python, "flask_dev_server.py", ctx.host, str(ctx.port), *args])
 
 
 def _stack(name: str, framework: str, server: str, model: str, launch: Launcher, **kw) -> Stack:

@@ -6,9 +6,12 @@ the pin change."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from benchlab.core import environment
+from benchlab.core.errors import UserError
+from benchlab.system.safe_files import root_only
 
 CACHE_VARIABLE = environment.CACHE
 # Root's builds: where the unprivileged user the stacks run as can execute them (root's home
@@ -30,7 +33,42 @@ def state_dir() -> Path:
 
 def cache_dir() -> Path:
     """The built programs: the state directory's bin (~/.cache/benchlab/bin), and for root
-    /var/cache/benchlab/bin (stacks run as nobody then, and must reach their binary)."""
+    /var/cache/benchlab/bin (stacks run as benchlab's own account then, and must reach
+    their binary)."""
     if os.environ.get(CACHE_VARIABLE) or os.geteuid() != 0:
         return state_dir() / "bin"
     return ROOT_BUILDS / "bin"
+
+
+def trusted(path: Path, tree: bool = False) -> bool:
+    """Whether a cached build at `path` may be used: there, and no one but root (or this user)
+    can have changed it, its directories, or — a whole toolchain, `tree` — anything in it.
+    What is there is trusted on inspection, never on existence: a binary another user could
+    replace would run as root (vegeta) or as the stacks."""
+    if not path.exists() or not root_only(path):
+        return False
+    if not tree:
+        return True
+    me = os.geteuid()
+    for directory, names, files in os.walk(path):
+        for name in (*names, *files):
+            info = os.lstat(os.path.join(directory, name))
+            if info.st_uid not in (0, me) or (
+                info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)
+            ):
+                return False
+    return True
+
+
+def usable_cache() -> Path:
+    """The build cache, made if missing; refused in one line when another user can change it
+    (a binary built there would then be theirs to swap)."""
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o755)
+    if not root_only(directory):
+        raise UserError(
+            f"{directory}: another user can change it or a directory above it, so benchlab "
+            "neither builds nor runs anything there; give it to you alone (chown, chmod go-w) "
+            f"or set {CACHE_VARIABLE}"
+        )
+    return directory

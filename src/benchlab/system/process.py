@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import re
 import resource
 import signal
@@ -18,60 +17,11 @@ from typing import Any, Protocol
 
 import psutil
 
-from benchlab.core import environment
-from benchlab.core.errors import RunInterrupted, UserError
+from benchlab.core.errors import RunInterrupted
+from benchlab.system import users
 from benchlab.system.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
 from benchlab.system.journal import Journal
 from benchlab.system.safe_files import open_log
-
-
-def as_user(user: str | None) -> list[str]:
-    """The argv prefix that runs a command as `user`, with its own group and no supplementary
-    ones. A prefix, not Popen's user=: it must come after `ip netns exec`, which needs root."""
-    if user is None:
-        return []
-    return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups"]
-
-
-# When benchlab is root, the stacks (servers of benchlab's reference apps) do not run as root:
-# a hole in a framework, or an endpoint open to every local user (/upload, /updates), must
-# not be root's. BENCHLAB_STACK_USER names another user ("root": they stay root).
-STACK_USER_VARIABLE = environment.STACK_USER
-DEFAULT_STACK_USER = "nobody"
-
-
-def stack_user(preferred: str | None = None) -> str | None:
-    """The user a stack runs as on this machine: None when benchlab is not root (its own
-    user, then), BENCHLAB_STACK_USER if set, else `preferred` (a tune's app: the owner of its
-    files), else nobody. None also when that is root."""
-    if os.geteuid() != 0:
-        return None
-    name = os.environ.get(STACK_USER_VARIABLE) or preferred or DEFAULT_STACK_USER
-    if name == "root":
-        return None
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        raise UserError(
-            f"{STACK_USER_VARIABLE}={name!r}: no such user here; name the unprivileged user the "
-            "stacks run as when benchlab is root (default nobody), or root to keep them root"
-        ) from None
-    return name
-
-
-def running_as(preferred: str | None = None) -> str:
-    """The name of the user stacks run as here (what a run's record says)."""
-    return stack_user(preferred) or pwd.getpwuid(os.geteuid()).pw_name
-
-
-def user_home(user: str | None) -> dict[str, str]:
-    """The variables that say who a process is, for one run as `user`: its own home, not
-    root's (a library that looks there, asyncpg for client keys, would stop at root's)."""
-    if user is None:
-        return {}
-    entry = pwd.getpwnam(user)
-    return {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user}
-
 
 ListenerPids = Callable[[int], "set[int] | None"]
 
@@ -171,11 +121,17 @@ class ManagedProcess:
         user: str | None,
         prefix: Sequence[str],
     ) -> subprocess.Popen:
-        pinned = [*prefix, *as_user(user), *pin(cores), *self.argv]
+        wrap = self.cpu_group.wrap if self.cpu_group else None
+        if user is not None:
+            return users.start(
+                user, [*pin(cores), *self.argv], outer=prefix, wrap=wrap, cwd=cwd, env=env,
+                stdout=self._log,
+            )  # fmt: skip
+        pinned = [*prefix, *pin(cores), *self.argv]
         return subprocess.Popen(
-            self.cpu_group.wrap(pinned) if self.cpu_group else pinned,
+            wrap(pinned) if wrap else pinned,
             cwd=cwd,
-            env={**environment(self.isolated_env), **user_home(user), **(env or {})},
+            env={**environment(self.isolated_env), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from benchlab.core.errors import BenchlabError
+from benchlab.core.errors import BenchlabError, UserError
 
 
 class PathTaken(BenchlabError):
@@ -109,13 +109,73 @@ def traversable_by_others(path: Path) -> bool:
     return all(d.stat().st_mode & stat.S_IXOTH for d in (path, *path.parents))
 
 
+def tmp_base() -> Path:
+    """TMPDIR (else /tmp), checked: it and every directory and link on the way to it held
+    by root or this user alone, but for the sticky bit (nobody else can replace what is
+    made there); else one line says so."""
+    base = Path(tempfile.gettempdir())
+    if not root_only(base, sticky_last=True):
+        raise UserError(
+            f"TMPDIR {base}: another user can change it or a directory above it, and "
+            "benchlab makes its run directories only where nobody else can; point TMPDIR at "
+            "a directory of your own (or unset it: /tmp)"
+        )
+    return base
+
+
 def reachable_tmpdir(prefix: str, others_need_it: bool) -> Path:
     """A new temporary directory (0711: traversable, not listable) that another user (a
     stack's, a daemon's) can reach when `others_need_it`: in TMPDIR when they can get there,
     else in /tmp (a TMPDIR closed to others, such as a home directory, stays closed)."""
-    base = Path(tempfile.gettempdir())
+    base = tmp_base()
     if others_need_it and not traversable_by_others(base):
         base = Path("/tmp")
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     path.chmod(0o711)
     return path
+
+
+def root_only(path: Path, sticky_last: bool = False) -> bool:
+    """Whether only root (or benchlab's own user) can change what is at `path`: every
+    directory from / down to it, and it, owned by root or this user and writable by no one
+    else — but a sticky directory (/tmp: nobody else can replace what root has in it) — and
+    every link on the way root's (or this user's) in such a directory. What benchlab builds
+    and then runs as root, or hands to the stacks, is trusted on that, never on existence."""
+    me = os.geteuid()
+    pending = list(Path(os.path.abspath(path)).parts[1:])
+    current, links = Path("/"), 0
+    if not _held(current, me, last=not pending and not sticky_last):
+        return False
+    while pending:
+        name = pending.pop(0)
+        candidate = current / name
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            return False
+        if info.st_uid not in (0, me):
+            return False
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if links > 40:
+                return False
+            target = Path(os.readlink(candidate))
+            pending = [*(target.parts[1:] if target.is_absolute() else target.parts), *pending]
+            current = Path("/") if target.is_absolute() else current
+            continue
+        if name == "..":
+            current = current.parent
+            continue
+        if not _held(candidate, me, last=not pending and not sticky_last):
+            return False
+        current = candidate
+    return True
+
+
+def _held(path: Path, me: int, last: bool) -> bool:
+    info = os.lstat(path)
+    if info.st_uid not in (0, me):
+        return False
+    open_to_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+    return not open_to_others or bool(sticky and not last)

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.stacks.servers import tune_packages, tune_servers
-from benchlab.system.process import STACK_USER_VARIABLE, as_user, environment, user_home
+from benchlab.system import users
+from benchlab.system.process import environment
+from benchlab.system.users import STACK_USER_VARIABLE
 
 PROBE = Path(__file__).with_name("probe_app.py")
 PROBE_TIMEOUT_S = 120
@@ -147,9 +149,28 @@ def user_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {**environment(without_benchlab=True), **env}
 
 
+def run_app_python(
+    user: str | None, argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`argv` (the app's interpreter) run to its end with the app's environment: as benchlab
+    with the user's environment and `env` on top, or as `user` with `env` only (and none of
+    root's, see users.py); stdin closed, output captured as text."""
+    if user is None:
+        return subprocess.run(
+            argv, cwd=cwd, env=user_environment(env), capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, timeout=timeout, check=False,
+        )  # fmt: skip
+    done = users.run(user, argv, cwd=cwd, env=env, timeout=timeout)
+    out, err = (part.decode(errors="replace") for part in (done.stdout, done.stderr))
+    return subprocess.CompletedProcess(done.args, done.returncode, out, err)
+
+
 def app_path(python: str) -> str:
-    """PATH with the app's interpreter's directory first, as an activated venv has it."""
-    return f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+    """PATH with the app's interpreter's directory first, as an activated venv has it; then
+    the user's PATH, or the system's when benchlab is root (root's own is none of the app's
+    business, and may name directories its user cannot reach)."""
+    rest = users.PLAIN_PATH if os.geteuid() == 0 else os.environ.get("PATH", os.defpath)
+    return f"{Path(python).parent}{os.pathsep}{rest}"
 
 
 def install_hint(python: str, names: list[str]) -> str:
@@ -166,11 +187,10 @@ class ProbeFailed(UserError):
 
 
 def app_owner(spec: AppSpec) -> str | None:
-    """Who owns the app's files: whom its servers run as when benchlab is root (the code's
-    own user may write where the app writes, a SQLite file, uploads); None for root's."""
+    """Who owns the app's files: whom its servers run as when benchlab is root, root
+    included — as its owner runs it in production, writing where it writes (a SQLite file,
+    uploads, a key beside it). None for an owner this machine has no name for."""
     owner = spec.directory.stat().st_uid
-    if owner == 0:
-        return None
     try:
         return pwd.getpwuid(owner).pw_name
     except KeyError:
@@ -181,10 +201,10 @@ def _check_reachable(spec: AppSpec, python: str, user: str) -> None:
     """Root runs the app as `user`: it must reach the app's directory and its interpreter."""
     for path, what in ((spec.directory, "the app's directory"), (Path(python), "--python")):
         test = ["test", "-r", str(path), "-a", "-x", str(path)]
-        if subprocess.run([*as_user(user), *test], check=False).returncode != 0:
+        if users.run(user, test, timeout=PROBE_TIMEOUT_S).returncode != 0:
             raise UserError(
                 f"APP '{spec.text}': benchlab is root and runs your app as {user} (the owner of "
-                f"its files, or nobody for root's), who cannot reach {what} {path}: run "
+                f"its files), who cannot reach {what} {path}: run "
                 f"benchlab as the app's user, give the app's directory to the user it should "
                 f"run as, or set {STACK_USER_VARIABLE}=root"
             )
@@ -193,7 +213,7 @@ def _check_reachable(spec: AppSpec, python: str, user: str) -> None:
 def _no_probe(python: str, user: str | None, stderr: str) -> UserError:
     last = (stderr.strip().splitlines() or ["no output"])[-1]
     who = (
-        f" as {user} (benchlab is root and runs your app as its files' owner, else nobody;"
+        f" as {user} (benchlab is root and runs your app as its files' owner;"
         f" {STACK_USER_VARIABLE}=NAME chooses)"
         if user
         else ""
@@ -230,12 +250,9 @@ def probe(
     )  # fmt: skip
     began = time.monotonic()
     try:
-        done = subprocess.run(
-            [*as_user(user), python, "-c", PROBE.read_text(), request],
-            cwd=spec.directory, env={**user_environment({**from_file, **env}), **user_home(user)},
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S, check=False,
+        done = run_app_python(
+            user, [python, "-c", PROBE.read_text(), request], spec.directory,
+            {**from_file, **env}, PROBE_TIMEOUT_S,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise UserError(

@@ -57,7 +57,7 @@ from benchlab.runner import (
     SessionOptions,
 )
 from benchlab.store import RunInfo, Store
-from benchlab.system.process import running_as, stack_user
+from benchlab.system.users import running_as, stack_user
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.at_rate import cheapest_at, first_pass_cost
@@ -335,6 +335,12 @@ def _resumable(store: Store, key: str) -> str | None:
     return None
 
 
+def secrets_of(request: TuneRequest) -> tuple[str, ...]:
+    """What no stored field or report may show: --env and --env-file values, --setup."""
+    setup = (request.setup,) if request.setup else ()
+    return (*request.env.values(), *request.env_from_file.values(), *setup)
+
+
 def service_env(request: TuneRequest, session: Session) -> dict[str, str]:
     """The addresses of benchlab's services in the variables the user named."""
     addresses = {
@@ -389,13 +395,14 @@ def run_tune(
         recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
         hosts=local_only(cores),
     )  # fmt: skip
+    store.keep_out(*secrets_of(request))  # from the run's first row
     session = Session(
         runner_plan, store, reporter,
         SessionOptions(
             command, run_info=_run_info(request, spec, info, recipe, cores, command, shared),
             resume=previous, deadline_s=request.budget_min * 60, catalogue=catalogue(info),
             scenarios={SCENARIO: _scenario(request)},
-            secrets=(*request.env.values(), *request.env_from_file.values()), run_as=owner,
+            secrets=secrets_of(request), run_as=owner,
         ),
     )  # fmt: skip
     measurer = Measurer(

@@ -18,13 +18,13 @@ from benchlab.recipe.files import read_toml
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # What may go on the request line and in a header as sent (RFC 3986, RFC 9110): anything
 # else is refused here, not met as an exception mid-run after the services started.
-PATH = re.compile(r"^/[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")
-HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+PATH = re.compile(r"/[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 def check_path(path: str, where: str) -> None:
-    if PATH.match(path):
+    if PATH.fullmatch(path):
         return
     if not path.startswith("/"):
         raise UserError(f"{where}: the path '{path}' must start with '/'")
@@ -36,11 +36,11 @@ def check_path(path: str, where: str) -> None:
 
 
 def check_header(name: str, value: str, where: str) -> None:
-    if not HEADER_NAME.match(name):
+    if not HEADER_NAME.fullmatch(name):
         raise UserError(
             f"{where}: header name {name!r} is not a token (letters, digits and !#$%&'*+-.^_`|~)"
         )
-    if not HEADER_VALUE.match(value):
+    if not HEADER_VALUE.fullmatch(value):
         raise UserError(
             f"{where}: the value of header '{name}' holds a line break, a control or a "
             "non-ASCII character; send plain ASCII text"

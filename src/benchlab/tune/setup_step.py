@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from benchlab.core.errors import UserError
+from benchlab.system import users
 from benchlab.system.journal import Journal
-from benchlab.system.process import as_user, signals_deferred, user_home
+from benchlab.system.process import signals_deferred
 from benchlab.system.safe_files import open_log
 from benchlab.tune.app import AppInfo, app_path, user_environment
 
@@ -35,20 +36,22 @@ def run_setup(
     the command's last line of output. It is in the run's `journal` as it starts: a
     benchlab killed meanwhile leaves it to recovery."""
     say("setup: running the --setup command")
-    env = {
-        **user_environment({**info.env_from_file, **info.env, **services}),
+    given = {
+        **info.env_from_file, **info.env, **services,
         "PATH": app_path(info.python),
-        **user_home(user),
         # The command through the environment, not argv (`ps` shows argv to every user).
         COMMAND_VARIABLE: command,
-    }
+    }  # fmt: skip
+    argv = ["bash", "-c", RUN_COMMAND]
     with open_log(log_path) as log:
         with signals_deferred():
-            child = subprocess.Popen(
-                [*as_user(user), "bash", "-c", RUN_COMMAND], cwd=info.cwd, env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+            if user is not None:
+                child = users.start(user, argv, cwd=info.cwd, env=given, stdout=log)
+            else:
+                child = subprocess.Popen(
+                    argv, cwd=info.cwd, env=user_environment(given), stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                )  # fmt: skip
             if journal is not None:
                 journal.add_process(child.pid, int(signal.SIGTERM), None)
         try:

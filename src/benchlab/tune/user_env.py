@@ -19,16 +19,30 @@ from pathlib import Path
 from benchlab.core.errors import UserError
 from benchlab.core.text import MASK
 
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# A value the shell reads as written when unquoted: no blank (it ends the word), no quote,
-# no expansion ($ ` ~ \), no operator (; & | < > ( )).
-PLAIN = r"[^\s'\"$`\\;&|<>()~]*"
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What bash itself reads as a separator or an expansion: a blank (space, tab: only these),
+# a quote, $ ` \ ~, an operator (; & | < > ( )); anything else, a control character or a
+# Unicode separator too, is part of an unquoted value as written.
+PLAIN = r"[^ \t'\"$`\\;&|<>()~]*"
 SINGLE = r"'[^']*'"
 DOUBLE = r"\"[^\"$`\\]*\""
 LINE = re.compile(
-    rf"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)="
-    rf"(?P<value>{SINGLE}|{DOUBLE}|{PLAIN})(?:\s+#.*)?\s*$"
+    rf"[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)="
+    rf"(?P<value>{SINGLE}|{DOUBLE}|{PLAIN})(?:[ \t]+#.*)?[ \t]*"
 )
+# Variables bash keeps for itself: read-only (UID), computed (RANDOM), or not exported as
+# assigned; a line setting one is refused, since the shell would not pass it on as written.
+SHELL_OWN = frozenset(
+    {
+        "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0",
+        "BASH_CMDS", "BASH_COMMAND", "BASH_COMPAT", "BASH_ENV", "BASH_EXECUTION_STRING",
+        "BASH_LINENO", "BASH_LOADABLES_PATH", "BASH_REMATCH", "BASH_SOURCE", "BASH_SUBSHELL",
+        "BASH_VERSINFO", "BASH_VERSION", "BASH_XTRACEFD", "COMP_WORDBREAKS", "DIRSTACK",
+        "EPOCHREALTIME", "EPOCHSECONDS", "EUID", "FUNCNAME", "GROUPS", "HISTCMD", "LINENO",
+        "OPTIND", "PPID", "PWD", "OLDPWD", "RANDOM", "SECONDS", "SHELLOPTS", "SHLVL", "SRANDOM",
+        "UID", "_",
+    }
+)  # fmt: skip
 
 
 def env_pairs(pairs: Iterable[str], option: str = "--env") -> dict[str, str]:
@@ -36,8 +50,8 @@ def env_pairs(pairs: Iterable[str], option: str = "--env") -> dict[str, str]:
     found: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not NAME.match(key):
-            shown = key if NAME.match(key) or not key else repr(key)
+        if not sep or not NAME.fullmatch(key):
+            shown = key if NAME.fullmatch(key) or not key else repr(key)
             raise UserError(
                 f"{option} {shown}=…: give KEY=VALUE with KEY a shell variable name (letters, "
                 "digits and _, not starting with a digit)"
@@ -50,29 +64,48 @@ def env_pairs(pairs: Iterable[str], option: str = "--env") -> dict[str, str]:
 
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines as `set -a; . FILE` reads them; a line it would read otherwise (an
-    expansion, a space that ends the value, a command) is refused, naming the line."""
+    expansion, a space that ends the value, a command) is refused, naming the line. Lines
+    end at a newline only, as bash's do (a form feed or U+2028 is part of the line)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise UserError(f"--env-file {path}: cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise UserError(f"--env-file {path}: not UTF-8 text") from None
     found: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip(" \t") or line.lstrip(" \t").startswith("#"):
             continue
-        match = LINE.match(line)
+        problem = _line_problem(line)
+        match = None if problem else LINE.fullmatch(line)
         if match is None:
             raise UserError(
-                f"--env-file {path}: line {number} ({_shown(line)}) is not read by the shell as "
-                "it looks (a space, a quote, $, `, \\, ~ or a command in the value); write it "
-                "KEY='value', in single quotes, which the shell takes as written"
+                f"--env-file {path}: line {number} ({_shown(line)}) "
+                + (problem or "is not read by the shell as it looks (a space, a quote, $, `, "
+                   "\\, ~ or a command in the value); write it KEY='value', in single quotes, "
+                   "which the shell takes as written")
+            )  # fmt: skip
+        if match["name"] in SHELL_OWN:
+            raise UserError(
+                f"--env-file {path}: line {number} sets {match['name']}, which the shell keeps "
+                "for itself (it would not pass that value on); use another name"
             )
         value = match["value"]
         if value[:1] in ("'", '"'):
             value = value[1:-1]
         found[match["name"]] = value
     return found
+
+
+def _line_problem(line: str) -> str | None:
+    if "\0" in line:
+        return "holds a NUL byte, which the shell drops; remove it"
+    if "\r" in line:
+        return (
+            "ends in a carriage return (a file saved with Windows line endings: the shell keeps "
+            "the \\r in the value); convert it with dos2unix or sed -i 's/\\r$//'"
+        )
+    return None
 
 
 def _shown(line: str) -> str:
@@ -111,4 +144,4 @@ def _masked(option: str, value: str) -> str:
     if option == "--setup":
         return shlex.quote(MASK)
     key = value.partition("=")[0]
-    return f'"{key}=${key}"' if NAME.match(key) else shlex.quote(MASK)
+    return f'"{key}=${key}"' if NAME.fullmatch(key) else shlex.quote(MASK)
