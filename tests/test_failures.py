@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import signal
 import sqlite3
 import sys
@@ -32,7 +33,12 @@ MISBEHAVING = Path(__file__).with_name("apps") / "misbehaving.py"
 
 def _misbehaving_stack(name: str, mode: str) -> Stack:
     def launch(ctx: LaunchContext) -> Launch:
-        return Launch(argv=[sys.executable, str(MISBEHAVING), mode, ctx.host, str(ctx.port)])
+        # Its slowness from the test's own setting, given on purpose: a stack sees none of
+        # benchlab's environment but what its launch gives it (as root, system/users.py).
+        slow = {"BENCHLAB_SLOW_MS": os.environ.get("BENCHLAB_SLOW_MS", "0")}
+        return Launch(
+            argv=[sys.executable, str(MISBEHAVING), mode, ctx.host, str(ctx.port)], env=slow
+        )
 
     return Stack(
         name=name,

@@ -3,6 +3,7 @@ each answer costs $BENCHLAB_SLOW_MS milliseconds of busy work, and `steady`, the
 whatever that variable says (a sentinel). The CI example's test runs the example's script with
 this as its BENCHLAB, and slows the "branch" down through that variable."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,12 @@ MISBEHAVING = Path(__file__).resolve().parent / "misbehaving.py"
 
 
 def _launch(ctx: LaunchContext) -> Launch:
-    return Launch(argv=[sys.executable, str(MISBEHAVING), "slow", ctx.host, str(ctx.port)])
+    # The slowness this benchlab was started with, given to the stack on purpose (a stack sees
+    # none of benchlab's environment but what its launch gives it).
+    return Launch(
+        argv=[sys.executable, str(MISBEHAVING), "slow", ctx.host, str(ctx.port)],
+        env={"BENCHLAB_SLOW_MS": os.environ.get("BENCHLAB_SLOW_MS", "0")},
+    )
 
 
 def _steady(ctx: LaunchContext) -> Launch:
