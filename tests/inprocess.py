@@ -117,6 +117,9 @@ class FakeServer:
     def log_tail(self, lines: int = 5) -> str:
         return "\n".join(self.log[-lines:])
 
+    def oom_kills(self) -> int:
+        return 0  # the stand-in has no memory limit
+
 
 @dataclass(frozen=True)
 class Loaded:

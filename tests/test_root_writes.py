@@ -291,7 +291,10 @@ WRITES = {
     ("store.py", "_open_read_only", "sqlite3.connect"): STORE,
     ("runner/recovery.py", "_abandon", "sqlite3.connect"): STORE,
     ("runner/recovery.py", "_empty_group", "write_text"): CGROUP,
-    ("system/cpu_account.py", "create_group", "mkdir"): CGROUP,
+    ("system/cpu_account.py", "_accounting_group", "mkdir"): CGROUP,
+    ("system/cpu_account.py", "_v1_group", "mkdir"): CGROUP,
+    ("system/cpu_account.py", "_v2_controls", "write_text"): CGROUP,
+    ("system/cpu_account.py", "_limit", "write_text"): CGROUP,
     ("report/json_schemas.py", "write_schemas", "write_text"): DEVELOPER,
 }
 WRITING_METHODS = {"write_text", "write_bytes", "touch", "symlink_to", "mkdir", "hardlink_to"}

@@ -32,6 +32,7 @@ E = TypeVar("E", IoModel, PerWorker)
 @dataclass(frozen=True)
 class CandidateResult:
     label: str
+    candidate: str  # its kind, as tune names it (gunicorn-gthread): what --check-answer reads
     server: str
     worker_class: str
     workers: int
@@ -67,6 +68,7 @@ class CandidateResult:
         capacity = self.capacity
         return {
             "label": self.label,
+            "candidate": self.candidate,
             "server": self.server,
             "worker_class": self.worker_class,
             "workers": self.workers,
@@ -206,7 +208,10 @@ class Recommendation:
         best = self.best.to_json()
         held = [c for c in self.best.replicates if c > 0]
         return {
-            **{k: best[k] for k in ("server", "worker_class", "workers", "threads", "command")},
+            **{
+                k: best[k]
+                for k in ("candidate", "server", "worker_class", "workers", "threads", "command")
+            },
             "capacity_rps": best["capacity_rps"],
             "run_at_rps": self.run_at,
             "run_at_rule": RUN_AT_RULE if self.proof is not None else RUN_AT_UNPROVED,
@@ -322,6 +327,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
         results.append(
             CandidateResult(
                 label=first.stack_label,
+                candidate=first.stack,
                 server=served.server,
                 worker_class=str(facts.get("worker_class", "?")),
                 workers=first.workers,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from benchlab.analysis.capacity import PROOF_S
+from benchlab.analysis.target import Target, parse_cpus, parse_memory
 from benchlab.cli import formats
 from benchlab.cli.app import console, emit, progress
 from benchlab.cli.measuring import claim, command_line, reporter
@@ -17,16 +18,19 @@ from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOpti
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
+    TuneCheckAnswerOption,
     TuneCheckBodyOption,
     TuneCheckOnlyOption,
     TuneCheckStatusOption,
     TuneConnectionsOption,
+    TuneCpusOption,
     TuneEnvFileOption,
     TuneEnvOption,
     TuneFactoryOption,
     TuneFmtOption,
     TuneGreenletsOption,
     TuneInterfaceOption,
+    TuneMemoryOption,
     TuneOutputOption,
     TuneProofOption,
     TunePythonOption,
@@ -34,6 +38,7 @@ from benchlab.cli.tune_options import (
     TuneRateOption,
     TuneRequestOption,
     TuneRequestsFileOption,
+    TuneResetBetweenOption,
     TuneResumeOption,
     TuneServersOption,
     TuneSetupOption,
@@ -47,19 +52,23 @@ from benchlab.core.errors import ExitCode, UserError
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store
+from benchlab.tune.check_answer import StoredAnswer, read_answer
+from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
     from benchlab.report.exporters import Exporter
     from benchlab.runner import RunOutcome
+    from benchlab.tune.driver import PreparedTune, TuneRequest
 
 
 def tune(
+    ctx: typer.Context,
     app_spec: TuneAppSpecArgument,
     factory: TuneFactoryOption = False,
     quick: TuneQuickOption = False,
     check_only: TuneCheckOnlyOption = False,
     verbose: TuneVerboseOption = False,
-    python: TunePythonOption = sys.executable,
+    python: TunePythonOption = None,
     interface: TuneInterfaceOption = None,
     request: TuneRequestOption = None,
     requests_file: TuneRequestsFileOption = None,
@@ -74,11 +83,15 @@ def tune(
     env_file: TuneEnvFileOption = None,
     with_services: TuneWithServicesOption = None,
     setup: TuneSetupOption = None,
+    reset_between: TuneResetBetweenOption = None,
     servers: TuneServersOption = None,
     workers: TuneWorkersOption = None,
     threads: TuneThreadsOption = None,
     greenlets: TuneGreenletsOption = None,
     connections: TuneConnectionsOption = 256,
+    cpus: TuneCpusOption = None,
+    memory: TuneMemoryOption = None,
+    check_answer: TuneCheckAnswerOption = None,
     allow_concurrent: AllowConcurrentOption = False,
     results: ResultsOption = DEFAULT_RESULTS,
     fmt: TuneFmtOption = None,
@@ -88,50 +101,117 @@ def tune(
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
     progress.quiet = quiet
-    from benchlab.recipe.plan import most_workers
-    from benchlab.recipe.schema import MAX_THREADS
     from benchlab.report.exporters import choose
-    from benchlab.tune import arguments
-    from benchlab.tune.app import ProbeFailed
-    from benchlab.tune.driver import TuneRequest, run_tune
-    from benchlab.tune.user_env import env_pairs, read_env_file
+    from benchlab.tune.driver import run_tune
 
     exporter = choose(fmt, output, allowed=formats.TUNE)
     _refuse_conflicts(interface, quick, rate, output, check_only, resume)
-    requests = arguments.tune_requests(request or [], requests_file, check_status, check_body)
-    tune_request = TuneRequest(
-        app=app_spec, python=python, interface=interface, requests=tuple(requests),
-        slo_p99_ms=slo_p99_ms, budget_min=budget, cwd=Path.cwd(), proof_s=proof,
-        rate=rate, env=env_pairs(env or []),
-        env_file=env_file.resolve() if env_file else None,
-        env_from_file=read_env_file(env_file) if env_file else {},
-        with_services=arguments.with_services(with_services),
-        servers=servers.split(",") if servers else None,
-        workers=arguments.int_list(workers, "--workers", most_workers(len(allowed_cores()))),
-        threads=arguments.int_list(threads, "--threads", MAX_THREADS),
-        greenlets=arguments.int_list(greenlets, "--greenlets", arguments.MAX_GREENLETS),
-        connections=connections, factory=factory, quick=quick, setup=setup,
-        check_only=check_only,
-    )  # fmt: skip
+    tune_request = _tune_request(ctx.params)
+    # The app found and imported before the machine is claimed or a store made.
+    prepared = _prepare(tune_request, verbose)
     if not check_only:  # a check sends no load: nothing to build for it
         make_ready(TOOLS[RATE_TOOL], progress.print)
     shared = claim(allow_concurrent)
     store = Store(results)
+    done = run_tune(
+        tune_request, store, reporter(), command_line(), progress.print, resume=resume,
+        shared=shared, prepared=prepared,
+    )  # fmt: skip
+    answer = tune_request.check_answer
+    page = not (check_only or answer is not None)
+    _show_tune(done.outcome, store, results, exporter, output, app_spec, page)
+    if answer is not None:
+        _judge_answer(answer, done.checked)
+    if done.outcome.status == "interrupted":
+        progress.print("interrupted: what was measured is kept; continue with --resume")
+        raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _tune_request(given: dict[str, Any]) -> TuneRequest:
+    """What was asked, read and checked (one line and exit 2 for a mistake): the requests,
+    the app's own interpreter, the environment, the target; a stored answer's own candidate,
+    target and latency target for --check-answer, unless given."""
+    from benchlab.recipe.plan import most_workers
+    from benchlab.recipe.schema import MAX_THREADS
+    from benchlab.tune import arguments
+    from benchlab.tune.app import app_python
+    from benchlab.tune.driver import TuneRequest
+    from benchlab.tune.user_env import env_pairs, read_env_file
+
+    g = dict(given)
+    answer = _stored_answer(g["check_answer"], g["quick"] or g["check_only"] or g["rate"])
+    target = Target(parse_cpus(g["cpus"]), parse_memory(g["memory"]))
+    if answer is not None:
+        g |= {"servers": answer.candidate, "slo_p99_ms": answer.slo_p99_ms,
+              "workers": str(answer.workers), "threads": _count(answer.threads),
+              "greenlets": _count(answer.threads)}  # fmt: skip
+        target = target.over(answer.target)
+    requests = arguments.tune_requests(
+        g["request"] or [], g["requests_file"], g["check_status"], g["check_body"]
+    )
+    python, why = app_python(g["app_spec"], Path.cwd(), g["python"], g["factory"])
+    progress.print(f"the app's Python: {python} ({why})", markup=False, highlight=False)
+    env_file = g["env_file"]
+    return TuneRequest(
+        app=g["app_spec"], python=python, interface=g["interface"], requests=tuple(requests),
+        slo_p99_ms=g["slo_p99_ms"], budget_min=g["budget"], cwd=Path.cwd(), proof_s=g["proof"],
+        rate=g["rate"], env=env_pairs(g["env"] or []),
+        env_file=env_file.resolve() if env_file else None,
+        env_from_file=read_env_file(env_file) if env_file else {},
+        with_services=arguments.with_services(g["with_services"]),
+        servers=g["servers"].split(",") if g["servers"] else None,
+        workers=arguments.int_list(g["workers"], "--workers", most_workers(len(allowed_cores()))),
+        threads=arguments.int_list(g["threads"], "--threads", MAX_THREADS),
+        greenlets=arguments.int_list(g["greenlets"], "--greenlets", arguments.MAX_GREENLETS),
+        connections=g["connections"], factory=g["factory"], quick=g["quick"], setup=g["setup"],
+        reset_between=g["reset_between"], check_only=g["check_only"], target=target,
+        check_answer=answer,
+    )  # fmt: skip
+
+
+def _prepare(request: TuneRequest, verbose: bool) -> PreparedTune:
+    from benchlab.tune.app import ProbeFailed
+    from benchlab.tune.driver import prepare_tune
+
     try:
-        done = run_tune(
-            tune_request, store, reporter(), command_line(), progress.print, resume=resume,
-            shared=shared,
-        )  # fmt: skip
+        return prepare_tune(request)
     except ProbeFailed as failed:
         if verbose:
             sys.stderr.write(failed.traceback)
         else:
             failed.args = (f"{failed}; --verbose shows the traceback",)
         raise
-    _show_tune(done.outcome, store, results, exporter, output, app_spec, not check_only)
-    if done.outcome.status == "interrupted":
-        progress.print("interrupted: what was measured is kept; continue with --resume")
-        raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _count(value: int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _stored_answer(path: Path | None, conflicting: bool) -> StoredAnswer | None:
+    if path is None:
+        return None
+    if conflicting:
+        raise UserError(
+            "--check-answer: it replays a stored answer and nothing else; drop --quick, "
+            "--check-only or --rate"
+        )
+    return read_answer(path)
+
+
+def _judge_answer(answer: StoredAnswer, checked: Replayed | None) -> None:
+    """The stored answer held here, or exit 1 (a threshold failed, as compare's)."""
+    if checked is None or checked.trial is None:
+        why = checked.problem if checked is not None else "no time left for the replay"
+        raise UserError(f"--check-answer {answer.path}: not proved: {why}")
+    if checked.missed is None:
+        shown = held_text(checked.trial.windows_p99, checked.trial.latency_p99_ms)
+        progress.print(f"check-answer: {answer.describe()} holds here ({shown})", markup=False)
+        return
+    progress.print(
+        f"check-answer: {answer.describe()} no longer holds here: {checked.missed}",
+        markup=False, style="red",
+    )  # fmt: skip
+    raise typer.Exit(ExitCode.REGRESSION)
 
 
 def _refuse_conflicts(

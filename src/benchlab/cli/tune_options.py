@@ -48,9 +48,12 @@ TuneVerboseOption = Annotated[
 ]
 
 TunePythonOption = Annotated[
-    str,
+    str | None,
     typer.Option(
-        metavar="PATH", help="The interpreter of your app's environment (default: this one)."
+        metavar="PATH",
+        help="The interpreter of your app's environment (default: the active virtualenv, "
+        "else a .venv or venv beside the app or in its project, else benchlab's own; the "
+        "plan says which).",
     ),
 ]
 
@@ -113,6 +116,34 @@ TuneRateOption = Annotated[
     ),
 ]  # fmt: skip
 
+TuneCpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cpus", metavar="N",
+        help="The CPUs of the app's container (1.5, 500m): every candidate runs under that CPU "
+        "quota, on as many cores as it needs, and the worker counts tried are for it.",
+    ),
+]  # fmt: skip
+
+TuneMemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory", metavar="SIZE",
+        help="The memory limit of the app's container (512M, 1.5G): a candidate the kernel "
+        "kills at it does not fit.",
+    ),
+]  # fmt: skip
+
+TuneCheckAnswerOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--check-answer", metavar="FILE",
+        help="Prove a stored answer again (the JSON `tune -f json` wrote): its command "
+        "replayed at its rate for --proof seconds, every window judged; exit 1 if it no "
+        "longer holds (for CI).",
+    ),
+]  # fmt: skip
+
 TuneResumeOption = Annotated[
     bool,
     typer.Option(
@@ -139,6 +170,17 @@ TuneSetupOption = Annotated[
         help="A shell command run once after the --with services start, before the first "
         "candidate (e.g. 'python manage.py migrate'): in this directory, with the app's "
         "environment and the services' addresses.",
+    ),
+]
+
+TuneResetBetweenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--reset-between",
+        metavar="COMMAND",
+        help="A shell command run before each candidate starts, as --setup runs (e.g. "
+        "'python manage.py flush --no-input && python manage.py loaddata seed'). Without it "
+        "nothing touches the --with services' data between candidates.",
     ),
 ]
 

@@ -54,6 +54,11 @@ STORE_TIMEOUT = _declare(
     "BENCHLAB_STORE_TIMEOUT_S",
     "seconds a write waits for a results store another program has locked (default 30)",
 )
+VIRTUAL_ENV = _declare(
+    "VIRTUAL_ENV",
+    "an active virtualenv: `tune` imports and serves the app with its interpreter when "
+    "`--python` is not given",
+)
 NO_COLOR = _declare("NO_COLOR", "no colours in the terminal (as `--no-color`)")
 COLUMNS = _declare(
     "COLUMNS",

@@ -29,7 +29,7 @@ from typing import Any
 from benchlab.hosts import machine
 from benchlab.recipe.host_spec import HostSpec
 from benchlab.system import users
-from benchlab.system.cpu_account import CpuGroup, create_group
+from benchlab.system.cpu_account import CpuGroup, Limits, create_group
 from benchlab.system.process import (
     ManagedProcess,
     free_port,
@@ -66,9 +66,9 @@ class Host(ABC):
         """A managed process on this host (the arguments of ManagedProcess)."""
 
     @abstractmethod
-    def create_cpu_group(self) -> CpuGroup | None:
-        """A control group on this host counting a launch's CPU time, or None where none can
-        be made."""
+    def create_cpu_group(self, limits: Limits | None = None) -> CpuGroup | None:
+        """A control group on this host counting a launch's CPU time (and enforcing its
+        `limits`), or None where none can be made."""
 
     @abstractmethod
     def run(
@@ -176,8 +176,8 @@ class ThisMachine(Host):
     def listener_pids(self, port: int) -> set[int] | None:
         return local_listener_pids(port, self.prefix)
 
-    def create_cpu_group(self) -> CpuGroup | None:
-        return create_group()
+    def create_cpu_group(self, limits: Limits | None = None) -> CpuGroup | None:
+        return create_group(limits=limits)
 
     def run(
         self,

@@ -32,7 +32,7 @@ from typing import Any
 from benchlab.core import environment
 from benchlab.hosts.base import COMMAND_TIMEOUT_S, Host, HostError
 from benchlab.recipe.host_spec import HostSpec, SpecError, check_service_address
-from benchlab.system.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup
+from benchlab.system.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup, Limits
 from benchlab.system.process import ManagedProcess, pin
 from benchlab.system.safe_files import new_file, tmp_base
 from benchlab.system.users import (
@@ -279,7 +279,9 @@ class SshHost(Host):
             raise HostError(f"{self.where}: no run directory to start processes from")
         return RemoteProcess(self, argv, **kwargs)
 
-    def create_cpu_group(self) -> CpuGroup | None:
+    def create_cpu_group(self, limits: Limits | None = None) -> CpuGroup | None:
+        if limits is not None:  # only tune sets limits, and it tunes on this machine
+            raise HostError(f"{self.where}: CPU and memory limits are set on this machine only")
         name = f"{group_tag()}-{uuid.uuid4().hex[:8]}"
         script = f"""
 for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do

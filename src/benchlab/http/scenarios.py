@@ -54,6 +54,9 @@ class Scenario:
     description: str
     needs_database: bool = False
     needs_cache: bool = False
+    # Benchlab's cold-cache rule: the cache emptied before each cell's check and load (the
+    # contract's cache-aside scenario). Never for a user's app: its Redis holds its state.
+    cold_cache: bool = True
     # A user's own requests (benchlab tune), instead of the contract's.
     requests: tuple[Expectation, ...] = ()
     param: str | None = None  # the recipe's [params] key whose value goes into the URL

@@ -197,6 +197,10 @@ class TuneDocument(_RunBody):
     app: dict[str, Any]
     recommendation: dict[str, Any] | None
     candidates: list[dict[str, Any]]
+    target: dict[str, Any] | None = None
+    """What the answer is for (tune --cpus, --memory): cpus, memory_mb (null: this machine's
+    server cores, no memory limit), and how to deploy there: docker's flags, a Kubernetes
+    resources block."""
 
 
 class CompareSide(_Closed):

@@ -13,6 +13,7 @@ from benchlab.analysis.recommendation import (
     recommend,
 )
 from benchlab.analysis.summary import RunSummary
+from benchlab.analysis.target import Target
 from benchlab.core import figures as F
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
@@ -138,6 +139,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     tune = summary.options.tune or {}
     recommendation, results = recommend(summary)
     slo = f"p99 ≤ {tune.get('slo_p99_ms', 0):g} ms"
+    # The app, and the machine it is answered for when that is a container's limits.
+    app = " ".join(filter(None, (str(tune.get("target")), _target(tune).describe())))
     if is_check_only(summary):
         return check_only_lines(tune.get("target"), results)
     if recommendation is None:
@@ -148,13 +151,13 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     if recommendation.holds_goal:
         head = (
             f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} req/s for "
-            f"{tune.get('target')} with {slo}: {best.label} ({best.workers} worker(s), "
+            f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
             f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
             f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
         )
     elif recommendation.provisional:
         head = (
-            f"Provisional recommendation for {tune.get('target')}: {best.label} — "
+            f"Provisional recommendation for {app}: {best.label} — "
             f"{F.THROUGHPUT.format(best.closed_rps)} req/s in a closed loop; no capacity "
             f"with {slo} measured"
         )
@@ -162,10 +165,10 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         run_at = recommendation.run_at
         at = f"; run it at up to {F.THROUGHPUT.format(run_at)} req/s" if run_at else ""
         head = (
-            f"Recommended for {tune.get('target')}: {best.label} — capacity "
+            f"Recommended for {app}: {best.label} — capacity "
             f"{capacity_text(best)} req/s with {slo}{at}"
         )
-    lines = [head, f"  deploy: {best.command}"]
+    lines = [head, f"  deploy: {best.command}", *_target_lines(_target(tune))]
     if recommendation.proof is not None:
         slo_ms = tune.get("slo_p99_ms")
         lines.append(f"  proof: {proof_text(recommendation.proof, slo_ms)}")
@@ -187,19 +190,7 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
             f"missed; this one, searched, holds {F.THROUGHPUT.format(most)} req/s, more than "
             "asked"
         )
-    short = recommendation.short_pct
-    if short is not None and recommendation.goal_rps is not None:
-        most = recommendation.run_at
-        lines.append(
-            f"  short: nothing here held {F.THROUGHPUT.format(recommendation.goal_rps)} req/s "
-            + (
-                f"with {slo}; the most that holds is {F.THROUGHPUT.format(most)} req/s, "
-                f"{short:.0f} % short"
-                if most
-                else f"with {slo}, nor any rate its proof tried"
-            )
-            + scaling_text(summary, recommendation)
-        )
+    lines += _short_lines(summary, recommendation, slo)
     if recommendation.missing:
         lines.append(f"  provisional: {recommendation.missing}")
     if recommendation.equals:
@@ -277,7 +268,47 @@ def tune_json(summary: RunSummary) -> dict[str, Any]:
         # The code under test: the app's commit, and its environment's server and framework
         # versions (benchlab's own are in the machine record).
         "app": {"commit": tune.get("app_commit"), "versions": tune.get("app_versions") or {}},
+        "target": _target_json(tune),
     }
+
+
+def _short_lines(summary: RunSummary, recommendation: Recommendation, slo: str) -> list[str]:
+    """What --rate asked that nothing held, and by how much."""
+    short, goal = recommendation.short_pct, recommendation.goal_rps
+    if short is None or goal is None:
+        return []
+    most = recommendation.run_at
+    return [
+        f"  short: nothing here held {F.THROUGHPUT.format(goal)} req/s "
+        + (
+            f"with {slo}; the most that holds is {F.THROUGHPUT.format(most)} req/s, "
+            f"{short:.0f} % short"
+            if most
+            else f"with {slo}, nor any rate its proof tried"
+        )
+        + scaling_text(summary, recommendation)
+    ]
+
+
+def _target_lines(target: Target) -> list[str]:
+    """How to give a container the machine the answer is for."""
+    if not target.limited:
+        return []
+    return [
+        f"  container: docker run {target.docker_flags()} …",
+        f"  kubernetes: {target.kubernetes()}",
+    ]
+
+
+def _target(tune: dict[str, Any]) -> Target:
+    return Target(**(tune.get("deploy_target") or {}))
+
+
+def _target_json(tune: dict[str, Any]) -> dict[str, Any] | None:
+    target = _target(tune)
+    if not target.limited:
+        return None
+    return {**target.as_json(), "docker": target.docker_flags(), "kubernetes": target.kubernetes()}
 
 
 def tune_markdown(summary: RunSummary) -> list[str]:

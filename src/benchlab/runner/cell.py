@@ -68,13 +68,14 @@ class CellRunner:
     def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
         session = self.session
-        needs_cache = session.scenarios[cell.scenario].needs_cache
+        scenario = session.scenarios[cell.scenario]
+        cold = scenario.needs_cache and scenario.cold_cache  # never a user's app's data
         # Verification sees the miss, then the hit, of this stack's own cache-aside.
-        flush_cache(session, needs_cache)
+        flush_cache(session, cold)
         # Generous timeout: this request may wait behind what the previous cell left queued.
         if not self.verified(launched, cell, FailureKind.VERIFICATION):
             return None
-        flush_cache(session, needs_cache)  # the load of every cell starts on a cold cache
+        flush_cache(session, cold)  # the load of every cell starts on a cold cache
         request = self._request(launched, cell)
         try:
             warmup = session.plan.recipe.warmup if cell.warmup_s is None else cell.warmup_s

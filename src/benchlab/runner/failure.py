@@ -18,6 +18,8 @@ class FailureKind(Enum):
     VERIFICATION_BETWEEN_PROBES = "verification between probes"  # a capacity search's
     LOAD_TOOL = "load tool"
     NO_RATE = "no rate"  # a rate share of a closed loop that completed nothing
+    # The kernel killed it at the memory limit it runs under (tune --memory): it does not fit.
+    OUT_OF_MEMORY = "does not fit"
 
 
 # The words that open a stored reason, for the kinds whose detail does not say it itself.

@@ -100,7 +100,7 @@ def start_stack(
         },
         user=user,
         # Its own control group: the trial's CPU time is counted over every process it forks.
-        cpu_group=host.create_cpu_group(),
+        cpu_group=host.create_cpu_group(stack.limits),
         isolated_env=stack.isolated_env,
     )
 

@@ -28,7 +28,7 @@ from benchlab.runner.executor import StackLaunch, StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.session import ServiceDied, Session
-from benchlab.runner.trial import StackDied
+from benchlab.runner.trial import StackDied, does_not_fit
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
 from benchlab.system.safe_files import new_dir
@@ -72,6 +72,9 @@ class MeasureOptions:
     # What the run does after these rounds (a recipe's resilience checks), in seconds: part
     # of the time left it shows.
     then_s: Callable[[], float] = field(default=lambda: 0.0)
+    # Run before each launch (tune's --reset-between: the app's data put back as the user
+    # wants it; nothing else touches it between candidates).
+    before_launch: Callable[[], None] = field(default=lambda: None)
 
 
 class Measurer:
@@ -230,6 +233,7 @@ class Measurer:
         session = self.session
         first = cells[0]
         stack = session.catalogue[first.stack]
+        self.options.before_launch()
         positions = {cell: i for i, cell in enumerate(session.cells)}
         # The launch's directory: the stack's own inside it (its user's), the load tool's
         # files (root's, closed: a request's headers may hold a token) beside it.
@@ -239,8 +243,10 @@ class Measurer:
         session.reporter.status(f"{_round_text(round_index, trials)}: starting {stack.name}")
         with self.started(first, workdir) as up:
             if up.problem is not None:
+                unfit = does_not_fit(up.server, stack)  # killed at its memory limit as it began
+                kind = FailureKind.START if unfit is None else FailureKind.OUT_OF_MEMORY
                 for cell in cells:
-                    session.fail(cell, FailureKind.START, up.problem)
+                    session.fail(cell, kind, up.problem if unfit is None else unfit)
                 return
             try:
                 first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
@@ -256,7 +262,7 @@ class Measurer:
                 )
                 self._run_cells(launched, cells, positions)
             except StackDied as died:
-                session.fail_launch(first, str(died))
+                session.fail_launch(first, str(died), died.kind)
 
     @contextlib.contextmanager
     def started(self, first: Cell, workdir: Path) -> Iterator[Up]:

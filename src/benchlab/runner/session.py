@@ -38,7 +38,7 @@ from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_files import RunFiles
 from benchlab.services import Services
-from benchlab.services.base import RunningService, ServicePlace
+from benchlab.services.base import Reserved, RunningService, ServicePlace
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import (
     CELL_CHECKED,
@@ -52,6 +52,8 @@ from benchlab.system.journal import Journal
 from benchlab.system.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
 from benchlab.system.safe_files import reachable_tmpdir
 from benchlab.system.users import running_as
+
+STACK_DIED = FailureKind.STACK_DIED
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class SessionOptions:
     # Who the stacks run as when benchlab is root, if not benchlab's own account (tune: the
     # app's owner).
     run_as: str | None = None
+    # Services' addresses decided before they start (tune: the app was imported with them).
+    reserved: Mapping[Service, Reserved] = field(default_factory=dict)
     # What starts the stacks, asks them, loads them and tells the time (tests: a stand-in).
     executor: Executor = field(default_factory=RealExecutor)
 
@@ -392,11 +396,11 @@ class Session:
         self.store.mark_cell(self.cell_ids[cell], "failed", failure.reason)
         self.reporter.cell_failed(cell, failure.reason)
 
-    def fail_launch(self, first: Cell, detail: str) -> None:
-        """Every cell served by `first`'s launch fails (its stack died)."""
+    def fail_launch(self, first: Cell, detail: str, kind: FailureKind = STACK_DIED) -> None:
+        """Every cell served by `first`'s launch fails (its stack died, or did not fit)."""
         for cell in self.cells:
             if cell.launch_key == first.launch_key:
-                self.fail(cell, FailureKind.STACK_DIED, detail)
+                self.fail(cell, kind, detail)
 
     # --- what the cells need ----------------------------------------------------------------
 
@@ -417,12 +421,11 @@ class Session:
         need_database = any(self.scenarios[c.scenario].needs_database for c in live)
         need_cache = any(self.scenarios[c.scenario].needs_cache for c in live)
         database, server = self.hosts.database, self.hosts.server
-        place = ServicePlace(
-            database.host,
-            database.host.address,
-            clients=(server.host.address, self.hosts.controller_address(database.host)),
+        clients = (server.host.address, self.hosts.controller_address(database.host))
+        place = ServicePlace(database.host, database.host.address, clients=clients)
+        self.services = Services(
+            self.registry, self.workroot, database.cores, place, self.options.reserved
         )
-        self.services = Services(self.registry, self.workroot, database.cores, place)
         self.services.start(
             self.plan.recipe.services,
             need_database=need_database,

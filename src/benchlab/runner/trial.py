@@ -12,19 +12,38 @@ from benchlab.load import TOOLS, LoadRequest
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
+from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.services.redis_service import hit_counters
+from benchlab.stacks import Stack
 from benchlab.store import TrialExtras, TrialRecord, now, trial_record
 from benchlab.system.process import signals_deferred
 
 
 class StackDied(Exception):
-    pass
+    def __init__(self, message: str, kind: FailureKind = FailureKind.STACK_DIED) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def does_not_fit(server: StackServer, stack: Stack) -> str | None:
+    """Why a stack under a memory limit (tune --memory) does not fit in it: the kernel killed
+    some of its processes there; None when it fits, or has no limit."""
+    killed = server.oom_kills()
+    if not killed or stack.limits is None or stack.limits.memory_bytes is None:
+        return None
+    return (
+        f"does not fit in {stack.limits.memory_bytes / 2**20:,.0f} MB: the kernel killed "
+        f"{killed} of its processes at the memory limit"
+    )
 
 
 def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
-    """Raise ServiceDied for a dead service, StackDied for a dead server."""
+    """Raise ServiceDied for a dead service, StackDied for a dead server, or one that lost a
+    process to its memory limit (it does not fit in it, whether or not it carried on)."""
     session.check_services()
+    if (unfit := does_not_fit(server, session.catalogue[cell.stack])) is not None:
+        raise StackDied(f"{unfit} during the {cell.scenario} trial", FailureKind.OUT_OF_MEMORY)
     if server.alive():
         return
     tail = server.log_tail(3) or "(empty log)"

@@ -7,14 +7,14 @@ import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from benchlab.core.errors import ServiceError
 from benchlab.core.service_kinds import Service
 from benchlab.http.answers import ReadWorlds
 from benchlab.recipe import Services as ServicesConfig
-from benchlab.services.base import HERE, RunningService, ServicePlace
+from benchlab.services.base import HERE, HOST, Reserved, RunningService, ServicePlace
 from benchlab.system.process import ProcessRegistry
 from benchlab.system.safe_files import traversable_by_others
 
@@ -31,8 +31,10 @@ class Services:
         workroot: Path,
         cores: tuple[int, ...],
         place: ServicePlace = HERE,
+        reserved: Mapping[Service, Reserved] | None = None,
     ) -> None:
         self.registry = registry
+        self.reserved = dict(reserved or {})
         self.workroot = workroot
         self.cores = cores
         self.place = place
@@ -111,8 +113,9 @@ class Services:
             status("starting PostgreSQL")
             with timed(Service.POSTGRESQL.start_cost_key):
                 postgres = start_postgres(
-                    self.registry, base, self.cores, config.max_connections, self.place
-                )
+                    self.registry, base, self.cores, config.max_connections, self.place,
+                    self.reserved.get(Service.POSTGRESQL),
+                )  # fmt: skip
             self.running[Service.POSTGRESQL] = postgres
             if config.pgbouncer:
                 status("starting pgbouncer")
@@ -126,13 +129,16 @@ class Services:
             status("starting MariaDB")
             with timed(Service.MARIADB.start_cost_key):
                 self.running[Service.MARIADB] = start_mariadb(
-                    self.registry, base, self.cores, config.max_connections, self.place
-                )
+                    self.registry, base, self.cores, config.max_connections, self.place,
+                    self.reserved.get(Service.MARIADB),
+                )  # fmt: skip
             self.database_kind = Service.MARIADB.recipe_name
         if need_cache:
             status("starting Redis")
             with timed(Service.REDIS.start_cost_key):
-                cache = start_redis(self.registry, base, self.cores, self.place)
+                cache = start_redis(
+                    self.registry, base, self.cores, self.place, self.reserved.get(Service.REDIS)
+                )
             self.running[Service.REDIS] = cache
 
     def stack_env(self) -> dict[str, str]:
@@ -218,3 +224,23 @@ class Services:
         while self._closers:
             with contextlib.suppress(Exception):
                 self._closers.pop()()
+
+
+def reserve(services: list[Service], free_port: Callable[[], int]) -> dict[Service, Reserved]:
+    """Addresses for these services, decided now, before any starts (see Reserved)."""
+    from benchlab.services.credentials import new_password
+
+    return {service: Reserved(free_port(), new_password()) for service in services}
+
+
+def planned_address(service: Service, reserved: Reserved, address: str = HOST) -> str:
+    """The app's address of a service that will start at `reserved` (as it will say it)."""
+    from benchlab.services import mariadb, postgres, redis_service
+
+    if service is Service.POSTGRESQL:
+        return postgres.dsn(reserved.port, reserved.password, address=address)
+    if service is Service.MARIADB:
+        return mariadb.dsn(reserved.port, reserved.password, address)
+    if service is Service.REDIS:
+        return redis_service.url(reserved.port, reserved.password, address)
+    raise ValueError(f"{service.recipe_name} has no address an app is given")

@@ -43,6 +43,16 @@ class ServicePlace:
 HERE = ServicePlace()
 
 
+@dataclass(frozen=True)
+class Reserved:
+    """A service's address decided before it starts: tune imports the user's app with it
+    (an app that reads REDIS_URL at import), then the service starts there — on that port
+    unless another program took it meanwhile."""
+
+    port: int
+    password: str
+
+
 @dataclass
 class RunningService:
     name: Service
@@ -105,13 +115,14 @@ def start_listening(
     host: Host,
     argv_for: Callable[[int], list[str]],
     ready: Callable[[int, ManagedProcess], bool],
+    first_port: int | None = None,
     **start: Any,
 ) -> tuple[ManagedProcess, int]:
     """Start a daemon on a port free on its own host, and wait until `ready(port, process)`.
     A port taken in between (ports are chosen, released, then bound: another program may
     take it) is given up for a fresh one, twice at most, as a stack's is."""
     for attempt in range(PORT_ATTEMPTS):
-        port = host.free_port()
+        port = first_port if attempt == 0 and first_port else host.free_port()
         process = registry.start(argv_for(port), host=host, **start)
         try:
             wait_until(name, process, lambda: ready(port, process))  # noqa: B023 - used now

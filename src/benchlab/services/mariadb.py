@@ -15,6 +15,7 @@ from benchlab.hosts.base import Host
 from benchlab.http.dataset import users
 from benchlab.services.base import (
     HERE,
+    Reserved,
     RunningService,
     ServicePlace,
     find_program,
@@ -30,12 +31,17 @@ DATABASE = "benchlab"
 USER = "benchlab"
 
 
+def dsn(port: int, password: str, address: str) -> str:
+    return f"mysql://{USER}:{password}@{address}:{port}/{DATABASE}"
+
+
 def start_mariadb(
     registry: ProcessRegistry,
     workdir: Path,
     cores: tuple[int, ...],
     max_connections: int,
     place: ServicePlace = HERE,
+    reserved: Reserved | None = None,
 ) -> RunningService:
     host, address = place.host, place.address
     user = service_user("mysql", host)
@@ -68,15 +74,15 @@ def start_mariadb(
     admin = SocketAdmin(host, socket, admin_user)
     process, port = start_listening(
         Service.MARIADB, registry, host, argv, lambda _port, _: admin.answers(), cores=cores,
-        log_path=dirs.log("mariadb"), user=user,
+        log_path=dirs.log("mariadb"), user=user, first_port=reserved.port if reserved else None,
     )  # fmt: skip
-    password = new_password()
+    password = reserved.password if reserved else new_password()
     record_password(workdir, Service.MARIADB, USER, password)
     admin.execute(_app_user_sql(password, place.admitted) + seed_sql())
     return RunningService(
         name=Service.MARIADB,
         port=port,
-        dsn=f"mysql://{USER}:{password}@{address}:{port}/{DATABASE}",
+        dsn=dsn(port, password, address),
         process=process,
         env={
             "BENCHLAB_MY_HOST": address,

@@ -16,6 +16,7 @@ from benchlab.http.dataset import FORTUNES, users, worlds
 from benchlab.services.base import (
     HERE,
     HOST,
+    Reserved,
     RunningService,
     ServicePlace,
     group_of,
@@ -65,6 +66,7 @@ def start_postgres(
     cores: tuple[int, ...],
     max_connections: int,
     place: ServicePlace = HERE,
+    reserved: Reserved | None = None,
 ) -> RunningService:
     host, address = place.host, place.address
     user = service_user("postgres", host)
@@ -74,7 +76,8 @@ def start_postgres(
     assert dirs.data is not None
     data = dirs.data
     bindir = postgres_bin(host)
-    superuser_password, password = new_password(), new_password()
+    superuser_password = new_password()
+    password = reserved.password if reserved else new_password()
     record_password(workdir, Service.POSTGRESQL, SUPERUSER, superuser_password)
     record_password(workdir, Service.POSTGRESQL, USER, password)
     _initdb(host, bindir, dirs.config, data, user, superuser_password)
@@ -99,7 +102,8 @@ def start_postgres(
     # SIGINT is PostgreSQL's fast shutdown.
     process, port = start_listening(
         Service.POSTGRESQL, registry, host, argv, lambda port, _: _answers(admin_dsn(port)),
-        cores=cores, log_path=dirs.log("postgres"), user=user, stop_signal=signal.SIGINT,
+        first_port=reserved.port if reserved else None, cores=cores,
+        log_path=dirs.log("postgres"), user=user, stop_signal=signal.SIGINT,
     )  # fmt: skip
     admin = admin_dsn(port)
     _create_app_user(admin, password)

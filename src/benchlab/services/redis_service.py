@@ -9,6 +9,7 @@ import redis
 from benchlab.core.service_kinds import Service
 from benchlab.services.base import (
     HERE,
+    Reserved,
     RunningService,
     ServicePlace,
     find_program,
@@ -21,13 +22,18 @@ from benchlab.services.credentials import new_password, record_password
 from benchlab.system.process import ProcessRegistry
 
 
+def url(port: int, password: str, address: str) -> str:
+    return f"redis://:{password}@{address}:{port}/0"
+
+
 def start_redis(
-    registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...], place: ServicePlace = HERE
-) -> RunningService:
+    registry: ProcessRegistry, workdir: Path, cores: tuple[int, ...], place: ServicePlace = HERE,
+    reserved: Reserved | None = None,
+) -> RunningService:  # fmt: skip
     host = place.host
     user = service_user("redis", host)
     dirs = service_dirs(workdir, Service.REDIS, user, host, data="data")
-    password = new_password()
+    password = reserved.password if reserved else new_password()
     record_password(workdir, Service.REDIS, "default", password)
     # In a file, not on the command line, where every local user could read it. Redis has
     # no list of client addresses: off loopback, the password is what keeps others out.
@@ -47,19 +53,20 @@ def start_redis(
         ]  # fmt: skip
 
     def url_at(port: int) -> str:
-        return f"redis://:{password}@{place.address}:{port}/0"
+        return url(port, password, place.address)
 
     process, port = start_listening(
         Service.REDIS, registry, host, argv, lambda port, _: _answers(url_at(port)),
-        cores=cores, log_path=dirs.log("redis"), user=user,
+        first_port=reserved.port if reserved else None, cores=cores,
+        log_path=dirs.log("redis"), user=user,
     )  # fmt: skip
-    url = url_at(port)
+    address = url_at(port)
     return RunningService(
         name=Service.REDIS,
         port=port,
-        dsn=url,
+        dsn=address,
         process=process,
-        env={"BENCHLAB_REDIS_URL": url},
+        env={"BENCHLAB_REDIS_URL": address},
         password=password,
     )
 

@@ -15,6 +15,7 @@ from benchlab.http.scenarios import API_SCENARIOS, SCENARIOS
 from benchlab.http.tls import TlsFiles
 from benchlab.measure.server_counters import CounterSource
 from benchlab.stacks.servers import PerWorker, ServerKind
+from benchlab.system.cpu_account import Limits
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
@@ -110,6 +111,8 @@ class Stack:
     isolated_env: bool = False
     # Why it does not serve a scenario, where NOT_IN_ITS_APP's reason is not the one.
     unserved: tuple[tuple[str, str], ...] = ()
+    # The CPU quota and memory limit it runs under (tune --cpus, --memory: the target's).
+    limits: Limits | None = None
     # The protocols its server speaks as benchlab launches it (TLS terminated by the server
     # itself), and why not the others.
     protocols: tuple[str, ...] = ("h1",)

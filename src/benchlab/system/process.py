@@ -220,6 +220,10 @@ class ManagedProcess:
         listening = self._listeners(port)
         return bool(listening) and bool(listening & {proc.pid for proc in self.tree()})
 
+    def oom_kills(self) -> int:
+        """Its processes the kernel killed at its memory limit (none without one)."""
+        return self.cpu_group.oom_kills() if self.cpu_group is not None else 0
+
     def tool_cpu_seconds(self) -> float | None:
         """CPU time the process used, once it has exited and been waited for (load tools)."""
         if self.rusage is None:

@@ -17,11 +17,13 @@ import json
 import os
 import pwd
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab.core.environment import VIRTUAL_ENV
 from benchlab.core.errors import UserError
 from benchlab.stacks.servers import tune_packages, tune_servers
 from benchlab.system import users
@@ -165,6 +167,33 @@ def run_app_python(
     return subprocess.CompletedProcess(done.args, done.returncode, out, err)
 
 
+# What marks a project's root: the search for its virtualenv goes no higher.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def app_python(app: str, cwd: Path, given: str | None, factory: bool) -> tuple[str, str]:
+    """The interpreter of the app's own environment, and why it is the one: --python; the
+    active virtualenv; a .venv or venv beside the app or up to its project's root; else
+    benchlab's own (an app of benchlab's examples, or one whose packages benchlab has)."""
+    if given:
+        return given, "--python"
+    active = os.environ.get(VIRTUAL_ENV)
+    if active and (Path(active) / "bin" / "python").exists():
+        return str(Path(active) / "bin" / "python"), "the active virtualenv, $VIRTUAL_ENV"
+    try:
+        start = parse_app(app, cwd, factory).directory
+    except UserError:
+        start = cwd  # the app's own mistake is told by the probe, in its words
+    for directory in (start, *start.parents):
+        for name in (".venv", "venv"):
+            python = directory / name / "bin" / "python"
+            if python.exists():
+                return str(python), f"the virtualenv {directory / name}, found from the app"
+        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
+            break
+    return sys.executable, "benchlab's own: no virtualenv active or beside the app"
+
+
 def app_path(python: str) -> str:
     """PATH with the app's interpreter's directory first, as an activated venv has it; then
     the user's PATH, or the system's when benchlab is root (root's own is none of the app's
@@ -210,6 +239,27 @@ def _check_reachable(spec: AppSpec, python: str, user: str) -> None:
             )
 
 
+def _permission_hint(error: str, user: str | None) -> str:
+    """What to do when the app may not read or write a path it needs, as the user it runs as."""
+    if "PermissionError" not in error or user is None:
+        return ""
+    return (
+        f"; benchlab is root and runs your app as {user}, the owner of its files, who may not "
+        f"read or write that path: give it to {user} (chown), run benchlab as the user the app "
+        f"runs as in production, or set {STACK_USER_VARIABLE}=NAME (root: as root)"
+    )
+
+
+def _module_hint(error: str, python: str) -> str:
+    """A module the app needs is not in the environment it was imported in."""
+    if "No module named" not in error:
+        return ""
+    return (
+        f"; it was imported by {python}: if your app has an environment of its own, give its "
+        "interpreter with --python (e.g. --python .venv/bin/python), or install the module there"
+    )
+
+
 def _no_probe(python: str, user: str | None, stderr: str) -> UserError:
     last = (stderr.strip().splitlines() or ["no output"])[-1]
     who = (
@@ -232,10 +282,12 @@ def probe(
     cwd: Path,
     env_file: tuple[Path, dict[str, str]] | None = None,
     user: str | None = None,
+    services: dict[str, str] | None = None,
 ) -> AppInfo:
-    """Run the user's interpreter on the app, as `user` (who its servers will run as);
-    every problem is one line naming its fix. `env`: --env; `env_file`: --env-file's path and
-    values (--env wins over them)."""
+    """Run the user's interpreter on the app, as `user` (who its servers will run as), with
+    the environment its candidates will get; every problem is one line naming its fix.
+    `env`: --env; `env_file`: --env-file's path and values (--env wins over them);
+    `services`: the --with services' addresses, fixed before they start."""
     from_file = env_file[1] if env_file else {}
     executable = Path(python)
     if not executable.exists() or not os.access(executable, os.X_OK):
@@ -252,7 +304,7 @@ def probe(
     try:
         done = run_app_python(
             user, [python, "-c", PROBE.read_text(), request], spec.directory,
-            {**from_file, **env}, PROBE_TIMEOUT_S,
+            {**from_file, **env, **(services or {})}, PROBE_TIMEOUT_S,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise UserError(
@@ -267,7 +319,9 @@ def probe(
     data = json.loads(lines[-1])
     if "error" in data:
         raise ProbeFailed(
-            f"APP '{spec.text}': {data['error']} (imported from {spec.directory})",
+            f"APP '{spec.text}': {data['error']} (imported from {spec.directory})"
+            + _permission_hint(data["error"], user)
+            + _module_hint(data["error"], python),
             data.get("traceback", ""),
         )
     found = data.get("interface")

@@ -17,6 +17,7 @@ from pathlib import Path
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks.base import Launch, LaunchContext, Stack
 from benchlab.stacks.servers import TUNE_KINDS, AppRef, PerWorker, ServerKind, Settings
+from benchlab.system.cpu_account import Limits
 from benchlab.tune.app import AppInfo, app_path
 from benchlab.tune.user_env import deploy_assignments
 
@@ -208,13 +209,15 @@ def skipped_servers(info: AppInfo) -> dict[str, str]:
     }  # fmt: skip
 
 
-def catalogue(info: AppInfo) -> dict[str, Stack]:
-    """Every kind's stack, and the stack that replays its printed command."""
+def catalogue(info: AppInfo, limits: Limits | None = None) -> dict[str, Stack]:
+    """Every kind's stack, and the stack that replays its printed command; each under the
+    target's `limits` (a CPU quota, a memory limit) when there are any."""
     kinds = [kind for kind in KINDS if kind.interface == info.interface]
-    return {
+    stacks = {
         **{kind.name: stack_for(kind, info) for kind in kinds},
         **{f"{kind.name}{REPLAY}": replay_stack_for(kind, info) for kind in kinds},
     }
+    return {name: dataclasses.replace(stack, limits=limits) for name, stack in stacks.items()}
 
 
 Deploy = Callable[[int, int | None], str]

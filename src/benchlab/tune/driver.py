@@ -28,6 +28,7 @@ import psutil
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.target import Target
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Provides, Service
@@ -56,7 +57,11 @@ from benchlab.runner import (
     Session,
     SessionOptions,
 )
+from benchlab.services import planned_address, reserve
+from benchlab.services.base import Reserved
 from benchlab.store import RunInfo, Store
+from benchlab.system.cpu_account import LimitsUnavailable, create_group
+from benchlab.system.process import free_port
 from benchlab.system.users import running_as, stack_user
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
@@ -68,8 +73,9 @@ from benchlab.tune.candidates import (
     catalogue,
     skipped_servers,
 )
+from benchlab.tune.check_answer import StoredAnswer, prove_stored
 from benchlab.tune.check_only import check_candidates
-from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Searched, proof_cost_s, prove
+from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Replayed, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
 from benchlab.tune.setup_step import run_setup
 
@@ -119,9 +125,14 @@ class TuneRequest:
     factory: bool = False  # --factory: APP names a callable that returns the app
     quick: bool = False  # --quick: the first pass only, no capacity search
     setup: str | None = None  # --setup: a command run once, after the services start
+    # --reset-between: a command run before each candidate starts (the app's data reset as
+    # the user wants it: benchlab itself never touches a --with service's data)
+    reset_between: str | None = None
     proof_s: int = PROOF_S  # --proof: how long the answer's replay runs
     rate: float | None = None  # --rate: the load to hold at the least cost (None: the most)
     check_only: bool = False  # --check-only: each candidate started and its answer checked
+    target: Target = field(default_factory=Target)  # --cpus, --memory: what it answers for
+    check_answer: StoredAnswer | None = None  # --check-answer: a stored answer proved again
 
     def services(self, provides: Provides) -> list[Service]:
         """The services of --with that provide it."""
@@ -138,6 +149,8 @@ class TuneRequest:
             "env_file": str(self.env_file), "env": self.env, "env_from_file": self.env_from_file,
             "requests": [dataclasses.asdict(r) for r in self.requests],
             "with": self.with_services, "setup": self.setup, "proof_s": self.proof_s,
+            "reset_between": self.reset_between, "target": self.target.as_json(),
+            "check_answer": str(self.check_answer.path) if self.check_answer else None,
             "rate": self.rate, "check_only": self.check_only,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
@@ -158,8 +171,15 @@ class TunePlan:
     rate: float | None = None  # --rate: replays at it come before any search
     check: bool = False  # room for the answer's check beside slow clients (proxy_check.py)
     check_only: bool = False  # --check-only: nothing measured
+    check_answer: StoredAnswer | None = None  # --check-answer: its proof alone
 
     def describe(self, budget_min: float) -> str:
+        if self.check_answer is not None:
+            return (
+                f"plan: the stored answer ({self.check_answer.describe()}) proved again: its "
+                f"command replayed for {self.proof_s} s, every window judged (about "
+                f"{_minutes(self.estimate_s)})"
+            )
         if self.check_only:
             return (
                 f"plan: {len(self.candidates)} candidates started once each and their answers "
@@ -234,10 +254,13 @@ def fit_search(
 
 def plan(
     found: list[Candidate], budget_min: float, quick: bool = False, proof_s: int = PROOF_S,
-    rate: float | None = None, check_only: bool = False,
+    rate: float | None = None, check_only: bool = False, answer: StoredAnswer | None = None,
 ) -> TunePlan:  # fmt: skip
     """As many survivors and replicates as the budget allows after the first pass and the
-    proof (without the proof when only that fits); none with --quick or --check-only."""
+    proof (without the proof when only that fits); none with --quick or --check-only; the
+    stored answer's proof alone with --check-answer."""
+    if answer is not None:
+        return TunePlan(found, 0, 0, proof_cost_s(proof_s), 1, proof_s, check_answer=answer)
     if check_only:
         return TunePlan(found, 0, 0, len(found) * LAUNCH_S, proofs=0, check_only=True)
     budget = budget_min * 60
@@ -298,6 +321,7 @@ def _scenario(request: TuneRequest) -> Scenario:
         description="; ".join(r.describe() for r in request.requests),
         needs_database=bool(request.services(Provides.DATABASE)),
         needs_cache=bool(request.services(Provides.CACHE)),
+        cold_cache=False,  # the app's Redis keeps what --setup and the app put there
         requests=request.requests,
     )
 
@@ -337,8 +361,8 @@ def _resumable(store: Store, key: str) -> str | None:
 
 def secrets_of(request: TuneRequest) -> tuple[str, ...]:
     """What no stored field or report may show: --env and --env-file values, --setup."""
-    setup = (request.setup,) if request.setup else ()
-    return (*request.env.values(), *request.env_from_file.values(), *setup)
+    commands = tuple(c for c in (request.setup, request.reset_between) if c)
+    return (*request.env.values(), *request.env_from_file.values(), *commands)
 
 
 def service_env(request: TuneRequest, session: Session) -> dict[str, str]:
@@ -355,6 +379,54 @@ class TuneResult:
     outcome: RunOutcome
     plan: TunePlan
     survivors: list[Candidate]
+    checked: Replayed | None = None  # --check-answer: the stored answer's replay
+
+
+@dataclass(frozen=True)
+class PreparedTune:
+    """The app found, checked and imported, before the machine is claimed or a store made:
+    a mistyped path or a missing module costs neither."""
+
+    spec: AppSpec
+    info: AppInfo
+    owner: str | None  # whom its files belong to: whom it runs as when benchlab is root
+    reserved: dict[Service, Reserved]  # the --with services' addresses, fixed
+
+
+def prepare_tune(request: TuneRequest) -> PreparedTune:
+    spec = app_module.parse_app(request.app, request.cwd, request.factory)
+    env_file = (request.env_file, request.env_from_file) if request.env_file else None
+    owner = app_module.app_owner(spec)
+    user = stack_user(owner)  # None unless benchlab is root
+    # The --with services' addresses, fixed now: the app is imported with them, as its
+    # candidates will be (an app that reads REDIS_URL at import must find it).
+    reserved = reserve([service_named(name) for name in request.with_services], free_port)
+    planned = {
+        variable: planned_address(service, reserved[service])
+        for name, variable in request.with_services.items()
+        if variable and (service := service_named(name)) in reserved
+    }
+    info = app_module.probe(
+        spec, request.python, request.env, request.interface, request.cwd, env_file, user,
+        planned,
+    )  # fmt: skip
+    _check_limits(request.target)
+    return PreparedTune(spec, info, owner, reserved)
+
+
+def _check_limits(target: Target) -> None:
+    """--cpus and --memory are the kernel's to enforce: said now if it cannot here."""
+    if not target.limited:
+        return
+    try:
+        group = create_group(limits=target.limits)
+    except LimitsUnavailable as why:
+        raise UserError(
+            f"--cpus/--memory: {why}; the limits are set on a control group, as a container "
+            "runtime does: run benchlab as root, or drop them"
+        ) from None
+    if group is not None:
+        group.remove()
 
 
 def run_tune(
@@ -365,27 +437,24 @@ def run_tune(
     say: Callable[[str], None],
     resume: bool = False,
     shared: bool = False,
+    prepared: PreparedTune | None = None,
 ) -> TuneResult:
-    spec = app_module.parse_app(request.app, request.cwd, request.factory)
-    env_file = (request.env_file, request.env_from_file) if request.env_file else None
-    owner = app_module.app_owner(spec)
-    user = stack_user(owner)  # None unless benchlab is root
-    info = app_module.probe(
-        spec, request.python, request.env, request.interface, request.cwd, env_file, user
-    )
-    cores = request.cores or default_cores()
-    memory_mb = psutil.virtual_memory().available / 2**20
+    prepared = prepared or prepare_tune(request)
+    spec, info, owner, reserved = prepared.spec, prepared.info, prepared.owner, prepared.reserved
+    target = request.target
+    cores = target.cores(request.cores or default_cores())
+    memory_mb = target.memory_for_workers_mb(psutil.virtual_memory().available / 2**20)
     found = candidates(
-        info, len(cores.server), memory_mb, request.servers, request.workers, request.threads,
-        request.greenlets,
+        info, target.worker_cores(len(cores.server)), memory_mb, request.servers,
+        request.workers, request.threads, request.greenlets,
     )  # fmt: skip
     if not found:
         raise _no_server(spec, info, request)
     tune_plan = plan(
         found, request.budget_min, request.quick, request.proof_s, request.rate,
-        request.check_only,
+        request.check_only, request.check_answer,
     )  # fmt: skip
-    _announce(say, spec, info, request, tune_plan)
+    _announce(say, spec, info, request, tune_plan, running_as(owner))
     recipe = _recipe(request, info)
     previous = _resumable(store, request.key()) if resume else None
     if resume and previous is None:
@@ -395,28 +464,42 @@ def run_tune(
         recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
         hosts=local_only(cores),
     )  # fmt: skip
-    store.keep_out(*secrets_of(request))  # from the run's first row
+    # From the run's first row: the user's secrets and the services' passwords.
+    store.keep_out(*secrets_of(request), *(r.password for r in reserved.values()))
     session = Session(
         runner_plan, store, reporter,
         SessionOptions(
             command, run_info=_run_info(request, spec, info, recipe, cores, command, shared),
-            resume=previous, deadline_s=request.budget_min * 60, catalogue=catalogue(info),
+            resume=previous, deadline_s=request.budget_min * 60,
+            catalogue=catalogue(info, target.limits),
             scenarios={SCENARIO: _scenario(request)},
-            secrets=secrets_of(request), run_as=owner,
+            secrets=secrets_of(request), run_as=owner, reserved=reserved,
         ),
     )  # fmt: skip
     measurer = Measurer(
-        session, MeasureOptions(measure_alone=True, extra_env=lambda: service_env(request, session))
-    )
+        session,
+        MeasureOptions(
+            measure_alone=True, extra_env=lambda: service_env(request, session),
+            before_launch=lambda: _reset(request, info, session, say),
+        ),
+    )  # fmt: skip
     survivors: list[Candidate] = []  # an interrupted tune returns what it kept
+    checked: Replayed | None = None
     planned = len(found) + tune_plan.survivors * tune_plan.replicates + min(1, tune_plan.proofs)
+    if request.check_answer is not None:
+        planned = 1  # the stored answer's replay, nothing else
     with session.running(0 if request.check_only else planned) as outcome:
         session.add_cells(coarse_cells)
         session.prepare(coarse_cells)
         if request.setup:
             _setup(request.setup, request, info, session, say)
-        survivors = _measure(session, measurer, request, tune_plan, found, coarse_cells, say)
-    return TuneResult(outcome, tune_plan, survivors)
+        if request.check_answer is not None:
+            checked = prove_stored(
+                session, measurer, request.check_answer, found, coarse_cells, request, say
+            )
+        else:
+            survivors = _measure(session, measurer, request, tune_plan, found, coarse_cells, say)
+    return TuneResult(outcome, tune_plan, survivors, checked)
 
 
 def _measure(
@@ -424,7 +507,8 @@ def _measure(
     found: list[Candidate], coarse_cells: list[Cell], say: Callable[[str], None],
 ) -> list[Candidate]:  # fmt: skip
     """The first pass (with --check-only, each candidate's answer checked instead), then the
-    cheapest that holds --rate, or the capacity search and its proof; the candidates kept."""
+    cheapest that holds --rate, or the capacity search and its proof; the candidates kept.
+    With --check-answer, the stored answer's proof alone."""
     if request.check_only:
         check_candidates(session, measurer, coarse_cells, say)
         _refuse_if_every_check_failed(session, coarse_cells, request)
@@ -516,6 +600,18 @@ def _setup(
     )  # fmt: skip
 
 
+def _reset(
+    request: TuneRequest, info: AppInfo, session: Session, say: Callable[[str], None]
+) -> None:
+    """--reset-between, before each candidate starts: as --setup runs, each time."""
+    if request.reset_between:
+        run_setup(
+            request.reset_between, info, service_env(request, session),
+            session.work_file("reset.log"), lambda _: None, session.journal,
+            session.stack_user(), option="--reset-between",
+        )  # fmt: skip
+
+
 def _replan(
     session: Session, tune_plan: TunePlan, request: TuneRequest, took: float,
     say: Callable[[str], None],
@@ -570,14 +666,14 @@ def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:
 
 def _announce(
     say: Callable[[str], None], spec: AppSpec, info: AppInfo, request: TuneRequest,
-    tune_plan: TunePlan,
+    tune_plan: TunePlan, runs_as: str,
 ) -> None:  # fmt: skip
-    """What was found in the app's environment, and the plan."""
+    """What was found in the app's environment, who the app runs as, and the plan."""
     missing = info.missing_servers
     say(
         f"{spec.factory_target}: {info.interface.upper()} app, Python {info.python_version} "
-        f"({request.python}), imported from {spec.directory}; servers here: "
-        + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
+        f"({request.python}), imported from {spec.directory}, run as {runs_as}; servers "
+        "here: " + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
     )
     if missing:
         say(f"not in that environment (not tried): {', '.join(missing)}; to add them: "
@@ -604,6 +700,8 @@ def _run_info(
             "check_only": request.check_only,
             # Whether a --setup command ran; the command itself may hold secrets.
             "setup": MASK if request.setup else None,
+            "deploy_target": request.target.as_json(),  # what the answer is for
+            "reset_between": MASK if request.reset_between else None,
             "rate": request.rate,  # --rate: the load to hold at the least cost
             "env": sorted(request.env), "env_file_keys": sorted(request.env_from_file),
             # The code under test is the app's: its repository's commit and dirty state.

@@ -102,6 +102,21 @@ def versions(app, servers, distributions):
     return found
 
 
+def shadowing(module, module_name, root):
+    """Why the module imported is not the app's own file of that name (one Python loads first:
+    io.py, a standard module), or None."""
+    base = os.path.join(root, *module_name.split("."))
+    own = [p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.exists(p)]
+    found = getattr(module, "__file__", None)
+    if not own or (found and os.path.realpath(found) in map(os.path.realpath, own)):
+        return None
+    where = found or "built into Python"
+    return (
+        f"'{module_name}' is another module of that name ({where}), not {own[0]}: Python "
+        f"loads its own '{module_name}' first; rename the file (e.g. {module_name}_app.py)"
+    )
+
+
 def main():
     request = json.loads(sys.argv[1])
     module_name, attr, call = request["module"], request["attr"], request.get("call")
@@ -127,8 +142,11 @@ def main():
         out["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         print(json.dumps(out))
         return
-    app = getattr(module, attr, None)
-    if app is None:
+    shadowed = shadowing(module, module_name, root)
+    app = None if shadowed else getattr(module, attr, None)
+    if shadowed:
+        out["error"] = shadowed
+    elif app is None:
         names = [n for n in dir(module) if not n.startswith("_")]
         out["error"] = (
             f"module '{module_name}' has no attribute '{attr}' (it has: {', '.join(names[:12])})"

@@ -31,11 +31,12 @@ def run_setup(
     say: Callable[[str], None],
     journal: Journal | None = None,
     user: str | None = None,
+    option: str = "--setup",
 ) -> None:
     """Run `command` (as `user`: who the app's servers run as); a failure ends the tune with
     the command's last line of output. It is in the run's `journal` as it starts: a
     benchlab killed meanwhile leaves it to recovery."""
-    say("setup: running the --setup command")
+    say(f"setup: running the {option} command")
     given = {
         **info.env_from_file, **info.env, **services,
         "PATH": app_path(info.python),
@@ -61,7 +62,7 @@ def run_setup(
             child.wait()
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise UserError(
-                    f"--setup: still running after {SETUP_TIMEOUT_S:g} s (stopped); give a "
+                    f"{option}: still running after {SETUP_TIMEOUT_S:g} s (stopped); give a "
                     "command that ends"
                 ) from None
             raise
@@ -69,6 +70,6 @@ def run_setup(
         lines = [line for line in log_path.read_text(errors="replace").splitlines() if line]
         last = lines[-1].strip() if lines else "no output"
         raise UserError(
-            f"--setup: exit {code}: {last}; it runs in {info.cwd} with the app's "
+            f"{option}: exit {code}: {last}; it runs in {info.cwd} with the app's "
             "environment (and the --with services' addresses): fix the command"
         )

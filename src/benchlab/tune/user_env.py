@@ -120,6 +120,11 @@ def deploy_assignments(env: Mapping[str, str]) -> str:
     return " ".join(f'{key}="${key}"' for key in env)
 
 
+# The options whose value is a shell command: stored and shown as *** (it may hold a
+# password, a token in a URL).
+COMMANDS = ("--setup", "--reset-between")
+
+
 def masked_command(argv: list[str]) -> str:
     """A tune's command line as stored and reported: --env values and --setup hidden
     (`--env "KEY=$KEY"` reproduces it from the user's own environment)."""
@@ -129,10 +134,10 @@ def masked_command(argv: list[str]) -> str:
         if pending is not None:
             shown.append(_masked(pending, arg))
             pending = None
-        elif arg in ("--env", "--setup"):
+        elif arg in ("--env", *COMMANDS):
             shown.append(arg)
             pending = arg
-        elif arg.startswith(("--env=", "--setup=")):
+        elif arg.startswith(("--env=", *(f"{c}=" for c in COMMANDS))):
             option, _, value = arg.partition("=")
             shown.append(f"{option}={_masked(option, value)}")
         else:
@@ -141,7 +146,7 @@ def masked_command(argv: list[str]) -> str:
 
 
 def _masked(option: str, value: str) -> str:
-    if option == "--setup":
+    if option in COMMANDS:
         return shlex.quote(MASK)
     key = value.partition("=")[0]
     return f'"{key}=${key}"' if NAME.fullmatch(key) else shlex.quote(MASK)

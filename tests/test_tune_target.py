@@ -1,0 +1,193 @@
+"""`tune` answers for the app as its owner deploys it (issue 58): the app runs as the owner of
+its files, root included, writing where it writes; the data its --with services hold is
+kept between candidates unless the user asks for a reset; the app is imported with its
+services' addresses already set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import benchlab
+
+# A tune that measures or checks takes the machine's run lock: one at a time (tests/alone.py).
+ALONE = (pytest.mark.alone, pytest.mark.slow)
+
+
+def alone(test):  # type: ignore[no-untyped-def]
+    for mark in ALONE:
+        test = mark(test)
+    return test
+
+
+WRITES_BESIDE_ITSELF = """
+import os, secrets
+KEY = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".sesskey")
+if not os.path.exists(KEY):
+    with open(KEY, "w") as out:  # as many web apps do on their first import
+        out.write(secrets.token_hex(16))
+
+def app(environ, start_response):
+    body = b"signed"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "6")])
+    return [body]
+"""
+
+READS_REDIS = """
+import os
+import redis
+
+CLIENT = redis.Redis.from_url(os.environ["REDIS_URL"])  # at import, as apps do
+
+def app(environ, start_response):
+    body = CLIENT.get("greeting") or b"missing"
+    start_response("200 OK", [("Content-Type", "text/plain"),
+                              ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+FILLS_REDIS = """
+import os, redis
+redis.Redis.from_url(os.environ["REDIS_URL"]).set("greeting", "hello from setup")
+"""
+
+COUNTS_RESETS = """
+import os, sys
+with open(sys.argv[1], "a") as out:
+    out.write("reset\\n")
+"""
+
+
+def _app(where: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (where / name).write_text(textwrap.dedent(text).lstrip())
+
+
+@alone
+def test_an_app_that_writes_beside_itself_tunes_as_its_owner(tmp_path: Path) -> None:
+    _app(tmp_path, {"app.py": WRITES_BESIDE_ITSELF})
+    done = benchlab(
+        "tune", "app.py:app", "--check-only", "--servers", "gunicorn-sync,waitress",
+        "--workers", "1", "--check-body", "signed", "--results", "results.db", "-f", "json",
+        cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert {c["status"] for c in report["candidates"]} == {"checked"}, report["candidates"]
+    owner = "root" if os.geteuid() == 0 else report["run"]["machine"]["stacks_run_as"]
+    assert report["run"]["machine"]["stacks_run_as"] == owner
+    assert f"run as {owner}" in done.stderr  # the plan line says who the app runs as
+    assert (tmp_path / ".sesskey").stat().st_uid == os.geteuid()
+
+
+@alone
+def test_the_apps_redis_keeps_what_setup_put_there_for_every_candidate(tmp_path: Path) -> None:
+    """--with redis: the app reads REDIS_URL at import (it is set before the app is first
+    imported) and answers with what --setup stored; benchlab flushes nothing between
+    candidates, and --reset-between runs before each one."""
+    _app(tmp_path, {"app.py": READS_REDIS, "fill.py": FILLS_REDIS, "count.py": COUNTS_RESETS})
+    resets = tmp_path / "resets.log"
+    done = benchlab(
+        "tune", "app.py:app", "--quick", "--servers", "gunicorn-sync,waitress", "--workers",
+        "1", "--with", "redis", "--setup", f"{sys.executable} fill.py",
+        "--reset-between", f"{sys.executable} count.py {resets}",
+        "--check-body", "hello from setup", "--budget", "3", "--results", "results.db",
+        "-f", "json", cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    statuses = {c["label"]: c["status"] for c in report["candidates"]}
+    assert len(statuses) == 2 and set(statuses.values()) == {"ok"}, report["candidates"]
+    # Each candidate's launch was preceded by the user's reset, and by nothing of benchlab's.
+    assert resets.read_text().count("reset") >= 2
+
+
+@alone
+def test_an_app_that_reads_database_url_at_import_tunes(tmp_path: Path) -> None:
+    _app(
+        tmp_path,
+        {
+            "app.py": """
+            import os
+            import psycopg
+
+            DSN = os.environ["DATABASE_URL"]  # read at import: set before the first import
+
+            def app(environ, start_response):
+                with psycopg.connect(DSN) as db:
+                    (one,) = db.execute("SELECT 1").fetchone()
+                body = str(one).encode()
+                start_response("200 OK", [("Content-Type", "text/plain"),
+                                          ("Content-Length", str(len(body)))])
+                return [body]
+            """
+        },
+    )
+    done = benchlab(
+        "tune", "app.py:app", "--check-only", "--servers", "gunicorn-sync", "--workers", "1",
+        "--with", "postgres", "--check-body", "1", "--results", "results.db", "-f", "json",
+        cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (candidate,) = json.loads(done.stdout)["candidates"]
+    assert candidate["status"] == "checked", candidate
+
+
+# --- first contact: the app's own environment, and mistakes told before anything starts -----
+
+ONLY_IN_ITS_VENV = """
+import onlyhere
+
+def app(environ, start_response):
+    body = onlyhere.WORD.encode()
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+@alone
+def test_an_app_with_its_own_venv_is_tuned_in_it_without_python(tmp_path: Path) -> None:
+    """A project with its own .venv (gunicorn and a module only it has): `tune app.py:app`
+    with no --python imports and serves the app there, and says which interpreter it took."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'shop'\nversion = '1'\n")
+    uv = Path(sys.executable).with_name("uv")
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, project / ".venv"], check=True)
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", project / ".venv" / "bin" / "python",
+         "gunicorn==27.0.1"],
+        check=True, timeout=300,
+    )  # fmt: skip
+    site = next((project / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "onlyhere.py").write_text("WORD = 'its own'\n")
+    _app(project / "src", {"app.py": ONLY_IN_ITS_VENV})
+    done = benchlab(
+        "tune", "src/app.py:app", "--check-only", "--servers", "gunicorn-sync", "--workers",
+        "1", "--check-body", "its own", "--results", str(tmp_path / "r.db"), "-f", "json",
+        cwd=project, timeout=300, env={"VIRTUAL_ENV": ""},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{project / '.venv'}" in done.stderr and "found from the app" in done.stderr
+    (candidate,) = json.loads(done.stdout)["candidates"]
+    assert candidate["status"] == "checked", candidate
+
+
+@pytest.mark.slow
+def test_first_contact_mistakes_are_told_before_the_machine_is_claimed(tmp_path: Path) -> None:
+    store = tmp_path / "r.db"
+    _app(tmp_path, {"io.py": WRITES_BESIDE_ITSELF, "needs.py": "import not_installed_here\n"})
+    mistyped = benchlab("tune", "ap.py:app", "--results", str(store), cwd=tmp_path, timeout=60)
+    assert mistyped.returncode == 2 and "no file" in mistyped.stderr, mistyped.stderr
+    shadowed = benchlab("tune", "io.py:app", "--results", str(store), cwd=tmp_path, timeout=60)
+    assert shadowed.returncode == 2, shadowed.stderr
+    assert "rename the file" in shadowed.stderr and "io_app.py" in shadowed.stderr
+    missing = benchlab("tune", "needs.py:app", "--results", str(store), cwd=tmp_path, timeout=60)
+    assert missing.returncode == 2 and "--python" in missing.stderr, missing.stderr
+    assert not store.exists(), "a mistake left a results store behind"
