@@ -82,7 +82,7 @@ def test_an_app_that_writes_beside_itself_tunes_as_its_owner(tmp_path: Path) -> 
     assert {c["status"] for c in report["candidates"]} == {"checked"}, report["candidates"]
     owner = "root" if os.geteuid() == 0 else report["run"]["machine"]["stacks_run_as"]
     assert report["run"]["machine"]["stacks_run_as"] == owner
-    assert f"run as {owner}" in done.stderr  # the plan line says who the app runs as
+    assert f"run as {owner}" in " ".join(done.stderr.split())  # the plan line says whom
     assert (tmp_path / ".sesskey").stat().st_uid == os.geteuid()
 
 
@@ -103,9 +103,11 @@ def test_the_apps_redis_keeps_what_setup_put_there_for_every_candidate(tmp_path:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     statuses = {c["label"]: c["status"] for c in report["candidates"]}
-    assert len(statuses) == 2 and set(statuses.values()) == {"ok"}, report["candidates"]
+    # Every candidate answered what --setup stored, before and after its load (a flush
+    # between candidates failed each one's check: "body b'missing'").
+    assert len(statuses) >= 2 and "failed" not in statuses.values(), report["candidates"]
     # Each candidate's launch was preceded by the user's reset, and by nothing of benchlab's.
-    assert resets.read_text().count("reset") >= 2
+    assert resets.read_text().count("reset") >= len(statuses)
 
 
 @alone
@@ -174,7 +176,7 @@ def test_an_app_with_its_own_venv_is_tuned_in_it_without_python(tmp_path: Path) 
         cwd=project, timeout=300, env={"VIRTUAL_ENV": ""},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{project / '.venv'}" in done.stderr and "found from the app" in done.stderr
+    assert f"{project / '.venv'}/bin/python: the virtualenv" in done.stderr, done.stderr
     (candidate,) = json.loads(done.stdout)["candidates"]
     assert candidate["status"] == "checked", candidate
 
@@ -191,3 +193,63 @@ def test_first_contact_mistakes_are_told_before_the_machine_is_claimed(tmp_path:
     missing = benchlab("tune", "needs.py:app", "--results", str(store), cwd=tmp_path, timeout=60)
     assert missing.returncode == 2 and "--python" in missing.stderr, missing.stderr
     assert not store.exists(), "a mistake left a results store behind"
+
+
+# --- the target: a CPU quota and a memory limit, as the container's ---------------------------
+
+BURNS_CPU = """
+import time
+
+def app(environ, start_response):
+    # A fixed CPU time per request, whatever the machine: 2 ms of this process's CPU.
+    end = time.process_time() + 0.002
+    while time.process_time() < end:
+        pass
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "4")])
+    return [b"done"]
+"""
+
+GROWS = """
+# 160 MB, touched, as the app starts: a candidate limited to less cannot hold it.
+HELD = bytearray(160 * 2**20)
+for i in range(0, len(HELD), 4096):
+    HELD[i] = 1
+
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+
+def _quick_rps(where: Path, cpus: str) -> float:
+    done = benchlab(
+        "tune", "app.py:app", "--quick", "--servers", "gunicorn-sync", "--workers", "1",
+        "--cpus", cpus, "--check-body", "done", "--budget", "2", "--results", "r.db",
+        "-f", "json", cwd=where, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (candidate,) = json.loads(done.stdout)["candidates"]
+    return float(candidate["closed_loop_rps"])
+
+
+@alone
+@pytest.mark.skipif(os.geteuid() != 0, reason="a CPU quota is set on a control group by root")
+def test_half_a_cpu_holds_half_of_what_one_cpu_holds(tmp_path: Path) -> None:
+    """The app costs a fixed CPU time per request: under a quota of 0.5 CPU one sync worker
+    serves half of what it serves under 1 CPU (each quick pass is one closed-loop trial: the
+    ratio is judged within this VM's noise between two trials, ±15 %)."""
+    _app(tmp_path, {"app.py": BURNS_CPU})
+    whole, half = _quick_rps(tmp_path, "1"), _quick_rps(tmp_path, "500m")
+    assert 0.5 * 0.85 <= half / whole <= 0.5 * 1.15, (half, whole)
+
+
+@alone
+@pytest.mark.skipif(os.geteuid() != 0, reason="a memory limit is set on a control group by root")
+def test_a_candidate_past_its_memory_limit_does_not_fit(tmp_path: Path) -> None:
+    _app(tmp_path, {"app.py": GROWS})
+    done = benchlab(
+        "tune", "app.py:app", "--check-only", "--servers", "gunicorn-sync", "--workers", "1",
+        "--memory", "96M", "--results", "r.db", cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "does not fit in 96 MB" in done.stderr, done.stderr

@@ -59,10 +59,6 @@ class Target:
         machine's spare ones."""
         return server_cores if self.cpus is None else max(1, math.ceil(self.cpus))
 
-    def memory_for_workers_mb(self, available_mb: float) -> float:
-        """What the workers must fit in: the limit, or what this machine has free."""
-        return available_mb if self.memory_mb is None else float(self.memory_mb)
-
     def docker_flags(self) -> str:
         """`docker run` flags that give a container this target ('' for none)."""
         flags = []

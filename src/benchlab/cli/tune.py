@@ -150,10 +150,10 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         g["request"] or [], g["requests_file"], g["check_status"], g["check_body"]
     )
     python, why = app_python(g["app_spec"], Path.cwd(), g["python"], g["factory"])
-    progress.print(f"the app's Python: {python} ({why})", markup=False, highlight=False)
     env_file = g["env_file"]
     return TuneRequest(
-        app=g["app_spec"], python=python, interface=g["interface"], requests=tuple(requests),
+        app=g["app_spec"], python=python, python_source=why, interface=g["interface"],
+        requests=tuple(requests),
         slo_p99_ms=g["slo_p99_ms"], budget_min=g["budget"], cwd=Path.cwd(), proof_s=g["proof"],
         rate=g["rate"], env=env_pairs(g["env"] or []),
         env_file=env_file.resolve() if env_file else None,

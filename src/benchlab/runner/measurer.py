@@ -35,6 +35,8 @@ from benchlab.system.safe_files import new_dir
 
 DEFAULT_POOL_SIZE = 10
 
+OOM = FailureKind.OUT_OF_MEMORY
+
 
 @dataclass(frozen=True)
 class Up:
@@ -47,6 +49,7 @@ class Up:
     counters_port: int | None
     proxied: bool  # nginx in front of it
     problem: str | None = None
+    failed_as: FailureKind = FailureKind.START  # what the problem is: it did not start, or fit
 
 
 # A launch's measurements are stored before it stops, so nothing its graceful shutdown does
@@ -243,10 +246,8 @@ class Measurer:
         session.reporter.status(f"{_round_text(round_index, trials)}: starting {stack.name}")
         with self.started(first, workdir) as up:
             if up.problem is not None:
-                unfit = does_not_fit(up.server, stack)  # killed at its memory limit as it began
-                kind = FailureKind.START if unfit is None else FailureKind.OUT_OF_MEMORY
                 for cell in cells:
-                    session.fail(cell, kind, up.problem if unfit is None else unfit)
+                    session.fail(cell, up.failed_as, up.problem)
                 return
             try:
                 first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
@@ -289,6 +290,10 @@ class Measurer:
             if started.problem:
                 tail = server.log_tail() or "(empty)"
                 problem = f"{stack.name} {started.problem}; last log lines: {tail}"
+                # Killed at its memory limit as it began: it does not fit in it.
+                if (unfit := does_not_fit(server, stack)) is not None:
+                    yield Up(server, started.port, started.port, None, proxied, unfit, OOM)
+                    return
                 yield Up(server, started.port, started.port, None, proxied, problem)
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)

@@ -168,14 +168,16 @@ def worker_counts(cores: int) -> list[int]:
 def candidates(
     info: AppInfo,
     cores: int,
-    memory_mb: float,
+    memory_mb: float | None,
     servers: list[str] | None = None,
     workers: list[int] | None = None,
     threads: list[int] | None = None,
     greenlets: list[int] | None = None,
 ) -> list[Candidate]:
     """Every candidate the environment offers, bounded by the server cores and by memory
-    (the workers must fit in half of the memory free, at the app's own size each)."""
+    (the workers must fit in half of the memory free, at the app's own size each; None:
+    a memory limit decides, which the kernel enforces — one that does not fit is tried, and
+    reported as not fitting)."""
     kinds = [
         k for k in KINDS
         if k.interface == info.interface and all(info.servers.get(p.name) for p in k.packages)
@@ -193,7 +195,7 @@ def candidates(
         else:
             per = [None]
         for w in counts:
-            if w * per_worker > memory_mb / 2:
+            if memory_mb is not None and w * per_worker > memory_mb / 2:
                 continue
             found += [Candidate(kind, w, t) for t in per]
     return found

@@ -22,7 +22,7 @@ def check_candidates(
         workdir = new_dir(session.workroot / f"check-{index}", 0o711)
         with measurer.started(cell, workdir) as up:
             if up.problem is not None:
-                session.fail(cell, FailureKind.START, up.problem)
+                session.fail(cell, up.failed_as, up.problem)
                 continue
             problem = answer_problem(session, cell, up.port)
         if problem:

@@ -133,6 +133,7 @@ class TuneRequest:
     check_only: bool = False  # --check-only: each candidate started and its answer checked
     target: Target = field(default_factory=Target)  # --cpus, --memory: what it answers for
     check_answer: StoredAnswer | None = None  # --check-answer: a stored answer proved again
+    python_source: str = "--python"  # why `python` is the app's interpreter (tune.app_python)
 
     def services(self, provides: Provides) -> list[Service]:
         """The services of --with that provide it."""
@@ -443,7 +444,9 @@ def run_tune(
     spec, info, owner, reserved = prepared.spec, prepared.info, prepared.owner, prepared.reserved
     target = request.target
     cores = target.cores(request.cores or default_cores())
-    memory_mb = target.memory_for_workers_mb(psutil.virtual_memory().available / 2**20)
+    # The machine's free memory bounds the workers tried; a target's limit is the kernel's
+    # to enforce, on every candidate: one that does not fit is told, not skipped.
+    memory_mb = None if target.memory_mb else psutil.virtual_memory().available / 2**20
     found = candidates(
         info, target.worker_cores(len(cores.server)), memory_mb, request.servers,
         request.workers, request.threads, request.greenlets,
@@ -672,7 +675,8 @@ def _announce(
     missing = info.missing_servers
     say(
         f"{spec.factory_target}: {info.interface.upper()} app, Python {info.python_version} "
-        f"({request.python}), imported from {spec.directory}, run as {runs_as}; servers "
+        f"({request.python}: {request.python_source}), imported from {spec.directory}, run as "
+        f"{runs_as}; servers "
         "here: " + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
     )
     if missing:
