@@ -253,3 +253,43 @@ def test_a_candidate_past_its_memory_limit_does_not_fit(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     assert "does not fit in 96 MB" in done.stderr, done.stderr
+
+
+# --- a stored answer, proved again ---------------------------------------------------------
+
+ANSWERS = """
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+
+def _stored(where: Path, rate: float) -> Path:
+    """An answer as `tune -f json` writes it (the keys --check-answer reads)."""
+    answer = where / f"answer-{rate:g}.json"
+    answer.write_text(json.dumps({
+        "format": "benchlab-tune", "slo": {"p99_ms": 100},
+        "recommendation": {"candidate": "gunicorn-sync", "workers": 1, "threads": None,
+                           "run_at_rps": rate},
+    }))  # fmt: skip
+    return answer
+
+
+@alone
+def test_a_stored_answer_is_proved_again_and_fails_when_it_no_longer_holds(
+    tmp_path: Path,
+) -> None:
+    _app(tmp_path, {"app.py": ANSWERS})
+
+    def check(rate: float) -> subprocess.CompletedProcess[str]:
+        return benchlab(
+            "tune", "app.py:app", "--check-answer", str(_stored(tmp_path, rate)), "--proof",
+            "10", "--results", "r.db", cwd=tmp_path, timeout=240,
+        )  # fmt: skip
+
+    held = check(50)  # one sync worker answers "ok" at thousands a second
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert "holds here" in " ".join(held.stderr.split())
+    missed = check(200_000)  # far past what one sync worker serves: it cannot hold it
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    assert "no longer holds here" in " ".join(missed.stderr.split())

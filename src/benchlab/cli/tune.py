@@ -119,7 +119,9 @@ def tune(
     )  # fmt: skip
     answer = tune_request.check_answer
     page = not (check_only or answer is not None)
-    _show_tune(done.outcome, store, results, exporter, output, app_spec, page)
+    # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
+    if answer is None or output is not None or exporter.name != "table":
+        _show_tune(done.outcome, store, results, exporter, output, app_spec, page)
     if answer is not None:
         _judge_answer(answer, done.checked)
     if done.outcome.status == "interrupted":
