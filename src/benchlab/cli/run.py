@@ -216,9 +216,14 @@ def _planned(
 
 
 def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float | None]:
-    """The plan an unfinished run ran, to continue it."""
+    """The plan an unfinished run ran, to continue it. A run killed outright (SIGKILL, the
+    OOM killer, a power loss) is still `running` in its store until what it left is
+    cleaned: that recovery comes first, so the lookup finds it `abandoned`."""
+    from benchlab.runner.recovery import clean_stale
     from benchlab.runner.resume import resumable
 
+    for stale in clean_stale():
+        progress.print(f"cleaned up after {stale.describe()}", markup=False, highlight=False)
     store = Store(results, create=False)
     found = resumable(store, wanted)
     kept = sum(len(store.trials(cell.id)) for cell in store.cells(found.run_id))
