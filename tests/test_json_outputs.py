@@ -10,9 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from benchlab.analysis.noise import NoiseComponents
+from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import summarise
 from benchlab.checks.one_stack import StackCheck
+from benchlab.checks.selfcheck import SelfCheck
 from benchlab.cli.drain import _json as drain_json
+from benchlab.cli.selfcheck import cost_json, noise_json
 from benchlab.cli.slow_clients import _json as slow_json
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
@@ -45,6 +49,8 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         jf.RUNS: benchlab("runs", *store, "-f", "json").stdout,
         jf.STACKS: benchlab("stacks", "-f", "json").stdout,
         jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
+        jf.RECIPES: benchlab("recipes", "-f", "json").stdout,
+        jf.DOCTOR: benchlab("doctor", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
@@ -55,6 +61,13 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     calm, held = Trial(2.1, 100.0, 0.0), Trial(None, 0.0, 1.0)
     measured = SlowClients(32, 100, (SlowResult("headers", (calm, calm), (held, held)),))
     outputs[jf.SLOW_CLIENTS] = slow_json([StackCheck("flask+gunicorn", measured)])
+    # selfcheck's documents as its command writes them, of figures the test sets (a real
+    # selfcheck is test_cli's; its noise check, test_noise's).
+    bare, harness = Estimate(9000, 8800, 9100, 0.75, 3), Estimate(8700, 8500, 8900, 0.75, 3)
+    ratio = Estimate(0.967, 0.95, 0.98, 0.75, 3)
+    outputs[jf.SELFCHECK] = cost_json(SelfCheck(bare, harness, ratio, "taskset wrk"))
+    noise = noise_json(NoiseComponents(0.03, 0.08, 0.01, 0.02, 6), tmp_path / "noise.json")
+    check_against_schema(noise)
     assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"
     for declared, text in outputs.items():
         assert _stamped(text) == (declared.name, declared.version)
@@ -129,13 +142,15 @@ def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     results = tmp_path / "results.db"
     first, second = write_run(results), write_run(results)
     store = ["--results", str(results)]
-    for name, check in (
-        ("cmp.md", lambda text: text.startswith("# benchlab compare")),
-        ("cmp.json", lambda text: _stamped(text) == (jf.COMPARE.name, jf.COMPARE.version)),
-        ("cmp.txt", lambda text: text.startswith("A: run ")),
+    for name, fmt, check in (
+        ("cmp.md", "md", lambda text: text.startswith("# benchlab compare")),
+        ("cmp.json", "json", lambda text: _stamped(text) == (jf.COMPARE.name, jf.COMPARE.version)),
+        ("cmp.txt", "table", lambda text: text.startswith("A: run ")),
+        ("cmp.html", "html", lambda text: text.startswith("<!doctype html>") and "<td>" in text),
     ):
         done = benchlab("compare", first, second, *store, "-o", str(tmp_path / name))
-        assert done.returncode == 0 and done.stdout.startswith("comparison written to"), done
+        assert done.returncode == 0 and done.stdout == "", done
+        assert done.stderr == f"wrote {tmp_path / name} ({fmt})\n", done.stderr
         assert check((tmp_path / name).read_text()), name
     page = tmp_path / "history.html"
     assert benchlab("history", "quick", *store, "-o", str(page)).returncode == 0

@@ -217,6 +217,46 @@ def exit_codes_page() -> str:
     )
 
 
+def exit_code_table() -> list[str]:
+    """docs/commands.md's table of exit codes (the reference page's, without the names)."""
+    return ["| exit code | meaning |", "| --- | --- |"] + [
+        f"| {int(code)} | {_cell(meaning)} |" for code, meaning in EXIT_MEANINGS.items()
+    ]
+
+
+def environment_table() -> list[str]:
+    """docs/commands.md's table of the environment variables benchlab reads."""
+    return ["| variable | what it changes |", "| --- | --- |"] + [
+        f"| `{v.name}` | {_cell(v.meaning)} |" for v in environment.VARIABLES.values()
+    ]
+
+
+# The tables hand-written pages hold between `<!-- NAME:begin ... -->` and `<!-- NAME:end -->`,
+# made from the code: `python -c "from benchlab.reference_docs import refresh_docs;
+# refresh_docs('docs')"` writes them again; a test fails when a page is not in step.
+MARKED_TABLES = {"exit-codes": exit_code_table, "environment": environment_table}
+
+
+def refreshed(text: str) -> str:
+    """`text` with each marked table made again from the code."""
+    for name, make in MARKED_TABLES.items():
+        begin = re.search(rf"<!-- {name}:begin[^>]*-->\n", text)
+        end = text.find(f"<!-- {name}:end -->")
+        if begin is None or end < 0:
+            continue
+        text = text[: begin.end()] + "\n".join(make()) + "\n" + text[end:]
+    return text
+
+
+def refresh_docs(directory: str) -> None:
+    from pathlib import Path
+
+    for page in Path(directory).glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        if (made := refreshed(text)) != text:
+            page.write_text(made, encoding="utf-8")
+
+
 # The site's path of each page, and how it is made.
 PAGES = {
     "reference/cli.md": cli_page,
