@@ -63,9 +63,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     outputs[jf.SLOW_CLIENTS] = slow_json([StackCheck("flask+gunicorn", measured)])
     # selfcheck's documents as its command writes them, of figures the test sets (a real
     # selfcheck is test_cli's; its noise check, test_noise's).
-    bare, harness = Estimate(9000, 8800, 9100, 0.75, 3), Estimate(8700, 8500, 8900, 0.75, 3)
-    ratio = Estimate(0.967, 0.95, 0.98, 0.75, 3)
-    outputs[jf.SELFCHECK] = cost_json(SelfCheck(bare, harness, ratio, "taskset wrk"))
+    outputs[jf.SELFCHECK] = cost_json(_selfcheck())
     noise = noise_json(NoiseComponents(0.03, 0.08, 0.01, 0.02, 6), tmp_path / "noise.json")
     check_against_schema(noise)
     assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"
@@ -78,9 +76,21 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     assert gin["available"] is True and "json" in gin["scenarios"], gin
 
 
+def _selfcheck() -> SelfCheck:
+    """A selfcheck's answer whose figures the test sets."""
+    bare, harness = Estimate(9000, 8800, 9100, 0.75, 3), Estimate(8700, 8500, 8900, 0.75, 3)
+    return SelfCheck(bare, harness, Estimate(0.967, 0.95, 0.98, 0.75, 3), "taskset wrk")
+
+
 def _report_cells(results: Path) -> dict[str, dict]:
+    """The run's cells in its JSON report, by the name a tracker gives each."""
+    from benchlab.report.trackers import benchmark_name
+    from benchlab.store import Store
+
+    summary = summarise(Store(results, create=False), None)
+    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
-    return {f"{c['stack_label']} · {c['key']}": c for c in report["cells"]}
+    return {names[c["key"]]: c for c in report["cells"]}
 
 
 def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
@@ -95,6 +105,7 @@ def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
     jsonschema.validate(bmf, json.loads((SCHEMAS / "bmf.json").read_text()))
     cells = _report_cells(results)
     assert set(bmf) == set(cells) and len(cells) == sum(len(s) for s in QUICK_LIKE.values())
+    assert "quick · json wrk c=64 · gin w=1" in bmf  # recipe · grid point · stack
     for name, measures in bmf.items():
         throughput = cells[name]["throughput_rps"]
         assert measures["throughput"] == {
@@ -102,8 +113,47 @@ def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
             "lower_value": throughput["low"],
             "upper_value": throughput["high"],
         }
-        # Bencher's latency Measure is in nanoseconds.
-        assert measures["latency"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
+        # The latency says its percentile; in nanoseconds, as Bencher's latency Measure.
+        assert set(measures) == {"throughput", "latency_p99"}
+        assert measures["latency_p99"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
+
+
+TRACKED = """
+name = "tracked"
+stacks = ["gin", "sanic"]
+scenarios = ["json", "plaintext"]
+trials = {trials}
+warmup = 0
+[[load]]
+connections = 8
+duration = {duration}
+"""
+
+
+def test_a_trackers_names_survive_a_changed_duration_or_trial_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same recipe at 2 s x 3 trials and at 5 s x 4: a tracker must see the same series
+    (the names embedded the cell's key, whose `d2` became `d5`: a new series in Bencher)."""
+    from benchlab.report.trackers import render_bigger_is_better, render_bmf
+    from tests.inprocess import FakeExecutor, FakeStack, Figures, run_inprocess
+
+    monkeypatch.setenv("BENCHLAB_CACHE", str(tmp_path / "cache"))
+    stacks = {"gin": FakeStack({"json": Figures(40_000.0)}), "sanic": FakeStack()}
+    names, keys, gab = [], [], []
+    for directory, trials, duration in (("short", 3, 2), ("long", 4, 5)):
+        (tmp_path / directory).mkdir()
+        run = run_inprocess(
+            tmp_path / directory, TRACKED.format(trials=trials, duration=duration),
+            FakeExecutor(stacks),
+        )  # fmt: skip
+        summary = summarise(run.store, run.run_id)
+        names.append(set(json.loads(render_bmf(summary))))
+        gab.append({e["name"] for e in json.loads(render_bigger_is_better(summary))})
+        keys.append({cell.key for cell in summary.cells})
+    assert keys[0] != keys[1]  # the cells' own keys do change with the duration
+    assert names[0] == names[1] and len(names[0]) == 4, names
+    assert gab[0] == gab[1] and "tracked · json wrk c=8 · gin w=1 (throughput)" in gab[0]
 
 
 def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
@@ -119,6 +169,7 @@ def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
         jsonschema.validate(entries, schema)
         assert len(entries) == len(cells) and len({e["name"] for e in entries}) == len(cells)
     assert {e["unit"] for e in bigger} == {"req/s"} and {e["unit"] for e in smaller} == {"ms"}
+    assert all(e["name"].endswith(" (p99)") for e in smaller), smaller[0]
     for entry in bigger:
         name = entry["name"].removesuffix(" (throughput)")
         assert entry["value"] == cells[name]["throughput_rps"]["median"], entry
