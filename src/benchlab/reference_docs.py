@@ -6,6 +6,7 @@ variable and every exit code. Each page is Markdown; nothing here is written by 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ import typer.main
 
 from benchlab.analysis.verdicts import VERDICTS, VerdictKind
 from benchlab.cli import app
+from benchlab.cli.contract import CONTRACTS
 from benchlab.core import environment
 from benchlab.core import figures as F
 from benchlab.core.errors import EXIT_MEANINGS
@@ -42,6 +44,12 @@ def _commands(group: Any, parent: click.Context) -> Iterator[tuple[click.Command
             yield command, context
 
 
+def _portable(text: str) -> str:
+    """Help as any machine shows it: a default that is this machine's interpreter (the
+    site's build machine's path, else) named for what it is."""
+    return text.replace(f"[default: {sys.executable}]", "[default: the Python benchlab runs on]")
+
+
 def cli_page() -> str:
     """Every command: its synopsis, what it does, and each argument and option."""
     root = typer.main.get_command(app)
@@ -57,12 +65,17 @@ def cli_page() -> str:
         usage = " ".join(command.collect_usage_pieces(context))
         lines += [f"## {path}", "", "```", f"{path} {usage}", "```", ""]
         lines += [" ".join((command.help or "").split()), ""]
+        contract = CONTRACTS.get(path.removeprefix("benchlab "))
+        if contract is not None:
+            lines += ["Examples:", "", "```"]
+            lines += [f"{line}    # {what}" for line, what in contract.examples]
+            lines += ["```", ""]
         for param in command.params:
             record = param.get_help_record(context)
             if record is None:
                 continue
             name, help_text = record
-            lines.append(f"- `{name}`: {' '.join(help_text.split())}")
+            lines.append(f"- `{name}`: {_portable(' '.join(help_text.split()))}")
         lines.append("")
     return "\n".join(lines)
 
