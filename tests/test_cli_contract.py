@@ -348,3 +348,20 @@ def contract_table() -> str:
         codes = ", ".join(str(int(c)) for c in contract.exit_codes())
         lines.append(f"| {name} | {formats} | {'yes' if contract.reads_store else '–'} | {codes} |")
     return "\n".join(lines)
+
+
+def test_a_typod_recipe_name_gets_did_you_mean(invoke) -> None:
+    done = invoke("run", "quik", "--dry-run")
+    assert done.code == ExitCode.BAD_INPUT and done.err.count("\n") == 1, done
+    assert "recipe file 'quik' not found (did you mean 'quick'?)" in done.err
+
+
+def test_recipes_gives_every_recipe_a_question(invoke) -> None:
+    """A recipe that asks none (fastapi-flask-gin: README's five lines) says what it compares."""
+    done = invoke("recipes", "-f", "json")
+    questions = {r["name"]: r["question"] for r in json.loads(done.out)["recipes"]}
+    assert all(questions.values()), questions
+    assert questions["fastapi-flask-gin"] == (
+        "How do fastapi+uvicorn, flask+gunicorn-gthread and gin compare on json and db?"
+    )
+    assert "no question" not in invoke("recipes").out

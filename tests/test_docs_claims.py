@@ -389,3 +389,11 @@ def test_no_user_doc_or_help_cites_an_internal_issue_or_this_machines_paths() ->
         assert not re.search(r"\bissues? \d+", text, re.IGNORECASE), name
         for path in here:
             assert path not in text, (name, path)
+
+
+def test_labs_help_names_every_command() -> None:
+    """`./lab` alone: every benchlab command it passes on is named (five were missing)."""
+    usage = (REPO / "lab").read_text().split("<<'USAGE'", 1)[1].split("\nUSAGE", 1)[0]
+    named = set(re.findall(r"[a-z][a-z-]+", usage.split("any benchlab command:", 1)[1]))
+    top = {name for name in COMMANDS if name and " " not in name}
+    assert top - {"run"} <= named, top - named
