@@ -293,6 +293,7 @@ WRITES = {
     ("runner/recovery.py", "_empty_group", "write_text"): CGROUP,
     ("system/cpu_account.py", "create_group", "mkdir"): CGROUP,
     ("report/json_schemas.py", "write_schemas", "write_text"): DEVELOPER,
+    ("reference_docs.py", "refresh_docs", "write_text"): DEVELOPER,
 }
 WRITING_METHODS = {"write_text", "write_bytes", "touch", "symlink_to", "mkdir", "hardlink_to"}
 
