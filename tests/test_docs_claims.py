@@ -26,6 +26,7 @@ import pytest
 import typer.main
 
 from benchlab import cli
+from benchlab.cli.contract import CONTRACTS
 from benchlab.core.errors import ExitCode
 from tests.conftest import REPO
 
@@ -112,10 +113,13 @@ def test_every_command_line_quoted_names_a_command_and_its_options(document: Pat
         name, rest = _command_of(words)
         assert name, f"{document.name}: no command {words[0]!r} ({' '.join(words)})"
         options = _options(COMMANDS[name])
-        for word in rest:
+        for word, following in zip(rest, [*rest[1:], ""], strict=True):
             flag = word.strip("[]").split("=", 1)[0]
             if flag.startswith("-") and len(flag) > 1 and not flag[1:].isdigit():
                 assert flag in options, f"{document.name}: benchlab {name} has no {flag}"
+            if flag in ("-f", "--format") and following.islower():
+                writes = CONTRACTS[name].formats
+                assert following in writes, f"{document.name}: {name} writes no {following}"
 
 
 @pytest.mark.parametrize("document", [README, REPO / "docs" / "commands.md"], ids=lambda p: p.name)
