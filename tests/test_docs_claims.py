@@ -113,7 +113,8 @@ def test_every_command_line_quoted_names_a_command_and_its_options(document: Pat
         name, rest = _command_of(words)
         assert name, f"{document.name}: no command {words[0]!r} ({' '.join(words)})"
         options = _options(COMMANDS[name])
-        for word, following in zip(rest, [*rest[1:], ""], strict=True):
+        for at, word in enumerate(rest):
+            following = rest[at + 1] if at + 1 < len(rest) else ""
             flag = word.strip("[]").split("=", 1)[0]
             if flag.startswith("-") and len(flag) > 1 and not flag[1:].isdigit():
                 assert flag in options, f"{document.name}: benchlab {name} has no {flag}"
