@@ -228,6 +228,10 @@ def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
     quiet = benchlab("run", str(recipe), "--quiet", "-o", str(page), env=env)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert quiet.stderr == "" and "run id: " in quiet.stdout
+    page = tmp_path / "loud.md"
+    loud = benchlab("run", str(recipe), "-o", str(page), env=env)
+    assert loud.returncode == 0 and f"wrote {page} (md)\n" in loud.stderr, loud.stderr
+    assert "wrote" not in loud.stdout and page.read_text().startswith("# ")
     assert page.read_text().startswith("# ")
     # -f: stdout is then that format alone.
     as_json = benchlab("run", str(recipe), "-f", "json", env=env)
@@ -237,7 +241,7 @@ def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
     wrong = benchlab("run", str(recipe), "-f", "yaml", env=env)
     assert wrong.returncode == 2 and "plan:" not in wrong.stdout + wrong.stderr  # before it
     listed = json.loads(benchlab("runs", "-f", "json", env=env).stdout)["runs"]
-    assert len(listed) == 3  # every run in the store the environment named
+    assert len(listed) == 4  # every run in the store the environment named
 
 
 def test_completion_offers_recipes_formats_and_servers(

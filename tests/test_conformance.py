@@ -15,6 +15,7 @@ from benchlab.analysis.summary import summarise
 from benchlab.conformance import probe
 from benchlab.conformance.check import check_server, offsets
 from benchlab.conformance.shapes import SHAPES_BY_NAME
+from benchlab.core.errors import ExitCode
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
@@ -81,7 +82,7 @@ def test_real_stacks_through_the_command_nginx_conforms_and_uvicorn_takes_any_he
     nginx refuses the oversized header and parses every split; uvicorn (httptools) parses
     every split too but answers a 4 MiB header with 200 (it sets no limit)."""
     done = benchlab("conform", "nginx-static", "fastapi+uvicorn", "-f", "json", "-q")
-    assert done.returncode == 1, done.stderr  # one stack does not conform
+    assert done.returncode == ExitCode.CHECK_FAILED, done.stderr  # one does not conform
     stacks = {s["stack"]: s for s in json.loads(done.stdout)["stacks"]}
     nginx, uvicorn = stacks["nginx-static"], stacks["fastapi+uvicorn"]
     every = sum(len(offsets(shape)) for shape in SHAPES_BY_NAME.values())

@@ -265,7 +265,48 @@ def test_a_signal_stops_the_run_fast_and_keeps_finished_trials(
         _resumed_to_its_end(results, isolated_tmp)
 
 
-def _resumed_to_its_end(results: Path, isolated_tmp: Path) -> None:
+KILLED_RECIPE = """
+name = "killed"
+stacks = ["nginx-static", "tornado"]
+scenarios = ["plaintext"]
+trials = 3
+warmup = 0
+[[load]]
+connections = 8
+duration = 1
+"""
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_mid_round_is_resumed_at_once_to_every_planned_trial(
+    tmp_path: Path, isolated_tmp: Path
+) -> None:
+    """SIGKILL (the OOM killer, a CI timeout, a power loss) runs no handler: the store still
+    says `running`. The next `run --resume` cleans what the run left first, so it finds the
+    run (now `abandoned`) and ends it `complete` with all its rounds."""
+    recipe = write_recipe(tmp_path, KILLED_RECIPE)
+    results = tmp_path / "r.db"
+    with benchlab_process(
+        "run", str(recipe), "--results", str(results), env={"TMPDIR": str(isolated_tmp)}
+    ) as run:
+        # Mid-round: one of the round's two cells stored, the other's load running.
+        _wait_for(
+            lambda: _stored_trials(results) % 2 == 1 and _named(_children(run.pid), "wrk"),
+            90, "a round half done",
+        )  # fmt: skip
+        left = _children(run.pid)
+        run.kill()
+        run.wait(10)
+    assert living(left), "the killed run's stack and load tool are still running"
+    db = _db(results)
+    assert [tuple(r) for r in db.execute("SELECT status FROM runs")] == [("running",)]
+    _resumed_to_its_end(results, isolated_tmp, cells=2, cleaned=True)
+    assert living(left) == []
+
+
+def _resumed_to_its_end(
+    results: Path, isolated_tmp: Path, cells: int = 4, cleaned: bool = False
+) -> None:
     """`run --resume` continues the interrupted run: its finished trials kept as they were,
     only the rounds not done measured, every cell ending with its three rounds, once each."""
     db = _db(results)
@@ -277,6 +318,10 @@ def _resumed_to_its_end(results: Path, isolated_tmp: Path) -> None:
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resuming run {run_id}: its {len(before)} finished trial(s) kept" in resumed.stderr
+    if cleaned:
+        said = " ".join(resumed.stderr.split())
+        assert "cleaned up after a benchlab killed while running" in said, said
+        assert f"(run {run_id}, now marked abandoned)" in said, said
     db = _db(results)
     assert [tuple(r) for r in db.execute("SELECT id, status FROM runs")] == [(run_id, "complete")]
     after = {tuple(row) for row in db.execute("SELECT id, cell_id, round, requests FROM trials")}
@@ -285,7 +330,7 @@ def _resumed_to_its_end(results: Path, isolated_tmp: Path) -> None:
         "SELECT cells.key, GROUP_CONCAT(trials.round) FROM cells JOIN trials ON trials.cell_id"
         " = cells.id AND trials.probe IS NULL GROUP BY cells.id"
     ).fetchall()
-    assert len(rounds) == 4 and all(
+    assert len(rounds) == cells and all(
         sorted(map(int, r[1].split(","))) == [0, 1, 2] for r in rounds
     ), [tuple(r) for r in rounds]
     assert list(isolated_tmp.iterdir()) == []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.core.errors import ExitCode
 from benchlab.resilience.drain import EXIT_LIMIT_S, Drain
 from tests.conftest import benchlab, error_line
 
@@ -22,7 +23,7 @@ def test_uvicorn_drains_and_the_go_app_drops_its_request_in_flight(isolated_tmp:
     done = benchlab(
         "drain", "starlette+uvicorn", "gin", "-f", "json", "-q", env={"TMPDIR": str(isolated_tmp)}
     )
-    assert done.returncode == 1, done.stdout + done.stderr  # one stack drops a request
+    assert done.returncode == ExitCode.CHECK_FAILED, done.stdout + done.stderr  # one drops
     stacks = {s["stack"]: s["drain"] for s in json.loads(done.stdout)["stacks"]}
     uvicorn, gin = stacks["starlette+uvicorn"], stacks["gin"]
     # Both saw load on both sides of the signal (20 req/s for 5 s, the signal at 2 s).

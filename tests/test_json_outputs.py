@@ -10,9 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from benchlab.analysis.noise import NoiseComponents
+from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import summarise
 from benchlab.checks.one_stack import StackCheck
+from benchlab.checks.selfcheck import SelfCheck
 from benchlab.cli.drain import _json as drain_json
+from benchlab.cli.selfcheck import cost_json, noise_json
 from benchlab.cli.slow_clients import _json as slow_json
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
@@ -45,6 +49,8 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         jf.RUNS: benchlab("runs", *store, "-f", "json").stdout,
         jf.STACKS: benchlab("stacks", "-f", "json").stdout,
         jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
+        jf.RECIPES: benchlab("recipes", "-f", "json").stdout,
+        jf.DOCTOR: benchlab("doctor", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
@@ -55,6 +61,11 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     calm, held = Trial(2.1, 100.0, 0.0), Trial(None, 0.0, 1.0)
     measured = SlowClients(32, 100, (SlowResult("headers", (calm, calm), (held, held)),))
     outputs[jf.SLOW_CLIENTS] = slow_json([StackCheck("flask+gunicorn", measured)])
+    # selfcheck's documents as its command writes them, of figures the test sets (a real
+    # selfcheck is test_cli's; its noise check, test_noise's).
+    outputs[jf.SELFCHECK] = cost_json(_selfcheck())
+    noise = noise_json(NoiseComponents(0.03, 0.08, 0.01, 0.02, 6), tmp_path / "noise.json")
+    check_against_schema(noise)
     assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"
     for declared, text in outputs.items():
         assert _stamped(text) == (declared.name, declared.version)
@@ -65,9 +76,21 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     assert gin["available"] is True and "json" in gin["scenarios"], gin
 
 
+def _selfcheck() -> SelfCheck:
+    """A selfcheck's answer whose figures the test sets."""
+    bare, harness = Estimate(9000, 8800, 9100, 0.75, 3), Estimate(8700, 8500, 8900, 0.75, 3)
+    return SelfCheck(bare, harness, Estimate(0.967, 0.95, 0.98, 0.75, 3), "taskset wrk")
+
+
 def _report_cells(results: Path) -> dict[str, dict]:
+    """The run's cells in its JSON report, by the name a tracker gives each."""
+    from benchlab.report.trackers import benchmark_name
+    from benchlab.store import Store
+
+    summary = summarise(Store(results, create=False), None)
+    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
-    return {f"{c['stack_label']} · {c['key']}": c for c in report["cells"]}
+    return {names[c["key"]]: c for c in report["cells"]}
 
 
 def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
@@ -82,6 +105,7 @@ def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
     jsonschema.validate(bmf, json.loads((SCHEMAS / "bmf.json").read_text()))
     cells = _report_cells(results)
     assert set(bmf) == set(cells) and len(cells) == sum(len(s) for s in QUICK_LIKE.values())
+    assert "quick · json wrk c=64 · gin w=1" in bmf  # recipe · grid point · stack
     for name, measures in bmf.items():
         throughput = cells[name]["throughput_rps"]
         assert measures["throughput"] == {
@@ -89,8 +113,47 @@ def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
             "lower_value": throughput["low"],
             "upper_value": throughput["high"],
         }
-        # Bencher's latency Measure is in nanoseconds.
-        assert measures["latency"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
+        # The latency says its percentile; in nanoseconds, as Bencher's latency Measure.
+        assert set(measures) == {"throughput", "latency_p99"}
+        assert measures["latency_p99"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
+
+
+TRACKED = """
+name = "tracked"
+stacks = ["gin", "sanic"]
+scenarios = ["json", "plaintext"]
+trials = {trials}
+warmup = 0
+[[load]]
+connections = 8
+duration = {duration}
+"""
+
+
+def test_a_trackers_names_survive_a_changed_duration_or_trial_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same recipe at 2 s x 3 trials and at 5 s x 4: a tracker must see the same series
+    (the names embedded the cell's key, whose `d2` became `d5`: a new series in Bencher)."""
+    from benchlab.report.trackers import render_bigger_is_better, render_bmf
+    from tests.inprocess import FakeExecutor, FakeStack, Figures, run_inprocess
+
+    monkeypatch.setenv("BENCHLAB_CACHE", str(tmp_path / "cache"))
+    stacks = {"gin": FakeStack({"json": Figures(40_000.0)}), "sanic": FakeStack()}
+    names, keys, gab = [], [], []
+    for directory, trials, duration in (("short", 3, 2), ("long", 4, 5)):
+        (tmp_path / directory).mkdir()
+        run = run_inprocess(
+            tmp_path / directory, TRACKED.format(trials=trials, duration=duration),
+            FakeExecutor(stacks),
+        )  # fmt: skip
+        summary = summarise(run.store, run.run_id)
+        names.append(set(json.loads(render_bmf(summary))))
+        gab.append({e["name"] for e in json.loads(render_bigger_is_better(summary))})
+        keys.append({cell.key for cell in summary.cells})
+    assert keys[0] != keys[1]  # the cells' own keys do change with the duration
+    assert names[0] == names[1] and len(names[0]) == 4, names
+    assert gab[0] == gab[1] and "tracked · json wrk c=8 · gin w=1 (throughput)" in gab[0]
 
 
 def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
@@ -106,6 +169,7 @@ def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
         jsonschema.validate(entries, schema)
         assert len(entries) == len(cells) and len({e["name"] for e in entries}) == len(cells)
     assert {e["unit"] for e in bigger} == {"req/s"} and {e["unit"] for e in smaller} == {"ms"}
+    assert all(e["name"].endswith(" (p99)") for e in smaller), smaller[0]
     for entry in bigger:
         name = entry["name"].removesuffix(" (throughput)")
         assert entry["value"] == cells[name]["throughput_rps"]["median"], entry
@@ -129,13 +193,15 @@ def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     results = tmp_path / "results.db"
     first, second = write_run(results), write_run(results)
     store = ["--results", str(results)]
-    for name, check in (
-        ("cmp.md", lambda text: text.startswith("# benchlab compare")),
-        ("cmp.json", lambda text: _stamped(text) == (jf.COMPARE.name, jf.COMPARE.version)),
-        ("cmp.txt", lambda text: text.startswith("A: run ")),
+    for name, fmt, check in (
+        ("cmp.md", "md", lambda text: text.startswith("# benchlab compare")),
+        ("cmp.json", "json", lambda text: _stamped(text) == (jf.COMPARE.name, jf.COMPARE.version)),
+        ("cmp.txt", "table", lambda text: text.startswith("A: run ")),
+        ("cmp.html", "html", lambda text: text.startswith("<!doctype html>") and "<td>" in text),
     ):
         done = benchlab("compare", first, second, *store, "-o", str(tmp_path / name))
-        assert done.returncode == 0 and done.stdout.startswith("comparison written to"), done
+        assert done.returncode == 0 and done.stdout == "", done
+        assert done.stderr == f"wrote {tmp_path / name} ({fmt})\n", done.stderr
         assert check((tmp_path / name).read_text()), name
     page = tmp_path / "history.html"
     assert benchlab("history", "quick", *store, "-o", str(page)).returncode == 0

@@ -296,6 +296,7 @@ WRITES = {
     ("system/cpu_account.py", "_v2_controls", "write_text"): CGROUP,
     ("system/cpu_account.py", "_limit", "write_text"): CGROUP,
     ("report/json_schemas.py", "write_schemas", "write_text"): DEVELOPER,
+    ("reference_docs.py", "refresh_docs", "write_text"): DEVELOPER,
 }
 WRITING_METHODS = {"write_text", "write_bytes", "touch", "symlink_to", "mkdir", "hardlink_to"}
 

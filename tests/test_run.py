@@ -133,9 +133,11 @@ def test_report_errors_are_one_line(all_stacks, tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no run 'no-such-run'" in unknown.stderr
     fmt = benchlab("report", "--results", str(results), "--format", "pdf")
     assert fmt.returncode == 2 and "table, md, html, json, csv" in fmt.stderr
-    nowhere = tmp_path / "no-such-dir" / "r.html"
+    (tmp_path / "a-file").write_text("")
+    nowhere = tmp_path / "a-file" / "r.html"
     unwritable = benchlab("report", "--results", str(results), "-f", "html", "-o", str(nowhere))
-    assert unwritable.returncode == 2 and f"-o {nowhere}: cannot write" in unwritable.stderr
+    assert unwritable.returncode == 2 and f"-o {nowhere}: " in unwritable.stderr
+    assert "is not a directory" in unwritable.stderr
     missing = benchlab("report", "--results", str(tmp_path / "none.db"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     for result in (unknown, fmt, missing, unwritable):

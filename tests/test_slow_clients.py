@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.core.errors import ExitCode
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from tests.conftest import benchlab, error_line
 
@@ -26,7 +27,7 @@ def test_gunicorns_sync_worker_is_held_by_slow_clients_and_uvicorn_is_not(
         "slow-clients", "flask+gunicorn", "starlette+uvicorn", "--mode", "headers",
         "--rounds", "2", "-f", "json", "-q", env={"TMPDIR": str(isolated_tmp)},
     )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr  # one needs a proxy
+    assert done.returncode == ExitCode.CHECK_FAILED, done.stdout + done.stderr  # one needs a proxy
     stacks = {s["stack"]: s["slow_clients"] for s in json.loads(done.stdout)["stacks"]}
     (sync,) = stacks["flask+gunicorn"]["modes"]
     (uvicorn,) = stacks["starlette+uvicorn"]["modes"]

@@ -6,6 +6,7 @@ variable and every exit code. Each page is Markdown; nothing here is written by 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ import typer.main
 
 from benchlab.analysis.verdicts import VERDICTS, VerdictKind
 from benchlab.cli import app
+from benchlab.cli.contract import CONTRACTS
 from benchlab.core import environment
 from benchlab.core import figures as F
 from benchlab.core.errors import EXIT_MEANINGS
@@ -42,6 +44,12 @@ def _commands(group: Any, parent: click.Context) -> Iterator[tuple[click.Command
             yield command, context
 
 
+def _portable(text: str) -> str:
+    """Help as any machine shows it: a default that is this machine's interpreter (the
+    site's build machine's path, else) named for what it is."""
+    return text.replace(f"[default: {sys.executable}]", "[default: the Python benchlab runs on]")
+
+
 def cli_page() -> str:
     """Every command: its synopsis, what it does, and each argument and option."""
     root = typer.main.get_command(app)
@@ -57,12 +65,17 @@ def cli_page() -> str:
         usage = " ".join(command.collect_usage_pieces(context))
         lines += [f"## {path}", "", "```", f"{path} {usage}", "```", ""]
         lines += [" ".join((command.help or "").split()), ""]
+        contract = CONTRACTS.get(path.removeprefix("benchlab "))
+        if contract is not None:
+            lines += ["Examples:", "", "```"]
+            lines += [f"{line}    # {what}" for line, what in contract.examples]
+            lines += ["```", ""]
         for param in command.params:
             record = param.get_help_record(context)
             if record is None:
                 continue
             name, help_text = record
-            lines.append(f"- `{name}`: {' '.join(help_text.split())}")
+            lines.append(f"- `{name}`: {_portable(' '.join(help_text.split()))}")
         lines.append("")
     return "\n".join(lines)
 
@@ -215,6 +228,46 @@ def exit_codes_page() -> str:
         ["exit code", "name", "meaning"],
         rows,
     )
+
+
+def exit_code_table() -> list[str]:
+    """docs/commands.md's table of exit codes (the reference page's, without the names)."""
+    return ["| exit code | meaning |", "| --- | --- |"] + [
+        f"| {int(code)} | {_cell(meaning)} |" for code, meaning in EXIT_MEANINGS.items()
+    ]
+
+
+def environment_table() -> list[str]:
+    """docs/commands.md's table of the environment variables benchlab reads."""
+    return ["| variable | what it changes |", "| --- | --- |"] + [
+        f"| `{v.name}` | {_cell(v.meaning)} |" for v in environment.VARIABLES.values()
+    ]
+
+
+# The tables hand-written pages hold between `<!-- NAME:begin ... -->` and `<!-- NAME:end -->`,
+# made from the code: `python -c "from benchlab.reference_docs import refresh_docs;
+# refresh_docs('docs')"` writes them again; a test fails when a page is not in step.
+MARKED_TABLES = {"exit-codes": exit_code_table, "environment": environment_table}
+
+
+def refreshed(text: str) -> str:
+    """`text` with each marked table made again from the code."""
+    for name, make in MARKED_TABLES.items():
+        begin = re.search(rf"<!-- {name}:begin[^>]*-->\n", text)
+        end = text.find(f"<!-- {name}:end -->")
+        if begin is None or end < 0:
+            continue
+        text = text[: begin.end()] + "\n".join(make()) + "\n" + text[end:]
+    return text
+
+
+def refresh_docs(directory: str) -> None:
+    from pathlib import Path
+
+    for page in Path(directory).glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        if (made := refreshed(text)) != text:
+            page.write_text(made, encoding="utf-8")
 
 
 # The site's path of each page, and how it is made.

@@ -9,6 +9,7 @@ import traceback
 from benchlab.cli.app import app, services_app
 from benchlab.cli.catalogue import build, recipes, stacks
 from benchlab.cli.conform import conform
+from benchlab.cli.contract import epilog
 from benchlab.cli.doctor import doctor
 from benchlab.cli.drain import drain
 from benchlab.cli.reading import compare, history, report, runs
@@ -27,9 +28,9 @@ COMMANDS = (
     slow_clients, selfcheck, build,
 )  # fmt: skip
 for command in COMMANDS:
-    app.command()(command)
-services_app.command("up")(services_up)
-services_app.command("down")(services_down)
+    app.command(epilog=epilog(command.__name__.replace("_", "-")))(command)
+services_app.command("up", epilog=epilog("services up"))(services_up)
+services_app.command("down", epilog=epilog("services down"))(services_down)
 app.add_typer(services_app, name="services")
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
-from typing import Annotated
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -13,9 +16,37 @@ from benchlab.core import environment
 from benchlab.core.text import SafeConsole, printable
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
+class Commands(typer.core.TyperGroup):
+    """The command table: every command also takes --no-color after its name, as benchlab
+    takes it before (`benchlab report --no-color` as `benchlab --no-color report`). The root
+    gives each command, its sub-groups' too, a copy of its own option."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        own = next((p for p in self.params if p.name == "no_color"), None)
+        if own is None:
+            return  # a sub-group (services): the root adds it to its commands
+        for command in _leaves(self):
+            option = copy.copy(own)
+            option.expose_value = False
+            option.callback = lambda _ctx, _param, value: _no_colour(value)
+            command.params.append(option)
+
+
+def _leaves(group: Any) -> Iterator[Any]:
+    for command in group.commands.values():
+        if hasattr(command, "commands"):
+            yield from _leaves(command)
+        else:
+            yield command
+
+
 # Plain help (click's layout): every option with its own placeholder (N, FILE, table|md),
 # flags with none, paragraphs joined, no box to wrap.
 app = typer.Typer(
+    cls=Commands,
     help="Benchmark web stacks fairly: real services, verified responses, honest statistics.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -23,6 +54,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 services_app = typer.Typer(
+    cls=Commands,
     help="Real services for exploration by hand.",
     no_args_is_help=True,
     context_settings=HELP_OPTIONS,
@@ -59,6 +91,18 @@ def emit(document: str) -> None:
     sys.stdout.write(printable(document) if sys.stdout.isatty() else document)
 
 
+def wrote(path: Path, fmt: str) -> None:
+    """The one confirmation of a file a command wrote for its user, on stderr as progress
+    is (stdout holds only the answer; --quiet silences it)."""
+    progress.print(f"wrote {path} ({fmt})", markup=False, highlight=False, soft_wrap=True)
+
+
+def _no_colour(value: bool) -> None:
+    if value:
+        console.no_color = True
+        progress.no_color = True
+
+
 def _print_version(value: bool) -> None:
     if value:
         print(f"benchlab {__version__}")
@@ -81,6 +125,4 @@ def _options(
 
     Start with `benchlab run` (the quick recipe), then `benchlab report` to see a stored run
     again, `benchlab runs` to list them, `benchlab compare` to compare two."""
-    if no_color:
-        console.no_color = True
-        progress.no_color = True
+    _no_colour(no_color)

@@ -3,45 +3,84 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 from benchlab.cli import formats
-from benchlab.cli.app import console, emit
+from benchlab.cli.app import console
 from benchlab.load import TOOLS
 from benchlab.recipe import load_recipe
 from benchlab.stacks import CATALOGUE, catalogue_markdown
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def recipes() -> None:
+    from benchlab.recipe import Recipe
+
+
+def recipes(
+    fmt: Annotated[str | None, formats.option(formats.RECIPES)] = None,
+    output: Annotated[Path | None, formats.output(formats.RECIPES)] = None,
+) -> None:
     """benchlab's own recipes, by the name `run` takes, with the question each answers."""
+    from benchlab.recipe.cells import scenario_names
     from benchlab.recipe.files import bundled_recipes
 
-    for path in bundled_recipes():
-        recipe, _ = load_recipe(path)
-        console.print(path.stem, markup=False, highlight=False)
-        question = recipe.question or "(no question: see the file)"
-        for line in textwrap.wrap(question, max(console.width - 4, 40)):
-            console.print(f"    {line}", markup=False, highlight=False)
-    console.print("run one: benchlab run NAME (a unique prefix is enough: seed-000)")
+    where = formats.destination(fmt, output, formats.RECIPES)
+    found = [(path.stem, load_recipe(path)[0]) for path in bundled_recipes()]
+    if where.format == "json":
+        from benchlab.report.json_formats import RECIPES
+
+        where.document(RECIPES.dumps({"recipes": [
+            {"name": name, "question": _question(recipe), "stacks": list(recipe.stacks),
+             "scenarios": scenario_names(recipe)}
+            for name, recipe in found
+        ]}))  # fmt: skip
+        return
+    where.table(lambda out: _recipes_table(found, out))
+
+
+def _question(recipe: Recipe) -> str:
+    """The question a recipe asks, else what it measures (a recipe need not say)."""
+    from benchlab.recipe.cells import scenario_names
+
+    if recipe.question:
+        return recipe.question
+    stacks = list(recipe.stacks)
+    verb = "does" if len(stacks) == 1 else "do"
+    return f"How {verb} {_listed(stacks)} compare on {_listed(scenario_names(recipe))}?"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _recipes_table(found: list[tuple[str, Recipe]], out: Console) -> None:
+    for name, recipe in found:
+        out.print(name, markup=False, highlight=False)
+        for line in textwrap.wrap(_question(recipe), max(out.width - 4, 40)):
+            out.print(f"    {line}", markup=False, highlight=False)
+    out.print("run one: benchlab run NAME (a unique prefix is enough: seed-000)")
 
 
 def stacks(
-    fmt: Annotated[
-        str,
-        formats.option(formats.STACKS, "How to write it."),
-    ] = "table",
+    fmt: Annotated[str | None, formats.option(formats.STACKS)] = None,
+    output: Annotated[Path | None, formats.output(formats.STACKS)] = None,
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
-    if fmt == "md":
-        emit(catalogue_markdown())
-        return
-    formats.check_one_of(fmt, formats.STACKS)
-    if fmt == "json":
-        emit(_stacks_json())
-        return
+    where = formats.destination(fmt, output, formats.STACKS)
+    if where.format == "md":
+        where.document(catalogue_markdown())
+    elif where.format == "json":
+        where.document(_stacks_json())
+    else:
+        where.table(_stacks_table)
+
+
+def _stacks_table(out: Console) -> None:
     from benchlab.report.terminal import Layout, fit_widths, text_table
 
-    wide = console.width >= 140
+    wide = out.width >= 140
     # A stack's name is what a recipe needs: never wrapped or cut.
     layout = [Layout("stack", wrap=False), Layout("framework · server")]
     layout += [Layout("worker model")] if wide else []
@@ -58,11 +97,11 @@ def stacks(
         row += [stack.worker_model] if wide else []
         rows.append([*row, ", ".join(stack.scenarios), status])
         styles.append(None if available.ok else "red")
-    console.print(text_table(layout, rows, fit_widths(layout, rows, console.width), styles))
+    out.print(text_table(layout, rows, fit_widths(layout, rows, out.width), styles))
     for number, note in enumerate(notes, 1):
-        console.print(f"[{number}] {note}", markup=False, highlight=False)
+        out.print(f"[{number}] {note}", markup=False, highlight=False)
     for line in _unserved_lines():
-        console.print(line, markup=False, highlight=False)
+        out.print(line, markup=False, highlight=False)
 
 
 def _stacks_json() -> str:

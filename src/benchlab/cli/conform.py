@@ -1,13 +1,13 @@
 """benchlab conform: does each stack parse every request shape right, whole and split at
-every byte offset (issue 40)."""
+every byte offset."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from benchlab.cli.app import console
 from benchlab.cli.stack_names import (
     CheckFormatOption,
+    CheckOutputOption,
     CheckQuietOption,
     StackNamesArgument,
     finish,
@@ -16,23 +16,25 @@ from benchlab.cli.stack_names import (
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.checks.catalogue import StackConformance
 
 
 def conform(
     stack_names: StackNamesArgument = None,
-    fmt: CheckFormatOption = "table",
+    fmt: CheckFormatOption = None,
+    output: CheckOutputOption = None,
     quiet: CheckQuietOption = False,
 ) -> None:
     """Check that each stack parses every request shape right: GET (with a body too), POST
     with Content-Length and chunked, pipelined, HEAD, Connection: close, HTTP/1.0, a bad
-    request line, a long and an oversized header; each sent whole and split at every byte.
-    Exit 1 when a stack does not conform, 3 when one could not be started."""
+    request line, a long and an oversized header; each sent whole and split at every byte."""
     from benchlab.checks.catalogue import conform_stacks
 
-    names, say = start_checking(stack_names, fmt, quiet)
+    names, say, where = start_checking(stack_names, fmt, output, quiet)
     checked = conform_stacks(names, default_cores().server, say)
-    finish(checked, fmt, _json, _table, lambda result: not result.conformant)
+    finish(checked, where, _json, _table, lambda result: not result.conformant)
 
 
 def _json(checked: list[StackConformance]) -> str:
@@ -47,7 +49,7 @@ def _json(checked: list[StackConformance]) -> str:
     return CONFORM.dumps({"stacks": entries})
 
 
-def _table(checked: list[StackConformance]) -> None:
+def _table(checked: list[StackConformance], out: Console) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
@@ -63,4 +65,4 @@ def _table(checked: list[StackConformance]) -> None:
         table.add_row(
             c.stack, verdict + (f" ({failed})" if failed else ""), f"{c.result.requests:,}", first
         )
-    console.print(table)
+    out.print(table)

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from benchlab.core import environment
+from benchlab.store import DEFAULT_RESULTS
 
 ResultsOption = Annotated[
     Path,
     typer.Option(
         "--results", metavar="FILE", envvar=environment.RESULTS, show_envvar=False,
         help="The SQLite results store (default: $BENCHLAB_RESULTS, else results/benchlab.db).",
-    ),
-]  # fmt: skip
-OutputOption = Annotated[
-    Path | None,
-    typer.Option(
-        "-o", "--output", metavar="FILE",
-        help="Write to this file (its extension picks the format: .md, .json, .html, .txt).",
     ),
 ]  # fmt: skip
 QuietOption = Annotated[
@@ -39,3 +34,9 @@ AllowConcurrentOption = Annotated[
     ),
 ]
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
+
+
+def store_from_environment() -> Path:
+    """The store a command reads when no --results is given: $BENCHLAB_RESULTS, else the
+    default (what ResultsOption's envvar does for a command with one store)."""
+    return Path(os.environ.get(environment.RESULTS) or DEFAULT_RESULTS)

@@ -9,28 +9,25 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from benchlab.cli import formats
-from benchlab.cli.app import console, emit
-from benchlab.cli.options import OutputOption, ResultsOption, RunArgument
+from benchlab.cli.app import console
+from benchlab.cli.options import ResultsOption, RunArgument, store_from_environment
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
-from benchlab.report.exporters import file_text, write
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from benchlab.cli.formats import Destination
     from benchlab.report.comparison import Comparison
 
 
 def report(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[
-        str | None,
-        formats.option(formats.REPORT, "Default: from the -o file's extension, else table."),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write to this file.")
-    ] = None,
+    fmt: Annotated[str | None, formats.option(formats.REPORT)] = None,
+    output: Annotated[Path | None, formats.output(formats.REPORT)] = None,
     wide: Annotated[
         bool,
         typer.Option(
@@ -50,40 +47,29 @@ def report(
 ) -> None:
     """Report a stored run (the latest by default): the table, md, html, json or csv."""
     from benchlab.analysis.summary import summarise
-    from benchlab.report.exporters import choose, write
+    from benchlab.report.exporters import EXPORTERS
     from benchlab.report.terminal import render_table
 
-    exporter = choose(fmt, output, allowed=formats.REPORT)
-    if output is not None and not output.parent.is_dir():
+    where = formats.destination(fmt, output, formats.REPORT)
+    if with_trials and where.format != "json":
         raise UserError(
-            f"-o {output}: cannot write it (no directory {output.parent}); create it or choose"
-            " another path"
-        )
-    if with_trials and exporter.name != "json":
-        raise UserError(
-            f"--trials: each trial's values are written in the JSON only, not {exporter.name}; "
+            f"--trials: each trial's values are written in the JSON only, not {where.format}; "
             "add -f json (or -o FILE.json)"
         )
     summary = summarise(Store(results, create=False), run_id, with_trials)
-    if output is None:
-        if exporter.name == "table":
-            render_table(summary, console, wide)
-        else:
-            emit(exporter.render(summary, wide))
-        return
-    write(exporter.render(summary, wide), output)
-    console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
+    if where.on_terminal_table:
+        render_table(summary, console, wide)
+    else:
+        where.document(EXPORTERS[where.format].render(summary, wide))
 
 
 def runs(
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[
-        str,
-        formats.option(formats.RUNS, "How to write them."),
-    ] = "table",
+    fmt: Annotated[str | None, formats.option(formats.RUNS)] = None,
+    output: Annotated[Path | None, formats.output(formats.RUNS)] = None,
 ) -> None:
     """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
-    formats.check_either(fmt, formats.RUNS)
+    where = formats.destination(fmt, output, formats.RUNS)
     store = Store(results, create=False)
     rows = []
     for age, run in enumerate(store.runs()):
@@ -101,12 +87,16 @@ def runs(
                 "cells": len(store.cells(run.id)),
             }
         )
-    if fmt == "json":
-        emit(json_formats.RUNS.dumps({"runs": rows}))
+    if where.format == "json":
+        where.document(json_formats.RUNS.dumps({"runs": rows}))
         return
     if not rows:
-        console.print(f"no run in {results} yet; start one with: benchlab run")
+        where.table(lambda out: out.print(f"no run in {results} yet; start one with: benchlab run"))
         return
+    where.table(lambda out: _runs_table(rows, out))
+
+
+def _runs_table(rows: list[dict], out: Console) -> None:
     from benchlab.report.terminal import Layout, fit_widths, text_table
 
     layout = [
@@ -122,7 +112,7 @@ def runs(
         lines.append(
             [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
         )
-    console.print(text_table(layout, lines, fit_widths(layout, lines, console.width)))
+    out.print(text_table(layout, lines, fit_widths(layout, lines, out.width)))
 
 
 def history(
@@ -134,21 +124,19 @@ def history(
         typer.Option(
             "--results",
             metavar="FILE",
-            help="A store to read (repeatable: a CI history and today's run, say).",
+            help="A store to read (repeatable: a CI history and today's run, say; default: "
+            "$BENCHLAB_RESULTS, else results/benchlab.db).",
         ),
     ] = None,
-    fmt: Annotated[
-        str | None,
-        formats.option(formats.HISTORY),
-    ] = None,
-    output: OutputOption = None,
+    fmt: Annotated[str | None, formats.option(formats.HISTORY)] = None,
+    output: Annotated[Path | None, formats.output(formats.HISTORY)] = None,
     fail_on_change: Annotated[
         str | None,
         typer.Option(
             "--fail-on-change",
             metavar="slower|faster",
-            help="Exit 1 when a cell's latest move goes this way (with a sentinel: only a "
-            "move of the stack's own, not the machine's).",
+            help=f"Exit {ExitCode.REGRESSION:d} when a cell's latest move goes this way (with a "
+            "sentinel: only a move of the stack's own, not the machine's).",
         ),
     ] = None,
 ) -> None:
@@ -156,29 +144,23 @@ def history(
     evidence confirms (a run on another machine starts a new segment, never a change)."""
     from benchlab.report import history as report
 
-    fmt = formats.chosen(fmt, output, formats.HISTORY)
+    where = formats.destination(fmt, output, formats.HISTORY)
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
         recipe = load_recipe(Path(recipe))[0].name
-    found = report.build_history(results or [DEFAULT_RESULTS], recipe)
-    if fmt == "html":
+    found = report.build_history(results or [store_from_environment()], recipe)
+    if where.format == "html":
         from benchlab.report.history_html import render_history_html
 
-        text = render_history_html(found)
-    elif fmt == "md":
-        text = report.render_markdown(found)
-    elif fmt == "json":
-        text = json_formats.HISTORY.dumps(found.as_json())
+        where.document(render_history_html(found))
+    elif where.format == "md":
+        where.document(report.render_markdown(found))
+    elif where.format == "json":
+        where.document(json_formats.HISTORY.dumps(found.as_json()))
     else:
         text = "\n".join(report.render_text(found)) + "\n"
-    if output is not None:
-        write(text, output)
-        console.print(f"history written to {output}", markup=False, highlight=False)
-    elif fmt == "table":
-        console.print(text, markup=False, highlight=False, end="")
-    else:
-        emit(text)
+        where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
     if fail_on_change is not None:
         hit = found.latest_change(fail_on_change)
         if hit:
@@ -187,27 +169,20 @@ def history(
             raise typer.Exit(ExitCode.REGRESSION)
 
 
-def _comparison_text(found: Comparison, fmt: str) -> str:
+def _show_comparison(found: Comparison, where: Destination) -> None:
     from benchlab.report import comparison as report
 
-    if fmt == "md":
-        return report.render_markdown(found)
-    if fmt == "json":
-        return report.render_json(found)
-    return file_text(lambda console: report.render_table(found, console))
+    if where.format == "md":
+        where.document(report.render_markdown(found))
+    elif where.format == "json":
+        where.document(report.render_json(found))
+    elif where.format == "html":
+        from benchlab.report.comparison_html import render_html
 
-
-def _show_comparison(found: Comparison, fmt: str, output: Path | None) -> None:
-    from benchlab.report import comparison as report
-
-    if output is not None:
-        write(_comparison_text(found, fmt), output)
-        console.print(f"comparison written to {output}", markup=False, highlight=False)
-    elif fmt == "table":
-        report.render_table(found, console)
+        where.document(render_html(found))
     else:
-        emit(_comparison_text(found, fmt))
-    if fmt != "table" or output is not None:
+        where.table(lambda out: report.render_table(found, out))
+    if not where.on_terminal_table:
         for warning in found.warnings():  # also where a CI log shows it
             print(f"warning: {warning}", file=sys.stderr)
 
@@ -226,11 +201,8 @@ def compare(
             help="The store RUN_B is in, if not RUN_A's (e.g. a baseline store kept by CI).",
         ),
     ] = None,
-    fmt: Annotated[
-        str | None,
-        formats.option(formats.COMPARE),
-    ] = None,
-    output: OutputOption = None,
+    fmt: Annotated[str | None, formats.option(formats.COMPARE)] = None,
+    output: Annotated[Path | None, formats.output(formats.COMPARE)] = None,
     fail_above: Annotated[
         float | None,
         typer.Option(
@@ -238,9 +210,9 @@ def compare(
             metavar="PCT",
             min=0,
             max=100,
-            help="Exit 1 if any cell is slower by more than PCT %, beyond the intervals (and "
-            "not the machine's doing, when both runs measured a sentinel), or failed or "
-            "missing in RUN_B.",
+            help=f"Exit {ExitCode.REGRESSION:d} if any cell is slower by more than PCT %, "
+            "beyond the intervals (and not the machine's doing, when both runs measured a "
+            "sentinel), or failed or missing in RUN_B.",
         ),
     ] = None,
     strict: Annotated[
@@ -248,7 +220,8 @@ def compare(
         typer.Option(
             "--strict",
             metavar="",
-            help="Exit 1 if the two runs' machines or versions differ (they are always named).",
+            help=f"Exit {ExitCode.NOT_COMPARABLE:d} if the two runs' machines or versions "
+            "differ (they are always named), whatever --fail-above finds.",
         ),
     ] = False,
 ) -> None:
@@ -257,7 +230,7 @@ def compare(
     from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
 
-    fmt = formats.chosen(fmt, output, formats.COMPARE)
+    where = formats.destination(fmt, output, formats.COMPARE)
     store_b_path = results_b or results
     before = summarise(Store(results, create=False), run_a)
     after = summarise(Store(store_b_path, create=False), run_b)
@@ -267,19 +240,15 @@ def compare(
             f"runs '{run_a}' ({before.run.recipe_name}) and '{run_b}' "
             f"({after.run.recipe_name}) share no cell; compare runs of one recipe"
         )
-    _show_comparison(found, fmt, output)
-    say = console.print if fmt == "table" and output is None else _to_stderr
-    failed = False
+    _show_comparison(found, where)
+    say = console.print if where.on_terminal_table else _to_stderr
+    verdict = report.threshold_line(found)
+    if verdict is not None:
+        say(verdict, style="red" if found.regressed else None)
     if strict and any(not d.is_condition for d in found.differences):
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
-        failed = True
-    if fail_above is not None:
-        if found.regressed:
-            say(f"FAIL: {found.failure()}", style="red")
-            failed = True
-        else:
-            say(f"no cell slower by more than {fail_above:g}% beyond its interval")
-    if failed:
+        raise typer.Exit(ExitCode.NOT_COMPARABLE)
+    if found.regressed:
         raise typer.Exit(ExitCode.REGRESSION)
 
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from benchlab.cli import completion, formats
-from benchlab.cli.app import console, emit, progress
+from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, OutputOption, QuietOption, ResultsOption
+from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import (
@@ -22,12 +22,13 @@ from benchlab.recipe import (
     resolve_recipe,
     unserved,
 )
-from benchlab.report.exporters import Exporter, choose, write
+from benchlab.report.exporters import EXPORTERS
 from benchlab.stacks import CATALOGUE
 from benchlab.store import DEFAULT_RESULTS, Store
 from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
+    from benchlab.cli.formats import Destination
     from benchlab.recipe import Plan, Recipe
     from benchlab.runner import RunOutcome
 
@@ -74,12 +75,8 @@ RunHtmlOption = Annotated[
     ),
 ]
 
-RunFmtOption = Annotated[
-    str | None,
-    formats.option(
-        formats.REPORT, "The results in this format (default: from -o's extension, else the table)."
-    ),
-]
+RunFmtOption = Annotated[str | None, formats.option(formats.REPORT)]
+RunOutputOption = Annotated[Path | None, formats.output(formats.REPORT)]
 
 RunDryRunOption = Annotated[
     bool,
@@ -146,7 +143,7 @@ def run(
     resume: RunResumeOption = False,
     quiet: QuietOption = False,
     fmt: RunFmtOption = None,
-    output: OutputOption = None,
+    output: RunOutputOption = None,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -154,7 +151,7 @@ def run(
     from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
 
     progress.quiet = quiet
-    exporter = choose(fmt, output, formats.REPORT)  # a wrong format is refused before a run
+    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -193,7 +190,7 @@ def run(
     )
     store = Store(results)
     outcome = run_recipe(plan, store, reporter(), options)
-    _show_run(store, outcome, results, page, exporter, output)
+    _show_run(store, outcome, results, page, where)
 
 
 def _planned(
@@ -216,9 +213,14 @@ def _planned(
 
 
 def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float | None]:
-    """The plan an unfinished run ran, to continue it."""
+    """The plan an unfinished run ran, to continue it. A run killed outright (SIGKILL, the
+    OOM killer, a power loss) is still `running` in its store until what it left is
+    cleaned: that recovery comes first, so the lookup finds it `abandoned`."""
+    from benchlab.runner.recovery import clean_stale
     from benchlab.runner.resume import resumable
 
+    for stale in clean_stale():
+        progress.print(f"cleaned up after {stale.describe()}", markup=False, highlight=False)
     store = Store(results, create=False)
     found = resumable(store, wanted)
     kept = sum(len(store.trials(cell.id)) for cell in store.cells(found.run_id))
@@ -231,9 +233,8 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
 
 def _show_run(
-    store: Store, outcome: RunOutcome, results: Path, page: Path, exporter: Exporter,
-    output: Path | None,
-) -> None:  # fmt: skip
+    store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination
+) -> None:
     """The results (the table, or -f/-o's format), and the HTML page (written last: the run
     is stored already). Where stdout holds another format, the run's own lines go to stderr."""
     from benchlab.analysis.summary import summarise
@@ -241,15 +242,14 @@ def _show_run(
 
     summary = summarise(store, outcome.run_id)
     say = console
-    if output is not None:
-        write(exporter.render(summary, False), output)
+    if where.on_terminal_table:
         render_table(summary, console)
-        console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
-    elif exporter.name != "table":
-        emit(exporter.render(summary, False))
-        say = progress
     else:
-        render_table(summary, console)
+        where.document(EXPORTERS[where.format].render(summary, False))
+        if where.path is not None:  # the file holds it; the terminal shows the table
+            render_table(summary, console)
+        else:
+            say = progress
     say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
     from benchlab.report.html import render_html  # matplotlib: not for a dry run or a refusal
 

@@ -1,5 +1,4 @@
-"""benchlab slow-clients: what a few slow clients cost everyone else, server by server
-(issue 40)."""
+"""benchlab slow-clients: what a few slow clients cost everyone else, server by server."""
 
 from __future__ import annotations
 
@@ -7,9 +6,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli.app import console
 from benchlab.cli.stack_names import (
     CheckFormatOption,
+    CheckOutputOption,
     CheckQuietOption,
     StackNamesArgument,
     add_not_checked,
@@ -22,6 +21,8 @@ from benchlab.core.errors import UserError
 from benchlab.recipe import default_cores
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.checks.one_stack import StackCheck
     from benchlab.resilience.slow_clients import SlowClients
 
@@ -41,15 +42,15 @@ def slow_clients(
         int,
         typer.Option(min=2, max=20, metavar="N", help="Rounds, each a trial without and one with."),
     ] = 3,
-    fmt: CheckFormatOption = "table",
+    fmt: CheckFormatOption = None,
+    output: CheckOutputOption = None,
     quiet: CheckQuietOption = False,
 ) -> None:
     """Measure what slow clients cost everyone else: one worker serves 100 req/s of
     GET /plaintext for 3 s, without and then with 32 slow clients held open beside it
     (slowhttptest), in interleaved rounds; the p99 and the answered rate with them ÷
     without, with their range over the rounds, and the failures they add. A server harmed
-    in every round needs a buffering proxy (nginx) in front. Exit 1 when one is harmed,
-    3 when one could not be started."""
+    in every round needs a buffering proxy (nginx) in front."""
     from benchlab.checks.one_stack import slow_clients_of_stacks
     from benchlab.load import TOOLS, make_ready
     from benchlab.resilience.slow_clients import MODES, missing
@@ -60,13 +61,13 @@ def slow_clients(
             raise UserError(
                 f"--mode {mode}: not a kind of slow client; choose from {', '.join(MODES)}"
             )
-    names, say = start_checking(stack_names, fmt, quiet)
+    names, say, where = start_checking(stack_names, fmt, output, quiet)
     if (problem := missing()) is not None:
         raise UserError(problem)
     make_ready(TOOLS["vegeta"], say)
     cores = default_cores()
     checked = slow_clients_of_stacks(names, cores.server, cores.load, chosen, rounds, say)
-    finish(checked, fmt, _json, _table, lambda result: result.needs_proxy)
+    finish(checked, where, _json, _table, lambda result: result.needs_proxy)
 
 
 def _json(checked: list[StackCheck[SlowClients]]) -> str:
@@ -75,7 +76,7 @@ def _json(checked: list[StackCheck[SlowClients]]) -> str:
     return checks_json(SLOW_CLIENTS, "slow_clients", checked)
 
 
-def _table(checked: list[StackCheck[SlowClients]]) -> None:
+def _table(checked: list[StackCheck[SlowClients]], out: Console) -> None:
     table = check_table(("stack", "slow clients", "p99 ms", "p99 with ÷ without",
                          "answered ÷", "failed added", "verdict"))  # fmt: skip
     for c in checked:
@@ -92,7 +93,7 @@ def _table(checked: list[StackCheck[SlowClients]]) -> None:
             )  # fmt: skip
         for mode, why in c.result.skipped:
             table.add_row(c.stack, mode, "–", "–", "–", "–", f"not checked: {why}")
-    console.print(table)
+    out.print(table)
 
 
 def _ms(value: float | None) -> str:

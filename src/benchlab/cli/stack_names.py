@@ -5,20 +5,23 @@ all that do), their --quiet, their progress lines and their exit code."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from benchlab.cli import formats
-from benchlab.cli.app import emit, progress
+from benchlab.cli.app import progress
 from benchlab.cli.completion import stacks as complete_stack_name
 from benchlab.cli.measuring import claim
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
+    from benchlab.cli.formats import Destination
     from benchlab.report.json_formats import JsonFormat
 
 StackNamesArgument = Annotated[
@@ -29,8 +32,8 @@ StackNamesArgument = Annotated[
         autocompletion=complete_stack_name,
     ),
 ]
-CHECK_FORMATS = formats.RUNS  # table or json
-CheckFormatOption = Annotated[str, formats.option(CHECK_FORMATS, "How to write the results.")]
+CheckFormatOption = Annotated[str | None, formats.option(formats.CHECKS)]
+CheckOutputOption = Annotated[Path | None, formats.output(formats.CHECKS)]
 CheckQuietOption = Annotated[
     bool, typer.Option("-q", "--quiet", help="No progress on stderr: only the results.")
 ]
@@ -54,31 +57,32 @@ def checked_stack_names(names: list[str] | None) -> list[str]:
 
 
 def start_checking(
-    stack_names: list[str] | None, fmt: str, quiet: bool
-) -> tuple[list[str], Callable[[str], None]]:
-    """The stacks to check and where progress goes, once the arguments are right and no
-    other benchlab measures here (the checks start servers and load on its cores)."""
-    formats.check_either(fmt, CHECK_FORMATS)
+    stack_names: list[str] | None, fmt: str | None, output: Path | None, quiet: bool
+) -> tuple[list[str], Callable[[str], None], Destination]:
+    """The stacks to check, where progress goes and where the answer will, once the
+    arguments are right and no other benchlab measures here (the checks start servers and
+    load on its cores)."""
+    where = formats.destination(fmt, output, formats.CHECKS)
     names = checked_stack_names(stack_names)
+    progress.quiet = quiet
     claim(False)
-    say = (lambda _: None) if quiet else (lambda line: progress.print(line, markup=False))
-    return names, say
+    return names, lambda line: progress.print(line, markup=False), where
 
 
 def finish(
-    checked: Sequence[Any], fmt: str, as_json: Callable[[Any], str],
-    as_table: Callable[[Any], None], failed: Callable[[Any], bool],
+    checked: Sequence[Any], where: Destination, as_json: Callable[[Any], str],
+    as_table: Callable[[Any, Console], None], failed: Callable[[Any], bool],
 ) -> None:  # fmt: skip
-    """The results in `fmt`; exit 3 when a stack could not be checked, 1 when
-    `failed(result)` for one."""
-    if fmt == "json":
-        emit(as_json(checked))
+    """The results where they were asked for; exit HARNESS when a stack could not be
+    checked, CHECK_FAILED when `failed(result)` for one."""
+    if where.format == "json":
+        where.document(as_json(checked))
     else:
-        as_table(checked)
+        where.table(lambda out: as_table(checked, out))
     if any(c.result is None for c in checked):
         raise typer.Exit(ExitCode.HARNESS)
     if any(failed(c.result) for c in checked):
-        raise typer.Exit(ExitCode.REGRESSION)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def check_table(columns: Sequence[str]) -> Table:

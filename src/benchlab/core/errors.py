@@ -8,24 +8,31 @@ class ExitCode(IntEnum):
     """What a command's exit status tells CI, one meaning each."""
 
     SUCCESS = 0  # it did what was asked (a run: every cell measured)
-    REGRESSION = 1  # compare --fail-above, compare --strict, history --fail-on-change failed
+    REGRESSION = 1  # a threshold on the figures failed: compare --fail-above, history
     BAD_INPUT = 2  # a recipe, an argument or a path is wrong: one line names it and the fix
     HARNESS = 3  # benchlab could not measure: a service, a load tool, the store, the machine
     PARTIAL = 4  # a run ended with cells failed or unmeasured (the rest is stored)
+    NOT_COMPARABLE = 5  # compare --strict: the two runs' machines or versions differ
+    CHECK_FAILED = 6  # conform, drain, slow-clients: a stack failed the check
     INTERRUPTED = 130  # Ctrl-C or a stop signal; what was measured is kept (--resume)
 
 
 # What each code means, in the words docs/commands.md's table shows.
 EXIT_MEANINGS = {
     ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured)",
-    ExitCode.REGRESSION: "a regression or a failed threshold: `compare --fail-above`, "
-    "`compare --strict`, `history --fail-on-change`",
+    ExitCode.REGRESSION: "a failed threshold on the figures: `compare --fail-above` (a cell "
+    "slower beyond it, or failed or missing in the second run), `history --fail-on-change`",
     ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
     "the key and the fix)",
     ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "
-    "failed, a store that could not be written, a machine `doctor` finds not ready",
+    "failed, a store that could not be written, a machine `doctor` finds not ready, a "
+    "set-up by `./lab` that failed",
     ExitCode.PARTIAL: "a partial run: some cells failed or were not measured (budget); the "
     "others are stored and reported",
+    ExitCode.NOT_COMPARABLE: "not comparable: `compare --strict` found that the two runs' "
+    "machines or versions differ (each difference named); it outranks 1",
+    ExitCode.CHECK_FAILED: "a stack failed a check: `conform` (nonconformant), `drain` (drops "
+    "or hangs), `slow-clients` (needs a proxy)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): what was measured is kept; "
     "`--resume` continues",
 }

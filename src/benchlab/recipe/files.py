@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from benchlab.core.errors import UserError
 from benchlab.recipe.checks import check_names
-from benchlab.recipe.messages import describe_validation_error, what_was_expected
+from benchlab.recipe.messages import describe_validation_error, did_you_mean, what_was_expected
 from benchlab.recipe.schema import Recipe
 
 DEFAULT_RECIPE = "quick"
@@ -45,8 +45,9 @@ def resolve_recipe(text: str) -> Path:
 def load_recipe(path: Path) -> tuple[Recipe, str]:
     """Read and validate a recipe file; every problem is a UserError naming file and key."""
     if not path.exists():
-        hint = _available_recipes_hint()
-        raise UserError(f"recipe file '{path}' not found{hint}")
+        names = [r.stem for r in bundled_recipes()]
+        guess = did_you_mean(path.name, names) if len(path.parts) == 1 else ""
+        raise UserError(f"recipe file '{path}' not found{guess}{_available_recipes_hint()}")
     if path.is_dir():
         raise UserError(f"recipe '{path}' is a directory; give a .toml file inside it")
     try:

@@ -1,6 +1,7 @@
 """`benchlab compare`: two runs (from one store or two), cell by cell, as a terminal table,
-Markdown (for a pull request) or JSON (for a script), with what differs between their
-machines and versions and which cells regressed beyond `--fail-above`."""
+Markdown (for a pull request), JSON (for a script) or a page (comparison_html.py), with what
+differs between their machines and versions and which cells regressed beyond
+`--fail-above`."""
 
 from __future__ import annotations
 
@@ -132,7 +133,42 @@ def _run_line(summary: RunSummary, store: Path, side: str) -> str:
     )
 
 
-def _footer(comparison: Comparison) -> list[str]:
+def header(comparison: Comparison) -> list[str]:
+    """The columns of the table every format shows, the sentinel's when either run has one."""
+    columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
+    extra = SENTINEL_COLUMNS if comparison.with_sentinel else []
+    return [*columns, "conns", "B / A", "interval", "verdict", *extra]
+
+
+def rows(comparison: Comparison) -> list[tuple[list[str], CellChange]]:
+    """Each cell's row (as `header` names its columns), with the change it shows."""
+    found = []
+    for change in comparison.changes:
+        value, interval = _ratio(change)
+        row = [change.label, change.scenario, *([change.params] if comparison.with_params else [])]
+        row += [str(change.connections), value, interval, _verdict(change)]
+        row += _sentinel_columns(change) if comparison.with_sentinel else []
+        found.append((row, change))
+    return found
+
+
+def run_lines(comparison: Comparison) -> list[str]:
+    return [
+        _run_line(comparison.a, comparison.a_store, "A"),
+        _run_line(comparison.b, comparison.b_store, "B"),
+    ]
+
+
+def threshold_line(comparison: Comparison) -> str | None:
+    """What --fail-above found, when it was given."""
+    if comparison.fail_above is None:
+        return None
+    if comparison.regressed:
+        return f"FAIL: {comparison.failure()}"
+    return f"No cell slower by more than {comparison.fail_above:g}% beyond its interval."
+
+
+def footer(comparison: Comparison) -> list[str]:
     conditions = describe([d for d in comparison.differences if d.is_condition])
     return [
         f"Intervals: {RATIO_METHOD}.",
@@ -142,68 +178,39 @@ def _footer(comparison: Comparison) -> list[str]:
 
 
 def render_table(comparison: Comparison, console: Console) -> None:
-    for side, summary, store in (
-        ("A", comparison.a, comparison.a_store),
-        ("B", comparison.b, comparison.b_store),
-    ):
-        console.print(_run_line(summary, store, side), markup=False, highlight=False)
+    for line in run_lines(comparison):
+        console.print(line, markup=False, highlight=False)
     for warning in comparison.warnings():
         console.print(f"WARNING: {warning}", style="yellow", markup=False, highlight=False)
     table = Table(title="B / A per cell", title_justify="left")
-    columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
-    extra = SENTINEL_COLUMNS if comparison.with_sentinel else []
-    for column in [*columns, "conns", "B / A", "interval", "verdict", *extra]:
+    for column in header(comparison):
         numeric = column in ("conns", "B / A")
         table.add_column(
             column, justify="right" if numeric else "left", no_wrap=numeric or column == "interval"
         )
-    for change in comparison.changes:
-        value, interval = _ratio(change)
-        identity = [change.label, change.scenario]
-        identity += [change.params] if comparison.with_params else []
-        table.add_row(
-            *(escape(v) for v in identity), str(change.connections), value, interval,
-            escape(_verdict(change)),
-            *(_sentinel_columns(change) if comparison.with_sentinel else []),
-            style=STYLES.get(change.verdict),
-        )  # fmt: skip
+    for row, change in rows(comparison):
+        table.add_row(*(escape(v) for v in row), style=STYLES.get(change.verdict))
     console.print(table)
-    for line in _footer(comparison):
+    for line in footer(comparison):
         console.print(line, style="dim", markup=False, highlight=False)
 
 
 def render_markdown(comparison: Comparison) -> str:
-    out = ["# benchlab compare", ""]
-    out += [
-        f"- {_run_line(comparison.a, comparison.a_store, 'A')}",
-        f"- {_run_line(comparison.b, comparison.b_store, 'B')}",
-        "",
-    ]
+    out = ["# benchlab compare", "", *(f"- {line}" for line in run_lines(comparison)), ""]
     out += [f"> **Warning:** {w}" for w in comparison.warnings()]
     if comparison.warnings():
         out.append("")
-    columns = ["stack", "scenario", *(["params"] if comparison.with_params else [])]
-    extra = SENTINEL_COLUMNS if comparison.with_sentinel else []
-    header = [*columns, "conns", "B / A", "interval", "verdict", *extra]
-    out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for change in comparison.changes:
-        value, interval = _ratio(change)
-        verdict = _verdict(change)
-        if change.verdict in STYLES and STYLES[change.verdict] == "red":
-            verdict = f"**{verdict}**"
-        row = [change.label, change.scenario, *([change.params] if comparison.with_params else [])]
-        row += [str(change.connections), value, interval, verdict]
-        row += _sentinel_columns(change) if comparison.with_sentinel else []
+    columns = header(comparison)
+    out += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    verdict_at = columns.index("verdict")
+    for row, change in rows(comparison):
+        if STYLES.get(change.verdict) == "red":
+            row[verdict_at] = f"**{row[verdict_at]}**"
         out.append("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |")
     out.append("")
-    if comparison.fail_above is not None:
-        out.append(
-            f"**FAIL:** {comparison.failure()}"
-            if comparison.regressed
-            else f"No cell slower by more than {comparison.fail_above:g}% beyond its interval."
-        )
-        out.append("")
-    out += [*_footer(comparison), ""]
+    if (found := threshold_line(comparison)) is not None:
+        out += [found.replace("FAIL:", "**FAIL:**", 1), ""]
+    out += [*footer(comparison), ""]
     return "\n".join(out)
 
 

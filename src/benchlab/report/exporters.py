@@ -113,13 +113,19 @@ def by_extension(path: Path) -> Exporter | None:
 
 def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMATS) -> Exporter:
     """The exporter for `--format` and `-o`: the format named, else the one the file's
-    extension implies, else the table. A mismatch between the two is a mistake to name."""
+    extension implies, else the table. A format the command does not write, named or implied
+    by the extension, and a mismatch between the two are mistakes to name."""
     if fmt is not None and fmt not in allowed:
         raise UserError(f"--format '{fmt}' is not known; use one of: {', '.join(allowed)}")
     implied = by_extension(output) if output is not None else None
-    if implied is not None and implied.name not in allowed:
-        implied = None
     if fmt is None:
+        if implied is not None and implied.name not in allowed:
+            ways = ", ".join(f"{EXPORTERS[n].extensions[0]} ({n})" for n in allowed
+                             if EXPORTERS[n].extensions)  # fmt: skip
+            raise UserError(
+                f"-o {output}: the extension says {implied.name}, which this command does not "
+                f"write; give a file ending {ways}"
+            )
         return implied or EXPORTERS["table"]
     if (
         implied is not None

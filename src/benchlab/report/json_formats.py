@@ -39,4 +39,14 @@ DRAIN = JsonFormat(
 SLOW_CLIENTS = JsonFormat(
     "benchlab-slow-clients", 1, "what slow clients cost each stack's other requests"
 )
-FORMATS = (RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS)
+RECIPES = JsonFormat("benchlab-recipes", 1, "benchlab's own recipes: each name and its question")
+DOCTOR = JsonFormat(
+    "benchlab-doctor", 1, "this machine's checks (and its hosts'): what is ready, what is missing"
+)
+SELFCHECK = JsonFormat(
+    "benchlab-selfcheck", 1, "the harness's own cost, or where this machine's noise comes from"
+)
+FORMATS = (
+    RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS, RECIPES, DOCTOR,
+    SELFCHECK,
+)  # fmt: skip

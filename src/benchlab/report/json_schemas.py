@@ -22,11 +22,14 @@ from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
     COMPARE,
     CONFORM,
+    DOCTOR,
     DRAIN,
     FORMATS,
     HISTORY,
+    RECIPES,
     RUN,
     RUNS,
+    SELFCHECK,
     SLOW_CLIENTS,
     STACKS,
     TUNE,
@@ -428,6 +431,85 @@ class SlowClientsDocument(_Document):
     stacks: list[SlowClientsEntry]
 
 
+class RecipeEntry(_Closed):
+    name: str
+    """The name `benchlab run` takes."""
+    question: str
+    """Its question; for a recipe that asks none, what it measures."""
+    stacks: list[str]
+    scenarios: list[str]
+
+
+class RecipesDocument(_Document):
+    format: Literal["benchlab-recipes"]
+    format_version: Literal[1]
+    recipes: list[RecipeEntry]
+
+
+class DoctorCheck(_Closed):
+    name: str
+    ok: bool
+    required: bool
+    """false: a warning; benchlab runs without it."""
+    detail: str
+    fix: str | None
+
+
+class HostCheck(DoctorCheck):
+    host: str
+
+
+class BusyRun(_Closed):
+    kind: str
+    pid: int
+    started_at: str
+
+
+class DoctorDocument(_Document):
+    format: Literal["benchlab-doctor"]
+    format_version: Literal[1]
+    ready: bool
+    """Every required item here and on the recipe's hosts is ready."""
+    checks: list[DoctorCheck]
+    install: str | None
+    """The one apt-get command that installs every missing Debian package."""
+    hosts: list[HostCheck]
+    cleaned: list[str]
+    """What killed benchlabs left, cleaned now."""
+    busy: list[BusyRun]
+    """The benchlabs running on this machine now."""
+
+
+class SelfcheckCost(_Closed):
+    bare: Estimate
+    """Bare wrk's requests a second."""
+    benchlab: Estimate
+    """The same through benchlab's measurement path."""
+    ratio: Estimate
+    """benchlab ÷ bare, pair by pair."""
+    command: str
+
+
+class SelfcheckNoise(_Closed):
+    within_launch: float
+    between_launches: float
+    shared_by_round: float
+    own_drift: float
+    """Each a relative spread (0.03: ±3 %)."""
+    pairing_helps: bool
+    """true: ratios between cells are paired by round in the runs that follow."""
+    kept_in: str
+
+
+class SelfcheckDocument(_Document):
+    format: Literal["benchlab-selfcheck"]
+    format_version: Literal[1]
+    cost: SelfcheckCost | None
+    """The harness's cost (`selfcheck`); null with --noise."""
+    noise: SelfcheckNoise | None
+    """Where the variation comes from (`selfcheck --noise`); null without it."""
+
+
 MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUN: RunDocument,
     TUNE: TuneDocument,
@@ -438,6 +520,9 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     CONFORM: ConformDocument,
     DRAIN: DrainDocument,
     SLOW_CLIENTS: SlowClientsDocument,
+    RECIPES: RecipesDocument,
+    DOCTOR: DoctorDocument,
+    SELFCHECK: SelfcheckDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 

@@ -2,20 +2,28 @@
 and github-action-benchmark's custom formats (one file per direction: its
 `customBiggerIsBetter` and `customSmallerIsBetter` tools each read one).
 
-A benchmark is named as `benchlab history` names a series (`label · key`), so a tracker
-follows the same cell from run to run. Each cell gives the figure it is ranked by (throughput,
-or capacity under the SLO) and its p99; an interval, where the cell has one, goes with it.
+A benchmark is named by what its user means to compare, and by nothing else: the recipe, the
+grid point (the named point, the scenario and its parameter, the load tool and its setting:
+connections, a rate or the capacity under the SLO, the protocol, keep-alive) and the stack as
+the reports label it (its flavour, workers, threads). How long or how often it was measured
+(--duration, --trials, --warmup, --budget, the load tool's threads) is not in the name, so a
+tracker follows the same series when those change. Each cell gives the figure it is ranked by
+(throughput, or capacity under the SLO) and its p99, named as such; an interval, where the
+cell has one, goes with it.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from benchlab.analysis.grid import grid_point
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 
 NS_PER_MS = 1_000_000
 
@@ -31,11 +39,36 @@ class Measured:
     high: float | None
 
 
-def _name(cell: CellSummary) -> str:
-    return f"{cell.stack_label} · {cell.key}"
+def benchmark_name(summary: RunSummary, cell: CellSummary) -> str:
+    """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`: stable across the
+    options that only change how long or how often a cell is measured."""
+    point = cell.grid or grid_point(
+        name=cell.point_name, scenario=cell.scenario, tool=cell.tool,
+        connections=cell.connections, ms=cell.ms, mode=cell.mode, rate_text="", pool=None,
+        keepalive=cell.keepalive, protocol=cell.protocol,
+    )  # fmt: skip
+    load = point.text()
+    if cell.mode is Mode.SLO and summary.options.slo is not None:
+        load += f" ({summary.options.slo.describe()})"
+    stack = cell.stack_label
+    if cell.pool_size is not None and point.pool is None:
+        stack += f" pool={cell.pool_size}"
+    return f"{summary.run.recipe_name} · {load} · {stack}"
+
+
+def _names(summary: RunSummary) -> dict[str, str]:
+    """Each cell's benchmark name, by its key; two cells a name would not tell apart (two
+    load profiles that differ only in their duration) have their duration added."""
+    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
+    counts = Counter(names.values())
+    for cell in summary.cells:
+        if counts[names[cell.key]] > 1:
+            names[cell.key] += f" · {cell.duration_s:g} s"
+    return names
 
 
 def _measured(summary: RunSummary) -> Iterator[Measured]:
+    names = _names(summary)
     for cell in summary.cells:
         if not cell.measured:
             continue
@@ -47,19 +80,21 @@ def _measured(summary: RunSummary) -> Iterator[Measured]:
                 continue
             interval = estimate if isinstance(estimate, Estimate) and estimate.n > 1 else None
             yield Measured(
-                _name(cell), figure, value,
+                names[cell.key], figure, value,
                 interval.low if interval else None, interval.high if interval else None,
             )  # fmt: skip
 
 
-# Bencher's built-in Measures: throughput in operations a second, latency in nanoseconds.
-_BMF_MEASURE = {F.THROUGHPUT.key: ("throughput", 1.0), F.P99.key: ("latency", NS_PER_MS)}
+# Bencher's Measures: throughput is its built-in one (operations a second); a latency is named
+# with its percentile, in nanoseconds as Bencher's built-in `latency` (Bencher makes a Measure
+# the first time it sees its name).
+_BMF_MEASURE = {F.THROUGHPUT.key: ("throughput", 1.0), F.P99.key: ("latency_p99", NS_PER_MS)}
 
 
 def render_bmf(summary: RunSummary) -> str:
     """{benchmark: {measure: {value, lower_value, upper_value}}} (https://bencher.dev/docs/
-    reference/bencher-metric-format): throughput as Bencher's `throughput` (req/s), p99 as its
-    `latency` (ns), any other figure under its own key (capacity_rps, cpu_us_per_request)."""
+    reference/bencher-metric-format): throughput as Bencher's `throughput` (req/s), p99 as
+    `latency_p99` (ns), any other figure under its own key (capacity_rps)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for m in _measured(summary):
         measure, scale = _BMF_MEASURE.get(m.figure.key, (m.figure.key, 1.0))

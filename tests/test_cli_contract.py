@@ -1,0 +1,367 @@
+"""The contract every command keeps with a script, checked on the command table itself (the
+typer app cli/__init__.py registers), so a command added without one fails here:
+
+- it has a contract (cli/contract.py) and its -h shows examples that parse and its exit codes;
+- a command that writes a document takes -f/--format and -o/--output: the format named, else
+  -o's extension, else the table; an unknown format, a contradiction and an extension whose
+  format it does not write are one line and exit 2, before it does anything; what it writes
+  to -o is that format, confirmed as `wrote PATH (FORMAT)` on stderr, stdout left empty;
+- a command that reads a results store takes --results, else $BENCHLAB_RESULTS;
+- every command takes --no-color after its name;
+- the exit codes its code can end with are the ones its contract declares.
+
+In process (benchlab's own entry point, main(), with sys.argv set) wherever the answer needs
+no load: the reading commands on stored runs, recipes, stacks, doctor. The commands that
+measure (conform, drain, slow-clients, selfcheck) answer here from results the test sets, their
+measurement replaced (their real runs: test_conformance, test_graceful_stop,
+test_slow_clients, test_cli); run and tune are checked up to where they would start measuring
+(their -o and -f on real runs: test_cli's and test_tune's)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from benchlab import cli
+from benchlab.cli.app import console, progress
+from benchlab.cli.contract import CONTRACTS, EVERY_COMMAND
+from benchlab.cli.formats import extensions
+from benchlab.core import environment
+from benchlab.core.errors import ExitCode
+from benchlab.report.exporters import EXPORTERS
+from tests.conftest import check_against_schema
+from tests.stored_runs import write_run
+
+
+def _commands() -> dict[str, Any]:
+    """Every command of the table by the name a user types after `benchlab`."""
+    found: dict[str, Any] = {}
+
+    def walk(group: Any, prefix: str) -> None:
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                walk(command, f"{prefix}{name} ")
+            else:
+                found[f"{prefix}{name}"] = command
+
+    walk(typer.main.get_command(cli.app), "")
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _option(command: Any, flag: str) -> Any | None:
+    return next((p for p in command.params if flag in getattr(p, "opts", ())), None)
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def invoke(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """benchlab's entry point in this process, as the console script calls it."""
+
+    def run(*args: str) -> Ran:
+        monkeypatch.setattr(sys, "argv", ["benchlab", *args])
+        # A command's --quiet or --no-color sets the consoles: never for the next test.
+        for shown in (console, progress):
+            monkeypatch.setattr(shown, "quiet", shown.quiet)
+            monkeypatch.setattr(shown, "no_color", shown.no_color)
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+        captured = capsys.readouterr()
+        return Ran(int(ended.value.code or 0), captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "r.db"
+    write_run(path)
+    write_run(path)
+    return path
+
+
+def _fake_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measuring commands' checks answer with results the test sets; nothing takes the
+    machine or starts a server (what is checked is what each command does with an answer)."""
+    from benchlab.checks import catalogue, one_stack, selfcheck
+    from benchlab.checks.one_stack import StackCheck
+    from benchlab.resilience import slow_clients
+    from benchlab.resilience.drain import Drain
+    from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
+    from tests.test_json_outputs import _selfcheck
+
+    stopped = Drain("SIGTERM", 20, None, 39, 0, 61, 1, 60, 0, 0.34, ("connection refused",))
+    calm, held = Trial(2.1, 100.0, 0.0), Trial(2.2, 100.0, 0.0)
+    measured = SlowClients(32, 100, (SlowResult("headers", (calm, calm), (held, held)),))
+    monkeypatch.setattr(
+        catalogue, "conform_stacks", lambda names, *_: [StackCheck(names[0], None, "not here")]
+    )
+    monkeypatch.setattr(
+        one_stack, "drain_stacks", lambda names, *_: [StackCheck(names[0], stopped)]
+    )
+    monkeypatch.setattr(
+        one_stack, "slow_clients_of_stacks", lambda names, *_: [StackCheck(names[0], measured)]
+    )
+    monkeypatch.setattr(slow_clients, "missing", lambda: None)
+    monkeypatch.setattr(selfcheck, "run_selfcheck", lambda **_: _selfcheck())
+    monkeypatch.setattr("benchlab.load.make_ready", lambda *_: None)
+    for module in ("benchlab.cli.stack_names", "benchlab.cli.selfcheck"):  # the modules, not
+        monkeypatch.setattr(importlib.import_module(module), "claim", lambda _: False)  # commands
+
+
+# The writing commands that measure before they answer: checked up to that point here.
+MEASURE_FIRST = {"run", "tune"}
+
+
+# The arguments that make each other writing command answer (with the test's store), and the
+# exit code it answers with.
+def _answering(store: Path) -> dict[str, tuple[list[str], int]]:
+    results = ["--results", str(store)]
+    return {
+        "report": (results, 0),
+        "recipes": ([], 0),
+        "runs": (results, 0),
+        "stacks": ([], 0),
+        "doctor": ([], 0),
+        "history": (["quick", *results], 0),
+        "compare": (["latest~1", "latest", *results], 0),
+        "conform": (["nginx-static"], ExitCode.HARNESS),  # "not here": not checked
+        "drain": (["gin"], ExitCode.SUCCESS),
+        "slow-clients": (["gin", "--mode", "headers"], ExitCode.SUCCESS),
+        "selfcheck": ([], 0),
+    }
+
+
+# What the command needs before its options (tune: an app).
+LEADING = {"tune": ["app.py:app"], "history": ["quick"], "compare": ["a", "b"]}
+
+
+def test_every_command_in_the_table_has_a_contract_and_no_contract_lacks_its_command() -> None:
+    assert set(COMMANDS) == set(CONTRACTS)
+    for name, contract in CONTRACTS.items():
+        assert contract.examples, name
+        assert bool(contract.formats) != bool(contract.no_document), name
+        assert all(f in EXPORTERS for f in contract.formats), name
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_the_options_are_what_the_contract_says(name: str) -> None:
+    command, contract = COMMANDS[name], CONTRACTS[name]
+    fmt, output = _option(command, "--format"), _option(command, "--output")
+    if contract.formats:
+        assert fmt is not None and "-f" in fmt.opts, name
+        assert output is not None and "-o" in output.opts, name
+        assert fmt.metavar == "|".join(contract.formats), name
+        # Every extension -o's help names is one it infers a format from.
+        named = {word.rstrip(",;)") for word in output.help.split() if word.startswith(".")}
+        inferred = set(extensions(contract.formats))
+        assert named <= inferred, (name, named - inferred)
+    else:
+        assert fmt is None and output is None, f"{name} writes a document: give it a contract"
+    results = _option(command, "--results")
+    assert (results is not None) == contract.reads_store, name
+    if results is not None and not results.multiple:
+        assert results.envvar == environment.RESULTS, name
+    assert _option(command, "--no-color") is not None, name
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_the_help_shows_examples_that_parse_and_the_exit_codes(name: str) -> None:
+    command, contract = COMMANDS[name], CONTRACTS[name]
+    epilog = " ".join((command.epilog or "").split())
+    assert "Examples:" in epilog and "Exit codes:" in epilog, name
+    for code, when in contract.exit_codes().items():
+        assert f"{int(code)} {when}" in epilog, (name, code)
+    for line, _ in contract.examples:
+        words = shlex.split(line)
+        assert words[: 1 + name.count(" ") + 1] == ["benchlab", *name.split()], line
+        args = words[1 + name.count(" ") + 1 :]
+        # Parsed as the command parses them (an unknown option or a bad value fails).
+        command.make_context(name, args)
+
+
+def _named_exit_codes(function: Any) -> set[ExitCode]:
+    """The ExitCodes a function names, and the functions of its module it calls, theirs."""
+    module = inspect.getmodule(function)
+    tree = ast.parse(inspect.getsource(module))
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    pending, seen, named = [functions[function.__name__]], set(), set()
+    while pending:
+        node = pending.pop()
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Attribute) and getattr(inner.value, "id", "") == "ExitCode":
+                named.add(ExitCode[inner.attr])
+            if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in functions:
+                pending.append(functions[inner.func.id])
+    return named
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_the_exit_codes_a_command_can_end_with_are_declared(name: str) -> None:
+    """Every ExitCode its code names (its function and those of its module it calls; for
+    the commands that check stacks, the shared `finish`) is in its contract, beside those
+    every command may end with."""
+    named = _named_exit_codes(inspect.unwrap(COMMANDS[name].callback))
+    if name in ("conform", "drain", "slow-clients"):
+        from benchlab.cli import stack_names
+
+        named |= _named_exit_codes(stack_names.finish)
+    declared = CONTRACTS[name].exit_codes()
+    assert named <= set(declared), (name, named - set(declared))
+    assert set(EVERY_COMMAND) <= set(declared)
+
+
+def _writers() -> list[str]:
+    return sorted(name for name, c in CONTRACTS.items() if c.formats)
+
+
+@pytest.mark.parametrize("name", _writers())
+def test_a_wrong_format_a_contradiction_and_a_foreign_extension_are_one_line_exit_2(
+    name: str, invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contract = CONTRACTS[name]
+    lead = [*name.split(), *LEADING.get(name, [])]
+    unknown = invoke(*lead, "-f", "yaml")
+    assert unknown.code == ExitCode.BAD_INPUT and unknown.out == "", unknown
+    assert unknown.err == (
+        f"error: --format 'yaml' is not known; use one of: {', '.join(contract.formats)}\n"
+    )
+    other = next(f for f in contract.formats if f != "table")
+    clash = invoke(*lead, "-f", other, "-o", str(tmp_path / "x.txt"))
+    assert clash.code == ExitCode.BAD_INPUT and clash.err.count("\n") == 1, clash
+    assert f"the extension says table but --format is {other}" in clash.err
+    foreign = [e for e in EXPORTERS.values() if e.name not in contract.formats and e.extensions]
+    for exporter in foreign:
+        path = tmp_path / f"x{exporter.extensions[0]}"
+        refused = invoke(*lead, "-o", str(path))
+        assert refused.code == ExitCode.BAD_INPUT and refused.err.count("\n") == 1, refused
+        assert f"the extension says {exporter.name}, which this command does not write" in (
+            refused.err
+        )
+        assert not path.exists()
+    assert list(tmp_path.iterdir()) == [], "nothing written on a refusal"
+
+
+def test_every_writing_command_answers_here_or_measures_first(tmp_path: Path) -> None:
+    assert set(_writers()) == set(_answering(tmp_path)) | MEASURE_FIRST
+
+
+@pytest.mark.parametrize("name", sorted(set(_writers()) - MEASURE_FIRST))
+def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, code = _answering(store)[name]
+    _fake_measurements(monkeypatch)
+    for fmt in CONTRACTS[name].formats:
+        for ext in EXPORTERS[fmt].extensions[:1]:
+            path = tmp_path / f"answer{ext}"
+            done = invoke(*name.split(), *args, "-o", str(path))
+            assert done.code == code, (fmt, done)
+            assert done.err == f"wrote {path} ({fmt})\n" and done.out == "", (fmt, done)
+            _looks_like(fmt, path.read_text())
+            # -f says the same, to stdout.
+            printed = invoke(*name.split(), *args, "-f", fmt)
+            assert printed.code == code and printed.out, (fmt, printed)
+            if fmt != "table":
+                assert printed.out == path.read_bytes().decode() or fmt == "html", fmt
+    if _option(COMMANDS[name], "--quiet") is not None:  # --quiet: not a word on stderr
+        quiet = invoke(*name.split(), *args, "-q", "-o", str(tmp_path / "quiet.json"))
+        assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
+
+
+def _looks_like(fmt: str, text: str) -> None:
+    if fmt == "json":
+        assert json.loads(text)["format"].startswith("benchlab-")
+        check_against_schema(text)
+    elif fmt == "html":
+        assert text.startswith("<!doctype html>"), text[:80]
+    elif fmt == "md":
+        assert text.startswith(("#", "|")), text[:80]
+    elif fmt == "csv":
+        assert text.count(",") > 3, text[:80]
+    else:
+        assert text.strip() and "\x1b[" not in text, text[:80]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CONTRACTS.items() if c.reads_store))
+def test_a_command_that_reads_a_store_reads_benchlab_results(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --results, the store $BENCHLAB_RESULTS names: read when it holds runs, named
+    in the one-line error when it does not exist."""
+    missing = tmp_path / "missing.db"
+    monkeypatch.setenv(environment.RESULTS, str(missing))
+    reading = {
+        "report": [], "runs": [], "history": ["quick"], "compare": ["latest~1", "latest"],
+        "run": ["--resume"], "tune": None,
+    }[name]  # fmt: skip
+    if reading is None:  # tune's store is read after the app's checks (issue 58's code)
+        assert _option(COMMANDS[name], "--results").envvar == environment.RESULTS
+        return
+    gone = invoke(*name.split(), *reading)
+    assert gone.code == ExitCode.BAD_INPUT and str(missing) in gone.err, gone
+    if name == "run":
+        return
+    monkeypatch.setenv(environment.RESULTS, str(store))
+    found = invoke(*name.split(), *reading, "-f", "json")
+    assert found.code == 0, found
+    check_against_schema(found.out)
+
+
+def test_no_color_after_the_command_turns_colours_off(invoke, monkeypatch) -> None:
+    """`benchlab CMD --no-color` does what `benchlab --no-color CMD` does (it exited 2)."""
+    monkeypatch.setattr(console, "no_color", False)
+    done = invoke("stacks", "--no-color", "-f", "md")
+    assert done.code == 0 and console.no_color
+
+
+def contract_table() -> str:
+    """The contract of every command, as the report to the lead shows it."""
+    lines = [
+        "| command | -f (-o infers) | reads BENCHLAB_RESULTS | exit codes |",
+        "|---|---|---|---|",
+    ]
+    for name, contract in CONTRACTS.items():
+        formats = "|".join(contract.formats) or f"none: {contract.no_document}"
+        codes = ", ".join(str(int(c)) for c in contract.exit_codes())
+        lines.append(f"| {name} | {formats} | {'yes' if contract.reads_store else '–'} | {codes} |")
+    return "\n".join(lines)
+
+
+def test_a_typod_recipe_name_gets_did_you_mean(invoke) -> None:
+    done = invoke("run", "quik", "--dry-run")
+    assert done.code == ExitCode.BAD_INPUT and done.err.count("\n") == 1, done
+    assert "recipe file 'quik' not found (did you mean 'quick'?)" in done.err
+
+
+def test_recipes_gives_every_recipe_a_question(invoke) -> None:
+    """A recipe that asks none (fastapi-flask-gin: README's five lines) says what it compares."""
+    done = invoke("recipes", "-f", "json")
+    questions = {r["name"]: r["question"] for r in json.loads(done.out)["recipes"]}
+    assert all(questions.values()), questions
+    assert questions["fastapi-flask-gin"] == (
+        "How do fastapi+uvicorn, flask+gunicorn-gthread and gin compare on json and db?"
+    )
+    assert "no question" not in invoke("recipes").out
