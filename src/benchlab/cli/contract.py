@@ -59,13 +59,20 @@ CONTRACTS: dict[str, Contract] = {
                 "the server and settings that hold the most load under p99 100 ms",
             ),
             (
-                "benchlab tune mysite/wsgi.py --request 'GET /items?id=7' --slo-p99-ms 50",
+                "benchlab tune mysite/wsgi.py:application --request 'GET /items?id=7' "
+                "--slo-p99-ms 50",
                 "a Django project, one request, a 50-ms target",
             ),
+            ("benchlab tune app.py:app --cpus 1.5 --memory 512M", "for a container's limits"),
             ("benchlab tune app.py:app --check-only", "each candidate started and checked once"),
+            (
+                "benchlab tune app.py:app --check-answer answer.json",
+                "a stored answer proved again (CI)",
+            ),
         ),
         formats.TUNE,
         reads_store=True,
+        exits=((ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),),
     ),
     "report": Contract(
         (

@@ -12,7 +12,7 @@ import typer
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.analysis.target import Target, parse_cpus, parse_memory
 from benchlab.cli import formats
-from benchlab.cli.app import console, emit, progress
+from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
 from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
 from benchlab.cli.tune_options import (
@@ -56,7 +56,7 @@ from benchlab.tune.check_answer import StoredAnswer, read_answer
 from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
-    from benchlab.report.exporters import Exporter
+    from benchlab.cli.formats import Destination
     from benchlab.runner import RunOutcome
     from benchlab.tune.driver import PreparedTune, TuneRequest
 
@@ -101,11 +101,10 @@ def tune(
     """Find the server and settings that hold the most load for your own ASGI/WSGI app
     under a latency target, and the command that deploys them."""
     progress.quiet = quiet
-    from benchlab.report.exporters import choose
     from benchlab.tune.driver import run_tune
 
-    exporter = choose(fmt, output, allowed=formats.TUNE)
-    _refuse_conflicts(interface, quick, rate, output, check_only, resume)
+    where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
+    _refuse_conflicts(interface, quick, rate, check_only, resume)
     tune_request = _tune_request(ctx.params)
     # The app found and imported before the machine is claimed or a store made.
     prepared = _prepare(tune_request, verbose)
@@ -120,8 +119,8 @@ def tune(
     answer = tune_request.check_answer
     page = not (check_only or answer is not None)
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
-    if answer is None or output is not None or exporter.name != "table":
-        _show_tune(done.outcome, store, results, exporter, output, app_spec, page)
+    if answer is None or not where.on_terminal_table:
+        _show_tune(done.outcome, store, results, where, app_spec, page)
     if answer is not None:
         _judge_answer(answer, done.checked)
     if done.outcome.status == "interrupted":
@@ -217,9 +216,8 @@ def _judge_answer(answer: StoredAnswer, checked: Replayed | None) -> None:
 
 
 def _refuse_conflicts(
-    interface: str | None, quick: bool, rate: float | None, output: Path | None,
-    check_only: bool, resume: bool,
-) -> None:  # fmt: skip
+    interface: str | None, quick: bool, rate: float | None, check_only: bool, resume: bool
+) -> None:
     if interface not in (None, "asgi", "wsgi"):
         raise UserError(f"--interface '{interface}': use asgi or wsgi")
     for given, name in ((quick, "--quick"), (rate is not None, "--rate"), (resume, "--resume")):
@@ -228,20 +226,17 @@ def _refuse_conflicts(
     if quick and rate is not None:
         raise UserError(f"--rate {rate:g}: it is proved by replays at the rate, which --quick "
                         "skips; drop --quick")  # fmt: skip
-    if output is not None and not output.parent.is_dir():
-        raise UserError(
-            f"-o {output}: no directory {output.parent}; create it or choose another path"
-        )
 
 
 def _show_tune(
-    outcome: RunOutcome, store: Store, results: Path, exporter: Exporter, output: Path | None,
-    app_spec: str, with_page: bool,
+    outcome: RunOutcome, store: Store, results: Path, where: Destination, app_spec: str,
+    with_page: bool,
 ) -> None:  # fmt: skip
-    """The tune's report where it was asked for, and its HTML page beside the results (not
-    for a check that measured nothing)."""
+    """The tune's report where it was asked for (the table, or -f/-o's format: cli/formats.py
+    decides, as for every command), and its HTML page beside the results (not for a check
+    that measured nothing)."""
     from benchlab.analysis.summary import summarise
-    from benchlab.report.exporters import write
+    from benchlab.report.exporters import EXPORTERS
     from benchlab.report.html import render_html
     from benchlab.report.terminal import render_table
     from benchlab.system.outputs import write_output
@@ -251,13 +246,12 @@ def _show_tune(
     if with_page:
         write_output(page, render_html(summary), "the tune's page")
     say = console
-    if exporter.name == "table" and output is None:
+    if where.on_terminal_table:
         render_table(summary, console)
-    elif output is None:  # stdout holds the document alone; the run's line goes to stderr
-        emit(exporter.render(summary, False))
-        say = progress
     else:
-        write(exporter.render(summary, False), output)
+        where.document(EXPORTERS[where.format].render(summary, False))
+        if where.path is None:  # stdout holds the document alone; the run's line on stderr
+            say = progress
     shown = f" · report: {page}" if with_page else ""
     say.print(
         f"run id: {outcome.run_id} ({outcome.status}) · results in {results}{shown}",

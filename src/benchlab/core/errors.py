@@ -8,7 +8,8 @@ class ExitCode(IntEnum):
     """What a command's exit status tells CI, one meaning each."""
 
     SUCCESS = 0  # it did what was asked (a run: every cell measured)
-    REGRESSION = 1  # a threshold on the figures failed: compare --fail-above, history
+    REGRESSION = 1  # a threshold on the figures failed: compare --fail-above, history,
+    # tune --check-answer
     BAD_INPUT = 2  # a recipe, an argument or a path is wrong: one line names it and the fix
     HARNESS = 3  # benchlab could not measure: a service, a load tool, the store, the machine
     PARTIAL = 4  # a run ended with cells failed or unmeasured (the rest is stored)
@@ -21,7 +22,8 @@ class ExitCode(IntEnum):
 EXIT_MEANINGS = {
     ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured)",
     ExitCode.REGRESSION: "a failed threshold on the figures: `compare --fail-above` (a cell "
-    "slower beyond it, or failed or missing in the second run), `history --fail-on-change`",
+    "slower beyond it, or failed or missing in the second run), `history --fail-on-change`, "
+    "`tune --check-answer` (the stored answer no longer holds)",
     ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
     "the key and the fix)",
     ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "

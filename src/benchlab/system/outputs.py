@@ -183,6 +183,6 @@ def _refused(path: Path, owner: Owner, what: str) -> UserError:
     return UserError(
         f"{what} {path}: {owner.where} is {whose}, and benchlab, as root, writes nothing "
         "where another user can put a link: give a path in a directory of root's (--results "
-        f"/root/benchlab.db, -o /root/report.html), or run benchlab as "
+        f"~/benchlab.db, -o ~/report.html), or run benchlab as "
         f"{owner.user or 'a normal user'}"
     )
