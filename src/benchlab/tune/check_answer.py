@@ -94,11 +94,8 @@ def prove_stored(
             f"--check-answer {answer.path}: its candidate {answer.describe()} is not one this "
             "app's environment offers now (its server is missing?)"
         )
-    replayed = replay_at(
+    say(f"check-answer: {answer.describe()} replayed for {request.proof_s} s")
+    return replay_at(
         session, measurer, entry, answer.rate, session.plan.cores, request.connections,
         request.proof_s, 0, extends_plan=False,
     )  # fmt: skip
-    if replayed is None or replayed.trial is None:
-        say(f"check-answer: {replayed.problem if replayed else 'no time left for the replay'}")
-        return replayed
-    return replayed
