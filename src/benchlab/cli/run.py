@@ -238,7 +238,12 @@ def _show_run(
     is stored already). Where stdout holds another format, the run's own lines go to stderr."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
+    from benchlab.report.websocket_table import render_websocket
 
+    if render_websocket(store, outcome.run_id, console):  # a WebSocket run: its own table
+        say = console
+        say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
+        return
     summary = summarise(store, outcome.run_id)
     say = console
     if output is not None:

@@ -131,7 +131,7 @@ class JMeter:
     package = None
     pinned_version = f"{VERSION} + jmeter-websocket-samplers {SAMPLERS_VERSION}"
     version_command = ()
-    can_pace = False  # not HTTP: its WebSocket rate is jmeter_plans.py's timer
+    can_pace = True  # its WebSocket messages (jmeter_plans.py's timer), not HTTP
     sends_any_request = False
     protocols: tuple[str, ...] = ("h1",)  # ws:// is an HTTP/1.1 upgrade
     records_each_request = True

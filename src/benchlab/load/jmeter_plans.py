@@ -148,10 +148,22 @@ def _pace(period_ms: float) -> str:
     return _element("ConstantThroughputTimer", "pace", values)
 
 
+def _staggered(period_ms: float, threads: int) -> str:
+    """A wait before thread N's first sampler of (N - 1) × period / threads ms: the
+    connections' schedules spread evenly over one period, not all due at once."""
+    step = period_ms / threads
+    return _element(
+        "ConstantTimer",
+        "stagger",
+        {"ConstantTimer.delay": f"${{__jexl3((${{__threadNum}} - 1) * {step:.3f})}}"},
+    )
+
+
 def echo_plan(request: EchoRequest) -> str:
-    """Each of `connections` threads (started evenly over one period or a second) opens a
-    connection, then sends `messages` messages, one every `period_ms`, each waiting for its
-    echo, which must be the same text."""
+    """Each of `connections` threads opens a connection (the opens spread over one period),
+    then sends `messages` messages, one every `period_ms`, each waiting for its echo, which
+    must be the same text. `closed`: no period, each message as soon as the last came back,
+    for `duration_s`."""
     text = message(request.message_bytes)
     exchange = _element(
         _WS + "RequestResponseWebSocketSampler", ECHO,
@@ -159,12 +171,23 @@ def echo_plan(request: EchoRequest) -> str:
          "loadDataFromFile": False},
         _same_text(text),
     )  # fmt: skip
-    ramp = max(1, math.ceil(request.period_ms / 1000))
-    body = _open(request.endpoint.host, request.endpoint.port, request.path) + _loop(
-        LOOP, request.messages, _pace(request.period_ms) + exchange
-    )
-    limit = ramp + math.ceil(request.duration_s + request.timeout_ms / 1000) + 10
-    return _plan(_thread_group("echo", request.connections, ramp, body, limit))
+    host, port = request.endpoint.host, request.endpoint.port
+    if request.closed:
+        body = _open(host, port, request.path) + _loop(LOOP, -1, exchange)
+        limit = math.ceil(request.duration_s)
+    else:
+        opening = _element(
+            _WS + "OpenWebSocketSampler", OPEN,
+            {"server": host, "port": port, "path": request.path, "TLS": False,
+             "connectTimeout": 5000, "readTimeout": 5000},
+            _staggered(request.period_ms, request.connections),
+        )  # fmt: skip
+        body = opening + _loop(LOOP, request.messages, _pace(request.period_ms) + exchange)
+        limit = (
+            math.ceil(request.period_ms / 1000 + request.duration_s + request.timeout_ms / 1000)
+            + 10
+        )
+    return _plan(_thread_group("echo", request.connections, 0, body, limit))
 
 
 def step_timing(request: HoldRequest) -> tuple[int, int]:

@@ -31,10 +31,18 @@ class EchoRequest:
     message_bytes: int = 64
     timeout_ms: int = 5000
     path: str = ECHO_PATH
+    closed: bool = False  # each message as soon as the last came back (the search's top)
 
     @property
-    def period_ms(self) -> float:
-        return 1000.0 * self.connections / self.rate
+    def period_ms(self) -> int:
+        """Each connection's period, in whole milliseconds: JMeter's timer keeps whole
+        milliseconds (a period of 18.6 ms would be sent every 18), so the rate sent is
+        `paced_rate`, the nearest a whole period allows."""
+        return max(1, round(1000.0 * self.connections / self.rate))
+
+    @property
+    def paced_rate(self) -> float:
+        return 1000.0 * self.connections / self.period_ms
 
     @property
     def messages(self) -> int:
@@ -94,6 +102,9 @@ class EchoResult:
     lag_ms: float
     late_share: float  # of messages sent more than one period after their due time
     histogram: str | None  # HdrHistogram V2 (µs) of the due-time latencies
+    # Median latency of the first and the last quarter of the messages (by due time).
+    first_ms: float | None = None
+    last_ms: float | None = None
     load_cpu_pct: float | None = None
 
     @property

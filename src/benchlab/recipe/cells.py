@@ -110,11 +110,15 @@ def expand(
     if recipe.points:
         return _expand_points(recipe, cores, load_hosts, limit)
     cells: list[Cell] = []
+    # A WebSocket room lives in one process: its stacks run one worker.
+    one_worker = any(SCENARIOS[name].websocket for name in scenario_names(recipe))
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
         overrides = recipe.stack.get(stack_name, StackParams())
         worker_counts = (
-            [1] if stack.fixed_workers else as_list(overrides.workers or len(cores.server))
+            [1]
+            if stack.fixed_workers or one_worker
+            else as_list(overrides.workers or len(cores.server))
         )
         thread_counts = (
             as_list(overrides.threads or stack.default_concurrency) if stack.concurrency else [None]

@@ -130,6 +130,9 @@ class Stack:
     # The signal its server documents for a graceful stop (nginx: SIGQUIT; SIGTERM stops
     # it at once), sent to its main process by `benchlab drain`.
     stop_signal: signal.Signals = signal.SIGTERM
+    # The WebSocket ceiling (go-nethttp): what the WebSocket tool reaches against it is the
+    # tool's limit, as nginx-static's throughput is for HTTP.
+    websocket_ceiling: bool = False
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front

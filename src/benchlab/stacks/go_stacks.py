@@ -102,6 +102,7 @@ def _go_stack(
         launch=_go_launch(app),
         fix="benchlab build (it installs a pinned Go when the machine has none new enough)",
         build=lambda: _build_quietly(app),
+        websocket_ceiling=WEBSOCKET_SCENARIOS[0] in scenarios,
     )
 
 
