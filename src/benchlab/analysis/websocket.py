@@ -92,9 +92,8 @@ def _add(
     elif kind == BROADCAST:
         figures = combine(trials, [], cell, cell.mode).figures
         entry.figures[F.BROADCAST_P99.key] = figures.get(F.BROADCAST_P99.key)
-        entry.receivers = next(
-            (t.requests // t.ws_tool_sent for t in trials if t.ws_tool_sent), None
-        )
+        sent = [t for t in trials if t.ws_tool_sent]
+        entry.receivers = sent[0].requests // (sent[0].ws_tool_sent or 1) if sent else None
         entry.checks[cell.scenario] = _broadcast_checks(trials)
 
 

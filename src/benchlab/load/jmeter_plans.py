@@ -204,8 +204,8 @@ def hold_plan(request: HoldRequest) -> str:
     groups = []
     for index in range(request.steps):
         wait_ms = (total - index * length + 5) * 1000
-        body = _open(request.endpoint.host, request.endpoint.port, request.path,
-                     f"{OPEN} {index}") + _read(HOLD, wait_ms, optional=True, keep=False)  # fmt: skip
+        where = (request.endpoint.host, request.endpoint.port, request.path)
+        body = _open(*where, f"{OPEN} {index}") + _read(HOLD, wait_ms, optional=True, keep=False)
         groups.append(
             _thread_group(f"step {index}", request.step, ramp, body, total + 10, index * length)
         )

@@ -114,11 +114,10 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
-        with self._counted(launched) as (counts, started_at):
-            with self._monitored(launched) as usage:
-                result = self.session.executor.ws_echo(
-                    self.session.registry, request, launched.workdir / "ws-echo"
-                )
+        with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
+            result = self.session.executor.ws_echo(
+                self.session.registry, request, launched.workdir / "ws-echo"
+            )
         check_alive(self.session, launched.server, cell)
         record = echo_record(
             launched.round_index, started_at, result, usage.tree, usage.steal, counts.value,
@@ -172,11 +171,10 @@ class WebSocketCells:
             settings.round_interval_ms, message_bytes=settings.message_bytes,
             timeout_ms=cell.timeout * 1000,
         )  # fmt: skip
-        with self._counted(launched) as (counts, started_at):
-            with self._monitored(launched) as usage:
-                result = self.session.executor.ws_broadcast(
-                    self.session.registry, request, launched.workdir / "ws-broadcast"
-                )
+        with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
+            result = self.session.executor.ws_broadcast(
+                self.session.registry, request, launched.workdir / "ws-broadcast"
+            )
         check_alive(self.session, launched.server, cell)
         record = broadcast_record(
             launched.round_index, started_at, request, result, usage.tree, usage.steal,

@@ -132,7 +132,7 @@ def run_hold(
     rss = _server_rss(server)
     baseline = HoldStep(0, 0, 0, established(port), rss())
     steps = [baseline]
-    ramp, length = step_timing(request)
+    _, length = step_timing(request)
     stopped = "steps"
     plan = hold_plan(request)
     with _jmeter(registry, plan, workdir, request.endpoint.cores, "hold") as run:
@@ -148,7 +148,7 @@ def run_hold(
                 break
     return HoldResult(
         steps=steps, stopped=stopped, held=_held(steps, stopped),
-        rss_per_1000_mb=_slope_per_1000(steps, stopped),
+        rss_per_1000_mb=_slope_per_1000(steps),
         load_cpu_pct=None,
     )  # fmt: skip
 
@@ -194,7 +194,7 @@ def _held(steps: list[HoldStep], stopped: str) -> int:
     return min(last.opened, last.established) if last.asked else 0
 
 
-def _slope_per_1000(steps: list[HoldStep], stopped: str) -> float | None:
+def _slope_per_1000(steps: list[HoldStep]) -> float | None:
     """Least squares of the server's RSS over its established connections, MB per 1,000."""
     points = [(s.established, s.rss_mb) for s in steps if s.rss_mb is not None]
     if len(points) < 2:
