@@ -240,21 +240,23 @@ def _show_run(
     from benchlab.report.terminal import render_table
     from benchlab.report.websocket_table import render_websocket
 
-    if render_websocket(store, outcome.run_id, console):  # a WebSocket run: its own table
-        say = console
-        say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
-        return
     summary = summarise(store, outcome.run_id)
+
+    def table() -> None:
+        # A WebSocket run has a table of its own (phase A of issue 60); an HTTP run, none.
+        if not render_websocket(store, outcome.run_id, console):
+            render_table(summary, console)
+
     say = console
     if output is not None:
         write(exporter.render(summary, False), output)
-        render_table(summary, console)
+        table()
         console.print(f"wrote {output} ({exporter.name})", markup=False, highlight=False)
     elif exporter.name != "table":
         emit(exporter.render(summary, False))
         say = progress
     else:
-        render_table(summary, console)
+        table()
     say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")
     from benchlab.report.html import render_html  # matplotlib: not for a dry run or a refusal
 

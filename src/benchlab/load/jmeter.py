@@ -25,13 +25,13 @@ SAMPLERS_VERSION = "1.3.1"
 POM = Path(__file__).with_name("jmeter-home.pom.xml")
 PACKAGES = ("openjdk-17-jre-headless", "maven")
 # Every sample a line of CSV: start (epoch ms), elapsed ms, label, code, thread, success,
-# and the frame a read kept. Written as it happens (autoflush): the hold is watched live.
+# and the frame a read kept. Flushed line by line only when watched live (the hold's steps):
+# a write a sample costs the tool's one core.
 PROPERTIES = {
     "jmeter.save.saveservice.output_format": "csv",
     "jmeter.save.saveservice.timestamp_format": "ms",
     "sampleresult.timestamp.start": "true",
     "sample_variables": "got",
-    "jmeter.save.saveservice.autoflush": "true",
     "jmeter.save.saveservice.print_field_names": "true",
     **{
         f"jmeter.save.saveservice.{name}": "false"
@@ -107,10 +107,12 @@ def _lay_out(jars: Path, staged: Path) -> None:
     (staged / "lib" / "junit").mkdir()  # JMeter's launcher looks for it
 
 
-def command(plan: Path, results: Path, workdir: Path) -> list[str]:
-    """JMeter without its GUI on a plan, every sample into `results`."""
+def command(plan: Path, results: Path, workdir: Path, live: bool = False) -> list[str]:
+    """JMeter without its GUI on a plan, every sample into `results` (`live`: each line
+    written as it comes, for a run watched while it runs)."""
     properties = workdir / "benchlab-jmeter.properties"
-    properties.write_text("".join(f"{k}={v}\n" for k, v in PROPERTIES.items()))
+    chosen = {**PROPERTIES, "jmeter.save.saveservice.autoflush": str(live).lower()}
+    properties.write_text("".join(f"{k}={v}\n" for k, v in chosen.items()))
     return [
         "java", *JVM_OPTIONS, "-jar", str(launcher()), "-n", "-t", str(plan),
         "-l", str(results), "-j", str(workdir / "jmeter.log"), "-q", str(properties),

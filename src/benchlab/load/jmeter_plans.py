@@ -183,10 +183,8 @@ def echo_plan(request: EchoRequest) -> str:
             _staggered(request.period_ms, request.connections),
         )  # fmt: skip
         body = opening + _loop(LOOP, request.messages, _pace(request.period_ms) + exchange)
-        limit = (
-            math.ceil(request.period_ms / 1000 + request.duration_s + request.timeout_ms / 1000)
-            + 10
-        )
+        seconds = request.period_ms / 1000 + request.warmup_s + request.duration_s
+        limit = math.ceil(seconds + request.timeout_ms / 1000) + 10
     return _plan(_thread_group("echo", request.connections, 0, body, limit))
 
 
@@ -218,10 +216,11 @@ def broadcast_plan(request: BroadcastRequest) -> str:
     `interval_ms`, each naming its round."""
     host, port = request.endpoint.host, request.endpoint.port
     join = max(1, math.ceil(request.receivers / request.join_rate))
-    span = math.ceil(request.rounds * request.interval_ms / 1000)
+    rounds = request.rounds + request.warmup_rounds
+    span = math.ceil(rounds * request.interval_ms / 1000)
     limit = join + 2 + span + math.ceil(request.timeout_ms / 1000) + 10
     receive = _open(host, port, request.path) + _loop(
-        LOOP, request.rounds, _read(RECEIVE, request.timeout_ms + (join + 2) * 1000, False, True)
+        LOOP, rounds, _read(RECEIVE, request.timeout_ms + (join + 2) * 1000, False, True)
     )
     text = f"round ${{__jm__{LOOP}__idx}} " + "x" * max(request.message_bytes - 10, 0)
     post = _element(
@@ -230,7 +229,7 @@ def broadcast_plan(request: BroadcastRequest) -> str:
          "loadDataFromFile": False},
     )  # fmt: skip
     wait = _element("ConstantTimer", "interval", {"ConstantTimer.delay": request.interval_ms})
-    sender = _open(host, port, request.path) + _loop(LOOP, request.rounds, wait + post)
+    sender = _open(host, port, request.path) + _loop(LOOP, rounds, wait + post)
     return _plan(
         _thread_group("receivers", request.receivers, join, receive, limit)
         + _thread_group("sender", 1, 1, sender, limit, delay_s=join + 2)

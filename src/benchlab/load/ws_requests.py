@@ -32,6 +32,9 @@ class EchoRequest:
     timeout_ms: int = 5000
     path: str = ECHO_PATH
     closed: bool = False  # each message as soon as the last came back (the search's top)
+    # Seconds of the same load first, sent and counted but not timed (the JVM compiles its
+    # code in them: a broadcast's first rounds took 10-23 ms, the later ones 2-3).
+    warmup_s: float = 0.0
 
     @property
     def period_ms(self) -> int:
@@ -46,8 +49,12 @@ class EchoRequest:
 
     @property
     def messages(self) -> int:
-        """Messages each connection sends."""
-        return max(1, round(self.duration_s * 1000 / self.period_ms))
+        """Messages each connection sends, its warm-up's first."""
+        return self.warmup_messages + max(1, round(self.duration_s * 1000 / self.period_ms))
+
+    @property
+    def warmup_messages(self) -> int:
+        return round(self.warmup_s * 1000 / self.period_ms)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class BroadcastRequest:
     message_bytes: int = 64
     join_rate: float = 500.0
     timeout_ms: int = 5000
+    warmup_rounds: int = 0  # posted first, each delivered and counted, not timed
 
     @property
     def path(self) -> str:
@@ -87,8 +95,10 @@ class BroadcastRequest:
 
 @dataclass(frozen=True)
 class EchoResult:
-    sent: int  # messages the tool sent
-    answered: int  # echoes that came back equal to what was sent
+    sent: int  # messages the tool sent (its warm-up's too: the server counts them)
+    answered: int  # echoes that came back equal to what was sent (likewise)
+    timed: int  # answered after the warm-up: the latencies and the rate are theirs
+    sent_timed: int  # sent after the warm-up
     errors: int  # failed exchanges (no echo in time, a wrong one, a broken connection)
     connect_errors: int
     duration_s: float  # from the first send to the last echo
@@ -109,7 +119,7 @@ class EchoResult:
 
     @property
     def achieved_rate(self) -> float:
-        return self.answered / self.duration_s if self.duration_s > 0 else 0.0
+        return self.timed / self.duration_s if self.duration_s > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -134,12 +144,12 @@ class HoldResult:
 
 @dataclass(frozen=True)
 class BroadcastResult:
-    rounds: int  # rounds posted
+    rounds: int  # rounds posted (the warm-up's too)
     receivers: int
     deliveries: int  # frames the receivers read
     missing: int  # (round, receiver) pairs that read nothing for a round
     duplicates: int  # frames read twice or out of order
-    # Per round: from the post to the last receiver's read, ms.
+    # Per round after the warm-up: from the post to the last receiver's read, ms.
     last_ms: list[float] = field(default_factory=list)
     p50_ms: float | None = None
     p99_ms: float | None = None

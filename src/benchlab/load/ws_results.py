@@ -76,16 +76,19 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         exchanges.sort(key=lambda s: s.start_ms)
         # A closed loop has no schedule: each message is due when it is sent.
         base = min(s.start_ms - k * period for k, s in enumerate(exchanges))
-        # A connection's schedule lasts its messages' periods; late ones stretch it.
+        # A connection's timed schedule lasts its messages' periods; late ones stretch it.
+        warm_ms = 0 if request.closed else request.warmup_messages * period
         last_end = max(s.end_ms for s in exchanges)
-        spans.append(max(last_end - base, len(exchanges) * period, 1.0))
+        spans.append(max(last_end - base - warm_ms, len(exchanges) * period - warm_ms, 1.0))
+        warm = 0 if request.closed else request.warmup_messages
         for k, sample in enumerate(exchanges):
             due = sample.start_ms if request.closed else base + k * period
-            lags.append(sample.start_ms - due)
-            if sample.ok:
-                timed.append((due, sample.end_ms - due))
-            else:
+            if not sample.ok:
                 errors += 1
+            elif k >= warm:
+                timed.append((due, sample.end_ms - due))
+            if k >= warm:
+                lags.append(sample.start_ms - due)
     sent = sum(len(v) for v in by_thread.values())
     if sent == 0:
         raise LoadToolError(
@@ -101,7 +104,9 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
     latencies = sorted(v for _, v in timed)
     recorded = histogram.from_counts((round(v * 1000), 1) for v in latencies)
     return EchoResult(
-        sent=sent, answered=len(latencies), errors=errors, connect_errors=opens_failed,
+        sent=sent, answered=sent - errors, timed=len(latencies), sent_timed=len(lags),
+        errors=errors,
+        connect_errors=opens_failed,
         duration_s=span_ms / 1000, target_rate=request.paced_rate,
         p50_ms=percentile(latencies, 50), p99_ms=percentile(latencies, 99),
         mean_ms=sum(latencies) / len(latencies) if latencies else None,
@@ -113,9 +118,12 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
     )  # fmt: skip
 
 
-def broadcast_result(results: Path, receivers: int, rounds: int) -> BroadcastResult:
-    """Round k's time: from its post's start to the end of the last receiver's read of it.
-    Each receiver must read each round's frame once, in order (each frame names its round)."""
+def broadcast_result(
+    results: Path, receivers: int, rounds: int, warmup_rounds: int = 0
+) -> BroadcastResult:
+    """Round k's time: from its post's start to the end of the last receiver's read of it
+    (the warm-up's rounds not timed). Each receiver must read each round's frame once, in
+    order (each frame names its round)."""
     posts: dict[int, int] = {}
     reads: dict[int, list[int]] = defaultdict(list)
     duplicates = 0
@@ -135,12 +143,13 @@ def broadcast_result(results: Path, receivers: int, rounds: int) -> BroadcastRes
     for number, posted in posts.items():
         got = reads.get(number, [])
         missing += receivers - len(got)
-        if len(got) == receivers:
+        if len(got) == receivers and number >= warmup_rounds:
             last_ms.append(float(max(got) - posted))
     ordered = sorted(last_ms)
     return BroadcastResult(
         rounds=len(posts), receivers=receivers, deliveries=sum(map(len, reads.values())),
-        missing=missing + receivers * (rounds - len(posts)), duplicates=duplicates,
+        missing=missing + receivers * (rounds + warmup_rounds - len(posts)),
+        duplicates=duplicates,
         last_ms=last_ms, p50_ms=percentile(ordered, 50), p99_ms=percentile(ordered, 99),
     )  # fmt: skip
 

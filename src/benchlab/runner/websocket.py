@@ -106,7 +106,12 @@ class WebSocketCells:
         return EchoRequest(
             self._endpoint(launched), cell.connections, rate or settings.rate, cell.duration,
             settings.message_bytes, cell.timeout * 1000, closed=rate is None,
+            warmup_s=self._warmup_s(cell),
         )  # fmt: skip
+
+    def _warmup_s(self, cell: Cell) -> float:
+        recipe = self.session.plan.recipe
+        return float(recipe.warmup if cell.warmup_s is None else cell.warmup_s)
 
     def _echo_trial(
         self, launched: Launched, cell: Cell, rate: float | None, probe: str | None
@@ -170,6 +175,7 @@ class WebSocketCells:
             self._endpoint(launched), settings.receivers, settings.rounds,
             settings.round_interval_ms, message_bytes=settings.message_bytes,
             timeout_ms=cell.timeout * 1000,
+            warmup_rounds=round(self._warmup_s(cell) * 1000 / settings.round_interval_ms),
         )  # fmt: skip
         with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
             result = self.session.executor.ws_broadcast(
@@ -292,13 +298,13 @@ def echo_record(
     return dataclasses.replace(
         _blank(round_index, started_at, probe),
         requests=result.answered, duration_s=seconds,
-        throughput_rps=result.answered / seconds if seconds else 0.0,
+        throughput_rps=result.timed / seconds if seconds else 0.0,
         latency_mean_ms=result.mean_ms, latency_p50_ms=result.p50_ms,
         latency_p99_ms=result.p99_ms, latency_max_ms=result.max_ms,
         errors_other=result.errors, errors_connect=result.connect_errors,
         load_cpu_pct=result.load_cpu_pct, **_usage(tree, steal),
         target_rate=None if closed else result.target_rate,
-        sent_rate=result.sent / seconds if seconds else None,
+        sent_rate=result.sent_timed / seconds if seconds else None,
         achieved_rps=result.achieved_rate, schedule_lag_ms=None if closed else result.lag_ms,
         latency_first_ms=result.first_ms, latency_last_ms=result.last_ms,
         latency_histogram=result.histogram,

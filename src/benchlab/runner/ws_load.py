@@ -33,26 +33,41 @@ START_S = 30.0  # the most the JVM may take before its first sample
 POLL_S = 0.1
 
 
+# What JMeter logs as its threads start: its start-up is over.
+STARTED = "Running the test!"
+
+
 @dataclass
 class _Run:
     process: ManagedProcess
     results: Path
-    cpu_at_start: float | None = None  # the JVM's CPU seconds when its first sample came
-    first_ms: int | None = None
+    log: Path
+    live: bool  # its samples written as they come
+    cpu_at_start: float | None = None  # the JVM's CPU seconds when its test began
+    first_ms: int | None = None  # a live run's first sample's start (epoch ms)
 
     def watch_start(self) -> None:
-        """Waits for the first sample (the load has begun) and notes the JVM's CPU then, so
-        that its start-up is not counted as load."""
+        """Waits for the test to begin (and a live run's first sample) and notes the JVM's
+        CPU then, so that its start-up is not counted as load."""
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline and self.process.alive():
-            first = next(ws_results.samples(self.results), None)
-            if first is not None:
-                self.first_ms = first.start_ms
+            if self.cpu_at_start is None and self._began():
                 with contextlib.suppress(psutil.Error):
                     times = psutil.Process(self.process.pid).cpu_times()
                     self.cpu_at_start = times.user + times.system
+            if self.cpu_at_start is not None and not self.live:
+                return
+            first = next(ws_results.samples(self.results), None) if self.live else None
+            if first is not None:
+                self.first_ms = first.start_ms
                 return
             time.sleep(POLL_S)
+
+    def _began(self) -> bool:
+        try:
+            return STARTED in self.log.read_text(errors="replace")
+        except OSError:
+            return False
 
     def load_cpu_pct(self, seconds: float) -> float | None:
         total = self.process.tool_cpu_seconds()
@@ -63,7 +78,12 @@ class _Run:
 
 @contextlib.contextmanager
 def _jmeter(
-    registry: ProcessRegistry, plan: str, workdir: Path, cores: tuple[int, ...], name: str
+    registry: ProcessRegistry,
+    plan: str,
+    workdir: Path,
+    cores: tuple[int, ...],
+    name: str,
+    live: bool = False,
 ) -> Iterator[_Run]:
     if jmeter.JMeter().executable() is None:
         raise LoadToolError(f"jmeter is not installed ({jmeter.JMeter.install})")
@@ -71,11 +91,12 @@ def _jmeter(
     plan_file, results = workdir / f"{name}.jmx", workdir / f"{name}.csv"
     plan_file.write_text(plan)
     results.unlink(missing_ok=True)
+    (workdir / "jmeter.log").unlink(missing_ok=True)  # a run's log tells when its test began
     process = registry.start(
-        jmeter.command(plan_file, results, workdir), cores=cores,
+        jmeter.command(plan_file, results, workdir, live), cores=cores,
         log_path=workdir / f"{name}.out", env={"HOME": str(workdir)},
     )  # fmt: skip
-    run = _Run(process, results)
+    run = _Run(process, results, workdir / "jmeter.log", live)
     try:
         run.watch_start()
         yield run
@@ -104,9 +125,12 @@ def run_broadcast(
 ) -> BroadcastResult:
     plan = broadcast_plan(request)
     with _jmeter(registry, plan, workdir, request.endpoint.cores, "broadcast") as run:
-        span = request.receivers / request.join_rate + request.rounds * request.interval_ms / 1000
+        rounds = request.rounds + request.warmup_rounds
+        span = request.receivers / request.join_rate + rounds * request.interval_ms / 1000
         _finish(run, START_S + span + request.timeout_ms / 1000 + 15)
-    result = ws_results.broadcast_result(run.results, request.receivers, request.rounds)
+    result = ws_results.broadcast_result(
+        run.results, request.receivers, request.rounds, request.warmup_rounds
+    )
     seconds = request.rounds * request.interval_ms / 1000
     return BroadcastResult(**{**result.__dict__, "load_cpu_pct": run.load_cpu_pct(seconds)})
 
@@ -135,7 +159,7 @@ def run_hold(
     _, length = step_timing(request)
     stopped = "steps"
     plan = hold_plan(request)
-    with _jmeter(registry, plan, workdir, request.endpoint.cores, "hold") as run:
+    with _jmeter(registry, plan, workdir, request.endpoint.cores, "hold", live=True) as run:
         if run.first_ms is None:
             raise LoadToolError(f"jmeter opened no connection: {run.process.log_tail(3)}")
         for index in range(request.steps):
