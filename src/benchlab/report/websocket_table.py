@@ -14,38 +14,48 @@ from benchlab.report.terminal import Layout, text_table
 from benchlab.store import Store
 
 COLUMNS = (
-    Layout("stack"),
+    Layout("stack", wrap=False),
     Layout("held\nconns", right=True, wrap=False),
     Layout("RSS/1k\nMB", right=True, wrap=False),
     Layout("echo p50\nms", right=True, wrap=False),
     Layout("echo p99\nms", right=True, wrap=False),
     Layout("capacity\nmsg/s", right=True, wrap=False),
     Layout("bcast p99\nms", right=True, wrap=False),
-    Layout("checks"),
 )
 
 
-def estimate_text(figure: F.Figure, value: Estimate | None) -> str:
-    """The median and its interval: 2,000 [1,500–2,000]; one trial: the value alone."""
+# Why a hold's steps ended, in words (ws_load.py's reasons).
+STOPS = {
+    "steps": "≥ the steps' last count, the server still holding (raise [websocket] hold_steps)",
+    "refused": "until the server refused an upgrade",
+    "stalled": "until opens stopped completing",
+    "dropped": "until the server closed idle connections",
+    "memory": "up to the memory limit (rss_limit_mb)",
+}
+
+
+def estimate_text(figure: F.Figure, value: Estimate | None, at_least: bool = False) -> str:
+    """The median and how far its interval reaches from it, as the HTTP table writes it
+    (4.00 ±25%; its bounds in the JSON); `at_least`: the steps ended before the server did."""
     if value is None:
         return "–"
-    if value.n < 2 or value.low == value.high:
-        return figure.format(value.median)
-    return f"{figure.format(value.median)} [{figure.format(value.low)}–{figure.format(value.high)}]"
+    text = ("≥" if at_least else "") + figure.format(value.median)
+    if value.n < 2 or value.median == 0:
+        return text
+    reach = max(value.high - value.median, value.median - value.low) / abs(value.median)
+    return f"{text} ±{100 * reach:.0f}%" if reach > 0 else text
 
 
 def _row(stack: WsStack) -> list[str]:
     figures = stack.figures
     label = stack.label + (" (ceiling)" if stack.ceiling else "")
-    problems = stack.problems()
-    failed = [f"{scenario} failed" for scenario in stack.failed]
+    capped = stack.hold_stop == "steps"
+    rest = (F.RSS_PER_1000, F.ECHO_P50, F.ECHO_P99, F.CAPACITY, F.BROADCAST_P99)
     return [
         label,
-        *(estimate_text(f, figures.get(f.key)) for f in (F.CONNECTIONS_HELD, F.RSS_PER_1000,
-                                                          F.ECHO_P50, F.ECHO_P99, F.CAPACITY,
-                                                          F.BROADCAST_P99)),
-        ", ".join(dict.fromkeys([*failed, *problems])) or "valid",
-    ]  # fmt: skip
+        estimate_text(F.CONNECTIONS_HELD, figures.get(F.CONNECTIONS_HELD.key), capped),
+        *(estimate_text(f, figures.get(f.key)) for f in rest),
+    ]
 
 
 def render_websocket(store: Store, run_id: str, console: Console) -> bool:
@@ -55,15 +65,20 @@ def render_websocket(store: Store, run_id: str, console: Console) -> bool:
         return False
     rate = next((s.echo_rate for s in stacks if s.echo_rate), None)
     receivers = next((s.receivers for s in stacks if s.receivers), None)
-    stops = ", ".join(f"{s.label}: {s.hold_stop}" for s in stacks if s.hold_stop)
+    by_stop: dict[str, list[str]] = {}
+    for stack in stacks:
+        if stack.hold_stop:
+            by_stop.setdefault(stack.hold_stop, []).append(stack.label)
     console.print(
-        "WebSocket · jmeter · median over trials [interval]"
+        "WebSocket · jmeter · median over trials ±how far its interval reaches"
         + (f" · echo at {rate:,.0f} msg/s" if rate else "")
         + (f" · broadcast to {receivers} receivers" if receivers else ""),
         markup=False, highlight=False,
     )  # fmt: skip
     console.print(text_table(COLUMNS, [_row(s) for s in stacks]))
-    console.print(f"  holds ended by: {stops}", markup=False, highlight=False)
+    for stop, labels in by_stop.items():
+        said = STOPS.get(stop, stop)
+        console.print(f"  held: {said}: {', '.join(labels)}", markup=False, highlight=False)
     for stack in stacks:
         for scenario, reason in stack.failed.items():
             console.print(f"  {stack.label} {scenario}: {reason}", markup=False, highlight=False)
@@ -71,7 +86,9 @@ def render_websocket(store: Store, run_id: str, console: Console) -> bool:
             for check in checks:
                 if not check.ok:
                     console.print(
-                        f"  {stack.label} {scenario} {check.name}: {check.detail}",
+                        f"  {check.name}: {stack.label} {scenario}: {check.detail}",
                         markup=False, highlight=False,
                     )  # fmt: skip
+    if not any(s.problems() or s.failed for s in stacks):
+        console.print("  every check passed (counts, Little's law, schedule, the tool's limit)")
     return True
