@@ -6,6 +6,7 @@ that a load tool's counts can be checked against them."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import secrets
@@ -106,10 +107,11 @@ def _check_room(host: str, port: int, timeout: float) -> tuple[int, int]:
     """Each member posts once; the others each receive it once, the poster none. The frames
     posted and delivered."""
     path = ROOM_PREFIX + "verify-" + secrets.token_hex(4)
-    members: list[ClientConnection] = []
-    try:
-        for _ in range(MEMBERS):
-            members.append(connect(_url(host, port, path), open_timeout=timeout))
+    with contextlib.ExitStack() as open_members:
+        members = [
+            open_members.enter_context(connect(_url(host, port, path), open_timeout=timeout))
+            for _ in range(MEMBERS)
+        ]
         time.sleep(QUIET_S)  # the server has registered every member
         for index, poster in enumerate(members):
             frame = f"post {index} {secrets.token_hex(8)}"
@@ -125,9 +127,6 @@ def _check_room(host: str, port: int, timeout: float) -> tuple[int, int]:
                     )
         for index, member in enumerate(members):
             _nothing_more(member, f"{path}: member {index + 1} after every post")
-    finally:
-        for member in members:
-            member.close()
     return MEMBERS, MEMBERS * (MEMBERS - 1)
 
 
