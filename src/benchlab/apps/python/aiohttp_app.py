@@ -9,7 +9,7 @@ import sys
 
 import benchlab_backend as backend
 from aiohttp import WSMsgType, web
-from ws_rooms import COUNTERS, join, leave, others
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 JSON = "application/json"
 
@@ -79,16 +79,13 @@ async def ws_room(request: web.Request) -> web.WebSocketResponse:
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
             COUNTERS.frames_in += 1
-            for peer in others(name, websocket):
-                try:
-                    if message.type == WSMsgType.TEXT:
-                        await peer.send_str(message.data)
-                    else:
-                        await peer.send_bytes(message.data)
-                except Exception:  # a member that left meanwhile
-                    continue
-                COUNTERS.frames_out += 1
-                COUNTERS.deliveries += 1
+            text = message.type == WSMsgType.TEXT
+            await deliver(
+                others(name, websocket),
+                lambda peer, m=message, t=text: (
+                    peer.send_str(m.data) if t else peer.send_bytes(m.data)
+                ),
+            )
     finally:
         leave(name, websocket)
     return websocket

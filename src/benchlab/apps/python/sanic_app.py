@@ -9,7 +9,7 @@ from email.utils import formatdate
 import benchlab_backend as backend
 from sanic import Sanic
 from sanic.response import HTTPResponse, json, text
-from ws_rooms import COUNTERS, join, leave, others
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 app = Sanic("benchlab")
 app.config.ACCESS_LOG = False
@@ -96,13 +96,7 @@ async def ws_room(request, websocket, name):
     try:
         async for message in websocket:
             COUNTERS.frames_in += 1
-            for peer in others(name, websocket):
-                try:
-                    await peer.send(message)
-                except Exception:  # a member that left meanwhile
-                    continue
-                COUNTERS.frames_out += 1
-                COUNTERS.deliveries += 1
+            await deliver(others(name, websocket), lambda peer, m=message: peer.send(m))
     finally:
         leave(name, websocket)
 

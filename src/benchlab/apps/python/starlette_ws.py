@@ -4,7 +4,15 @@ FastAPI): the routes each adds to its own."""
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocketDisconnect
-from ws_rooms import COUNTERS, join, leave, others
+from ws_rooms import COUNTERS, deliver, join, leave, others
+
+
+async def _send(websocket, message: dict) -> None:
+    """A received frame sent on as it came: text as text, bytes as bytes."""
+    if message.get("text") is not None:
+        await websocket.send_text(message["text"])
+    else:
+        await websocket.send_bytes(message.get("bytes") or b"")
 
 
 async def echo(websocket) -> None:
@@ -15,10 +23,7 @@ async def echo(websocket) -> None:
             if message["type"] == "websocket.disconnect":
                 return
             COUNTERS.frames_in += 1
-            if message.get("text") is not None:
-                await websocket.send_text(message["text"])
-            else:
-                await websocket.send_bytes(message.get("bytes") or b"")
+            await _send(websocket, message)
             COUNTERS.frames_out += 1
     except WebSocketDisconnect:
         return
@@ -34,16 +39,7 @@ async def room(websocket) -> None:
             if message["type"] == "websocket.disconnect":
                 return
             COUNTERS.frames_in += 1
-            for peer in others(name, websocket):
-                try:
-                    if message.get("text") is not None:
-                        await peer.send_text(message["text"])
-                    else:
-                        await peer.send_bytes(message.get("bytes") or b"")
-                except Exception:  # a member that left meanwhile
-                    continue
-                COUNTERS.frames_out += 1
-                COUNTERS.deliveries += 1
+            await deliver(others(name, websocket), lambda peer, m=message: _send(peer, m))
     except WebSocketDisconnect:
         return
     finally:

@@ -11,7 +11,7 @@ import tornado.netutil
 import tornado.process
 import tornado.web
 import tornado.websocket
-from ws_rooms import COUNTERS, join, leave, others
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 
 class Plaintext(tornado.web.RequestHandler):
@@ -87,13 +87,8 @@ class WsRoom(tornado.websocket.WebSocketHandler):
 
     async def on_message(self, message) -> None:
         COUNTERS.frames_in += 1
-        for peer in others(self.room, self):
-            try:
-                await peer.write_message(message, binary=isinstance(message, bytes))
-            except tornado.websocket.WebSocketClosedError:  # a member that left meanwhile
-                continue
-            COUNTERS.frames_out += 1
-            COUNTERS.deliveries += 1
+        binary = isinstance(message, bytes)
+        await deliver(others(self.room, self), lambda p: p.write_message(message, binary=binary))
 
     def on_close(self) -> None:
         leave(self.room, self)

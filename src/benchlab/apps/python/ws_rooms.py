@@ -42,3 +42,15 @@ def leave(name: str, member) -> None:
 def others(name: str, member) -> list:
     """The room's other members at the moment a frame is posted."""
     return [peer for peer in ROOMS.get(name, ()) if peer is not member]
+
+
+async def deliver(peers: list, send) -> None:
+    """A posted frame to each peer in turn (`await send(peer)`), counted; a peer that left
+    meanwhile is skipped."""
+    for peer in peers:
+        try:
+            await send(peer)
+        except Exception:  # a member that left meanwhile
+            continue
+        COUNTERS.frames_out += 1
+        COUNTERS.deliveries += 1
