@@ -178,10 +178,21 @@ def _total(values) -> int | None:
 
 
 def _against_ceiling(stacks: list[WsStack]) -> None:
-    """A broadcast no slower than the Go ceiling's (within FLOOR_FACTOR) measured the tool's
-    floor (its threads' wake-ups), not the server."""
+    """What the Go ceiling shows of the tool: a hold that stalled where the ceiling's stalled
+    too stopped at the tool's pace of opening (a thread a connection), not the server's; a
+    broadcast no slower than the ceiling's (within FLOOR_FACTOR) measured the tool's floor
+    (its threads' wake-ups)."""
     ceiling = next((s for s in stacks if s.ceiling), None)
-    floor = ceiling.figures.get(F.BROADCAST_P99.key) if ceiling else None
+    if ceiling is None:
+        return
+    if ceiling.hold_stop == "stalled":
+        for stack in stacks:
+            if stack.hold_stop == "stalled":
+                stack.checks.setdefault("ws-hold", []).append(
+                    Check("client-bound", False,
+                          "its opens stalled, and so did the Go ceiling's: the tool's pace")
+                )  # fmt: skip
+    floor = ceiling.figures.get(F.BROADCAST_P99.key)
     if floor is None:
         return
     for stack in stacks:
