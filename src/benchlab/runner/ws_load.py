@@ -165,6 +165,7 @@ def run_hold(
         for index in range(request.steps):
             due_ms = run.first_ms + index * length * 1000 + (length - 0.25) * 1000
             _sleep_until_ms(due_ms, run.process.alive)
+            _wait_for_opens(run, index, request)
             step = _step(run.results, index, request, port, rss())
             steps.append(step)
             stopped = _why_stop(step, request, index, rss_limit_mb) or stopped
@@ -188,6 +189,18 @@ def _server_rss(server: ManagedProcess) -> Callable[[], float | None]:
 def _sleep_until_ms(due_ms: float, alive: Callable[[], bool]) -> None:
     while time.time() * 1000 < due_ms and alive():
         time.sleep(min(POLL_S, max(due_ms / 1000 - time.time(), 0.0)))
+
+
+def _wait_for_opens(run: _Run, index: int, request: HoldRequest) -> None:
+    """A step's last opens may end a moment after its settle time (its last threads start at
+    the ramp's very end): up to one settle time more before it is judged stalled."""
+    deadline = time.monotonic() + request.settle_s
+    while time.monotonic() < deadline and run.process.alive():
+        counts = ws_results.opened(run.results)
+        done = sum(sum(counts.get(i, (0, 0))) for i in range(index + 1))
+        if done >= (index + 1) * request.step:
+            return
+        time.sleep(POLL_S)
 
 
 def _step(
