@@ -23,6 +23,9 @@ from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 VERSION = "5.6.3"
 SAMPLERS_VERSION = "1.3.1"
 POM = Path(__file__).with_name("jmeter-home.pom.xml")
+# The Maven plugin that copies the jars, named with its version: Maven would otherwise take
+# the newest one Maven Central has.
+COPY_GOAL = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
 PACKAGES = ("openjdk-17-jre-headless", "maven")
 # Every sample a line of CSV: start (epoch ms), elapsed ms, label, code, thread, success,
 # and the frame a read kept. Flushed line by line only when watched live (the hold's steps):
@@ -73,7 +76,7 @@ def build() -> Path:
         jars = Path(scratch) / "jars"
         command = [
             "mvn", "-B", "-q", f"-Dmaven.repo.local={cache / 'maven-repository'}",
-            "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={jars}",
+            "-f", str(POM), COPY_GOAL, f"-DoutputDirectory={jars}",
         ]  # fmt: skip
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=900)
