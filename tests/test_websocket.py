@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.analysis.websocket import COUNT_TOLERANCE
+from benchlab.analysis.stats import Estimate
+from benchlab.analysis.websocket import COUNT_TOLERANCE, WsStack, against_ceiling
+from benchlab.core import figures as F
 from benchlab.core.errors import UserError
 from benchlab.http.scenarios import WEBSOCKET_SCENARIOS
 from benchlab.http.ws_verify import read_counters, verify_websocket
@@ -86,6 +88,25 @@ def test_a_websocket_scenario_needs_the_websocket_tool_and_it_nothing_else(
 ) -> None:
     with pytest.raises(UserError, match=said):
         check_names(Path("w.toml"), _recipe(tool, scenarios))
+
+
+def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> None:
+    def stack(label: str, ceiling: bool, capacity: float, broadcast: float) -> WsStack:
+        found = WsStack(label, ceiling, hold_stop="stalled")
+        found.figures[F.CAPACITY.key] = Estimate(capacity, capacity, capacity, 0.75, 3)
+        found.figures[F.BROADCAST_P99.key] = Estimate(broadcast, broadcast, broadcast, 0.75, 3)
+        return found
+
+    go, near, slow = (
+        stack("go", True, 5000, 4),
+        stack("near", False, 4500, 5),
+        stack("slow", False, 2000, 20),
+    )
+    slow.hold_stop = "refused"
+    against_ceiling([go, near, slow])
+    assert sorted(c.name for c in near.checks["ws-echo"]) == ["client-bound"]
+    assert near.problems().count("client-bound") == 3  # capacity, broadcast, the stalled hold
+    assert slow.problems() == []  # under the ceiling on every figure, refused on its own
 
 
 # --- JMeter's samples read back --------------------------------------------------------------

@@ -26,6 +26,9 @@ LATE_SHARE = 0.001  # more messages than this sent over a period late: the sched
 IN_FLIGHT_SHARE = 0.1
 TOOL_CPU_PCT = 90.0  # the tool's core this busy: it, not the server, set the pace
 FLOOR_FACTOR = 1.5  # a broadcast within this of the ceiling's is at the tool's floor
+# An echo capacity this near the ceiling's (or above it) is the tool's paced ceiling: JMeter
+# held its schedule to about 5,300 msg/s against Go here, whose server had room to spare.
+CEILING_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def websocket_view(store: Store, run_id: str) -> list[WsStack]:
         trials = store.trials(cell.id)
         _add(entry, scenario.websocket, cell, trials, store)
     ordered = sorted(stacks.values(), key=lambda s: not s.ceiling)
-    _against_ceiling(ordered)
+    against_ceiling(ordered)
     return ordered
 
 
@@ -177,7 +180,7 @@ def _total(values) -> int | None:
     return None if any(v is None for v in known) else sum(known)
 
 
-def _against_ceiling(stacks: list[WsStack]) -> None:
+def against_ceiling(stacks: list[WsStack]) -> None:
     """What the Go ceiling shows of the tool: a hold that stalled where the ceiling's stalled
     too stopped at the tool's pace of opening (a thread a connection), not the server's; a
     broadcast no slower than the ceiling's (within FLOOR_FACTOR) measured the tool's floor
@@ -192,6 +195,15 @@ def _against_ceiling(stacks: list[WsStack]) -> None:
                     Check("client-bound", False,
                           "its opens stalled, and so did the Go ceiling's: the tool's pace")
                 )  # fmt: skip
+    top = ceiling.figures.get(F.CAPACITY.key)
+    for stack in stacks if top is not None else []:
+        mine = stack.figures.get(F.CAPACITY.key)
+        if mine is not None and mine.median >= CEILING_SHARE * top.median:
+            stack.checks.setdefault("ws-echo", []).append(
+                Check("client-bound", False,
+                      f"capacity {mine.median:,.0f} msg/s against the ceiling's "
+                      f"{top.median:,.0f}: the tool's paced limit")
+            )  # fmt: skip
     floor = ceiling.figures.get(F.BROADCAST_P99.key)
     if floor is None:
         return
