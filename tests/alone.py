@@ -46,6 +46,9 @@ def measuring(process: psutil.Process) -> str | None:
             arguments = process.cmdline()  # empty once it has exited, unreaped
             looks = not arguments or NOT_LOAD_ARGUMENTS.intersection(arguments[1:2])
             return None if looks else tool
+        if name == "java":  # JMeter, the WebSocket tool, is a JVM: known by its launcher
+            arguments = process.cmdline()
+            return "jmeter" if any("ApacheJMeter" in a for a in arguments) else None
         if name.startswith(("python", "benchlab")):
             held = any(Path(f.path).name == RUN_LOCK_FILE for f in process.open_files())
             return "benchlab's run lock" if held else None

@@ -13,6 +13,7 @@ import pytest
 from benchlab.http.dataset import file_bytes
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.http.verify import verify
+from benchlab.http.ws_verify import verify_websocket
 from benchlab.services.postgres import read_worlds, start_postgres
 from benchlab.services.redis_service import start_redis
 from benchlab.stacks import CATALOGUE
@@ -65,7 +66,11 @@ def test_stack_serves_every_declared_scenario_and_stops(name: str, services_env)
             ):
                 for scenario in stack.scenarios:
                     expectations = SCENARIOS[scenario].expectations(MS.get(scenario))
-                    problem = verify("127.0.0.1", port, expectations, read_worlds=read)
+                    problem = (
+                        verify_websocket("127.0.0.1", port)
+                        if SCENARIOS[scenario].websocket
+                        else verify("127.0.0.1", port, expectations, read_worlds=read)
+                    )
                     assert problem is None, (
                         f"{name}[{flavour}] {scenario}: {problem}\n{process.log_tail(15)}"
                     )

@@ -72,7 +72,8 @@ def lock_timeout_s() -> float:
 # launch can hold at once; "capacity" is only req/s under the SLO). 5: runs.plan, the recipe
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
 # 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
-SCHEMA_VERSION = 7
+# 7: how the server's RSS moved during a trial. 8: the WebSocket trials' columns (ws_*).
+SCHEMA_VERSION = 8
 ID_ATTEMPTS = 5
 
 # A cell's status once `tune --check-only` found its stack's answer right (nothing measured).
@@ -80,7 +81,7 @@ CELL_CHECKED = "checked"
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
 # The trial columns that hold JSON text (a trial's JSON gives them decoded).
-TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts")
+TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps")
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,23 @@ class TrialRecord:
     rss_growth_mb: float | None = None
     rss_slope_mb_min: float | None = None
     rss_slope_low_mb_min: float | None = None
+    # Schema 8: a WebSocket trial (runner/websocket.py). The hold: connections held, the
+    # server's RSS per 1,000 of them (a slope over the steps), why the steps stopped. The
+    # echo: p50 and p99 from each message's due time, the share of messages sent over a
+    # period late. The broadcast: p99 over rounds of the time from a post to its last
+    # receiver. Each: the frames the tool sent, and the server's own counts in the trial.
+    ws_connections_held: int | None = None
+    ws_rss_per_1000_mb: float | None = None
+    ws_hold_stop: str | None = None
+    ws_hold_steps: str | None = None  # JSON: each step's asked, opened, refused, established, RSS
+    ws_echo_p50_ms: float | None = None
+    ws_echo_p99_ms: float | None = None
+    ws_late_share: float | None = None
+    ws_broadcast_p99_ms: float | None = None
+    ws_tool_sent: int | None = None
+    ws_server_frames_in: int | None = None
+    ws_server_frames_out: int | None = None
+    ws_server_deliveries: int | None = None
 
     @property
     def errors(self) -> Errors:

@@ -239,15 +239,22 @@ def _show_run(
     is stored already). Where stdout holds another format, the run's own lines go to stderr."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
+    from benchlab.report.websocket_table import render_websocket
 
     summary = summarise(store, outcome.run_id)
+
+    def table() -> None:
+        # A WebSocket run has a table of its own (phase A of issue 60); an HTTP run, none.
+        if not render_websocket(store, outcome.run_id, console):
+            render_table(summary, console)
+
     say = console
     if where.on_terminal_table:
-        render_table(summary, console)
+        table()
     else:
         where.document(EXPORTERS[where.format].render(summary, False))
         if where.path is not None:  # the file holds it; the terminal shows the table
-            render_table(summary, console)
+            table()
         else:
             say = progress
     say.print(f"run id: {outcome.run_id} ({outcome.status}) · results in {results}")

@@ -359,6 +359,35 @@ CACHE_HITS = _figure(
     source=Source(Combine.DERIVED, derive=_hit_share),
 )  # fmt: skip
 
+# --- WebSocket (the ws-* scenarios; runner/websocket.py) ---------------------------------
+CONNECTIONS_HELD = _figure(
+    "ws_connections_held", "held", "conns", UP, E,
+    "idle WebSocket connections held when the steps stopped (refused, stalled, dropped, the "
+    "memory limit or the last step): median over trials [interval]", WHOLE,
+    source=_median("ws_connections_held"),
+)  # fmt: skip
+RSS_PER_1000 = _figure(
+    "ws_rss_per_1000_mb", "RSS/1k conns", "MB", DOWN, E,
+    "the server's resident memory per 1,000 idle connections: the slope over the hold's "
+    "steps, median over trials [interval]", _grouped(1), source=_median("ws_rss_per_1000_mb"),
+)  # fmt: skip
+ECHO_P50 = _figure(
+    "ws_echo_p50_ms", "echo p50", "ms", DOWN, E,
+    "median round trip of a message at the fixed rate, from its due time: median over trials",
+    ms_text, source=_median("ws_echo_p50_ms"),
+)  # fmt: skip
+ECHO_P99 = _figure(
+    "ws_echo_p99_ms", "echo p99", "ms", DOWN, E,
+    "99th percentile round trip at the fixed rate, from each message's due time: median over "
+    "trials [interval]", ms_text, source=_median("ws_echo_p99_ms"),
+)  # fmt: skip
+BROADCAST_P99 = _figure(
+    "ws_broadcast_p99_ms", "broadcast p99", "ms", DOWN, E,
+    "99th percentile over rounds of the time from a post to the last of its receivers: "
+    "median over trials [interval]", ms_text, source=_median("ws_broadcast_p99_ms"),
+)  # fmt: skip
+WEBSOCKET_FIGURES = (CONNECTIONS_HELD, RSS_PER_1000, ECHO_P50, ECHO_P99, BROADCAST_P99)
+
 # --- relative to other cells ------------------------------------------------------------------
 RELATIVE = _figure(
     "relative", "vs baseline", "", FLAT, R,

@@ -66,6 +66,9 @@ class Scenario:
     databases: tuple[str, ...] = tuple(database.recipe_name for database in DATABASES)
     needs_files: bool = False  # benchlab writes the files it serves ($BENCHLAB_STATIC_DIR)
     parts: tuple[MixPart, ...] = ()  # a mix: other scenarios' requests, by weight
+    # A WebSocket load (runner/websocket.py measures it, a WebSocket tool drives it): which
+    # of the three figures' loads. None: an HTTP scenario.
+    websocket: str | None = None
 
     def file_sizes(self, value: int | None) -> set[int]:
         """The KiB of each file the scenario serves (the static scenario's, or a mix's)."""
@@ -237,6 +240,12 @@ _EXPECTATIONS = {
         )
     ],
     # Asked for gzip, then not: the framework must compress only when asked.
+    # The WebSocket scenarios are verified over WebSocket (ws_verify.py); their one HTTP
+    # request is the counters the load tool's counts are checked against.
+    **dict.fromkeys(
+        ("ws-hold", "ws-echo", "ws-broadcast"),
+        lambda _: [Expectation("/ws/counters", "application/json", None, answer="ws-counters")],
+    ),
     "json-gzip": lambda _: [
         Expectation(
             "/gzip/json",
@@ -258,6 +267,9 @@ def upload_answer(body: bytes) -> bytes:
 
 # The API scenarios (docs/scenarios.md): served by the FastAPI, Flask, Django and Gin apps.
 API_SCENARIOS = ("fortunes", "queries", "updates", "static", "upload", "json-gzip")
+# The WebSocket scenarios, one a figure: connections held, message latency, broadcast.
+HOLD, ECHO, BROADCAST = "hold", "echo", "broadcast"
+WEBSOCKET_SCENARIOS = ("ws-hold", "ws-echo", "ws-broadcast")
 ON_POSTGRES = (Service.POSTGRESQL.recipe_name,)
 
 _BASE: dict[str, Scenario] = {
@@ -334,6 +346,24 @@ _BASE: dict[str, Scenario] = {
         Scenario(
             "json-gzip",
             "GET /gzip/json, Accept-Encoding: gzip: a 4.9-KB JSON document, compressed",
+        ),
+        Scenario(
+            "ws-hold",
+            "idle WebSocket connections to /ws/echo, opened in steps until the server refuses, "
+            "stalls or passes the memory limit: connections held, RSS per 1,000",
+            websocket=HOLD,
+        ),
+        Scenario(
+            "ws-echo",
+            "text frames to /ws/echo at a fixed rate over C connections, each sent back as it "
+            "came: round-trip p50/p99 from each message's due time",
+            websocket=ECHO,
+        ),
+        Scenario(
+            "ws-broadcast",
+            "one member of /ws/room/NAME posts, N others each receive it once: time from the "
+            "post to the last receiver, p99 over rounds",
+            websocket=BROADCAST,
         ),
     )
 }

@@ -14,18 +14,19 @@ from benchlab.load.ab import ApacheBench
 from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.h2load import H2load
 from benchlab.load.hey import Hey
+from benchlab.load.jmeter import JMeter
 from benchlab.load.result import Errors, Latency, LoadResult
 from benchlab.load.siege import Siege
 from benchlab.load.vegeta import Vegeta
 from benchlab.load.wrk import Wrk
 
 TOOLS: dict[str, LoadTool] = {
-    tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta(), H2load())
+    tool.name: tool for tool in (Wrk(), ApacheBench(), Hey(), Siege(), Vegeta(), H2load(), JMeter())
 }
 # The tool of a load profile that names none.
 DEFAULT_TOOL = next(name for name, tool in TOOLS.items() if tool.is_default)
 # The tool to name for fixed rates, capacity searches and mixes of requests.
-RATE_TOOL = next(name for name, tool in TOOLS.items() if tool.can_pace)
+RATE_TOOL = next(name for name, tool in TOOLS.items() if tool.can_pace and not tool.websocket)
 # The tools whose generators on several hosts merge into one exact result.
 MERGEABLE_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.merges_exactly)
 

@@ -57,6 +57,8 @@ class LoadTool(Protocol):
     pinned_version: str | None  # the version benchlab builds (None: its package's)
     version_command: tuple[str, ...]  # prints its version beyond its package's; () none
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
+    # Loads the WebSocket scenarios (and nothing else): runner/websocket.py drives it.
+    websocket: bool
     # Sends any method, headers and body (an upload, a gzip request), not only a plain GET.
     sends_any_request: bool
     protocols: tuple[str, ...]  # protocols.PROTOCOLS it speaks
@@ -107,6 +109,7 @@ class DebianTool:
     pinned_version = None
     version_command: tuple[str, ...] = ()
     can_pace = False
+    websocket = False
     sends_any_request = False
     protocols: tuple[str, ...] = ("h1",)
     records_each_request = False

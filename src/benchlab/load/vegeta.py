@@ -68,6 +68,7 @@ class Vegeta:
     pinned_version = VERSION
     version_command = ()
     can_pace = True
+    websocket = False
     sends_any_request = True
     protocols = ("h1", "h1-tls", "h2", "h2c")
     records_each_request = True

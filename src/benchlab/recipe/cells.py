@@ -113,9 +113,7 @@ def expand(
     for stack_name in recipe.stacks:
         stack = CATALOGUE[stack_name]
         overrides = recipe.stack.get(stack_name, StackParams())
-        worker_counts = (
-            [1] if stack.fixed_workers else as_list(overrides.workers or len(cores.server))
-        )
+        worker_counts = _worker_counts(recipe, stack.fixed_workers, overrides, cores)
         thread_counts = (
             as_list(overrides.threads or stack.default_concurrency) if stack.concurrency else [None]
         )
@@ -178,6 +176,16 @@ def expand(
                     if len(cells) > limit:
                         raise MatrixTooLarge()
     return tuple(cells + _aa_copies(recipe, cells))
+
+
+def _worker_counts(
+    recipe: Recipe, fixed: bool, overrides: StackParams, cores: CoreAssignment
+) -> list[int]:
+    """The stack's worker counts: one for a stack of one process, and for the WebSocket
+    scenarios (a room lives in one process); else the recipe's, or one per server core."""
+    if fixed or any(SCENARIOS[name].websocket for name in scenario_names(recipe)):
+        return [1]
+    return as_list(overrides.workers or len(cores.server))
 
 
 def _aa_copies(recipe: Recipe, cells: list[Cell]) -> list[Cell]:

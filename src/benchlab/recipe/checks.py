@@ -47,8 +47,43 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_tool_sends,
         _check_protocols,
         _check_resilience,
+        _check_websocket,
     ):
         check(path, recipe)
+
+
+def _check_websocket(path: Path, recipe: Recipe) -> None:
+    """The WebSocket scenarios need the WebSocket tool, which loads nothing else; a room
+    lives in one process, so their stacks run one worker."""
+    names = scenario_names(recipe)
+    sockets = [n for n in names if SCENARIOS[n].websocket]
+    others = [n for n in names if not SCENARIOS[n].websocket]
+    for i, profile in enumerate(recipe.load):
+        websocket = TOOLS[profile.tool].websocket
+        if sockets and not websocket:
+            able = ", ".join(n for n, t in TOOLS.items() if t.websocket)
+            raise UserError(
+                f"{path}: key 'load[{i}].tool': {profile.tool} speaks no WebSocket, and "
+                f'{", ".join(sockets)} needs it; use tool = "{able}", or measure HTTP and '
+                "WebSocket scenarios in recipes of their own"
+            )
+        if others and websocket:
+            raise UserError(
+                f"{path}: key 'load[{i}].tool': {profile.tool} loads the WebSocket scenarios "
+                f"only, not {', '.join(others)}; measure them in a recipe of their own"
+            )
+        if websocket and (profile.rate is not None or profile.mix is not None):
+            raise UserError(
+                f"{path}: key 'load[{i}]': a WebSocket profile takes no rate or mix; "
+                "ws-echo's rate is [websocket] rate"
+            )
+    for name, params in recipe.stack.items():
+        workers = as_list(params.workers) if params.workers is not None else []
+        if sockets and any(w != 1 for w in workers):
+            raise UserError(
+                f"{path}: key 'stack.\"{name}\".workers': the WebSocket scenarios run one "
+                "worker (a room lives in one process); set workers = 1"
+            )
 
 
 def _check_stack_names(path: Path, recipe: Recipe) -> None:

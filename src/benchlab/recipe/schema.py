@@ -115,6 +115,33 @@ class Slo(_Strict):
     tune sets it."""
 
 
+class WebSocket(_Strict):
+    """The WebSocket scenarios' loads (ws-hold, ws-echo, ws-broadcast; docs/scenarios.md).
+    The [[load]] profile gives the tool (jmeter), ws-echo's connections and each trial's
+    duration; an [slo] searches ws-echo's capacity under its p99."""
+
+    rate: Annotated[float, Field(gt=0, le=1_000_000)] = 1000
+    """ws-echo: messages a second, spread evenly over the profile's connections."""
+    message_bytes: Annotated[int, Field(ge=16, le=65_536)] = 64
+    """Bytes of each echoed or broadcast message."""
+    hold_step: Annotated[int, Field(ge=1, le=100_000)] = 500
+    """ws-hold: connections opened each step."""
+    hold_steps: Annotated[int, Field(ge=1, le=100)] = 8
+    """ws-hold: the most steps (the connections asked for at most: steps × step)."""
+    hold_open_rate: Annotated[float, Field(gt=0, le=100_000)] = 1000
+    """ws-hold: connections opened a second within a step."""
+    hold_settle_s: Annotated[int, Field(ge=1, le=60)] = 1
+    """ws-hold: seconds each step's connections stay idle before they are counted."""
+    rss_limit_mb: Annotated[float, Field(gt=0, le=1_000_000)] = 1024
+    """ws-hold: the server's memory limit; a step past it ends the hold."""
+    receivers: Annotated[int, Field(ge=1, le=20_000)] = 100
+    """ws-broadcast: members of the room that receive each post."""
+    rounds: Annotated[int, Field(ge=1, le=100_000)] = 100
+    """ws-broadcast: posts a trial."""
+    round_interval_ms: Annotated[int, Field(ge=1, le=60_000)] = 20
+    """ws-broadcast: milliseconds between two posts (longer than a round takes)."""
+
+
 class Cores(_Strict):
     """Which cores each role is pinned to: the server's and the load tool's must differ."""
 
@@ -342,6 +369,8 @@ class Recipe(_Strict):
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
     """Where each role runs ([hosts.NAME]); default: all of them on this machine
     (docs/hosts.md)."""
+    websocket: WebSocket = Field(default_factory=WebSocket)
+    """The WebSocket scenarios' loads ([websocket])."""
 
     @model_validator(mode="after")
     def _measure_the_sentinel(self) -> Recipe:

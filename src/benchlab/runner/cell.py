@@ -20,6 +20,7 @@ from benchlab.runner.executor import StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
+from benchlab.runner.websocket import WebSocketCells
 from benchlab.store import TrialRecord
 
 SETTLE_TIMEOUT_S = 120.0
@@ -64,11 +65,14 @@ class CellRunner:
         self.closed: dict[Cell, float] = {}
         # what verification saw (protocol, compression), stored once a cell
         self.negotiated: dict[Cell, tuple[str, float | None]] = {}
+        self.websocket = WebSocketCells(session)
 
     def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
         session = self.session
         scenario = session.scenarios[cell.scenario]
+        if scenario.websocket:
+            return self.websocket.run(launched, cell)
         cold = scenario.needs_cache and scenario.cold_cache  # never a user's app's data
         # Verification sees the miss, then the hit, of this stack's own cache-aside.
         flush_cache(session, cold)

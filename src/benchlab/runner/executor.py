@@ -23,8 +23,17 @@ from benchlab.http.scenarios import Expectation
 from benchlab.http.tls import TlsFiles
 from benchlab.http.verify import keeps_alive, verify
 from benchlab.http.wire import Reply, Wire, exchange
+from benchlab.http.ws_verify import WsCounters, read_counters, verify_websocket
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
+from benchlab.load.ws_requests import (
+    BroadcastRequest,
+    BroadcastResult,
+    EchoRequest,
+    EchoResult,
+    HoldRequest,
+    HoldResult,
+)
 from benchlab.measure.monitor import (
     CoreSteal,
     PeakSampler,
@@ -36,6 +45,7 @@ from benchlab.measure.server_counters import CounterSource, ThreadTimes
 from benchlab.resilience.drain import Drain, stop_under_load
 from benchlab.resilience.slow_clients import SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
+from benchlab.runner import ws_load
 from benchlab.runner.launch import ServerPlace, start_answering
 from benchlab.stacks import Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
@@ -150,6 +160,24 @@ class Executor(Protocol):
         """The server's own counters of its threads' time, now (None: not answered)."""
         ...
 
+    # --- WebSocket (runner/websocket.py) ---
+    def verify_websocket(self, address: str, port: int) -> str | None: ...
+    def ws_counters(self, address: str, port: int) -> WsCounters: ...
+    def ws_echo(
+        self, registry: ProcessRegistry, request: EchoRequest, workdir: Path
+    ) -> EchoResult: ...
+    def ws_broadcast(
+        self, registry: ProcessRegistry, request: BroadcastRequest, workdir: Path
+    ) -> BroadcastResult: ...
+    def ws_hold(
+        self,
+        registry: ProcessRegistry,
+        request: HoldRequest,
+        workdir: Path,
+        server: StackServer,
+        rss_limit_mb: float,
+    ) -> HoldResult: ...
+
 
 @dataclass(frozen=True)
 class _Samplers:
@@ -252,6 +280,30 @@ class RealExecutor:
 
     def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
         return source.read(address, port)
+
+    def verify_websocket(self, address: str, port: int) -> str | None:
+        return verify_websocket(address, port)
+
+    def ws_counters(self, address: str, port: int) -> WsCounters:
+        return read_counters(address, port)
+
+    def ws_echo(self, registry: ProcessRegistry, request: EchoRequest, workdir: Path) -> EchoResult:
+        return ws_load.run_echo(registry, request, workdir)
+
+    def ws_broadcast(
+        self, registry: ProcessRegistry, request: BroadcastRequest, workdir: Path
+    ) -> BroadcastResult:
+        return ws_load.run_broadcast(registry, request, workdir)
+
+    def ws_hold(
+        self,
+        registry: ProcessRegistry,
+        request: HoldRequest,
+        workdir: Path,
+        server: StackServer,
+        rss_limit_mb: float,
+    ) -> HoldResult:
+        return ws_load.run_hold(registry, request, workdir, _process(server), rss_limit_mb)
 
     @contextlib.contextmanager
     def monitors(

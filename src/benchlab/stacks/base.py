@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.http.protocols import PROTOCOLS
-from benchlab.http.scenarios import API_SCENARIOS, SCENARIOS
+from benchlab.http.scenarios import API_SCENARIOS, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.http.tls import TlsFiles
 from benchlab.measure.server_counters import CounterSource
 from benchlab.stacks.servers import PerWorker, ServerKind
@@ -31,6 +31,15 @@ NOT_IN_ITS_APP = {
         "the FastAPI, Flask, Django and Gin apps",
     ),
     "cpu": "GET /cpu is served by the Flask, FastAPI and Go apps",
+    **dict.fromkeys(
+        WEBSOCKET_SCENARIOS,
+        "its reference app has no WebSocket endpoint; the Starlette, FastAPI, Sanic, aiohttp, "
+        "Tornado and Go net/http apps have",
+    ),
+}
+# Why a server cannot serve the WebSocket scenarios, by its interface.
+NO_WEBSOCKET_INTERFACE = {
+    "wsgi": "WSGI has no WebSocket: a request is one call that returns its whole response",
 }
 
 
@@ -124,6 +133,9 @@ class Stack:
     # The signal its server documents for a graceful stop (nginx: SIGQUIT; SIGTERM stops
     # it at once), sent to its main process by `benchlab drain`.
     stop_signal: signal.Signals = signal.SIGTERM
+    # The WebSocket ceiling (go-nethttp): what the WebSocket tool reaches against it is the
+    # tool's limit, as nginx-static's throughput is for HTTP.
+    websocket_ceiling: bool = False
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front
@@ -146,6 +158,8 @@ class Stack:
         if parts:  # a mix: served when every part is
             return next((w for p in parts if (w := self.why_not(p.scenario))), None)
         own = dict(self.unserved).get(scenario)
+        if own is None and scenario in WEBSOCKET_SCENARIOS and self.served_by is not None:
+            own = NO_WEBSOCKET_INTERFACE.get(self.served_by.interface)
         return own or NOT_IN_ITS_APP.get(scenario, "not implemented by its reference app")
 
     def unserved_reasons(self) -> dict[str, list[str]]:

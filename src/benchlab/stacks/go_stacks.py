@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from benchlab.core.errors import UserError
+from benchlab.http.scenarios import WEBSOCKET_SCENARIOS
 from benchlab.stacks.base import APPS_DIR, WITH_API, WITH_CPU, Launch, LaunchContext, Stack
 from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 from benchlab.system.go_toolchain import build_env, go_command
@@ -101,6 +102,7 @@ def _go_stack(
         launch=_go_launch(app),
         fix="benchlab build (it installs a pinned Go when the machine has none new enough)",
         build=lambda: _build_quietly(app),
+        websocket_ceiling=WEBSOCKET_SCENARIOS[0] in scenarios,
     )
 
 
@@ -109,8 +111,8 @@ GO_STACKS = (
     _go_stack(
         "go-nethttp",
         "nethttp",
-        "none (standard library)",
-        WITH_CPU,
+        "none (standard library; gorilla/websocket for the WebSocket scenarios)",
+        (*WITH_CPU, *WEBSOCKET_SCENARIOS),
         ("h1", "h1-tls", "h2"),
         "h2c needs golang.org/x/net's handler, which this app does not use",
     ),

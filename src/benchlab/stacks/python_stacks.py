@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchlab.http.scenarios import API_SCENARIOS
+from benchlab.http.scenarios import API_SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.stacks.base import ALL_SCENARIOS, WITH_API, Launch, LaunchContext, Stack
 from benchlab.stacks.servers import (
     ASYNC_LOOP,
@@ -91,6 +91,8 @@ def _on(name: str, framework: str, kind_name: str, app: str | Launcher, **kw) ->
     kind = KIND_BY_NAME[kind_name]
     launch = served(kind, app, **kw.pop("env", {})) if isinstance(app, str) else app
     needs = (*kw.pop("needs_modules", ()), *(package.module for package in kind.packages))
+    if kind.ws == "off":
+        kw["unserved"] = (*kw.get("unserved", ()), *NO_WS)
     return Stack(
         name=name, framework=framework, server=kw.pop("server", kind.shown),
         worker_model=kw.pop("worker_model", kind.worker_model), launch=launch,
@@ -106,6 +108,15 @@ SYNC = {"flavours": ("sync",), "needs_modules": DRIVERS_SYNC}
 # FastAPI runs `def` endpoints in anyio's thread pool: its default of 40, set explicitly.
 ANYIO_THREADS = 40
 FASTAPI = {"flavours": ("async", "sync"), "threadpool": ANYIO_THREADS, "scenarios": WITH_API}
+# The apps with the WebSocket contract (starlette_ws.py and the Sanic, aiohttp, Tornado apps).
+WITH_WS = (*ALL_SCENARIOS, *WEBSOCKET_SCENARIOS)
+FASTAPI_WS = {**FASTAPI, "scenarios": (*WITH_API, *WEBSOCKET_SCENARIOS)}
+ASYNC_WS = {**ASYNC, "scenarios": WITH_WS}
+NO_WS = tuple(
+    (scenario, "benchlab launches granian with --no-ws, its pinned HTTP setting; "
+     "starlette+granian has its WebSocket on")
+    for scenario in WEBSOCKET_SCENARIOS
+)  # fmt: skip
 # flask_app.py: every Flask stack but async views (flask-compress: its gzip view)
 FLASK = {**SYNC, "needs_modules": (*DRIVERS_SYNC, "flask_compress"), "scenarios": WITH_API}
 DJANGO_SCENARIOS = (*ALL_SCENARIOS, *API_SCENARIOS)
@@ -123,15 +134,23 @@ DJANGO = {"DJANGO_SETTINGS_MODULE": "django_app.settings"}
 PYTHON_STACKS = (
     # --- FastAPI and its ASGI peers -----------------------------------------------------------
     _on("fastapi+uvicorn", "FastAPI", "uvicorn", "fastapi_app:app", env=FASTAPI_POOL,
-        needs_modules=("fastapi", "uvicorn", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI),
+        needs_modules=("fastapi", "uvicorn", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI_WS),
     _on("fastapi+gunicorn-uvicorn", "FastAPI", "gunicorn-uvicorn", "fastapi_app:app",
         env=FASTAPI_POOL,
         needs_modules=("fastapi", "gunicorn", "uvicorn_worker", *DRIVERS_ASYNC, *DRIVERS_SYNC),
-        **FASTAPI),
+        **FASTAPI_WS),
     _on("fastapi+granian", "FastAPI", "granian-asgi", "fastapi_app:app", env=FASTAPI_POOL,
         needs_modules=("fastapi", "granian", *DRIVERS_ASYNC, *DRIVERS_SYNC), **FASTAPI),
-    _on("starlette+uvicorn", "Starlette", "uvicorn", "starlette_app:app", **ASYNC),
-    _on("starlette+gunicorn-asgi", "Starlette", "gunicorn-asgi", "starlette_app:app", **ASYNC),
+    _on("starlette+uvicorn", "Starlette", "uvicorn", "starlette_app:app", **ASYNC_WS),
+    _on("starlette+gunicorn-asgi", "Starlette", "gunicorn-asgi", "starlette_app:app",
+        **ASYNC_WS),
+    # The ASGI servers' WebSocket implementations side by side, on one app (starlette_ws.py):
+    # uvicorn's default (websockets' sans-I/O protocol) and wsproto, hypercorn's (wsproto),
+    # granian's own (Rust).
+    _on("starlette+uvicorn-wsproto", "Starlette", "uvicorn-wsproto", "starlette_app:app",
+        **ASYNC_WS),
+    _on("starlette+hypercorn", "Starlette", "hypercorn", "starlette_app:app", **ASYNC_WS),
+    _on("starlette+granian", "Starlette", "granian-asgi-ws", "starlette_app:app", **ASYNC_WS),
     _on("litestar+uvicorn", "Litestar", "uvicorn", "litestar_app:app", **ASYNC),
     _on("litestar+granian", "Litestar", "granian-asgi", "litestar_app:app", **ASYNC),
     _on("blacksheep+uvicorn", "BlackSheep", "uvicorn", "blacksheep_app:app", **ASYNC),
@@ -140,13 +159,13 @@ PYTHON_STACKS = (
     _on("quart+hypercorn", "Quart", "hypercorn", "quart_app:app", **ASYNC),
     # --- own servers --------------------------------------------------------------------------
     _stack("sanic", "Sanic", "Sanic's own server", ASYNC_LOOP, script("sanic_app.py"),
-           start_timeout=60.0, **ASYNC),
+           start_timeout=60.0, **ASYNC_WS),
     _on("sanic+uvicorn", "Sanic", "uvicorn", "sanic_app:app", **ASYNC),
     _stack("tornado", "Tornado", "Tornado's own HTTPServer (fork_processes)", ASYNC_LOOP,
-           script("tornado_app.py"), **ASYNC),
+           script("tornado_app.py"), **ASYNC_WS),
     _on("tornado+gunicorn", "Tornado", "gunicorn-tornado", "tornado_gunicorn:app", **ASYNC),
     _stack("aiohttp", "aiohttp", "aiohttp's own server (SO_REUSEPORT)", ASYNC_LOOP,
-           script("aiohttp_app.py"), **ASYNC),
+           script("aiohttp_app.py"), **ASYNC_WS),
     _on("aiohttp+gunicorn", "aiohttp", "gunicorn-aiohttp", "aiohttp_app:make_app", **ASYNC),
     # --- Flask --------------------------------------------------------------------------------
     _stack("flask+dev-server", "Flask", "Werkzeug development server (not for production)",

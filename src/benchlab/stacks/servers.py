@@ -157,6 +157,10 @@ class ServerKind:
     uses_if_present: tuple[Package, ...] = ()  # e.g. uvloop: chosen when installed
     candidate: bool = True  # tune offers it
     since: tuple[int, ...] = ()  # the server's first version with this worker class
+    # Its WebSocket: "" the server's default; "off" launched without (granian's --no-ws,
+    # benchlab's pinned HTTP setting); else the implementation it is told to use (uvicorn's
+    # --ws wsproto) or "on".
+    ws: str = ""
 
     def too_old(self, versions: dict[str, str]) -> str | None:
         """Why the environment's server lacks this worker class (None: it has it, or its
@@ -225,6 +229,7 @@ def _uvicorn(kind: ServerKind, s: Settings) -> list[str]:
         *server.program(s), *server.app(s.app), "--host", s.host, "--port", str(s.port),
         "--workers", str(s.workers),
         *(["--loop", "uvloop", "--http", "httptools"] if s.pinned else []), "--no-access-log",
+        *(["--ws", kind.ws] if kind.ws else []),
         *(["--log-level", "warning"] if s.launched else []), "--backlog", BACKLOG,
         *server.tls(s),
     ]  # fmt: skip
@@ -239,7 +244,7 @@ def _granian(kind: ServerKind, s: Settings) -> list[str]:
         *(["--runtime-threads", "1", "--runtime-mode", "st", "--loop", "uvloop"]
           if s.pinned else []),
         "--backlog", BACKLOG, *(["--log-level", "warning"] if s.launched else []),
-        *(["--no-ws"] if s.pinned else []), *server.tls(s),
+        *(["--no-ws"] if s.pinned and kind.ws == "off" else []), *server.tls(s),
         # HTTP/2 only when asked (h2c is prior knowledge); otherwise its default, auto
         *(["--http", "2"] if s.protocol == "h2c" else []), *server.app(s.app),
     ]  # fmt: skip
@@ -328,7 +333,7 @@ SERVER_KINDS = (
                fixed_workers=True),
     ServerKind("granian-wsgi", GRANIAN, "wsgi", "wsgi", T, PT,
                "N blocking threads per process (Rust I/O)", "granian (--interface wsgi)",
-               protocols=EVERY_PROTOCOL),
+               protocols=EVERY_PROTOCOL, ws="off"),
     ServerKind("uwsgi", UWSGI, "threads", "wsgi", T, PT, THREAD_PER_REQUEST,
                "uWSGI (--http11-socket; Date added by a WSGI wrapper)"),
     ServerKind("uvicorn", UVICORN, "asgi", "asgi", A, None, ASYNC_LOOP,
@@ -340,9 +345,16 @@ SERVER_KINDS = (
     ServerKind("gunicorn-asgi", GUNICORN, "asgi", "asgi", A, None, ASYNC_LOOP,
                "gunicorn (native asgi workers, uvloop)", protocols=H1_TLS, since=(24,)),
     ServerKind("granian-asgi", GRANIAN, "asgi", "asgi", A, None, RUST_IO,
-               "granian (--interface asgi)", protocols=EVERY_PROTOCOL),
+               "granian (--interface asgi)", protocols=EVERY_PROTOCOL, ws="off"),
     ServerKind("hypercorn", HYPERCORN, "asgi", "asgi", A, None, ASYNC_LOOP,
                "hypercorn (uvloop)", protocols=EVERY_PROTOCOL, uses_if_present=(UVLOOP,)),
+    # The WebSocket stacks' own (not tune's): uvicorn on wsproto, granian with its WebSocket.
+    ServerKind("uvicorn-wsproto", UVICORN, "asgi", "asgi", A, None, ASYNC_LOOP,
+               "uvicorn (uvloop, httptools, wsproto)", protocols=H1_TLS, candidate=False,
+               ws="wsproto"),
+    ServerKind("granian-asgi-ws", GRANIAN, "asgi", "asgi", A, None, RUST_IO,
+               "granian (--interface asgi, WebSocket on)", protocols=EVERY_PROTOCOL,
+               candidate=False, ws="on"),
     # gunicorn's own TLS is not wired for these worker classes here.
     ServerKind("gunicorn-tornado", GUNICORN, "tornado", "tornado", A, None, ASYNC_LOOP,
                "gunicorn tornado worker", candidate=False),

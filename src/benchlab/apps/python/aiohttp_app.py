@@ -8,7 +8,8 @@ import signal
 import sys
 
 import benchlab_backend as backend
-from aiohttp import web
+from aiohttp import WSMsgType, web
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 JSON = "application/json"
 
@@ -53,6 +54,47 @@ async def sleep(request: web.Request) -> web.Response:
     return web.Response(text="ok", content_type="text/plain")
 
 
+async def ws_echo(request: web.Request) -> web.WebSocketResponse:
+    websocket = web.WebSocketResponse()
+    await websocket.prepare(request)
+    async for message in websocket:
+        if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+            continue
+        COUNTERS.frames_in += 1
+        if message.type == WSMsgType.TEXT:
+            await websocket.send_str(message.data)
+        else:
+            await websocket.send_bytes(message.data)
+        COUNTERS.frames_out += 1
+    return websocket
+
+
+async def ws_room(request: web.Request) -> web.WebSocketResponse:
+    name = request.match_info["name"]
+    websocket = web.WebSocketResponse()
+    await websocket.prepare(request)
+    join(name, websocket)
+    try:
+        async for message in websocket:
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                continue
+            COUNTERS.frames_in += 1
+            text = message.type == WSMsgType.TEXT
+            await deliver(
+                others(name, websocket),
+                lambda peer, m=message, t=text: (
+                    peer.send_str(m.data) if t else peer.send_bytes(m.data)
+                ),
+            )
+    finally:
+        leave(name, websocket)
+    return websocket
+
+
+async def ws_counters(request: web.Request) -> web.Response:
+    return web.Response(body=COUNTERS.body(), content_type=JSON)
+
+
 async def open_pools(app: web.Application) -> None:
     app["db"] = await backend.AsyncBackend().start()
 
@@ -68,6 +110,9 @@ async def make_app() -> web.Application:
             web.get("/db-delay", db_delay),
             web.get("/cache/{username}", cache),
             web.get("/sleep", sleep),
+            web.get("/ws/echo", ws_echo),
+            web.get("/ws/room/{name}", ws_room),
+            web.get("/ws/counters", ws_counters),
         ]
     )
     return app

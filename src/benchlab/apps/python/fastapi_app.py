@@ -22,6 +22,7 @@ from fastapi import Body, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
+from starlette_ws import ROUTES as WS_ROUTES
 
 FLAVOUR = os.environ.get("BENCHLAB_FLAVOUR", "async")
 state: dict = {}
@@ -41,6 +42,7 @@ async def lifespan(app: FastAPI):
 
 app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
 gzip_app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+app.router.routes.extend(WS_ROUTES)  # the WebSocket contract, on Starlette's API
 fortunes_template = jinja2.Environment(autoescape=True).from_string(backend.FORTUNES_TEMPLATE)
 
 

@@ -9,6 +9,7 @@ from email.utils import formatdate
 import benchlab_backend as backend
 from sanic import Sanic
 from sanic.response import HTTPResponse, json, text
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 app = Sanic("benchlab")
 app.config.ACCESS_LOG = False
@@ -79,6 +80,30 @@ async def sleep(request):
         return bad_request()
     await asyncio.sleep(delay)
     return text("ok")
+
+
+@app.websocket("/ws/echo")
+async def ws_echo(request, websocket):
+    async for message in websocket:
+        COUNTERS.frames_in += 1
+        await websocket.send(message)
+        COUNTERS.frames_out += 1
+
+
+@app.websocket("/ws/room/<name:str>")
+async def ws_room(request, websocket, name):
+    join(name, websocket)
+    try:
+        async for message in websocket:
+            COUNTERS.frames_in += 1
+            await deliver(others(name, websocket), lambda peer, m=message: peer.send(m))
+    finally:
+        leave(name, websocket)
+
+
+@app.get("/ws/counters")
+async def ws_counters(request):
+    return HTTPResponse(COUNTERS.body(), content_type="application/json")
 
 
 if __name__ == "__main__":

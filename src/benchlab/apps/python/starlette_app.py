@@ -8,6 +8,7 @@ import benchlab_backend as backend
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette_ws import ROUTES as WS_ROUTES
 
 state: dict = {}
 
@@ -69,6 +70,7 @@ app = Starlette(
         Route("/db-delay", db_delay),
         Route("/cache/{username}", cache),
         Route("/sleep", sleep),
+        *WS_ROUTES,
     ],
     lifespan=lifespan,
 )

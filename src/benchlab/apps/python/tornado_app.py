@@ -10,6 +10,8 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.process
 import tornado.web
+import tornado.websocket
+from ws_rooms import COUNTERS, deliver, join, leave, others
 
 
 class Plaintext(tornado.web.RequestHandler):
@@ -71,6 +73,33 @@ class Sleep(tornado.web.RequestHandler):
         self.write(b"ok")
 
 
+class WsEcho(tornado.websocket.WebSocketHandler):
+    async def on_message(self, message) -> None:
+        COUNTERS.frames_in += 1
+        await self.write_message(message, binary=isinstance(message, bytes))
+        COUNTERS.frames_out += 1
+
+
+class WsRoom(tornado.websocket.WebSocketHandler):
+    def open(self, name: str) -> None:
+        self.room = name
+        join(name, self)
+
+    async def on_message(self, message) -> None:
+        COUNTERS.frames_in += 1
+        binary = isinstance(message, bytes)
+        await deliver(others(self.room, self), lambda p: p.write_message(message, binary=binary))
+
+    def on_close(self) -> None:
+        leave(self.room, self)
+
+
+class WsCounters(tornado.web.RequestHandler):
+    def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.write(COUNTERS.body())
+
+
 async def serve(sockets) -> None:
     db = await backend.AsyncBackend().start()  # after the fork: one pool per process
     app = tornado.web.Application(
@@ -81,6 +110,9 @@ async def serve(sockets) -> None:
             (r"/db-delay", DbDelay),
             (r"/cache/([^/]+)", Cache),
             (r"/sleep", Sleep),
+            (r"/ws/echo", WsEcho),
+            (r"/ws/room/([^/]+)", WsRoom),
+            (r"/ws/counters", WsCounters),
         ],
         db=db,
     )

@@ -73,6 +73,7 @@ func main() {
 		backend.BurnCPU(us)
 		write(w, 200, "text/plain; charset=utf-8", []byte("ok"))
 	})
+	addWebSocket(mux)
 	addr := os.Getenv("BENCHLAB_ADDR")
 	if addr == "" {
 		log.Fatal("BENCHLAB_ADDR is not set")

@@ -1,0 +1,251 @@
+"""WebSockets (issue 60): the contract on every stack that speaks it, a wrong server caught,
+the tool's results read back, and known answers on real servers under JMeter: a server that
+sleeps a fixed time per message has that time added; one that refuses past K connections
+holds K; the tool's message counts match the server's own within 0.1 %."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchlab.analysis.stats import Estimate
+from benchlab.analysis.websocket import COUNT_TOLERANCE, WsStack, against_ceiling
+from benchlab.core import figures as F
+from benchlab.core.errors import UserError
+from benchlab.http.scenarios import WEBSOCKET_SCENARIOS
+from benchlab.http.ws_verify import read_counters, verify_websocket
+from benchlab.load import TOOLS, make_ready
+from benchlab.load.ws_requests import BroadcastRequest, EchoRequest, Endpoint, HoldRequest
+from benchlab.load.ws_results import broadcast_result, echo_result
+from benchlab.recipe.checks import check_names
+from benchlab.recipe.schema import Recipe
+from benchlab.runner import ws_load
+from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
+from benchlab.system.process import ProcessRegistry
+from tests.conftest import short_tmp
+from tests.servers import running_stack
+
+QUIRKS = Path(__file__).with_name("apps") / "ws_quirks.py"
+SERVER, LOAD = (0,), (1,)
+# The stacks whose reference app and server speak the WebSocket contract.
+SPEAKERS = (
+    "go-nethttp", "starlette+uvicorn", "starlette+uvicorn-wsproto", "starlette+hypercorn",
+    "starlette+granian", "starlette+gunicorn-asgi", "fastapi+uvicorn", "sanic", "aiohttp",
+    "tornado",
+)  # fmt: skip
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    directory = short_tmp()
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _quirky(env: dict[str, str]) -> Stack:
+    def launch(ctx: LaunchContext) -> Launch:
+        argv = [sys.executable, "-m", "uvicorn", "ws_quirks:app", "--host", ctx.host,
+                "--port", str(ctx.port), "--log-level", "warning"]  # fmt: skip
+        return Launch(argv=argv, env=env, cwd=QUIRKS.parent)
+
+    return Stack(
+        name="ws-quirks", framework="test", server="uvicorn", worker_model="asyncio",
+        scenarios=WEBSOCKET_SCENARIOS, launch=launch, start_timeout=15,
+    )  # fmt: skip
+
+
+# --- what says who speaks it -----------------------------------------------------------------
+
+
+def test_every_stack_that_cannot_speak_websocket_says_why() -> None:
+    for name in SPEAKERS:
+        assert CATALOGUE[name].why_not("ws-echo") is None, name
+    assert "WSGI" in (CATALOGUE["flask+gunicorn"].why_not("ws-echo") or "")
+    assert "--no-ws" in (CATALOGUE["fastapi+granian"].why_not("ws-hold") or "")
+    assert "no WebSocket endpoint" in (CATALOGUE["gin"].why_not("ws-broadcast") or "")
+    assert CATALOGUE["go-nethttp"].websocket_ceiling
+    assert not CATALOGUE["starlette+uvicorn"].websocket_ceiling
+
+
+def _recipe(tool: str, scenarios: list[str]) -> Recipe:
+    data = {"name": "w", "stacks": ["starlette+uvicorn"], "scenarios": scenarios}
+    return Recipe.model_validate({**data, "load": [{"tool": tool}]})
+
+
+@pytest.mark.parametrize(
+    ("tool", "scenarios", "said"),
+    [
+        ("wrk", ["ws-echo"], "speaks no WebSocket"),
+        ("jmeter", ["json"], "loads the WebSocket scenarios only"),
+    ],
+)
+def test_a_websocket_scenario_needs_the_websocket_tool_and_it_nothing_else(
+    tool: str, scenarios: list[str], said: str
+) -> None:
+    with pytest.raises(UserError, match=said):
+        check_names(Path("w.toml"), _recipe(tool, scenarios))
+
+
+def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> None:
+    def stack(label: str, ceiling: bool, capacity: float, broadcast: float) -> WsStack:
+        found = WsStack(label, ceiling, hold_stop="stalled")
+        found.figures[F.CAPACITY.key] = Estimate(capacity, capacity, capacity, 0.75, 3)
+        found.figures[F.BROADCAST_P99.key] = Estimate(broadcast, broadcast, broadcast, 0.75, 3)
+        return found
+
+    go, near, slow = (
+        stack("go", True, 5000, 4),
+        stack("near", False, 4500, 5),
+        stack("slow", False, 2000, 20),
+    )
+    slow.hold_stop = "refused"
+    against_ceiling([go, near, slow])
+    assert sorted(c.name for c in near.checks["ws-echo"]) == ["client-bound"]
+    assert near.problems().count("client-bound") == 3  # capacity, broadcast, the stalled hold
+    assert slow.problems() == []  # under the ceiling on every figure, refused on its own
+
+
+# --- JMeter's samples read back --------------------------------------------------------------
+
+HEADER = 'timeStamp,elapsed,label,responseCode,threadName,success,"got"\n'
+
+
+def test_an_echo_is_timed_from_its_due_time_so_a_late_send_carries_its_lag(
+    tmp_path: Path,
+) -> None:
+    # Two connections, a period of 10 ms: the second's third message went 25 ms late.
+    request = EchoRequest(Endpoint("127.0.0.1", 1, LOAD), 2, 200, 0.03)
+    lines = [f"{1000 + 10 * k},2,echo,200,t-1,true,\n" for k in range(3)]
+    lines += [f"{1005},1,echo,200,t-2,true,\n", f"{1015},1,echo,200,t-2,true,\n",
+              f"{1050},1,echo,200,t-2,true,\n"]  # fmt: skip
+    results = tmp_path / "echo.csv"
+    results.write_text(HEADER + "".join(lines))
+    found = echo_result(results, request)
+    assert (found.sent, found.answered, found.errors) == (6, 6, 0)
+    assert found.lag_ms == 25 and found.max_ms == 26  # 1050 + 1 − due 1025
+    assert found.p50_ms == 2 and found.late_share == pytest.approx(1 / 6)
+
+
+def test_a_broadcast_counts_each_round_once_and_times_its_last_receiver(tmp_path: Path) -> None:
+    lines = ["2000,0,post,200,s-1,true,\n", "2020,0,post,200,s-1,true,\n"]
+    lines += [f"{1000 + i},{1000 + 3 * i},receive,200,r-{i},true,round 0 x\n" for i in (1, 2)]
+    lines += ["2021,4,receive,200,r-1,true,round 1 x\n", "2021,9,receive,200,r-1,true,round 1 x\n"]
+    results = tmp_path / "broadcast.csv"
+    results.write_text(HEADER + "".join(lines))
+    found = broadcast_result(results, receivers=2, rounds=2)
+    # round 0: the last read ends at 1002 + 1006 = 2008; round 1: r-2 never read it, r-1 twice
+    assert found.last_ms == [8.0] and found.missing == 1 and found.duplicates == 1
+
+
+# --- the contract on real servers ------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SPEAKERS)
+def test_each_stack_that_speaks_websocket_keeps_the_contract(name: str, workdir: Path) -> None:
+    with running_stack(name, workdir, cores=SERVER) as (_, port):
+        assert verify_websocket("127.0.0.1", port) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("drop", "nothing came within"), ("duplicate", "frame 2 came back as")],
+)
+def test_a_server_that_drops_or_duplicates_a_frame_fails_verification(
+    fault: str, said: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_FAULT": fault}))
+    with running_stack("ws-quirks", workdir, cores=SERVER) as (_, port):
+        problem = verify_websocket("127.0.0.1", port)
+    assert problem is not None and said in problem, problem
+
+
+# --- known answers under the real tool -------------------------------------------------------
+
+
+def _echo(port: int, workdir: Path, registry: ProcessRegistry):
+    request = EchoRequest(Endpoint("127.0.0.1", port, LOAD), 20, 400, 2)
+    before = read_counters("127.0.0.1", port)
+    found = ws_load.run_echo(registry, request, workdir)
+    return found, read_counters("127.0.0.1", port).since(before)
+
+
+def _within(tool: int, server: int) -> bool:
+    return abs(tool - server) <= COUNT_TOLERANCE * max(tool, server)
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_a_server_that_sleeps_per_message_has_that_time_added_and_counts_agree(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_ready(TOOLS["jmeter"], print)
+    sleep_ms = 20
+    found = {}
+    for sleep in (0, sleep_ms):
+        monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_SLEEP_MS": str(sleep)}))
+        registry = ProcessRegistry()
+        with running_stack("ws-quirks", workdir / f"s{sleep}", cores=SERVER) as (_, port):
+            try:
+                found[sleep] = _echo(port, workdir / f"e{sleep}", registry)
+            finally:
+                registry.stop_all()
+    plain, slept = found[0][0], found[sleep_ms][0]
+    for result, counts in found.values():
+        assert result.errors == 0 and result.answered == result.sent
+        assert _within(result.sent, counts.frames_in) and _within(
+            result.answered, counts.frames_out
+        )
+    assert plain.p50_ms is not None and slept.p50_ms is not None
+    added = slept.p50_ms - plain.p50_ms
+    print(
+        f"echo p50 {plain.p50_ms} ms, with a {sleep_ms}-ms sleep {slept.p50_ms} ms; counts", found
+    )
+    # JMeter times in whole milliseconds, the event loop wakes a little late: the sleep and
+    # at most 1.5× it, measured against the same server without it.
+    assert sleep_ms - 1 <= added <= 1.5 * sleep_ms, (plain.p50_ms, slept.p50_ms)
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_a_server_that_refuses_past_k_connections_is_reported_as_holding_k(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_ready(TOOLS["jmeter"], print)
+    limit = 70
+    monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_MAX_CONNECTIONS": str(limit)}))
+    registry = ProcessRegistry()
+    with running_stack("ws-quirks", workdir / "s", cores=SERVER) as (server, port):
+        request = HoldRequest(Endpoint("127.0.0.1", port, LOAD), 30, 4, 300, 1)
+        try:
+            found = ws_load.run_hold(registry, request, workdir / "h", server, 4096)
+        finally:
+            registry.stop_all()
+    print("hold", found)
+    assert found.stopped == "refused" and found.held == limit, found
+    assert found.steps[-1].refused == 3 * 30 - limit
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_a_broadcast_reaches_every_receiver_once_and_counts_agree(workdir: Path) -> None:
+    make_ready(TOOLS["jmeter"], print)
+    registry = ProcessRegistry()
+    with running_stack("starlette+uvicorn", workdir / "s", cores=SERVER) as (_, port):
+        request = BroadcastRequest(Endpoint("127.0.0.1", port, LOAD), 20, 40, 25)
+        before = read_counters("127.0.0.1", port)
+        try:
+            found = ws_load.run_broadcast(registry, request, workdir / "b")
+        finally:
+            registry.stop_all()
+        counts = read_counters("127.0.0.1", port).since(before)
+    print("broadcast", found, counts)
+    assert found.rounds == 40 and found.missing == 0 and found.duplicates == 0
+    assert found.deliveries == 20 * 40 and len(found.last_ms) == 40
+    assert _within(found.rounds, counts.frames_in)
+    assert _within(found.deliveries, counts.deliveries)
