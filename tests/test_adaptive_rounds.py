@@ -11,10 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchlab.analysis.grid import cell_point
-from benchlab.analysis.summary import summarise
-from benchlab.recipe import Cell, build_plan, load_recipe
-from benchlab.recipe.files import BUNDLED_RECIPES
+from benchlab.analysis.run_options import RunOptions
+from benchlab.recipe import Cell
 from benchlab.runner.measurer import Measurer
 from benchlab.store import RunInfo, Store
 from tests.stored_runs import _trial
@@ -35,7 +33,7 @@ class RoundsWritten(Measurer):
         self.rng = rng
         self.measured_in: dict[int, list[str]] = {}
 
-    def _run_round(self, round_index: int, cells) -> None:
+    def _run_round(self, round_index: int, cells, adaptive: bool = False) -> None:
         for cell in cells:
             if self.done_rounds(cell) > round_index:
                 continue
@@ -52,21 +50,19 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
     store = Store(tmp_path / "results.db")
     run_id = store.create_run(_run_info())
     cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
-    recipe = SimpleNamespace(
-        rank_by=rank_by, min_effect_pct=1.0, target_half_width_pct=5.0, warmup=0, sentinel=False,
-        params=SimpleNamespace(pool_size=None),
-    )  # fmt: skip
+    options = RunOptions(rank_by=rank_by, min_effect_pct=1.0, ratio_method="sequential")
     return SimpleNamespace(
         store=store,
+        run_id=run_id,
+        run_options=options,
         cell_ids={c: store.add_cell(run_id, i, c, c.stack) for i, c in enumerate(cells)},
         cells=cells,
-        plan=SimpleNamespace(recipe=recipe),
+        plan=SimpleNamespace(recipe=SimpleNamespace(warmup=0)),
         measured=set(),
         failed={},
-        conformance={},
         deadline_s=None,
         costs=None,
-        time_left=lambda needs_s=0.0: True,
+        time_left=lambda needs_s=0.0, planned=True: True,
         reporter=SimpleNamespace(status=lambda text: None, extend=lambda n: None),
     )
 
@@ -97,23 +93,3 @@ def test_extra_rounds_decide_the_figure_the_recipe_ranks_by(tmp_path: Path) -> N
 def test_without_rank_by_the_mode_figure_decides(tmp_path: Path, rank_by: str | None) -> None:
     # Throughput separates every pair in the first rounds: no adaptive round is needed.
     assert _stacks_in_adaptive_rounds(tmp_path, rank_by) == set()
-
-
-@pytest.mark.parametrize(
-    "recipe_name", ["quick", "seed-001-flask-vs-fastapi", "generator-ceiling", "slo-capacity"]
-)
-def test_the_runner_and_the_report_group_cells_at_the_same_points(
-    tmp_path: Path, recipe_name: str
-) -> None:
-    # Every planned cell, stored as a run stores it and read back by the report, sits at
-    # the grid point the runner put it at.
-    path = BUNDLED_RECIPES / f"{recipe_name}.toml"
-    recipe, text = load_recipe(path)
-    plan = build_plan(path, recipe, text)
-    store = Store(tmp_path / "results.db")
-    run_id = store.create_run(_run_info())
-    for position, cell in enumerate(plan.cells):
-        store.add_cell(run_id, position, cell, cell.stack)
-    pool_swept = isinstance(recipe.params.pool_size, list)
-    planned = [cell_point(cell, pool_swept) for cell in plan.cells]
-    assert [c.grid for c in summarise(store, run_id).cells] == planned

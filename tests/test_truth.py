@@ -12,8 +12,10 @@ import pytest
 from rich.console import Console
 
 from benchlab.analysis.evidence import Evidence
-from benchlab.analysis.flips import Contender, flips, rankings
+from benchlab.analysis.flips import flips
 from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.ranking import Call, Entrant, Ranking, build
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import ratio_interval
 from benchlab.core import figures as F
 from benchlab.recipe import build_plan, load_recipe
@@ -71,10 +73,22 @@ def _point(name: str) -> GridPoint:
     return GridPoint(name, "db-delay", "wrk", 64)
 
 
+def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Entrant:
+    return Entrant(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
+
+
+def _ranking(grid: list[Entrant]) -> Ranking:
+    return build(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
+
+
+def _order(ranking: Ranking, point: str) -> list[str]:
+    return [place.label for place in ranking.points[_point(point)].order]
+
+
 def test_flips_on_a_synthetic_grid() -> None:
-    def c(label: str, point: str, value: float) -> Contender:
+    def c(label: str, point: str, value: float) -> Entrant:
         factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
-        return Contender(label, _point(point), [value * f for f in factors], F.THROUGHPUT)
+        return _contender(label, point, [value * f for f in factors], F.THROUGHPUT)
 
     grid = [
         c("async", "many-sessions", 800), c("sync", "many-sessions", 150),
@@ -82,7 +96,7 @@ def test_flips_on_a_synthetic_grid() -> None:
         c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
         c("close", "many-sessions", 151), c("close", "few-sessions", 149),
     ]  # fmt: skip
-    found = {(f.a, f.b): f for f in flips(grid, EVIDENCE)}
+    found = {(f.a, f.b): f for f in flips(_ranking(grid))}
     assert ("async", "sync") in found and ("async", "steady") in found
     flip = found[("async", "sync")]
     assert [w.point for w in flip.a_wins] == [_point("many-sessions")]
@@ -90,8 +104,7 @@ def test_flips_on_a_synthetic_grid() -> None:
     assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
     # within noise of each other everywhere: no flip between sync and close
     assert ("close", "sync") not in found
-    ranked = rankings(grid, EVIDENCE)
-    assert [p.label for p in ranked[_point("many-sessions")]][:2] == ["async", "close"]
+    assert _order(_ranking(grid), "many-sessions")[:2] == ["async", "close"]
 
 
 EVIDENCE = Evidence(min_effect_pct=5.0)
@@ -99,13 +112,12 @@ EVIDENCE = Evidence(min_effect_pct=5.0)
 
 def test_one_trial_a_side_declares_nothing_and_shows_no_interval() -> None:
     grid = [
-        Contender("a", _point("x"), [800.0], F.THROUGHPUT),
-        Contender("b", _point("x"), [150.0], F.THROUGHPUT),
-        Contender("a", _point("y"), [50.0], F.THROUGHPUT),
-        Contender("b", _point("y"), [150.0], F.THROUGHPUT),
+        _contender("a", "x", [800.0], F.THROUGHPUT), _contender("b", "x", [150.0], F.THROUGHPUT),
+        _contender("a", "y", [50.0], F.THROUGHPUT), _contender("b", "y", [150.0], F.THROUGHPUT),
     ]  # fmt: skip
-    assert flips(grid, EVIDENCE) == []
-    assert not any(p.behind for order in rankings(grid, EVIDENCE).values() for p in order)
+    ranking = _ranking(grid)
+    assert flips(ranking) == []
+    assert all(s.call is Call.TIE for p in ranking.points.values() for s in p.steps)
     judgement = EVIDENCE.judge([800.0], [150.0], F.THROUGHPUT)
     assert judgement.verdict == "tie" and "1 trial(s)" in judgement.why
     assert not judgement.ratio.has_interval
@@ -127,15 +139,17 @@ def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
     """p99 at a fixed rate: the stack with the lower latency wins."""
     factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
     grid = [
-        Contender("a", _point("x"), [10 * f for f in factors], F.P99),
-        Contender("b", _point("x"), [30 * f for f in factors], F.P99),
-        Contender("a", _point("y"), [90 * f for f in factors], F.P99),
-        Contender("b", _point("y"), [20 * f for f in factors], F.P99),
+        _contender("a", "x", [10 * f for f in factors], F.P99),
+        _contender("b", "x", [30 * f for f in factors], F.P99),
+        _contender("a", "y", [90 * f for f in factors], F.P99),
+        _contender("b", "y", [20 * f for f in factors], F.P99),
     ]
-    assert [p.label for p in rankings(grid, EVIDENCE)[_point("x")]] == ["a", "b"]
-    (flip,) = flips(grid, EVIDENCE)
+    ranking = _ranking(grid)
+    assert _order(ranking, "x") == ["a", "b"]
+    (flip,) = flips(ranking)
     assert [w.point for w in flip.a_wins] == [_point("x")]
-    assert flip.a_wins[0].ratio.value == pytest.approx(10 / 30)
+    # a win is written as how many times better: a's p99 three times lower
+    assert flip.a_wins[0].ratio.value == pytest.approx(30 / 10)
 
 
 # --- real situations ---------------------------------------------------------------------

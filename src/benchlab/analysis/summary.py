@@ -10,6 +10,7 @@ cost at that rate), while every probe of the search draws the latency–throughp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 from collections.abc import Sequence
@@ -20,8 +21,9 @@ from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod, effect_pct
-from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
-from benchlab.analysis.grid import GridPoint, grid_point
+from benchlab.analysis.flips import Flip, flips
+from benchlab.analysis.grid import GridPoint, point_of, rate_text
+from benchlab.analysis.ranking import Call, Ranking, build, entrant
 from benchlab.analysis.relative import (
     CEILING_STACK,
     Comparable,
@@ -34,7 +36,6 @@ from benchlab.analysis.samples import per_round_ratios
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import (
     CLIENT_SATURATED,
-    UNRANKED,
     UNSTABLE,
     Setting,
     Side,
@@ -192,18 +193,6 @@ class CellSummary:
         return self.stored.copy != 1
 
     @property
-    def ranked(self) -> bool:
-        """Whether the cell is in its grid point's ranking: not the sentinel (a reference)
-        nor its A/A copy (the noise), nor a cell a verdict keeps out (nonconformant)."""
-        return not self.is_sentinel and not any(v.name in UNRANKED for v in self.verdicts)
-
-    @property
-    def contender(self) -> bool:
-        """Whether the cell competes in what the report says of its ranking: ranked, and not
-        the ceiling (the load tool's limit)."""
-        return self.ranked and self.stack != CEILING_STACK
-
-    @property
     def conformance(self) -> dict[str, list[str]] | None:
         return self.facts.get("conformance")
 
@@ -337,10 +326,7 @@ class CellSummary:
 
     @property
     def rate_text(self) -> str:
-        if self.rate_share is not None:
-            return f"{self.rate_share:g}%"
-        target = self.value(F.TARGET_RATE)
-        return "" if target is None else f"{target:,.0f}/s"
+        return rate_text(self.stored)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -421,20 +407,34 @@ def _figure_json(value: FigureValue) -> Any:
 class RunSummary:
     run: RunRecord
     cells: list[CellSummary]
+    ranking: Ranking
     options: RunOptions = field(default_factory=RunOptions)
     flips: list[Flip] = field(default_factory=list)
-    rankings: dict[GridPoint, list[Placed]] = field(default_factory=dict)
     recipe_text: str = ""
-    ranked_by: F.Figure = F.THROUGHPUT
     # Cells measured by several tools (article 001): whether the tools agree, or which is off.
     tool_agreement: list[str] = field(default_factory=list)
     # What TLS and HTTP/2 cost each stack: its throughput over each, ÷ over plain HTTP/1.1.
     protocol_costs: list[ProtocolCost] = field(default_factory=list)
     hosts: list[HostRecord] = field(default_factory=list)  # what ran where ([hosts])
 
-    def figure_at(self, point: GridPoint) -> F.Figure:
-        """What the cells at a point are ranked by (the runner's rule too)."""
-        return F.rank_figure(point.mode, self.options.rank_by)
+    @property
+    def ranked_by(self) -> F.Figure:
+        """What the run's cells are ranked by, in one figure (the ranking's)."""
+        return self.ranking.figure
+
+    def cell(self, key: str) -> CellSummary:
+        """The run's cell of this key."""
+        return self._by_key[key]
+
+    def cells_at(self, point: GridPoint) -> list[CellSummary]:
+        """Every cell at a grid point, best first as the ranking shows them (the unmeasured
+        last)."""
+        found = self.ranking.at(point)
+        return [self.cell(key) for key in found.cells] if found is not None else []
+
+    @functools.cached_property
+    def _by_key(self) -> dict[str, CellSummary]:
+        return {c.key: c for c in self.cells}
 
     @property
     def baseline(self) -> str | None:
@@ -507,20 +507,7 @@ class RunSummary:
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],
-            "rankings": [
-                {
-                    "point": point.as_json(),
-                    "ranking": [
-                        {
-                            "stack": p.label,
-                            self.figure_at(point).key: p.value,
-                            "tied_with_previous": i > 0 and not p.behind,
-                        }
-                        for i, p in enumerate(order)
-                    ],
-                }
-                for point, order in self.rankings.items()
-            ],
+            "rankings": [p.as_json() for p in self.ranking.points.values() if p.order],
             "rank_flips": [
                 {
                     "a": f.a,
@@ -635,7 +622,7 @@ def _summarise_cell(
         curve=_curve(all_trials, options.slo),
         latency_source=combined.latency.source if trials else "",
         cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
-        ranked_by=F.rank_figure(mode, options.rank_by),
+        ranked_by=options.figure_for(mode),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
         mix=_mix_figures(cell.scenario, trials),
@@ -689,67 +676,56 @@ def _analyse(
     return verdicts(cell, setting)
 
 
-def _options(run: RunRecord) -> RunOptions:
-    if run.options is not None:
-        return RunOptions.from_json(run.options)
-    return RunOptions.from_recipe_text(run.recipe_text)
-
-
 def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> RunSummary:
     """A stored run's summary; `with_trials`: each cell keeps its trials as stored too."""
     record = store.run(run_id)
-    options = _options(record)
-    cells = []
+    options = RunOptions.of_run(record)
+    cells, entrants = [], []
     for cell in store.cells(record.id):
-        trials = store.trials(cell.id)
-        summary = _summarise_cell(cell, trials, store.capacities(cell.id), options)
+        trials, capacities = store.trials(cell.id), store.capacities(cell.id)
+        summary = _summarise_cell(cell, trials, capacities, options)
         shares = host_shares(store.load_shares(cell.id))
         summary = dataclasses.replace(
-            summary, grid=_grid_point(summary, options),
+            summary, grid=point_of(cell, options.pool_swept),
             load_hosts=shares if len(shares) > 1 else (),
             trial_records=tuple(trials) if with_trials else (),
         )  # fmt: skip
         found = _analyse(summary, record, options, _trend(trials))
         summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
         cells.append(summary)
-    ranked_by = _run_figure(cells, options)
+        entrants.append(entrant(cell, trials, capacities, options))
+    ranking = build(entrants, options)
     cells = _relative(cells, options.baseline)
     cells = _to_sentinel(cells, options.sentinel)
-    contenders = [
-        Contender(c.stack_label, c.grid, c.samples.get(c.ranked_by.key, ()), c.ranked_by)
-        for c in cells
-        if c.grid is not None and c.ranked
-    ]
-    ranked = rankings(contenders, options.evidence)
     return RunSummary(
         run=record,
-        cells=_unflag_decided(cells, ranked),
+        cells=_unflag_decided(cells, ranking),
+        ranking=ranking,
         options=options,
-        flips=flips(contenders, options.evidence),
-        rankings=ranked,
+        flips=flips(ranking),
         recipe_text=record.recipe_text,
-        ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
         protocol_costs=protocol_costs(cells),
         hosts=store.hosts(record.id),
     )
 
 
-def _unflag_decided(
-    cells: list[CellSummary], ranked: dict[GridPoint, list[Placed]]
-) -> list[CellSummary]:
-    """`unstable` only where it changes what a reader may conclude: a cell whose place is
-    decided against each neighbour in its ranking (an interval wider than the target, yet
-    clear of theirs) is not flagged; its interval is still shown (docs/verdicts.md)."""
-    decided: set[tuple[GridPoint, str]] = set()
-    for point, order in ranked.items():
-        for i, placed in enumerate(order):
-            after = order[i + 1].behind if i + 1 < len(order) else True
-            if (placed.behind or i == 0) and after and len(order) > 1:
-                decided.add((point, placed.label))
+def _unflag_decided(cells: list[CellSummary], ranking: Ranking) -> list[CellSummary]:
+    """`unstable` only where it changes what a reader may conclude: a cell ahead of the one
+    after it and behind the one before it in its ranking (an interval wider than the target,
+    yet clear of theirs) is not flagged; its interval is still shown (docs/verdicts.md)."""
+    decided: set[str] = set()
+    for point in ranking.points.values():
+        calls = [Call.AHEAD, *(step.call for step in point.steps), Call.AHEAD]
+        if len(point.order) > 1:
+            decided |= {
+                place.key
+                for i, place in enumerate(point.order)
+                if calls[i] is Call.AHEAD and calls[i + 1] is Call.AHEAD
+            }
     return [
         dataclasses.replace(c, verdicts=[v for v in c.verdicts if v.name != UNSTABLE.name])
-        if c.grid is not None and (c.grid, c.stack_label) in decided
+        if c.key in decided
         else c
         for c in cells
     ]
@@ -868,16 +844,6 @@ def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
     return (first.median if first else None, last.median if last else None)
 
 
-def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
-    """What the run's cells are ranked by: the recipe's choice, else what most cells measure
-    (a tie goes to the search, then the fixed rate: what the run went on to measure)."""
-    if options.rank_by:
-        return F.FIGURES[options.rank_by]
-    modes = [c.mode for c in cells] or [Mode.CLOSED]
-    order = list(Mode)
-    return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
-
-
 def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummary]:
     ranked = [Comparable(c.stack, c.grid, c.samples.get(c.ranked_by.key, ())) for c in cells]
     throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
@@ -925,12 +891,3 @@ def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSum
             )
         )
     return out
-
-
-def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
-    return grid_point(
-        name=cell.point_name, scenario=cell.scenario, tool=cell.tool,
-        connections=cell.connections, ms=cell.ms, mode=cell.mode, rate_text=cell.rate_text,
-        pool=cell.pool_size if options.pool_swept else None, keepalive=cell.keepalive,
-        protocol=cell.protocol,
-    )  # fmt: skip

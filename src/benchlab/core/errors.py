@@ -17,15 +17,16 @@ class ExitCode(IntEnum):
 
 # What each code means, in the words docs/commands.md's table shows.
 EXIT_MEANINGS = {
-    ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured)",
+    ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured its "
+    "planned rounds, even where a `--budget` left pairs undecided: the report names them)",
     ExitCode.REGRESSION: "a regression or a failed threshold: `compare --fail-above`, "
     "`compare --strict`, `history --fail-on-change`",
     ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
     "the key and the fix)",
     ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "
     "failed, a store that could not be written, a machine `doctor` finds not ready",
-    ExitCode.PARTIAL: "a partial run: some cells failed or were not measured (budget); the "
-    "others are stored and reported",
+    ExitCode.PARTIAL: "a partial run: some cells failed, or the budget ran out before their "
+    "planned rounds; the others are stored and reported",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): what was measured is kept; "
     "`--resume` continues",
 }

@@ -163,6 +163,71 @@ class _Document(_Closed):
     format_version: int
 
 
+class OpenRatio(_Closed):
+    """A ratio with its interval; a bound a confidence sequence has not reached yet is null."""
+
+    value: float
+    low: Number
+    high: Number
+
+
+class RankingStep(_Closed):
+    """What the evidence says of a stack against the one before it in the order."""
+
+    call: Literal["ahead", "tie", "undecided"]
+    """ahead: the one before is better by the evidence rule; tie: not told apart; undecided:
+    a run that stops on its data has not decided it yet."""
+    ratio: OpenRatio | None
+    """How many times better the one before is (above 1: ahead), with its interval."""
+    why: str
+    more_rounds: int | None
+    """Undecided: the rounds more it is expected to need (null: out of reach)."""
+
+
+class RankingPlace(_Closed):
+    stack: str
+    """The stack's label."""
+    key: str
+    value: float
+    """Its median of the point's figure."""
+    tied_with_previous: bool
+    from_previous: RankingStep | None
+
+
+class UndecidedPair(_Closed):
+    ahead: str
+    behind: str
+    would_decide: str
+
+
+class PointRanking(_Closed):
+    """One grid point's order, best first: only the ranked stacks (not the ceiling, the
+    sentinel or a nonconformant stack)."""
+
+    point: dict[str, Any]
+    figure: str
+    ranking: list[RankingPlace]
+    undecided: list[UndecidedPair]
+
+
+class Tier(_Closed):
+    stacks: list[str]
+    """Cell keys, best first: neighbours no adjacent pair separates."""
+    ratio_to_next: OpenRatio | None
+    """The pair that separates it from the next tier: its last over the next one's first."""
+    undecided: list[str]
+    """What would decide each pair inside it the run left undecided."""
+
+
+class Takeaway(_Closed):
+    point: dict[str, Any]
+    label: str
+    sentence: str
+    settings: str
+    notes: list[str]
+    tiers: list[Tier]
+
+
 class _RunBody(_Document):
     run: RunInfo
     method: str
@@ -180,20 +245,21 @@ class _RunBody(_Document):
     slo: dict[str, Any] | None
     ranked_by: str
     cells: list[Cell]  # type: ignore[valid-type]
-    rankings: list[dict[str, Any]]
+    rankings: list[PointRanking]
     rank_flips: list[dict[str, Any]]
+    """Each win's ratio: how many times better the winner was (version 1: winner ÷ loser)."""
 
 
 class RunDocument(_RunBody):
     format: Literal["benchlab-run"]
-    format_version: Literal[1]
-    takeaways: list[dict[str, Any]]
+    format_version: Literal[2]
+    takeaways: list[Takeaway]
     reading_guide: list[str]
 
 
 class TuneDocument(_RunBody):
     format: Literal["benchlab-tune"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     app: dict[str, Any]
     recommendation: dict[str, Any] | None
     candidates: list[dict[str, Any]]

@@ -13,15 +13,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.analysis.cell_records import by_round, measured
-from benchlab.analysis.grid import GridPoint, cell_point
-from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
-from benchlab.analysis.stats import converged
-from benchlab.core.figures import Better, Figure, rank_figure
+from benchlab.analysis.ranking import Step, stored_ranking
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.wire import Wire
-from benchlab.recipe import Cell, sentinel_of
+from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.estimates import estimate
 from benchlab.runner.executor import StackLaunch, StackServer
@@ -114,17 +110,15 @@ class Measurer:
     # --- rounds -----------------------------------------------------------------------------
 
     def _run_adaptive_rounds(self, cells: Sequence[Cell], rounds: int, max_rounds: int) -> None:
-        """More interleaved rounds, up to `max_rounds`, only for the cells whose place in the
-        ranking is still undecided: both sides of every adjacent pair at a grid point whose
-        confidence sequence neither separates them nor ties them within `min_effect_pct`
-        (analysis/ranking_decisions.py: stopping there keeps the decisions honest). A cell
-        alone at its point gets rounds until its interval is within the target."""
+        """More interleaved rounds, up to `max_rounds`, only for the cells whose place the
+        run's ranking has not decided (analysis/ranking.py): both sides of every undecided
+        adjacent pair, and a cell alone at its point until its interval is within the
+        target. The run stops when the ranking says decided."""
         session = self.session
         for round_index in range(rounds, max_rounds):
-            live = [c for c in cells if c in session.measured and c not in session.failed]
-            pending, waiting = self._still_to_decide(live)
+            pending, waiting = self.still_to_decide(cells)
             # The whole round or none: a pair is compared only in rounds that measured both.
-            if not pending or not session.time_left(self._launch_seconds(pending)):
+            if not pending or not session.time_left(self._launch_seconds(pending), planned=False):
                 return
             session.reporter.status(
                 f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
@@ -132,65 +126,31 @@ class Measurer:
             session.reporter.extend(len(pending))
             expected = _rounds_expected(waiting, max_rounds - round_index)
             for cell in pending:
-                self.rounds_planned[cell] = round_index + expected.get(cell, 1)
-            self._run_round(round_index, pending)
+                self.rounds_planned[cell] = round_index + expected.get(cell.key, 1)
+            self._run_round(round_index, pending, adaptive=True)
 
-    def _still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[AdjacentPair]]:
-        """The cells the next round should measure, and the undecided pairs that want them."""
-        recipe = self.session.plan.recipe
-        min_effect = (
-            recipe.min_effect_pct
-            if recipe.min_effect_pct is not None
-            else recipe.target_half_width_pct
-        )
-        swept_pool = isinstance(recipe.params.pool_size, list)
-        points: dict[GridPoint, list[Cell]] = {}
-        sentinel = sentinel_of(recipe)
-        for cell in cells:
-            # Not contenders: the sentinel (a reference) and its A/A copy; a stack found
-            # nonconformant (it is measured, not ranked).
-            checked = self.session.conformance.get(cell.stack)
-            if cell.stack != sentinel and (checked is None or checked.ranks):
-                points.setdefault(cell_point(cell, swept_pool), []).append(cell)
-        pending: set[Cell] = set()
-        waiting: list[AdjacentPair] = []
-        for group in points.values():
-            if len(group) == 1:
-                if not self._converged(group[0]):
-                    pending.add(group[0])
-                continue
-            series = {cell: self._ranking_series(cell) for cell in group}
-            higher_is_better = self._ranked_by(group[0]).better is Better.HIGHER
-            pairs = adjacent_pairs(series, higher_is_better, min_effect)
-            pending |= still_to_decide(pairs)
-            waiting += [pair for pair in pairs if not pair.decided]
+    def still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[Step]]:
+        """The cells the next round should measure, as the run's ranking says, and the
+        undecided pairs that want them."""
+        session = self.session
+        ranking = stored_ranking(session.store, session.run_id, session.run_options)
+        failed = {c.key for c in session.failed}
+        wanted = ranking.to_measure(failed)
+        pending = {c for c in cells if c.key in wanted and c not in session.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
         # cell's ratio to it is taken within rounds.
+        sentinel = session.run_options.sentinel
         if pending and sentinel is not None:
-            pending |= {c for c in cells if c.stack == sentinel}
+            pending |= {c for c in cells if c.stack == sentinel and c not in session.failed}
+        waiting = [s for s in ranking.undecided if not {s.ahead.key, s.behind.key} & failed]
         return [c for c in cells if c in pending], waiting
 
-    def _ranking_series(self, cell: Cell) -> dict[int, float]:
-        """The cell's ranking figure (the report's: the recipe's `rank_by`, else its mode's),
-        round by round."""
-        store, cell_id = self.session.store, self.session.cell_ids[cell]
-        records = measured(cell.mode, store.trials(cell_id), store.capacities(cell_id))
-        return by_round(self._ranked_by(cell), records)
-
-    def _ranked_by(self, cell: Cell) -> Figure:
-        return rank_figure(cell.mode, self.session.plan.recipe.rank_by)
-
-    def _converged(self, cell: Cell) -> bool:
-        """Whether the cell's ranking figure is within the target."""
-        values = list(self._ranking_series(cell).values())
-        return converged(values, self.session.plan.recipe.target_half_width_pct)
-
-    def _run_round(self, round_index: int, cells: Sequence[Cell]) -> None:
+    def _run_round(self, round_index: int, cells: Sequence[Cell], adaptive: bool = False) -> None:
         failed = self.session.failed
         todo = [c for c in cells if c not in failed and self.done_rounds(c) <= round_index]
         # Under a budget, a round starts only if all of it fits: a pair is compared only in
         # rounds that measured both of its cells.
-        if not todo or not self.session.time_left(self._launch_seconds(todo)):
+        if not todo or not self.session.time_left(self._launch_seconds(todo), not adaptive):
             return
         grouped: dict[tuple, list[Cell]] = {}  # by the launch that serves them, in order
         for cell in todo:
@@ -200,7 +160,7 @@ class Measurer:
         shift = round_index % len(launches)
         for group in launches[shift:] + launches[:shift]:
             live = [c for c in group if c not in failed]
-            if live and self.session.time_left(self._launch_seconds(live)):
+            if live and self.session.time_left(self._launch_seconds(live), not adaptive):
                 self._run_launch(live, round_index)
 
     def _launch_seconds(self, cells: Sequence[Cell]) -> float:
@@ -360,13 +320,13 @@ def _round_text(round_index: int, trials: int) -> str:
     return f"adaptive round {round_index + 1}"
 
 
-def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:
+def _waiting_text(waiting: Sequence[Step], cells: int) -> str:
     """What the round is for: the undecided pair expected to need the most rounds, by name."""
     if not waiting:
         return f"{cells} cell(s) not yet within their target"
     pair = max(waiting, key=lambda p: p.more_rounds if p.more_rounds is not None else 10**6)
-    e = pair.evidence
-    high = "∞" if e.high == float("inf") else f"{e.high:.2f}"
+    r = pair.ratio
+    where = "" if r is None else f": {r.value:.2f}× [{r.low:.2f}–{_bound(r.high)}]"
     more = (
         f"about {pair.more_rounds} more round(s) expected"
         if pair.more_rounds is not None
@@ -374,17 +334,21 @@ def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:
     )
     others = f"; {len(waiting) - 1} other pair(s) undecided" if len(waiting) > 1 else ""
     return (
-        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.ahead.scenario}): "
-        f"{e.ratio:.2f}× [{e.low:.2f}–{high}], {more}{others}"
+        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}, "
+        f"{more}{others}"
     )
 
 
-def _rounds_expected(waiting: Sequence[AdjacentPair], most: int) -> dict[Cell, int]:
-    """Rounds each cell of an undecided pair is expected to need still (for the ETA), at
-    most `most`: the rounds left before max_trials."""
-    expected: dict[Cell, int] = {}
+def _bound(value: float) -> str:
+    return "∞" if value == float("inf") else f"{value:.2f}"
+
+
+def _rounds_expected(waiting: Sequence[Step], most: int) -> dict[str, int]:
+    """Rounds each cell (by key) of an undecided pair is expected to need still (for the ETA),
+    at most `most`: the rounds left before max_trials."""
+    expected: dict[str, int] = {}
     for pair in waiting:
         need = most if pair.more_rounds is None else max(1, min(most, pair.more_rounds))
-        for cell in (pair.ahead, pair.behind):
-            expected[cell] = max(expected.get(cell, 1), need)
+        for key in (pair.ahead.key, pair.behind.key):
+            expected[key] = max(expected.get(key, 1), need)
     return expected

@@ -190,14 +190,18 @@ class Session:
         self.files = RunFiles()  # static files, certificates; how clients reach servers
         self._started = self.executor.monotonic()
         self.out_of_time = False
+        self.cut_short = False  # the deadline left planned work undone: the run is partial
         self._deadline_s = options.deadline_s  # no launch starts past it (None: any time)
         self._stack_user: object = _UNKNOWN
+        # What the analysis reads of the run (rank_by, the threshold), as its row stores it.
+        self.run_options = RunOptions()
 
     # --- the session's life -----------------------------------------------------------------
 
     @contextlib.contextmanager
     def running(self, total_trials: int) -> Iterator[RunOutcome]:
         self.run_id = self._open_run()
+        self.run_options = RunOptions.of_run(self.store.run(self.run_id))
         # Recorded on disk as it starts, so the next benchlab can clean up after a kill.
         journal = Journal("tune" if self.plan.recipe.stacks == ["tune"] else "run").open()
         self.registry.journal = journal
@@ -214,8 +218,8 @@ class Session:
             with sigterm_interrupts(), pinned_to(self.plan.cores.controller_cores):
                 self._open_hosts(journal)
                 yield outcome
-            outcome.status = "partial" if self.failed or self.out_of_time else "complete"
-            if self.out_of_time:
+            outcome.status = "partial" if self.failed or self.cut_short else "complete"
+            if self.cut_short:
                 outcome.reason = "the budget ran out before every cell was measured"
         except (KeyboardInterrupt, RunInterrupted) as exc:
             outcome.status, outcome.reason = "interrupted", f"stopped by {str(exc) or 'SIGINT'}"
@@ -281,14 +285,15 @@ class Session:
         """Until the deadline (infinite without one)."""
         return math.inf if self.deadline_s is None else self.deadline_s - self.elapsed_s()
 
-    def time_left(self, needs_s: float = 0.0) -> bool:
-        """Whether a launch that takes `needs_s` may still start before the deadline (a
-        deadline spent says so once)."""
+    def time_left(self, needs_s: float = 0.0, planned: bool = True) -> bool:
+        """Whether a launch of `needs_s` may start before the deadline (said once when spent);
+        `planned`: not an adaptive round (a deadline that cuts one leaves the run partial)."""
         if self.seconds_left() > needs_s:
             return True
         if not self.out_of_time:
             self.reporter.status("the budget is spent: no more launches")
         self.out_of_time = True
+        self.cut_short = self.cut_short or planned
         return False
 
     def extend_plan(self, trials: int) -> None:
@@ -299,8 +304,6 @@ class Session:
         """The recipe's [slo], as the capacity search judges a rate by it."""
         assert self.plan.recipe.slo is not None
         return capacity.Target.of(self.plan.recipe.slo)
-
-    # --- where things run -------------------------------------------------------------------
 
     def stack_user(self) -> str | None:
         """Who the stacks run as on the server's host (None: as benchlab itself)."""
@@ -325,8 +328,6 @@ class Session:
     def server_place(self) -> ServerPlace:
         server = self.hosts.server
         return ServerPlace(server.host.address, server.host, self.plan.cores.server)
-
-    # --- cells ------------------------------------------------------------------------------
 
     def add_cells(self, cells: Sequence[Cell]) -> None:
         """Store the cells (those a resumed run already has are found by their key)."""
@@ -396,8 +397,6 @@ class Session:
         for cell in self.cells:
             if cell.launch_key == first.launch_key:
                 self.fail(cell, FailureKind.STACK_DIED, detail)
-
-    # --- what the cells need ----------------------------------------------------------------
 
     def prepare(self, cells: Sequence[Cell]) -> None:
         """Build what the cells' stacks need, then start the services they use (once)."""
