@@ -294,8 +294,8 @@ def test_two_runs_of_one_second_drawing_the_same_id_both_get_stored(tmp_path: Pa
     info = RunInfo("p", "n", "t", "q", "c", None, (0,), (1,), {})
     same, other = uuid.UUID("abcd" + "0" * 28), uuid.UUID("beef" + "0" * 28)
     with (
-        mock.patch("benchlab.store.datetime", OneSecond),
-        mock.patch("benchlab.store.uuid.uuid4", side_effect=[same, same, other]),
+        mock.patch("benchlab.store.database.datetime", OneSecond),
+        mock.patch("benchlab.store.database.uuid.uuid4", side_effect=[same, same, other]),
     ):
         first, second = store.create_run(info), store.create_run(info)
     assert (first, second) == ("20261126-000000-abcd", "20261126-000000-beef")
