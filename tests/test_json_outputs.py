@@ -210,3 +210,34 @@ def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Pat
         assert "throughput_rps" in error.message
     else:
         raise AssertionError("a renamed figure passed the schema")
+
+
+def test_a_cells_shown_fields_are_declared_once_on_its_record(tmp_path: Path) -> None:
+    """CellRecord's shown fields (store/records.py, CELL_SHOWN: one rename map) are the JSON
+    cell's keys, its schema's, the CSV's first columns and the summary's accessors."""
+    import csv
+    import io
+
+    from benchlab.analysis.summary import summarise
+    from benchlab.report.csvfile import render_csv
+    from benchlab.report.json_schemas import json_schema
+    from benchlab.store import CELL_SHOWN, Store
+
+    results = tmp_path / "results.db"
+    run_id = write_run(results)
+    store = Store(results)
+    summary = summarise(store, run_id)
+    records = {r.key: r for r in store.cells(run_id)}
+    cells = {c["key"]: c for c in json.loads(render_json(summary))["cells"]}
+    rows = list(csv.DictReader(io.StringIO(render_csv(summary))))
+    schema = json_schema(jf.RUN, closed=True)["$defs"]["Cell"]
+    assert CELL_SHOWN["rate_share"] == "rate_share_pct"  # the one rename
+    assert list(rows[0])[: len(CELL_SHOWN)] == list(CELL_SHOWN.values())
+    for field, name in CELL_SHOWN.items():
+        assert name in schema["required"], name
+        for cell in summary.cells:
+            stored = getattr(records[cell.key], field)
+            assert getattr(cell, name) == stored
+            assert cells[cell.key][name] == stored
+    with pytest.raises(AttributeError):
+        _ = summary.cells[0].rate_share  # only the shown name

@@ -51,6 +51,7 @@ from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
+    CELL_SHOWN,
     ERROR_KINDS,
     CapacityRecord,
     CellRecord,
@@ -60,6 +61,7 @@ from benchlab.store import (
     Store,
     TrialRecord,
 )
+from benchlab.store.records import plain
 
 
 @dataclass(frozen=True)
@@ -181,11 +183,19 @@ class CellSummary:
     # The run's sentinel (either launch): a reference measured in every round, not ranked.
     is_sentinel: bool = False
 
-    # --- the stored cell's identity and settings ---
+    # --- the stored cell's identity and settings: its record's shown fields, by the names
+    # every report shows them by (store/records.py, CELL_SHOWN: cell.stack, cell.point,
+    # cell.rate_share_pct, ...) ---
 
-    @property
-    def key(self) -> str:
-        return self.stored.key
+    def __getattr__(self, name: str) -> Any:
+        field = _SHOWN_FIELD.get(name)
+        if field is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return getattr(self.stored, field)
+
+    def shown(self) -> dict[str, Any]:
+        """The record's shown fields under their shown names (JSON's and CSV's)."""
+        return {name: plain(getattr(self.stored, field)) for field, name in CELL_SHOWN.items()}
 
     @property
     def is_aa_copy(self) -> bool:
@@ -203,90 +213,6 @@ class CellSummary:
     @property
     def slow_clients(self) -> SlowClients | NotChecked | None:
         return slow_client_check(self.facts)
-
-    @property
-    def stack(self) -> str:
-        return self.stored.stack
-
-    @property
-    def stack_label(self) -> str:
-        return self.stored.stack_label
-
-    @property
-    def scenario(self) -> str:
-        return self.stored.scenario
-
-    @property
-    def tool(self) -> str:
-        return self.stored.tool
-
-    @property
-    def connections(self) -> int:
-        return self.stored.connections
-
-    @property
-    def threads(self) -> int:
-        return self.stored.threads
-
-    @property
-    def duration_s(self) -> float:
-        return self.stored.duration_s
-
-    @property
-    def workers(self) -> int:
-        return self.stored.workers
-
-    @property
-    def flavour(self) -> str | None:
-        return self.stored.flavour
-
-    @property
-    def pool_size(self) -> int | None:
-        return self.stored.pool_size
-
-    @property
-    def ms(self) -> int | None:
-        return self.stored.ms
-
-    @property
-    def reason(self) -> str | None:
-        return self.stored.reason
-
-    @property
-    def mode(self) -> Mode:
-        return self.stored.mode
-
-    @property
-    def server_threads(self) -> int | None:
-        return self.stored.server_threads
-
-    @property
-    def concurrency_limit(self) -> int | None:
-        return self.stored.concurrency_limit
-
-    @property
-    def db_pool_limit(self) -> int | None:
-        return self.stored.db_pool_limit
-
-    @property
-    def rate_share(self) -> float | None:
-        return self.stored.rate_share
-
-    @property
-    def keepalive(self) -> bool:
-        return self.stored.keepalive
-
-    @property
-    def protocol(self) -> str:
-        return self.stored.protocol
-
-    @property
-    def negotiated(self) -> str | None:
-        return self.stored.negotiated
-
-    @property
-    def point_name(self) -> str | None:
-        return self.stored.point
 
     @property
     def unbracketed(self) -> int:
@@ -330,25 +256,7 @@ class CellSummary:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "key": self.key,
-            "stack": self.stack,
-            "stack_label": self.stack_label,
-            "scenario": self.scenario,
-            "tool": self.tool,
-            "mode": self.mode,
-            "connections": self.connections,
-            "threads": self.threads,
-            "duration_s": self.duration_s,
-            "workers": self.workers,
-            "server_threads": self.server_threads,
-            "flavour": self.flavour,
-            "pool_size": self.pool_size,
-            "ms": self.ms,
-            "point": self.point_name,
-            "rate_share_pct": self.rate_share,
-            "keepalive": self.keepalive,
-            "protocol": self.protocol,
-            "negotiated": self.negotiated,
+            **self.shown(),
             "sentinel": self.is_sentinel,
             "aa_copy": self.is_aa_copy,
             "mix": [m.to_json() for m in self.mix] or None,
@@ -374,12 +282,9 @@ class CellSummary:
                 "curve": [dataclasses.asdict(p) for p in self.curve],
                 "cpu_source": self.cpu_source,
                 "facts": self.facts,
-                "concurrency_limit": self.concurrency_limit,
-                "db_pool_limit": self.db_pool_limit,
                 "verdicts": [v.name for v in self.verdicts],
                 "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
                 "status": self.status,
-                "reason": self.reason,
                 "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
                 "replicates": [dataclasses.asdict(r) for r in self.replicates],
             }
@@ -387,6 +292,10 @@ class CellSummary:
         if self.trial_records:
             data["trial_values"] = [trial.to_json() for trial in self.trial_records]
         return data
+
+
+# A shown name -> the record's field it reads (CellSummary.__getattr__).
+_SHOWN_FIELD = {name: field for field, name in CELL_SHOWN.items()}
 
 
 def _figure_json(value: FigureValue) -> Any:
@@ -854,11 +763,11 @@ def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummar
     ]  # fmt: skip
     ceilings = reference_cells(usable, CEILING_STACK)
     out = []
-    for cell, view, plain in zip(cells, ranked, throughput, strict=True):
+    for cell, view, own in zip(cells, ranked, throughput, strict=True):
         figures = dict(cell.figures)
         figures[F.RELATIVE.key] = relative_to(view, baselines)
         if cell.stack != CEILING_STACK and cell.mode == Mode.CLOSED:
-            figures[F.CEILING.key] = relative_to(plain, ceilings)
+            figures[F.CEILING.key] = relative_to(own, ceilings)
         out.append(dataclasses.replace(cell, figures=figures))
     return out
 

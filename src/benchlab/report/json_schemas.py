@@ -11,11 +11,13 @@ parts whose keys are data (a machine's tools, a mix's parts by request) are open
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
@@ -32,6 +34,7 @@ from benchlab.report.json_formats import (
     TUNE,
     JsonFormat,
 )
+from benchlab.store import CELL_SHOWN, CellRecord
 
 Number = float | None
 
@@ -89,28 +92,20 @@ def _figure_fields() -> dict[str, Any]:
     return top
 
 
-class _CellIdentity(_Closed):
-    key: str
-    """The cell's identity within its run: scenario, load and parameters."""
-    stack: str
-    stack_label: str
-    """The stack with its launch's settings (workers, threads), as reports name it."""
-    scenario: str
-    tool: str
-    mode: Literal["closed", "rate", "slo"]
-    connections: int
-    threads: int | None
-    duration_s: int
-    workers: int | None
-    server_threads: int | None
-    flavour: str | None
-    pool_size: int | None
-    ms: int | None
-    point: str | None
-    rate_share_pct: Number
-    keepalive: bool
-    protocol: str
-    negotiated: str | None
+def _shown_fields() -> dict[str, Any]:
+    """A stored cell's shown fields (store/records.py, CELL_SHOWN), each under its shown name
+    and typed as its record declares it: the JSON writer writes exactly these."""
+    hints = typing.get_type_hints(CellRecord)
+    fields = {f.name: f for f in dataclasses.fields(CellRecord)}
+    return {
+        name: (hints[field], Field(..., description=fields[field].metadata["doc"] or None))
+        for field, name in CELL_SHOWN.items()
+    }
+
+
+class _CellSummary(_Closed):
+    """What the run's summary makes of a cell beside its record's fields."""
+
     sentinel: bool = False
     """The run's sentinel (either launch): a reference measured in every round, not ranked."""
     aa_copy: bool = False
@@ -125,19 +120,16 @@ class _CellIdentity(_Closed):
     curve: list[dict[str, Any]]
     cpu_source: str | None
     facts: dict[str, Any] | None
-    concurrency_limit: int | None
-    db_pool_limit: int | None
     verdicts: list[str]
     verdict_sentences: dict[str, str]
     status: str
-    reason: str | None
     load_hosts: list[dict[str, Any]]
     replicates: list[dict[str, Any]]
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
 
 
-Cell = create_model("Cell", __base__=_CellIdentity, **_figure_fields())
+Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
 
 
 class RunInfo(_Closed):

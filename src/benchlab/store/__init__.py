@@ -11,6 +11,7 @@ from benchlab.store.database import (
 )
 from benchlab.store.records import (
     CELL_CHECKED,
+    CELL_SHOWN,
     ERROR_KINDS,
     CapacityRecord,
     CellRecord,
@@ -24,7 +25,7 @@ from benchlab.store.records import (
 )
 
 __all__ = [
-    "CELL_CHECKED", "DEFAULT_RESULTS", "ERROR_KINDS", "SCHEMA_VERSION", "TABLES",
+    "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "ERROR_KINDS", "SCHEMA_VERSION", "TABLES",
     "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RunInfo", "RunRecord",
     "Store", "TrialExtras", "TrialRecord", "now", "trial_record",
 ]  # fmt: skip

@@ -231,6 +231,12 @@ def _key(sql: str, default: Any = dataclasses.MISSING) -> Any:
     return dataclasses.field(default=default, metadata={"sql": sql})
 
 
+def _shown(default: Any = dataclasses.MISSING, *, as_: str = "", doc: str = "") -> Any:
+    """A cell's field every report shows (its JSON and that JSON's schema, the CSV, the run
+    summary's accessors), under its own name or `as_` (the one rename map: `SHOWN`)."""
+    return dataclasses.field(default=default, metadata={"shown": as_ or True, "doc": doc})
+
+
 @dataclass(frozen=True)
 class HostRecord:
     """One host of a run with [hosts]: a row of `hosts` (schema 3)."""
@@ -302,37 +308,44 @@ class CellRecord:
     id: int = _key("INTEGER PRIMARY KEY", default=0)  # the store's (0: not stored yet)
     run_id: str = _key("TEXT NOT NULL REFERENCES runs(id)")
     position: int
-    key: str
-    stack: str
-    stack_label: str
-    scenario: str
-    tool: str
-    connections: int
-    threads: int
-    duration_s: float
-    workers: int
+    key: str = _shown(doc="The cell's identity within its run: scenario, load and parameters.")
+    stack: str = _shown()
+    stack_label: str = _shown(
+        doc="The stack with its launch's settings (workers, threads), as reports name it."
+    )
+    scenario: str = _shown()
+    tool: str = _shown()
+    connections: int = _shown()
+    threads: int = _shown()
+    duration_s: float = _shown()
+    workers: int = _shown()
     status: str  # pending, ok, failed
-    reason: str | None = None
-    flavour: str | None = None
-    server_threads: int | None = None
-    pool_size: int | None = None
-    ms: int | None = None
-    point: str | None = None  # the named grid point, when the recipe has points
+    reason: str | None = _shown(None, doc="Why it failed (null: it did not).")
+    flavour: str | None = _shown(None)
+    server_threads: int | None = _shown(None)
+    pool_size: int | None = _shown(None)
+    # The scenario's parameter: db-delay's or sleep's ms, cpu's µs, rows, KiB.
+    ms: int | None = _shown(None)
+    point: str | None = _shown(None, doc="The recipe's named grid point, if any.")
     # Requests the launch can hold at once; None: no limit of its own. Schema 4: the column
     # 'capacity' of older stores, which keep it (see RENAMED).
-    concurrency_limit: int | None = None
-    db_pool_limit: int | None = None  # database sessions the launch can use at most
-    mode: Mode = Mode.CLOSED  # NULL in schema 1
+    concurrency_limit: int | None = _shown(None)
+    # Database sessions the launch can use at most.
+    db_pool_limit: int | None = _shown(None)
+    mode: Mode = _shown(Mode.CLOSED)  # noqa: RUF009 (a field's declaration); NULL in schema 1
     target_rate: float | None = None  # rate cells: the rate asked for (a share once resolved)
-    rate_share: float | None = None  # rate cells given as a share of their own capacity, in %
+    # Rate cells given as a share of their own closed-loop figure, in %.
+    rate_share: float | None = _shown(None, as_="rate_share_pct")
     closed_capacity_rps: float | None = None  # the closed-loop probe of a share or a search
     timeout_s: int | None = None
     # JSON: framework, server, worker model (and a tune's command); None: stored before
     # cells kept them (the report reads them from the catalogue).
     facts: dict[str, Any] | None = None
-    keepalive: bool = True  # False: a new connection for every request
-    protocol: str = "h1"  # protocols.PROTOCOLS
-    negotiated: str | None = None  # what verification got: "HTTP/2 over TLSv1.3"
+    # False: a new connection for every request.
+    keepalive: bool = _shown(True)
+    protocol: str = _shown("h1")  # protocols.PROTOCOLS
+    # What verification got: "HTTP/2 over TLSv1.3"; null in a store written before it.
+    negotiated: str | None = _shown(None)
     compression_ratio: float | None = None  # a compressed answer: its size ÷ compressed size
     copy: int = 1  # schema 7: 2 for the sentinel's second launch of an A/A pair
 
@@ -360,6 +373,17 @@ class CellRecord:
             facts=facts or {}, keepalive=cell.keepalive, protocol=cell.protocol,
             copy=cell.copy,
         )  # fmt: skip
+
+
+# What every report shows of a stored cell: field name -> the name it is shown by (JSON key,
+# CSV column, the run summary's accessor), in the record's order. Made from CellRecord's own
+# declaration (its `_shown` fields); the JSON writer, its schema, the CSV and the summary's
+# accessors read it.
+CELL_SHOWN: dict[str, str] = {
+    f.name: f.name if f.metadata["shown"] is True else f.metadata["shown"]
+    for f in dataclasses.fields(CellRecord)
+    if "shown" in f.metadata
+}
 
 
 def plain(value: Any) -> Any:
