@@ -48,7 +48,7 @@ def answer_problem(session: Session, cell: Cell, port: int) -> str | None:
     """What is wrong with the answers the stack on `port` gives the cell's requests (None:
     nothing), asked over the cell's protocol."""
     with session.costs.timed("verify"):
-        return session.executor.verify(
+        return session.executor.observe.verify(
             session.server_address, port, session.scenarios[cell.scenario].expectations(cell.ms),
             SETTLE_TIMEOUT_S, session.read_worlds, session.files.wire(cell),
         )  # fmt: skip
@@ -170,7 +170,7 @@ class CellRunner:
         compressed = next((e for e in expectations if e.answer == "gzip"), None)
         asked = compressed or expectations[0]
         try:
-            reply = self.session.executor.exchange(
+            reply = self.session.executor.observe.exchange(
                 self.session.server_address, launched.port, asked, wire, SETTLE_TIMEOUT_S
             )
         except ExchangeError as exc:

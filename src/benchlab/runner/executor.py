@@ -1,6 +1,7 @@
-"""What a run does outside its own process: start and stop a stack, ask it over the wire,
-send it load and watch it meanwhile, and tell the time. A Session holds one Executor; the
-real one (`RealExecutor`, the default) does each for real, and a stand-in (the tests'
+"""What a run does outside its own process, by concern: launch (start and stop a stack),
+measure (load it and watch it meanwhile, stop it under load, slow clients) and observe (ask
+it over the wire, check its parsing, tell the time). A Session holds one Executor; the real
+one (`RealExecutor`, the default) does each for real, and a stand-in (the tests'
 tests/inprocess.py) lets the runner's scheduling, stopping and failure handling run in
 process, as a scheduler is tested with a mock executor."""
 
@@ -10,7 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -103,34 +104,16 @@ class TrialMonitors(Protocol):
     def errors(self) -> Mapping[str, str]: ...
 
 
-class Executor(Protocol):
-    def monotonic(self) -> float: ...
+class Launching(Protocol):
+    """Starting and stopping a stack."""
+
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
-    def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
-    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
-        """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
-        ...
 
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
-        """Stop the stack under load (one that hangs is still running when this returns)."""
-        ...
 
-    def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
-    ) -> SlowClients: ...
-    def verify(
-        self,
-        address: str,
-        port: int,
-        expectations: list[Expectation],
-        timeout: float,
-        read_worlds: ReadWorlds | None,
-        wire: Wire,
-    ) -> str | None: ...
-    def exchange(
-        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
-    ) -> Reply: ...
+class Measuring(Protocol):
+    """Loading a started stack, and what watches it meanwhile."""
+
     def generate(
         self,
         tool: LoadTool,
@@ -148,6 +131,48 @@ class Executor(Protocol):
     def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
         """The server's own counters of its threads' time, now (None: not answered)."""
         ...
+
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        """Stop the stack under load (one that hangs is still running when this returns)."""
+        ...
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients: ...
+
+
+class Observing(Protocol):
+    """Asking a stack over the wire without load, and the clock."""
+
+    def monotonic(self) -> float: ...
+    def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
+        ...
+
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None: ...
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply: ...
+
+
+class Executor(Protocol):
+    """What a run does outside its process, by concern: a new feature adds its call to one."""
+
+    @property
+    def launch(self) -> Launching: ...
+    @property
+    def measure(self) -> Measuring: ...
+    @property
+    def observe(self) -> Observing: ...
 
 
 @dataclass(frozen=True)
@@ -185,11 +210,8 @@ def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
     )  # fmt: skip
 
 
-class RealExecutor:
-    """Real processes, real sockets, real load tools, the machine's clock."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
+class RealLaunch:
+    """Real processes, started pinned as their user."""
 
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
         started = start_answering(
@@ -204,11 +226,36 @@ class RealExecutor:
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
         registry.stop(_process(server), grace=grace)
 
-    def keeps_alive(self, address: str, port: int, path: str) -> bool:
-        return keeps_alive(address, port, path)
 
-    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
-        return check_server(address, port, shapes)
+class RealMeasure:
+    """Real load tools and samplers."""
+
+    def generate(
+        self,
+        tool: LoadTool,
+        request: LoadRequest,
+        places: list[Placement],
+        registry: ProcessRegistry,
+        workdir: Path,
+    ) -> Generated:
+        return run_generators(tool, request, places, registry, workdir)
+
+    @contextlib.contextmanager
+    def monitors(
+        self,
+        server: StackServer,
+        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
+        probes: dict[str, Callable[[], int] | None],
+    ) -> Iterator[TrialMonitors]:
+        with (
+            ProcessTreeSampler(_process(server)) as tree,
+            StealSampler(*steal_cores) as steal,
+            PeakSampler(probes) as peaks,
+        ):
+            yield _Samplers(tree, steal, peaks)
+
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        return source.read(address, port)
 
     def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
         return stop_under_load(_target(registry, checked))
@@ -217,6 +264,19 @@ class RealExecutor:
         self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
     ) -> SlowClients:
         return with_and_without(_target(registry, checked), modes, rounds)
+
+
+class RealObserve:
+    """Real sockets and the machine's clock."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool:
+        return keeps_alive(address, port, path)
+
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        return check_server(address, port, shapes)
 
     def verify(
         self,
@@ -239,29 +299,11 @@ class RealExecutor:
             headers=asked.headers, body=asked.request_body, wire=wire, timeout=timeout,
         )  # fmt: skip
 
-    def generate(
-        self,
-        tool: LoadTool,
-        request: LoadRequest,
-        places: list[Placement],
-        registry: ProcessRegistry,
-        workdir: Path,
-    ) -> Generated:
-        return run_generators(tool, request, places, registry, workdir)
 
-    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
-        return source.read(address, port)
+@dataclass(frozen=True)
+class RealExecutor:
+    """Everything for real (a Session's default)."""
 
-    @contextlib.contextmanager
-    def monitors(
-        self,
-        server: StackServer,
-        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
-        probes: dict[str, Callable[[], int] | None],
-    ) -> Iterator[TrialMonitors]:
-        with (
-            ProcessTreeSampler(_process(server)) as tree,
-            StealSampler(*steal_cores) as steal,
-            PeakSampler(probes) as peaks,
-        ):
-            yield _Samplers(tree, steal, peaks)
+    launch: Launching = field(default_factory=RealLaunch)
+    measure: Measuring = field(default_factory=RealMeasure)
+    observe: Observing = field(default_factory=RealObserve)

@@ -206,7 +206,7 @@ class Measurer:
                 first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
                 # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept
                 # (only siege reads it, and siege speaks plain HTTP/1.1 only).
-                alive = first.protocol != "h1" or session.executor.keeps_alive(
+                alive = first.protocol != "h1" or session.executor.observe.keeps_alive(
                     session.server_address, up.port, first_path
                 )
                 if self._conforms_here(first, up.proxied):
@@ -229,7 +229,7 @@ class Measurer:
         proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
-        started = session.executor.start(session.registry, StackLaunch(
+        started = session.executor.launch.start(session.registry, StackLaunch(
             stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
             start_timeout(stack, session.costs.known.get(f"start:{stack.name}")),
@@ -260,7 +260,7 @@ class Measurer:
             # A stack already stopped (a resilience check's stop under load) costs no stop.
             timed = session.costs.timed(f"stop:{stack.name}") if server.alive() else None
             with timed or contextlib.nullcontext():
-                session.executor.stop(session.registry, server, STACK_STOP_GRACE_S)
+                session.executor.launch.stop(session.registry, server, STACK_STOP_GRACE_S)
 
     def _conforms_here(self, first: Cell, proxied: bool) -> bool:
         """Whether this launch is where its stack's conformance is checked: the recipe asks
@@ -280,7 +280,7 @@ class Measurer:
         session.reporter.status(
             f"checking {stack.name}'s HTTP/1.1 parsing (benchlab conform's request shapes)"
         )
-        result = session.executor.conform(session.server_address, port)
+        result = session.executor.observe.conform(session.server_address, port)
         session.conformance[stack.name] = result
         facts = result.facts()
         for cell in session.cells:

@@ -96,7 +96,7 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
 
         if recipe.slow_clients:
             facts[SLOW_CLIENTS] = attempted(
-                lambda: executor.slow_clients(
+                lambda: executor.measure.slow_clients(
                     session.registry, checked("slow"), list(recipe.slow_clients),
                     recipe.slow_client_rounds,
                 ),
@@ -109,6 +109,6 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
             ).to_json()
         elif recipe.drain:  # last: it stops the stack
             facts[DRAIN] = attempted(
-                lambda: executor.drain(session.registry, checked("drain")), session.redacted
+                lambda: executor.measure.drain(session.registry, checked("drain")), session.redacted
             )
     return facts

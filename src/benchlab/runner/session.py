@@ -188,7 +188,7 @@ class Session:
         self.cache: Any = None  # a Redis client, while the cache runs
         self.read_worlds: ReadWorlds | None = None  # world rows, while PostgreSQL runs
         self.files = RunFiles()  # static files, certificates; how clients reach servers
-        self._started = self.executor.monotonic()
+        self._started = self.executor.observe.monotonic()
         self.out_of_time = False
         self.cut_short = False  # the deadline left planned work undone: the run is partial
         self._deadline_s = options.deadline_s  # no launch starts past it (None: any time)
@@ -207,7 +207,7 @@ class Session:
         self.registry.journal = journal
         journal.set_run(self.run_id, self.store.path)
         outcome = RunOutcome(run_id=self.run_id, status="running")
-        self._started = self.executor.monotonic()
+        self._started = self.executor.observe.monotonic()
         # Traversable, not listable: the stacks' and the daemons' users reach their own
         # directories below (in /tmp if TMPDIR is closed to them); everything else in it is
         # closed on its own.
@@ -271,7 +271,7 @@ class Session:
             journal.close()
 
     def elapsed_s(self) -> float:
-        return self.executor.monotonic() - self._started
+        return self.executor.observe.monotonic() - self._started
 
     @property
     def deadline_s(self) -> float | None:

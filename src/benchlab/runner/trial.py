@@ -37,7 +37,7 @@ def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
 def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
     """The request's load from every load host at once, merged."""
     tool = TOOLS[request.tool]
-    return session.executor.generate(tool, request, session.hosts.load, session.registry, workdir)
+    return session.executor.measure.generate(tool, request, session.hosts.load, session.registry, workdir)
 
 
 def flush_cache(session: Session, needed: bool) -> None:
@@ -63,7 +63,7 @@ def _thread_times(session: Session, cell: Cell, port: int | None) -> ThreadTimes
     source = session.catalogue[cell.stack].counters
     if port is None or source is None:
         return None
-    return session.executor.thread_times(session.server_address, port, source)
+    return session.executor.measure.thread_times(session.server_address, port, source)
 
 
 def _threads_since(before: ThreadTimes | None, after: ThreadTimes | None) -> ThreadTimes | None:
@@ -95,8 +95,8 @@ def take_trial(
     # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
     # a finished trial is never lost to them.
     with contextlib.ExitStack() as finished:
-        clock = session.executor.monotonic
-        with session.executor.monitors(server, session.hosts.steal_cores(), probes) as monitors:
+        clock = session.executor.observe.monotonic
+        with session.executor.measure.monitors(server, session.hosts.steal_cores(), probes) as monitors:
             started_at, began = now(), clock()
             monitors.count_until(began + request.duration_s)
             generated = generate(session, request, workdir)

@@ -88,7 +88,7 @@ def check_answer(
                 new_dir(workdir / "slow", 0o700), cores.load, requests, rate,
             )  # fmt: skip
             found = attempted(
-                lambda: session.executor.slow_clients(session.registry, checked, MODES, ROUNDS),
+                lambda: session.executor.measure.slow_clients(session.registry, checked, MODES, ROUNDS),
                 session.redacted,
             )
     facts = {SLOW_CLIENTS: found} | ({ANSWER_CONFORMANCE: parsing} if parsing else {})
@@ -112,4 +112,4 @@ def _parsing(session: Session, port: int, requests: tuple[Expectation, ...]) -> 
     get = _first_get(requests)
     if get is None:
         return None
-    return session.executor.conform(session.server_address, port, shapes_for(get)).facts()
+    return session.executor.observe.conform(session.server_address, port, shapes_for(get)).facts()
