@@ -362,18 +362,6 @@ def _result(request: LoadRequest, figures: Figures) -> LoadResult:
     )
 
 
-@contextmanager
-def _known(stacks: Mapping[str, Stack]) -> Iterator[None]:
-    """The catalogue knows the test's own stacks while a recipe naming them is read."""
-    added = [name for name in stacks if name not in CATALOGUE]
-    CATALOGUE.update({name: stacks[name] for name in added})
-    try:
-        yield
-    finally:
-        for name in added:
-            del CATALOGUE[name]
-
-
 def runnable_catalogue(names: list[str]) -> dict[str, Stack]:
     """The catalogue's stacks as they are, but with nothing to build or find here (a stack
     the catalogue does not know is made from gin's entry, under its own name)."""
@@ -425,11 +413,8 @@ def run_inprocess(
     catalogue = catalogue or runnable_catalogue(list(executor.stacks))
     store = Store(directory / "results.db")
     output = io.StringIO()
-    options = SessionOptions(
-        command, deadline_s=deadline_s, catalogue=catalogue, executor=executor, resume=resume
-    )
+    options = SessionOptions(command, deadline_s=deadline_s, executor=executor, resume=resume)
     reporter = LineReporter(Console(file=output, width=200))
-    with _known(catalogue):
-        recipe, text = load_recipe(path)
-        outcome = run_recipe(build_plan(path, recipe, text), store, reporter, options)
+    recipe, text = load_recipe(path, catalogue)
+    outcome = run_recipe(build_plan(path, recipe, text, catalogue), store, reporter, options)
     return InProcessRun(outcome, store, output.getvalue())

@@ -41,8 +41,8 @@ class RoundsWritten(Measurer):
             trial = _trial(round_index, rps, cell.connections, 50.0)
             cpu_us = CPU_US[cell.stack] * self.rng.uniform(0.9, 1.1)
             trial = dataclasses.replace(trial, server_cpu_s=cpu_us * trial.requests / 1e6)
-            self.session.store.add_trial(self.session.cell_ids[cell], trial)
-            self.session.measured.add(cell)
+            self.session.store.add_trial(self.session.cells.ids[cell], trial)
+            self.session.cells.measured.add(cell)
             self.measured_in.setdefault(round_index, []).append(cell.stack)
 
 
@@ -51,18 +51,15 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
     run_id = store.create_run(_run_info())
     cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
     options = RunOptions(rank_by=rank_by, min_effect_pct=1.0, ratio_method="sequential")
+    ids = {c: store.add_cell(run_id, i, c, c.stack) for i, c in enumerate(cells)}
     return SimpleNamespace(
         store=store,
         run_id=run_id,
         run_options=options,
-        cell_ids={c: store.add_cell(run_id, i, c, c.stack) for i, c in enumerate(cells)},
-        cells=cells,
+        cells=SimpleNamespace(ids=ids, failed={}, measured=set(), planned=cells),
         plan=SimpleNamespace(recipe=SimpleNamespace(warmup=0)),
-        measured=set(),
-        failed={},
-        deadline_s=None,
         costs=None,
-        time_left=lambda needs_s=0.0, planned=True: True,
+        clock=SimpleNamespace(deadline_s=None, time_left=lambda needs_s=0.0, planned=True: True),
         reporter=SimpleNamespace(status=lambda text: None, extend=lambda n: None),
     )
 
@@ -74,7 +71,7 @@ def _run_info() -> RunInfo:
 def _stacks_in_adaptive_rounds(tmp_path: Path, rank_by: str | None) -> set[str]:
     session = _session(tmp_path, rank_by)
     measurer = RoundsWritten(session, random.Random(7))
-    measurer.measure(session.cells, ROUNDS, MAX_ROUNDS)
+    measurer.measure(session.cells.planned, ROUNDS, MAX_ROUNDS)
     return {
         stack
         for round_index, stacks in measurer.measured_in.items()

@@ -18,6 +18,7 @@ from benchlab.recipe import build_plan, load_recipe
 from benchlab.recipe.schema import DEFAULT_SENTINEL
 from benchlab.report.history import CellSeries, build_history, render_markdown, render_text
 from benchlab.report.history_html import render_history_html
+from benchlab.stacks import CATALOGUE
 from tests.conftest import benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 
@@ -154,9 +155,9 @@ def test_a_sentinel_is_measured_like_a_stack_and_its_aa_copy_in_a_launch_of_its_
     tmp_path: Path,
 ) -> None:
     path = write_recipe(tmp_path, SENTINEL_RECIPE)
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, CATALOGUE)
     assert recipe.stacks == ["flask+gunicorn", DEFAULT_SENTINEL]
-    plan = build_plan(path, recipe, text, cpu_count=2)
+    plan = build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
     sentinel = [c for c in plan.cells if c.stack == DEFAULT_SENTINEL]
     assert [c.copy for c in sentinel] == [1, 2]
     assert len({c.launch_key for c in sentinel}) == 2 and len({c.key for c in sentinel}) == 2
@@ -181,7 +182,7 @@ def test_a_wrong_sentinel_is_one_line_naming_the_key(
             'scenarios = ["json"]\n', ""
         )
     with pytest.raises(UserError, match=message):
-        load_recipe(write_recipe(tmp_path, body))
+        load_recipe(write_recipe(tmp_path, body), CATALOGUE)
 
 
 def test_compare_fails_on_the_stacks_slowdown_not_on_the_machines(tmp_path: Path) -> None:

@@ -99,7 +99,10 @@ def _stored(trials: dict[tuple[str, str], Rows], options: RunOptions) -> SimpleN
         for round_index, row in enumerate(rows):
             store.add_trial(cell_id, _trial(round_index, *row))
         cells.append(cell)
-    return SimpleNamespace(store=store, run_id=run_id, run_options=options, failed={}, cells=cells)
+    return SimpleNamespace(
+        store=store, run_id=run_id, run_options=options, cells=SimpleNamespace(failed={}),
+        planned=cells,
+    )  # fmt: skip
 
 
 @settings(
@@ -116,7 +119,7 @@ def test_the_runner_stops_where_the_report_says_nothing_is_undecided(
     session = _stored(trials, options)
     measurer = Measurer.__new__(Measurer)  # its decision alone: nothing is launched here
     measurer.session = session
-    pending, waiting = measurer.still_to_decide(session.cells)
+    pending, waiting = measurer.still_to_decide(session.planned)
 
     summary = summarise(session.store, session.run_id)
     words = " ".join(t.sentence for t in takeaways(summary))

@@ -19,6 +19,7 @@ from benchlab.analysis.stats import paired_ratio_interval, ratio_interval
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.report.takeaways import takeaways
+from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.stored_runs import write_run
 
@@ -190,11 +191,11 @@ def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
     # The sequence can exclude nothing before FIRST_DECISIVE_ROUND rounds, and can at it.
     assert t_interval(FIRST_DECISIVE_ROUND - 1, 1.0, 0.01) == (-math.inf, math.inf)
     assert math.isfinite(t_interval(FIRST_DECISIVE_ROUND, 1.0, 0.01)[0])
-    seed, _ = load_recipe(resolve_recipe("seed-000"))
+    seed, _ = load_recipe(resolve_recipe("seed-000"), CATALOGUE)
     assert seed.trials > FIRST_DECISIVE_ROUND
     budgeted = _budgeted(seed, trials_given=False)
     assert (budgeted.trials, budgeted.max_trials) == (FIRST_DECISIVE_ROUND, BUDGET_MAX_TRIALS)
     # --trials given on the command line is the user's, and kept.
     assert _budgeted(seed, trials_given=True).trials == seed.trials
-    quick, _ = load_recipe(resolve_recipe("quick"))
+    quick, _ = load_recipe(resolve_recipe("quick"), CATALOGUE)
     assert _budgeted(quick, trials_given=False).trials == quick.trials

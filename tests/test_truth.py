@@ -21,7 +21,7 @@ from benchlab.core import figures as F
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
 from tests.html_table import ReportPage
@@ -47,12 +47,16 @@ def _run(tmp_path: Path, tmp: Path, recipe_text: str, name: str = "recipe.toml")
     return results
 
 
-def _execute(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+def _execute(
+    tmp_path: Path, store: Store, recipe_text: str, name: str, stacks: dict[str, Stack]
+) -> str:
+    """The recipe run in this process, its stacks the catalogue's and the test's own."""
     path = write_recipe(tmp_path, recipe_text, name)
-    recipe, text = load_recipe(path)
+    catalogue = {**CATALOGUE, **stacks}
+    recipe, text = load_recipe(path, catalogue)
     reporter = LineReporter(Console(file=io.StringIO()))
     return run_recipe(
-        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+        build_plan(path, recipe, text, catalogue), store, reporter, SessionOptions("test")
     ).run_id
 
 
@@ -244,7 +248,6 @@ def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
 def test_errors_verdict_on_a_stack_answering_500s(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "flaky", _misbehaving_stack("flaky", "flaky"))
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     store = Store(tmp_path / "r.db")
     recipe = """
@@ -257,7 +260,8 @@ def test_errors_verdict_on_a_stack_answering_500s(
         connections = 4
         duration = 1
     """
-    run_id = _execute(tmp_path, store, recipe, "errors.toml")
+    flaky = {"flaky": _misbehaving_stack("flaky", "flaky")}
+    run_id = _execute(tmp_path, store, recipe, "errors.toml", flaky)
     cells = _by(_report(tmp_path / "r.db", run_id), "stack")
     assert "errors" in cells["flaky"]["verdicts"]
     assert "non_2xx" in cells["flaky"]["verdict_sentences"]["errors"]
@@ -272,8 +276,6 @@ def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
     """Each request to `leaky` keeps 20 KB; `ok` keeps nothing. Over a 3-s trial the leaky
     server's RSS grows by about what its requests kept between the first and the last fifth
     of the trial (known from the requests it answered), and only it is flagged."""
-    monkeypatch.setitem(CATALOGUE, "leaky", _misbehaving_stack("leaky", "leaky"))
-    monkeypatch.setitem(CATALOGUE, "ok", _misbehaving_stack("ok", "ok"))
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     store = Store(tmp_path / "r.db")
     recipe = """
@@ -286,7 +288,8 @@ def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
         connections = 4
         duration = 3
     """
-    run_id = _execute(tmp_path, store, recipe, "leaks.toml")
+    stacks = {"leaky": _misbehaving_stack("leaky", "leaky"), "ok": _misbehaving_stack("ok", "ok")}
+    run_id = _execute(tmp_path, store, recipe, "leaks.toml", stacks)
     cells = _by(_report(tmp_path / "r.db", run_id), "stack")
     leaky, ok = cells["leaky"], cells["ok"]
     assert "leaks" in leaky["verdicts"] and "leaks" not in ok["verdicts"], (leaky, ok)
@@ -351,9 +354,11 @@ def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: P
 STEADY_REFERENCE_SPREAD = 1.5
 
 
-def _steady_run(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+def _steady_run(
+    tmp_path: Path, store: Store, recipe_text: str, name: str, stacks: dict[str, Stack]
+) -> str:
     for attempt in range(3):
-        run_id = _execute(tmp_path, store, recipe_text, f"{attempt}-{name}")
+        run_id = _execute(tmp_path, store, recipe_text, f"{attempt}-{name}", stacks)
         cells = _report(store.path, run_id)["cells"]
         reference = next(c for c in cells if c["stack"] == "nginx-static")["throughput_rps"]
         if reference["high"] <= STEADY_REFERENCE_SPREAD * reference["low"]:
@@ -378,7 +383,7 @@ def _moved_alike(cells: list[dict]) -> bool:
 def test_compare_same_recipe_twice_and_a_slowed_stack(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "slow"))
+    tunable = {"tunable": _misbehaving_stack("tunable", "slow")}
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     results = tmp_path / "r.db"
     store = Store(results)
@@ -400,13 +405,13 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     # in about fifteen suites: nginx-static 1.32x faster in the second run, the Python stack
     # at most 1.13x) is measured again, at most twice more.
     for attempt in range(3):
-        first = _steady_run(tmp_path, store, recipe, f"a{attempt}.toml")
-        second = _steady_run(tmp_path, store, recipe, f"b{attempt}.toml")
+        first = _steady_run(tmp_path, store, recipe, f"a{attempt}.toml", tunable)
+        second = _steady_run(tmp_path, store, recipe, f"b{attempt}.toml", tunable)
         drift = _compared(results, first, second)
         if _moved_alike(drift["cells"]):
             break
     monkeypatch.setenv("BENCHLAB_SLOW_MS", "2")
-    slowed = _steady_run(tmp_path, store, recipe, "c.toml")
+    slowed = _steady_run(tmp_path, store, recipe, "c.toml", tunable)
     reference = next(c for c in drift["cells"] if c["stack"].startswith("nginx-static"))
     # (--fail-above takes at most 100; past 90 % of drift the machine compares nothing.)
     allowance = min(90.0, 10 + max(0.0, 100 * (1 - reference["ratio"]["low"])))
@@ -425,8 +430,8 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
         worse.stdout
     )
     # A stack that no longer starts is the worst regression, not a cell to skip.
-    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "crash"))
-    broken = _execute(tmp_path, store, recipe, "d.toml")
+    crashing = {"tunable": _misbehaving_stack("tunable", "crash")}
+    broken = _execute(tmp_path, store, recipe, "d.toml", crashing)
     gone = benchlab("compare", first, broken, "--results", str(results), "--fail-above", "10")
     assert gone.returncode == 1, gone.stdout
     assert "failed in B" in gone.stdout and "FAIL" in gone.stdout

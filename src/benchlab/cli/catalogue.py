@@ -18,7 +18,7 @@ def recipes() -> None:
     from benchlab.recipe.files import bundled_recipes
 
     for path in bundled_recipes():
-        recipe, _ = load_recipe(path)
+        recipe, _ = load_recipe(path, CATALOGUE)
         console.print(path.stem, markup=False, highlight=False)
         question = recipe.question or "(no question: see the file)"
         for line in textwrap.wrap(question, max(console.width - 4, 40)):

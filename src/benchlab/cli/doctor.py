@@ -12,6 +12,7 @@ from rich.markup import escape
 from benchlab.cli.app import console
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import build_plan, load_recipe
+from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:
     from benchlab.recipe import Plan
@@ -67,10 +68,10 @@ def _print_check(
 
 
 def _hosts_plan(path: Path) -> Plan:
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, CATALOGUE)
     if not recipe.hosts:
         raise UserError(f"--hosts {path}: the recipe has no [hosts]; every role runs here")
-    return build_plan(path, recipe, text)
+    return build_plan(path, recipe, text, CATALOGUE)
 
 
 def _doctor_hosts(plan: Plan) -> int:

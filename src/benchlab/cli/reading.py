@@ -15,6 +15,7 @@ from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
 from benchlab.report.exporters import file_text, write
+from benchlab.stacks import CATALOGUE
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def history(
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
-        recipe = load_recipe(Path(recipe))[0].name
+        recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
     found = report.build_history(results or [DEFAULT_RESULTS], recipe)
     if fmt == "html":
         from benchlab.report.history_html import render_history_html

@@ -4,7 +4,7 @@ UserError naming the file, the key and what would be right."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from benchlab.core.errors import UserError
@@ -22,11 +22,14 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import Stack
+
+Catalogue = Mapping[str, Stack]
 
 
-def check_names(path: Path, recipe: Recipe) -> None:
-    """Every check, in this order: the first mistake found is the one reported."""
+def check_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
+    """Every check, in this order: the first mistake found is the one reported; the stacks a
+    recipe may name are `catalogue`'s."""
     for check in (
         _check_sentinel,
         _check_stack_names,
@@ -48,13 +51,13 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_protocols,
         _check_resilience,
     ):
-        check(path, recipe)
+        check(path, recipe, catalogue)
 
 
-def _check_stack_names(path: Path, recipe: Recipe) -> None:
+def _check_stack_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every stack is one of the catalogue's."""
     _check_known(
-        path, "stacks", recipe.stacks, CATALOGUE, "stack", "run 'benchlab stacks' for the catalogue"
+        path, "stacks", recipe.stacks, catalogue, "stack", "run 'benchlab stacks' for the catalogue"
     )
 
 
@@ -69,7 +72,7 @@ def _check_known(
             )
 
 
-def _check_sentinel(path: Path, recipe: Recipe) -> None:
+def _check_sentinel(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The sentinel is a stack of the catalogue that serves one of the recipe's scenarios;
     an A/A pair needs it."""
     if recipe.sentinel == "":
@@ -85,21 +88,21 @@ def _check_sentinel(path: Path, recipe: Recipe) -> None:
         )
     if name is None:
         return
-    if name not in CATALOGUE:
+    if name not in catalogue:
         raise UserError(
             f"{path}: key 'sentinel': unknown stack {quoted(name)}"
-            f"{did_you_mean(name, CATALOGUE)}; run 'benchlab stacks' for the catalogue"
+            f"{did_you_mean(name, catalogue)}; run 'benchlab stacks' for the catalogue"
         )
     names = scenario_names(recipe)
-    if not any(not CATALOGUE[name].why_not(s) for s in names):
+    if not any(not catalogue[name].why_not(s) for s in names):
         raise UserError(
             f"{path}: key 'sentinel': {quoted(name)} serves none of the recipe's scenarios "
-            f"({', '.join(names)}); it serves {', '.join(CATALOGUE[name].scenarios)}: "
+            f"({', '.join(names)}); it serves {', '.join(catalogue[name].scenarios)}: "
             "name a sentinel that does"
         )
 
 
-def _check_baseline(path: Path, recipe: Recipe) -> None:
+def _check_baseline(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The baseline is one of the stacks measured."""
     if recipe.baseline is not None and recipe.baseline not in recipe.stacks:
         raise UserError(
@@ -108,7 +111,7 @@ def _check_baseline(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_points(path: Path, recipe: Recipe) -> None:
+def _check_points(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each point is named once."""
     names = [p.name for p in recipe.points]
     for i, name in enumerate(names):
@@ -119,7 +122,7 @@ def _check_points(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_trials(path: Path, recipe: Recipe) -> None:
+def _check_trials(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """max_trials is at least trials."""
     if recipe.max_trials is not None and recipe.max_trials < recipe.trials:
         raise UserError(
@@ -128,24 +131,24 @@ def _check_trials(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_scenario_names(path: Path, recipe: Recipe) -> None:
+def _check_scenario_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every scenario is a known one."""
     hint = f"known scenarios: {', '.join(SCENARIOS)}"
     _check_known(path, "scenarios", recipe.scenarios, SCENARIOS, "scenario", hint)
 
 
-def _check_stack_tables(path: Path, recipe: Recipe) -> None:
+def _check_stack_tables(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every [stack."NAME"] table is one of the recipe's stacks."""
     for name in recipe.stack:
         if name not in recipe.stacks:
-            where = "unknown stack" if name not in CATALOGUE else "stack not in 'stacks'"
+            where = "unknown stack" if name not in catalogue else "stack not in 'stacks'"
             raise UserError(
                 f"{path}: key 'stack.{toml_key(name)}': {where} {quoted(name)}"
                 f"{did_you_mean(name, recipe.stacks)}; parameters apply only to listed stacks"
             )
 
 
-def _check_exclusions(path: Path, recipe: Recipe) -> None:
+def _check_exclusions(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every exclusion names a stack and a scenario of the recipe."""
     for i, exclusion in enumerate(recipe.exclude):
         if exclusion.stack is not None and exclusion.stack not in recipe.stacks:
@@ -160,10 +163,10 @@ def _check_exclusions(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_stack_params(path: Path, recipe: Recipe) -> None:
+def _check_stack_params(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each stack's own settings are ones it can take."""
     for name, params in recipe.stack.items():
-        stack = CATALOGUE[name]
+        stack = catalogue[name]
         if params.workers not in (None, 1, [1]) and stack.fixed_workers:
             raise UserError(
                 f"{path}: key 'stack.{toml_key(name)}.workers': {quoted(name)} runs one process "
@@ -186,11 +189,11 @@ def _check_stack_params(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_flavours(path: Path, recipe: Recipe) -> None:
+def _check_flavours(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """params.flavour names flavours the recipe's stacks offer."""
     if recipe.params.flavour is not None:
         wanted = as_list(recipe.params.flavour)
-        every_offered = {f for name in recipe.stacks for f in CATALOGUE[name].flavours}
+        every_offered = {f for name in recipe.stacks for f in catalogue[name].flavours}
         for i, flavour in enumerate(wanted):
             if flavour not in every_offered:
                 key = (
@@ -204,7 +207,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
                     f"{', '.join(sorted(every_offered)) or 'none'}"
                 )
         for name in recipe.stacks:
-            offered = CATALOGUE[name].flavours
+            offered = catalogue[name].flavours
             explicit = recipe.stack.get(name, StackParams()).flavour
             if offered and not explicit and not set(wanted) & set(offered):
                 raise UserError(
@@ -214,7 +217,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
                 )
 
 
-def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
+def _check_pool_sweep(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A swept params.pool_size leaves no stack a pool of its own."""
     if isinstance(recipe.params.pool_size, list):
         for name, params in recipe.stack.items():
@@ -226,7 +229,7 @@ def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
                 )
 
 
-def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
+def _check_pgbouncer(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """pgbouncer fronts PostgreSQL only."""
     if recipe.services.pgbouncer and not recipe.services.pool_fronts_database:
         raise UserError(
@@ -235,20 +238,20 @@ def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_served(path: Path, recipe: Recipe) -> None:
+def _check_served(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every stack serves one of the recipe's scenarios (or mixes) at least."""
     names = scenario_names(recipe)
     for name in recipe.stacks:
-        served = [s for s in names if not CATALOGUE[name].why_not(s)]
+        served = [s for s in names if not catalogue[name].why_not(s)]
         if not served:
-            why = CATALOGUE[name].why_not(names[0])
+            why = catalogue[name].why_not(names[0])
             raise UserError(
                 f"{path}: key 'stacks': stack {quoted(name)} serves none of the recipe's scenarios "
-                f"({', '.join(names)}): {why}; it serves {', '.join(CATALOGUE[name].scenarios)}"
+                f"({', '.join(names)}): {why}; it serves {', '.join(catalogue[name].scenarios)}"
             )
 
 
-def _check_mixes(path: Path, recipe: Recipe) -> None:
+def _check_mixes(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A mix names known scenarios, and is sent by a tool that records every request."""
     if not scenario_names(recipe):
         raise UserError(
@@ -272,7 +275,7 @@ def _check_mixes(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_rates(path: Path, recipe: Recipe) -> None:
+def _check_rates(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     for i, profile in enumerate(recipe.load):
         if profile.rate is None:
             continue
@@ -317,7 +320,7 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_database_serves(path: Path, recipe: Recipe) -> None:
+def _check_database_serves(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The API scenarios' apps query PostgreSQL only."""
     database = recipe.services.database
     for i, name in enumerate(scenario_names(recipe)):
@@ -331,7 +334,7 @@ def _check_database_serves(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_tool_sends(path: Path, recipe: Recipe) -> None:
+def _check_tool_sends(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A request with its own method, headers or body needs a tool that can send it."""
     needy = [
         name
@@ -353,7 +356,7 @@ def _first_param(recipe: Recipe, scenario: str) -> int | None:
     return as_list(getattr(recipe.params, param))[0] if param else None
 
 
-def _check_protocols(path: Path, recipe: Recipe) -> None:
+def _check_protocols(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each profile's tool speaks its protocol, and some stack of the recipe does too."""
     proxy = proxied(recipe)
     for i, profile in enumerate(recipe.load):
@@ -370,7 +373,7 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'load[{i}].keepalive': h2load keeps its connections open; use "
                 'tool = "wrk" or "vegeta" for a load without keep-alive'
             )
-        reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxy) for s in recipe.stacks]
+        reasons = [catalogue[s].why_not_protocol(profile.protocol, proxy) for s in recipe.stacks]
         if all(reasons):
             raise UserError(
                 f"{path}: key 'load[{i}].protocol': no stack of the recipe speaks "
@@ -378,7 +381,7 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_resilience(path: Path, recipe: Recipe) -> None:
+def _check_resilience(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The shutdown and slow-client checks signal and load the server from this machine."""
     if not recipe.hosts:
         return

@@ -23,7 +23,8 @@ from benchlab.runner.estimates import estimate
 from benchlab.runner.executor import StackLaunch, StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
-from benchlab.runner.session import ServiceDied, Session
+from benchlab.runner.run_services import ServiceDied
+from benchlab.runner.session import Session
 from benchlab.runner.trial import StackDied
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
@@ -91,7 +92,7 @@ class Measurer:
 
     def done_rounds(self, cell: Cell) -> int:
         """Rounds the cell has finished: its trials, or a search's replicates."""
-        store, cell_id = self.session.store, self.session.cell_ids[cell]
+        store, cell_id = self.session.store, self.session.cells.ids[cell]
         if cell.mode == Mode.SLO:
             return len(store.capacities(cell_id))
         return sum(1 for t in store.trials(cell_id) if t.probe is None)
@@ -99,7 +100,7 @@ class Measurer:
     def seconds_left(self) -> float:
         """The planned rounds not yet done, at this machine's step costs (this run's own
         folded in as it goes)."""
-        failed = self.session.failed
+        failed = self.session.cells.failed
         live = [c for c in self.rounds_planned if c not in failed]
         done = {c: self.done_rounds(c) for c in live}
         left = {c: max(0, self.rounds_planned[c] - done[c]) for c in live}
@@ -118,7 +119,9 @@ class Measurer:
         for round_index in range(rounds, max_rounds):
             pending, waiting = self.still_to_decide(cells)
             # The whole round or none: a pair is compared only in rounds that measured both.
-            if not pending or not session.time_left(self._launch_seconds(pending), planned=False):
+            if not pending or not session.clock.time_left(
+                self._launch_seconds(pending), planned=False
+            ):
                 return
             session.reporter.status(
                 f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
@@ -134,23 +137,23 @@ class Measurer:
         undecided pairs that want them."""
         session = self.session
         ranking = stored_ranking(session.store, session.run_id, session.run_options)
-        failed = {c.key for c in session.failed}
+        failed = {c.key for c in session.cells.failed}
         wanted = ranking.to_measure(failed)
-        pending = {c for c in cells if c.key in wanted and c not in session.failed}
+        pending = {c for c in cells if c.key in wanted and c not in session.cells.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
         # cell's ratio to it is taken within rounds.
         sentinel = session.run_options.sentinel
         if pending and sentinel is not None:
-            pending |= {c for c in cells if c.stack == sentinel and c not in session.failed}
+            pending |= {c for c in cells if c.stack == sentinel and c not in session.cells.failed}
         waiting = [s for s in ranking.undecided if not {s.ahead.key, s.behind.key} & failed]
         return [c for c in cells if c in pending], waiting
 
     def _run_round(self, round_index: int, cells: Sequence[Cell], adaptive: bool = False) -> None:
-        failed = self.session.failed
+        failed = self.session.cells.failed
         todo = [c for c in cells if c not in failed and self.done_rounds(c) <= round_index]
         # Under a budget, a round starts only if all of it fits: a pair is compared only in
         # rounds that measured both of its cells.
-        if not todo or not self.session.time_left(self._launch_seconds(todo), not adaptive):
+        if not todo or not self.session.clock.time_left(self._launch_seconds(todo), not adaptive):
             return
         grouped: dict[tuple, list[Cell]] = {}  # by the launch that serves them, in order
         for cell in todo:
@@ -160,12 +163,12 @@ class Measurer:
         shift = round_index % len(launches)
         for group in launches[shift:] + launches[:shift]:
             live = [c for c in group if c not in failed]
-            if live and self.session.time_left(self._launch_seconds(live), not adaptive):
+            if live and self.session.clock.time_left(self._launch_seconds(live), not adaptive):
                 self._run_launch(live, round_index)
 
     def _launch_seconds(self, cells: Sequence[Cell]) -> float:
         """What one launch of these cells is expected to take, when launches must fit."""
-        if not self.options.launches_fit_deadline or self.session.deadline_s is None:
+        if not self.options.launches_fit_deadline or self.session.clock.deadline_s is None:
             return 0.0
         done = {c: self.done_rounds(c) for c in cells}
         warmup = self.session.plan.recipe.warmup
@@ -177,9 +180,9 @@ class Measurer:
         env = self.options.extra_env()
         if stack.isolated_env:
             return env
-        services, static = self.session.services, self.session.files.static_dir
+        static = self.session.files.static_dir
         return {
-            **(services.stack_env() if services else {}),
+            **self.session.services.stack_env(),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
             **({STATIC: str(static)} if static else {}),
@@ -200,7 +203,7 @@ class Measurer:
         with self.started(first, workdir) as up:
             if up.problem is not None:
                 for cell in cells:
-                    session.fail(cell, FailureKind.START, up.problem)
+                    session.cells.fail(cell, FailureKind.START, up.problem)
                 return
             try:
                 first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
@@ -216,7 +219,7 @@ class Measurer:
                 )
                 self._run_cells(launched, cells, positions)
             except StackDied as died:
-                session.fail_launch(first, str(died))
+                session.cells.fail_launch(first, str(died))
 
     @contextlib.contextmanager
     def started(self, first: Cell, workdir: Path) -> Iterator[Up]:
@@ -269,7 +272,7 @@ class Measurer:
         session = self.session
         return (
             session.plan.recipe.conform
-            and first.stack not in session.conformance
+            and first.stack not in session.cells.conformance
             and (proxied or first.protocol == "h1")
         )
 
@@ -281,11 +284,11 @@ class Measurer:
             f"checking {stack.name}'s HTTP/1.1 parsing (benchlab conform's request shapes)"
         )
         result = session.executor.observe.conform(session.server_address, port)
-        session.conformance[stack.name] = result
+        session.cells.conformance[stack.name] = result
         facts = result.facts()
         for cell in session.cells:
             if cell.stack == stack.name:
-                session.store.add_cell_facts(session.cell_ids[cell], {"conformance": facts})
+                session.store.add_cell_facts(session.cells.ids[cell], {"conformance": facts})
         if not result.ranks:
             session.reporter.status(
                 f"{stack.name} is nonconformant ({facts['unranking'][0]}): "
@@ -297,14 +300,14 @@ class Measurer:
         # the pools of a scenario that uses them grown to what its load needs.
         session, warmed = self.session, set[str]()
         for cell in cells:
-            if cell in session.failed:
+            if cell in session.cells.failed:
                 continue
             try:
                 figure = self.cells.run(launched, cell, warm=cell.scenario in warmed)
                 warmed.add(cell.scenario)
             except ServiceDied as died:
                 # Its cells fail; this launch's cells that do not need it go on.
-                session.service_died(died.service)
+                session.services.died(died.service)
                 continue
             if figure is not None:
                 session.reporter.trial(
