@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis.environment import differences
+from benchlab.analysis.history import CellSeries
 from benchlab.analysis.prediction import predict
 from benchlab.analysis.run_options import RunOptions
+from benchlab.cli.reading import history_of as build_history
 from benchlab.core.errors import UserError
 from benchlab.hosts.machine import describe
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.recipe.schema import DEFAULT_SENTINEL
-from benchlab.report.history import CellSeries, build_history, render_markdown, render_text
+from benchlab.report.history import render_markdown, render_text
 from benchlab.report.history_html import render_history_html
 from benchlab.stacks import CATALOGUE
 from tests.conftest import benchlab, write_recipe

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,6 +214,3 @@ def catalogue(info: AppInfo) -> dict[str, Stack]:
         **{kind.name: stack_for(kind, info) for kind in kinds},
         **{f"{kind.name}{REPLAY}": replay_stack_for(kind, info) for kind in kinds},
     }
-
-
-Deploy = Callable[[int, int | None], str]
