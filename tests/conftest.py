@@ -19,6 +19,12 @@ import psutil
 import pytest
 
 from tests.alone import _load_watch, _no_load_beside_other_tests  # noqa: F401 (fixtures)
+from tests.process_watch import (  # noqa: F401 (hooks: the slow mark kept honest)
+    pytest_fixture_setup,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
 
 if TYPE_CHECKING:
     from benchlab.stacks import Stack

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from rich.console import Console
@@ -48,6 +49,7 @@ from benchlab.runner.executor import Answering, Checked, StackLaunch, StackServe
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.system.process import ProcessRegistry
+from tests.stored_runs import MACHINE
 
 START_S = 2.0  # simulated seconds a start takes
 DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does
@@ -303,6 +305,12 @@ class FakeObserve:
 
     def monotonic(self) -> float:
         return self.world.now
+
+    def machine(self) -> dict[str, Any]:
+        return dict(MACHINE)  # the facts tests/stored_runs.py's runs carry: nothing asked
+
+    def commit(self) -> str | None:
+        return "0123456789abcdef"
 
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return True

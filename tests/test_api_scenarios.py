@@ -129,6 +129,7 @@ def _wrong_api() -> Stack:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scenario", "reason"),
     [

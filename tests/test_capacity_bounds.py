@@ -7,6 +7,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.run_options import RunOptions
@@ -112,6 +114,7 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
     return run_id
 
 
+@pytest.mark.slow
 def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     run_id = _slo_run(path, {

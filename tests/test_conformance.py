@@ -91,6 +91,7 @@ def test_real_stacks_through_the_command_nginx_conforms_and_uvicorn_takes_any_he
     assert failed[0]["failures"][0]["problem"].startswith("status 200")
 
 
+@pytest.mark.slow
 def test_an_unknown_stack_is_one_line_naming_the_closest() -> None:
     done = benchlab("conform", "nginx-stati")
     assert done.returncode == 2

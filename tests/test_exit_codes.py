@@ -61,6 +61,7 @@ def test_each_failure_ends_with_its_own_code(
         assert "Traceback" in err and "a bug: please report" in err
 
 
+@pytest.mark.slow
 def test_a_command_that_did_its_job_exits_0_and_a_regression_exits_1(tmp_path: Path) -> None:
     baseline, branch = tmp_path / "a.db", tmp_path / "b.db"
     write_run(baseline)

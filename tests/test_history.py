@@ -101,6 +101,7 @@ def test_another_machine_starts_a_segment_not_a_change(tmp_path: Path) -> None:
     assert " | " in text  # the segment boundary is shown
 
 
+@pytest.mark.slow
 def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     write_run(path)

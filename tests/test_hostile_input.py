@@ -319,7 +319,6 @@ def _expect_plan_or_one_line(path: Path) -> None:
     max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(changes=st.lists(MUTATIONS, min_size=1, max_size=4))
-@pytest.mark.slow
 def test_generated_recipes_give_a_plan_or_one_line(changes: list) -> None:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "recipe.toml"

@@ -70,6 +70,7 @@ def _report_cells(results: Path) -> dict[str, dict]:
     return {f"{c['stack_label']} · {c['key']}": c for c in report["cells"]}
 
 
+@pytest.mark.slow
 def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
     tmp_path: Path,
 ) -> None:
@@ -93,6 +94,7 @@ def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
         assert measures["latency"]["value"] == cells[name]["latency_ms"]["p99"] * 1_000_000
 
 
+@pytest.mark.slow
 def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
     tmp_path: Path,
 ) -> None:
@@ -121,6 +123,7 @@ def test_the_docs_list_every_json_format_with_its_version() -> None:
         assert f"| `{declared.name}` | {declared.version} |" in docs, declared.name
 
 
+@pytest.mark.slow
 def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     tmp_path: Path,
 ) -> None:
@@ -161,6 +164,7 @@ def test_the_recipe_schema_for_editors_is_current_and_accepts_every_bundled_reci
     assert any("trials" in list(map(str, e.absolute_path)) for e in wrong)
 
 
+@pytest.mark.slow
 def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> None:
     from benchlab.store import Store
     from tests.conftest import error_line
@@ -185,6 +189,7 @@ def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> No
     assert "--trials" in error_line(refused.stderr) and "-f json" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Path) -> None:
     """docs/schemas/ holds what the models generate (make them again with the command in
     docs/results.md); every output the tests make is checked against them (conftest's

@@ -222,6 +222,7 @@ def test_a_point_named_like_mathematics_is_drawn_as_text(
     assert "$5 tier" in page.read_text()
 
 
+@pytest.mark.slow
 def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -77,6 +77,7 @@ def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
             assert total == cell["requests"], (total, cell["requests"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("load", "message"),
     [

@@ -35,6 +35,7 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
+@pytest.mark.slow
 def test_the_terminal_table_fits_100_columns_with_every_number_whole(stored) -> None:
     results, _ = stored
     shown = benchlab("report", "--results", str(results), env={"COLUMNS": str(WIDTH)})
@@ -109,6 +110,7 @@ def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, t
         assert word in listed.stdout, word
 
 
+@pytest.mark.slow
 def test_stacks_keeps_every_name_whole_on_one_line_at_80_columns() -> None:
     from benchlab.stacks import CATALOGUE
 
@@ -251,6 +253,7 @@ def test_report_picks_its_format_from_the_file_and_refuses_a_mismatch(stored, tm
     assert "→ By throughput, best first: gin" in text.read_text()  # an unknown extension: the table
 
 
+@pytest.mark.slow
 def test_runs_are_named_by_age_and_a_run_too_old_is_refused(tmp_path: Path) -> None:
     results = tmp_path / "r.db"
     first = write_run(results)
@@ -277,6 +280,7 @@ def test_every_command_has_help_and_benchlab_its_version() -> None:
         assert not re.search(r"<(bool|str|int|path|float)[^>]*>|\{[A-Z_]+\}", shown.stdout)
 
 
+@pytest.mark.slow
 def test_a_bare_lab_prints_help_and_starts_nothing() -> None:
     for args in ([], ["-h"], ["--help"]):
         shown = subprocess.run(
@@ -363,6 +367,7 @@ def test_the_docs_stand_alone_without_files_outside_the_repository() -> None:
     assert len(lines) == 5 and "\n".join(lines) in first_screen  # the recipe shown is the file
 
 
+@pytest.mark.slow
 def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     # Known separations: gin 5× sanic, sanic 1.6× the pair tornado/fastapi (1.7 % apart: a
     # tie by the rule), the pair 6× flask; every cell's trials within ±3 % of its median.
@@ -396,6 +401,7 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     assert [len(t["stacks"]) for t in report["takeaways"][0]["tiers"]] == [1, 1, 2, 1]
 
 
+@pytest.mark.slow
 def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run() -> None:
     """README's "What you get" is a real run's JSON point (its store in tests/data), and
     stays in step with the code's wording: rendered again here, it must read the same."""

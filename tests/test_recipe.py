@@ -300,6 +300,7 @@ def test_recipes_are_found_by_name_from_any_directory(
     assert resolve_recipe("quick") == Path("quick")
 
 
+@pytest.mark.slow
 def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, GOOD.replace("trials = 2", "trials = -1"))
     result = benchlab("run", str(path), "--results", str(tmp_path / "r.db"))

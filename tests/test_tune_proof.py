@@ -145,6 +145,7 @@ def test_the_proof_and_the_rate_to_run_at_stand_beside_the_recommendation(
     assert "proof: the command as printed" in markdown
 
 
+@pytest.mark.slow
 def test_a_proof_that_held_no_rate_gives_no_rate_to_run_at(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     _tune_run(path, ((1150.0, 130.0, False), (978.0, 120.0, False), (831.0, 110.0, False)))

@@ -1,9 +1,9 @@
 """What a run does outside its own process, by concern: launch (start and stop a stack),
 measure (load it and watch it meanwhile, stop it under load, slow clients) and observe (ask
-it over the wire, check its parsing, tell the time). A Session holds one Executor; the real
-one (`RealExecutor`, the default) does each for real, and a stand-in (the tests'
-tests/inprocess.py) lets the runner's scheduling, stopping and failure handling run in
-process, as a scheduler is tested with a mock executor."""
+it over the wire, check its parsing, tell the time, describe the machine). A Session holds
+one Executor; the real one (`RealExecutor`, the default) does each for real, and a stand-in
+(the tests' tests/inprocess.py) lets the runner's scheduling, stopping and failure handling
+run in process, as a scheduler is tested with a mock executor."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchlab.conformance.check import Conformance, check_server
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
+from benchlab.hosts import machine
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated, run_generators
 from benchlab.http.answers import ReadWorlds
@@ -142,9 +143,17 @@ class Measuring(Protocol):
 
 
 class Observing(Protocol):
-    """Asking a stack over the wire without load, and the clock."""
+    """Asking a stack over the wire without load; the clock and the machine."""
 
     def monotonic(self) -> float: ...
+    def machine(self) -> dict[str, Any]:
+        """The facts of this machine a result depends on (CPU, kernel, versions)."""
+        ...
+
+    def commit(self) -> str | None:
+        """benchlab's own commit ("+dirty" when changed), None outside a repository."""
+        ...
+
     def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
     def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
         """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
@@ -267,10 +276,16 @@ class RealMeasure:
 
 
 class RealObserve:
-    """Real sockets and the machine's clock."""
+    """Real sockets, the machine's clock and its facts."""
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+    def machine(self) -> dict[str, Any]:
+        return machine.describe()
+
+    def commit(self) -> str | None:
+        return machine.git_commit()
 
     def keeps_alive(self, address: str, port: int, path: str) -> bool:
         return keeps_alive(address, port, path)

@@ -1,6 +1,7 @@
 """A run's cells as its store keeps them: each stored once (a resumed run's found by its
-key) with its stack's label and limits, and what became of it: measured, failed (with a kind
-the code decides by), checked; its trials and replicates read back."""
+key) with its stack's label and limits, its stack built (or the cell failed: not here), and
+what became of it: measured, failed (with a kind the code decides by), checked; its trials
+and replicates read back."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from benchlab.conformance.check import Conformance
+from benchlab.core.errors import UserError
 from benchlab.recipe import Cell, Recipe, sentinel_of
 from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
 from benchlab.runner.failure import Failure, FailureKind
@@ -76,6 +78,25 @@ class RunCells(Sequence[Cell]):
                 db_pool_limit(self.recipe, cell),
                 facts=stack.facts(cell.workers, cell.server_threads),
             )  # fmt: skip
+
+    def prepare_stacks(self, cells: Sequence[Cell]) -> None:
+        """Build what the cells' stacks need; fail the cells of a stack that is not here."""
+        for name in dict.fromkeys(cell.stack for cell in cells):
+            served = [c for c in cells if c.stack == name]
+            stack = self.catalogue[name]
+            available = stack.availability()
+            if not available.ok:
+                detail = f"{available.reason}; fix: {available.fix}"
+                for cell in served:
+                    self.fail(cell, FailureKind.UNAVAILABLE, detail)
+                continue
+            if stack.build is not None:
+                self.reporter.status(f"building {name}")
+                try:
+                    stack.build()
+                except UserError as exc:
+                    for cell in served:
+                        self.fail(cell, FailureKind.BUILD, str(exc))
 
     def label_of(self, cell: Cell) -> str:
         """The stack's label as the cell's rows carry it in the store."""

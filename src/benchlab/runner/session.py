@@ -9,12 +9,14 @@ own kind (tune/session.py)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core.errors import RunInterrupted, ServiceError, StoreError, UserError
@@ -27,14 +29,12 @@ from benchlab.resilience.slow_clients import READ_KB
 from benchlab.runner.clock import RunClock
 from benchlab.runner.estimates import Costs
 from benchlab.runner.executor import Executor, RealExecutor
-from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import ServerPlace, pinned_to
 from benchlab.runner.outcome import Reporter, RunOutcome
 from benchlab.runner.run_cells import RunCells
 from benchlab.runner.run_files import RunFiles
 from benchlab.runner.run_info import described_run
 from benchlab.runner.run_services import RunServices
-from benchlab.stacks import Stack
 from benchlab.store import HostRecord, RunInfo, Store
 from benchlab.system.journal import Journal
 from benchlab.system.process import INTERRUPTS, ProcessRegistry, sigterm_interrupts
@@ -61,28 +61,6 @@ class SessionOptions:
 
 
 _UNKNOWN = object()
-
-
-def _prepare_stacks(
-    all_cells: Sequence[Cell], catalogue: Mapping[str, Stack], reporter: Reporter,
-    fail: Callable[[Cell, FailureKind, str], None],
-) -> None:  # fmt: skip
-    """Build what the cells' stacks need; fail the cells of a stack that is not here."""
-    for name in dict.fromkeys(cell.stack for cell in all_cells):
-        cells = [c for c in all_cells if c.stack == name]
-        stack = catalogue[name]
-        available = stack.availability()
-        if not available.ok:
-            for cell in cells:
-                fail(cell, FailureKind.UNAVAILABLE, f"{available.reason}; fix: {available.fix}")
-            continue
-        if stack.build is not None:
-            reporter.status(f"building {name}")
-            try:
-                stack.build()
-            except UserError as exc:
-                for cell in cells:
-                    fail(cell, FailureKind.BUILD, str(exc))
 
 
 @contextlib.contextmanager
@@ -165,10 +143,16 @@ class Session:
 
     def describe(self) -> RunInfo:
         """The run's row as it is first stored."""
+        options = self.options
         return described_run(
-            self.plan, self.options.command, self.options.shared_machine, self.options.run_as,
-            self.options.deadline_s,
+            self.plan, options.command, self.machine, self.executor.observe.commit(),
+            options.shared_machine, options.run_as, options.deadline_s,
         )  # fmt: skip
+
+    @functools.cached_property
+    def machine(self) -> dict[str, Any]:
+        """This machine's facts a result depends on, described once a run."""
+        return self.executor.observe.machine()
 
     def _open_run(self) -> str:
         if self.options.resume:
@@ -183,7 +167,8 @@ class Session:
                 self.hosts.open(self.workroot, journal)
             except HostError as exc:
                 raise ServiceError(f"hosts: {exc}") from None
-        self.store.set_run_hosts(self.run_id, [HostRecord(**h) for h in self.hosts.records()])
+        records = self.hosts.records(self.machine)
+        self.store.set_run_hosts(self.run_id, [HostRecord(**h) for h in records])
 
     def _clean_up(self, outcome: RunOutcome, journal: Journal) -> None:
         self.services.close_monitors()
@@ -218,7 +203,7 @@ class Session:
 
     def prepare(self, cells: Sequence[Cell]) -> None:
         """Build what the cells' stacks need, then start the services they use (once)."""
-        _prepare_stacks(cells, self.catalogue, self.reporter, self.cells.fail)
+        self.cells.prepare_stacks(cells)
         self.services.start(
             cells, self.workroot, self.costs, self.reporter.status, self.store, self.run_id
         )
