@@ -30,7 +30,7 @@ from benchlab.report.jsonfile import render_json
 from benchlab.report.takeaways import takeaways
 from benchlab.runner.measurer import Measurer
 from benchlab.stacks import CATALOGUE
-from benchlab.store import RunInfo, Store, TrialRecord
+from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
 from tests.stored_runs import MACHINE
 
 CONTENDERS = ("gin", "sanic", "tornado", "fastapi+uvicorn")
@@ -95,7 +95,9 @@ def _stored(trials: dict[tuple[str, str], Rows], options: RunOptions) -> SimpleN
     for position, ((name, scenario), rows) in enumerate(trials.items()):
         cell = Cell(name, scenario, "wrk", 64, 1, 2, 5, 1)
         entry = CATALOGUE[name]
-        cell_id = store.add_cell(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        cell_id = store.add_cell(
+            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        )
         for round_index, row in enumerate(rows):
             store.add_trial(cell_id, _trial(round_index, *row))
         cells.append(cell)

@@ -15,7 +15,7 @@ from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.outcome import Reporter
 from benchlab.stacks import Stack
-from benchlab.store import CELL_CHECKED, CapacityRecord, Store, TrialRecord
+from benchlab.store import CELL_CHECKED, CapacityRecord, CellRecord, Store, TrialRecord
 
 
 def db_pool_limit(recipe: Recipe, cell: Cell) -> int | None:
@@ -73,11 +73,11 @@ class RunCells(Sequence[Cell]):
                 continue
             stack = self.catalogue[cell.stack]
             limit = stack.concurrency_limit(cell.workers, cell.server_threads, cell.flavour)
-            self.ids[cell] = self.store.add_cell(
+            record = CellRecord.of(
                 self.run_id, len(self._cells) - 1, cell, self.label_of(cell), limit,
-                db_pool_limit(self.recipe, cell),
-                facts=stack.facts(cell.workers, cell.server_threads),
+                db_pool_limit(self.recipe, cell), stack.facts(cell.workers, cell.server_threads),
             )  # fmt: skip
+            self.ids[cell] = self.store.add_cell(record)
 
     def prepare_stacks(self, cells: Sequence[Cell]) -> None:
         """Build what the cells' stacks need; fail the cells of a stack that is not here."""

@@ -30,7 +30,6 @@ from benchlab.core import environment
 from benchlab.core.errors import StoreError, UserError
 from benchlab.core.modes import Mode, mode_of
 from benchlab.load.result import LoadShare
-from benchlab.recipe import Cell
 from benchlab.store.records import (
     CapacityRecord,
     CellRecord,
@@ -362,19 +361,8 @@ class Store:
         _insert(self.db, "runs", _row(RunRecord.of(run_id, info, now())))
 
     @_writes
-    def add_cell(
-        self,
-        run_id: str,
-        position: int,
-        cell: Cell,
-        label: str,
-        concurrency_limit: int | None = None,
-        db_pool_limit: int | None = None,
-        facts: dict[str, Any] | None = None,
-    ) -> int:
-        record = CellRecord.of(
-            run_id, position, cell, label, concurrency_limit, db_pool_limit, facts
-        )
+    def add_cell(self, record: CellRecord) -> int:
+        """A planned cell (`CellRecord.of`), stored; its id."""
         values = _row(record)
         del values["id"]  # SQLite gives the row its id
         return _insert(self.db, "cells", values)
