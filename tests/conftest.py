@@ -10,14 +10,24 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
 
 from tests.alone import _load_watch, _no_load_beside_other_tests  # noqa: F401 (fixtures)
+from tests.process_watch import (  # noqa: F401 (hooks: the slow mark kept honest)
+    pytest_fixture_setup,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
+
+if TYPE_CHECKING:
+    from benchlab.stacks import Stack
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -162,9 +172,9 @@ def isolated_tmp() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def run_and_report(path: Path, results: Path) -> dict:
-    """Run a recipe through benchlab's own runner (in this process, so a test's catalogue
-    additions count), then its JSON report, as `benchlab report -f json` writes it."""
+def run_and_report(path: Path, results: Path, catalogue: Mapping[str, Stack] | None = None) -> dict:
+    """Run a recipe through benchlab's own runner (in this process, with a test's own stacks
+    in `catalogue`), then its JSON report, as `benchlab report -f json` writes it."""
     import io
     import json
 
@@ -173,13 +183,14 @@ def run_and_report(path: Path, results: Path) -> dict:
     from benchlab.recipe import build_plan, load_recipe
     from benchlab.report.progress import LineReporter
     from benchlab.runner import SessionOptions, run_recipe
+    from benchlab.stacks import CATALOGUE
     from benchlab.store import Store
 
-    recipe, text = load_recipe(path)
-    run_id = run_recipe(
-        build_plan(path, recipe, text), Store(results), LineReporter(Console(file=io.StringIO())),
-        SessionOptions("test"),
-    ).run_id  # fmt: skip
+    catalogue = catalogue or CATALOGUE
+    recipe, text = load_recipe(path, catalogue)
+    reporter = LineReporter(Console(file=io.StringIO()))
+    plan = build_plan(path, recipe, text, catalogue)
+    run_id = run_recipe(plan, Store(results), reporter, SessionOptions("test")).run_id
     return json.loads(benchlab("report", run_id, "--results", str(results), "-f", "json").stdout)
 
 

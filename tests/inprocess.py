@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from rich.console import Console
@@ -48,6 +49,7 @@ from benchlab.runner.executor import Answering, Checked, StackLaunch, StackServe
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.system.process import ProcessRegistry
+from tests.stored_runs import MACHINE
 
 START_S = 2.0  # simulated seconds a start takes
 DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does
@@ -160,7 +162,9 @@ def scenario_of(url: str) -> str:
 
 
 class FakeExecutor:
-    """Implements runner.executor.Executor in process, from each stack's FakeStack."""
+    """runner.executor.Executor in process: its three parts (launch, measure, observe) over
+    one world made from each stack's FakeStack: the servers started, the loads sent, the
+    clock."""
 
     def __init__(self, stacks: Mapping[str, FakeStack]) -> None:
         self.stacks = stacks
@@ -171,18 +175,27 @@ class FakeExecutor:
         self.resilience_checked: list[tuple[str, int, int]] = []  # stack, launch, port
         self.checks: list[Checked] = []  # what each resilience check was asked
         self.conformed: list[ShapeSet] = []  # what each conformance check sent
+        self.launch = FakeLaunch(self)
+        self.measure = FakeMeasure(self)
+        self.observe = FakeObserve(self)
 
-    def monotonic(self) -> float:
-        return self.now
+    def running(self) -> list[FakeServer]:
+        """The servers started and not stopped (none, after a run)."""
+        return [s for s in self.servers.values() if s.alive()]
+
+
+@dataclass
+class FakeLaunch:
+    world: FakeExecutor
 
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
-        name = launch.stack.name
-        count = sum(1 for stack, _ in self.launches if stack == name) + 1
-        self.launches.append((name, count))
-        server = FakeServer(name, count, FIRST_PORT + len(self.servers))
-        self.servers[server.port] = server
-        self.now += START_S
-        fake = self.stacks[name]
+        world, name = self.world, launch.stack.name
+        count = sum(1 for stack, _ in world.launches if stack == name) + 1
+        world.launches.append((name, count))
+        server = FakeServer(name, count, FIRST_PORT + len(world.servers))
+        world.servers[server.port] = server
+        world.now += START_S
+        fake = world.stacks[name]
         problem = fake.start_problem or (
             "exited during start" if fake.start_fails_at == count else None
         )
@@ -196,73 +209,10 @@ class FakeExecutor:
         if server.returncode is None:
             server.returncode = 0
 
-    def keeps_alive(self, address: str, port: int, path: str) -> bool:
-        return True
 
-    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
-        server = self.servers[port]
-        assert server.alive(), "checked a stopped stack"
-        self.now += CONFORM_S
-        self.conformed.append(shapes)
-        wrong = self.stacks[server.stack].misparses
-        return Conformance(
-            tuple(
-                ShapeResult(
-                    shape, 1, (Failure(7, "a wrong answer"),) if shape.name == wrong else ()
-                )
-                for shape in shapes.shapes
-            )
-        )
-
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
-        server = self._checked_server(checked)
-        self.now += drain_check.expected_s()
-        server.returncode = 0
-        return self.stacks[server.stack].stopped
-
-    def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
-    ) -> SlowClients:
-        server = self._checked_server(checked)
-        self.now += slow_check.expected_s(len(modes), rounds)
-        if self.stacks[server.stack].dies_in_check:
-            server.returncode, server.log = -9, ["killed by the kernel"]
-        slowed = self.stacks[server.stack].slowed
-        if slowed is not None:
-            return slowed
-        calm = Trial(2.0, 100.0, 0.0)
-        results = [SlowResult(m, (calm,) * rounds, (calm,) * rounds) for m in modes]
-        return SlowClients(32, 100, tuple(results))
-
-    def _checked_server(self, checked: Checked) -> FakeServer:
-        server = checked.server
-        assert isinstance(server, FakeServer) and server.alive(), "checked a stopped stack"
-        self.resilience_checked.append((server.stack, server.launch, checked.port))
-        self.checks.append(checked)
-        stack = self.stacks[server.stack]
-        if stack.interrupts_check:
-            raise KeyboardInterrupt
-        if stack.check_fails is not None:
-            raise LoadToolError(stack.check_fails)
-        return server
-
-    def verify(
-        self,
-        address: str,
-        port: int,
-        expectations: list[Expectation],
-        timeout: float,
-        read_worlds: ReadWorlds | None,
-        wire: Wire,
-    ) -> str | None:
-        server = self.servers[port]
-        assert server.alive(), "verified a stopped stack"
-        return self.stacks[server.stack].wrong.get(scenario_of(expectations[0].path))
-
-    def exchange(
-        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
-    ) -> Reply:
-        return Reply(200, {}, asked.body or b"", "HTTP/1.1", None)
+@dataclass
+class FakeMeasure:
+    world: FakeExecutor
 
     def generate(
         self,
@@ -272,15 +222,16 @@ class FakeExecutor:
         registry: ProcessRegistry,
         workdir: Path,
     ) -> Generated:
-        server = self.servers[urlsplit(request.url).port or 0]
+        world = self.world
+        server = world.servers[urlsplit(request.url).port or 0]
         assert server.alive(), "loaded a stopped stack"
-        scenario, script = scenario_of(request.url), self.stacks[server.stack]
-        self.loads.append(
+        scenario, script = scenario_of(request.url), world.stacks[server.stack]
+        world.loads.append(
             Loaded(
-                server.stack, server.launch, scenario, request.rate, request.duration_s, self.now
+                server.stack, server.launch, scenario, request.rate, request.duration_s, world.now
             )
         )
-        self.now += request.duration_s
+        world.now += request.duration_s
         if script.interrupted_at_launch == server.launch:
             raise KeyboardInterrupt
         if scenario in script.load_fails:
@@ -304,10 +255,6 @@ class FakeExecutor:
         )
         return Generated(result, [share])
 
-    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
-        server = self.servers[port - COUNTERS_PORT_OFFSET]
-        return server.thread_times if server.alive() else None
-
     @contextmanager
     def monitors(
         self,
@@ -318,9 +265,91 @@ class FakeExecutor:
         assert isinstance(server, FakeServer)
         yield _FakeMonitors(server)
 
-    def running(self) -> list[FakeServer]:
-        """The servers started and not stopped (none, after a run)."""
-        return [s for s in self.servers.values() if s.alive()]
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        server = self.world.servers[port - COUNTERS_PORT_OFFSET]
+        return server.thread_times if server.alive() else None
+
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        server = self._checked_server(checked)
+        self.world.now += drain_check.expected_s()
+        server.returncode = 0
+        return self.world.stacks[server.stack].stopped
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients:
+        server = self._checked_server(checked)
+        self.world.now += slow_check.expected_s(len(modes), rounds)
+        if self.world.stacks[server.stack].dies_in_check:
+            server.returncode, server.log = -9, ["killed by the kernel"]
+        slowed = self.world.stacks[server.stack].slowed
+        if slowed is not None:
+            return slowed
+        calm = Trial(2.0, 100.0, 0.0)
+        results = [SlowResult(m, (calm,) * rounds, (calm,) * rounds) for m in modes]
+        return SlowClients(32, 100, tuple(results))
+
+    def _checked_server(self, checked: Checked) -> FakeServer:
+        server = checked.server
+        assert isinstance(server, FakeServer) and server.alive(), "checked a stopped stack"
+        self.world.resilience_checked.append((server.stack, server.launch, checked.port))
+        self.world.checks.append(checked)
+        stack = self.world.stacks[server.stack]
+        if stack.interrupts_check:
+            raise KeyboardInterrupt
+        if stack.check_fails is not None:
+            raise LoadToolError(stack.check_fails)
+        return server
+
+
+@dataclass
+class FakeObserve:
+    world: FakeExecutor
+
+    def monotonic(self) -> float:
+        return self.world.now
+
+    def machine(self) -> dict[str, Any]:
+        return dict(MACHINE)  # the facts tests/stored_runs.py's runs carry: nothing asked
+
+    def commit(self) -> str | None:
+        return "0123456789abcdef"
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool:
+        return True
+
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        server = self.world.servers[port]
+        assert server.alive(), "checked a stopped stack"
+        self.world.now += CONFORM_S
+        self.world.conformed.append(shapes)
+        wrong = self.world.stacks[server.stack].misparses
+        return Conformance(
+            tuple(
+                ShapeResult(
+                    shape, 1, (Failure(7, "a wrong answer"),) if shape.name == wrong else ()
+                )
+                for shape in shapes.shapes
+            )
+        )
+
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None:
+        server = self.world.servers[port]
+        assert server.alive(), "verified a stopped stack"
+        return self.world.stacks[server.stack].wrong.get(scenario_of(expectations[0].path))
+
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply:
+        return Reply(200, {}, asked.body or b"", "HTTP/1.1", None)
 
 
 def _result(request: LoadRequest, figures: Figures) -> LoadResult:
@@ -342,18 +371,6 @@ def _result(request: LoadRequest, figures: Figures) -> LoadResult:
         target_rate=request.rate,
         sent_rate=rps if request.rate is not None else None,
     )
-
-
-@contextmanager
-def _known(stacks: Mapping[str, Stack]) -> Iterator[None]:
-    """The catalogue knows the test's own stacks while a recipe naming them is read."""
-    added = [name for name in stacks if name not in CATALOGUE]
-    CATALOGUE.update({name: stacks[name] for name in added})
-    try:
-        yield
-    finally:
-        for name in added:
-            del CATALOGUE[name]
 
 
 def runnable_catalogue(names: list[str]) -> dict[str, Stack]:
@@ -407,11 +424,8 @@ def run_inprocess(
     catalogue = catalogue or runnable_catalogue(list(executor.stacks))
     store = Store(directory / "results.db")
     output = io.StringIO()
-    options = SessionOptions(
-        command, deadline_s=deadline_s, catalogue=catalogue, executor=executor, resume=resume
-    )
+    options = SessionOptions(command, deadline_s=deadline_s, executor=executor, resume=resume)
     reporter = LineReporter(Console(file=output, width=200))
-    with _known(catalogue):
-        recipe, text = load_recipe(path)
-        outcome = run_recipe(build_plan(path, recipe, text), store, reporter, options)
+    recipe, text = load_recipe(path, catalogue)
+    outcome = run_recipe(build_plan(path, recipe, text, catalogue), store, reporter, options)
     return InProcessRun(outcome, store, output.getvalue())

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from benchlab.http.verify import wait_until_answering
 from benchlab.runner import HOST, free_port, start_stack
-from benchlab.stacks import CATALOGUE, LaunchContext
+from benchlab.stacks import CATALOGUE, LaunchContext, Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -25,14 +25,15 @@ VENV_BIN = str(Path(sys.executable).parent)
 
 @contextlib.contextmanager
 def running_stack(
-    name: str,
+    name: str | Stack,
     workdir: Path,
     cores: tuple[int, ...] = (0,),
     workers: int = 1,
     env: dict[str, str] | None = None,
     threads: int | None = None,
 ) -> Iterator[tuple[ManagedProcess, int]]:
-    stack = CATALOGUE[name]
+    """The catalogue's stack of that name, or `name` itself (a test's own stack), started."""
+    stack = CATALOGUE[name] if isinstance(name, str) else name
     if stack.build is not None:
         stack.build()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -45,7 +46,7 @@ def running_stack(
     process = start_stack(registry, stack, ctx, cores, env)
     try:
         problem = wait_until_answering(HOST, ctx.port, process.alive, stack.start_timeout)
-        assert problem is None, f"{name}: {problem}: {process.log_tail()}"
+        assert problem is None, f"{stack.name}: {problem}: {process.log_tail()}"
         yield process, ctx.port
     finally:
         registry.stop_all()

@@ -12,7 +12,7 @@ from pathlib import Path
 from benchlab.analysis.run_options import RunOptions
 from benchlab.recipe import Cell
 from benchlab.stacks import CATALOGUE
-from benchlab.store import RunInfo, Store, TrialRecord
+from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
 
 # Median req/s per stack and scenario, as recipes/quick.toml measures them on 2 cores.
 QUICK_LIKE: dict[str, dict[str, float]] = {
@@ -96,7 +96,9 @@ def write_run(
         for scenario, median in by_scenario.items():
             cell = Cell(stack, scenario, "wrk", 64, 1, 2, 5, 1, copy=copy)
             label = entry.label(1) + {1: "", 2: " (sentinel's A/A copy)"}[copy]
-            cell_id = store.add_cell(run_id, position, cell, label, facts=entry.facts(1, None))
+            cell_id = store.add_cell(
+                CellRecord.of(run_id, position, cell, label, facts=entry.facts(1, None))
+            )
             position += 1
             load_cpu = ceiling_load_cpu if stack == "nginx-static" else 55.0
             own = (own_spread or {}).get(stack, (1.0,))

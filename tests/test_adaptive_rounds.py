@@ -11,12 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchlab.analysis.grid import cell_point
-from benchlab.analysis.summary import summarise
-from benchlab.recipe import Cell, build_plan, load_recipe
-from benchlab.recipe.files import BUNDLED_RECIPES
+from benchlab.analysis.run_options import RunOptions
+from benchlab.recipe import Cell
 from benchlab.runner.measurer import Measurer
-from benchlab.store import RunInfo, Store
+from benchlab.store import CellRecord, RunInfo, Store
 from tests.stored_runs import _trial
 
 ROUNDS, MAX_ROUNDS = 3, 8
@@ -35,7 +33,7 @@ class RoundsWritten(Measurer):
         self.rng = rng
         self.measured_in: dict[int, list[str]] = {}
 
-    def _run_round(self, round_index: int, cells) -> None:
+    def _run_round(self, round_index: int, cells, adaptive: bool = False) -> None:
         for cell in cells:
             if self.done_rounds(cell) > round_index:
                 continue
@@ -43,8 +41,8 @@ class RoundsWritten(Measurer):
             trial = _trial(round_index, rps, cell.connections, 50.0)
             cpu_us = CPU_US[cell.stack] * self.rng.uniform(0.9, 1.1)
             trial = dataclasses.replace(trial, server_cpu_s=cpu_us * trial.requests / 1e6)
-            self.session.store.add_trial(self.session.cell_ids[cell], trial)
-            self.session.measured.add(cell)
+            self.session.store.add_trial(self.session.cells.ids[cell], trial)
+            self.session.cells.measured.add(cell)
             self.measured_in.setdefault(round_index, []).append(cell.stack)
 
 
@@ -52,21 +50,16 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
     store = Store(tmp_path / "results.db")
     run_id = store.create_run(_run_info())
     cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
-    recipe = SimpleNamespace(
-        rank_by=rank_by, min_effect_pct=1.0, target_half_width_pct=5.0, warmup=0, sentinel=False,
-        params=SimpleNamespace(pool_size=None),
-    )  # fmt: skip
+    options = RunOptions(rank_by=rank_by, min_effect_pct=1.0, ratio_method="sequential")
+    ids = {c: store.add_cell(CellRecord.of(run_id, i, c, c.stack)) for i, c in enumerate(cells)}
     return SimpleNamespace(
         store=store,
-        cell_ids={c: store.add_cell(run_id, i, c, c.stack) for i, c in enumerate(cells)},
-        cells=cells,
-        plan=SimpleNamespace(recipe=recipe),
-        measured=set(),
-        failed={},
-        conformance={},
-        deadline_s=None,
+        run_id=run_id,
+        run_options=options,
+        cells=SimpleNamespace(ids=ids, failed={}, measured=set(), planned=cells),
+        plan=SimpleNamespace(recipe=SimpleNamespace(warmup=0)),
         costs=None,
-        time_left=lambda needs_s=0.0: True,
+        clock=SimpleNamespace(deadline_s=None, time_left=lambda needs_s=0.0, planned=True: True),
         reporter=SimpleNamespace(status=lambda text: None, extend=lambda n: None),
     )
 
@@ -78,7 +71,7 @@ def _run_info() -> RunInfo:
 def _stacks_in_adaptive_rounds(tmp_path: Path, rank_by: str | None) -> set[str]:
     session = _session(tmp_path, rank_by)
     measurer = RoundsWritten(session, random.Random(7))
-    measurer.measure(session.cells, ROUNDS, MAX_ROUNDS)
+    measurer.measure(session.cells.planned, ROUNDS, MAX_ROUNDS)
     return {
         stack
         for round_index, stacks in measurer.measured_in.items()
@@ -97,23 +90,3 @@ def test_extra_rounds_decide_the_figure_the_recipe_ranks_by(tmp_path: Path) -> N
 def test_without_rank_by_the_mode_figure_decides(tmp_path: Path, rank_by: str | None) -> None:
     # Throughput separates every pair in the first rounds: no adaptive round is needed.
     assert _stacks_in_adaptive_rounds(tmp_path, rank_by) == set()
-
-
-@pytest.mark.parametrize(
-    "recipe_name", ["quick", "seed-001-flask-vs-fastapi", "generator-ceiling", "slo-capacity"]
-)
-def test_the_runner_and_the_report_group_cells_at_the_same_points(
-    tmp_path: Path, recipe_name: str
-) -> None:
-    # Every planned cell, stored as a run stores it and read back by the report, sits at
-    # the grid point the runner put it at.
-    path = BUNDLED_RECIPES / f"{recipe_name}.toml"
-    recipe, text = load_recipe(path)
-    plan = build_plan(path, recipe, text)
-    store = Store(tmp_path / "results.db")
-    run_id = store.create_run(_run_info())
-    for position, cell in enumerate(plan.cells):
-        store.add_cell(run_id, position, cell, cell.stack)
-    pool_swept = isinstance(recipe.params.pool_size, list)
-    planned = [cell_point(cell, pool_swept) for cell in plan.cells]
-    assert [c.grid for c in summarise(store, run_id).cells] == planned

@@ -39,6 +39,7 @@ def _seen_while(argv: list[str], ready: str | None = None) -> set[str]:
 
 # It starts a process the watch takes for a load tool: beside other tests, their watch would
 # blame it on them.
+@pytest.mark.slow
 @pytest.mark.alone
 def test_the_watch_sees_a_load_tool_and_the_run_lock_and_not_a_plain_process(
     tmp_path: Path,

@@ -129,6 +129,7 @@ def _wrong_api() -> Stack:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scenario", "reason"),
     [
@@ -140,10 +141,9 @@ def _wrong_api() -> Stack:
     ],
 )
 def test_a_wrong_answer_fails_verification_with_its_reason(
-    database, workdir: Path, scenario: str, reason: str, monkeypatch: pytest.MonkeyPatch
+    database, workdir: Path, scenario: str, reason: str
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "wrong-api", _wrong_api())
-    with running_stack("wrong-api", workdir, env=dict(database["env"])) as (_, port):
+    with running_stack(_wrong_api(), workdir, env=dict(database["env"])) as (_, port):
         # An honest read (queries) passes on the same server: the read-back is not what fails.
         honest = SCENARIOS["queries"].expectations(5)
         assert verify("127.0.0.1", port, honest, read_worlds=database["read"]) is None

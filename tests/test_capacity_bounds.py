@@ -7,6 +7,8 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
 from benchlab.analysis import capacity
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.run_options import RunOptions
@@ -14,7 +16,7 @@ from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.recipe import Cell
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CapacityRecord, RunInfo, Store
+from benchlab.store import CapacityRecord, CellRecord, RunInfo, Store
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
@@ -98,7 +100,9 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
     for position, (stack, records) in enumerate(replicates.items()):
         cell = Cell(stack, "json", "vegeta", 64, 1, 2, 5, 1, mode="slo")
         entry = CATALOGUE[stack]
-        cell_id = store.add_cell(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        cell_id = store.add_cell(
+            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        )
         store.set_cell_rates(cell_id, None, 1000.0)
         for record in records:
             store.add_capacity(cell_id, record)
@@ -112,6 +116,7 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
     return run_id
 
 
+@pytest.mark.slow
 def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     run_id = _slo_run(path, {

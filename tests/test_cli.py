@@ -21,6 +21,7 @@ from tests.conftest import ALL_CORE_STACKS, REPO, benchlab, benchlab_process, li
 from tests.stored_runs import write_run
 
 
+@pytest.mark.slow
 def test_stacks_lists_every_stack_with_its_scenarios_and_status() -> None:
     result = benchlab("stacks")
     assert result.returncode == 0, result.stderr
@@ -56,6 +57,7 @@ duration = 1
 """
 
 
+@pytest.mark.slow
 def test_vegeta_is_built_on_its_first_use_and_without_any_go_one_line_says_what_to_do(
     tmp_path: Path,
 ) -> None:
@@ -81,6 +83,7 @@ def test_vegeta_is_built_on_its_first_use_and_without_any_go_one_line_says_what_
     assert not list((tmp_path / "cache" / "bin").glob("go-*")), "no half-installed Go"
 
 
+@pytest.mark.slow
 def test_doctor_checks_tools_cores_and_pinning() -> None:
     names = {c.name: c for c in doctor_checks()}
     assert {"wrk", "taskset", "nginx", "go", "cores", "pinning", "cpu frequency"} <= set(names)
@@ -101,6 +104,7 @@ def test_doctor_names_the_package_to_install(monkeypatch) -> None:
     assert "(or" not in command  # go's alternative is not an apt package name
 
 
+@pytest.mark.slow
 def test_unknown_command_and_option_exit_2() -> None:
     assert benchlab("frobnicate").returncode == 2
     result = benchlab("run", "--trials", "0")
@@ -208,6 +212,7 @@ duration = 1
 """
 
 
+@pytest.mark.slow
 @pytest.mark.alone
 def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
     tmp_path: Path, isolated_tmp: Path
@@ -244,6 +249,7 @@ def test_results_go_to_stdout_progress_to_stderr_and_quiet_leaves_the_results(
     assert len(listed) == 4  # every run in the store the environment named
 
 
+@pytest.mark.slow
 def test_completion_offers_recipes_formats_and_servers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -268,7 +268,17 @@ def test_every_writing_command_answers_here_or_measures_first(tmp_path: Path) ->
     assert set(_writers()) == set(_answering(tmp_path)) | MEASURE_FIRST
 
 
-@pytest.mark.parametrize("name", sorted(set(_writers()) - MEASURE_FIRST))
+# doctor asks the machine's tools for their versions: it starts processes.
+STARTS_PROCESSES = {"doctor"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in STARTS_PROCESSES else name
+        for name in sorted(set(_writers()) - MEASURE_FIRST)
+    ],
+)
 def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
     name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -92,6 +92,7 @@ def test_real_stacks_through_the_command_nginx_conforms_and_uvicorn_takes_any_he
     assert failed[0]["failures"][0]["problem"].startswith("status 200")
 
 
+@pytest.mark.slow
 def test_an_unknown_stack_is_one_line_naming_the_closest() -> None:
     done = benchlab("conform", "nginx-stati")
     assert done.returncode == 2
@@ -117,16 +118,17 @@ def test_a_run_with_conform_flags_a_misparsing_stack_and_ranks_it_apart(
     after byte 7 is measured, flagged nonconformant at that offset and left out of the
     ranking; its correct twin is ranked."""
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
-    monkeypatch.setitem(CATALOGUE, "quirky", _quirky_stack("quirky", "7"))
-    monkeypatch.setitem(CATALOGUE, "correct", _quirky_stack("correct", "-"))
+    catalogue = {
+        **CATALOGUE, "quirky": _quirky_stack("quirky", "7"),
+        "correct": _quirky_stack("correct", "-"),
+    }  # fmt: skip
     recipe = write_recipe(tmp_path, CONFORM_RECIPE)
-    loaded, text = load_recipe(recipe)
+    loaded, text = load_recipe(recipe, catalogue)
     store = Store(tmp_path / "results.db")
     output = io.StringIO()
-    outcome = run_recipe(
-        build_plan(recipe, loaded, text), store, LineReporter(Console(file=output, width=200)),
-        SessionOptions("test"),
-    )  # fmt: skip
+    reporter = LineReporter(Console(file=output, width=200))
+    plan = build_plan(recipe, loaded, text, catalogue)
+    outcome = run_recipe(plan, store, reporter, SessionOptions("test"))
     assert outcome.status == "complete", output.getvalue()
     report = json.loads(render_json(summarise(store, None)))
     cells = {c["stack"]: c for c in report["cells"]}

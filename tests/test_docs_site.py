@@ -29,6 +29,7 @@ def _build(config_dir: Path, site: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_the_guide_as_home_and_the_generated_reference(
     tmp_path: Path,
 ) -> None:
@@ -45,6 +46,7 @@ def test_the_site_builds_with_the_guide_as_home_and_the_generated_reference(
     assert "\\|" not in commands  # an escaped pipe shown as it is written
 
 
+@pytest.mark.slow
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "docs", copy / "docs", ignore=shutil.ignore_patterns("research"))

@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis.environment import differences
+from benchlab.analysis.history import CellSeries
 from benchlab.analysis.prediction import predict
 from benchlab.analysis.run_options import RunOptions
+from benchlab.cli.reading import history_of as build_history
 from benchlab.core.errors import UserError
 from benchlab.hosts.machine import describe
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.recipe.schema import DEFAULT_SENTINEL
-from benchlab.report.history import CellSeries, build_history, render_markdown, render_text
+from benchlab.report.history import render_markdown, render_text
 from benchlab.report.history_html import render_history_html
+from benchlab.stacks import CATALOGUE
 from tests.conftest import benchlab, write_recipe
 from tests.stored_runs import MACHINE, with_machine, write_run
 
@@ -45,6 +48,7 @@ def _flask(path: Path) -> CellSeries:
     return next(s for s in history.series if s.key.startswith("flask+gunicorn|"))
 
 
+@pytest.mark.slow
 def test_the_machine_slowing_from_the_fifth_run_is_the_machines_change_and_no_failure(
     tmp_path: Path,
 ) -> None:
@@ -61,6 +65,7 @@ def test_the_machine_slowing_from_the_fifth_run_is_the_machines_change_and_no_fa
     assert "the machine's" in done.stdout and "÷ sentinel:" in done.stdout
 
 
+@pytest.mark.slow
 def test_only_the_stack_slowing_is_the_stacks_change_and_fails(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     _runs(path, [GIN] * 8, [FLASK] * 4 + [FLASK * 0.6] * 4)
@@ -120,6 +125,7 @@ def test_a_change_point_names_every_fingerprint_difference_at_it(tmp_path: Path)
     assert differences({**before, "steal_pct": 0.2}, {**before, "steal_pct": 0.9}) == []
 
 
+@pytest.mark.slow
 def test_the_fingerprint_records_what_a_run_depends_on() -> None:
     fingerprint = describe()
     for key in ("cpu", "cpu_flags", "cores", "allowed_cores", "memory_mb", "kernel",
@@ -154,9 +160,9 @@ def test_a_sentinel_is_measured_like_a_stack_and_its_aa_copy_in_a_launch_of_its_
     tmp_path: Path,
 ) -> None:
     path = write_recipe(tmp_path, SENTINEL_RECIPE)
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, CATALOGUE)
     assert recipe.stacks == ["flask+gunicorn", DEFAULT_SENTINEL]
-    plan = build_plan(path, recipe, text, cpu_count=2)
+    plan = build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
     sentinel = [c for c in plan.cells if c.stack == DEFAULT_SENTINEL]
     assert [c.copy for c in sentinel] == [1, 2]
     assert len({c.launch_key for c in sentinel}) == 2 and len({c.key for c in sentinel}) == 2
@@ -181,9 +187,10 @@ def test_a_wrong_sentinel_is_one_line_naming_the_key(
             'scenarios = ["json"]\n', ""
         )
     with pytest.raises(UserError, match=message):
-        load_recipe(write_recipe(tmp_path, body))
+        load_recipe(write_recipe(tmp_path, body), CATALOGUE)
 
 
+@pytest.mark.slow
 def test_compare_fails_on_the_stacks_slowdown_not_on_the_machines(tmp_path: Path) -> None:
     machine, stack = tmp_path / "machine.db", tmp_path / "stack.db"
     _runs(machine, [GIN, GIN * 0.6], [FLASK, FLASK * 0.6])
@@ -211,6 +218,7 @@ def test_the_history_page_shows_the_ratio_to_the_sentinel_and_whose_change(
     assert "the machine&#x27;s" in page and "memory_mb 24000 → 16000" in page
 
 
+@pytest.mark.slow
 def test_a_history_that_began_without_a_sentinel_judges_by_the_runs_that_measured_one(
     tmp_path: Path,
 ) -> None:

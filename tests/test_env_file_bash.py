@@ -72,6 +72,7 @@ def _environ(raw: bytes) -> dict[str, str]:
     return {k.decode(): v.decode("utf-8", "surrogateescape") for k, v in pairs}
 
 
+@pytest.mark.slow
 def test_the_env_file_reader_gives_what_bash_gives(tmp_path: Path) -> None:
     rng = random.Random(20261128)
     lines = [_line(rng) for _ in range(LINES)]

@@ -49,6 +49,7 @@ def test_the_docs_table_is_the_contract() -> None:
     assert not re.search(r"\bexit 1\b", lab), "./lab ends with benchlab's codes, never 1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("python", "said"),
     [
@@ -107,6 +108,7 @@ def test_each_failure_ends_with_its_own_code(
         assert "Traceback" in err and "a bug: please report" in err
 
 
+@pytest.mark.slow
 def test_a_command_that_did_its_job_exits_0_and_each_failure_its_own_code(
     tmp_path: Path,
 ) -> None:

@@ -21,7 +21,7 @@ def _session(*kinds: FailureKind) -> SimpleNamespace:
         cell: Failure(kind, "GET /items answered 404, expected 200")
         for cell, kind in zip(CELLS, kinds, strict=False)
     }
-    return SimpleNamespace(failure_of=failed.get)
+    return SimpleNamespace(cells=SimpleNamespace(failure_of=failed.get))
 
 
 def test_a_check_failed_on_every_candidate_is_the_requests_fault() -> None:

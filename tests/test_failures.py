@@ -80,8 +80,10 @@ def _stored_trials(path: Path) -> int:
 def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "wrong-body", _misbehaving_stack("wrong-body", "wrong-body"))
-    monkeypatch.setitem(CATALOGUE, "crashes", _misbehaving_stack("crashes", "crash"))
+    catalogue = {
+        **CATALOGUE, "wrong-body": _misbehaving_stack("wrong-body", "wrong-body"),
+        "crashes": _misbehaving_stack("crashes", "crash"),
+    }  # fmt: skip
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     path = write_recipe(
         tmp_path,
@@ -96,11 +98,11 @@ def test_wrong_answers_and_crashes_fail_their_cells_and_the_run_goes_on(
         duration = 1
         """,
     )
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, catalogue)
     store = Store(tmp_path / "r.db")
     output = io.StringIO()
     outcome = run_recipe(
-        build_plan(path, recipe, text),
+        build_plan(path, recipe, text, catalogue),
         store,
         LineReporter(Console(file=output)),
         SessionOptions("test"),

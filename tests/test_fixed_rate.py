@@ -262,7 +262,7 @@ def test_cpu_per_request_is_the_known_cost_counted_over_the_whole_tree(
 def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "mix", _misbehaving_stack("mix", "mix"))
+    catalogue = {**CATALOGUE, "mix": _misbehaving_stack("mix", "mix")}
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     path = write_recipe(
         tmp_path,
@@ -279,11 +279,11 @@ def test_percentiles_of_a_known_distribution_are_neither_the_mean_nor_the_max(
         duration = 4
         """,
     )
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, catalogue)
     store = Store(tmp_path / "r.db")
     reporter = LineReporter(Console(file=io.StringIO()))
     run_id = run_recipe(
-        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+        build_plan(path, recipe, text, catalogue), store, reporter, SessionOptions("test")
     ).run_id
     report = benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "--format", "json")
     (cell,) = json.loads(report.stdout)["cells"]

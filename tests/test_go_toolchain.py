@@ -33,6 +33,7 @@ def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+@pytest.mark.slow
 def test_a_go_too_old_for_the_stacks_is_passed_over_and_a_new_enough_one_is_used(
     tmp_path: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

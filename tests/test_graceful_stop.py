@@ -59,6 +59,7 @@ def test_the_sentence_names_what_was_dropped_and_the_exit() -> None:
     )
 
 
+@pytest.mark.slow
 def test_an_unknown_stack_is_one_line_naming_the_closest() -> None:
     done = benchlab("drain", "starlete+uvicorn")
     assert done.returncode == 2

@@ -23,7 +23,7 @@ from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.history_html import SEGMENT_SHADES
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.browser import open_page
 from tests.conftest import REPO, SLOWABLE_RECIPE, benchlab, short_tmp, write_recipe
@@ -101,6 +101,7 @@ def test_another_machine_starts_a_segment_not_a_change(tmp_path: Path) -> None:
     assert " | " in text  # the segment boundary is shown
 
 
+@pytest.mark.slow
 def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     write_run(path)
@@ -201,8 +202,9 @@ def _busy(cores: tuple[int, ...]) -> Iterator[None]:
             hog.wait()
 
 
-def _history_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The slowable stack (its work set by $BENCHLAB_SLOW_MS) and the sentinel, fixed at 1 ms."""
+def _history_stacks() -> dict[str, Stack]:
+    """The catalogue with the slowable stack (its work set by $BENCHLAB_SLOW_MS) and the
+    sentinel, fixed at 1 ms."""
     steady = _misbehaving_stack("steady", "slow")
     steady = dataclasses.replace(
         steady,
@@ -210,8 +212,7 @@ def _history_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
             launch(ctx), env={"BENCHLAB_SLOW_MS": "1"}
         ),
     )
-    monkeypatch.setitem(CATALOGUE, "slowable", _misbehaving_stack("slowable", "slow"))
-    monkeypatch.setitem(CATALOGUE, "steady", steady)
+    return {**CATALOGUE, "slowable": _misbehaving_stack("slowable", "slow"), "steady": steady}
 
 
 def _real_runs(
@@ -220,11 +221,11 @@ def _real_runs(
 ) -> None:  # fmt: skip
     """Runs of HISTORY_RECIPE through benchlab's runner in this process (real stacks, real
     load, no HTML page), the stack's work set per run, the server's cores busy or not."""
-    store = Store(results)
+    store, catalogue = Store(results), _history_stacks()
     for run, ms in enumerate(slow_ms):
         monkeypatch.setenv("BENCHLAB_SLOW_MS", str(ms))
-        loaded, text = load_recipe(recipe)
-        plan = build_plan(recipe, loaded, text)
+        loaded, text = load_recipe(recipe, catalogue)
+        plan = build_plan(recipe, loaded, text, catalogue)
         with _busy(plan.cores.server) if busy else nullcontext():
             outcome = run_recipe(
                 plan, store, LineReporter(Console(file=io.StringIO())), SessionOptions("test")
@@ -239,7 +240,6 @@ def four_steady_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory, temp = tmp_path_factory.mktemp("four_steady_runs"), short_tmp()
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("TMPDIR", str(temp))
-        _history_stacks(monkeypatch)
         recipe, results = write_recipe(directory, HISTORY_RECIPE), directory / "history.db"
         try:
             _real_runs(recipe, results, monkeypatch, [1] * 4)
@@ -254,7 +254,6 @@ def _eight_real_runs(
 ) -> dict:  # fmt: skip
     """The four steady runs and four more, the stack's work set per run, the server's cores
     busy or not; the history's series of the slowable stack."""
-    _history_stacks(monkeypatch)
     recipe, results = write_recipe(tmp_path, HISTORY_RECIPE), tmp_path / "history.db"
     with closing(sqlite3.connect(first_four)) as source, closing(sqlite3.connect(results)) as to:
         source.backup(to)

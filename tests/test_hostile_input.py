@@ -135,8 +135,8 @@ def test_an_ssh_hosts_address_is_one_ipv4_address(
     )
     path = write_recipe(tmp_path, body)
     with pytest.raises(UserError, match=r"hosts\.db\.address") as caught:
-        recipe, text = load_recipe(path)
-        build_plan(path, recipe, text, cpu_count=2)
+        recipe, text = load_recipe(path, CATALOGUE)
+        build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
     assert phrase in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -307,10 +307,10 @@ def _mutated(changes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
 
 def _expect_plan_or_one_line(path: Path) -> None:
     try:
-        recipe, text = load_recipe(path)
-        plan = build_plan(path, recipe, text, cpu_count=2)
+        recipe, text = load_recipe(path, CATALOGUE)
+        plan = build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
         apply_overrides(plan.recipe, duration=2, connections=4, trials=3, path=path)
-        plan_lines(plan.cells, plan.recipe, Costs())
+        plan_lines(plan.cells, plan.recipe, plan.catalogue, Costs())
     except UserError as exc:
         message = str(exc)
         assert "\n" not in message and "\x1b" not in message, message
@@ -321,7 +321,6 @@ def _expect_plan_or_one_line(path: Path) -> None:
     max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(changes=st.lists(MUTATIONS, min_size=1, max_size=4))
-@pytest.mark.slow
 def test_generated_recipes_give_a_plan_or_one_line(changes: list) -> None:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "recipe.toml"

@@ -80,6 +80,7 @@ duration = 1
 """
 
 
+@pytest.mark.slow
 def test_a_role_without_a_host_is_named_with_the_fix(tmp_path: Path) -> None:
     recipe = write_recipe(
         tmp_path,
@@ -90,6 +91,7 @@ def test_a_role_without_a_host_is_named_with_the_fix(tmp_path: Path) -> None:
     assert 'add "server" to the roles of one of them (gen)' in line
 
 
+@pytest.mark.slow
 def test_a_namespace_address_outside_the_benchmarking_range_is_refused(tmp_path: Path) -> None:
     recipe = write_recipe(
         tmp_path,
@@ -101,6 +103,7 @@ def test_a_namespace_address_outside_the_benchmarking_range_is_refused(tmp_path:
     assert "e.g. 198.18.0.2" in line
 
 
+@pytest.mark.slow
 def test_several_load_hosts_need_a_tool_whose_results_merge(tmp_path: Path) -> None:
     recipe = write_recipe(
         tmp_path,
@@ -573,6 +576,7 @@ def test_a_run_split_over_two_load_namespaces_reports_each_hosts_share(
     assert _left_on_this_machine(0) == [] and list(isolated_tmp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_port_a_stack_answers_on_is_its_own_by_ss_and_by_psutil_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,9 +30,6 @@ FIGURES = {
     "flask+gunicorn": (2_500.0, 20.0),
 }  # fmt: skip
 
-# Chromium starts for every test here.
-pytestmark = pytest.mark.slow
-
 
 def _launches(rps: float, p50: float) -> list[Figures]:
     return [Figures(rps * 1.03, p50 * 0.97), Figures(rps * 0.97, p50 * 1.03)]
@@ -60,6 +57,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory):
     yield results, page, report
 
 
+@pytest.mark.slow  # Chromium, or the report command the fixture runs
 def test_the_page_renders_in_chromium_with_every_chart_and_cell(quick_run) -> None:
     _, page, report = quick_run
     with open_page(page) as browser:
@@ -130,6 +128,7 @@ def _ceiling_is_one(report: dict) -> bool:
     return any(free.values())
 
 
+@pytest.mark.slow  # Chromium, or the report command the fixture runs
 def test_the_table_sorts_by_a_clicked_column(quick_run) -> None:
     _, page, _ = quick_run
     with open_page(page) as browser:
@@ -147,6 +146,7 @@ def test_the_table_sorts_by_a_clicked_column(quick_run) -> None:
     assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)
 
 
+@pytest.mark.slow  # Chromium, or the report command the fixture runs
 def test_the_page_fits_a_phone_screen(quick_run) -> None:
     _, page, _ = quick_run
     with open_page(page, width=PHONE_WIDTH, height=844) as browser:
@@ -163,6 +163,7 @@ def test_the_page_fits_a_phone_screen(quick_run) -> None:
     assert 300 < widest_chart <= PHONE_WIDTH
 
 
+@pytest.mark.slow  # Chromium, or the report command the fixture runs
 def test_the_page_needs_no_network(quick_run) -> None:
     _, page, _ = quick_run
     html = page.read_text()
@@ -195,6 +196,7 @@ def _tables(markdown: str) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
+@pytest.mark.slow  # Chromium, or the report command the fixture runs
 def test_markdown_report_parses_as_tables_with_the_expected_columns(quick_run) -> None:
     results, _, report = quick_run
     markdown = benchlab("report", "--results", str(results), "--format", "md").stdout

@@ -273,6 +273,30 @@ def test_a_budget_stops_launching_when_its_time_is_spent(tmp_path: Path) -> None
     assert executor.now == 3 * 2 * (START_S + 2) <= budget
 
 
+def test_a_budget_spent_on_undecided_pairs_leaves_a_complete_run_that_names_them(
+    tmp_path: Path,
+) -> None:
+    # Every cell measured its three rounds; the budget ran out in the adaptive rounds with
+    # gin and sanic still undecided: the run is complete (exit 0), the report names the pair.
+    executor = FakeExecutor(
+        {
+            "gin": FakeStack({"json": _noisy(40_000, 30_000)}),
+            "sanic": FakeStack({"json": _noisy(30_000, 40_000)}),
+        }
+    )
+    budget = 5 * 2 * (START_S + 2) + 1  # three base rounds and two adaptive ones
+    recipe = _recipe(["gin", "sanic"], ["json"], 3, "max_trials = 40")
+    run = run_inprocess(tmp_path, recipe, executor, deadline_s=budget)
+    assert run.outcome.status == "complete", run.outcome
+    assert "the budget is spent: no more launches" in run.output
+    assert [len(run.trials(s, "json")) for s in ("gin", "sanic")] == [5, 5]
+    report = run.report()
+    (point,) = report["rankings"]
+    (pair,) = point["undecided"]
+    assert pair["would_decide"] in report["takeaways"][0]["sentence"]
+    assert "(undecided: " in report["takeaways"][0]["sentence"]
+
+
 def test_a_rate_share_is_of_the_closed_loop_measured_once_a_cell(tmp_path: Path) -> None:
     executor = FakeExecutor(
         {

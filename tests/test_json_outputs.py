@@ -93,6 +93,7 @@ def _report_cells(results: Path) -> dict[str, dict]:
     return {names[c["key"]]: c for c in report["cells"]}
 
 
+@pytest.mark.slow
 def test_the_bmf_export_validates_and_carries_each_cells_throughput_and_p99(
     tmp_path: Path,
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_trackers_names_survive_a_changed_duration_or_trial_count(
     assert gab[0] == gab[1] and "tracked · json wrk c=8 · gin w=1 (throughput)" in gab[0]
 
 
+@pytest.mark.slow
 def test_the_github_action_benchmark_exports_validate_and_split_by_direction(
     tmp_path: Path,
 ) -> None:
@@ -185,6 +187,7 @@ def test_the_docs_list_every_json_format_with_its_version() -> None:
         assert f"| `{declared.name}` | {declared.version} |" in docs, declared.name
 
 
+@pytest.mark.slow
 def test_compare_and_history_write_to_o_in_the_format_its_extension_names(
     tmp_path: Path,
 ) -> None:
@@ -227,6 +230,7 @@ def test_the_recipe_schema_for_editors_is_current_and_accepts_every_bundled_reci
     assert any("trials" in list(map(str, e.absolute_path)) for e in wrong)
 
 
+@pytest.mark.slow
 def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> None:
     from benchlab.store import Store
     from tests.conftest import error_line
@@ -251,6 +255,7 @@ def test_a_runs_json_carries_each_trials_values_when_asked(tmp_path: Path) -> No
     assert "--trials" in error_line(refused.stderr) and "-f json" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Path) -> None:
     """docs/schemas/ holds what the models generate (make them again with the command in
     docs/results.md); every output the tests make is checked against them (conftest's
@@ -276,3 +281,34 @@ def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Pat
         assert "throughput_rps" in error.message
     else:
         raise AssertionError("a renamed figure passed the schema")
+
+
+def test_a_cells_shown_fields_are_declared_once_on_its_record(tmp_path: Path) -> None:
+    """CellRecord's shown fields (store/records.py, CELL_SHOWN: one rename map) are the JSON
+    cell's keys, its schema's, the CSV's first columns and the summary's accessors."""
+    import csv
+    import io
+
+    from benchlab.analysis.summary import summarise
+    from benchlab.report.csvfile import render_csv
+    from benchlab.report.json_schemas import json_schema
+    from benchlab.store import CELL_SHOWN, Store
+
+    results = tmp_path / "results.db"
+    run_id = write_run(results)
+    store = Store(results)
+    summary = summarise(store, run_id)
+    records = {r.key: r for r in store.cells(run_id)}
+    cells = {c["key"]: c for c in json.loads(render_json(summary))["cells"]}
+    rows = list(csv.DictReader(io.StringIO(render_csv(summary))))
+    schema = json_schema(jf.RUN, closed=True)["$defs"]["Cell"]
+    assert CELL_SHOWN["rate_share"] == "rate_share_pct"  # the one rename
+    assert list(rows[0])[: len(CELL_SHOWN)] == list(CELL_SHOWN.values())
+    for field, name in CELL_SHOWN.items():
+        assert name in schema["required"], name
+        for cell in summary.cells:
+            stored = getattr(records[cell.key], field)
+            assert getattr(cell, name) == stored
+            assert cells[cell.key][name] == stored
+    with pytest.raises(AttributeError):
+        _ = summary.cells[0].rate_share  # only the shown name

@@ -46,6 +46,7 @@ def nginx(tmp_path_factory: pytest.TempPathFactory):
         yield port
 
 
+@pytest.mark.slow
 @pytest.mark.alone
 @pytest.mark.parametrize("tool", TOOLS)
 def test_each_tool_measures_a_real_server(tool: str, nginx: int, tmp_path: Path) -> None:
@@ -168,6 +169,7 @@ class _StopsEarly(base.DebianTool):
         )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_run_that_stopped_early_is_taken_again(tmp_path: Path) -> None:
     result = run_load(
         _StopsEarly(early=2), _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path
@@ -175,6 +177,7 @@ def test_a_run_that_stopped_early_is_taken_again(tmp_path: Path) -> None:
     assert (result.requests, result.duration_s) == (3, 1.0)  # the third run, the whole second
 
 
+@pytest.mark.slow
 def test_a_tool_that_keeps_stopping_early_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LoadToolError, match=r"stopped after 0.01 s of the 1 s asked \(3 attempts"):
         run_load(

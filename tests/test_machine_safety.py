@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.core.errors import ExitCode
+from benchlab.stacks import CATALOGUE
 from benchlab.system.journal import journal_dir
 from tests.conftest import benchlab, benchlab_process, error_line, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
@@ -221,6 +222,7 @@ def test_a_point_named_like_mathematics_is_drawn_as_text(
     assert "$5 tier" in page.read_text()
 
 
+@pytest.mark.slow
 def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,11 +247,11 @@ def test_a_port_taken_by_another_program_is_given_up_for_a_new_one(
         ports = iter([taken])
         real = launch.free_port
         monkeypatch.setattr(launch, "free_port", lambda: next(ports, None) or real())
-        recipe, text = load_recipe(path)
+        recipe, text = load_recipe(path, CATALOGUE)
         out = io.StringIO()
         store = Store(tmp_path / "r.db")
         outcome = run_recipe(
-            build_plan(path, recipe, text),
+            build_plan(path, recipe, text, CATALOGUE),
             store,
             LineReporter(Console(file=out)),
             SessionOptions("t"),

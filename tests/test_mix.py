@@ -35,7 +35,7 @@ def test_a_mix_is_named_by_all_it_holds_and_composed_from_its_parts() -> None:
 def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "wrong-api", _wrong_api())
+    catalogue = {**CATALOGUE, "wrong-api": _wrong_api()}
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     path = write_recipe(
         tmp_path,
@@ -58,7 +58,7 @@ def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
         {MIX}
         """,
     )
-    report = run_and_report(path, tmp_path / "r.db")
+    report = run_and_report(path, tmp_path / "r.db", catalogue)
     cells = {(c["stack"], c["mode"]): c for c in report["cells"]}
     # The wrong server gets updates wrong (it answers without writing): the whole mix fails.
     wrong = cells[("wrong-api", "closed")]
@@ -77,6 +77,7 @@ def test_a_mixed_load_reports_each_part_and_a_wrong_part_fails_the_cell(
             assert total == cell["requests"], (total, cell["requests"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("load", "message"),
     [

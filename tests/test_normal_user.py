@@ -85,6 +85,7 @@ def test_a_normal_user_runs_the_quick_recipe() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_without_a_package_a_normal_user_is_told_what_to_install(tmp_path: Path) -> None:
     """What a normal user cannot install itself is named with its command, in one line."""
     home = short_tmp()

@@ -31,6 +31,7 @@ duration = 1
 ETA_RECIPE = RECIPE.replace('scenarios = ["plaintext", "json"]', 'scenarios = ["plaintext"]')
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path: Path, isolated_tmp: Path) -> None:
     recipe = write_recipe(tmp_path, RECIPE)
     results = tmp_path / "r.db"

@@ -28,7 +28,7 @@ from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
 from benchlab.report.terminal import render_table
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
-from benchlab.runner import MeasureOptions, Measurer, Session, SessionOptions
+from benchlab.runner import MeasureOptions, Measurer, SessionOptions
 from benchlab.stacks.servers import KIND_BY_NAME
 from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune import candidates as tune_candidates
@@ -38,6 +38,7 @@ from benchlab.tune.at_rate import cheapest_at
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.proof import PROOF_S, Searched, proof_warmup_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s, parsing_cost_s
+from benchlab.tune.session import TuneSession
 from tests.inprocess import FakeExecutor, FakeStack
 from tests.stored_runs import MACHINE, held_trial
 
@@ -93,7 +94,7 @@ def _runnable(stacks: dict) -> dict:
 
 def _tune_session(
     store: Store, executor: FakeExecutor, slo: Slo, tune_options: dict[str, object]
-) -> Session:
+) -> TuneSession:
     """A tune's session on the in-process executor, its candidates tune's own stacks."""
     recipe = Recipe(
         name="tune app:app", stacks=["tune"], scenarios=[SCENARIO], slo=slo,
@@ -102,16 +103,16 @@ def _tune_session(
     tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": SLO_MS,
             **tune_options}  # fmt: skip
     options = dataclasses.replace(RunOptions.from_recipe(recipe), tune=tune).to_json()
-    return Session(
-        Plan(recipe, Path("app.py"), "", CORES, (), local_only(CORES)), store,
+    catalogue = _runnable(tune_candidates.catalogue(_info()))
+    return TuneSession(
+        Plan(recipe, Path("app.py"), "", CORES, (), catalogue, local_only(CORES)), store,
         LineReporter(Console(file=io.StringIO())),
         SessionOptions(
             "benchlab tune app.py:app", deadline_s=900.0, executor=executor,
-            catalogue=_runnable(tune_candidates.catalogue(_info())),
             scenarios={SCENARIO: Scenario(name=SCENARIO, description="GET /app", requests=APP)},
-            run_info=RunInfo("app.py:app", "tune app:app", "", "", "benchlab tune app.py:app",
-                             None, (0,), (1,), dict(MACHINE), options),
         ),
+        RunInfo("app.py:app", "tune app:app", "", "", "benchlab tune app.py:app", None, (0,),
+                (1,), dict(MACHINE), options),
     )  # fmt: skip
 
 
@@ -143,8 +144,8 @@ def _tune_with_a_proof(
                   mode=Mode.SLO)  # fmt: skip
     closed = dataclasses.replace(search, mode=Mode.CLOSED)
     with session.running(1):
-        session.add_cells([closed, search])
-        first_pass, searched = session.cell_ids[closed], session.cell_ids[search]
+        session.cells.add([closed, search])
+        first_pass, searched = session.cells.ids[closed], session.cells.ids[search]
         store.add_trial(first_pass, dataclasses.replace(held_trial(0, 2000.0), target_rate=None))
         store.mark_cell(first_pass, "ok")
         store.set_cell_rates(searched, None, 2000.0)
@@ -221,12 +222,12 @@ def _tune_at_rate(
         for kind in kinds:
             closed_rps, rss_mb, _ = models[kind.name]
             cell = Cell(kind.name, SCENARIO, "vegeta", 16, 1, 2, 5, 1, server_threads=16)
-            session.add_cells([cell])
+            session.cells.add([cell])
             trial = dataclasses.replace(
                 held_trial(0, closed_rps), target_rate=None, server_rss_mb=rss_mb
             )
-            store.add_trial(session.cell_ids[cell], trial)
-            store.mark_cell(session.cell_ids[cell], "ok")
+            store.add_trial(session.cells.ids[cell], trial)
+            store.mark_cell(session.cells.ids[cell], "ok")
             first_pass.append(Searched(Candidate(kind, 1, 16), cell))
         measurer = Measurer(session, MeasureOptions())
         cheapest_at(session, measurer, first_pass, CORES, 64, goal, said.append)
@@ -366,19 +367,19 @@ def test_first_pass_ties_search_the_cheapest_and_the_answer_names_the_others(
     with session.running(1):
         for workers, (closed_rps, rss_mb) in first.items():
             cell = Cell(kind.name, SCENARIO, "vegeta", 16, 1, 2, 5, workers, server_threads=16)
-            session.add_cells([cell])
+            session.cells.add([cell])
             trial = dataclasses.replace(
                 held_trial(0, closed_rps), target_rate=None, server_rss_mb=rss_mb
             )
-            store.add_trial(session.cell_ids[cell], trial)
-            store.mark_cell(session.cell_ids[cell], "ok")
+            store.add_trial(session.cells.ids[cell], trial)
+            store.mark_cell(session.cells.ids[cell], "ok")
             first_pass.append(Searched(Candidate(kind, workers, 16), cell))
         order = [[c.workers for c in driver._survivors(session, first_pass, n)] for n in (1, 3)]
         # The budget's one search goes to the cheaper of the tie, not to the trial ahead.
         assert order == [[1], [1, 3, 2]]
         search = dataclasses.replace(first_pass[1].cell, mode=Mode.SLO)
-        session.add_cells([search])
-        searched = session.cell_ids[search]
+        session.cells.add([search])
+        searched = session.cells.ids[search]
         store.set_cell_rates(searched, None, 2000.0)
         for r, found in enumerate([300.0, 320.0]):
             store.add_capacity(searched, CapacityRecord(r, found, found, found * 1.05, 5))

@@ -69,6 +69,7 @@ def _serve(
     return ctx.port, wire
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stack", "protocol", "negotiated"),
     [
@@ -88,6 +89,7 @@ def test_a_stack_answers_over_the_protocol_it_was_started_for(
     assert verify(HOST, port, JSON, wire=wire) is None
 
 
+@pytest.mark.slow
 def test_a_server_that_falls_back_to_http1_is_caught_not_measured(
     registry, isolated_tmp: Path, certificates
 ) -> None:
@@ -102,6 +104,7 @@ def test_a_server_that_falls_back_to_http1_is_caught_not_measured(
     assert why is not None and "uvicorn" in why and 'proxy = "nginx"' in why
 
 
+@pytest.mark.slow
 def test_nginx_terminates_tls_and_http2_in_front_of_a_plain_stack(
     registry, isolated_tmp: Path, certificates
 ) -> None:
@@ -151,6 +154,7 @@ def _recipe(tmp_path: Path, stacks: list[str], load: str) -> Path:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stacks", "load", "message"),
     [
@@ -171,6 +175,7 @@ def test_a_protocol_nothing_can_speak_is_refused_in_one_line(
     assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_the_plan_says_which_stacks_cannot_take_part_and_why(tmp_path: Path) -> None:
     load = '[[load]]\ntool = "h2load"\nprotocol = "h2"'
     done = benchlab("run", str(_recipe(tmp_path, ["gin", "fastapi+uvicorn"], load)), "--dry-run")
@@ -241,6 +246,7 @@ def test_h2load_is_not_pointed_at_a_server_that_closes_each_connection(tmp_path:
         run_tool(request, ProcessRegistry(), tmp_path)
 
 
+@pytest.mark.slow
 def test_keepalive_false_and_exclusions_by_it(tmp_path: Path) -> None:
     refused = benchlab(
         "run", str(_recipe(tmp_path, ["gin"], '[[load]]\ntool = "h2load"\nkeepalive = false')),

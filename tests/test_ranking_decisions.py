@@ -12,18 +12,32 @@ import statistics
 
 import pytest
 
-from benchlab.analysis.ranking_decisions import (
-    adjacent_pairs,
-    rounds_to_decide,
-    still_to_decide,
-)
-from benchlab.analysis.sequential import ALPHA, Decision
+from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.ranking import Call, Entrant, PointRanking, Step, build
+from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.samples import Samples
+from benchlab.analysis.sequential import ALPHA, rounds_to_decide
+from benchlab.core import figures as F
 
 RUNS = 1_000
 FIRST_ROUNDS, MAX_ROUNDS = 3, 40
 MIN_EFFECT_PCT = 5.0
 # Four stacks: two equal, then 30 % and 60 % apart (true throughputs, relative).
 TRUE = {"a": 1.0, "b": 1.0, "c": 1.3, "d": 2.08}
+POINT = GridPoint(None, "json", "wrk", 64)
+
+
+def _ranked(
+    series: dict[str, dict[int, float]], figure: F.Figure = F.THROUGHPUT,
+    min_effect_pct: float = MIN_EFFECT_PCT,
+) -> PointRanking:  # fmt: skip
+    """The stacks' series at one point, ranked as a run that stops on its data ranks them."""
+    entrants = [
+        Entrant(key, key, POINT, figure, Samples(tuple(s.values()), tuple(s)), ranks=True)
+        for key, s in series.items()
+    ]
+    options = RunOptions(ratio_method="sequential", min_effect_pct=min_effect_pct)
+    return build(entrants, options).points[POINT]
 
 
 def _adaptive_run(rng: random.Random, own_sd: float, shared_sd: float):
@@ -39,25 +53,23 @@ def _adaptive_run(rng: random.Random, own_sd: float, shared_sd: float):
         rounds, trials = rounds + 1, trials + len(todo)
         if r + 1 < FIRST_ROUNDS:
             continue
-        pairs = adjacent_pairs(series, higher_is_better=True, min_effect_pct=MIN_EFFECT_PCT)
-        todo = still_to_decide(pairs)
+        todo = {
+            key for step in _ranked(series).undecided for key in (step.ahead.key, step.behind.key)
+        }
         if not todo:
             break
-    pairs = adjacent_pairs(series, higher_is_better=True, min_effect_pct=MIN_EFFECT_PCT)
-    return pairs, rounds, trials
+    return _ranked(series).steps, rounds, trials
 
 
-def _false(pair) -> bool:
-    """Whether a decided pair's decision contradicts the truth."""
-    truth = TRUE[pair.ahead] / TRUE[pair.behind]
-    decision = pair.evidence.decision
-    if decision is Decision.TIE:
-        return abs(math.log(truth)) >= math.log1p(MIN_EFFECT_PCT / 100)
-    if decision is Decision.FIRST_HIGHER:
-        return truth <= 1.0
-    if decision is Decision.SECOND_HIGHER:
-        return truth >= 1.0
-    return False
+def _false(step: Step) -> bool:
+    """Whether a decided pair's decision contradicts the truth: an order (ahead, or a tie
+    whose interval still excludes 1: under the threshold) the truth does not have, or a tie
+    within the threshold between stacks further apart."""
+    truth = TRUE[step.ahead.key] / TRUE[step.behind.key]
+    assert step.ratio is not None
+    if step.call is Call.AHEAD or step.ratio.significant:
+        return truth <= 1.0 if step.ratio.value > 1 else truth >= 1.0
+    return abs(math.log(truth)) >= math.log1p(MIN_EFFECT_PCT / 100)
 
 
 @pytest.mark.slow
@@ -69,9 +81,9 @@ def test_stopping_when_the_ranking_is_decided_keeps_false_decisions_under_alpha(
         pairs, used, trials = _adaptive_run(rng, own_sd=0.04, shared_sd=0.1)
         rounds.append(used)
         saved.append(1 - trials / (len(TRUE) * used))
-        undecided_runs += any(not p.decided for p in pairs)
+        undecided_runs += any(p.call is Call.UNDECIDED for p in pairs)
         for pair in pairs:
-            if pair.decided:
+            if pair.call is not Call.UNDECIDED:
                 decided += 1
                 false += _false(pair)
     assert false / decided <= ALPHA, (false, decided)
@@ -90,23 +102,27 @@ def test_rounds_go_only_to_the_pairs_still_undecided() -> None:
         "b": {r: v for r, v in enumerate((1010, 990, 1020, 980, 1000))},
         "d": {r: v for r, v in enumerate((5000, 5100, 4900, 5050, 4950))},
     }
-    pairs = adjacent_pairs(series, higher_is_better=True, min_effect_pct=MIN_EFFECT_PCT)
-    assert (pairs[0].ahead, pairs[0].behind) == ("d", pairs[1].ahead)
-    assert pairs[0].evidence.decision is Decision.FIRST_HIGHER
-    assert not pairs[1].decided
-    assert still_to_decide(pairs) == {"a", "b"}
-    assert pairs[1].more_rounds is not None and pairs[1].more_rounds > 0
+    ranked = _ranked(series)
+    first, second = ranked.steps
+    assert (first.ahead.key, first.behind.key) == ("d", second.ahead.key)
+    assert first.call is Call.AHEAD
+    assert second.call is Call.UNDECIDED
+    assert {s.ahead.key for s in ranked.undecided} | {s.behind.key for s in ranked.undecided} == {
+        "a",
+        "b",
+    }
+    assert second.more_rounds is not None and second.more_rounds > 0
 
 
 def test_for_a_latency_lower_is_better_and_rounds_pair_by_index() -> None:
     # p99 in ms: x is lower (better) than y in every shared round; round 9 of x has no y.
     x = {0: 10.0, 1: 11.0, 2: 10.5, 3: 10.2, 4: 10.8, 5: 10.1, 9: 99.0}
     y = {0: 20.0, 1: 21.0, 2: 20.5, 3: 20.2, 4: 20.8, 5: 20.1}
-    (pair,) = adjacent_pairs({"x": x, "y": y}, higher_is_better=False, min_effect_pct=5.0)
-    assert (pair.ahead, pair.behind) == ("x", "y")
-    assert pair.evidence.rounds == 6
-    assert pair.evidence.decision is Decision.FIRST_HIGHER  # x better: its p99 is lower
-    assert 1.8 < pair.evidence.ratio < 2.1  # y ÷ x
+    (pair,) = _ranked({"x": x, "y": y}, F.P99, 5.0).steps
+    assert (pair.ahead.key, pair.behind.key) == ("x", "y")
+    assert pair.ratio is not None and pair.ratio.fewest == 6  # the rounds both were measured in
+    assert pair.call is Call.AHEAD  # x better: its p99 is lower
+    assert 1.8 < pair.ratio.value < 2.1  # y ÷ x: how many times lower x's is
 
 
 def test_the_rounds_a_pair_still_needs_fall_as_its_effect_grows() -> None:

@@ -19,6 +19,7 @@ from benchlab.analysis.stats import paired_ratio_interval, ratio_interval
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.report.takeaways import takeaways
+from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.stored_runs import write_run
 
@@ -114,11 +115,12 @@ def test_a_run_that_stopped_on_its_data_is_ranked_by_its_confidence_sequences(
         (only,) = takeaways(summary)
         found[method] = (summary, only)
     independent, sequential = found["independent"][1], found["sequential"][1]
-    assert [len(t.cells) for t in sequential.tiers] == [1, 1, 1, 1]
-    gap = sequential.tiers[1].ahead  # sanic over tornado: 1.64×, exactly, in every round
-    assert gap is not None and gap.low == pytest.approx(gap.high) == pytest.approx(10 / 6.1)
-    wide = independent.tiers[1].ahead
-    assert wide is not None and wide.high - wide.low > 0.2
+    assert [len(t.places) for t in sequential.tiers] == [1, 1, 1, 1]
+    gap = sequential.tiers[1].after  # sanic over tornado: 1.64×, exactly, in every round
+    assert gap is not None and gap.ratio is not None
+    assert gap.ratio.low == pytest.approx(gap.ratio.high) == pytest.approx(10 / 6.1)
+    wide = independent.tiers[1].after
+    assert wide is not None and wide.ratio is not None and wide.ratio.high - wide.ratio.low > 0.2
     report = found["sequential"][0].to_json()
     assert "confidence sequence" in report["ratio_method"]
     assert "confidence sequence" in report["evidence"]
@@ -137,9 +139,12 @@ def test_a_pair_the_run_stopped_before_deciding_is_called_undecided_not_a_tie(
            "fastapi+uvicorn": (1.03, 0.98, 0.96, 1.04, 1.0, 0.99)}  # fmt: skip
     run_id = write_run(path, medians, trials=6, options=options, own_spread=own)
     (only,) = takeaways(summarise(Store(path), run_id))
-    assert "tornado ≈ fastapi+uvicorn (undecided: about " in only.sentence, only.sentence
-    tier = next(t for t in only.tiers if len(t.cells) == 2)
-    assert tier.as_json()["undecided"].endswith("more round(s) would decide it")
+    assert " (undecided: about " in only.sentence, only.sentence
+    assert "more round(s) would decide it) ≈ fastapi+uvicorn " in only.sentence, only.sentence
+    assert "tie" not in only.sentence
+    (tier,) = [t for t in only.tiers_json() if len(t["stacks"]) == 2]
+    (undecided,) = tier["undecided"]
+    assert undecided.endswith("more round(s) would decide it")
 
 
 def test_the_report_shows_the_noise_the_run_found_measured(tmp_path: Path) -> None:
@@ -170,11 +175,12 @@ def test_a_lead_the_run_stopped_before_deciding_is_not_called_a_tie(tmp_path: Pa
            "tornado": (1.03, 0.98, 0.96, 1.04, 1.0, 0.99)}  # fmt: skip
     run_id = write_run(path, medians, trials=6, options=options, own_spread=own)
     (only,) = takeaways(summarise(Store(path), run_id))
-    assert "tie at the top" not in only.sentence, only.sentence
-    assert only.sentence.startswith("sanic and tornado lead, undecided among them (sanic first"), (
+    assert "tie" not in only.sentence, only.sentence
+    # The lead: sanic, then its ratio to tornado, undecided; then tornado far ahead of flask.
+    assert only.sentence.startswith("By throughput, best first: sanic (unstable) 1.0"), (
         only.sentence
     )
-    assert "more round(s) would decide it); sanic served" in only.sentence, only.sentence
+    assert "more round(s) would decide it) ≈ tornado 9.5× [" in only.sentence, only.sentence
 
 
 def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
@@ -185,11 +191,11 @@ def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
     # The sequence can exclude nothing before FIRST_DECISIVE_ROUND rounds, and can at it.
     assert t_interval(FIRST_DECISIVE_ROUND - 1, 1.0, 0.01) == (-math.inf, math.inf)
     assert math.isfinite(t_interval(FIRST_DECISIVE_ROUND, 1.0, 0.01)[0])
-    seed, _ = load_recipe(resolve_recipe("seed-000"))
+    seed, _ = load_recipe(resolve_recipe("seed-000"), CATALOGUE)
     assert seed.trials > FIRST_DECISIVE_ROUND
     budgeted = _budgeted(seed, trials_given=False)
     assert (budgeted.trials, budgeted.max_trials) == (FIRST_DECISIVE_ROUND, BUDGET_MAX_TRIALS)
     # --trials given on the command line is the user's, and kept.
     assert _budgeted(seed, trials_given=True).trials == seed.trials
-    quick, _ = load_recipe(resolve_recipe("quick"))
+    quick, _ = load_recipe(resolve_recipe("quick"), CATALOGUE)
     assert _budgeted(quick, trials_given=False).trials == quick.trials

@@ -36,6 +36,7 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
+@pytest.mark.slow
 def test_the_terminal_table_fits_100_columns_with_every_number_whole(stored) -> None:
     results, _ = stored
     shown = benchlab("report", "--results", str(results), env={"COLUMNS": str(WIDTH)})
@@ -61,7 +62,7 @@ def test_the_terminal_table_fits_100_columns_with_every_number_whole(stored) -> 
         assert word in header, header
     # Settings above each table, the scenario and connections in them; a takeaway below.
     assert "plaintext · wrk · 64 connections · 3 trials of 2 s" in shown.stdout
-    assert "→ gin served 5.2× fastapi+uvicorn's throughput [4.9–5.5]" in " ".join(lines)
+    assert "→ By throughput, best first: gin 5.2× [4.9–5.5] > fastapi+uvicorn" in " ".join(lines)
 
 
 def _in_block(lines: list[str], row: str, scenario: str) -> bool:
@@ -97,9 +98,10 @@ def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, t
         if fmt == "csv":
             assert len(_lines(text)) == 13
         if fmt == "json":
-            assert json.loads(text)["takeaways"][0]["sentence"].startswith("gin served")
+            sentence = json.loads(text)["takeaways"][0]["sentence"]
+            assert sentence.startswith("By throughput, best first: gin 5.2× ["), sentence
         if fmt == "html":
-            assert "<svg" in text and "gin served 5.2×" in text
+            assert "<svg" in text and "best first: gin 5.2× [" in text
     wide = benchlab("report", "--results", str(results), "--wide", env=env)
     assert wide.returncode == 0 and "RSS" in wide.stdout and "steal" in wide.stdout
     assert max(len(line) for line in _lines(wide.stdout)) > WIDTH  # every column, unsqueezed
@@ -109,6 +111,7 @@ def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, t
         assert word in listed.stdout, word
 
 
+@pytest.mark.slow
 def test_stacks_keeps_every_name_whole_on_one_line_at_80_columns() -> None:
     from benchlab.stacks import CATALOGUE
 
@@ -124,31 +127,35 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     # Three trials a side, 5x apart: a win, with its ratio and interval.
     decided = summarise(Store(tmp_path / "a.db"), write_run(tmp_path / "a.db"))
     sentences = {t.label: t.sentence for t in takeaways(decided)}
-    assert sentences["json"].startswith("gin served 5.5× fastapi+uvicorn's throughput [5.1–5.8]")
-    # ... and the rest in order, not "the other 3 are within 4.0× of each other".
-    assert "> sanic 1.83× tornado [1.72–1.94] > tornado 1.89× flask+gunicorn" in sentences["json"]
-    # Two trials a side: the same medians, and no winner.
+    # One chain, each stack named once with its ratio to the next and the interval.
+    assert sentences["json"] == (
+        "By throughput, best first: gin 5.5× [5.1–5.8] > fastapi+uvicorn 1.16× [1.09–1.23] > "
+        "sanic 1.83× [1.72–1.94] > tornado 1.89× [1.78–2.01] > flask+gunicorn "
+        "(sync: no keep-alive)."
+    )
+    # Two trials a side: the same medians, and no winner; a note says why.
     few = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", trials=2))
     for takeaway in takeaways(few):
-        assert "served" not in takeaway.sentence
-        assert takeaway.sentence.startswith("No difference can be declared: 2 trials")
-    # Three trials a side within 2% of each other: a tie, never "served 1.02×".
+        assert ">" not in takeaway.sentence and " ≈ " in takeaway.sentence
+        assert takeaway.notes[-1].startswith("No difference can be declared here: 2 trials")
+    # Three trials a side within 2% of each other: ties, never ">".
     close = {
         s: {"json": 10_000 * (1 + 0.01 * i)} for i, s in enumerate(("gin", "sanic", "tornado"))
     }
     tied = summarise(Store(tmp_path / "c.db"), write_run(tmp_path / "c.db", close))
     (only,) = takeaways(tied)
-    assert only.sentence.startswith("tornado, sanic and gin are within 2% of each other: a tie")
-    # Medians 43% apart whose trials overlap: tied by the rule, and the sentence says so
-    # rather than calling 43% a tie of the medians.
+    assert only.sentence.startswith("By throughput, best first: tornado 1.01× [")
+    assert ">" not in only.sentence and only.sentence.count(" ≈ ") == 2, only.sentence
+    # Medians 43% and 2.3× apart whose trials overlap: no adjacent pair is told apart, so
+    # the chain says "≈" with each ratio and its interval (which holds 1), never ">".
     apart = {"gin": {"json": 10_000}, "sanic": {"json": 7_000}, "tornado": {"json": 3_000}}
     wide = summarise(
         Store(tmp_path / "d.db"), write_run(tmp_path / "d.db", apart, spread=(0.6, 1.0, 1.5))
     )
     (only,) = takeaways(wide)
-    assert only.sentence.startswith(
-        "gin and sanic tie at the top (gin first, medians within 43% of each other, "
-        "but too noisy to separate); gin served 3.3× tornado's"
+    assert only.sentence == (
+        "By throughput, best first: gin (unstable) 1.43× [0.57–3.57] ≈ sanic (unstable) "
+        "2.3× [0.9–5.8] ≈ tornado (unstable)."
     ), only.sentence
 
 
@@ -218,7 +225,10 @@ def test_the_page_reads_on_a_laptop_and_a_phone(stored, tmp_path: Path) -> None:
     # The answer before everything else: the question, then one takeaway per grid point.
     answer = html.index('id="answer"')
     assert html.index('id="question"') < answer < html.index('id="results"')
-    assert html.index("gin served 5.2×") < html.index('id="summary-table"')
+    first = "best first: gin 5.2× ["
+    assert html.index(first) < html.index('id="summary-table"')
+    # Each takeaway once: in the answer, not again on its point's card.
+    assert html.count(first) == 1
     spread = max(max(v.values()) for v in QUICK_LIKE.values()) / min(
         min(v.values()) for v in QUICK_LIKE.values()
     )
@@ -241,9 +251,10 @@ def test_report_picks_its_format_from_the_file_and_refuses_a_mismatch(stored, tm
     assert f"-o {page}: the extension says html but --format is md" in wrong.stderr
     text = tmp_path / "x.out"
     assert benchlab("report", "--results", str(results), "-o", str(text)).returncode == 0
-    assert "→ gin served" in text.read_text()  # an unknown extension: the table
+    assert "→ By throughput, best first: gin" in text.read_text()  # an unknown extension: the table
 
 
+@pytest.mark.slow
 def test_runs_are_named_by_age_and_a_run_too_old_is_refused(tmp_path: Path) -> None:
     results = tmp_path / "r.db"
     first = write_run(results)
@@ -270,6 +281,7 @@ def test_every_command_has_help_and_benchlab_its_version() -> None:
         assert not re.search(r"<(bool|str|int|path|float)[^>]*>|\{[A-Z_]+\}", shown.stdout)
 
 
+@pytest.mark.slow
 def test_a_bare_lab_prints_help_and_starts_nothing() -> None:
     for args in ([], ["-h"], ["--help"]):
         shown = subprocess.run(
@@ -359,6 +371,7 @@ def test_the_docs_stand_alone_without_files_outside_the_repository() -> None:
     assert len(lines) == 5 and "\n".join(lines) in first_screen  # the recipe shown is the file
 
 
+@pytest.mark.slow
 def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     # Known separations: gin 5× sanic, sanic 1.6× the pair tornado/fastapi (1.7 % apart: a
     # tie by the rule), the pair 6× flask; every cell's trials within ±3 % of its median.
@@ -372,25 +385,27 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     }
     summary = summarise(Store(tmp_path / "r.db"), write_run(tmp_path / "r.db", medians))
     (only,) = takeaways(summary)
-    # The headline names the leader; the order, not "the others are within 10×", the rest.
-    # ... and the order goes on from it, without saying the first step again.
-    assert only.sentence.startswith("gin served 5.0× sanic's throughput [4.7–5.3]; then sanic")
-    stacks = [[key.split("|")[0] for key in tier.as_json()["stacks"]] for tier in only.tiers]
-    # The ceiling stands apart: it is the load tool's limit, not a contender.
-    assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]
-    assert only.tiers[0].ahead is not None and only.tiers[0].ahead.low > 1
-    assert only.tiers[2].spread is not None and only.tiers[2].spread.low <= 1
-    assert (
-        "; then sanic 1.64× tornado [1.54–1.74] > "
-        "tornado ≈ fastapi+uvicorn (tie, 1.02× [0.96–1.08]) > tornado 6.1× flask+gunicorn "
-        in only.sentence
+    # The whole order in one chain, each stack once; the ceiling stands apart (it is the
+    # load tool's limit, not a contender).
+    assert only.sentence == (
+        "By throughput, best first: gin 5.0× [4.7–5.3] > sanic 1.64× [1.54–1.74] > "
+        "tornado 1.02× [0.96–1.08] ≈ fastapi+uvicorn 6.0× [5.7–6.4] > flask+gunicorn "
+        "(sync: no keep-alive)."
     ), only.sentence
+    stacks = [[place.stack for place in tier.places] for tier in only.tiers]
+    assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]
+    # A tier ends where an adjacent pair is ahead: the pair that separates it from the next.
+    first = only.tiers[0].after
+    assert first is not None and first.ratio is not None and first.ratio.low > 1
+    (inside,) = only.tiers[2].within
+    assert inside.ratio is not None and inside.ratio.low <= 1
     report = json.loads(
         benchlab("report", "--results", str(tmp_path / "r.db"), "-f", "json").stdout
     )
     assert [len(t["stacks"]) for t in report["takeaways"][0]["tiers"]] == [1, 1, 2, 1]
 
 
+@pytest.mark.slow
 def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run() -> None:
     """README's "What you get" is a real run's JSON point (its store in tests/data), and
     stays in step with the code's wording: rendered again here, it must read the same."""
@@ -398,8 +413,29 @@ def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run()
     block = readme.split("## What you get", 1)[1].split("```\n", 2)[1]
     store = REPO / "tests" / "data" / "readme-quick.db"
     printed = benchlab(
-        "report", "--results", str(store), env={"COLUMNS": "92", "NO_COLOR": "1"}
+        "report", "--results", str(store), env={"COLUMNS": "100", "NO_COLOR": "1"}
     ).stdout.splitlines()
     start = next(i for i, line in enumerate(printed) if line.startswith("json ·"))
     end = next(i for i in range(start, len(printed)) if not printed[i].strip())
     assert [line.rstrip() for line in printed[start:end]] == block.rstrip("\n").splitlines()
+
+
+def test_the_heat_maps_rows_are_the_rankings_order(tmp_path: Path) -> None:
+    from benchlab.report.charts import heatmap_chart
+
+    # The rows in the ranking's order (by their mean place over the points), not the
+    # recipe's; the ceiling (not ranked) last.
+    medians = {
+        "nginx-static": {"plaintext": 200_000, "json": 190_000},
+        "tornado": {"plaintext": 8_000, "json": 7_000},
+        "gin": {"plaintext": 90_000, "json": 88_000},
+        "fastapi+uvicorn": {"plaintext": 17_000, "json": 16_000},
+        "sanic": {"plaintext": 16_000, "json": 13_000},
+    }
+    summary = summarise(Store(tmp_path / "r.db"), write_run(tmp_path / "r.db", medians))
+    chart = heatmap_chart(summary)
+    assert chart is not None
+    labels = ["gin w=1", "fastapi+uvicorn w=1", "sanic w=1", "tornado w=1"]
+    where = [chart.svg.index(f">{label}<") for label in labels]
+    assert where == sorted(where), where
+    assert chart.svg.index(">nginx-static w=1") > where[-1]

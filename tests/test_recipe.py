@@ -14,6 +14,7 @@ from benchlab.recipe import (
     load_recipe,
     resolve_recipe,
 )
+from benchlab.stacks import CATALOGUE
 from tests.conftest import REPO, benchlab, write_recipe
 
 GOOD = """
@@ -56,8 +57,8 @@ duration = 1
 
 def test_good_recipe_expands_to_the_product_minus_exclusions(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, GOOD)
-    recipe, text = load_recipe(path)
-    plan = build_plan(path, recipe, text, cpu_count=2)
+    recipe, text = load_recipe(path, CATALOGUE)
+    plan = build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
     keys = {(c.stack, c.scenario, c.connections) for c in plan.cells}
     assert keys == {
         ("gin", "plaintext", 16),
@@ -73,7 +74,7 @@ def test_good_recipe_expands_to_the_product_minus_exclusions(tmp_path: Path) -> 
 
 
 def test_overrides_replace_every_profile(tmp_path: Path) -> None:
-    recipe, _ = load_recipe(write_recipe(tmp_path, GOOD))
+    recipe, _ = load_recipe(write_recipe(tmp_path, GOOD), CATALOGUE)
     changed = apply_overrides(recipe, duration=7, trials=5, connections=3, warmup=0)
     assert changed.trials == 5 and changed.warmup == 0 and recipe.warmup == 1
     assert {(p.duration, p.connections) for p in changed.load} == {(7, 3)}
@@ -83,24 +84,24 @@ def test_overrides_replace_every_profile(tmp_path: Path) -> None:
 
 def test_default_cores_split_the_machine(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, GOOD.replace("[cores]\nserver = [0]\nload = [1]\n", ""))
-    recipe, text = load_recipe(path)
-    assert build_plan(path, recipe, text, cpu_count=2).cores.server == (0,)
-    assert build_plan(path, recipe, text, cpu_count=8).cores.load == (4, 5, 6, 7)
+    recipe, text = load_recipe(path, CATALOGUE)
+    assert build_plan(path, recipe, text, CATALOGUE, cpu_count=2).cores.server == (0,)
+    assert build_plan(path, recipe, text, CATALOGUE, cpu_count=8).cores.load == (4, 5, 6, 7)
 
 
 def test_threads_never_exceed_connections(tmp_path: Path) -> None:
     path = write_recipe(
         tmp_path, GOOD.replace("connections = 64\nthreads = 2", "connections = 1\nthreads = 4")
     )
-    recipe, text = load_recipe(path)
-    plan = build_plan(path, recipe, text, cpu_count=2)
+    recipe, text = load_recipe(path, CATALOGUE)
+    plan = build_plan(path, recipe, text, CATALOGUE, cpu_count=2)
     assert all(c.threads <= c.connections for c in plan.cells)
 
 
 def test_every_shipped_recipe_loads() -> None:
     for path in sorted((REPO / "recipes").glob("*.toml")):
-        recipe, text = load_recipe(path)
-        assert build_plan(path, recipe, text, cpu_count=2).cells, path
+        recipe, text = load_recipe(path, CATALOGUE)
+        assert build_plan(path, recipe, text, CATALOGUE, cpu_count=2).cells, path
 
 
 BAD_RECIPES = [
@@ -272,8 +273,8 @@ def test_bad_recipe_message_names_file_key_and_fix(
 ) -> None:
     path = write_recipe(tmp_path, text)
     with pytest.raises(UserError) as caught:
-        recipe, text_ = load_recipe(path)
-        build_plan(path, recipe, text_, cpu_count=2)
+        recipe, text_ = load_recipe(path, CATALOGUE)
+        build_plan(path, recipe, text_, CATALOGUE, cpu_count=2)
     message = str(caught.value)
     assert str(path) in message
     assert key in message
@@ -285,7 +286,7 @@ def test_missing_recipe_file_lists_the_available_ones(tmp_path: Path) -> None:
     with pytest.raises(
         UserError, match=r"recipe file 'nope.toml' not found; give a .toml file or one of .*quick"
     ):
-        load_recipe(Path("nope.toml"))
+        load_recipe(Path("nope.toml"), CATALOGUE)
 
 
 def test_recipes_are_found_by_name_from_any_directory(
@@ -299,6 +300,7 @@ def test_recipes_are_found_by_name_from_any_directory(
     assert resolve_recipe("quick") == Path("quick")
 
 
+@pytest.mark.slow
 def test_cli_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, GOOD.replace("trials = 2", "trials = -1"))
     result = benchlab("run", str(path), "--results", str(tmp_path / "r.db"))
@@ -330,8 +332,8 @@ duration = 1
 
 def test_parameters_multiply_only_the_cells_they_apply_to(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, DB_RECIPE)
-    recipe, text = load_recipe(path)
-    cells = build_plan(path, recipe, text, cpu_count=2).cells
+    recipe, text = load_recipe(path, CATALOGUE)
+    cells = build_plan(path, recipe, text, CATALOGUE, cpu_count=2).cells
     fastapi = [c for c in cells if c.stack == "fastapi+uvicorn"]
     # per flavour: plaintext 1 + db 2 pools + db-delay 2 pools x 2 delays + sleep 1 = 8
     assert len(fastapi) == 16
@@ -359,7 +361,7 @@ def test_a_misspelt_flavour_in_a_list_is_an_error_not_dropped(tmp_path: Path) ->
     with pytest.raises(
         UserError, match=r"key 'params.flavour\[1\]': no stack .* 'asnyc' \(did you mean 'async'"
     ):
-        load_recipe(path)
+        load_recipe(path, CATALOGUE)
 
 
 def test_a_flavour_no_stack_offers_is_an_error(tmp_path: Path) -> None:
@@ -369,4 +371,4 @@ def test_a_flavour_no_stack_offers_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(
         UserError, match=r"key 'params.flavour': stack 'flask\+gunicorn' offers none of async"
     ):
-        load_recipe(path)
+        load_recipe(path, CATALOGUE)

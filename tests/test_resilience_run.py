@@ -175,6 +175,7 @@ def test_a_run_without_the_keys_checks_nothing_and_shows_no_section(tmp_path: Pa
     assert "Resilience" not in render_markdown(summarise(run.store, run.run_id))
 
 
+@pytest.mark.slow
 def test_the_checks_need_every_role_on_this_machine(tmp_path: Path) -> None:
     recipe = tmp_path / "r.toml"
     recipe.write_text(

@@ -11,8 +11,8 @@ from tests.conftest import REPO
 
 def _cells(name: str) -> list[Cell]:
     path = REPO / "recipes" / f"{name}.toml"
-    recipe, text = load_recipe(path)
-    return list(build_plan(path, recipe, text, cpu_count=2).cells)
+    recipe, text = load_recipe(path, CATALOGUE)
+    return list(build_plan(path, recipe, text, CATALOGUE, cpu_count=2).cells)
 
 
 def _pairs(cells: list[Cell]) -> set[tuple[str, str]]:
@@ -48,7 +48,7 @@ def test_seed_001_flask_vs_fastapi() -> None:
 
 def test_seed_002_ignore_benchmarks() -> None:
     path = REPO / "recipes" / "seed-002-ignore-benchmarks.toml"
-    recipe, _ = load_recipe(path)
+    recipe, _ = load_recipe(path, CATALOGUE)
     cells = _cells("seed-002-ignore-benchmarks")
     assert len(recipe.stacks) == 21 and len(cells) == 21 * 3
     frameworks = {CATALOGUE[s].framework.split()[0] for s in recipe.stacks}

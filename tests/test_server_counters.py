@@ -43,16 +43,16 @@ def _first_pass_and_search(tmp_path: Path, kind_name: str) -> dict:
         for t in WAITS
     ]
     with session.running(1):
-        session.add_cells(closed)
+        session.cells.add(closed)
         Measurer(session, MeasureOptions()).measure(closed, 1)
         for threads, found in ((4, 900.0), (16, 1200.0), (64, 1000.0)):
             search = dataclasses.replace(closed[0], server_threads=threads, mode=Mode.SLO)
-            session.add_cells([search])
-            searched = session.cell_ids[search]
+            session.cells.add([search])
+            searched = session.cells.ids[search]
             store.add_capacity(searched, CapacityRecord(0, found, found, found * 1.05, 5))
             store.add_trial(searched, held_trial(0, found, probe="search"))
             store.mark_cell(searched, "ok")
-        trials = [store.trials(session.cell_ids[c]) for c in closed]
+        trials = [store.trials(session.cells.ids[c]) for c in closed]
         report = json.loads(render_json(summarise(store, session.run_id)))
     return {"trials": trials, "report": report}
 

@@ -81,7 +81,7 @@ def test_tune_reads_the_with_services_addresses_by_their_declaration() -> None:
     assert request.services(Provides.DATABASE) == [Service.MARIADB]
     assert request.services(Provides.CACHE) == [Service.REDIS]
     dsns = {Service.MARIADB: "mysql://x"}
-    session = SimpleNamespace(service_dsn=dsns.get)
+    session = SimpleNamespace(services=SimpleNamespace(dsn=dsns.get))
     assert service_env(request, session) == {"DB": "mysql://x"}  # type: ignore[arg-type]
 
 

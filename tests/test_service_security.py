@@ -86,6 +86,7 @@ def test_mariadbd_does_not_run_as_root(run: Run) -> None:
         assert process.username() == "mysql"
 
 
+@pytest.mark.slow
 def test_no_service_process_runs_as_root(run: Run) -> None:
     if os.geteuid() != 0:
         pytest.skip("benchlab is not root here: every service runs as its user anyway")
@@ -94,6 +95,7 @@ def test_no_service_process_runs_as_root(run: Run) -> None:
             assert 0 not in process.uids(), (name, process.name())
 
 
+@pytest.mark.slow
 def test_postgres_refuses_a_connection_without_the_password(run: Run) -> None:
     port = run.service("postgresql").port
     for user in ("benchlab", "postgres"):
@@ -107,6 +109,7 @@ def test_postgres_refuses_a_connection_without_the_password(run: Run) -> None:
         assert row.fetchone() == (False,)
 
 
+@pytest.mark.slow
 def test_pgbouncer_refuses_a_connection_without_the_password(run: Run) -> None:
     bouncer = run.service("pgbouncer")
     for password in ("", "wrong"):
@@ -119,6 +122,7 @@ def test_pgbouncer_refuses_a_connection_without_the_password(run: Run) -> None:
         assert conn.execute("SELECT count(*) FROM user_basic").fetchone() == (10_000,)
 
 
+@pytest.mark.slow
 def test_the_apps_user_is_no_pgbouncer_admin(run: Run) -> None:
     bouncer = run.service("pgbouncer")
     console = bouncer.dsn.rsplit("/", 1)[0] + "/pgbouncer"
@@ -126,6 +130,7 @@ def test_the_apps_user_is_no_pgbouncer_admin(run: Run) -> None:
         psycopg.connect(console, autocommit=True, prepare_threshold=None)
 
 
+@pytest.mark.slow
 def test_mariadb_refuses_a_connection_without_the_password(run: Run) -> None:
     port = run.service("mariadb").port
     for user in ("benchlab", "root"):
@@ -152,6 +157,7 @@ def test_redis_refuses_a_connection_without_the_password(run: Run) -> None:
         assert client.config_get("appendonly") == {"appendonly": "no"}
 
 
+@pytest.mark.slow
 def test_select_into_outfile_outside_the_data_directory_fails(run: Run) -> None:
     from benchlab.services.mariadb import connect
 
@@ -169,6 +175,7 @@ def test_select_into_outfile_outside_the_data_directory_fails(run: Run) -> None:
     assert priv and Path(priv).name == "data" and local_infile == 0
 
 
+@pytest.mark.slow
 def test_select_into_outfile_fails_for_the_administrator_too(run: Run) -> None:
     """Even the socket administrator (benchlab's own OS user) cannot write outside the data."""
     import pwd
@@ -187,6 +194,7 @@ def test_select_into_outfile_fails_for_the_administrator_too(run: Run) -> None:
     assert not target.exists()
 
 
+@pytest.mark.slow
 def test_every_socket_of_the_services_is_on_loopback(run: Run) -> None:
     for name in ("postgresql", "pgbouncer", "mariadb", "redis"):
         service = run.service(name)
@@ -196,6 +204,7 @@ def test_every_socket_of_the_services_is_on_loopback(run: Run) -> None:
         assert {c.laddr.ip for c in connections} == {HOST}, (name, connections)
 
 
+@pytest.mark.slow
 def test_the_password_file_is_0600_in_a_0700_directory(run: Run) -> None:
     for side, services in (
         (run.postgres_side, ("postgresql", "pgbouncer", "redis")),
@@ -210,6 +219,7 @@ def test_the_password_file_is_0600_in_a_0700_directory(run: Run) -> None:
             assert run.service(service).password in path.read_text()
 
 
+@pytest.mark.slow
 def test_files_holding_passwords_are_root_s_and_readable_by_the_daemon_only(run: Run) -> None:
     """In root's directory, written by root, readable by the daemon's group (its user reads
     them; nobody else does); as a normal user, by that user only."""
@@ -233,6 +243,7 @@ def test_files_holding_passwords_are_root_s_and_readable_by_the_daemon_only(run:
     assert not (base / "pg" / "superuser-password").exists()
 
 
+@pytest.mark.slow
 def test_stacks_get_the_passwords_and_the_results_do_not(run: Run) -> None:
     env = run.postgres_side.stack_env()
     pg_password = run.service("postgresql").password
@@ -245,6 +256,7 @@ def test_stacks_get_the_passwords_and_the_results_do_not(run: Run) -> None:
         assert run.service(name).password not in described
 
 
+@pytest.mark.slow
 def test_the_probes_count_the_stacks_sessions_without_superuser(run: Run) -> None:
     """benchlab's session probe (role benchlab, no superuser) sees every session open on the
     database (a stack's, or pgbouncer's server link: it keeps them), and the pool probe
@@ -275,6 +287,7 @@ def _sleep_through(dsn: str) -> None:
         conn.execute("SELECT pg_sleep(1.5)")
 
 
+@pytest.mark.slow
 def test_the_mariadb_probe_counts_sessions(run: Run) -> None:
     from benchlab.services.mariadb import connect
 

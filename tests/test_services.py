@@ -88,6 +88,7 @@ def test_mariadb_holds_the_same_rows_as_postgres(workdir: Path) -> None:
     _assert_gone(registry, mariadb)
 
 
+@pytest.mark.slow
 def test_redis_answers_without_persistence_and_stops(workdir: Path) -> None:
     registry = ProcessRegistry()
     first = start_redis(registry, _own(workdir / "a"), CORES)
@@ -117,6 +118,7 @@ def test_starting_postgres_twice_in_one_process_uses_different_ports(workdir: Pa
     assert not one.process.alive() and not two.process.alive()
 
 
+@pytest.mark.slow
 def test_a_service_that_cannot_start_names_itself_its_command_and_its_log(workdir: Path) -> None:
     registry = ProcessRegistry()
     with pytest.raises(ServiceError) as caught:
@@ -131,6 +133,7 @@ def test_a_service_that_cannot_start_names_itself_its_command_and_its_log(workdi
     registry.stop_all()
 
 
+@pytest.mark.slow
 def test_nginx_proxy_forwards_to_a_stack(workdir: Path) -> None:
     import http.client
 

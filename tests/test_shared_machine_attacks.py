@@ -258,6 +258,7 @@ def test_a_dripping_server_does_not_hold_the_answer_check(drip_server: int) -> N
     assert time.monotonic() - began < 2.0
 
 
+@pytest.mark.slow
 def test_a_cached_binary_others_can_write_is_not_run(
     second: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,6 +67,7 @@ def test_harm_is_judged_in_every_round() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_wrong_mode_is_one_line() -> None:
     done = benchlab("slow-clients", "starlette+uvicorn", "--mode", "trickle")
     assert done.returncode == 2

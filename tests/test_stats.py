@@ -56,7 +56,6 @@ def test_interval_covers_the_true_median_at_least_95_percent_of_the_time() -> No
     assert covered / samples <= estimate.confidence + 0.012
 
 
-@pytest.mark.slow
 def test_ratio_interval_covers_the_true_ratio_and_says_when_it_is_significant() -> None:
     from benchlab.analysis.stats import ratio_interval
 

@@ -86,7 +86,9 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
     run_id = store.create_run(
         RunInfo("r.toml", "r", "", "", "benchlab run", None, (0,), (1,), {"cpu": "x"})
     )
-    cell_id = store.add_cell(run_id, 0, Cell("gin", "json", "siege", 8, 1, 1, 5, 1), "gin w=1")
+    cell_id = store.add_cell(
+        CellRecord.of(run_id, 0, Cell("gin", "json", "siege", 8, 1, 1, 5, 1), "gin w=1")
+    )
     _add_trial(store, cell_id, [1000, 2000])
     (trial,) = store.trials(cell_id)
     assert trial.errors_other == 3 and trial.server_cpu_s == 0.5
@@ -189,7 +191,7 @@ def test_a_cell_and_a_run_read_back_as_they_were_written(tmp_path: Path) -> None
         keepalive=False, protocol="h2",
     )  # fmt: skip
     facts = {"framework": "gin", "server": "net/http"}
-    cell_id = store.add_cell(run_id, 0, cell, "gin w=1", 64, 4, facts)
+    cell_id = store.add_cell(CellRecord.of(run_id, 0, cell, "gin w=1", 64, 4, facts))
     (back,) = store.cells(run_id)
     written = CellRecord.of(run_id, 0, cell, "gin w=1", 64, 4, facts)
     assert back == dataclasses.replace(written, id=cell_id)
@@ -247,7 +249,9 @@ def test_a_file_that_is_not_a_store_is_refused_with_a_message(tmp_path: Path) ->
 def test_a_histogram_round_trips_through_the_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "h.db")
     run_id = store.create_run(RunInfo("r.toml", "r", "", "", "b", None, (0,), (1,), {}))
-    cell_id = store.add_cell(run_id, 0, Cell("gin", "json", "vegeta", 8, 1, 1, 5, 1), "gin")
+    cell_id = store.add_cell(
+        CellRecord.of(run_id, 0, Cell("gin", "json", "vegeta", 8, 1, 1, 5, 1), "gin")
+    )
     latencies = [100 + 37 * i for i in range(5000)]
     _add_trial(store, cell_id, latencies)
     (trial,) = store.trials(cell_id)
@@ -294,8 +298,8 @@ def test_two_runs_of_one_second_drawing_the_same_id_both_get_stored(tmp_path: Pa
     info = RunInfo("p", "n", "t", "q", "c", None, (0,), (1,), {})
     same, other = uuid.UUID("abcd" + "0" * 28), uuid.UUID("beef" + "0" * 28)
     with (
-        mock.patch("benchlab.store.datetime", OneSecond),
-        mock.patch("benchlab.store.uuid.uuid4", side_effect=[same, same, other]),
+        mock.patch("benchlab.store.database.datetime", OneSecond),
+        mock.patch("benchlab.store.database.uuid.uuid4", side_effect=[same, same, other]),
     ):
         first, second = store.create_run(info), store.create_run(info)
     assert (first, second) == ("20261126-000000-abcd", "20261126-000000-beef")

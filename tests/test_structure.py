@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "benchlab"
 MOST_CLASS_LINES = 300
 MOST_FUNCTION_LINES = 80
@@ -38,6 +40,7 @@ def test_no_class_is_over_300_lines_and_no_function_over_80() -> None:
     assert not too_long, "\n".join(too_long)
 
 
+@pytest.mark.slow
 def test_each_layer_imports_only_from_below_it() -> None:
     # The contract is in pyproject.toml ([tool.importlinter]); import-linter reads every
     # import, those inside functions included, so an arrow upward cannot hide in one.

@@ -30,8 +30,10 @@ TOOLS = ["wrk", "ab", "hey", "siege", "vegeta"]
 def test_a_tool_that_waits_outside_its_requests_is_caught_and_healthy_ones_are_not(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for mode in ("stall", "sleepy", "ok"):
-        monkeypatch.setitem(CATALOGUE, mode, _misbehaving_stack(mode, mode))
+    catalogue = {
+        **CATALOGUE,
+        **{mode: _misbehaving_stack(mode, mode) for mode in ("stall", "sleepy", "ok")},
+    }
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     profiles = "".join(
         f"[[load]]\ntool = {json.dumps(t)}\nconnections = 4\nduration = 2\ntimeout = 2\n"
@@ -42,11 +44,11 @@ def test_a_tool_that_waits_outside_its_requests_is_caught_and_healthy_ones_are_n
         'name = "consistency"\nstacks = ["stall", "sleepy", "ok"]\nscenarios = ["json"]\n'
         "trials = 1\nwarmup = 0\n" + profiles,
     )
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, catalogue)
     store = Store(tmp_path / "r.db")
     reporter = LineReporter(Console(file=io.StringIO()))
     run_id = run_recipe(
-        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+        build_plan(path, recipe, text, catalogue), store, reporter, SessionOptions("test")
     ).run_id
     report = json.loads(
         benchlab("report", run_id, "--results", str(tmp_path / "r.db"), "-f", "json").stdout

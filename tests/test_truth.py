@@ -12,14 +12,16 @@ import pytest
 from rich.console import Console
 
 from benchlab.analysis.evidence import Evidence
-from benchlab.analysis.flips import Contender, flips, rankings
+from benchlab.analysis.flips import flips
 from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.ranking import Call, Entrant, Ranking, build
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import ratio_interval
 from benchlab.core import figures as F
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.progress import LineReporter
 from benchlab.runner import SessionOptions, run_recipe
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
 from tests.html_table import ReportPage
@@ -45,12 +47,16 @@ def _run(tmp_path: Path, tmp: Path, recipe_text: str, name: str = "recipe.toml")
     return results
 
 
-def _execute(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+def _execute(
+    tmp_path: Path, store: Store, recipe_text: str, name: str, stacks: dict[str, Stack]
+) -> str:
+    """The recipe run in this process, its stacks the catalogue's and the test's own."""
     path = write_recipe(tmp_path, recipe_text, name)
-    recipe, text = load_recipe(path)
+    catalogue = {**CATALOGUE, **stacks}
+    recipe, text = load_recipe(path, catalogue)
     reporter = LineReporter(Console(file=io.StringIO()))
     return run_recipe(
-        build_plan(path, recipe, text), store, reporter, SessionOptions("test")
+        build_plan(path, recipe, text, catalogue), store, reporter, SessionOptions("test")
     ).run_id
 
 
@@ -71,10 +77,22 @@ def _point(name: str) -> GridPoint:
     return GridPoint(name, "db-delay", "wrk", 64)
 
 
+def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Entrant:
+    return Entrant(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
+
+
+def _ranking(grid: list[Entrant]) -> Ranking:
+    return build(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
+
+
+def _order(ranking: Ranking, point: str) -> list[str]:
+    return [place.label for place in ranking.points[_point(point)].order]
+
+
 def test_flips_on_a_synthetic_grid() -> None:
-    def c(label: str, point: str, value: float) -> Contender:
+    def c(label: str, point: str, value: float) -> Entrant:
         factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
-        return Contender(label, _point(point), [value * f for f in factors], F.THROUGHPUT)
+        return _contender(label, point, [value * f for f in factors], F.THROUGHPUT)
 
     grid = [
         c("async", "many-sessions", 800), c("sync", "many-sessions", 150),
@@ -82,7 +100,7 @@ def test_flips_on_a_synthetic_grid() -> None:
         c("steady", "many-sessions", 100), c("steady", "few-sessions", 100),
         c("close", "many-sessions", 151), c("close", "few-sessions", 149),
     ]  # fmt: skip
-    found = {(f.a, f.b): f for f in flips(grid, EVIDENCE)}
+    found = {(f.a, f.b): f for f in flips(_ranking(grid))}
     assert ("async", "sync") in found and ("async", "steady") in found
     flip = found[("async", "sync")]
     assert [w.point for w in flip.a_wins] == [_point("many-sessions")]
@@ -90,8 +108,7 @@ def test_flips_on_a_synthetic_grid() -> None:
     assert flip.a_wins[0].ratio.value == pytest.approx(800 / 150)
     # within noise of each other everywhere: no flip between sync and close
     assert ("close", "sync") not in found
-    ranked = rankings(grid, EVIDENCE)
-    assert [p.label for p in ranked[_point("many-sessions")]][:2] == ["async", "close"]
+    assert _order(_ranking(grid), "many-sessions")[:2] == ["async", "close"]
 
 
 EVIDENCE = Evidence(min_effect_pct=5.0)
@@ -99,13 +116,12 @@ EVIDENCE = Evidence(min_effect_pct=5.0)
 
 def test_one_trial_a_side_declares_nothing_and_shows_no_interval() -> None:
     grid = [
-        Contender("a", _point("x"), [800.0], F.THROUGHPUT),
-        Contender("b", _point("x"), [150.0], F.THROUGHPUT),
-        Contender("a", _point("y"), [50.0], F.THROUGHPUT),
-        Contender("b", _point("y"), [150.0], F.THROUGHPUT),
+        _contender("a", "x", [800.0], F.THROUGHPUT), _contender("b", "x", [150.0], F.THROUGHPUT),
+        _contender("a", "y", [50.0], F.THROUGHPUT), _contender("b", "y", [150.0], F.THROUGHPUT),
     ]  # fmt: skip
-    assert flips(grid, EVIDENCE) == []
-    assert not any(p.behind for order in rankings(grid, EVIDENCE).values() for p in order)
+    ranking = _ranking(grid)
+    assert flips(ranking) == []
+    assert all(s.call is Call.TIE for p in ranking.points.values() for s in p.steps)
     judgement = EVIDENCE.judge([800.0], [150.0], F.THROUGHPUT)
     assert judgement.verdict == "tie" and "1 trial(s)" in judgement.why
     assert not judgement.ratio.has_interval
@@ -127,15 +143,17 @@ def test_a_figure_where_lower_wins_ranks_and_flips_the_other_way() -> None:
     """p99 at a fixed rate: the stack with the lower latency wins."""
     factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
     grid = [
-        Contender("a", _point("x"), [10 * f for f in factors], F.P99),
-        Contender("b", _point("x"), [30 * f for f in factors], F.P99),
-        Contender("a", _point("y"), [90 * f for f in factors], F.P99),
-        Contender("b", _point("y"), [20 * f for f in factors], F.P99),
+        _contender("a", "x", [10 * f for f in factors], F.P99),
+        _contender("b", "x", [30 * f for f in factors], F.P99),
+        _contender("a", "y", [90 * f for f in factors], F.P99),
+        _contender("b", "y", [20 * f for f in factors], F.P99),
     ]
-    assert [p.label for p in rankings(grid, EVIDENCE)[_point("x")]] == ["a", "b"]
-    (flip,) = flips(grid, EVIDENCE)
+    ranking = _ranking(grid)
+    assert _order(ranking, "x") == ["a", "b"]
+    (flip,) = flips(ranking)
     assert [w.point for w in flip.a_wins] == [_point("x")]
-    assert flip.a_wins[0].ratio.value == pytest.approx(10 / 30)
+    # a win is written as how many times better: a's p99 three times lower
+    assert flip.a_wins[0].ratio.value == pytest.approx(30 / 10)
 
 
 # --- real situations ---------------------------------------------------------------------
@@ -230,7 +248,6 @@ def test_pool_exhausted_verdict(tmp_path: Path, isolated_tmp: Path) -> None:
 def test_errors_verdict_on_a_stack_answering_500s(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "flaky", _misbehaving_stack("flaky", "flaky"))
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     store = Store(tmp_path / "r.db")
     recipe = """
@@ -243,7 +260,8 @@ def test_errors_verdict_on_a_stack_answering_500s(
         connections = 4
         duration = 1
     """
-    run_id = _execute(tmp_path, store, recipe, "errors.toml")
+    flaky = {"flaky": _misbehaving_stack("flaky", "flaky")}
+    run_id = _execute(tmp_path, store, recipe, "errors.toml", flaky)
     cells = _by(_report(tmp_path / "r.db", run_id), "stack")
     assert "errors" in cells["flaky"]["verdicts"]
     assert "non_2xx" in cells["flaky"]["verdict_sentences"]["errors"]
@@ -258,8 +276,6 @@ def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
     """Each request to `leaky` keeps 20 KB; `ok` keeps nothing. Over a 3-s trial the leaky
     server's RSS grows by about what its requests kept between the first and the last fifth
     of the trial (known from the requests it answered), and only it is flagged."""
-    monkeypatch.setitem(CATALOGUE, "leaky", _misbehaving_stack("leaky", "leaky"))
-    monkeypatch.setitem(CATALOGUE, "ok", _misbehaving_stack("ok", "ok"))
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     store = Store(tmp_path / "r.db")
     recipe = """
@@ -272,7 +288,8 @@ def test_a_stack_that_keeps_what_it_allocates_leaks_and_a_flat_one_does_not(
         connections = 4
         duration = 3
     """
-    run_id = _execute(tmp_path, store, recipe, "leaks.toml")
+    stacks = {"leaky": _misbehaving_stack("leaky", "leaky"), "ok": _misbehaving_stack("ok", "ok")}
+    run_id = _execute(tmp_path, store, recipe, "leaks.toml", stacks)
     cells = _by(_report(tmp_path / "r.db", run_id), "stack")
     leaky, ok = cells["leaky"], cells["ok"]
     assert "leaks" in leaky["verdicts"] and "leaks" not in ok["verdicts"], (leaky, ok)
@@ -337,9 +354,11 @@ def test_a_real_rank_flip_between_async_and_sync(tmp_path: Path, isolated_tmp: P
 STEADY_REFERENCE_SPREAD = 1.5
 
 
-def _steady_run(tmp_path: Path, store: Store, recipe_text: str, name: str) -> str:
+def _steady_run(
+    tmp_path: Path, store: Store, recipe_text: str, name: str, stacks: dict[str, Stack]
+) -> str:
     for attempt in range(3):
-        run_id = _execute(tmp_path, store, recipe_text, f"{attempt}-{name}")
+        run_id = _execute(tmp_path, store, recipe_text, f"{attempt}-{name}", stacks)
         cells = _report(store.path, run_id)["cells"]
         reference = next(c for c in cells if c["stack"] == "nginx-static")["throughput_rps"]
         if reference["high"] <= STEADY_REFERENCE_SPREAD * reference["low"]:
@@ -364,7 +383,7 @@ def _moved_alike(cells: list[dict]) -> bool:
 def test_compare_same_recipe_twice_and_a_slowed_stack(
     tmp_path: Path, isolated_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "slow"))
+    tunable = {"tunable": _misbehaving_stack("tunable", "slow")}
     monkeypatch.setenv("TMPDIR", str(isolated_tmp))
     results = tmp_path / "r.db"
     store = Store(results)
@@ -386,13 +405,13 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     # in about fifteen suites: nginx-static 1.32x faster in the second run, the Python stack
     # at most 1.13x) is measured again, at most twice more.
     for attempt in range(3):
-        first = _steady_run(tmp_path, store, recipe, f"a{attempt}.toml")
-        second = _steady_run(tmp_path, store, recipe, f"b{attempt}.toml")
+        first = _steady_run(tmp_path, store, recipe, f"a{attempt}.toml", tunable)
+        second = _steady_run(tmp_path, store, recipe, f"b{attempt}.toml", tunable)
         drift = _compared(results, first, second)
         if _moved_alike(drift["cells"]):
             break
     monkeypatch.setenv("BENCHLAB_SLOW_MS", "2")
-    slowed = _steady_run(tmp_path, store, recipe, "c.toml")
+    slowed = _steady_run(tmp_path, store, recipe, "c.toml", tunable)
     reference = next(c for c in drift["cells"] if c["stack"].startswith("nginx-static"))
     # (--fail-above takes at most 100; past 90 % of drift the machine compares nothing.)
     allowance = min(90.0, 10 + max(0.0, 100 * (1 - reference["ratio"]["low"])))
@@ -411,8 +430,8 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
         worse.stdout
     )
     # A stack that no longer starts is the worst regression, not a cell to skip.
-    monkeypatch.setitem(CATALOGUE, "tunable", _misbehaving_stack("tunable", "crash"))
-    broken = _execute(tmp_path, store, recipe, "d.toml")
+    crashing = {"tunable": _misbehaving_stack("tunable", "crash")}
+    broken = _execute(tmp_path, store, recipe, "d.toml", crashing)
     gone = benchlab("compare", first, broken, "--results", str(results), "--fail-above", "10")
     assert gone.returncode == 1, gone.stdout
     assert "failed in B" in gone.stdout and "FAIL" in gone.stdout

@@ -53,6 +53,7 @@ def _shell_reads(shell: str, line: str, name: str, tmp: Path) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, database=None)
 @given(line=LINES)
 def test_an_env_file_line_is_read_as_the_shell_reads_it_or_refused(line: str) -> None:
@@ -136,6 +137,7 @@ def _command_lines(root: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_printed_command_replayed_gets_the_values_from_its_environment(
     isolated_tmp: Path,
 ) -> None:
@@ -161,6 +163,7 @@ def test_the_printed_command_replayed_gets_the_values_from_its_environment(
         registry.stop_all()
 
 
+@pytest.mark.slow
 def test_the_setup_command_is_not_on_a_command_line(isolated_tmp: Path) -> None:
     info = _info(isolated_tmp, "s3cr3t-of-the-env", "s3cr3t-of-the-file")
     marker = "setup-s3cr3t-marker"

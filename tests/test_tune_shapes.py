@@ -282,6 +282,7 @@ def test_an_app_that_needs_its_env_file_gets_it_and_so_does_the_deploy_command(
     assert served_by(command, tmp_path, "/") == "hello from the env file (quiet)"
 
 
+@pytest.mark.slow
 def test_an_import_that_fails_inside_a_library_shows_the_librarys_real_message(
     tmp_path: Path,
 ) -> None:
@@ -307,6 +308,7 @@ def test_an_import_that_fails_inside_a_library_shows_the_librarys_real_message(
     assert "The above exception was the direct cause" in verbose.stderr
 
 
+@pytest.mark.slow
 def test_a_factory_a_server_cannot_call_with_arguments_is_skipped_with_the_reason(
     tmp_path: Path,
 ) -> None:

@@ -63,6 +63,7 @@ def test_nothing_listening_is_a_reason_not_a_crash() -> None:
     assert problem is not None and "failed" in problem
 
 
+@pytest.mark.slow
 def test_nginx_static_honours_the_contract(tmp_path: Path) -> None:
     with running_stack("nginx-static", tmp_path) as (_, port):
         assert verify(HOST, port, [PLAINTEXT, JSON]) is None

@@ -87,7 +87,7 @@ def test_a_websocket_scenario_needs_the_websocket_tool_and_it_nothing_else(
     tool: str, scenarios: list[str], said: str
 ) -> None:
     with pytest.raises(UserError, match=said):
-        check_names(Path("w.toml"), _recipe(tool, scenarios))
+        check_names(Path("w.toml"), _recipe(tool, scenarios), CATALOGUE)
 
 
 def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> None:

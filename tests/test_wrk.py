@@ -28,6 +28,7 @@ def _request(port: int, path: str, connections: int = 8) -> LoadRequest:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.alone
 def test_wrk_against_nginx_gives_a_complete_result(tmp_path: Path) -> None:
     registry = ProcessRegistry()
@@ -48,6 +49,7 @@ def test_wrk_against_nginx_gives_a_complete_result(tmp_path: Path) -> None:
     assert result.load_cpu_pct is not None and 1 < result.load_cpu_pct < 150
 
 
+@pytest.mark.slow
 @pytest.mark.alone
 def test_non_2xx_responses_are_counted_as_errors(tmp_path: Path) -> None:
     registry = ProcessRegistry()
@@ -60,6 +62,7 @@ def test_non_2xx_responses_are_counted_as_errors(tmp_path: Path) -> None:
 
 # It starts wrk, if only for an instant: the watch of tests sharing the machine sees it
 # there once in a few runs (tests/alone.py).
+@pytest.mark.slow
 @pytest.mark.alone
 def test_nothing_listening_is_a_clear_load_tool_error(tmp_path: Path) -> None:
     with scripted_server({}) as port:

@@ -18,9 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from benchlab.analysis.ranking_decisions import rounds_to_decide
 from benchlab.analysis.samples import paired
-from benchlab.analysis.sequential import ALPHA, Decision, decide_pair
+from benchlab.analysis.sequential import ALPHA, Decision, decide_pair, rounds_to_decide
 from benchlab.analysis.stats import RATIO_METHOD, Ratio, paired_ratio_interval, ratio_interval
 from benchlab.core.figures import Figure
 
@@ -41,9 +40,10 @@ class Judgement:
     verdict: str  # "a" (a is better), "b", "tie", "none" (nothing to compare)
     ratio: Ratio | None  # a / b
     why: str  # for a tie: the reason there is no winner
-    # A run that stopped on its data before this pair was decided: what would decide it
-    # (the pair is reported undecided, not tied).
-    pending: str | None = None
+    # A run that stops on its data has not decided this pair yet (it is reported undecided,
+    # not tied): more rounds measured together would decide it.
+    undecided: bool = False
+    more_rounds: int | None = None  # how many more it is expected to need; None: out of reach
 
     @property
     def decided(self) -> bool:
@@ -137,8 +137,8 @@ class Evidence:
         return Judgement("a" if figure.wins(ratio.value) else "b", ratio, "")
 
     def _sequential(self, pairs: list[tuple[float, float]], figure: Figure) -> Judgement:
-        if not pairs:
-            return Judgement("none", None, "nothing to compare")
+        if not pairs:  # never measured in one round: rounds that measure both would decide it
+            return Judgement("none", None, "no round measured both", undecided=True)
         first, second = [a for a, _ in pairs], [b for _, b in pairs]
         found = decide_pair(first, second, self.min_effect_pct)
         ratio = Ratio(found.ratio, found.low, found.high, 1 - ALPHA, found.rounds)
@@ -148,12 +148,8 @@ class Evidence:
             more = rounds_to_decide(
                 [math.log(x / y) for x, y in pairs if x > 0 and y > 0], self.min_effect_pct
             )
-            need = (
-                f"about {more} more round(s) would decide it"
-                if more
-                else "more rounds than a run would spend would decide it, at this noise"
-            )
             return Judgement(
-                "tie", ratio, f"undecided after {found.rounds} rounds: {need}", pending=need
-            )
+                "tie", ratio, f"undecided after {found.rounds} rounds", undecided=True,
+                more_rounds=None if more is None else max(1, more),
+            )  # fmt: skip
         return self.by_effect(ratio, figure)

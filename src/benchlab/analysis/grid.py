@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 from benchlab.core.modes import Mode
 from benchlab.http.scenarios import SCENARIOS
-from benchlab.recipe import Cell
+from benchlab.store import CellRecord
 
 
 @dataclass(frozen=True)
@@ -44,45 +44,31 @@ class GridPoint:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def grid_point(
-    *,
-    name: str | None,
-    scenario: str,
-    tool: str,
-    connections: int,
-    ms: int | None,
-    mode: Mode,
-    rate_text: str,
-    pool: int | None,
-    keepalive: bool,
-    protocol: str,
-) -> GridPoint:
-    """The point a cell is ranked at, from what the cell says of its load (a planned cell
-    and a stored one alike); `pool` only when the recipe sweeps the pool size (then no stack
-    has a pool of its own: the recipe checks)."""
+def rate_text(record: CellRecord) -> str:
+    """A rate cell's load in words: its share of its own closed-loop figure ("60%"), or the
+    rate asked for ("2,000/s"); empty for a closed loop."""
+    if record.rate_share is not None:
+        return f"{record.rate_share:g}%"
+    return "" if record.target_rate is None else f"{record.target_rate:,.0f}/s"
+
+
+def point_of(record: CellRecord, pool_swept: bool) -> GridPoint:
+    """The point a cell is ranked at, from what its record says of its load: the runner's
+    adaptive rounds and every report read the same; `pool_swept`: the recipe sweeps the pool
+    size (then no stack has a pool of its own: the recipe checks)."""
+    scenario = record.scenario
     return GridPoint(
-        name=name,
+        name=record.point,
         scenario=scenario,
-        tool=tool,
-        connections=connections,
-        param=SCENARIOS[scenario].param_text(ms) if scenario in SCENARIOS else "",
-        mode=mode,
-        rate=rate_text if mode == Mode.RATE else "",
-        pool=pool,
-        keepalive=keepalive,
-        protocol=protocol,
+        tool=record.tool,
+        connections=record.connections,
+        param=SCENARIOS[scenario].param_text(record.ms) if scenario in SCENARIOS else "",
+        mode=record.mode,
+        rate=rate_text(record) if record.mode == Mode.RATE else "",
+        pool=record.pool_size if pool_swept else None,
+        keepalive=record.keepalive,
+        protocol=record.protocol,
     )
-
-
-def cell_point(cell: Cell, pool_swept: bool) -> GridPoint:
-    """The grid point of a planned cell: the runner's adaptive rounds decide the same
-    pairs the report ranks."""
-    return grid_point(
-        name=cell.point, scenario=cell.scenario, tool=cell.tool, connections=cell.connections,
-        ms=cell.ms, mode=cell.mode, rate_text=cell.rate_text,
-        pool=cell.pool_size if pool_swept else None, keepalive=cell.keepalive,
-        protocol=cell.protocol,
-    )  # fmt: skip
 
 
 def short_labels(points: Sequence[GridPoint]) -> list[str]:

@@ -10,7 +10,10 @@ from typing import Any
 
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.evidence import Evidence, RatioMethod
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.recipe import Recipe, sentinel_of
+from benchlab.store import RunRecord
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
 
@@ -34,11 +37,31 @@ class RunOptions:
     aa: bool = False  # the sentinel was measured twice (its second launch: copy 2)
 
     @property
+    def practical_threshold_pct(self) -> float:
+        """The smallest effect called a difference: `min_effect_pct` (0 is a value: every
+        separated pair is a difference, and no tie is decided), else the target."""
+        if self.min_effect_pct is not None:
+            return self.min_effect_pct
+        return self.target_half_width_pct
+
+    @property
     def evidence(self) -> Evidence:
-        return Evidence(
-            self.min_effect_pct or self.target_half_width_pct,
-            method=RatioMethod(self.ratio_method),
-        )
+        return Evidence(self.practical_threshold_pct, method=RatioMethod(self.ratio_method))
+
+    def figure_for(self, mode: Mode) -> F.Figure:
+        """What a cell of `mode` is ranked by: the recipe's `rank_by`, else its mode's figure
+        (the runner's adaptive rounds and every report alike)."""
+        return F.rank_figure(mode, self.rank_by)
+
+    def run_figure(self, modes: list[Mode]) -> F.Figure:
+        """What the run's cells are ranked by, in one figure (a chart has one scale): the
+        recipe's choice, else what most cells measure (a tie goes to the search, then the
+        fixed rate: what the run went on to measure)."""
+        if self.rank_by:
+            return F.FIGURES[self.rank_by]
+        modes = modes or [Mode.CLOSED]
+        order = list(Mode)
+        return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -60,6 +83,13 @@ class RunOptions:
             sentinel=sentinel_of(recipe),
             aa=recipe.aa,
         )
+
+    @classmethod
+    def of_run(cls, run: RunRecord) -> RunOptions:
+        """A stored run's options; a run stored before they were: read from its recipe."""
+        if run.options is not None:
+            return cls.from_json(run.options)
+        return cls.from_recipe_text(run.recipe_text)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:

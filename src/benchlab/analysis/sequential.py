@@ -20,11 +20,15 @@ running intersection over n is still a confidence sequence.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 ALPHA = 0.05
+# Beyond this many more rounds a pair is called out of reach (the report says so) rather than
+# given a number no run would spend.
+MAX_ROUNDS_AHEAD = 200
 # The prior's variance of the standardised effect (effect ÷ a round's noise). Effects
 # between web stacks are large in these units (2× apart under ~10 % noise a round: about 7),
 # and a run under --budget has few rounds: g = 8 lets an effect of 3.3 noise-sds be decided
@@ -119,3 +123,23 @@ def decide_pair(
         rounds=len(logs),
         decision=decision,
     )
+
+
+def rounds_to_decide(
+    logs: Sequence[float], min_effect_pct: float, alpha: float = ALPHA
+) -> int | None:
+    """How many more paired rounds a pair is expected to need if its log-ratios go on as they
+    have (their mean and spread so far): the first n at which the sequence's interval
+    would exclude 0 or lie inside ± the threshold. 0 when it is decided already; None when
+    not within MAX_ROUNDS_AHEAD or with too few rounds to tell."""
+    n = len(logs)
+    if n < 2:
+        return None
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    threshold = math.log1p(min_effect_pct / 100.0)
+    for more in range(MAX_ROUNDS_AHEAD + 1):
+        total = n + more
+        low, high = t_interval(total, mean, sd * sd * (total - 1), alpha)
+        if low > 0 or high < 0 or (-threshold < low and high < threshold):
+            return more
+    return None

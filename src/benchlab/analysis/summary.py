@@ -10,6 +10,7 @@ cost at that rate), while every probe of the search draws the latency–throughp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 from collections.abc import Sequence
@@ -20,8 +21,9 @@ from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod, effect_pct
-from benchlab.analysis.flips import Contender, Flip, Placed, flips, rankings
-from benchlab.analysis.grid import GridPoint, grid_point
+from benchlab.analysis.flips import Flip, flips
+from benchlab.analysis.grid import GridPoint, point_of, rate_text
+from benchlab.analysis.ranking import Call, Ranking, build, entrant
 from benchlab.analysis.relative import (
     CEILING_STACK,
     Comparable,
@@ -34,7 +36,6 @@ from benchlab.analysis.samples import per_round_ratios
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import (
     CLIENT_SATURATED,
-    UNRANKED,
     UNSTABLE,
     Setting,
     Side,
@@ -50,6 +51,7 @@ from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
+    CELL_SHOWN,
     ERROR_KINDS,
     CapacityRecord,
     CellRecord,
@@ -59,6 +61,7 @@ from benchlab.store import (
     Store,
     TrialRecord,
 )
+from benchlab.store.records import plain
 
 
 @dataclass(frozen=True)
@@ -180,28 +183,24 @@ class CellSummary:
     # The run's sentinel (either launch): a reference measured in every round, not ranked.
     is_sentinel: bool = False
 
-    # --- the stored cell's identity and settings ---
+    # --- the stored cell's identity and settings: its record's shown fields, by the names
+    # every report shows them by (store/records.py, CELL_SHOWN: cell.stack, cell.point,
+    # cell.rate_share_pct, ...) ---
 
-    @property
-    def key(self) -> str:
-        return self.stored.key
+    def __getattr__(self, name: str) -> Any:
+        field = _SHOWN_FIELD.get(name)
+        if field is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return getattr(self.stored, field)
+
+    def shown(self) -> dict[str, Any]:
+        """The record's shown fields under their shown names (JSON's and CSV's)."""
+        return {name: plain(getattr(self.stored, field)) for field, name in CELL_SHOWN.items()}
 
     @property
     def is_aa_copy(self) -> bool:
         """The sentinel's second launch: its figure measures the run's noise, not a stack."""
         return self.stored.copy != 1
-
-    @property
-    def ranked(self) -> bool:
-        """Whether the cell is in its grid point's ranking: not the sentinel (a reference)
-        nor its A/A copy (the noise), nor a cell a verdict keeps out (nonconformant)."""
-        return not self.is_sentinel and not any(v.name in UNRANKED for v in self.verdicts)
-
-    @property
-    def contender(self) -> bool:
-        """Whether the cell competes in what the report says of its ranking: ranked, and not
-        the ceiling (the load tool's limit)."""
-        return self.ranked and self.stack != CEILING_STACK
 
     @property
     def conformance(self) -> dict[str, list[str]] | None:
@@ -214,90 +213,6 @@ class CellSummary:
     @property
     def slow_clients(self) -> SlowClients | NotChecked | None:
         return slow_client_check(self.facts)
-
-    @property
-    def stack(self) -> str:
-        return self.stored.stack
-
-    @property
-    def stack_label(self) -> str:
-        return self.stored.stack_label
-
-    @property
-    def scenario(self) -> str:
-        return self.stored.scenario
-
-    @property
-    def tool(self) -> str:
-        return self.stored.tool
-
-    @property
-    def connections(self) -> int:
-        return self.stored.connections
-
-    @property
-    def threads(self) -> int:
-        return self.stored.threads
-
-    @property
-    def duration_s(self) -> float:
-        return self.stored.duration_s
-
-    @property
-    def workers(self) -> int:
-        return self.stored.workers
-
-    @property
-    def flavour(self) -> str | None:
-        return self.stored.flavour
-
-    @property
-    def pool_size(self) -> int | None:
-        return self.stored.pool_size
-
-    @property
-    def ms(self) -> int | None:
-        return self.stored.ms
-
-    @property
-    def reason(self) -> str | None:
-        return self.stored.reason
-
-    @property
-    def mode(self) -> Mode:
-        return self.stored.mode
-
-    @property
-    def server_threads(self) -> int | None:
-        return self.stored.server_threads
-
-    @property
-    def concurrency_limit(self) -> int | None:
-        return self.stored.concurrency_limit
-
-    @property
-    def db_pool_limit(self) -> int | None:
-        return self.stored.db_pool_limit
-
-    @property
-    def rate_share(self) -> float | None:
-        return self.stored.rate_share
-
-    @property
-    def keepalive(self) -> bool:
-        return self.stored.keepalive
-
-    @property
-    def protocol(self) -> str:
-        return self.stored.protocol
-
-    @property
-    def negotiated(self) -> str | None:
-        return self.stored.negotiated
-
-    @property
-    def point_name(self) -> str | None:
-        return self.stored.point
 
     @property
     def unbracketed(self) -> int:
@@ -337,32 +252,11 @@ class CellSummary:
 
     @property
     def rate_text(self) -> str:
-        if self.rate_share is not None:
-            return f"{self.rate_share:g}%"
-        target = self.value(F.TARGET_RATE)
-        return "" if target is None else f"{target:,.0f}/s"
+        return rate_text(self.stored)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "key": self.key,
-            "stack": self.stack,
-            "stack_label": self.stack_label,
-            "scenario": self.scenario,
-            "tool": self.tool,
-            "mode": self.mode,
-            "connections": self.connections,
-            "threads": self.threads,
-            "duration_s": self.duration_s,
-            "workers": self.workers,
-            "server_threads": self.server_threads,
-            "flavour": self.flavour,
-            "pool_size": self.pool_size,
-            "ms": self.ms,
-            "point": self.point_name,
-            "rate_share_pct": self.rate_share,
-            "keepalive": self.keepalive,
-            "protocol": self.protocol,
-            "negotiated": self.negotiated,
+            **self.shown(),
             "sentinel": self.is_sentinel,
             "aa_copy": self.is_aa_copy,
             "mix": [m.to_json() for m in self.mix] or None,
@@ -388,12 +282,9 @@ class CellSummary:
                 "curve": [dataclasses.asdict(p) for p in self.curve],
                 "cpu_source": self.cpu_source,
                 "facts": self.facts,
-                "concurrency_limit": self.concurrency_limit,
-                "db_pool_limit": self.db_pool_limit,
                 "verdicts": [v.name for v in self.verdicts],
                 "verdict_sentences": {v.name: v.sentence for v in self.verdicts},
                 "status": self.status,
-                "reason": self.reason,
                 "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
                 "replicates": [dataclasses.asdict(r) for r in self.replicates],
             }
@@ -401,6 +292,10 @@ class CellSummary:
         if self.trial_records:
             data["trial_values"] = [trial.to_json() for trial in self.trial_records]
         return data
+
+
+# A shown name -> the record's field it reads (CellSummary.__getattr__).
+_SHOWN_FIELD = {name: field for field, name in CELL_SHOWN.items()}
 
 
 def _figure_json(value: FigureValue) -> Any:
@@ -421,20 +316,34 @@ def _figure_json(value: FigureValue) -> Any:
 class RunSummary:
     run: RunRecord
     cells: list[CellSummary]
+    ranking: Ranking
     options: RunOptions = field(default_factory=RunOptions)
     flips: list[Flip] = field(default_factory=list)
-    rankings: dict[GridPoint, list[Placed]] = field(default_factory=dict)
     recipe_text: str = ""
-    ranked_by: F.Figure = F.THROUGHPUT
     # Cells measured by several tools (article 001): whether the tools agree, or which is off.
     tool_agreement: list[str] = field(default_factory=list)
     # What TLS and HTTP/2 cost each stack: its throughput over each, ÷ over plain HTTP/1.1.
     protocol_costs: list[ProtocolCost] = field(default_factory=list)
     hosts: list[HostRecord] = field(default_factory=list)  # what ran where ([hosts])
 
-    def figure_at(self, point: GridPoint) -> F.Figure:
-        """What the cells at a point are ranked by (the runner's rule too)."""
-        return F.rank_figure(point.mode, self.options.rank_by)
+    @property
+    def ranked_by(self) -> F.Figure:
+        """What the run's cells are ranked by, in one figure (the ranking's)."""
+        return self.ranking.figure
+
+    def cell(self, key: str) -> CellSummary:
+        """The run's cell of this key."""
+        return self._by_key[key]
+
+    def cells_at(self, point: GridPoint) -> list[CellSummary]:
+        """Every cell at a grid point, best first as the ranking shows them (the unmeasured
+        last)."""
+        found = self.ranking.at(point)
+        return [self.cell(key) for key in found.cells] if found is not None else []
+
+    @functools.cached_property
+    def _by_key(self) -> dict[str, CellSummary]:
+        return {c.key: c for c in self.cells}
 
     @property
     def baseline(self) -> str | None:
@@ -507,20 +416,7 @@ class RunSummary:
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
             "cells": [c.to_json() for c in self.cells],
-            "rankings": [
-                {
-                    "point": point.as_json(),
-                    "ranking": [
-                        {
-                            "stack": p.label,
-                            self.figure_at(point).key: p.value,
-                            "tied_with_previous": i > 0 and not p.behind,
-                        }
-                        for i, p in enumerate(order)
-                    ],
-                }
-                for point, order in self.rankings.items()
-            ],
+            "rankings": [p.as_json() for p in self.ranking.points.values() if p.order],
             "rank_flips": [
                 {
                     "a": f.a,
@@ -635,7 +531,7 @@ def _summarise_cell(
         curve=_curve(all_trials, options.slo),
         latency_source=combined.latency.source if trials else "",
         cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
-        ranked_by=F.rank_figure(mode, options.rank_by),
+        ranked_by=options.figure_for(mode),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
         mix=_mix_figures(cell.scenario, trials),
@@ -689,67 +585,56 @@ def _analyse(
     return verdicts(cell, setting)
 
 
-def _options(run: RunRecord) -> RunOptions:
-    if run.options is not None:
-        return RunOptions.from_json(run.options)
-    return RunOptions.from_recipe_text(run.recipe_text)
-
-
 def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> RunSummary:
     """A stored run's summary; `with_trials`: each cell keeps its trials as stored too."""
     record = store.run(run_id)
-    options = _options(record)
-    cells = []
+    options = RunOptions.of_run(record)
+    cells, entrants = [], []
     for cell in store.cells(record.id):
-        trials = store.trials(cell.id)
-        summary = _summarise_cell(cell, trials, store.capacities(cell.id), options)
+        trials, capacities = store.trials(cell.id), store.capacities(cell.id)
+        summary = _summarise_cell(cell, trials, capacities, options)
         shares = host_shares(store.load_shares(cell.id))
         summary = dataclasses.replace(
-            summary, grid=_grid_point(summary, options),
+            summary, grid=point_of(cell, options.pool_swept),
             load_hosts=shares if len(shares) > 1 else (),
             trial_records=tuple(trials) if with_trials else (),
         )  # fmt: skip
         found = _analyse(summary, record, options, _trend(trials))
         summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
         cells.append(summary)
-    ranked_by = _run_figure(cells, options)
+        entrants.append(entrant(cell, trials, capacities, options))
+    ranking = build(entrants, options)
     cells = _relative(cells, options.baseline)
     cells = _to_sentinel(cells, options.sentinel)
-    contenders = [
-        Contender(c.stack_label, c.grid, c.samples.get(c.ranked_by.key, ()), c.ranked_by)
-        for c in cells
-        if c.grid is not None and c.ranked
-    ]
-    ranked = rankings(contenders, options.evidence)
     return RunSummary(
         run=record,
-        cells=_unflag_decided(cells, ranked),
+        cells=_unflag_decided(cells, ranking),
+        ranking=ranking,
         options=options,
-        flips=flips(contenders, options.evidence),
-        rankings=ranked,
+        flips=flips(ranking),
         recipe_text=record.recipe_text,
-        ranked_by=ranked_by,
         tool_agreement=tool_agreement(cells),
         protocol_costs=protocol_costs(cells),
         hosts=store.hosts(record.id),
     )
 
 
-def _unflag_decided(
-    cells: list[CellSummary], ranked: dict[GridPoint, list[Placed]]
-) -> list[CellSummary]:
-    """`unstable` only where it changes what a reader may conclude: a cell whose place is
-    decided against each neighbour in its ranking (an interval wider than the target, yet
-    clear of theirs) is not flagged; its interval is still shown (docs/verdicts.md)."""
-    decided: set[tuple[GridPoint, str]] = set()
-    for point, order in ranked.items():
-        for i, placed in enumerate(order):
-            after = order[i + 1].behind if i + 1 < len(order) else True
-            if (placed.behind or i == 0) and after and len(order) > 1:
-                decided.add((point, placed.label))
+def _unflag_decided(cells: list[CellSummary], ranking: Ranking) -> list[CellSummary]:
+    """`unstable` only where it changes what a reader may conclude: a cell ahead of the one
+    after it and behind the one before it in its ranking (an interval wider than the target,
+    yet clear of theirs) is not flagged; its interval is still shown (docs/verdicts.md)."""
+    decided: set[str] = set()
+    for point in ranking.points.values():
+        calls = [Call.AHEAD, *(step.call for step in point.steps), Call.AHEAD]
+        if len(point.order) > 1:
+            decided |= {
+                place.key
+                for i, place in enumerate(point.order)
+                if calls[i] is Call.AHEAD and calls[i + 1] is Call.AHEAD
+            }
     return [
         dataclasses.replace(c, verdicts=[v for v in c.verdicts if v.name != UNSTABLE.name])
-        if c.grid is not None and (c.grid, c.stack_label) in decided
+        if c.key in decided
         else c
         for c in cells
     ]
@@ -868,16 +753,6 @@ def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
     return (first.median if first else None, last.median if last else None)
 
 
-def _run_figure(cells: list[CellSummary], options: RunOptions) -> F.Figure:
-    """What the run's cells are ranked by: the recipe's choice, else what most cells measure
-    (a tie goes to the search, then the fixed rate: what the run went on to measure)."""
-    if options.rank_by:
-        return F.FIGURES[options.rank_by]
-    modes = [c.mode for c in cells] or [Mode.CLOSED]
-    order = list(Mode)
-    return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
-
-
 def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummary]:
     ranked = [Comparable(c.stack, c.grid, c.samples.get(c.ranked_by.key, ())) for c in cells]
     throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
@@ -888,11 +763,11 @@ def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummar
     ]  # fmt: skip
     ceilings = reference_cells(usable, CEILING_STACK)
     out = []
-    for cell, view, plain in zip(cells, ranked, throughput, strict=True):
+    for cell, view, own in zip(cells, ranked, throughput, strict=True):
         figures = dict(cell.figures)
         figures[F.RELATIVE.key] = relative_to(view, baselines)
         if cell.stack != CEILING_STACK and cell.mode == Mode.CLOSED:
-            figures[F.CEILING.key] = relative_to(plain, ceilings)
+            figures[F.CEILING.key] = relative_to(own, ceilings)
         out.append(dataclasses.replace(cell, figures=figures))
     return out
 
@@ -925,12 +800,3 @@ def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSum
             )
         )
     return out
-
-
-def _grid_point(cell: CellSummary, options: RunOptions) -> GridPoint:
-    return grid_point(
-        name=cell.point_name, scenario=cell.scenario, tool=cell.tool,
-        connections=cell.connections, ms=cell.ms, mode=cell.mode, rate_text=cell.rate_text,
-        pool=cell.pool_size if options.pool_swept else None, keepalive=cell.keepalive,
-        protocol=cell.protocol,
-    )  # fmt: skip

@@ -27,7 +27,7 @@ def recipes(
     from benchlab.recipe.files import bundled_recipes
 
     where = formats.destination(fmt, output, formats.RECIPES)
-    found = [(path.stem, load_recipe(path)[0]) for path in bundled_recipes()]
+    found = [(path.stem, load_recipe(path, CATALOGUE)[0]) for path in bundled_recipes()]
     if where.format == "json":
         from benchlab.report.json_formats import RECIPES
 

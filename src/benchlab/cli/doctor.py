@@ -13,6 +13,7 @@ from rich.markup import escape
 from benchlab.cli import formats
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import build_plan, load_recipe
+from benchlab.stacks import CATALOGUE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,7 +125,7 @@ def _print_check(out: Console, check: Check, required: bool, width: int) -> None
 
 
 def _hosts_plan(path: Path) -> Plan:
-    recipe, text = load_recipe(path)
+    recipe, text = load_recipe(path, CATALOGUE)
     if not recipe.hosts:
         raise UserError(f"--hosts {path}: the recipe has no [hosts]; every role runs here")
-    return build_plan(path, recipe, text)
+    return build_plan(path, recipe, text, CATALOGUE)

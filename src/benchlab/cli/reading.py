@@ -14,13 +14,36 @@ from benchlab.cli.options import ResultsOption, RunArgument, store_from_environm
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
+from benchlab.stacks import CATALOGUE
 from benchlab.store import DEFAULT_RESULTS, Store
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from benchlab.analysis.history import History
     from benchlab.cli.formats import Destination
     from benchlab.report.comparison import Comparison
+
+
+def history_of(stores: list[Path], recipe: str) -> History:
+    """The history of `recipe` from every store: its finished runs, oldest first (by their
+    start, then in the order a store holds them: starts are stored to the second), each once."""
+    from benchlab.analysis.history import FINISHED, history
+    from benchlab.analysis.summary import RunSummary, summarise
+
+    found: dict[str, tuple[tuple[str, int, int], RunSummary]] = {}
+    for store_index, path in enumerate(stores):
+        store = Store(path, create=False)
+        for position, run in enumerate(reversed(store.runs())):
+            if run.recipe_name == recipe and run.status in FINISHED and run.id not in found:
+                found[run.id] = ((run.started_at, store_index, position), summarise(store, run.id))
+    if not found:
+        shown = ", ".join(str(p) for p in stores)
+        raise UserError(
+            f"--results {shown}: no finished run of recipe '{recipe}'; "
+            "`benchlab runs` lists the runs a store holds"
+        )
+    return history(recipe, [summary for _, summary in sorted(found.values(), key=lambda f: f[0])])
 
 
 def report(
@@ -148,8 +171,8 @@ def history(
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
-        recipe = load_recipe(Path(recipe))[0].name
-    found = report.build_history(results or [store_from_environment()], recipe)
+        recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
+    found = history_of(results or [store_from_environment()], recipe)
     if where.format == "html":
         from benchlab.report.history_html import render_history_html
 

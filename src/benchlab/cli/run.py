@@ -167,17 +167,17 @@ def run(
         )
         run_id = None
     budget_min = None if deadline_s is None else deadline_s / 60
-    runnable = [c for c in plan.cells if CATALOGUE[c.stack].availability().ok]
+    runnable = [c for c in plan.cells if plan.catalogue[c.stack].availability().ok]
     costs = Costs.load()
     # The plan is a dry run's answer (stdout); before a run, it is progress (stderr).
     shown = console if dry_run else progress
-    for line in plan_lines(runnable, plan.recipe, costs, budget_min):
+    for line in plan_lines(runnable, plan.recipe, plan.catalogue, costs, budget_min):
         shown.print(line, markup=False, highlight=False)
-    for line in unserved(plan.recipe):
+    for line in unserved(plan.recipe, plan.catalogue):
         shown.print(line, markup=False, highlight=False)
     if dry_run:
         return
-    confirm_long(plan_seconds(runnable, plan.recipe, costs, budget_min), yes)
+    confirm_long(plan_seconds(runnable, plan.recipe, plan.catalogue, costs, budget_min), yes)
     check_ready(plan)
     page = html_page(html, results, plan)
     shared = claim(allow_concurrent)
@@ -199,14 +199,14 @@ def _planned(
 ) -> tuple[Plan, float | None]:  # fmt: skip
     """The recipe's plan with the command line's overrides, and its deadline (--budget)."""
     recipe = resolve_recipe(recipe_name)
-    loaded, text = load_recipe(recipe)
+    loaded, text = load_recipe(recipe, CATALOGUE)
     loaded = apply_overrides(
         loaded, duration=duration, trials=trials, connections=connections, warmup=warmup,
         points=point, path=recipe,
     )  # fmt: skip
     if budget is not None:
         loaded = _budgeted(loaded, trials_given=trials is not None)
-    plan = build_plan(recipe, loaded, text)
+    plan = build_plan(recipe, loaded, text, CATALOGUE)
     if not plan.cells:
         raise UserError(f"{recipe}: the matrix is empty: every cell is excluded; check 'exclude'")
     return plan, None if budget is None else budget * 60
@@ -222,7 +222,7 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
     for stale in clean_stale():
         progress.print(f"cleaned up after {stale.describe()}", markup=False, highlight=False)
     store = Store(results, create=False)
-    found = resumable(store, wanted)
+    found = resumable(store, wanted, CATALOGUE)
     kept = sum(len(store.trials(cell.id)) for cell in store.cells(found.run_id))
     store.close()
     progress.print(

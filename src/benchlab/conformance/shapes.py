@@ -201,5 +201,4 @@ def _ended(
 
 CATALOGUE_SHAPES = shapes_for(PLAINTEXT, JSON)  # every catalogue stack serves both
 SHAPES: tuple[Shape, ...] = CATALOGUE_SHAPES.shapes
-GET_PLAINTEXT = CATALOGUE_SHAPES.answer
 SHAPES_BY_NAME = {shape.name: shape for shape in SHAPES}

@@ -20,7 +20,8 @@ class ExitCode(IntEnum):
 
 # What each code means, in the words docs/commands.md's table shows.
 EXIT_MEANINGS = {
-    ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured)",
+    ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured its "
+    "planned rounds, even where a `--budget` left pairs undecided: the report names them)",
     ExitCode.REGRESSION: "a failed threshold on the figures: `compare --fail-above` (a cell "
     "slower beyond it, or failed or missing in the second run), `history --fail-on-change`, "
     "`tune --check-answer` (the stored answer no longer holds)",
@@ -29,8 +30,8 @@ EXIT_MEANINGS = {
     ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "
     "failed, a store that could not be written, a machine `doctor` finds not ready, a "
     "set-up by `./lab` that failed",
-    ExitCode.PARTIAL: "a partial run: some cells failed or were not measured (budget); the "
-    "others are stored and reported",
+    ExitCode.PARTIAL: "a partial run: some cells failed, or the budget ran out before their "
+    "planned rounds; the others are stored and reported",
     ExitCode.NOT_COMPARABLE: "not comparable: `compare --strict` found that the two runs' "
     "machines or versions differ (each difference named); it outranks 1",
     ExitCode.CHECK_FAILED: "a stack failed a check: `conform` (nonconformant), `drain` (drops "

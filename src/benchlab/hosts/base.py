@@ -15,7 +15,6 @@ after (`pull`).
 
 from __future__ import annotations
 
-import contextlib
 import glob as globbing
 import os
 import shutil
@@ -260,8 +259,3 @@ class Placement:
     def machine(self) -> str:
         """Which machine's cores these are: hosts of this machine share them."""
         return "this machine" if self.host.same_machine else self.host.spec.text
-
-
-def quiet_close(host: Host) -> None:
-    with contextlib.suppress(Exception):
-        host.close()

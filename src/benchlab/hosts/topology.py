@@ -152,13 +152,14 @@ class RunHosts:
             self.network.down()
             self.network = None
 
-    def records(self) -> list[dict[str, Any]]:
-        """What the store keeps of each host: where, what for, on which cores, the machine."""
+    def records(self, this_machine: dict[str, Any]) -> list[dict[str, Any]]:
+        """What the store keeps of each host: where, what for, on which cores, the machine
+        (`this_machine`'s facts for a host on this machine, described once a run)."""
         out = []
         for plan in self.plans:
             host = self.hosts[plan.name]
             try:
-                machine = host.describe()
+                machine = this_machine if isinstance(host, LocalHost) else host.describe()
             except (HostError, OSError) as exc:
                 machine = {"error": str(exc)}
             out.append(

@@ -83,9 +83,6 @@ class Scenario:
     def param_text(self, value: int | None) -> str:
         return "" if value is None or not self.param else f"{self.param_label}={value}{self.unit}"
 
-    def load_path(self, value: int | None = None) -> str:
-        return self.expectations(value)[0].path
-
     def expectations(self, value: int | None = None) -> list[Expectation]:
         """The requests verification makes; the first is also the one the load tool sends."""
         if self.requests:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from benchlab.core.modes import Mode
@@ -22,7 +23,7 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import Stack
 
 # After the labels of the sentinel's launches: a reference, not a contender.
 SENTINEL_MARK = "(sentinel)"
@@ -101,17 +102,18 @@ class MatrixTooLarge(Exception):
 
 
 def expand(
-    recipe: Recipe, cores: CoreAssignment, load_hosts: int = 1, limit: int = MAX_CELLS
-) -> tuple[Cell, ...]:
+    recipe: Recipe, cores: CoreAssignment, catalogue: Mapping[str, Stack], load_hosts: int = 1,
+    limit: int = MAX_CELLS,
+) -> tuple[Cell, ...]:  # fmt: skip
     """The matrix: stacks × scenarios × parameters × load profiles (× points), minus
     exclusions and the pairs a stack does not serve. With several load hosts a cell's
     threads are each host's (its share of the connections, its own load cores). More than
     `limit` cells raise MatrixTooLarge, before the rest are made."""
     if recipe.points:
-        return _expand_points(recipe, cores, load_hosts, limit)
+        return _expand_points(recipe, cores, catalogue, load_hosts, limit)
     cells: list[Cell] = []
     for stack_name in recipe.stacks:
-        stack = CATALOGUE[stack_name]
+        stack = catalogue[stack_name]
         overrides = recipe.stack.get(stack_name, StackParams())
         worker_counts = _worker_counts(recipe, stack.fixed_workers, overrides, cores)
         thread_counts = (
@@ -197,7 +199,11 @@ def _aa_copies(recipe: Recipe, cells: list[Cell]) -> list[Cell]:
 
 
 def _expand_points(
-    recipe: Recipe, cores: CoreAssignment, load_hosts: int, limit: int
+    recipe: Recipe,
+    cores: CoreAssignment,
+    catalogue: Mapping[str, Stack],
+    load_hosts: int,
+    limit: int,
 ) -> tuple[Cell, ...]:
     """Each named point's cells, as the recipe seen from that point makes them."""
     found: list[Cell] = []
@@ -205,7 +211,7 @@ def _expand_points(
         left = limit - len(found)
         found += [
             dataclasses.replace(cell, point=point.name)
-            for cell in expand(at_point(recipe, point), cores, load_hosts, left)
+            for cell in expand(at_point(recipe, point), cores, catalogue, load_hosts, left)
         ]
     return tuple(found)
 
@@ -232,12 +238,12 @@ def proxied(recipe: Recipe) -> bool:
     return recipe.services.proxy_service is Service.NGINX
 
 
-def unserved(recipe: Recipe) -> list[str]:
+def unserved(recipe: Recipe, catalogue: Mapping[str, Stack]) -> list[str]:
     """The recipe's stack × scenario and stack × protocol pairs that are not measured
     because the stack does not serve or speak them, a line per reason."""
     by_reason: dict[str, list[str]] = {}
     for stack_name in recipe.stacks:
-        stack = CATALOGUE[stack_name]
+        stack = catalogue[stack_name]
         for scenario in scenario_names(recipe):
             why = stack.why_not(scenario)
             if why is not None:

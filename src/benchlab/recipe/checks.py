@@ -4,7 +4,7 @@ UserError naming the file, the key and what would be right."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from benchlab.core.errors import UserError
@@ -22,11 +22,14 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import Stack
+
+Catalogue = Mapping[str, Stack]
 
 
-def check_names(path: Path, recipe: Recipe) -> None:
-    """Every check, in this order: the first mistake found is the one reported."""
+def check_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
+    """Every check, in this order: the first mistake found is the one reported; the stacks a
+    recipe may name are `catalogue`'s."""
     for check in (
         _check_sentinel,
         _check_stack_names,
@@ -49,10 +52,10 @@ def check_names(path: Path, recipe: Recipe) -> None:
         _check_resilience,
         _check_websocket,
     ):
-        check(path, recipe)
+        check(path, recipe, catalogue)
 
 
-def _check_websocket(path: Path, recipe: Recipe) -> None:
+def _check_websocket(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The WebSocket scenarios need the WebSocket tool, which loads nothing else; a room
     lives in one process, so their stacks run one worker."""
     names = scenario_names(recipe)
@@ -86,10 +89,10 @@ def _check_websocket(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_stack_names(path: Path, recipe: Recipe) -> None:
+def _check_stack_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every stack is one of the catalogue's."""
     _check_known(
-        path, "stacks", recipe.stacks, CATALOGUE, "stack", "run 'benchlab stacks' for the catalogue"
+        path, "stacks", recipe.stacks, catalogue, "stack", "run 'benchlab stacks' for the catalogue"
     )
 
 
@@ -104,7 +107,7 @@ def _check_known(
             )
 
 
-def _check_sentinel(path: Path, recipe: Recipe) -> None:
+def _check_sentinel(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The sentinel is a stack of the catalogue that serves one of the recipe's scenarios;
     an A/A pair needs it."""
     if recipe.sentinel == "":
@@ -120,21 +123,21 @@ def _check_sentinel(path: Path, recipe: Recipe) -> None:
         )
     if name is None:
         return
-    if name not in CATALOGUE:
+    if name not in catalogue:
         raise UserError(
             f"{path}: key 'sentinel': unknown stack {quoted(name)}"
-            f"{did_you_mean(name, CATALOGUE)}; run 'benchlab stacks' for the catalogue"
+            f"{did_you_mean(name, catalogue)}; run 'benchlab stacks' for the catalogue"
         )
     names = scenario_names(recipe)
-    if not any(not CATALOGUE[name].why_not(s) for s in names):
+    if not any(not catalogue[name].why_not(s) for s in names):
         raise UserError(
             f"{path}: key 'sentinel': {quoted(name)} serves none of the recipe's scenarios "
-            f"({', '.join(names)}); it serves {', '.join(CATALOGUE[name].scenarios)}: "
+            f"({', '.join(names)}); it serves {', '.join(catalogue[name].scenarios)}: "
             "name a sentinel that does"
         )
 
 
-def _check_baseline(path: Path, recipe: Recipe) -> None:
+def _check_baseline(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The baseline is one of the stacks measured."""
     if recipe.baseline is not None and recipe.baseline not in recipe.stacks:
         raise UserError(
@@ -143,7 +146,7 @@ def _check_baseline(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_points(path: Path, recipe: Recipe) -> None:
+def _check_points(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each point is named once."""
     names = [p.name for p in recipe.points]
     for i, name in enumerate(names):
@@ -154,7 +157,7 @@ def _check_points(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_trials(path: Path, recipe: Recipe) -> None:
+def _check_trials(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """max_trials is at least trials."""
     if recipe.max_trials is not None and recipe.max_trials < recipe.trials:
         raise UserError(
@@ -163,24 +166,24 @@ def _check_trials(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_scenario_names(path: Path, recipe: Recipe) -> None:
+def _check_scenario_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every scenario is a known one."""
     hint = f"known scenarios: {', '.join(SCENARIOS)}"
     _check_known(path, "scenarios", recipe.scenarios, SCENARIOS, "scenario", hint)
 
 
-def _check_stack_tables(path: Path, recipe: Recipe) -> None:
+def _check_stack_tables(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every [stack."NAME"] table is one of the recipe's stacks."""
     for name in recipe.stack:
         if name not in recipe.stacks:
-            where = "unknown stack" if name not in CATALOGUE else "stack not in 'stacks'"
+            where = "unknown stack" if name not in catalogue else "stack not in 'stacks'"
             raise UserError(
                 f"{path}: key 'stack.{toml_key(name)}': {where} {quoted(name)}"
                 f"{did_you_mean(name, recipe.stacks)}; parameters apply only to listed stacks"
             )
 
 
-def _check_exclusions(path: Path, recipe: Recipe) -> None:
+def _check_exclusions(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every exclusion names a stack and a scenario of the recipe."""
     for i, exclusion in enumerate(recipe.exclude):
         if exclusion.stack is not None and exclusion.stack not in recipe.stacks:
@@ -195,10 +198,10 @@ def _check_exclusions(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_stack_params(path: Path, recipe: Recipe) -> None:
+def _check_stack_params(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each stack's own settings are ones it can take."""
     for name, params in recipe.stack.items():
-        stack = CATALOGUE[name]
+        stack = catalogue[name]
         if params.workers not in (None, 1, [1]) and stack.fixed_workers:
             raise UserError(
                 f"{path}: key 'stack.{toml_key(name)}.workers': {quoted(name)} runs one process "
@@ -221,11 +224,11 @@ def _check_stack_params(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_flavours(path: Path, recipe: Recipe) -> None:
+def _check_flavours(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """params.flavour names flavours the recipe's stacks offer."""
     if recipe.params.flavour is not None:
         wanted = as_list(recipe.params.flavour)
-        every_offered = {f for name in recipe.stacks for f in CATALOGUE[name].flavours}
+        every_offered = {f for name in recipe.stacks for f in catalogue[name].flavours}
         for i, flavour in enumerate(wanted):
             if flavour not in every_offered:
                 key = (
@@ -239,7 +242,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
                     f"{', '.join(sorted(every_offered)) or 'none'}"
                 )
         for name in recipe.stacks:
-            offered = CATALOGUE[name].flavours
+            offered = catalogue[name].flavours
             explicit = recipe.stack.get(name, StackParams()).flavour
             if offered and not explicit and not set(wanted) & set(offered):
                 raise UserError(
@@ -249,7 +252,7 @@ def _check_flavours(path: Path, recipe: Recipe) -> None:
                 )
 
 
-def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
+def _check_pool_sweep(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A swept params.pool_size leaves no stack a pool of its own."""
     if isinstance(recipe.params.pool_size, list):
         for name, params in recipe.stack.items():
@@ -261,7 +264,7 @@ def _check_pool_sweep(path: Path, recipe: Recipe) -> None:
                 )
 
 
-def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
+def _check_pgbouncer(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """pgbouncer fronts PostgreSQL only."""
     if recipe.services.pgbouncer and not recipe.services.pool_fronts_database:
         raise UserError(
@@ -270,20 +273,20 @@ def _check_pgbouncer(path: Path, recipe: Recipe) -> None:
         )
 
 
-def _check_served(path: Path, recipe: Recipe) -> None:
+def _check_served(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Every stack serves one of the recipe's scenarios (or mixes) at least."""
     names = scenario_names(recipe)
     for name in recipe.stacks:
-        served = [s for s in names if not CATALOGUE[name].why_not(s)]
+        served = [s for s in names if not catalogue[name].why_not(s)]
         if not served:
-            why = CATALOGUE[name].why_not(names[0])
+            why = catalogue[name].why_not(names[0])
             raise UserError(
                 f"{path}: key 'stacks': stack {quoted(name)} serves none of the recipe's scenarios "
-                f"({', '.join(names)}): {why}; it serves {', '.join(CATALOGUE[name].scenarios)}"
+                f"({', '.join(names)}): {why}; it serves {', '.join(catalogue[name].scenarios)}"
             )
 
 
-def _check_mixes(path: Path, recipe: Recipe) -> None:
+def _check_mixes(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A mix names known scenarios, and is sent by a tool that records every request."""
     if not scenario_names(recipe):
         raise UserError(
@@ -307,7 +310,7 @@ def _check_mixes(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_rates(path: Path, recipe: Recipe) -> None:
+def _check_rates(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     for i, profile in enumerate(recipe.load):
         if profile.rate is None:
             continue
@@ -352,7 +355,7 @@ def _check_rates(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_database_serves(path: Path, recipe: Recipe) -> None:
+def _check_database_serves(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The API scenarios' apps query PostgreSQL only."""
     database = recipe.services.database
     for i, name in enumerate(scenario_names(recipe)):
@@ -366,7 +369,7 @@ def _check_database_serves(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_tool_sends(path: Path, recipe: Recipe) -> None:
+def _check_tool_sends(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """A request with its own method, headers or body needs a tool that can send it."""
     needy = [
         name
@@ -388,7 +391,7 @@ def _first_param(recipe: Recipe, scenario: str) -> int | None:
     return as_list(getattr(recipe.params, param))[0] if param else None
 
 
-def _check_protocols(path: Path, recipe: Recipe) -> None:
+def _check_protocols(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """Each profile's tool speaks its protocol, and some stack of the recipe does too."""
     proxy = proxied(recipe)
     for i, profile in enumerate(recipe.load):
@@ -405,7 +408,7 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
                 f"{path}: key 'load[{i}].keepalive': h2load keeps its connections open; use "
                 'tool = "wrk" or "vegeta" for a load without keep-alive'
             )
-        reasons = [CATALOGUE[s].why_not_protocol(profile.protocol, proxy) for s in recipe.stacks]
+        reasons = [catalogue[s].why_not_protocol(profile.protocol, proxy) for s in recipe.stacks]
         if all(reasons):
             raise UserError(
                 f"{path}: key 'load[{i}].protocol': no stack of the recipe speaks "
@@ -413,7 +416,7 @@ def _check_protocols(path: Path, recipe: Recipe) -> None:
             )
 
 
-def _check_resilience(path: Path, recipe: Recipe) -> None:
+def _check_resilience(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
     """The shutdown and slow-client checks signal and load the server from this machine."""
     if not recipe.hosts:
         return

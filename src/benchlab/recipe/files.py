@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from benchlab.core.errors import UserError
-from benchlab.recipe.checks import check_names
+from benchlab.recipe.checks import Catalogue, check_names
 from benchlab.recipe.messages import describe_validation_error, did_you_mean, what_was_expected
 from benchlab.recipe.schema import Recipe
 
@@ -42,8 +42,9 @@ def resolve_recipe(text: str) -> Path:
     return path
 
 
-def load_recipe(path: Path) -> tuple[Recipe, str]:
-    """Read and validate a recipe file; every problem is a UserError naming file and key."""
+def load_recipe(path: Path, catalogue: Catalogue) -> tuple[Recipe, str]:
+    """Read and validate a recipe file, whose stacks are `catalogue`'s; every problem is a
+    UserError naming file and key."""
     if not path.exists():
         names = [r.stem for r in bundled_recipes()]
         guess = did_you_mean(path.name, names) if len(path.parts) == 1 else ""
@@ -59,7 +60,7 @@ def load_recipe(path: Path) -> tuple[Recipe, str]:
         recipe = Recipe.model_validate(data)
     except ValidationError as exc:
         raise UserError(describe_validation_error(path, exc)) from None
-    check_names(path, recipe)
+    check_names(path, recipe, catalogue)
     return recipe, text
 
 

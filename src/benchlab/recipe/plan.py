@@ -3,7 +3,8 @@ that would be one, pools the database cannot hold)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.core.errors import UserError
@@ -11,6 +12,7 @@ from benchlab.recipe.cells import MAX_CELLS, Cell, MatrixTooLarge, expand
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, resolve_cores
 from benchlab.recipe.hosts import HostPlan, local_only, resolve_hosts
 from benchlab.recipe.schema import Recipe, StackParams
+from benchlab.stacks import Stack
 
 
 @dataclass(frozen=True)
@@ -20,14 +22,20 @@ class Plan:
     text: str
     cores: CoreAssignment
     cells: tuple[Cell, ...]
+    # The stacks its cells name, by name (the catalogue, or tune's candidates).
+    catalogue: Mapping[str, Stack] = field(compare=False, repr=False)
     # Every host of the run; without [hosts], this machine alone in every role.
     hosts: tuple[HostPlan, ...] = ()
 
-    def with_role(self, role: str) -> list[HostPlan]:
-        return [h for h in self.hosts if role in h.roles]
 
-
-def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = None) -> Plan:
+def build_plan(
+    path: Path,
+    recipe: Recipe,
+    text: str,
+    catalogue: Mapping[str, Stack],
+    cpu_count: int | None = None,
+) -> Plan:
+    """The recipe's plan, its cells made of `catalogue`'s stacks."""
     allowed = tuple(range(cpu_count)) if cpu_count else allowed_cores()
     if recipe.hosts:
         hosts, cores = resolve_hosts(path, recipe, allowed)
@@ -35,7 +43,7 @@ def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = No
         cores = resolve_cores(path, recipe, allowed)
         hosts = local_only(cores)
     try:
-        cells = expand(recipe, cores, load_hosts=sum("load" in h.roles for h in hosts))
+        cells = expand(recipe, cores, catalogue, load_hosts=sum("load" in h.roles for h in hosts))
     except MatrixTooLarge:
         raise UserError(
             f"{path}: key 'stacks': the recipe's matrix holds more than {MAX_CELLS:,} cells "
@@ -46,7 +54,7 @@ def build_plan(path: Path, recipe: Recipe, text: str, cpu_count: int | None = No
     _check_workers(path, recipe, cells, len(allowed))
     _check_requests(path, recipe, cells)
     _check_sessions(path, recipe, cells)
-    return Plan(recipe=recipe, path=path, text=text, cores=cores, cells=cells, hosts=hosts)
+    return Plan(recipe, path, text, cores, cells, catalogue, hosts)
 
 
 # The most requests one trial may send: the load tool keeps a record of each on disk until

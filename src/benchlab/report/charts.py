@@ -15,6 +15,7 @@ import dataclasses
 import io
 import math
 import re
+import statistics
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from benchlab.analysis.grid import GridPoint, short_labels
+from benchlab.analysis.ranking import PointRanking
 from benchlab.analysis.recommendation import candidate_results
 from benchlab.analysis.relative import CEILING_STACK
 from benchlab.analysis.summary import CellSummary, RunSummary
@@ -116,12 +118,11 @@ def stack_colours(summary: RunSummary) -> dict[str, str]:
 def groups(
     summary: RunSummary, modes: tuple[Mode, ...] = tuple(Mode)
 ) -> dict[GridPoint, list[CellSummary]]:
-    """Cells by grid point, in the order the recipe lists them."""
-    grouped: dict[GridPoint, list[CellSummary]] = {}
-    for cell in summary.cells:
-        if cell.grid is not None and cell.mode in modes:
-            grouped.setdefault(cell.grid, []).append(cell)
-    return grouped
+    """The ranking's grid points of these modes (in the recipe's order), each with its
+    cells best first."""
+    return {
+        point: summary.cells_at(point) for point in summary.ranking.points if point.mode in modes
+    }
 
 
 # --- bars on a log axis -----------------------------------------------------------------------
@@ -179,15 +180,15 @@ def bar_chart(
     caption: str,
     point: GridPoint | None = None,
 ) -> Chart | None:
-    """One bar per stack, best at the top: the median on a log axis, whiskers for its
-    interval, a dot per trial, the value (and its share of the ceiling) beside it."""
+    """One bar per stack, `cells` given best first and drawn so, the best at the top: the
+    median on a log axis, whiskers for its interval, a dot per trial, the value (and its
+    share of the ceiling) beside it."""
     # A log axis draws no zero: a capacity search whose every replicate held nothing has
     # no bar (its table row says 0), and the axis spans the values above zero.
     measured = [c for c in cells if (e := c.estimate(figure)) and e.high > 0]
     if not measured:
         return None
-    order = 1 if figure.better is F.Better.HIGHER else -1
-    ordered = sorted(cells, key=lambda c: (c.measured, order * (c.value(figure) or 0.0)))
+    ordered = list(reversed(cells))  # the axis counts up from the bottom
     values = [
         v for c in measured
         for v in (c.estimate(figure).low, c.estimate(figure).high, *c.samples.get(figure.key, ()))
@@ -331,22 +332,35 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
 # --- across the grid --------------------------------------------------------------------------
 
 
-def _ranked_points(summary: RunSummary) -> list[GridPoint]:
+def _ranked_points(summary: RunSummary) -> list[PointRanking]:
     """The points ranked by the run's figure (a chart has one scale), with two stacks or more."""
     return [
         point
-        for point, order in summary.rankings.items()
-        if len(order) > 1 and summary.figure_at(point) == summary.ranked_by
+        for point in summary.ranking.points.values()
+        if len(point.order) > 1 and point.figure == summary.ranked_by
     ]
 
 
+def _rows(summary: RunSummary, points: list[PointRanking]) -> list[str]:
+    """The stacks (labels) as the ranking puts them: by their mean place over the points
+    they are ranked at, then those no point ranks (the ceiling, the sentinel)."""
+    places: dict[str, list[int]] = {}
+    for point in points:
+        for rank, place in enumerate(point.order, start=1):
+            places.setdefault(place.label, []).append(rank)
+    ranked = sorted(places, key=lambda label: statistics.fmean(places[label]))
+    rest = [c.stack_label for p in points for c in summary.cells_at(p.point)]
+    return ranked + [label for label in dict.fromkeys(rest) if label not in places]
+
+
 def heatmap_chart(summary: RunSummary) -> Chart | None:
-    points = _ranked_points(summary)
-    if len(points) < 2:
+    ranked = _ranked_points(summary)
+    if len(ranked) < 2:
         return None
-    stacks = list(dict.fromkeys(c.stack_label for c in summary.cells))
+    points = [point.point for point in ranked]
+    stacks = _rows(summary, ranked)
     by_key = {(c.stack_label, c.grid): c for c in summary.cells}
-    best = {p: summary.rankings[p][0].value for p in points}  # rankings are best first
+    best = {p.point: p.order[0].value for p in ranked}  # the order is best first
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
     figure = summary.ranked_by
     with rc_context(STYLE):
@@ -386,7 +400,8 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
             f"{figure.label.capitalize()} over the grid",
             _svg(chart, f"Heat map of {figure.label} per stack over the grid points"),
             f"Each square: the stack's median {figure.title} at that grid point; its shade is "
-            "how close it comes to the best stack at that point (dark: the best).",
+            "how close it comes to the best stack at that point (dark: the best). Rows in the "
+            "ranking's order (by their mean place), the stacks not ranked last.",
         )
 
 
@@ -409,18 +424,21 @@ def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) 
 
 
 def rank_chart(summary: RunSummary, colours: dict[str, str]) -> Chart | None:
-    points = _ranked_points(summary)
-    if len(points) < 2:
+    ranked = _ranked_points(summary)
+    if len(ranked) < 2:
         return None
+    points = [point.point for point in ranked]
     flipping = {label for flip in summary.flips for label in (flip.a, flip.b)}
-    stacks = list(dict.fromkeys(placed.label for p in points for placed in summary.rankings[p]))
+    stacks = [label for label in _rows(summary, ranked) if any(
+        place.label == label for p in ranked for place in p.order
+    )]  # fmt: skip
     with rc_context(STYLE):
         figure = Figure(figsize=(WIDTH_IN, 1.3 + 0.34 * len(stacks)), layout="constrained")
         ax = figure.subplots()
         for stack in stacks:
             xs, ranks = [], []
-            for x, point in enumerate(points):
-                order = [placed.label for placed in summary.rankings[point]]
+            for x, point in enumerate(ranked):
+                order = [place.label for place in point.order]
                 if stack in order:
                     xs.append(x)
                     ranks.append(order.index(stack) + 1)

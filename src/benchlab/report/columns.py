@@ -116,7 +116,7 @@ def figure_column(
 
 
 def params_text(cell: CellSummary) -> str:
-    parts = [f"[{cell.point_name}]"] if cell.point_name else []
+    parts = [f"[{cell.point}]"] if cell.point else []
     if cell.pool_size is not None:
         parts.append(f"pool={cell.pool_size}")
     scenario = SCENARIOS.get(cell.scenario)
@@ -273,7 +273,7 @@ def cell_columns(
     return shown
 
 
-POINT = _identity("point", lambda c: c.point_name or "")
+POINT = _identity("point", lambda c: c.point or "")
 PARAM = _identity(
     "param",
     lambda c: SCENARIOS[c.scenario].param_text(c.ms) if c.scenario in SCENARIOS else "",

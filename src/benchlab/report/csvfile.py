@@ -1,4 +1,5 @@
-"""The CSV report: one row per cell, every figure of the registry flattened
+"""The CSV report: one row per cell, its record's shown fields under their shown names (as
+JSON has them: store/records.py, CELL_SHOWN), then every figure of the registry flattened
 (`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`)."""
 
 from __future__ import annotations
@@ -9,12 +10,7 @@ import io
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
-
-IDENTITY_FIELDS = (
-    "key", "stack", "stack_label", "scenario", "tool", "mode", "connections", "threads",
-    "duration_s", "workers", "flavour", "pool_size", "ms", "point_name", "rate_share", "keepalive",
-    "protocol", "negotiated", "trials",
-)  # fmt: skip
+from benchlab.store import CELL_SHOWN, ERROR_KINDS
 
 
 def _csv_name(figure: F.Figure) -> str:
@@ -22,7 +18,7 @@ def _csv_name(figure: F.Figure) -> str:
 
 
 def csv_fields() -> list[str]:
-    names = list(IDENTITY_FIELDS)
+    names = [*CELL_SHOWN.values(), "trials"]
     for figure in F.FIGURES.values():
         name = _csv_name(figure)
         if figure.kind is F.Kind.ESTIMATE:
@@ -31,12 +27,11 @@ def csv_fields() -> list[str]:
             names += [name, f"{name}_low", f"{name}_high"]
         else:
             names.append(name)
-    return [*names, "errors", *(f"errors_{k}" for k in ("connect", "read", "write", "timeout",
-            "non_2xx", "other")), "verdicts", "status", "reason", "mix"]  # fmt: skip
+    return [*names, "errors", *(f"errors_{k}" for k in ERROR_KINDS), "verdicts", "status", "mix"]
 
 
 def _csv_values(cell: CellSummary) -> dict[str, object]:
-    row: dict[str, object] = {name: getattr(cell, name) for name in IDENTITY_FIELDS}
+    row: dict[str, object] = {**cell.shown(), "trials": cell.trials}
     for figure in F.FIGURES.values():
         name, value = _csv_name(figure), cell.figures.get(figure.key)
         if isinstance(value, Estimate):
@@ -56,7 +51,6 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
     row |= {
         "verdicts": " | ".join(f"{v.name}: {v.sentence}" for v in cell.verdicts),
         "status": cell.status,
-        "reason": cell.reason,
         # a mix's parts: "json 60% p99 5.3 ms · db 30% …" (JSON has them as numbers)
         "mix": " · ".join(m.text() for m in cell.mix),
     }

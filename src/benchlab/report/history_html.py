@@ -10,9 +10,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from benchlab.analysis.changepoints import machine_segments
+from benchlab.analysis.history import CellSeries, History
 from benchlab.core import figures as F
 from benchlab.report.charts import CEILING_COLOUR, PALETTE, STYLE, WIDTH_IN, _svg
-from benchlab.report.history import CellSeries, History, render_text
+from benchlab.report.history import render_text
 
 SEGMENT_SHADES = ("#eef1f4", "#ffffff")
 PAGE = """<!doctype html>

@@ -24,8 +24,11 @@ class JsonFormat:
         return json.dumps(self.stamp(data), indent=2) + "\n"
 
 
-RUN = JsonFormat("benchlab-run", 1, "one run: its cells and figures, rankings, flips, takeaways")
-TUNE = JsonFormat("benchlab-tune", 1, "one tune: the recommendation, its proof, every candidate")
+# 2: the rankings hold the ranked stacks only (not the ceiling), each with the evidence
+# against the one before and the pairs left undecided; tiers are cut where an adjacent pair
+# is ahead; a flip's ratio is how many times better the winner was.
+RUN = JsonFormat("benchlab-run", 2, "one run: its cells and figures, rankings, flips, takeaways")
+TUNE = JsonFormat("benchlab-tune", 2, "one tune: the recommendation, its proof, every candidate")
 COMPARE = JsonFormat("benchlab-compare", 1, "two runs cell by cell: ratios and verdicts")
 HISTORY = JsonFormat("benchlab-history", 1, "a recipe's runs over time: series, change points")
 RUNS = JsonFormat("benchlab-runs", 1, "the runs of a results store, newest first")

@@ -11,11 +11,13 @@ parts whose keys are data (a machine's tools, a mix's parts by request) are open
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
@@ -35,6 +37,7 @@ from benchlab.report.json_formats import (
     TUNE,
     JsonFormat,
 )
+from benchlab.store import CELL_SHOWN, CellRecord
 
 Number = float | None
 
@@ -92,28 +95,20 @@ def _figure_fields() -> dict[str, Any]:
     return top
 
 
-class _CellIdentity(_Closed):
-    key: str
-    """The cell's identity within its run: scenario, load and parameters."""
-    stack: str
-    stack_label: str
-    """The stack with its launch's settings (workers, threads), as reports name it."""
-    scenario: str
-    tool: str
-    mode: Literal["closed", "rate", "slo"]
-    connections: int
-    threads: int | None
-    duration_s: int
-    workers: int | None
-    server_threads: int | None
-    flavour: str | None
-    pool_size: int | None
-    ms: int | None
-    point: str | None
-    rate_share_pct: Number
-    keepalive: bool
-    protocol: str
-    negotiated: str | None
+def _shown_fields() -> dict[str, Any]:
+    """A stored cell's shown fields (store/records.py, CELL_SHOWN), each under its shown name
+    and typed as its record declares it: the JSON writer writes exactly these."""
+    hints = typing.get_type_hints(CellRecord)
+    fields = {f.name: f for f in dataclasses.fields(CellRecord)}
+    return {
+        name: (hints[field], Field(..., description=fields[field].metadata["doc"] or None))
+        for field, name in CELL_SHOWN.items()
+    }
+
+
+class _CellSummary(_Closed):
+    """What the run's summary makes of a cell beside its record's fields."""
+
     sentinel: bool = False
     """The run's sentinel (either launch): a reference measured in every round, not ranked."""
     aa_copy: bool = False
@@ -128,19 +123,16 @@ class _CellIdentity(_Closed):
     curve: list[dict[str, Any]]
     cpu_source: str | None
     facts: dict[str, Any] | None
-    concurrency_limit: int | None
-    db_pool_limit: int | None
     verdicts: list[str]
     verdict_sentences: dict[str, str]
     status: str
-    reason: str | None
     load_hosts: list[dict[str, Any]]
     replicates: list[dict[str, Any]]
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
 
 
-Cell = create_model("Cell", __base__=_CellIdentity, **_figure_fields())
+Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
 
 
 class RunInfo(_Closed):
@@ -166,6 +158,71 @@ class _Document(_Closed):
     format_version: int
 
 
+class OpenRatio(_Closed):
+    """A ratio with its interval; a bound a confidence sequence has not reached yet is null."""
+
+    value: float
+    low: Number
+    high: Number
+
+
+class RankingStep(_Closed):
+    """What the evidence says of a stack against the one before it in the order."""
+
+    call: Literal["ahead", "tie", "undecided"]
+    """ahead: the one before is better by the evidence rule; tie: not told apart; undecided:
+    a run that stops on its data has not decided it yet."""
+    ratio: OpenRatio | None
+    """How many times better the one before is (above 1: ahead), with its interval."""
+    why: str
+    more_rounds: int | None
+    """Undecided: the rounds more it is expected to need (null: out of reach)."""
+
+
+class RankingPlace(_Closed):
+    stack: str
+    """The stack's label."""
+    key: str
+    value: float
+    """Its median of the point's figure."""
+    tied_with_previous: bool
+    from_previous: RankingStep | None
+
+
+class UndecidedPair(_Closed):
+    ahead: str
+    behind: str
+    would_decide: str
+
+
+class PointRanking(_Closed):
+    """One grid point's order, best first: only the ranked stacks (not the ceiling, the
+    sentinel or a nonconformant stack)."""
+
+    point: dict[str, Any]
+    figure: str
+    ranking: list[RankingPlace]
+    undecided: list[UndecidedPair]
+
+
+class Tier(_Closed):
+    stacks: list[str]
+    """Cell keys, best first: neighbours no adjacent pair separates."""
+    ratio_to_next: OpenRatio | None
+    """The pair that separates it from the next tier: its last over the next one's first."""
+    undecided: list[str]
+    """What would decide each pair inside it the run left undecided."""
+
+
+class Takeaway(_Closed):
+    point: dict[str, Any]
+    label: str
+    sentence: str
+    settings: str
+    notes: list[str]
+    tiers: list[Tier]
+
+
 class _RunBody(_Document):
     run: RunInfo
     method: str
@@ -183,20 +240,21 @@ class _RunBody(_Document):
     slo: dict[str, Any] | None
     ranked_by: str
     cells: list[Cell]  # type: ignore[valid-type]
-    rankings: list[dict[str, Any]]
+    rankings: list[PointRanking]
     rank_flips: list[dict[str, Any]]
+    """Each win's ratio: how many times better the winner was (version 1: winner ÷ loser)."""
 
 
 class RunDocument(_RunBody):
     format: Literal["benchlab-run"]
-    format_version: Literal[1]
-    takeaways: list[dict[str, Any]]
+    format_version: Literal[2]
+    takeaways: list[Takeaway]
     reading_guide: list[str]
 
 
 class TuneDocument(_RunBody):
     format: Literal["benchlab-tune"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     app: dict[str, Any]
     recommendation: dict[str, Any] | None
     candidates: list[dict[str, Any]]

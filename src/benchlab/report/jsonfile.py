@@ -21,7 +21,7 @@ def render_json(summary: RunSummary) -> str:
                 "sentence": t.sentence,
                 "settings": t.settings,
                 "notes": list(t.notes),
-                "tiers": [tier.as_json() for tier in t.tiers],
+                "tiers": t.tiers_json(),
             }
             for t in takeaways(summary)
         ]

@@ -21,7 +21,6 @@ from benchlab.report.wording import (
     load_host_lines,
     method_notes,
     mix_lines,
-    ranking_lines,
     relative_rows,
     run_lines,
     verdict_lines,
@@ -184,11 +183,6 @@ BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
         if (tables := _relative_tables(s))
         else None
     ),
-    "rankings": lambda s: (
-        Section("rankings", "Rankings by grid point", gloss=s.ranked_by.title, lines=tuple(lines))
-        if len(lines := ranking_lines(s)) > 1
-        else None
-    ),
     "flips": lambda s: (
         Section(
             "flips",
@@ -210,16 +204,17 @@ BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
 ORDER: dict[Format, tuple[str, ...]] = {
     Format.MARKDOWN: (
         "in-short", "how-to-read", "cells", "verdicts", "resilience", "protocols", "mixes",
-        "load-hosts", "tools", "relative", "rankings", "flips", "notes",
+        "load-hosts", "tools", "relative", "flips", "notes",
     ),
     # Each takeaway is printed under its table: no "In short" to say it again.
     Format.TERMINAL: (
         "cells", "verdicts", "resilience", "protocols", "mixes", "load-hosts", "tools", "flips",
         "notes",
     ),
+    # One table of every cell: the takeaways (each point's order) after it.
     Format.WIDE: (
-        "cells", "verdicts", "resilience", "protocols", "mixes", "load-hosts", "tools",
-        "rankings", "flips", "notes",
+        "cells", "in-short", "verdicts", "resilience", "protocols", "mixes", "load-hosts",
+        "tools", "flips", "notes",
     ),
     Format.HTML: (
         "in-short", "results", "capacity", "sweep", "flips", "how-to-read", "cells", "notes",

@@ -1,26 +1,27 @@
 """What the numbers say, in sentences a reader can decide from: one takeaway per grid point,
 the settings it was measured with, and a short guide to reading the figures.
 
-Every comparison in a takeaway is judged by the evidence rule (`analysis.evidence`): a
-stack is said to beat another only when the rule declares it; otherwise the sentence says
-that they tie, or how far apart their medians are ("within 8% of each other"), which
-claims no winner.
+A takeaway is the point's ranking (`analysis/ranking.py`) as one chain that names each stack
+once, best first, with the ratio of each to the next and its interval: ">" where the evidence
+rule puts it ahead, "≈" where it does not, and "undecided" exactly where the ranking is.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from benchlab.analysis.evidence import MIN_TRIALS, Evidence
+from benchlab.analysis.evidence import MIN_TRIALS
 from benchlab.analysis.grid import GridPoint, short_labels
+from benchlab.analysis.ranking import Call, PointRanking, Step, Tier
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.report.tiers import Tier, better_by, interval, order_sentence, tiers, times
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
@@ -32,202 +33,139 @@ class Takeaway:
     sentence: str
     settings: str  # how its cells were measured
     notes: tuple[str, ...] = ()  # what qualifies the figures (a ceiling that is not one)
-    tiers: tuple[Tier, ...] = ()  # the whole order, when there is more than one tier
+    tiers: tuple[Tier, ...] = ()  # the point's order in tiers (JSON)
+
+    def tiers_json(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "stacks": [place.key for place in tier.places],
+                "ratio_to_next": _ratio_json(tier.after.ratio if tier.after else None),
+                "undecided": [step.would_decide for step in tier.undecided],
+            }
+            for tier in self.tiers
+        ]
 
 
-def grid_points(summary: RunSummary) -> dict[GridPoint, list[CellSummary]]:
-    """Cells by grid point, in the order the recipe lists them."""
-    grouped: dict[GridPoint, list[CellSummary]] = {}
-    for cell in summary.cells:
-        if cell.grid is not None:
-            grouped.setdefault(cell.grid, []).append(cell)
-    return grouped
+def _ratio_json(ratio: Ratio | None) -> dict[str, float | None] | None:
+    if ratio is None:
+        return None
+    # A bound a confidence sequence has not reached yet (0 or ∞) is null.
+    low, high = (ratio.low or None), (ratio.high if math.isfinite(ratio.high) else None)
+    return {"value": ratio.value, "low": low, "high": high}
 
 
 def takeaways(summary: RunSummary) -> list[Takeaway]:
-    grouped = grid_points(summary)
-    labels = dict(zip(grouped, short_labels(list(grouped)), strict=True))
+    points = list(summary.ranking.points.values())
+    labels = dict(zip([p.point for p in points], short_labels([p.point for p in points]),
+                      strict=True))  # fmt: skip
     cores = summary.run.server_cores
     found = []
-    for point, cells in grouped.items():
-        figure, evidence = summary.figure_at(point), summary.options.evidence
-        order = _tiers(cells, figure, evidence)
-        sentence = point_sentence(cells, figure, evidence, others=not order)
-        if order:
-            names = display_names([c for tier in order for c in tier.cells])
-            if len(order[0].cells) == 1 and order[0].ahead is not None and len(order) > 2:
-                # The headline said the first step (the leader over the next): the order
-                # goes on from there instead of saying it again.
-                named = frozenset({order[0].cells[0].key, order[1].cells[0].key})
-                rest = order_sentence(order[1:], figure, names, lead="then ", named=named)
-                sentence = f"{sentence.removesuffix('.')}; {rest}"
-            elif len(order) > 2 or len(order[0].cells) > 1:
-                sentence += " " + order_sentence(order, figure, names)
-        notes = tuple(n for n in (_ceiling_note(cells),) if n)
+    for ranked in points:
+        point, cells = ranked.point, summary.cells_at(ranked.point)
+        notes = tuple(n for n in (_ceiling_note(cells), _too_few(ranked)) if n)
         # the tool and connections once: in the label when they tell points apart
         load = f"c={point.connections}" not in labels[point].split()
         settings = settings_text(cells, cores, load=load)
         if not load:
             settings = f"{point.tool} · {settings}" if point.tool not in labels[point] else settings
-        found.append(Takeaway(point, labels[point], sentence, settings, notes, tuple(order)))
+        sentence = chain(ranked, summary)
+        found.append(Takeaway(point, labels[point], sentence, settings, notes, ranked.tiers))
     return found
 
 
 # --- one grid point ---------------------------------------------------------------------------
 
 
-def _spread(cells: Sequence[CellSummary], figure: F.Figure) -> str:
-    values = [c.value(figure) or 0.0 for c in cells]
-    low, high = min(values), max(values)
-    if low <= 0:
-        return "far apart"
-    ratio = high / low
-    if ratio < 1.5:
-        return f"within {max(1, round(100 * (ratio - 1)))}% of each other"
-    return f"within {times(ratio)}× of each other"
+def _decimals(value: float) -> int:
+    """As many decimals as a ratio needs to be read: 1.08, 5.7, 12."""
+    return 2 if value < 2 else 1 if value < 9.95 else 0
 
 
-def _listed(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def times(value: float, decimals: int | None = None) -> str:
+    if math.isinf(value):
+        return "∞"  # a bound a confidence sequence has not reached yet
+    return f"{value:.{_decimals(value) if decimals is None else decimals}f}"
 
 
-def _win(a: str, b: str, ratio: Ratio, figure: F.Figure, at_least: bool) -> str:
-    x = ("at least " if at_least else "") + times(ratio.value) + "×"
-    where = interval(ratio)
-    if figure is F.THROUGHPUT:
-        return f"{a} served {x} {b}'s throughput {where}"
-    if figure is F.CAPACITY:
-        return f"{a} held {x} {b}'s capacity under the SLO {where}"
-    if figure is F.CPU_PER_REQUEST:
-        return f"{a} used {x} less CPU per request than {b} {where}"
-    if figure.better is F.Better.LOWER:
-        return f"{a}'s {figure.label} was {x} lower than {b}'s {where}"
-    return f"{a} had {x} {b}'s {figure.label} {where}"
+def interval(ratio: Ratio) -> str:
+    """The bounds written as precisely as the ratio itself."""
+    digits = _decimals(ratio.value)
+    return f"[{times(ratio.low, digits)}–{times(ratio.high, digits)}]"
 
 
-def _cautions(cells: Sequence[CellSummary], names: dict[str, str], skip: str = "") -> str:
-    flagged = [
-        f"{names[c.key]} {v.name}"
-        for c in cells for v in c.verdicts
-        if v.name in CAUTIONS and f"{c.key}|{v.name}" != skip
-    ]  # fmt: skip
-    return f" (flagged: {', '.join(flagged)})" if flagged else ""
+def chain(ranked: PointRanking, summary: RunSummary) -> str:
+    """The point's order in one sentence, each stack named once: 'By throughput, best first:
+    gin 3.7× [3.1–4.2] > sanic 1.70× [1.32–2.03] > fastapi ≈ tornado.' (each ratio: how many
+    times better a stack is than the next). A caution stands beside a stack's name."""
+    figure, order = ranked.figure, ranked.order
+    cells = {place.key: summary.cell(place.key) for place in order}
+    if not order:
+        return _nothing_ranked(summary.cells_at(ranked.point), figure)
+    names = display_names(list(cells.values()))
+    if len(order) == 1:
+        value = F.compact_number(order[0].value)
+        only = _named(cells[order[0].key], names)
+        return f"{only}: {value} {figure.unit} (the only stack ranked here)."
+    lower = figure.better is F.Better.LOWER
+    lead = f"By {figure.label}, " + (
+        "lowest first (each × how many times lower than the next): " if lower else "best first: "
+    )
+    parts = []
+    for place, step in zip(order, ranked.steps, strict=False):
+        at_least = not lower and step is ranked.steps[0] and _client_bound(cells[place.key])
+        parts.append(f"{_named(cells[place.key], names)} {_step_text(step, at_least, summary)}")
+    parts.append(_named(cells[order[-1].key], names))
+    return lead + " ".join(parts) + "."
 
 
-def _tied_lead(
-    top: Sequence[CellSummary],
-    names: dict[str, str],
-    figure: F.Figure,
-    evidence: Evidence,
-    pending: str | None = None,
-) -> str:
-    """The stacks the evidence rule cannot separate from the first. Close medians make a tie
-    plain; far-apart ones (wide intervals) say that the rule, not the medians, ties them. A
-    run that stopped before deciding them (`pending`: what would) says so: not a tie."""
-    values = [c.value(figure) or 0.0 for c in top]
-    low, high = min(values), max(values)
-    close = low > 0 and 100 * (high / low - 1) <= evidence.min_effect_pct
-    first = names[top[0].key]
-    who = f"{len(top)} stacks" if len(top) > 3 else _listed([names[c.key] for c in top])
-    if pending:
-        return (
-            f"{who} lead, undecided among them ({first} first, medians "
-            f"{_spread(top, figure)}; {pending}); "
+def _step_text(step: Step, at_least: bool, summary: RunSummary) -> str:
+    """A stack's ratio to the next, its interval, and the sign between them."""
+    r = step.ratio
+    if r is None:
+        shown = "(nothing to compare)"
+    else:
+        bounds = interval(r) if r.has_interval else "(1 trial: no interval)"
+        shown = f"{'at least ' if at_least else ''}{times(r.value)}× {bounds}"
+    if step.call is Call.UNDECIDED:
+        return f"{shown} (undecided: {step.would_decide}) ≈"
+    if step.call is Call.TIE and r is not None and r.significant:
+        threshold = summary.options.evidence.min_effect_pct
+        return f"{shown} (under the {threshold:g}% threshold) ≈"
+    return f"{shown} {'>' if step.call is Call.AHEAD else '≈'}"
+
+
+def _named(cell: CellSummary, names: dict[str, str]) -> str:
+    flagged = [v.name for v in cell.verdicts if v.name in CAUTIONS]
+    return names[cell.key] + (f" ({', '.join(flagged)})" if flagged else "")
+
+
+def _client_bound(cell: CellSummary) -> bool:
+    return any(v.name == CLIENT_BOUND.name for v in cell.verdicts)
+
+
+def _nothing_ranked(cells: Sequence[CellSummary], figure: F.Figure) -> str:
+    """A point with no stack ranked: nothing measured, or only cells that are not ranked
+    (the ceiling, the sentinel, a nonconformant stack)."""
+    shown = [c for c in cells if c.value(figure) is not None]
+    if shown:
+        listed = ", ".join(
+            f"{c.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
         )
-    if close:
-        where = f"{_spread(top, figure)}, {first} first" if len(top) > 3 else _spread(top, figure)
-        return f"{who} tie at the top ({where}); "
+        return f"No stack ranked here; measured: {listed} {figure.unit}."
+    failed = [c for c in cells if c.status == "failed"]
+    return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
+
+
+def _too_few(ranked: PointRanking) -> str:
+    """Why no difference can be declared at a point whose stacks have too few trials."""
+    counts = [len(ranked.samples[place.key]) for place in ranked.order]
+    if len(counts) < 2 or min(counts) >= MIN_TRIALS:
+        return ""
+    fewest = min(counts)
     return (
-        f"{who} tie at the top ({first} first, medians {_spread(top, figure)}, "
-        "but too noisy to separate); "
+        f"No difference can be declared here: {fewest} trial{'s' if fewest > 1 else ''} on the "
+        f"fewest side, and the evidence rule needs {MIN_TRIALS}."
     )
-
-
-def _ranked(cells: Sequence[CellSummary], figure: F.Figure) -> list[CellSummary]:
-    """The contenders measured by `figure`, best first (the ceiling and the sentinel apart)."""
-    contenders = [c for c in cells if c.contender] or [c for c in cells if not c.is_sentinel]
-    measured = [c for c in contenders if c.samples.get(figure.key)]
-    order = -1 if figure.better is F.Better.HIGHER else 1
-    return sorted(measured, key=lambda c: order * (c.value(figure) or 0.0))
-
-
-def _tiers(cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence) -> list[Tier]:
-    """The whole order, where the headline sentence leaves some of it out: three stacks or
-    more, in more than one tier."""
-    ranked = _ranked(cells, figure)
-    found = tiers(ranked, figure, evidence) if len(ranked) >= 3 else []
-    return found if len(found) > 1 else []
-
-
-def point_sentence(
-    cells: Sequence[CellSummary], figure: F.Figure, evidence: Evidence, others: bool = True
-) -> str:
-    """The takeaway of one grid point: who leads and by how much by the evidence rule, or
-    that nobody does, and (`others`) how far apart the others are."""
-    ranked = _ranked(cells, figure)
-    if not ranked:
-        contenders = [c for c in cells if c.contender] or list(cells)
-        failed = [c for c in contenders if c.status == "failed"]
-        return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
-    names = display_names(ranked)
-    best = ranked[0]
-    if len(ranked) == 1:
-        value = F.compact_number(best.value(figure) or 0.0)
-        return f"{names[best.key]}: {value} {figure.unit} (the only stack measured here)."
-    samples = {c.key: c.samples[figure.key] for c in ranked}
-    judged = {c.key: evidence.judge(samples[best.key], samples[c.key], figure) for c in ranked}
-    # The lead is the first tier: the stacks the rule cannot tell from the best, taken in
-    # order until one is told apart (as the order sentence and the adaptive rounds do).
-    top = list(tiers(ranked, figure, evidence)[0].cells)
-    rest = [c for c in ranked if c not in top]
-    if not rest:
-        fewest = min(len(s) for s in samples.values())
-        if fewest < MIN_TRIALS:
-            low, high = ranked[-1], ranked[0]
-            return (
-                f"No difference can be declared: {fewest} trial{'s' if fewest > 1 else ''} on "
-                f"the fewest side, and the evidence rule needs {MIN_TRIALS}; medians run from "
-                f"{names[low.key]} ({F.compact_number(low.value(figure) or 0)}) to "
-                f"{names[high.key]} ({F.compact_number(high.value(figure) or 0)}) {figure.unit}."
-            )
-        who = (
-            _listed([names[c.key] for c in ranked])
-            if len(ranked) <= 3
-            else f"All {len(ranked)} stacks"
-        )
-        pending = next((judged[c.key].pending for c in ranked if judged[c.key].pending), None)
-        if pending:
-            low, high = ranked[-1], ranked[0]
-            return (
-                f"Undecided: the run stopped before the evidence rule could order these "
-                f"stacks (medians from {names[low.key]}, "
-                f"{F.compact_number(low.value(figure) or 0)}, to {names[high.key]}, "
-                f"{F.compact_number(high.value(figure) or 0)} {figure.unit}); for "
-                f"{names[high.key]} against the next, {pending}{_cautions(ranked, names)}."
-            )
-        return (
-            f"{who} are {_spread(ranked, figure)}: a tie by the evidence rule"
-            f"{_cautions(ranked, names)}."
-        )
-    runner = rest[0]
-    ratio = better_by(judged[runner.key].ratio, figure)
-    client_bound = figure.better is F.Better.HIGHER and any(
-        v.name == CLIENT_BOUND.name for v in best.verdicts
-    )
-    win = _win(names[best.key], names[runner.key], ratio, figure, client_bound)
-    pending = next((judged[c.key].pending for c in top if judged[c.key].pending), None)
-    lead = _tied_lead(top, names, figure, evidence, pending) if len(top) > 1 else ""
-    tail = ""
-    if len(rest) > 1 and others:
-        listed = (
-            _listed([names[c.key] for c in rest])
-            if len(rest) <= 3
-            else f"the other {len(rest)} stacks"
-        )
-        tail = f"; {listed} are {_spread(rest, figure)}"
-    skip = f"{best.key}|{CLIENT_BOUND.name}" if client_bound else ""
-    caution = _cautions([best, runner], names, skip)
-    return f"{lead}{win}{caution}{tail}."
 
 
 def _ceiling_note(cells: Sequence[CellSummary]) -> str:

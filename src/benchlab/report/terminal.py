@@ -25,7 +25,7 @@ from benchlab.report.columns import (
 )
 from benchlab.report.sections import Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
-from benchlab.report.takeaways import grid_points, takeaways
+from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import (
     CANDIDATE_HEADER,
     candidate_rows,
@@ -130,13 +130,6 @@ def _table(
     return text_table(*_cell_rows(columns, cells), widths, styles)
 
 
-def _ranked(cells: Sequence[CellSummary], figure: F.Figure) -> list[CellSummary]:
-    order = -1 if figure.better is F.Better.HIGHER else 1
-    return sorted(
-        cells, key=lambda c: (not c.measured, order * (c.value(figure) or 0.0), c.stack_label)
-    )
-
-
 # Dropped in this order when a brief table cannot fit the terminal with every number whole.
 EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title)
 
@@ -156,18 +149,14 @@ def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width:
 
 def _point_tables(summary: RunSummary, console: Console) -> None:
     numbers = {cell.key: n for n, cell in footnotes(summary)}
-    grouped = grid_points(summary)
-    ungrouped = [c for c in summary.cells if c.grid is None]
     for takeaway in takeaways(summary):
-        cells = _ranked(grouped[takeaway.point], summary.figure_at(takeaway.point))
+        cells = summary.cells_at(takeaway.point)  # best first, as the ranking shows them
         console.print()
         _say(console, f"{takeaway.label} · {takeaway.settings}", "bold")
         console.print(_fitting_table(cells, numbers, console.width))
         _say(console, f"→ {takeaway.sentence}")
         for note in takeaway.notes:
             _say(console, f"  {note}", "dim")
-    if ungrouped:
-        console.print(_fitting_table(ungrouped, numbers, console.width))
 
 
 def _wide_table(summary: RunSummary, console: Console) -> None:

@@ -14,12 +14,13 @@ cell has one, goes with it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchlab.analysis.grid import grid_point
+from benchlab.analysis.grid import point_of
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -42,11 +43,7 @@ class Measured:
 def benchmark_name(summary: RunSummary, cell: CellSummary) -> str:
     """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`: stable across the
     options that only change how long or how often a cell is measured."""
-    point = cell.grid or grid_point(
-        name=cell.point_name, scenario=cell.scenario, tool=cell.tool,
-        connections=cell.connections, ms=cell.ms, mode=cell.mode, rate_text="", pool=None,
-        keepalive=cell.keepalive, protocol=cell.protocol,
-    )  # fmt: skip
+    point = cell.grid or dataclasses.replace(point_of(cell.stored, pool_swept=False), rate="")
     load = point.text()
     if cell.mode is Mode.SLO and summary.options.slo is not None:
         load += f" ({summary.options.slo.describe()})"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.ranking import best_first
 from benchlab.analysis.stats import METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -154,17 +155,16 @@ def stack_facts(cell: CellSummary) -> tuple[str, str, str]:
 def relative_groups(summary: RunSummary) -> list[tuple[GridPoint, list[CellSummary]]]:
     """Article 002's table: per grid point, stacks by their figure relative to the baseline,
     best first."""
-    grouped: dict[GridPoint, list[CellSummary]] = {}
-    for cell in summary.cells:
-        if cell.ratio(F.RELATIVE) is not None and cell.grid is not None:
-            grouped.setdefault(cell.grid, []).append(cell)
-    return [(p, _best_first(summary.figure_at(p), cells)) for p, cells in grouped.items()]
+    groups = []
+    for point in summary.ranking.points.values():
+        cells = [c for c in summary.cells_at(point.point) if c.ratio(F.RELATIVE) is not None]
+        if cells:
+            groups.append((point.point, best_first(cells, _relative, point.figure)))
+    return groups
 
 
-def _best_first(figure: F.Figure, cells: list[CellSummary]) -> list[CellSummary]:
-    """By the figure relative to the baseline, whichever way the point's figure is better."""
-    sign = -1 if figure.wins(2.0) else 1  # higher is better: sort descending
-    return sorted(cells, key=lambda c: sign * (c.value(F.RELATIVE) or 0.0))
+def _relative(cell: CellSummary) -> float | None:
+    return cell.value(F.RELATIVE)
 
 
 def relative_rows(
@@ -174,7 +174,7 @@ def relative_rows(
     tables = []
     for point, cells in relative_groups(summary):
         show_db = any(c.value(F.DB_SESSIONS) is not None for c in cells)
-        figure = summary.figure_at(point)
+        figure = summary.ranking.points[point].figure
         header = ["Framework", "Web Server", "Type", "Workers", f"{figure.label} ×"]
         header += ["P50 ms", "P99 ms"] + (["#DB"] if show_db else [])
         rows = []
@@ -186,23 +186,6 @@ def relative_rows(
             rows.append(row)
         tables.append((point.text(), figure, header, rows))
     return tables
-
-
-def ranking_lines(summary: RunSummary) -> list[str]:
-    """Per grid point with more than one stack, the stacks best first: '>' where one is
-    ahead of the next by the evidence rule, '≈' where they tie."""
-    lines = []
-    for point, order in summary.rankings.items():
-        if len(order) < 2:
-            continue
-        figure = summary.figure_at(point)
-        text = f"{order[0].label} ({figure.format(order[0].value)})"
-        for placed in order[1:]:
-            text += (
-                f" {'>' if placed.behind else '≈'} {placed.label} ({figure.format(placed.value)})"
-            )
-        lines.append(f"{point.text()}: {text}")
-    return lines
 
 
 def flip_lines(summary: RunSummary) -> list[str]:

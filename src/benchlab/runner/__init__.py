@@ -42,16 +42,16 @@ def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOpt
     recipe = plan.recipe
     session = Session(plan, store, reporter, options)
     with session.running(len(plan.cells) * recipe.trials) as outcome:
-        session.add_cells(plan.cells)
+        session.cells.add(plan.cells)
         session.prepare(plan.cells)
-        checks_s = checks_seconds(plan.cells, recipe, session.costs)
+        checks_s = checks_seconds(plan.cells, recipe, plan.catalogue, session.costs)
         options = MeasureOptions(launches_fit_deadline=True, then_s=lambda: checks_s)
         measurer = Measurer(session, options)
         # Within a budget, the rounds leave the checks their time.
-        deadline = session.deadline_s
+        deadline = session.clock.deadline_s
         if deadline is not None and checks_s:
-            session.set_deadline(max(0.0, deadline - checks_s))
+            session.clock.set_deadline(max(0.0, deadline - checks_s))
         measurer.measure(plan.cells, recipe.trials, recipe.max_trials)
-        session.set_deadline(deadline)
+        session.clock.set_deadline(deadline)
         check_resilience(session, measurer)
     return outcome

@@ -49,9 +49,9 @@ def answer_problem(session: Session, cell: Cell, port: int) -> str | None:
     """What is wrong with the answers the stack on `port` gives the cell's requests (None:
     nothing), asked over the cell's protocol."""
     with session.costs.timed("verify"):
-        return session.executor.verify(
+        return session.executor.observe.verify(
             session.server_address, port, session.scenarios[cell.scenario].expectations(cell.ms),
-            SETTLE_TIMEOUT_S, session.read_worlds, session.files.wire(cell),
+            SETTLE_TIMEOUT_S, session.services.read_worlds, session.files.wire(cell),
         )  # fmt: skip
 
 
@@ -99,9 +99,9 @@ class CellRunner:
             figure = self._trial(launched, cell, request)
         except LoadToolError as exc:
             check_alive(session, launched.server, cell)
-            session.fail(cell, FailureKind.LOAD_TOOL, str(exc))
+            session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
             return None
-        return None if cell in session.failed else figure
+        return None if cell in session.cells.failed else figure
 
     def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
@@ -160,11 +160,11 @@ class CellRunner:
         problem = answer_problem(session, cell, launched.port)
         if problem:
             check_alive(session, launched.server, cell)
-            session.fail(cell, what, problem)
+            session.cells.fail(cell, what, problem)
             return False
         if cell not in self.negotiated:
             self.negotiated[cell] = self._negotiated(launched, expectations, wire)
-            session.store.set_cell_wire(session.cell_ids[cell], *self.negotiated[cell])
+            session.store.set_cell_wire(session.cells.ids[cell], *self.negotiated[cell])
         return True
 
     def _negotiated(
@@ -175,7 +175,7 @@ class CellRunner:
         compressed = next((e for e in expectations if e.answer == "gzip"), None)
         asked = compressed or expectations[0]
         try:
-            reply = self.session.executor.exchange(
+            reply = self.session.executor.observe.exchange(
                 self.session.server_address, launched.port, asked, wire, SETTLE_TIMEOUT_S
             )
         except ExchangeError as exc:
@@ -203,11 +203,11 @@ class CellRunner:
         closed = self._closed_capacity(launched, cell, request)
         target = round(closed * cell.rate_share / 100, 1)
         if first:
-            self.session.store.set_cell_rates(self.session.cell_ids[cell], target, closed)
+            self.session.store.set_cell_rates(self.session.cells.ids[cell], target, closed)
             if not self.verified(launched, cell, FailureKind.VERIFICATION_AFTER_CLOSED_LOOP):
                 return None
         if target <= 0:
-            self.session.fail(
+            self.session.cells.fail(
                 cell, FailureKind.NO_RATE,
                 "its closed-loop probe completed no request: no rate to share",
             )  # fmt: skip
@@ -219,7 +219,7 @@ class CellRunner:
         session, recipe = self.session, self.session.plan.recipe
         assert recipe.slo is not None
         target = capacity.Target.of(recipe.slo)
-        cell_id = session.cell_ids[cell]
+        cell_id = session.cells.ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)
         if first:

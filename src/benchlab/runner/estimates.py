@@ -25,7 +25,7 @@ from benchlab.load import TOOLS
 from benchlab.recipe import Cell
 from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
-from benchlab.stacks import CATALOGUE
+from benchlab.stacks import Stack
 from benchlab.system.build_cache import state_dir
 
 SERVICE_START_S = {
@@ -175,28 +175,28 @@ def services_needed(plan_cells: Sequence[Cell], recipe) -> list[Service]:
     return names
 
 
-def resilience_seconds(recipe, stack: str | None = None) -> float:
+def resilience_seconds(recipe, stack: Stack | None = None) -> float:
     """What the recipe's resilience checks (drain, slow_clients) take `stack` (or any
     stack), beyond its start and stop: slow readers only where it serves static files."""
     seconds = drain.expected_s() if recipe.drain else 0.0
     modes = [
         m for m in recipe.slow_clients
-        if stack is None or stack not in CATALOGUE or slow_clients.MODES[m].applies_to(
-            CATALOGUE[stack].scenarios
-        )
+        if stack is None or slow_clients.MODES[m].applies_to(stack.scenarios)
     ]  # fmt: skip
     if modes:
         seconds += slow_clients.expected_s(len(modes), recipe.slow_client_rounds)
     return seconds
 
 
-def checks_seconds(cells: Sequence[Cell], recipe, costs: Costs) -> float:
+def checks_seconds(
+    cells: Sequence[Cell], recipe, catalogue: Mapping[str, Stack], costs: Costs
+) -> float:
     """Every stack's resilience checks, each on a launch of its own."""
     if not resilience_seconds(recipe):
         return 0.0
     stacks = {c.stack for c in cells}
     return sum(
-        resilience_seconds(recipe, stack)
+        resilience_seconds(recipe, catalogue[stack])
         + costs.get(f"start:{stack}", "start")
         + costs.get(f"stop:{stack}", "stop")
         for stack in stacks
@@ -204,19 +204,21 @@ def checks_seconds(cells: Sequence[Cell], recipe, costs: Costs) -> float:
 
 
 def plan_seconds(
-    cells: Sequence[Cell], recipe, costs: Costs, budget_min: float | None = None
-) -> float:
+    cells: Sequence[Cell], recipe, catalogue: Mapping[str, Stack], costs: Costs,
+    budget_min: float | None = None,
+) -> float:  # fmt: skip
     """What the plan's rounds take (the recipe's, not the adaptive ones) and its resilience
     checks, within a budget."""
     services = services_needed(cells, recipe)
     base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
-    total = base.total_s + checks_seconds(cells, recipe, costs)
+    total = base.total_s + checks_seconds(cells, recipe, catalogue, costs)
     return total if budget_min is None else min(total, budget_min * 60)
 
 
 def plan_lines(
-    cells: Sequence[Cell], recipe, costs: Costs, budget_min: float | None = None
-) -> list[str]:
+    cells: Sequence[Cell], recipe, catalogue: Mapping[str, Stack], costs: Costs,
+    budget_min: float | None = None,
+) -> list[str]:  # fmt: skip
     """What a run will do and how long it will take, before it starts."""
     services = services_needed(cells, recipe)
     launches = len({c.launch_key for c in cells})
@@ -226,7 +228,7 @@ def plan_lines(
         + (f", services: {', '.join(services)}" if services else "")
         + f"; {base.text()}"
     ]
-    if checks := checks_seconds(cells, recipe, costs):
+    if checks := checks_seconds(cells, recipe, catalogue, costs):
         asked = [CHECK_WORDS[SLOW_CLIENTS]] * bool(recipe.slow_clients)
         asked += [CHECK_WORDS[DRAIN]] * recipe.drain
         lines.append(

@@ -1,8 +1,9 @@
-"""What a run does outside its own process: start and stop a stack, ask it over the wire,
-send it load and watch it meanwhile, and tell the time. A Session holds one Executor; the
-real one (`RealExecutor`, the default) does each for real, and a stand-in (the tests'
-tests/inprocess.py) lets the runner's scheduling, stopping and failure handling run in
-process, as a scheduler is tested with a mock executor."""
+"""What a run does outside its own process, by concern: launch (start and stop a stack),
+measure (load it and watch it meanwhile, stop it under load, slow clients) and observe (ask
+it over the wire, check its parsing, tell the time, describe the machine). A Session holds
+one Executor; the real one (`RealExecutor`, the default) does each for real, and a stand-in
+(the tests' tests/inprocess.py) lets the runner's scheduling, stopping and failure handling
+run in process, as a scheduler is tested with a mock executor."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchlab.conformance.check import Conformance, check_server
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
+from benchlab.hosts import machine
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated, run_generators
 from benchlab.http.answers import ReadWorlds
@@ -114,34 +116,16 @@ class TrialMonitors(Protocol):
     def errors(self) -> Mapping[str, str]: ...
 
 
-class Executor(Protocol):
-    def monotonic(self) -> float: ...
+class Launching(Protocol):
+    """Starting and stopping a stack."""
+
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
-    def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
-    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
-        """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
-        ...
 
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
-        """Stop the stack under load (one that hangs is still running when this returns)."""
-        ...
 
-    def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
-    ) -> SlowClients: ...
-    def verify(
-        self,
-        address: str,
-        port: int,
-        expectations: list[Expectation],
-        timeout: float,
-        read_worlds: ReadWorlds | None,
-        wire: Wire,
-    ) -> str | None: ...
-    def exchange(
-        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
-    ) -> Reply: ...
+class Measuring(Protocol):
+    """Loading a started stack, and what watches it meanwhile."""
+
     def generate(
         self,
         tool: LoadTool,
@@ -161,8 +145,6 @@ class Executor(Protocol):
         ...
 
     # --- WebSocket (runner/websocket.py) ---
-    def verify_websocket(self, address: str, port: int) -> str | None: ...
-    def ws_counters(self, address: str, port: int) -> WsCounters: ...
     def ws_echo(
         self, registry: ProcessRegistry, request: EchoRequest, workdir: Path
     ) -> EchoResult: ...
@@ -177,6 +159,58 @@ class Executor(Protocol):
         server: StackServer,
         rss_limit_mb: float,
     ) -> HoldResult: ...
+
+    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+        """Stop the stack under load (one that hangs is still running when this returns)."""
+        ...
+
+    def slow_clients(
+        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+    ) -> SlowClients: ...
+
+
+class Observing(Protocol):
+    """Asking a stack over the wire without load; the clock and the machine."""
+
+    def monotonic(self) -> float: ...
+    def machine(self) -> dict[str, Any]:
+        """The facts of this machine a result depends on (CPU, kernel, versions)."""
+        ...
+
+    def commit(self) -> str | None:
+        """benchlab's own commit ("+dirty" when changed), None outside a repository."""
+        ...
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool: ...
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        """Every shape, whole and split at each byte (a user's app: `shapes_for` its request)."""
+        ...
+
+    def verify(
+        self,
+        address: str,
+        port: int,
+        expectations: list[Expectation],
+        timeout: float,
+        read_worlds: ReadWorlds | None,
+        wire: Wire,
+    ) -> str | None: ...
+    def exchange(
+        self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
+    ) -> Reply: ...
+    def verify_websocket(self, address: str, port: int) -> str | None: ...
+    def ws_counters(self, address: str, port: int) -> WsCounters: ...
+
+
+class Executor(Protocol):
+    """What a run does outside its process, by concern: a new feature adds its call to one."""
+
+    @property
+    def launch(self) -> Launching: ...
+    @property
+    def measure(self) -> Measuring: ...
+    @property
+    def observe(self) -> Observing: ...
 
 
 @dataclass(frozen=True)
@@ -214,11 +248,8 @@ def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
     )  # fmt: skip
 
 
-class RealExecutor:
-    """Real processes, real sockets, real load tools, the machine's clock."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
+class RealLaunch:
+    """Real processes, started pinned as their user."""
 
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
         started = start_answering(
@@ -233,11 +264,54 @@ class RealExecutor:
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
         registry.stop(_process(server), grace=grace)
 
-    def keeps_alive(self, address: str, port: int, path: str) -> bool:
-        return keeps_alive(address, port, path)
 
-    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
-        return check_server(address, port, shapes)
+class RealMeasure:
+    """Real load tools and samplers."""
+
+    def generate(
+        self,
+        tool: LoadTool,
+        request: LoadRequest,
+        places: list[Placement],
+        registry: ProcessRegistry,
+        workdir: Path,
+    ) -> Generated:
+        return run_generators(tool, request, places, registry, workdir)
+
+    @contextlib.contextmanager
+    def monitors(
+        self,
+        server: StackServer,
+        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
+        probes: dict[str, Callable[[], int] | None],
+    ) -> Iterator[TrialMonitors]:
+        with (
+            ProcessTreeSampler(_process(server)) as tree,
+            StealSampler(*steal_cores) as steal,
+            PeakSampler(probes) as peaks,
+        ):
+            yield _Samplers(tree, steal, peaks)
+
+    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
+        return source.read(address, port)
+
+    def ws_echo(self, registry: ProcessRegistry, request: EchoRequest, workdir: Path) -> EchoResult:
+        return ws_load.run_echo(registry, request, workdir)
+
+    def ws_broadcast(
+        self, registry: ProcessRegistry, request: BroadcastRequest, workdir: Path
+    ) -> BroadcastResult:
+        return ws_load.run_broadcast(registry, request, workdir)
+
+    def ws_hold(
+        self,
+        registry: ProcessRegistry,
+        request: HoldRequest,
+        workdir: Path,
+        server: StackServer,
+        rss_limit_mb: float,
+    ) -> HoldResult:
+        return ws_load.run_hold(registry, request, workdir, _process(server), rss_limit_mb)
 
     def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
         return stop_under_load(_target(registry, checked))
@@ -246,6 +320,25 @@ class RealExecutor:
         self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
     ) -> SlowClients:
         return with_and_without(_target(registry, checked), modes, rounds)
+
+
+class RealObserve:
+    """Real sockets, the machine's clock and its facts."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def machine(self) -> dict[str, Any]:
+        return machine.describe()
+
+    def commit(self) -> str | None:
+        return machine.git_commit()
+
+    def keeps_alive(self, address: str, port: int, path: str) -> bool:
+        return keeps_alive(address, port, path)
+
+    def conform(self, address: str, port: int, shapes: ShapeSet = CATALOGUE_SHAPES) -> Conformance:
+        return check_server(address, port, shapes)
 
     def verify(
         self,
@@ -268,53 +361,17 @@ class RealExecutor:
             headers=asked.headers, body=asked.request_body, wire=wire, timeout=timeout,
         )  # fmt: skip
 
-    def generate(
-        self,
-        tool: LoadTool,
-        request: LoadRequest,
-        places: list[Placement],
-        registry: ProcessRegistry,
-        workdir: Path,
-    ) -> Generated:
-        return run_generators(tool, request, places, registry, workdir)
-
-    def thread_times(self, address: str, port: int, source: CounterSource) -> ThreadTimes | None:
-        return source.read(address, port)
-
     def verify_websocket(self, address: str, port: int) -> str | None:
         return verify_websocket(address, port)
 
     def ws_counters(self, address: str, port: int) -> WsCounters:
         return read_counters(address, port)
 
-    def ws_echo(self, registry: ProcessRegistry, request: EchoRequest, workdir: Path) -> EchoResult:
-        return ws_load.run_echo(registry, request, workdir)
 
-    def ws_broadcast(
-        self, registry: ProcessRegistry, request: BroadcastRequest, workdir: Path
-    ) -> BroadcastResult:
-        return ws_load.run_broadcast(registry, request, workdir)
+@dataclass(frozen=True)
+class RealExecutor:
+    """Everything for real (a Session's default)."""
 
-    def ws_hold(
-        self,
-        registry: ProcessRegistry,
-        request: HoldRequest,
-        workdir: Path,
-        server: StackServer,
-        rss_limit_mb: float,
-    ) -> HoldResult:
-        return ws_load.run_hold(registry, request, workdir, _process(server), rss_limit_mb)
-
-    @contextlib.contextmanager
-    def monitors(
-        self,
-        server: StackServer,
-        steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
-        probes: dict[str, Callable[[], int] | None],
-    ) -> Iterator[TrialMonitors]:
-        with (
-            ProcessTreeSampler(_process(server)) as tree,
-            StealSampler(*steal_cores) as steal,
-            PeakSampler(probes) as peaks,
-        ):
-            yield _Samplers(tree, steal, peaks)
+    launch: Launching = field(default_factory=RealLaunch)
+    measure: Measuring = field(default_factory=RealMeasure)
+    observe: Observing = field(default_factory=RealObserve)

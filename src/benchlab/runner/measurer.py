@@ -13,21 +13,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.analysis.cell_records import by_round, measured
-from benchlab.analysis.grid import GridPoint, cell_point
-from benchlab.analysis.ranking_decisions import AdjacentPair, adjacent_pairs, still_to_decide
-from benchlab.analysis.stats import converged
-from benchlab.core.figures import Better, Figure, rank_figure
+from benchlab.analysis.ranking import Step, stored_ranking
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.wire import Wire
-from benchlab.recipe import Cell, sentinel_of
+from benchlab.recipe import Cell
 from benchlab.runner.cell import CellRunner, Launched
 from benchlab.runner.estimates import estimate
 from benchlab.runner.executor import StackLaunch, StackServer
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
-from benchlab.runner.session import ServiceDied, Session
+from benchlab.runner.run_services import ServiceDied
+from benchlab.runner.session import Session
 from benchlab.runner.trial import StackDied, does_not_fit
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
@@ -101,7 +98,7 @@ class Measurer:
 
     def done_rounds(self, cell: Cell) -> int:
         """Rounds the cell has finished: its trials, or a search's replicates."""
-        store, cell_id = self.session.store, self.session.cell_ids[cell]
+        store, cell_id = self.session.store, self.session.cells.ids[cell]
         if cell.mode == Mode.SLO:
             return len(store.capacities(cell_id))
         return sum(1 for t in store.trials(cell_id) if t.probe is None)
@@ -109,7 +106,7 @@ class Measurer:
     def seconds_left(self) -> float:
         """The planned rounds not yet done, at this machine's step costs (this run's own
         folded in as it goes)."""
-        failed = self.session.failed
+        failed = self.session.cells.failed
         live = [c for c in self.rounds_planned if c not in failed]
         done = {c: self.done_rounds(c) for c in live}
         left = {c: max(0, self.rounds_planned[c] - done[c]) for c in live}
@@ -120,17 +117,17 @@ class Measurer:
     # --- rounds -----------------------------------------------------------------------------
 
     def _run_adaptive_rounds(self, cells: Sequence[Cell], rounds: int, max_rounds: int) -> None:
-        """More interleaved rounds, up to `max_rounds`, only for the cells whose place in the
-        ranking is still undecided: both sides of every adjacent pair at a grid point whose
-        confidence sequence neither separates them nor ties them within `min_effect_pct`
-        (analysis/ranking_decisions.py: stopping there keeps the decisions honest). A cell
-        alone at its point gets rounds until its interval is within the target."""
+        """More interleaved rounds, up to `max_rounds`, only for the cells whose place the
+        run's ranking has not decided (analysis/ranking.py): both sides of every undecided
+        adjacent pair, and a cell alone at its point until its interval is within the
+        target. The run stops when the ranking says decided."""
         session = self.session
         for round_index in range(rounds, max_rounds):
-            live = [c for c in cells if c in session.measured and c not in session.failed]
-            pending, waiting = self._still_to_decide(live)
+            pending, waiting = self.still_to_decide(cells)
             # The whole round or none: a pair is compared only in rounds that measured both.
-            if not pending or not session.time_left(self._launch_seconds(pending)):
+            if not pending or not session.clock.time_left(
+                self._launch_seconds(pending), planned=False
+            ):
                 return
             session.reporter.status(
                 f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
@@ -138,65 +135,31 @@ class Measurer:
             session.reporter.extend(len(pending))
             expected = _rounds_expected(waiting, max_rounds - round_index)
             for cell in pending:
-                self.rounds_planned[cell] = round_index + expected.get(cell, 1)
-            self._run_round(round_index, pending)
+                self.rounds_planned[cell] = round_index + expected.get(cell.key, 1)
+            self._run_round(round_index, pending, adaptive=True)
 
-    def _still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[AdjacentPair]]:
-        """The cells the next round should measure, and the undecided pairs that want them."""
-        recipe = self.session.plan.recipe
-        min_effect = (
-            recipe.min_effect_pct
-            if recipe.min_effect_pct is not None
-            else recipe.target_half_width_pct
-        )
-        swept_pool = isinstance(recipe.params.pool_size, list)
-        points: dict[GridPoint, list[Cell]] = {}
-        sentinel = sentinel_of(recipe)
-        for cell in cells:
-            # Not contenders: the sentinel (a reference) and its A/A copy; a stack found
-            # nonconformant (it is measured, not ranked).
-            checked = self.session.conformance.get(cell.stack)
-            if cell.stack != sentinel and (checked is None or checked.ranks):
-                points.setdefault(cell_point(cell, swept_pool), []).append(cell)
-        pending: set[Cell] = set()
-        waiting: list[AdjacentPair] = []
-        for group in points.values():
-            if len(group) == 1:
-                if not self._converged(group[0]):
-                    pending.add(group[0])
-                continue
-            series = {cell: self._ranking_series(cell) for cell in group}
-            higher_is_better = self._ranked_by(group[0]).better is Better.HIGHER
-            pairs = adjacent_pairs(series, higher_is_better, min_effect)
-            pending |= still_to_decide(pairs)
-            waiting += [pair for pair in pairs if not pair.decided]
+    def still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[Step]]:
+        """The cells the next round should measure, as the run's ranking says, and the
+        undecided pairs that want them."""
+        session = self.session
+        ranking = stored_ranking(session.store, session.run_id, session.run_options)
+        failed = {c.key for c in session.cells.failed}
+        wanted = ranking.to_measure(failed)
+        pending = {c for c in cells if c.key in wanted and c not in session.cells.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
         # cell's ratio to it is taken within rounds.
+        sentinel = session.run_options.sentinel
         if pending and sentinel is not None:
-            pending |= {c for c in cells if c.stack == sentinel}
+            pending |= {c for c in cells if c.stack == sentinel and c not in session.cells.failed}
+        waiting = [s for s in ranking.undecided if not {s.ahead.key, s.behind.key} & failed]
         return [c for c in cells if c in pending], waiting
 
-    def _ranking_series(self, cell: Cell) -> dict[int, float]:
-        """The cell's ranking figure (the report's: the recipe's `rank_by`, else its mode's),
-        round by round."""
-        store, cell_id = self.session.store, self.session.cell_ids[cell]
-        records = measured(cell.mode, store.trials(cell_id), store.capacities(cell_id))
-        return by_round(self._ranked_by(cell), records)
-
-    def _ranked_by(self, cell: Cell) -> Figure:
-        return rank_figure(cell.mode, self.session.plan.recipe.rank_by)
-
-    def _converged(self, cell: Cell) -> bool:
-        """Whether the cell's ranking figure is within the target."""
-        values = list(self._ranking_series(cell).values())
-        return converged(values, self.session.plan.recipe.target_half_width_pct)
-
-    def _run_round(self, round_index: int, cells: Sequence[Cell]) -> None:
-        failed = self.session.failed
+    def _run_round(self, round_index: int, cells: Sequence[Cell], adaptive: bool = False) -> None:
+        failed = self.session.cells.failed
         todo = [c for c in cells if c not in failed and self.done_rounds(c) <= round_index]
         # Under a budget, a round starts only if all of it fits: a pair is compared only in
         # rounds that measured both of its cells.
-        if not todo or not self.session.time_left(self._launch_seconds(todo)):
+        if not todo or not self.session.clock.time_left(self._launch_seconds(todo), not adaptive):
             return
         grouped: dict[tuple, list[Cell]] = {}  # by the launch that serves them, in order
         for cell in todo:
@@ -206,12 +169,12 @@ class Measurer:
         shift = round_index % len(launches)
         for group in launches[shift:] + launches[:shift]:
             live = [c for c in group if c not in failed]
-            if live and self.session.time_left(self._launch_seconds(live)):
+            if live and self.session.clock.time_left(self._launch_seconds(live), not adaptive):
                 self._run_launch(live, round_index)
 
     def _launch_seconds(self, cells: Sequence[Cell]) -> float:
         """What one launch of these cells is expected to take, when launches must fit."""
-        if not self.options.launches_fit_deadline or self.session.deadline_s is None:
+        if not self.options.launches_fit_deadline or self.session.clock.deadline_s is None:
             return 0.0
         done = {c: self.done_rounds(c) for c in cells}
         warmup = self.session.plan.recipe.warmup
@@ -223,9 +186,9 @@ class Measurer:
         env = self.options.extra_env()
         if stack.isolated_env:
             return env
-        services, static = self.session.services, self.session.files.static_dir
+        static = self.session.files.static_dir
         return {
-            **(services.stack_env() if services else {}),
+            **self.session.services.stack_env(),
             "BENCHLAB_POOL_SIZE": str(first.launch_pool or DEFAULT_POOL_SIZE),
             **({"BENCHLAB_FLAVOUR": first.flavour} if first.flavour else {}),
             **({STATIC: str(static)} if static else {}),
@@ -247,13 +210,13 @@ class Measurer:
         with self.started(first, workdir) as up:
             if up.problem is not None:
                 for cell in cells:
-                    session.fail(cell, up.failed_as, up.problem)
+                    session.cells.fail(cell, up.failed_as, up.problem)
                 return
             try:
                 first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
                 # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept
                 # (only siege reads it, and siege speaks plain HTTP/1.1 only).
-                alive = first.protocol != "h1" or session.executor.keeps_alive(
+                alive = first.protocol != "h1" or session.executor.observe.keeps_alive(
                     session.server_address, up.port, first_path
                 )
                 if self._conforms_here(first, up.proxied):
@@ -263,7 +226,7 @@ class Measurer:
                 )
                 self._run_cells(launched, cells, positions)
             except StackDied as died:
-                session.fail_launch(first, str(died), died.kind)
+                session.cells.fail_launch(first, str(died), died.kind)
 
     @contextlib.contextmanager
     def started(self, first: Cell, workdir: Path) -> Iterator[Up]:
@@ -276,7 +239,7 @@ class Measurer:
         proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
-        started = session.executor.start(session.registry, StackLaunch(
+        started = session.executor.launch.start(session.registry, StackLaunch(
             stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
             start_timeout(stack, session.costs.known.get(f"start:{stack.name}")),
@@ -311,7 +274,7 @@ class Measurer:
             # A stack already stopped (a resilience check's stop under load) costs no stop.
             timed = session.costs.timed(f"stop:{stack.name}") if server.alive() else None
             with timed or contextlib.nullcontext():
-                session.executor.stop(session.registry, server, STACK_STOP_GRACE_S)
+                session.executor.launch.stop(session.registry, server, STACK_STOP_GRACE_S)
 
     def _conforms_here(self, first: Cell, proxied: bool) -> bool:
         """Whether this launch is where its stack's conformance is checked: the recipe asks
@@ -320,7 +283,7 @@ class Measurer:
         session = self.session
         return (
             session.plan.recipe.conform
-            and first.stack not in session.conformance
+            and first.stack not in session.cells.conformance
             and (proxied or first.protocol == "h1")
         )
 
@@ -331,12 +294,12 @@ class Measurer:
         session.reporter.status(
             f"checking {stack.name}'s HTTP/1.1 parsing (benchlab conform's request shapes)"
         )
-        result = session.executor.conform(session.server_address, port)
-        session.conformance[stack.name] = result
+        result = session.executor.observe.conform(session.server_address, port)
+        session.cells.conformance[stack.name] = result
         facts = result.facts()
         for cell in session.cells:
             if cell.stack == stack.name:
-                session.store.add_cell_facts(session.cell_ids[cell], {"conformance": facts})
+                session.store.add_cell_facts(session.cells.ids[cell], {"conformance": facts})
         if not result.ranks:
             session.reporter.status(
                 f"{stack.name} is nonconformant ({facts['unranking'][0]}): "
@@ -348,14 +311,14 @@ class Measurer:
         # the pools of a scenario that uses them grown to what its load needs.
         session, warmed = self.session, set[str]()
         for cell in cells:
-            if cell in session.failed:
+            if cell in session.cells.failed:
                 continue
             try:
                 figure = self.cells.run(launched, cell, warm=cell.scenario in warmed)
                 warmed.add(cell.scenario)
             except ServiceDied as died:
                 # Its cells fail; this launch's cells that do not need it go on.
-                session.service_died(died.service)
+                session.services.died(died.service)
                 continue
             if figure is not None:
                 session.reporter.trial(
@@ -371,13 +334,13 @@ def _round_text(round_index: int, trials: int) -> str:
     return f"adaptive round {round_index + 1}"
 
 
-def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:
+def _waiting_text(waiting: Sequence[Step], cells: int) -> str:
     """What the round is for: the undecided pair expected to need the most rounds, by name."""
     if not waiting:
         return f"{cells} cell(s) not yet within their target"
     pair = max(waiting, key=lambda p: p.more_rounds if p.more_rounds is not None else 10**6)
-    e = pair.evidence
-    high = "∞" if e.high == float("inf") else f"{e.high:.2f}"
+    r = pair.ratio
+    where = "" if r is None else f": {r.value:.2f}× [{r.low:.2f}–{_bound(r.high)}]"
     more = (
         f"about {pair.more_rounds} more round(s) expected"
         if pair.more_rounds is not None
@@ -385,17 +348,21 @@ def _waiting_text(waiting: Sequence[AdjacentPair], cells: int) -> str:
     )
     others = f"; {len(waiting) - 1} other pair(s) undecided" if len(waiting) > 1 else ""
     return (
-        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.ahead.scenario}): "
-        f"{e.ratio:.2f}× [{e.low:.2f}–{high}], {more}{others}"
+        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}, "
+        f"{more}{others}"
     )
 
 
-def _rounds_expected(waiting: Sequence[AdjacentPair], most: int) -> dict[Cell, int]:
-    """Rounds each cell of an undecided pair is expected to need still (for the ETA), at
-    most `most`: the rounds left before max_trials."""
-    expected: dict[Cell, int] = {}
+def _bound(value: float) -> str:
+    return "∞" if value == float("inf") else f"{value:.2f}"
+
+
+def _rounds_expected(waiting: Sequence[Step], most: int) -> dict[str, int]:
+    """Rounds each cell (by key) of an undecided pair is expected to need still (for the ETA),
+    at most `most`: the rounds left before max_trials."""
+    expected: dict[str, int] = {}
     for pair in waiting:
         need = most if pair.more_rounds is None else max(1, min(most, pair.more_rounds))
-        for cell in (pair.ahead, pair.behind):
-            expected[cell] = max(expected.get(cell, 1), need)
+        for key in (pair.ahead.key, pair.behind.key):
+            expected[key] = max(expected.get(key, 1), need)
     return expected

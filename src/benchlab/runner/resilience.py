@@ -30,8 +30,8 @@ def check_resilience(session: Session, measurer: Measurer) -> None:
         return
     firsts = _first_cells(session, measurer, wanted)
     for index, (name, first) in enumerate(firsts.items(), 1):
-        seconds = resilience_seconds(recipe, name)
-        if session.time_left(seconds + START_STOP_S):
+        seconds = resilience_seconds(recipe, session.catalogue[name])
+        if session.clock.time_left(seconds + START_STOP_S):
             session.reporter.status(
                 f"resilience checks [{index}/{len(firsts)}] {name}: "
                 f"{' and '.join(CHECK_WORDS[key] for key in wanted)} (about {seconds:.0f} s)"
@@ -44,7 +44,7 @@ def check_resilience(session: Session, measurer: Measurer) -> None:
         # workers, threads or flavours are not said to share it.
         for cell in session.cells:
             if _setup(cell) == _setup(first):
-                session.store.add_cell_facts(session.cell_ids[cell], facts)
+                session.store.add_cell_facts(session.cells.ids[cell], facts)
 
 
 def _setup(cell: Cell) -> tuple[object, ...]:
@@ -67,8 +67,8 @@ def _first_cells(session: Session, measurer: Measurer, wanted: list[str]) -> dic
     }
     firsts: dict[str, Cell] = {}
     for cell in session.cells:
-        measured = cell in session.measured or measurer.done_rounds(cell) > 0
-        if measured and cell not in session.failed and cell.stack not in checked:
+        measured = cell in session.cells.measured or measurer.done_rounds(cell) > 0
+        if measured and cell not in session.cells.failed and cell.stack not in checked:
             firsts.setdefault(cell.stack, cell)
     return firsts
 
@@ -96,7 +96,7 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
 
         if recipe.slow_clients:
             facts[SLOW_CLIENTS] = attempted(
-                lambda: executor.slow_clients(
+                lambda: executor.measure.slow_clients(
                     session.registry, checked("slow"), list(recipe.slow_clients),
                     recipe.slow_client_rounds,
                 ),
@@ -109,6 +109,6 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
             ).to_json()
         elif recipe.drain:  # last: it stops the stack
             facts[DRAIN] = attempted(
-                lambda: executor.drain(session.registry, checked("drain")), session.redacted
+                lambda: executor.measure.drain(session.registry, checked("drain")), session.redacted
             )
     return facts

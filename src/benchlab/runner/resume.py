@@ -6,12 +6,14 @@ rounds not done are measured, in the order an uninterrupted run would have taken
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.recipe import Plan, build_plan
 from benchlab.recipe.schema import Recipe
+from benchlab.stacks import Stack
 from benchlab.store import RunRecord, Store
 
 RESUMABLE = ("interrupted", "abandoned", "failed")
@@ -24,9 +26,10 @@ class Resumed:
     deadline_s: float | None
 
 
-def resumable(store: Store, wanted: str | None) -> Resumed:
+def resumable(store: Store, wanted: str | None, catalogue: Mapping[str, Stack]) -> Resumed:
     """The run to continue: `wanted` (an id or its prefix, latest~N, or a recipe's name: its
-    latest unfinished run), or the latest unfinished run of the store."""
+    latest unfinished run), or the latest unfinished run of the store; planned again of
+    `catalogue`'s stacks."""
     run = _chosen(store, wanted)
     if run.status not in RESUMABLE:
         raise UserError(
@@ -39,7 +42,7 @@ def resumable(store: Store, wanted: str | None) -> Resumed:
             "run its recipe again"
         )
     recipe = Recipe.model_validate_json(json.dumps(run.plan["recipe"]))
-    plan = build_plan(Path(run.recipe_path), recipe, run.recipe_text)
+    plan = build_plan(Path(run.recipe_path), recipe, run.recipe_text, catalogue)
     planned = {cell.key for cell in plan.cells}
     missing = [c.key for c in store.cells(run.id) if c.key not in planned]
     if missing:

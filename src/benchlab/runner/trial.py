@@ -41,7 +41,7 @@ def does_not_fit(server: StackServer, stack: Stack) -> str | None:
 def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
     """Raise ServiceDied for a dead service, StackDied for a dead server, or one that lost a
     process to its memory limit (it does not fit in it, whether or not it carried on)."""
-    session.check_services()
+    session.services.check()
     if (unfit := does_not_fit(server, session.catalogue[cell.stack])) is not None:
         raise StackDied(f"{unfit} during the {cell.scenario} trial", FailureKind.OUT_OF_MEMORY)
     if server.alive():
@@ -56,25 +56,27 @@ def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
 def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
     """The request's load from every load host at once, merged."""
     tool = TOOLS[request.tool]
-    return session.executor.generate(tool, request, session.hosts.load, session.registry, workdir)
+    return session.executor.measure.generate(
+        tool, request, session.hosts.load, session.registry, workdir
+    )
 
 
 def flush_cache(session: Session, needed: bool) -> None:
-    if needed and session.cache is not None:
+    if needed and session.services.cache is not None:
         try:
-            session.cache.flushall()
+            session.services.cache.flushall()
         except Exception:
-            session.check_services()  # a dead Redis fails its cells, not the run
+            session.services.check()  # a dead Redis fails its cells, not the run
             raise
 
 
 def _cache_counters(session: Session, needed: bool) -> tuple[int, int] | None:
-    if not needed or session.cache is None:
+    if not needed or session.services.cache is None:
         return None
     try:
-        return hit_counters(session.cache)
+        return hit_counters(session.services.cache)
     except Exception:
-        session.check_services()
+        session.services.check()
         raise
 
 
@@ -82,7 +84,7 @@ def _thread_times(session: Session, cell: Cell, port: int | None) -> ThreadTimes
     source = session.catalogue[cell.stack].counters
     if port is None or source is None:
         return None
-    return session.executor.thread_times(session.server_address, port, source)
+    return session.executor.measure.thread_times(session.server_address, port, source)
 
 
 def _threads_since(before: ThreadTimes | None, after: ThreadTimes | None) -> ThreadTimes | None:
@@ -110,12 +112,14 @@ def take_trial(
     scenario = session.scenarios[cell.scenario]
     cache_before = _cache_counters(session, scenario.needs_cache)
     threads_before = _thread_times(session, cell, counters_port)
-    probes = session.probes if scenario.needs_database else {}
+    probes = session.services.probes if scenario.needs_database else {}
     # From the load tool's exit until its row is stored, Ctrl-C and SIGTERM wait:
     # a finished trial is never lost to them.
     with contextlib.ExitStack() as finished:
-        clock = session.executor.monotonic
-        with session.executor.monitors(server, session.hosts.steal_cores(), probes) as monitors:
+        clock = session.executor.observe.monotonic
+        with session.executor.measure.monitors(
+            server, session.hosts.steal_cores(), probes
+        ) as monitors:
             started_at, began = now(), clock()
             monitors.count_until(began + request.duration_s)
             generated = generate(session, request, workdir)
@@ -149,8 +153,8 @@ def take_trial(
         record = trial_record(
             round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe
         )
-        session.store.add_trial(session.cell_ids[cell], record, generated.shares)
-        session.measured.add(cell)
+        session.store.add_trial(session.cells.ids[cell], record, generated.shares)
+        session.cells.measured.add(cell)
     return record
 
 

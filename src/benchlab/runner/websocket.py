@@ -59,24 +59,26 @@ class WebSocketCells:
                 return self._hold(launched, cell)
             if kind == ECHO:
                 found = self._echo(launched, cell)
-                if cell.mode == Mode.SLO and cell not in session.failed:
+                if cell.mode == Mode.SLO and cell not in session.cells.failed:
                     found = f"{found}; {self._search(launched, cell)}"
                 return found
             if kind == BROADCAST:
                 return self._broadcast(launched, cell)
         except LoadToolError as exc:
             check_alive(session, launched.server, cell)
-            session.fail(cell, FailureKind.LOAD_TOOL, str(exc))
+            session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
             return None
         raise ValueError(f"{cell.scenario} is no WebSocket scenario")
 
     def verified(self, launched: Launched, cell: Cell, what: FailureKind) -> bool:
         session = self.session
         with session.costs.timed("verify"):
-            problem = session.executor.verify_websocket(session.server_address, launched.port)
+            problem = session.executor.observe.verify_websocket(
+                session.server_address, launched.port
+            )
         if problem:
             check_alive(session, launched.server, cell)
-            session.fail(cell, what, problem)
+            session.cells.fail(cell, what, problem)
             return False
         return True
 
@@ -92,7 +94,7 @@ class WebSocketCells:
             settings.hold_open_rate, settings.hold_settle_s,
         )  # fmt: skip
         started_at = now()
-        result = self.session.executor.ws_hold(
+        result = self.session.executor.measure.ws_hold(
             self.session.registry, request, launched.workdir / "ws-hold", launched.server,
             settings.rss_limit_mb,
         )  # fmt: skip
@@ -120,7 +122,7 @@ class WebSocketCells:
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
         with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
-            result = self.session.executor.ws_echo(
+            result = self.session.executor.measure.ws_echo(
                 self.session.registry, request, launched.workdir / "ws-echo"
             )
         check_alive(self.session, launched.server, cell)
@@ -147,7 +149,7 @@ class WebSocketCells:
         if cell not in self.closed:
             record = self._echo_trial(launched, cell, None, CLOSED)
             self.closed[cell] = record.achieved_rps or 0.0
-            session.store.set_cell_rates(session.cell_ids[cell], None, self.closed[cell])
+            session.store.set_cell_rates(session.cells.ids[cell], None, self.closed[cell])
 
         def probe(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
@@ -157,7 +159,7 @@ class WebSocketCells:
             session.reporter.status(f"{cell.stack}: {rate:,.0f} msg/s {verdict}")
             return missed is None
 
-        cell_id = session.cell_ids[cell]
+        cell_id = session.cells.ids[cell]
         previous = [c.capacity_rps for c in session.store.capacities(cell_id)]
         try:
             found = capacity.search(
@@ -178,7 +180,7 @@ class WebSocketCells:
             warmup_rounds=round(self._warmup_s(cell) * 1000 / settings.round_interval_ms),
         )  # fmt: skip
         with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
-            result = self.session.executor.ws_broadcast(
+            result = self.session.executor.measure.ws_broadcast(
                 self.session.registry, request, launched.workdir / "ws-broadcast"
             )
         check_alive(self.session, launched.server, cell)
@@ -195,11 +197,13 @@ class WebSocketCells:
     def _counted(self, launched: Launched) -> Iterator[tuple[_Counts, str]]:
         """The server's own counters before and after the load (what the load added)."""
         address = self.session.server_address
-        before = self.session.executor.ws_counters(address, launched.port)
+        before = self.session.executor.observe.ws_counters(address, launched.port)
         counts = _Counts()
         yield counts, now()
         try:
-            counts.value = self.session.executor.ws_counters(address, launched.port).since(before)
+            counts.value = self.session.executor.observe.ws_counters(address, launched.port).since(
+                before
+            )
         except ContractBroken:
             counts.value = None
 
@@ -207,13 +211,15 @@ class WebSocketCells:
     def _monitored(self, launched: Launched) -> Iterator[_Usage]:
         session = self.session
         usage = _Usage()
-        with session.executor.monitors(launched.server, session.hosts.steal_cores(), {}) as m:
+        with session.executor.measure.monitors(
+            launched.server, session.hosts.steal_cores(), {}
+        ) as m:
             yield usage
         usage.tree, usage.steal = m.usage(), m.steal()
 
     def _store(self, launched: Launched, cell: Cell, record: TrialRecord) -> None:
-        self.session.store.add_trial(self.session.cell_ids[cell], record)
-        self.session.measured.add(cell)
+        self.session.store.add_trial(self.session.cells.ids[cell], record)
+        self.session.cells.measured.add(cell)
 
 
 class _Failed(Exception):

@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE, RUN_AT_SPARE_PCT
 from benchlab.recipe import CoreAssignment
-from benchlab.runner import Measurer, Session
+from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
 from benchlab.tune.candidates import Candidate
 from benchlab.tune.proof import PROOF_S, Searched, held_text, replay_at
+from benchlab.tune.session import TuneSession
 
 
 def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
@@ -36,13 +37,13 @@ def needed_closed_rps(rate: float) -> float:
     return rate / RUN_AT_MEDIAN_SHARE
 
 
-def reachable(session: Session, first_pass: list[Searched], rate: float) -> list[Searched]:
+def reachable(session: TuneSession, first_pass: list[Searched], rate: float) -> list[Searched]:
     """The candidates whose first pass served `rate` in a closed loop with capacity to
     spare, cheapest first."""
     costed = []
     for entry in first_pass:
-        trials = session.trials_of(entry.cell)
-        if session.failure_of(entry.cell) is not None or not trials:
+        trials = session.cells.trials_of(entry.cell)
+        if session.cells.failure_of(entry.cell) is not None or not trials:
             continue
         trial = trials[-1]
         if trial.throughput_rps < needed_closed_rps(rate):
@@ -52,7 +53,7 @@ def reachable(session: Session, first_pass: list[Searched], rate: float) -> list
 
 
 def cheapest_at(
-    session: Session,
+    session: TuneSession,
     measurer: Measurer,
     first_pass: list[Searched],
     cores: CoreAssignment,
@@ -72,7 +73,7 @@ def cheapest_at(
             "the most that holds instead")  # fmt: skip
         return None
     for index, entry in enumerate(possible):
-        label = session.label_of(entry.cell)
+        label = session.cells.label_of(entry.cell)
         replayed = replay_at(
             session, measurer, entry, rate, cores, connections, proof_s, 0, extends_plan=index > 0
         )
@@ -90,6 +91,6 @@ def cheapest_at(
     return None
 
 
-def _closed(session: Session, entry: Searched) -> float:
-    trials = session.trials_of(entry.cell)
+def _closed(session: TuneSession, entry: Searched) -> float:
+    trials = session.cells.trials_of(entry.cell)
     return trials[-1].throughput_rps if trials else 0.0

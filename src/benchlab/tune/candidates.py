@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,6 +219,3 @@ def catalogue(info: AppInfo, limits: Limits | None = None) -> dict[str, Stack]:
         **{f"{kind.name}{REPLAY}": replay_stack_for(kind, info) for kind in kinds},
     }
     return {name: dataclasses.replace(stack, limits=limits) for name, stack in stacks.items()}
-
-
-Deploy = Callable[[int, int | None], str]

@@ -54,7 +54,6 @@ from benchlab.runner import (
     Measurer,
     Reporter,
     RunOutcome,
-    Session,
     SessionOptions,
 )
 from benchlab.services import planned_address, reserve
@@ -77,6 +76,7 @@ from benchlab.tune.check_answer import StoredAnswer, prove_stored
 from benchlab.tune.check_only import check_candidates
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Replayed, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
+from benchlab.tune.session import TuneSession
 from benchlab.tune.setup_step import run_setup
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
@@ -366,10 +366,10 @@ def secrets_of(request: TuneRequest) -> tuple[str, ...]:
     return (*request.env.values(), *request.env_from_file.values(), *commands)
 
 
-def service_env(request: TuneRequest, session: Session) -> dict[str, str]:
+def service_env(request: TuneRequest, session: TuneSession) -> dict[str, str]:
     """The addresses of benchlab's services in the variables the user named."""
     addresses = {
-        variable: session.service_dsn(service_named(name))
+        variable: session.services.dsn(service_named(name))
         for name, variable in request.with_services.items()
     }
     return {variable: dsn for variable, dsn in addresses.items() if dsn is not None}
@@ -465,19 +465,18 @@ def run_tune(
     coarse_cells = [_cell(c, cores, Mode.CLOSED, request.connections) for c in found]
     runner_plan = Plan(
         recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
-        hosts=local_only(cores),
+        catalogue=catalogue(info, target.limits), hosts=local_only(cores),
     )  # fmt: skip
     # From the run's first row: the user's secrets and the services' passwords.
     store.keep_out(*secrets_of(request), *(r.password for r in reserved.values()))
-    session = Session(
+    session = TuneSession(
         runner_plan, store, reporter,
         SessionOptions(
-            command, run_info=_run_info(request, spec, info, recipe, cores, command, shared),
-            resume=previous, deadline_s=request.budget_min * 60,
-            catalogue=catalogue(info, target.limits),
+            command, resume=previous, deadline_s=request.budget_min * 60,
             scenarios={SCENARIO: _scenario(request)},
             secrets=secrets_of(request), run_as=owner, reserved=reserved,
         ),
+        _run_info(request, spec, info, recipe, cores, command, shared),
     )  # fmt: skip
     measurer = Measurer(
         session,
@@ -492,7 +491,7 @@ def run_tune(
     if request.check_answer is not None:
         planned = 1  # the stored answer's replay, nothing else
     with session.running(0 if request.check_only else planned) as outcome:
-        session.add_cells(coarse_cells)
+        session.cells.add(coarse_cells)
         session.prepare(coarse_cells)
         if request.setup:
             _setup(request.setup, request, info, session, say)
@@ -506,7 +505,7 @@ def run_tune(
 
 
 def _measure(
-    session: Session, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
+    session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     found: list[Candidate], coarse_cells: list[Cell], say: Callable[[str], None],
 ) -> list[Candidate]:  # fmt: skip
     """The first pass (with --check-only, each candidate's answer checked instead), then the
@@ -515,14 +514,14 @@ def _measure(
     if request.check_only:
         check_candidates(session, measurer, coarse_cells, say)
         _refuse_if_every_check_failed(session, coarse_cells, request)
-        failed = [f for c in coarse_cells if (f := session.failure_of(c)) is not None]
+        failed = [f for c in coarse_cells if (f := session.cells.failure_of(c)) is not None]
         if failed and len(failed) == len(coarse_cells):  # none answered: nothing to deploy
             first = one_line(failed[0].reason)
             raise UserError(f"--check-only: no candidate answered; the first: {first}")
         return []
-    began = session.elapsed_s()
+    began = session.clock.elapsed_s()
     measurer.measure(coarse_cells, 1)
-    first_pass_s = session.elapsed_s() - began
+    first_pass_s = session.clock.elapsed_s() - began
     _refuse_if_every_check_failed(session, coarse_cells, request)
     if request.quick:
         return []
@@ -546,7 +545,7 @@ def _measure(
 
 
 def _search_and_prove(
-    session: Session, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
+    session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     first_pass: list[Searched], fitted: tuple[int, int, int, bool], say: Callable[[str], None],
 ) -> list[Candidate]:  # fmt: skip
     """The capacity search of the survivors of the first pass, then the proof of the best
@@ -563,18 +562,18 @@ def _search_and_prove(
         + ", ".join(c.label for c in survivors)
     )
     search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
-    session.add_cells(search_cells)
+    session.cells.add(search_cells)
     session.prepare(search_cells)
     # The search stops launching where the proof's time begins, less what a replicate
     # launched just before that takes (measured: 13 s over, and no room left for a step down).
-    session.set_deadline(
+    session.clock.set_deadline(
         request.budget_min * 60
         - proof_cost_s(request.proof_s) * proofs
         - (check_cost_s() if check else 0.0)
         - replicate_overrun_s()
     )
     measurer.measure(search_cells, replicates)
-    session.set_deadline(request.budget_min * 60)
+    session.clock.set_deadline(request.budget_min * 60)
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
     proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
     if proved is not None:  # it says so when the budget has no room left for it
@@ -585,15 +584,15 @@ def _search_and_prove(
     return survivors
 
 
-def _answer_s(session: Session, first_pass: list[Searched], candidate: Candidate) -> float:
+def _answer_s(session: TuneSession, first_pass: list[Searched], candidate: Candidate) -> float:
     """How long `candidate` took to answer one request alone in the first pass (0: unknown)."""
     cell = next((e.cell for e in first_pass if e.candidate == candidate), None)
-    alone = session.trials_of(cell, probe="alone") if cell is not None else []
+    alone = session.cells.trials_of(cell, probe="alone") if cell is not None else []
     return (alone[-1].latency_p50_ms or 0.0) / 1000 if alone else 0.0
 
 
 def _setup(
-    command: str, request: TuneRequest, info: AppInfo, session: Session,
+    command: str, request: TuneRequest, info: AppInfo, session: TuneSession,
     say: Callable[[str], None],
 ) -> None:  # fmt: skip
     """--setup, once the services run: with their addresses, as the app's user."""
@@ -604,7 +603,7 @@ def _setup(
 
 
 def _reset(
-    request: TuneRequest, info: AppInfo, session: Session, say: Callable[[str], None]
+    request: TuneRequest, info: AppInfo, session: TuneSession, say: Callable[[str], None]
 ) -> None:
     """--reset-between, before each candidate starts: as --setup runs, each time."""
     if request.reset_between:
@@ -616,7 +615,7 @@ def _reset(
 
 
 def _replan(
-    session: Session, tune_plan: TunePlan, request: TuneRequest, took: float,
+    session: TuneSession, tune_plan: TunePlan, request: TuneRequest, took: float,
     say: Callable[[str], None],
 ) -> tuple[int, int, int, bool] | None:  # fmt: skip
     """The search (survivors, replicates), proof replays and check that still fit, now that the
@@ -624,7 +623,7 @@ def _replan(
     them, a second replay going first; never grown past the plan shown)."""
     planned = len(tune_plan.candidates) * coarse_cost()
     slower = max(1.0, took / planned) if planned > 0 else 1.0
-    left = request.budget_min * 60 - session.elapsed_s()
+    left = request.budget_min * 60 - session.clock.elapsed_s()
     proofs, check = tune_plan.proofs, tune_plan.check
     fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, check)
     full = (tune_plan.survivors, tune_plan.replicates)
@@ -726,10 +725,10 @@ def _run_info(
 
 
 def _refuse_if_every_check_failed(
-    session: Session, cells: list[Cell], request: TuneRequest
+    session: TuneSession, cells: list[Cell], request: TuneRequest
 ) -> None:
     """A check that no candidate passes is the request's fault, not the servers'."""
-    failures = [session.failure_of(cell) for cell in cells]
+    failures = [session.cells.failure_of(cell) for cell in cells]
     if not all(f is not None and f.kind is FailureKind.VERIFICATION for f in failures):
         return
     shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
@@ -740,7 +739,7 @@ def _refuse_if_every_check_failed(
     )
 
 
-def _survivors(session: Session, first_pass: list[Searched], most: int) -> list[Candidate]:
+def _survivors(session: TuneSession, first_pass: list[Searched], most: int) -> list[Candidate]:
     """The candidates within half of the best closed-loop throughput: first those the first
     pass cannot tell from the best (first_pass_tied), cheapest first, then the
     rest, best first. Where the budget searches fewer than tie, the cheapest of them is
@@ -748,8 +747,8 @@ def _survivors(session: Session, first_pass: list[Searched], most: int) -> list[
     workers on 407 vs 409 req/s)."""
     measured = []
     for entry in first_pass:
-        trials = session.trials_of(entry.cell)
-        if trials and session.failure_of(entry.cell) is None:
+        trials = session.cells.trials_of(entry.cell)
+        if trials and session.cells.failure_of(entry.cell) is None:
             trial = trials[-1]
             measured.append((trial.throughput_rps, first_pass_cost(entry.candidate, trial), entry))
     if not measured:

@@ -22,9 +22,10 @@ from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe import Cell, CoreAssignment
-from benchlab.runner import Measurer, Session
+from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
 from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
+from benchlab.tune.session import TuneSession
 
 PROOF_S = capacity.PROOF_S
 PROOF_STEPS = 4  # the rate found, then at most three steps down (within the budget)
@@ -59,15 +60,15 @@ class Searched:
 
 
 def best_searched(
-    session: Session, searched: list[Searched]
+    session: TuneSession, searched: list[Searched]
 ) -> tuple[Searched, list[float]] | None:
     """The candidate with the highest median capacity (the recommendation's rule), and its
     replicates' capacities."""
     found = []
     for entry in searched:
-        if session.failure_of(entry.cell) is not None:
+        if session.cells.failure_of(entry.cell) is not None:
             continue
-        records = capacity.sustained(session.capacities_of(entry.cell))
+        records = capacity.sustained(session.cells.capacities_of(entry.cell))
         values = [c.capacity_rps for c in records]
         if any(v > 0 for v in values):
             found.append((statistics.median(values), entry, values))
@@ -101,33 +102,33 @@ class Replayed:
 
 
 def replay_at(
-    session: Session, measurer: Measurer, entry: Searched, rate: float,
+    session: TuneSession, measurer: Measurer, entry: Searched, rate: float,
     cores: CoreAssignment, connections: int, proof_s: int, step: int, extends_plan: bool,
 ) -> Replayed | None:  # fmt: skip
     """`entry`'s printed command replayed at `rate` and judged by the proof's rule, its
     judgement (as step `step` of its proof) stored in the replay cell's facts; None: the
     budget has no room for it. The plan counted one replay: each after it extends it."""
     cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
-    if session.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
+    if session.clock.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
         return None
     if extends_plan:
         session.extend_plan(1)
-    session.add_cells([cell])
+    session.cells.add([cell])
     measurer.measure([cell], 1)
-    trials, failure = session.trials_of(cell), session.failure_of(cell)
+    trials, failure = session.cells.trials_of(cell), session.cells.failure_of(cell)
     if failure is not None or not trials:
         return Replayed(None, problem=failure.reason if failure else "no trial")
     missed = capacity.proof_miss(trials[-1], session.slo_target())
     judged = ProofJudgement(
-        of_cell=entry.cell.key, of=session.label_of(entry.cell), step=step,
+        of_cell=entry.cell.key, of=session.cells.label_of(entry.cell), step=step,
         held=missed is None, missed=missed, windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
     )  # fmt: skip
-    session.add_cell_facts(cell, judged.facts())
+    session.cells.add_facts(cell, judged.facts())
     return Replayed(trials[-1], missed)
 
 
 def prove(
-    session: Session,
+    session: TuneSession,
     measurer: Measurer,
     searched: list[Searched],
     cores: CoreAssignment,
@@ -148,11 +149,11 @@ def prove(
 
 
 def _held_rate(
-    session: Session, measurer: Measurer, entry: Searched, capacities: list[float],
+    session: TuneSession, measurer: Measurer, entry: Searched, capacities: list[float],
     cores: CoreAssignment, connections: int, say: Callable[[str], None], proof_s: int,
 ) -> float | None:  # fmt: skip
     rate = capacity.rate_to_run_at(capacities)
-    label = session.label_of(entry.cell)
+    label = session.cells.label_of(entry.cell)
     for step in range(PROOF_STEPS):
         if rate is None or rate <= 0:
             return None

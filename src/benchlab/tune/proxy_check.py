@@ -26,11 +26,12 @@ from benchlab.resilience.facts import (
     parsing_text,
     slow_client_check,
 )
-from benchlab.runner import Measurer, Session
+from benchlab.runner import Measurer
 from benchlab.runner.executor import Checked
 from benchlab.system.safe_files import new_dir
 from benchlab.tune.candidates import SCENARIO
 from benchlab.tune.proof import Searched, proof_cell
+from benchlab.tune.session import TuneSession
 
 MODES = ["headers"]  # a slow body holds a worker only where the app reads the body
 ROUNDS = 3
@@ -59,15 +60,15 @@ def check_rate(run_at: float | None) -> float:
 
 
 def check_answer(
-    session: Session, measurer: Measurer, entry: Searched, cores: CoreAssignment,
+    session: TuneSession, measurer: Measurer, entry: Searched, cores: CoreAssignment,
     connections: int, run_at: float | None, answer_s: float, say: Callable[[str], None],
 ) -> None:  # fmt: skip
     """Slow clients beside the answer's printed command; said, and kept with its cell.
     `answer_s`: how long the app took to answer one request alone (the first pass's)."""
-    label = session.label_of(entry.cell)
+    label = session.cells.label_of(entry.cell)
     requests = tuple(session.scenarios[SCENARIO].load_mix(None))
     cost = check_cost_s(parsing_cost_s(requests, answer_s))
-    if session.seconds_left() < cost:
+    if session.clock.seconds_left() < cost:
         say(f"slow clients: no budget left to check {label} (about {cost:.0f} s)")
         return
     if (missing := slow_clients.missing()) is not None:
@@ -88,11 +89,13 @@ def check_answer(
                 new_dir(workdir / "slow", 0o700), cores.load, requests, rate,
             )  # fmt: skip
             found = attempted(
-                lambda: session.executor.slow_clients(session.registry, checked, MODES, ROUNDS),
+                lambda: session.executor.measure.slow_clients(
+                    session.registry, checked, MODES, ROUNDS
+                ),
                 session.redacted,
             )
     facts = {SLOW_CLIENTS: found} | ({ANSWER_CONFORMANCE: parsing} if parsing else {})
-    session.add_cell_facts(entry.cell, facts)
+    session.cells.add_facts(entry.cell, facts)
     if parsing is not None:
         say(f"parsing: {label} {parsing_text(parsing)}")
     result = slow_client_check(facts)
@@ -107,9 +110,9 @@ def _first_get(requests: tuple[Expectation, ...]) -> Expectation | None:
     return next((r for r in requests if r.method == "GET" and r.request_body is None), None)
 
 
-def _parsing(session: Session, port: int, requests: tuple[Expectation, ...]) -> dict | None:
+def _parsing(session: TuneSession, port: int, requests: tuple[Expectation, ...]) -> dict | None:
     """Every shape asking for the app's first GET (None: it has no GET request to ask)."""
     get = _first_get(requests)
     if get is None:
         return None
-    return session.executor.conform(session.server_address, port, shapes_for(get)).facts()
+    return session.executor.observe.conform(session.server_address, port, shapes_for(get)).facts()

@@ -1,8 +1,8 @@
-"""The results store: SQLite, one row per run, cell and trial, each written as it happens.
+"""The results store's database: SQLite, one row per run, cell and trial, each written as
+it happens.
 
-A run is a `RunRecord`, a cell a `CellRecord`, a trial row a `TrialRecord` and a capacity
-estimate a `CapacityRecord`: their tables, inserts and reads are made from those dataclasses,
-so a column is added in one place. Columns are only ever added, never changed: an older
+The tables, inserts and reads are made from the records (store/records.py), so a column is
+added in one place. Columns are only ever added, never changed: an older
 store is brought up to date in place when written to, and read as it is by `report` and
 `compare`, which open it read-only; either way one reader (`_record`) gives a column it
 lacks, or holds NULL in, its field's default. The store carries its schema version; a newer
@@ -22,7 +22,6 @@ import types
 import typing
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,9 +30,18 @@ from benchlab.core import environment
 from benchlab.core.errors import StoreError, UserError
 from benchlab.core.modes import Mode, mode_of
 from benchlab.core.text import printable, redact
-from benchlab.load.result import Errors, LoadResult, LoadShare
-from benchlab.measure.monitor import CoreSteal, TreeUsage
-from benchlab.recipe import Cell
+from benchlab.load.result import LoadShare
+from benchlab.store.records import (
+    CapacityRecord,
+    CellRecord,
+    HostRecord,
+    LoadShareRecord,
+    RunInfo,
+    RunRecord,
+    TrialRecord,
+    plain,
+    share_record,
+)
 from benchlab.system.outputs import check_store_place
 
 DEFAULT_RESULTS = Path("results/benchlab.db")
@@ -75,375 +83,6 @@ def lock_timeout_s() -> float:
 # 7: how the server's RSS moved during a trial. 8: the WebSocket trials' columns (ws_*).
 SCHEMA_VERSION = 8
 ID_ATTEMPTS = 5
-
-# A cell's status once `tune --check-only` found its stack's answer right (nothing measured).
-CELL_CHECKED = "checked"
-ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
-LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
-# The trial columns that hold JSON text (a trial's JSON gives them decoded).
-TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps")
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One measured trial: a row of `trials`, in column order."""
-
-    round: int
-    started_at: str
-    requests: int
-    duration_s: float
-    throughput_rps: float
-    bytes: int
-    latency_min_ms: float | None
-    latency_mean_ms: float | None
-    latency_stdev_ms: float | None
-    latency_p50_ms: float | None
-    latency_p90_ms: float | None
-    latency_p99_ms: float | None
-    latency_p999_ms: float | None
-    latency_max_ms: float | None
-    latency_percentiles: str  # JSON: quantile -> ms, as the tool reported them
-    errors_connect: int
-    errors_read: int
-    errors_write: int
-    errors_timeout: int
-    errors_non_2xx: int
-    errors_other: int
-    server_cpu_pct: float | None
-    server_rss_mb: float | None
-    server_processes: int | None
-    load_cpu_pct: float | None
-    server_steal_pct: float | None
-    load_steal_pct: float | None
-    db_sessions_peak: int | None = None
-    pool_active_peak: int | None = None
-    cache_hits: int | None = None
-    cache_misses: int | None = None
-    # Schema 2: fixed-rate load, capacity searches, histograms, exact CPU.
-    probe: str | None = None  # capacity search: closed, step, search; None: a plain trial
-    target_rate: float | None = None
-    sent_rate: float | None = None
-    achieved_rps: float | None = None
-    schedule_lag_ms: float | None = None
-    latency_first_ms: float | None = None
-    latency_last_ms: float | None = None
-    server_cpu_s: float | None = None
-    cpu_source: str | None = None
-    latency_histogram: str | None = None
-    window_p99_ms: str | None = None  # JSON list: p99 of each ~2-s window (before: each quarter)
-    # JSON: a mix's requests by "METHOD path": requests, errors, p50_ms, p99_ms
-    mix_parts: str | None = None
-    # Schema 6: the server's own counters of its threads (granian's metrics), µs in the trial.
-    gil_wait_us: int | None = None
-    threads_busy_us: int | None = None
-    # Schema 7: how the server's RSS moved during the trial (memory_trend.py).
-    rss_growth_mb: float | None = None
-    rss_slope_mb_min: float | None = None
-    rss_slope_low_mb_min: float | None = None
-    # Schema 8: a WebSocket trial (runner/websocket.py). The hold: connections held, the
-    # server's RSS per 1,000 of them (a slope over the steps), why the steps stopped. The
-    # echo: p50 and p99 from each message's due time, the share of messages sent over a
-    # period late. The broadcast: p99 over rounds of the time from a post to its last
-    # receiver. Each: the frames the tool sent, and the server's own counts in the trial.
-    ws_connections_held: int | None = None
-    ws_rss_per_1000_mb: float | None = None
-    ws_hold_stop: str | None = None
-    ws_hold_steps: str | None = None  # JSON: each step's asked, opened, refused, established, RSS
-    ws_echo_p50_ms: float | None = None
-    ws_echo_p99_ms: float | None = None
-    ws_late_share: float | None = None
-    ws_broadcast_p99_ms: float | None = None
-    ws_tool_sent: int | None = None
-    ws_server_frames_in: int | None = None
-    ws_server_frames_out: int | None = None
-    ws_server_deliveries: int | None = None
-
-    @property
-    def errors(self) -> Errors:
-        return Errors(**{kind: getattr(self, f"errors_{kind}") or 0 for kind in ERROR_KINDS})
-
-    def to_json(self) -> dict[str, Any]:
-        """Every stored value of the trial, the columns kept as JSON text decoded; its
-        latency histogram (HdrHistogram's encoding, kilobytes a trial) left out."""
-        data = dataclasses.asdict(self)
-        del data["latency_histogram"]
-        for name in TRIAL_JSON_COLUMNS:
-            if data[name] is not None:
-                data[name] = json.loads(data[name])
-        return data
-
-    @property
-    def successes(self) -> int:
-        return max(self.requests - (self.errors_non_2xx or 0), 0)
-
-    @property
-    def cpu_us_per_request(self) -> float | None:
-        if self.server_cpu_s is None or self.successes == 0:
-            return None
-        return 1e6 * self.server_cpu_s / self.successes
-
-    @property
-    def rate_ratio(self) -> float | None:
-        if not self.target_rate or self.achieved_rps is None:
-            return None
-        return self.achieved_rps / self.target_rate
-
-    @property
-    def windows_p99(self) -> list[float]:
-        return json.loads(self.window_p99_ms) if self.window_p99_ms else []
-
-    @property
-    def error_pct(self) -> float:
-        attempts = self.requests + self.errors.socket
-        return 100.0 * self.errors.total / attempts if attempts else 0.0
-
-
-@dataclass(frozen=True)
-class TrialExtras:
-    """What some scenarios add to a trial: database sessions in use, cache hits."""
-
-    db_sessions_peak: int | None = None
-    pool_active_peak: int | None = None
-    cache_hits: int | None = None
-    cache_misses: int | None = None
-    gil_wait_us: int | None = None  # the server's own count: its threads' wait for the GIL
-    threads_busy_us: int | None = None  # ... and their time with a request (the wait included)
-
-
-def trial_record(
-    round_index: int,
-    started_at: str,
-    load: LoadResult,
-    server: TreeUsage,
-    steal: CoreSteal,
-    extras: TrialExtras | None = None,
-    probe: str | None = None,
-) -> TrialRecord:
-    lat = load.latency
-    return TrialRecord(
-        round=round_index,
-        started_at=started_at,
-        requests=load.requests,
-        duration_s=load.duration_s,
-        throughput_rps=load.throughput_rps,
-        bytes=load.bytes,
-        **{f"latency_{key}_ms": getattr(lat, key) for key in LATENCY_KEYS},
-        latency_percentiles=json.dumps(lat.percentiles),
-        **{f"errors_{kind}": getattr(load.errors, kind) for kind in ERROR_KINDS},
-        server_cpu_pct=server.cpu_pct,
-        server_rss_mb=server.peak_rss_mb,
-        server_processes=server.processes,
-        load_cpu_pct=load.load_cpu_pct,
-        server_steal_pct=steal.server_pct,
-        load_steal_pct=steal.load_pct,
-        **dataclasses.asdict(extras or TrialExtras()),
-        probe=probe,
-        target_rate=load.target_rate,
-        sent_rate=load.sent_rate,
-        achieved_rps=load.achieved_rps,
-        schedule_lag_ms=load.schedule_lag_ms,
-        latency_first_ms=load.latency_first_ms,
-        latency_last_ms=load.latency_last_ms,
-        server_cpu_s=server.cpu_s,
-        cpu_source=server.cpu_source,
-        latency_histogram=load.histogram,
-        window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
-        mix_parts=json.dumps(load.parts) if load.parts else None,
-        rss_growth_mb=server.memory.growth_mb if server.memory else None,
-        rss_slope_mb_min=server.memory.slope_mb_min if server.memory else None,
-        rss_slope_low_mb_min=server.memory.slope_low_mb_min if server.memory else None,
-    )
-
-
-@dataclass(frozen=True)
-class CapacityRecord:
-    """One replicate of a capacity search: the highest rate that held the SLO."""
-
-    round: int
-    capacity_rps: float  # 0 when no rate held
-    bracket_low_rps: float | None  # the highest rate that held (None: none did)
-    bracket_high_rps: float | None  # the lowest rate that did not (None: all held)
-    probes: int
-    # Why the search stopped: bracketed (narrower than the resolution), ceiling (held up to
-    # what the connections carry), probes (out of probes), floor (not held at the lowest
-    # rate worth sending), no-closed-loop (nothing to start from), unconfirmed (its highest
-    # held rate missed the sustained window the [slo] asks, MAX_CONFIRMS times). None: an
-    # older store.
-    stop: str | None = None
-
-
-@dataclass(frozen=True)
-class LoadShareRecord:
-    """One load host's part of a trial: a row of `trial_loads`."""
-
-    host: str
-    machine: str  # whose cores: hosts of one machine share them
-    cores: str  # JSON list
-    connections: int
-    rate: float | None
-    requests: int
-    duration_s: float
-    throughput_rps: float
-    load_cpu_pct: float | None
-    latency_p99_ms: float | None
-
-
-def share_record(share: LoadShare) -> LoadShareRecord:
-    result = share.result
-    return LoadShareRecord(
-        host=share.host,
-        machine=share.machine,
-        cores=json.dumps(list(share.cores)),
-        connections=share.connections,
-        rate=share.rate,
-        requests=result.requests,
-        duration_s=result.duration_s,
-        throughput_rps=result.throughput_rps,
-        load_cpu_pct=result.load_cpu_pct,
-        latency_p99_ms=result.latency.p99,
-    )
-
-
-def _key(sql: str, default: Any = dataclasses.MISSING) -> Any:
-    """A column whose SQL is declared (a key), not made from its field's type."""
-    return dataclasses.field(default=default, metadata={"sql": sql})
-
-
-@dataclass(frozen=True)
-class HostRecord:
-    """One host of a run with [hosts]: a row of `hosts` (schema 3)."""
-
-    name: str
-    at: str  # local, netns:NAME, ssh://user@addr
-    roles: list[str]  # JSON: server, database, load
-    address: str | None
-    cores: dict[str, list[int]]  # JSON: role -> cores
-    machine: dict[str, Any]  # JSON: as runs.machine, of that host
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunRecord:
-    """One run: a row of `runs`, in column order. A field with a default is a column a later
-    schema added: an older store lacks it (or holds NULL), and it reads as the default."""
-
-    id: str = _key("TEXT PRIMARY KEY")
-    recipe_path: str
-    recipe_name: str
-    recipe_text: str
-    question: str
-    command: str
-    started_at: str
-    ended_at: str | None
-    status: str  # running, complete, partial, interrupted, failed (abandoned: found dead)
-    status_reason: str | None
-    git_commit: str | None
-    server_cores: tuple[int, ...]  # JSON
-    load_cores: tuple[int, ...]  # JSON
-    machine: dict[str, Any]  # JSON: cpu, cores, kernel, python, packages, tools
-    services: dict[str, Any] | None = None  # JSON: name -> port, dsn
-    database: str | None = None  # postgres, mariadb or None
-    # JSON: the recipe's analysis options (baseline, SLO, ...); None: stored before they
-    # were (the analysis reads them from the recipe's text).
-    options: dict[str, Any] | None = None
-    # JSON: {"recipe": the recipe as run, "deadline_s": its budget}; None: nothing to resume
-    plan: dict[str, Any] | None = None
-
-    @classmethod
-    def of(cls, run_id: str, info: RunInfo, started_at: str) -> RunRecord:
-        """A run as it starts."""
-        return cls(
-            id=run_id, recipe_path=info.recipe_path, recipe_name=info.recipe_name,
-            recipe_text=info.recipe_text, question=info.question, command=info.command,
-            started_at=started_at, ended_at=None, status="running", status_reason=None,
-            git_commit=info.git_commit, server_cores=tuple(info.server_cores),
-            load_cores=tuple(info.load_cores), machine=info.machine, options=info.options,
-            plan=info.plan,
-        )  # fmt: skip
-
-    def to_json(self) -> dict[str, Any]:
-        """What a report shows of the run: all but what the analysis reads (the recipe's
-        text, its options, its plan)."""
-        hidden = ("recipe_text", "options", "plan")
-        shown = [f.name for f in dataclasses.fields(self) if f.name not in hidden]
-        return {name: _plain(getattr(self, name)) for name in shown}
-
-
-@dataclass(frozen=True, kw_only=True)
-class CellRecord:
-    """One cell of a run: a row of `cells`, in column order. A field with a default is a
-    column a later schema added: an older store lacks it (or holds NULL), and it reads as
-    the default."""
-
-    id: int = _key("INTEGER PRIMARY KEY", default=0)  # the store's (0: not stored yet)
-    run_id: str = _key("TEXT NOT NULL REFERENCES runs(id)")
-    position: int
-    key: str
-    stack: str
-    stack_label: str
-    scenario: str
-    tool: str
-    connections: int
-    threads: int
-    duration_s: float
-    workers: int
-    status: str  # pending, ok, failed
-    reason: str | None = None
-    flavour: str | None = None
-    server_threads: int | None = None
-    pool_size: int | None = None
-    ms: int | None = None
-    point: str | None = None  # the named grid point, when the recipe has points
-    # Requests the launch can hold at once; None: no limit of its own. Schema 4: the column
-    # 'capacity' of older stores, which keep it (see RENAMED).
-    concurrency_limit: int | None = None
-    db_pool_limit: int | None = None  # database sessions the launch can use at most
-    mode: Mode = Mode.CLOSED  # NULL in schema 1
-    target_rate: float | None = None  # rate cells: the rate asked for (a share once resolved)
-    rate_share: float | None = None  # rate cells given as a share of their own capacity, in %
-    closed_capacity_rps: float | None = None  # the closed-loop probe of a share or a search
-    timeout_s: int | None = None
-    # JSON: framework, server, worker model (and a tune's command); None: stored before
-    # cells kept them (the report reads them from the catalogue).
-    facts: dict[str, Any] | None = None
-    keepalive: bool = True  # False: a new connection for every request
-    protocol: str = "h1"  # protocols.PROTOCOLS
-    negotiated: str | None = None  # what verification got: "HTTP/2 over TLSv1.3"
-    compression_ratio: float | None = None  # a compressed answer: its size ÷ compressed size
-    copy: int = 1  # schema 7: 2 for the sentinel's second launch of an A/A pair
-
-    @classmethod
-    def of(
-        cls,
-        run_id: str,
-        position: int,
-        cell: Cell,
-        label: str,
-        concurrency_limit: int | None = None,
-        db_pool_limit: int | None = None,
-        facts: dict[str, Any] | None = None,
-    ) -> CellRecord:
-        """A planned cell as it is first stored: pending."""
-        return cls(
-            run_id=run_id, position=position, key=cell.key, stack=cell.stack,
-            stack_label=label, scenario=cell.scenario, tool=cell.tool,
-            connections=cell.connections, threads=cell.threads,
-            duration_s=float(cell.duration), workers=cell.workers, status="pending",
-            flavour=cell.flavour, server_threads=cell.server_threads,
-            pool_size=cell.pool_size, ms=cell.ms, point=cell.point,
-            concurrency_limit=concurrency_limit, db_pool_limit=db_pool_limit, mode=cell.mode,
-            target_rate=cell.rate, rate_share=cell.rate_share, timeout_s=cell.timeout,
-            facts=facts or {}, keepalive=cell.keepalive, protocol=cell.protocol,
-            copy=cell.copy,
-        )  # fmt: skip
-
-
-def _plain(value: Any) -> Any:
-    """A value as JSON has it (a tuple as a list)."""
-    return list(value) if isinstance(value, tuple) else value
-
 
 Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord)
 
@@ -488,7 +127,7 @@ def _row(record: Any) -> dict[str, Any]:
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
         if isinstance(value, JSON_TYPES):
-            value = json.dumps(_plain(value))
+            value = json.dumps(plain(value))
         elif isinstance(value, bool):
             value = int(value)
         values[f.name] = value
@@ -604,22 +243,6 @@ def _refuse_newer(db: sqlite3.Connection, path: Path) -> None:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    recipe_path: str
-    recipe_name: str
-    recipe_text: str
-    question: str
-    command: str
-    git_commit: str | None
-    server_cores: tuple[int, ...]
-    load_cores: tuple[int, ...]
-    machine: dict[str, Any]
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # What `run --resume` needs to continue the run: the recipe as it ran, its budget.
-    plan: dict[str, Any] | None = None
 
 
 FIXES = {
@@ -757,19 +380,8 @@ class Store:
         _insert(self.db, "runs", self._masked_row(_row(RunRecord.of(run_id, info, now()))))
 
     @_writes
-    def add_cell(
-        self,
-        run_id: str,
-        position: int,
-        cell: Cell,
-        label: str,
-        concurrency_limit: int | None = None,
-        db_pool_limit: int | None = None,
-        facts: dict[str, Any] | None = None,
-    ) -> int:
-        record = CellRecord.of(
-            run_id, position, cell, label, concurrency_limit, db_pool_limit, facts
-        )
+    def add_cell(self, record: CellRecord) -> int:
+        """A planned cell (`CellRecord.of`), stored; its id."""
         values = self._masked_row(_row(record))
         del values["id"]  # SQLite gives the row its id
         return _insert(self.db, "cells", values)
