@@ -49,6 +49,17 @@ class NoiseComponents:
             "rounds": self.rounds, "pairing_helps": self.pairing_helps,
         }  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: object) -> NoiseComponents | None:
+        """The components as `as_json` wrote them (None: not such a value)."""
+        try:
+            return cls(
+                data["within_launch"], data["between_launches"],  # type: ignore[index]
+                data["shared_by_round"], data["own_drift"], data["rounds"],  # type: ignore[index]
+            )  # fmt: skip
+        except (KeyError, TypeError):
+            return None
+
 
 def _sd(variance: float) -> float:
     return math.sqrt(max(variance, 0.0))

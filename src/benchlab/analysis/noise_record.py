@@ -42,14 +42,7 @@ def _record() -> dict[str, Any] | None:
 
 
 def _components(data: dict[str, Any]) -> NoiseComponents | None:
-    try:
-        c = data["components"]
-        return NoiseComponents(
-            c["within_launch"], c["between_launches"], c["shared_by_round"], c["own_drift"],
-            c["rounds"],
-        )  # fmt: skip
-    except (KeyError, TypeError):
-        return None
+    return NoiseComponents.from_json(data.get("components"))
 
 
 def noise_facts() -> dict[str, Any] | None:

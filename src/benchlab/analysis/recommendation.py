@@ -15,7 +15,9 @@ from benchlab.analysis.capacity import (
     RUN_AT_MEDIAN_SHARE,
     rate_to_run_at,
 )
+from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.proof_record import ProofJudgement
+from benchlab.analysis.repeat import Repeat, repeat_of
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
@@ -160,6 +162,9 @@ class Recommendation:
     missing: str | None = None
     proof: Proof | None = None
     goal_rps: float | None = None  # --rate: the load asked for
+    # This machine's measured noise, when selfcheck --noise measured it: how far a second
+    # tune may move the answer (`repeat`).
+    noise: NoiseComponents | None = None
 
     @property
     def provisional(self) -> bool:
@@ -196,6 +201,11 @@ class Recommendation:
         return rate_to_run_at(self.best.replicates)
 
     @property
+    def repeat(self) -> Repeat | None:
+        """Where a second tune's rate to run at would fall, 95 % of the time."""
+        return repeat_of(self.run_at, self.best.replicates, self.noise)
+
+    @property
     def margin_pct(self) -> float | None:
         """How far under the capacity's median the rate to run at is: what holding every
         window cost."""
@@ -217,6 +227,7 @@ class Recommendation:
             "run_at_rule": RUN_AT_RULE if self.proof is not None else RUN_AT_UNPROVED,
             "run_at_margin_pct": self.margin_pct,
             "replicates_rps": {"low": min(held), "high": max(held)} if held else None,
+            "repeat": repeat.to_json() if (repeat := self.repeat) is not None else None,
             "rate_goal": None
             if self.goal_rps is None
             else {
@@ -404,11 +415,16 @@ def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[Candidat
     if goal:
         cheapest = _cheapest_at(summary, results, float(goal))
         if cheapest is not None:
-            return cheapest, results
+            return _with_noise(cheapest, summary), results
     found = _most(summary, results)
     if found is not None and goal:
         found = dataclasses.replace(found, goal_rps=float(goal))
-    return found, results
+    return _with_noise(found, summary), results
+
+
+def _with_noise(found: Recommendation | None, summary: RunSummary) -> Recommendation | None:
+    noise = NoiseComponents.from_json(summary.run.machine.get("noise"))
+    return dataclasses.replace(found, noise=noise) if found is not None else None
 
 
 def _cheapest_at(

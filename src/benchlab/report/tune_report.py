@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
+from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
@@ -106,6 +107,24 @@ def margin_text(recommendation: Recommendation) -> str | None:
     )
 
 
+def repeat_text(recommendation: Recommendation) -> str | None:
+    """Where a second tune of the app on this machine would put the rate to run at."""
+    found = recommendation.repeat
+    if found is None:
+        return None
+    basis = (
+        "this machine's measured run-to-run noise"
+        if found.basis == MACHINE
+        else "its replicates' spread only, a lower bound: `benchlab selfcheck --noise` "
+        "measures this machine's"
+    )
+    return (
+        f"a second tune here would say {F.THROUGHPUT.format(found.low_rps)}–"
+        f"{F.THROUGHPUT.format(found.high_rps)} req/s 95 % of the time (up to "
+        f"{found.spread_pct:.0f} % apart; from {basis})"
+    )
+
+
 def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
     """What another core might add, from how the best kind scaled from 1 to 3 workers on
     the server's cores in the first pass."""
@@ -175,6 +194,9 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         margin = margin_text(recommendation)
         if margin:
             lines.append(f"  margin: {margin}")
+    repeat = repeat_text(recommendation)
+    if repeat:
+        lines.append(f"  repeat: {repeat}")
     elif not recommendation.provisional:
         lines.append("  proof: not run (the budget ended first); the rate to run at is the one "
                      "every search replicate held")  # fmt: skip

@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
+from benchlab.analysis.noise_record import noise_facts
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.target import Target
@@ -719,6 +720,8 @@ def _run_info(
         machine={
             **machine.describe(), "shared_with_another_run": shared,
             "stacks_run_as": running_as(app_module.app_owner(spec)),
+            # How far a second tune may move its answer reads this (selfcheck --noise).
+            "noise": noise_facts(),
         },
         options=options.to_json(),
     )  # fmt: skip
