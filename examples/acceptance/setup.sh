@@ -352,6 +352,7 @@ EOF
 }
 
 setup_wagtail() {  # 6. imports requests at startup (via djangorestframework): wagtail start
+    # soupsieve 2.10: the newest for CPython < 3.11.5 (3.0 and later need 3.11.5; Debian 12 has 3.11.2).
     venv wagtail wagtail==8.0.1 Django==5.2.19 dj-database-url==3.1.2 'psycopg[binary]==3.3.9' \
         gunicorn==27.0.1 <<'EOF'
 annotated-types==0.8.0
@@ -387,7 +388,7 @@ psycopg-binary==3.3.9
 pydantic==2.14.4
 pydantic_core==2.50.5
 requests==2.34.2
-soupsieve==4.1.3
+soupsieve==2.10
 sqlparse==0.6.1
 swapper==1.5.0
 telepath==0.3.1
@@ -762,7 +763,8 @@ EOF
 }
 
 setup_rqdashboard() {  # 12. a job queue's dashboard on Redis (REDIS_URL), by its factory
-    venv rqdashboard rq-dashboard==0.9.0 gunicorn==27.0.1 <<'EOF'
+    # rq-dashboard 0.9.0 imports six (web.py) without declaring it: installed by name.
+    venv rqdashboard rq-dashboard==0.9.0 six==1.17.0 gunicorn==27.0.1 <<'EOF'
 arrow==1.4.0
 async-timeout==5.0.1
 blinker==1.9.0
@@ -778,6 +780,7 @@ redis==8.1.0
 Redis-Sentinel-Url==1.0.1
 rq==3.0.0
 rq-dashboard==0.9.0
+six==1.17.0
 tzdata==2026.6
 Werkzeug==3.1.9
 EOF

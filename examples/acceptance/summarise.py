@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from datetime import datetime
 from pathlib import Path
 
 
@@ -61,15 +62,22 @@ def _replay(replay: dict | None) -> tuple[str, str]:
     return text, (f"**{verdict}**" if replay["held"] else verdict)
 
 
-def _took(path: Path) -> str:
-    seconds = int(path.read_text()) if path.exists() else 0
+def _took(report: dict | None, timed: Path) -> str:
+    """The tune's own time (its run's start to end as stored), without the wait for the
+    machine's lock that the wall clock of tune-all.sh includes (NAME.seconds)."""
+    run = (report or {}).get("run") or {}
+    if run.get("started_at") and run.get("ended_at"):
+        began, ended = (datetime.fromisoformat(run[k]) for k in ("started_at", "ended_at"))
+        seconds = round((ended - began).total_seconds())
+    else:
+        seconds = int(timed.read_text()) if timed.exists() else 0
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def _row(out: Path, user: str, name: str) -> tuple[str, float | None, bool | None]:
     """The table's row, the rate to run at, and whether the replay held every window."""
     report = _load(out / user / f"{name}.json")
-    took = _took(out / user / f"{name}.seconds")
+    took = _took(report, out / user / f"{name}.seconds")
     if report is None:
         missing = f"no answer (see {user}/{name}.log)"
         return f"| {name} | {user} | {missing} | | | | | | {took} |", None, None
