@@ -135,6 +135,7 @@ def main() -> int:
     parser.add_argument("--requests-file", type=Path, help="as tune's --requests-file")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE, as tune's")
     parser.add_argument("--slo-ms", type=float, default=100.0)
+    parser.add_argument("--json", type=Path, help="also write the windows here, for summarise.py")
     args = parser.parse_args()
     best = json.loads(args.result.read_text()).get("recommendation") or {}
     rate, command = best.get("run_at_rps"), best.get("command")
@@ -176,6 +177,15 @@ def main() -> int:
     held = sum(1 for w in every if w[0] <= args.slo_ms and w[2] <= MAX_ERROR_SHARE * w[1])
     shown = lambda ws: ", ".join(f"{w[0]:,.1f}" for w in ws)  # noqa: E731
     ok = held == len(every) and whole <= args.slo_ms
+    if args.json:
+        args.json.write_text(json.dumps({
+            "rate": rate, "slo_ms": args.slo_ms, "held": ok, "whole_p99_ms": whole,
+            "windows": [
+                {"p99_ms": w[0], "requests": w[1], "failed": w[2],
+                 "held": w[0] <= args.slo_ms and w[2] <= MAX_ERROR_SHARE * w[1]}
+                for w in every
+            ],
+        }, indent=1) + "\n")  # fmt: skip
     print(
         f"{args.result.stem}: {rate:,.0f} req/s — three 10-s attacks, p99 {shown(seen)} ms; "
         f"60 s, p99 {whole:,.1f} ms, its 10-s windows {shown(long_windows)} ms; "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the acceptance apps for `benchlab tune` (what each is: docs/research/2026-11-24-acceptance-apps.md;
-# what tune answered on them: examples/README.md; tune them all: examples/acceptance/tune-all.sh):
+# Installs the acceptance apps for `benchlab tune` (what each is: docs/research/2026-11-24-acceptance-apps.md
+# and examples/README.md; tune them all: examples/acceptance/tune-all.sh):
 # one venv per app in $ACCEPTANCE_ROOT/<name>/ (default /work/acceptance), CPython 3.11,
 # every package pinned (full `pip freeze` of 2026-11-24 as a constraints file), the app's
 # files, its database or data, and a tune-requests.toml for `benchlab tune --requests-file`.
@@ -9,11 +9,16 @@
 #   examples/acceptance/setup.sh                 # all apps
 #   examples/acceptance/setup.sh django kinto    # only these
 #   ACCEPTANCE_ROOT=/tmp/acc examples/acceptance/setup.sh
+# The normal user's copy of every app (tune-all.sh tunes each as root and as that user) is
+# made by examples/acceptance/normal-user.sh, which runs this script as that user.
 set -euo pipefail
 
 ROOT=${ACCEPTANCE_ROOT:-/work/acceptance}
-PY=${PYTHON311:-$(command -v python3.11 || command -v python3)}
-ALL=(httpbin django datasette radicale kinto wagtail ihatemoney wsgidav pypiserver drf ariadne)
+# The system's Python first: a venv on an interpreter under /root (pyenv's) cannot be run by
+# the normal user's copy, nor by another account benchlab may run an app as.
+PY=${PYTHON311:-$(command -v /usr/bin/python3.11 || command -v python3.11 || command -v python3)}
+ALL=(httpbin django datasette radicale kinto wagtail ihatemoney wsgidav pypiserver drf ariadne
+    rqdashboard sqladmin)
 APPS=("$@")
 [ ${#APPS[@]} -eq 0 ] && APPS=("${ALL[@]}")
 mkdir -p "$ROOT"
@@ -347,6 +352,7 @@ EOF
 }
 
 setup_wagtail() {  # 6. imports requests at startup (via djangorestframework): wagtail start
+    # soupsieve 2.10: the newest for CPython < 3.11.5 (3.0 and later need 3.11.5; Debian 12 has 3.11.2).
     venv wagtail wagtail==8.0.1 Django==5.2.19 dj-database-url==3.1.2 'psycopg[binary]==3.3.9' \
         gunicorn==27.0.1 <<'EOF'
 annotated-types==0.8.0
@@ -382,7 +388,7 @@ psycopg-binary==3.3.9
 pydantic==2.14.4
 pydantic_core==2.50.5
 requests==2.34.2
-soupsieve==4.1.3
+soupsieve==2.10
 sqlparse==0.6.1
 swapper==1.5.0
 telepath==0.3.1
@@ -535,6 +541,13 @@ EOF
     for i in $(seq 1 20); do
         [ -f "share/docs/note-$i.txt" ] || seq -f "note $i line %g" 1 50 > "share/docs/note-$i.txt"
     done
+    # A 256-KiB file, which WsgiDAV's GET streams in 8-KiB blocks (its response is a
+    # generator of 32 reads: the streaming endpoint of the set); its last line is the check.
+    mkdir -p share/media
+    [ -f share/media/track.txt ] || {
+        seq -f "%015g 0123456789abcdef0123456789abcdef0123456789abcde" 1 4095
+        printf '%-63s\n' "end of track.txt: 4,096 lines of 64 bytes, 256 KiB"
+    } > share/media/track.txt
     cat > app.py <<'EOF'
 from pathlib import Path
 
@@ -551,6 +564,11 @@ EOF
 from prometheus_client import make_wsgi_app
 
 app = make_wsgi_app()
+EOF
+    cat > tune-requests.toml <<'EOF'
+[[request]]
+path = "/media/track.txt"
+contains = "end of track.txt"
 EOF
 }
 
@@ -744,6 +762,117 @@ contains = "Book 19"
 EOF
 }
 
+setup_rqdashboard() {  # 12. a job queue's dashboard on Redis (REDIS_URL), by its factory
+    # rq-dashboard 0.9.0 imports six (web.py) without declaring it: installed by name.
+    venv rqdashboard rq-dashboard==0.9.0 six==1.17.0 gunicorn==27.0.1 <<'EOF'
+arrow==1.4.0
+async-timeout==5.0.1
+blinker==1.9.0
+click==8.5.1
+croniter==7.0.0
+Flask==3.1.3
+gunicorn==27.0.1
+itsdangerous==2.2.0
+Jinja2==3.1.6
+MarkupSafe==3.0.4
+python-dateutil==4.0.0
+redis==8.1.0
+Redis-Sentinel-Url==1.0.1
+rq==3.0.0
+rq-dashboard==0.9.0
+six==1.17.0
+tzdata==2026.6
+Werkzeug==3.1.9
+EOF
+    mkdir -p "$ROOT/rqdashboard/app" && cd "$ROOT/rqdashboard/app"
+    # The state the dashboard shows lives in Redis only: tune's --setup enqueues it, and
+    # every candidate must still see it (issue 58: tune used to flush Redis between them).
+    cat > enqueue.py <<'EOF'
+# Enqueues 30 jobs on queue "benchlab-jobs" in the Redis of REDIS_URL (no worker runs them).
+import os
+
+from redis import Redis
+from rq import Queue
+
+queue = Queue("benchlab-jobs", connection=Redis.from_url(os.environ["REDIS_URL"]))
+for i in range(30):
+    queue.enqueue("builtins.len", "x" * i, job_id=f"benchlab-job-{i:02d}")
+print(queue.name, len(queue), "jobs")
+EOF
+}
+
+setup_sqladmin() {  # 13. ASGI (Starlette) that writes its SQLite database beside itself on import
+    venv sqladmin sqladmin==0.32.0 'SQLAlchemy[asyncio]==2.1.9' uvicorn==0.54.0 gunicorn==27.0.1 <<'EOF'
+anyio==4.16.0
+click==8.5.1
+greenlet==3.5.6
+gunicorn==27.0.1
+h11==0.16.0
+idna==3.20
+Jinja2==3.1.6
+MarkupSafe==3.0.4
+python-multipart==0.0.34
+sqladmin==0.32.0
+SQLAlchemy==2.1.9
+starlette==1.10.0
+typing_extensions==4.16.0
+uvicorn==0.54.0
+WTForms==3.2.2
+EOF
+    mkdir -p "$ROOT/sqladmin/app" && cd "$ROOT/sqladmin/app"
+    # sqladmin's README quickstart, as published: importing it creates example.db in the
+    # directory it runs from (create_all), so the app must be able to write there.
+    cat > app.py <<'EOF'
+from sqlalchemy import Column, Integer, String, create_engine
+from sqlalchemy.orm import declarative_base
+from starlette.applications import Starlette
+from sqladmin import Admin, ModelView
+
+Base = declarative_base()
+engine = create_engine(
+    "sqlite:///example.db",
+    connect_args={"check_same_thread": False},
+)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id = Column(Integer, primary_key=True)
+    name = Column(String)
+
+
+Base.metadata.create_all(engine)  # Create tables
+
+app = Starlette()
+admin = Admin(app, engine)
+
+
+class UserAdmin(ModelView, model=User):
+    column_list = [User.id, User.name]
+
+
+admin.add_view(UserAdmin)
+EOF
+    cat > seed.py <<'EOF'
+# Seeds 200 users into example.db (idempotent), through the app's own models.
+from sqlalchemy.orm import Session
+
+from app import User, engine
+
+with Session(engine) as session:
+    if session.query(User).count() == 0:
+        session.add_all(User(name=f"member {i:03d}") for i in range(200))
+        session.commit()
+    print("users", session.query(User).count())
+EOF
+    cat > tune-requests.toml <<'EOF'
+[[request]]
+path = "/admin/user/list?page=2&pageSize=25"
+contains = "member 02"
+EOF
+}
+
 check() {
     local name=$1 dir=$2 code=$3; shift 3
     printf '%-11s ' "$name"
@@ -774,5 +903,10 @@ for app in "${APPS[@]}"; do
     pypiserver) check pypiserver pypiserver/app 'import pypiserver; print(type(pypiserver.app(roots=["packages"])))' ;;
     drf) check drf drf/tutorial 'from tutorial.wsgi import application; print(type(application))' ;;
     ariadne) check ariadne ariadne/app 'from app import app; print(type(app))' ;;
+    rqdashboard) check rqdashboard rqdashboard/app \
+        'from rq_dashboard.app import create_app; print(type(create_app()))' REDIS_URL=redis://127.0.0.1:1/0 ;;
+    sqladmin) (cd "$ROOT/sqladmin/app" && rm -f example.db)  # tune's import writes it, as its owner
+        check sqladmin sqladmin/app 'import os, app; print(type(app.app), os.path.exists("example.db"))'
+        rm -f "$ROOT/sqladmin/app/example.db" ;;
     esac
 done
