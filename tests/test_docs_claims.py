@@ -149,7 +149,6 @@ def _example_block() -> str:
 
 def _recipe(name: str) -> Any:
     from benchlab.recipe import load_recipe, resolve_recipe
-
     from benchlab.stacks import CATALOGUE
 
     return load_recipe(resolve_recipe(name), CATALOGUE)[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
-from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
@@ -13,6 +12,7 @@ from benchlab.analysis.recommendation import (
     Recommendation,
     recommend,
 )
+from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
 from benchlab.core import figures as F
