@@ -157,10 +157,9 @@ def test_each_stack_that_speaks_websocket_keeps_the_contract(name: str, workdir:
     [("drop", "nothing came within"), ("duplicate", "frame 2 came back as")],
 )
 def test_a_server_that_drops_or_duplicates_a_frame_fails_verification(
-    fault: str, said: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+    fault: str, said: str, workdir: Path
 ) -> None:
-    monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_FAULT": fault}))
-    with running_stack("ws-quirks", workdir, cores=SERVER) as (_, port):
+    with running_stack(_quirky({"WS_FAULT": fault}), workdir, cores=SERVER) as (_, port):
         problem = verify_websocket("127.0.0.1", port)
     assert problem is not None and said in problem, problem
 
@@ -182,15 +181,15 @@ def _within(tool: int, server: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.alone
 def test_a_server_that_sleeps_per_message_has_that_time_added_and_counts_agree(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    workdir: Path,
 ) -> None:
     make_ready(TOOLS["jmeter"], print)
     sleep_ms = 20
     found = {}
     for sleep in (0, sleep_ms):
-        monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_SLEEP_MS": str(sleep)}))
+        quirky = _quirky({"WS_SLEEP_MS": str(sleep)})
         registry = ProcessRegistry()
-        with running_stack("ws-quirks", workdir / f"s{sleep}", cores=SERVER) as (_, port):
+        with running_stack(quirky, workdir / f"s{sleep}", cores=SERVER) as (_, port):
             try:
                 found[sleep] = _echo(port, workdir / f"e{sleep}", registry)
             finally:
@@ -213,14 +212,12 @@ def test_a_server_that_sleeps_per_message_has_that_time_added_and_counts_agree(
 
 @pytest.mark.slow
 @pytest.mark.alone
-def test_a_server_that_refuses_past_k_connections_is_reported_as_holding_k(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_server_that_refuses_past_k_connections_is_reported_as_holding_k(workdir: Path) -> None:
     make_ready(TOOLS["jmeter"], print)
     limit = 70
-    monkeypatch.setitem(CATALOGUE, "ws-quirks", _quirky({"WS_MAX_CONNECTIONS": str(limit)}))
+    quirky = _quirky({"WS_MAX_CONNECTIONS": str(limit)})
     registry = ProcessRegistry()
-    with running_stack("ws-quirks", workdir / "s", cores=SERVER) as (server, port):
+    with running_stack(quirky, workdir / "s", cores=SERVER) as (server, port):
         request = HoldRequest(Endpoint("127.0.0.1", port, LOAD), 30, 4, 300, 1)
         try:
             found = ws_load.run_hold(registry, request, workdir / "h", server, 4096)
