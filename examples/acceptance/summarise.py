@@ -74,6 +74,12 @@ def _took(report: dict | None, timed: Path) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def _repeat(out: Path, user: str, name: str) -> dict | None:
+    """The range the tune said a second tune would give (recommendation.repeat)."""
+    report = _load(out / user / f"{name}.json")
+    return ((report or {}).get("recommendation") or {}).get("repeat")
+
+
 def _row(out: Path, user: str, name: str) -> tuple[str, float | None, bool | None]:
     """The table's row, the rate to run at, and whether the replay held every window."""
     report = _load(out / user / f"{name}.json")
@@ -118,19 +124,37 @@ def main() -> None:
                 replays.append(held)
         pairs.append((name, rates))
     print()
-    print(f"| app | run at as {' / '.join(args.users)} | ratio (higher ÷ lower) |")
-    print("|---|---|---|")
+    users = " / ".join(args.users)
+    print(f"| app | run at as {users} | ratio (higher ÷ lower) | each one's repeat range "
+          "(basis) | the other's rate within it |")  # fmt: skip
+    print("|---|---|---|---|---|")
     ratios = []
+    within: list[bool] = []
     for name, rates in pairs:
         shown = " / ".join(f"{r:,.0f}" if r else "–" for r in rates)
+        said = [_repeat(args.out, user, name) for user in args.users]
+        ranges = " / ".join(
+            f"{r['low_rps']:,.0f}–{r['high_rps']:,.0f} ({r['basis']})" if r else "–" for r in said
+        )
+        inside = []
+        if len(rates) == 2:
+            for mine, other in ((said[0], rates[1]), (said[1], rates[0])):
+                if mine and other:
+                    hit = mine["low_rps"] <= other <= mine["high_rps"]
+                    within.append(hit)
+                    inside.append("yes" if hit else "**no**")
         if len(rates) == 2 and all(rates):
             ratio = max(rates) / min(rates)  # type: ignore[type-var,operator]
             ratios.append(ratio)
-            print(f"| {name} | {shown} | {ratio:.2f} |")
+            print(f"| {name} | {shown} | {ratio:.2f} | {ranges} | {' / '.join(inside)} |")
         else:
-            print(f"| {name} | {shown} | – |")
+            print(f"| {name} | {shown} | – | {ranges} | {' / '.join(inside)} |")
     print()
     print(f"answers replayed: {len(replays)}, held every window: {sum(replays)}")
+    if within:
+        print(
+            f"second tunes within the first's stated repeat range: {sum(within)} of {len(within)}"
+        )
     if ratios:
         print(
             f"pairs with both rates: {len(ratios)}, ratio median {statistics.median(ratios):.2f}, "
