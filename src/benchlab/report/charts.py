@@ -248,14 +248,32 @@ def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, co
     )  # fmt: skip
 
 
+def _bar_figure(summary: RunSummary, point: GridPoint) -> F.Figure | None:
+    """What a point's bars show: a WebSocket point's own figure (held connections, echo or
+    broadcast p99), else throughput (closed loop) or capacity (a search); None: no bars (a
+    fixed rate's p99 is one value per cell, drawn as its latency curve)."""
+    own = summary.ranking.points[point].figure
+    if own in F.WEBSOCKET_FIGURES:
+        return own
+    return {Mode.SLO: F.CAPACITY, Mode.CLOSED: F.THROUGHPUT}.get(point.mode)
+
+
 def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
-    """Per grid point, throughput (closed loop) or capacity (a search) bars."""
+    """Per grid point, throughput (closed loop), capacity (a search) or a WebSocket
+    scenario's own figure, as bars."""
     charts = []
     points = list(groups(summary))
     labels = dict(zip(points, short_labels(points), strict=True))
-    for index, (point, cells) in enumerate(groups(summary, (Mode.CLOSED, Mode.SLO)).items()):
-        figure = F.CAPACITY if point.mode == Mode.SLO else F.THROUGHPUT
-        if figure is F.THROUGHPUT:
+    for index, (point, cells) in enumerate(groups(summary).items()):
+        figure = _bar_figure(summary, point)
+        if figure is None:
+            continue
+        if figure in F.WEBSOCKET_FIGURES:
+            caption = (
+                f"Bar: {figure.description} (log scale; best at the top); whiskers: its "
+                "interval; dots: the trials."
+            )
+        elif figure is F.THROUGHPUT:
             caption = (
                 "Bar: median req/s over trials (log scale: equal steps are equal ratios); "
                 "whiskers: its interval; dots: the trials."
@@ -271,7 +289,7 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
             f"{figure.key}-{index}", labels[point], cells, figure, colours, caption, point
         )
         if chart is not None:
-            kind = "throughput" if figure is F.THROUGHPUT else "capacity"
+            kind = {F.THROUGHPUT: "throughput", F.CAPACITY: "capacity"}.get(figure, figure.key)
             charts.append(dataclasses.replace(chart, kind=kind, title=figure.label))
     return charts
 
