@@ -104,7 +104,7 @@ def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> Non
     def stack(capacity: float, broadcast: float, stop: str = "stalled") -> MeasuredCell:
         return _ws_cell({F.CAPACITY.key: capacity, F.BROADCAST_P99.key: broadcast}, stop)
 
-    go, near, slow = stack(5000, 4), stack(4500, 5), stack(2000, 20, "refused")
+    go, near, slow = stack(5000, 4), stack(4500, 5, "refused"), stack(2000, 20, "refused")
     said = _ws_verdicts(near, go)
     assert "90% of the Go ceiling's" in said[CLIENT_BOUND.name]  # the first reason found
     for figures in ({F.CAPACITY.key: 4500}, {F.BROADCAST_P99.key: 5}):  # each reason alone

@@ -77,7 +77,7 @@ def test_each_websocket_scenario_is_ranked_by_its_own_figure_the_ceiling_not_at_
     stacks = {
         GO: _wobble(held=400, echo_p99_ms=1.0, broadcast_p99_ms=3.0),
         # uvicorn: the lower echo p99, refused past 250 connections; broadcasts alike
-        UVICORN: _wobble(held=250, echo_p99_ms=2.0, broadcast_p99_ms=5.0),
+        UVICORN: _wobble(held=250, echo_p99_ms=2.0, broadcast_p99_ms=5.0, rss_per_1000_mb=20.0),
         HYPERCORN: _wobble(held=400, echo_p99_ms=6.0, broadcast_p99_ms=5.0),
     }
     run = _run(tmp_path, stacks, _recipe())
