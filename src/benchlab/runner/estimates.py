@@ -20,7 +20,7 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
-from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS
+from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.ws_requests import BroadcastRequest, Endpoint, HoldRequest
@@ -178,7 +178,7 @@ def cell_seconds(
 ) -> tuple[float, float]:
     """(under load, around it) for one round of one cell; `warmup`: the warm-up it runs
     (the first cell of each scenario in a launch); `websocket`: the recipe's [websocket]."""
-    if websocket is not None and SCENARIOS[cell.scenario].websocket:
+    if websocket is not None and cell.scenario in WEBSOCKET_SCENARIOS:
         return _websocket_seconds(cell, first_round, warmup, costs, websocket)
     overhead = costs.get(f"overhead:{cell.tool}", "overhead")
     verify = costs.get("verify")
