@@ -6,6 +6,8 @@ deciding exactly what the report says is decided."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 
@@ -16,8 +18,11 @@ from benchlab.analysis.ranking import Call
 from benchlab.analysis.summary import RunSummary, summarise
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.report.csvfile import render_csv
+from benchlab.report.html import render_html
 from benchlab.report.takeaways import takeaways
 from benchlab.report.terminal import render_table
+from tests.html_table import ReportPage
 from tests.inprocess import FakeExecutor, FakeStack, InProcessRun, WsFigures, run_inprocess
 
 GO, UVICORN, HYPERCORN = "go-nethttp", "starlette+uvicorn", "starlette+hypercorn"
@@ -175,3 +180,38 @@ def test_counts_that_do_not_match_the_servers_are_a_verdict(tmp_path: Path) -> N
     verdicts = {c.stack: [v.name for v in c.verdicts] for c in summary.cells}
     assert "ws-counts" in verdicts[HYPERCORN]
     assert "ws-counts" not in verdicts[UVICORN]
+
+
+def test_the_html_json_and_csv_carry_the_websocket_figures(tmp_path: Path) -> None:
+    stacks = {
+        GO: _wobble(held=400, echo_p99_ms=1.0),
+        UVICORN: _wobble(held=250, echo_p99_ms=2.0, rss_per_1000_mb=20.0),
+        HYPERCORN: _wobble(held=400, echo_p99_ms=6.0),
+    }
+    run = _run(tmp_path, stacks, _recipe())
+    summary = summarise(run.store, run.run_id)
+    html = render_html(summary)
+    page = ReportPage(html)
+    for title in ("held conns", "RSS/1k conns MB", "echo p99 ms", "broadcast p99 ms"):
+        assert title in page.header, page.header
+    held, rss = page.header.index("held conns"), page.header.index("RSS/1k conns MB")
+    label, scenario = page.header.index("stack"), page.header.index("scenario")
+    rows = {r["cells"][label]: r["cells"] for r in page.rows if r["cells"][scenario] == "ws-hold"}
+    (uvicorn,) = [cells for name, cells in rows.items() if name.startswith(UVICORN)]
+    assert uvicorn[held].startswith("250 [") and uvicorn[rss].startswith("20.0 [")
+    # Its takeaways, and a chart of each point's own figure.
+    assert "By held, best first" in html and "By echo p99, lowest first" in html
+    assert 'data-chart="ws_connections_held"' in html and 'data-chart="ws_echo_p99_ms"' in html
+    report = run.report()
+    hold = next(c for c in report["cells"] if c["stack"] == UVICORN and c["scenario"] == "ws-hold")
+    assert hold["ws_connections_held"]["median"] == 250 and hold["hold_stop"] == "refused"
+    assert hold["ranked_by"] == "ws_connections_held"
+    assert hold["ws_rss_per_1000_mb"]["low"] < hold["ws_rss_per_1000_mb"]["high"]
+    assert {p["figure"] for p in report["rankings"]} == {
+        "ws_connections_held", "ws_echo_p99_ms", "ws_broadcast_p99_ms",
+    }  # fmt: skip
+    rows_csv = list(csv.DictReader(io.StringIO(render_csv(summary))))
+    held_csv = {r["stack"]: r for r in rows_csv if r["scenario"] == "ws-hold"}
+    assert float(held_csv[UVICORN]["ws_connections_held_median"]) == 250
+    assert held_csv[UVICORN]["hold_stop"] == "refused"
+    assert float(held_csv[UVICORN]["ws_count_gap"]) == 0.0

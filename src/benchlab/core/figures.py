@@ -459,8 +459,8 @@ WS_COUNT_GAP = _figure(
 WS_LATE_SHARE = _figure(
     "ws_late_share", "sent late", "%", DOWN, V,
     "the share of echo messages JMeter sent more than a period after they were due, in the "
-    "worst trial: over 1% its schedule, not the server, set the pace", lambda v: f"{100 * v:.2f}",
-    threshold=0.01, source=_peak("ws_late_share"),
+    "worst trial: over 0.1% its schedule, not the server, set the pace", lambda v: f"{100 * v:.2f}",
+    threshold=0.001, source=_peak("ws_late_share"),
 )  # fmt: skip
 WEBSOCKET_FIGURES = (
     CONNECTIONS_HELD, RSS_PER_1000, ECHO_P50, ECHO_P99, BROADCAST_P99, WS_COUNT_GAP,

@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
 from benchlab.analysis.recommendation import candidate_results
-from benchlab.analysis.relative import CEILING_STACK
+from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
@@ -101,17 +101,18 @@ def _attr(text: str) -> str:
 
 def stack_colours(summary: RunSummary) -> dict[str, str]:
     """Each stack label's colour, the same on every chart of the page (the ceiling grey)."""
+    ceilings = {
+        c.stack_label for c in summary.cells if is_ceiling_cell(c.stack, c.scenario, c.facts)
+    }
     labels = [
         label
         for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
-        if not label.startswith(CEILING_STACK)
+        if label not in ceilings
     ]
     many = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
     palette = PALETTE if len(labels) <= len(PALETTE) else many
     colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
-    for cell in summary.cells:
-        if cell.stack == CEILING_STACK:
-            colours[cell.stack_label] = CEILING_COLOUR
+    colours |= dict.fromkeys(ceilings, CEILING_COLOUR)
     return colours
 
 
