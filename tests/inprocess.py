@@ -32,9 +32,20 @@ from benchlab.hosts.generators import Generated
 from benchlab.http.answers import ReadWorlds
 from benchlab.http.scenarios import Expectation
 from benchlab.http.wire import Reply, Wire
+from benchlab.http.ws_verify import WsCounters
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
+from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.result import Errors, Latency, LoadResult, LoadShare
+from benchlab.load.ws_requests import (
+    BroadcastRequest,
+    BroadcastResult,
+    EchoRequest,
+    EchoResult,
+    HoldRequest,
+    HoldResult,
+    HoldStep,
+)
 from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.measure.server_counters import CounterSource, ThreadTimes
 from benchlab.recipe import build_plan, load_recipe
@@ -54,6 +65,7 @@ from tests.stored_runs import MACHINE
 START_S = 2.0  # simulated seconds a start takes
 DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does
 CONFORM_S = 5.0  # and a conformance check
+JVM_START_S = 1.0  # and JMeter's start before each WebSocket load
 FIRST_PORT = 20_000
 COUNTERS_PORT_OFFSET = 10_000  # a launch's counters are served this far above its port
 
@@ -68,6 +80,22 @@ class Figures:
     errors: int = 0  # non-2xx answers
     # The server's own count (a stack with Stack.counters): its threads' GIL wait ÷ busy time.
     gil_wait_share: float | None = None
+
+
+@dataclass(frozen=True)
+class WsFigures:
+    """One launch's WebSocket figures, as JMeter and the server's counters would report
+    them: the hold's connections and memory, the echo's p99 (held up to `echo_capacity`
+    messages a second, ten times slower past it), the broadcast's p99."""
+
+    held: int = 4_000  # the hold stops here (refused past it), or at its last step
+    rss_per_1000_mb: float = 20.0
+    echo_p99_ms: float = 2.0
+    echo_capacity: float = 5_000.0
+    broadcast_p99_ms: float = 5.0
+    load_cpu_pct: float = 40.0
+    late_share: float = 0.0
+    dropped_echoes: int = 0  # echoes the server counts sent that the tool never read
 
 
 @dataclass(frozen=True)
@@ -93,6 +121,13 @@ class FakeStack:
     interrupts_check: bool = False  # Ctrl-C during its first resilience check
     dies_in_check: bool = False  # its slow-client check leaves it dead
     start_fails_at: int | None = None  # only its Nth launch fails to start (1 = the first)
+    # Its WebSocket figures, or a sequence its launches take in turn.
+    ws: WsFigures | Sequence[WsFigures] = field(default_factory=WsFigures)
+
+    def ws_for(self, launch: int) -> WsFigures:
+        if isinstance(self.ws, WsFigures):
+            return self.ws
+        return self.ws[(launch - 1) % len(self.ws)]
 
     def figures_for(self, scenario: str, launch: int) -> Figures:
         figures = self.figures.get(scenario, Figures())
@@ -112,6 +147,7 @@ class FakeServer:
     returncode: int | None = None
     last_usage: TreeUsage | None = None
     thread_times: ThreadTimes = field(default_factory=lambda: ThreadTimes(0, 0))  # cumulative
+    ws_counts: WsCounters = field(default_factory=lambda: WsCounters(0, 0, 0))  # cumulative
 
     def alive(self) -> bool:
         return self.returncode is None
@@ -269,6 +305,81 @@ class FakeMeasure:
         server = self.world.servers[port - COUNTERS_PORT_OFFSET]
         return server.thread_times if server.alive() else None
 
+    # --- WebSocket: JMeter's loads, answered from the stack's WsFigures -----------------
+
+    def _ws_server(self, port: int) -> tuple[FakeServer, WsFigures]:
+        server = self.world.servers[port]
+        assert server.alive(), "loaded a stopped stack"
+        figures = self.world.stacks[server.stack].ws_for(server.launch)
+        server.last_usage = TreeUsage(50.0, 40.0, 1, 1.0, "fake")
+        return server, figures
+
+    def _ws_loaded(self, server: FakeServer, scenario: str, rate: float | None, s: float) -> None:
+        self.world.loads.append(
+            Loaded(server.stack, server.launch, scenario, rate, s, self.world.now)
+        )
+        self.world.now += s + JVM_START_S
+
+    def ws_echo(self, registry: ProcessRegistry, request: EchoRequest, workdir: Path) -> EchoResult:
+        server, figures = self._ws_server(request.endpoint.port)
+        seconds = request.duration_s
+        self._ws_loaded(server, "ws-echo", None if request.closed else request.rate,
+                        seconds + request.warmup_s)  # fmt: skip
+        rate = figures.echo_capacity if request.closed else request.paced_rate
+        held = request.closed or rate <= figures.echo_capacity
+        p99 = figures.echo_p99_ms if held else 10 * figures.echo_p99_ms
+        sent = round(rate * (seconds + request.warmup_s))
+        timed = round(rate * seconds)
+        answered = sent - figures.dropped_echoes
+        before = server.ws_counts
+        server.ws_counts = WsCounters(before.frames_in + sent, before.frames_out + sent,
+                                      before.deliveries)  # fmt: skip
+        return EchoResult(
+            sent, answered, timed, timed, 0, 0, seconds, request.rate, p99 / 2, p99, p99 / 2,
+            2 * p99, 0.5, figures.late_share, None, p99 / 2, p99 / 2, figures.load_cpu_pct,
+        )  # fmt: skip
+
+    def ws_broadcast(
+        self, registry: ProcessRegistry, request: BroadcastRequest, workdir: Path
+    ) -> BroadcastResult:
+        server, figures = self._ws_server(request.endpoint.port)
+        rounds = request.rounds + request.warmup_rounds
+        joins = request.receivers / request.join_rate
+        self._ws_loaded(server, "ws-broadcast", None, joins + rounds * request.interval_ms / 1000)
+        deliveries = rounds * request.receivers
+        before = server.ws_counts
+        server.ws_counts = WsCounters(before.frames_in + rounds, before.frames_out,
+                                      before.deliveries + deliveries)  # fmt: skip
+        p99 = figures.broadcast_p99_ms
+        return BroadcastResult(
+            rounds, request.receivers, deliveries, 0, 0, [p99 / 2] * request.rounds, p99 / 2,
+            p99, figures.load_cpu_pct,
+        )  # fmt: skip
+
+    def ws_hold(
+        self,
+        registry: ProcessRegistry,
+        request: HoldRequest,
+        workdir: Path,
+        server: StackServer,
+        rss_limit_mb: float,
+    ) -> HoldResult:
+        assert isinstance(server, FakeServer)
+        server, figures = self._ws_server(server.port)
+        steps = []
+        for index in range(1, request.steps + 1):
+            asked = index * request.step
+            opened = min(asked, figures.held)
+            rss = 40.0 + figures.rss_per_1000_mb * opened / 1000
+            steps.append(HoldStep(asked, opened, asked - opened, opened, rss))
+            if opened < asked:
+                break
+        # Each step as JMeter times it: its ramp and settle in whole seconds.
+        self._ws_loaded(server, "ws-hold", None, len(steps) * step_timing(request)[1])
+        stopped = "refused" if steps[-1].refused else "steps"
+        return HoldResult(steps, stopped, steps[-1].opened, figures.rss_per_1000_mb,
+                          figures.load_cpu_pct)  # fmt: skip
+
     def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
         server = self._checked_server(checked)
         self.world.now += drain_check.expected_s()
@@ -350,6 +461,14 @@ class FakeObserve:
         self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
     ) -> Reply:
         return Reply(200, {}, asked.body or b"", "HTTP/1.1", None)
+
+    def verify_websocket(self, address: str, port: int) -> str | None:
+        server = self.world.servers[port]
+        assert server.alive(), "verified a stopped stack"
+        return self.world.stacks[server.stack].wrong.get("websocket")
+
+    def ws_counters(self, address: str, port: int) -> WsCounters:
+        return self.world.servers[port].ws_counts
 
 
 def _result(request: LoadRequest, figures: Figures) -> LoadResult:

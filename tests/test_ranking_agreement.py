@@ -1,9 +1,10 @@
-"""One stopping rule and one wording rule: for random trial sets and options (every
-`rank_by`, `min_effect_pct` 0 included, a ceiling beside the contenders, one grid point or
-two), the runner's stop decision (`Measurer.still_to_decide`, as its adaptive rounds ask it)
-and the report's words (the takeaways, and the JSON's undecided pairs) agree: a run stops
-exactly when the report says "undecided" nowhere, and the pairs the runner would still
-measure are the pairs the report calls undecided.
+"""One stopping rule and one wording rule: for random trial sets and options (every `rank_by`,
+`min_effect_pct` 0 included, a ceiling beside the contenders, one grid point or two, HTTP's
+or the WebSocket scenarios' with the Go ceiling), the runner's stop decision
+(`Measurer.still_to_decide`, as its adaptive rounds ask it) and the report's words (the
+takeaways, and the JSON's undecided pairs) agree: a run stops exactly when the report says
+"undecided" nowhere, and the pairs the runner would still measure are the pairs the report
+calls undecided.
 
 On the code before analysis/ranking.py (05c3a56) a version of this test found four
 disagreements: at `min_effect_pct = 0` the runner never decided a tie the report called one;
@@ -13,6 +14,7 @@ ceiling, which the report does not rank."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tempfile
@@ -25,6 +27,8 @@ from hypothesis import strategies as st
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
+from benchlab.core.modes import Mode
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.recipe import Cell
 from benchlab.report.jsonfile import render_json
 from benchlab.report.takeaways import takeaways
@@ -34,6 +38,10 @@ from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
 from tests.stored_runs import MACHINE
 
 CONTENDERS = ("gin", "sanic", "tornado", "fastapi+uvicorn")
+# The WebSocket scenarios rank by their own figures, the Go stack their ceiling.
+WS_CONTENDERS = (
+    "starlette+uvicorn", "starlette+hypercorn", "starlette+granian", "starlette+gunicorn-asgi"
+)  # fmt: skip
 RANK_BY = st.sampled_from([None, *(f.key for f in F.RANKABLE)])
 MIN_EFFECT = st.sampled_from([None, 0.0, 2.0, 5.0, 10.0])
 
@@ -49,7 +57,8 @@ def _trial(round_index: int, rps: float, p99: float, cpu_s: float) -> TrialRecor
         errors_connect=0, errors_read=0, errors_write=0, errors_timeout=0, errors_non_2xx=0,
         errors_other=0, server_cpu_pct=90.0, server_rss_mb=40.0, server_processes=2,
         load_cpu_pct=50.0, server_steal_pct=0.0, load_steal_pct=0.0, server_cpu_s=cpu_s,
-        cpu_source="cgroup v2",
+        cpu_source="cgroup v2", ws_connections_held=int(rps / 10), ws_echo_p99_ms=p99,
+        ws_broadcast_p99_ms=p99,
     )  # fmt: skip
 
 
@@ -60,10 +69,15 @@ Rows = list[tuple[float, float, float]]  # per round: req/s, p99, server CPU sec
 def trial_sets(draw: st.DrawFn) -> dict[tuple[str, str], Rows]:
     """Trials of 2-4 contenders (and maybe the ceiling) at one or two scenarios: each stack
     a chosen distance from the others, a shared movement per round, and noise of its own."""
-    names = draw(st.lists(st.sampled_from(CONTENDERS), min_size=2, max_size=4, unique=True))
+    websocket = draw(st.booleans())
+    pool = WS_CONTENDERS if websocket else CONTENDERS
+    names = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=4, unique=True))
     if draw(st.booleans()):
-        names.append("nginx-static")
-    scenarios = draw(st.sampled_from([("json",), ("json", "plaintext")]))
+        names.append("go-nethttp" if websocket else "nginx-static")
+    choices = [("ws-echo",), ("ws-hold", "ws-broadcast")] if websocket else [
+        ("json",), ("json", "plaintext")
+    ]  # fmt: skip
+    scenarios = draw(st.sampled_from(choices))
     rounds = draw(st.integers(3, 10))
     sd = draw(st.sampled_from([0.002, 0.01, 0.03, 0.1]))
     shared = draw(st.lists(st.floats(-2, 2), min_size=rounds, max_size=rounds))
@@ -93,7 +107,9 @@ def _stored(trials: dict[tuple[str, str], Rows], options: RunOptions) -> SimpleN
     run_id = store.create_run(info)
     cells = []
     for position, ((name, scenario), rows) in enumerate(trials.items()):
-        cell = Cell(name, scenario, "wrk", 64, 1, 2, 5, 1)
+        mode = SCENARIOS[scenario].mode_for(Mode.CLOSED)
+        cell = Cell(name, scenario, "jmeter" if mode != Mode.CLOSED else "wrk", 64, 1, 2, 5, 1)
+        cell = dataclasses.replace(cell, mode=mode)
         entry = CATALOGUE[name]
         cell_id = store.add_cell(
             CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))

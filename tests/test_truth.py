@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
 from tests.html_table import ReportPage
+from tests.measured import MeasuredCell as _Measured
 from tests.test_failures import _misbehaving_stack
 
 
@@ -439,30 +440,6 @@ def test_compare_same_recipe_twice_and_a_slowed_stack(
     assert unknown.returncode == 2 and "no run 'nope'" in unknown.stderr
 
 
-@dataclass(frozen=True)
-class _Measured:
-    """A cell as the verdicts read it (a report's cell summary is one)."""
-
-    figures: dict[str, float]
-    scenario: str
-    connections: int
-    ms: int | None = None
-    mode: str = "closed"
-    tool: str = ""
-    errors: dict[str, int] = field(default_factory=lambda: {"total": 0})
-    concurrency_limit: int | None = None
-    db_pool_limit: int | None = None
-    alone_ms: float | None = None
-    trials: int = 3
-    unbracketed: int = 0
-    conformance: dict[str, list[str]] | None = None
-    drain: None = None
-    slow_clients: None = None
-
-    def value(self, figure: F.Figure) -> float | None:
-        return self.figures.get(figure.key)
-
-
 def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
     from benchlab.analysis.verdicts import CAUTIONS, VERDICTS
 
@@ -470,7 +447,7 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
         "errors", "tool-stalled", "client-bound", "rate-not-delivered", "generator-lag",
         "falling-behind", "server-saturated", "blocked", "littles-law", "pool-exhausted",
         "capacity-unbracketed", "leaks", "nonconformant", "input-limits", "drops", "hangs",
-        "needs-proxy", "unstable",
+        "needs-proxy", "ws-counts", "sent-late", "hold-stalled", "unstable",
     ]  # fmt: skip
     cautions = {
         "client-bound",
@@ -481,6 +458,8 @@ def test_each_verdict_is_declared_once_with_what_it_cautions_about() -> None:
         "rate-not-delivered",
         "capacity-unbracketed",
         "nonconformant",
+        "ws-counts",
+        "sent-late",
     }
     assert set(CAUTIONS) == cautions
     # Measured and shown, but not ranked: a server that parsed a request wrong.

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.analysis.stats import Estimate
-from benchlab.analysis.websocket import COUNT_TOLERANCE, WsStack, against_ceiling
+from benchlab.analysis.verdicts import CLIENT_BOUND, HOLD_STALLED, Setting, verdicts
 from benchlab.core import figures as F
 from benchlab.core.errors import UserError
+from benchlab.core.modes import Mode
 from benchlab.http.scenarios import WEBSOCKET_SCENARIOS
 from benchlab.http.ws_verify import read_counters, verify_websocket
 from benchlab.load import TOOLS, make_ready
@@ -27,6 +27,7 @@ from benchlab.runner import ws_load
 from benchlab.stacks import CATALOGUE, Launch, LaunchContext, Stack
 from benchlab.system.process import ProcessRegistry
 from tests.conftest import short_tmp
+from tests.measured import MeasuredCell
 from tests.servers import running_stack
 
 QUIRKS = Path(__file__).with_name("apps") / "ws_quirks.py"
@@ -90,23 +91,32 @@ def test_a_websocket_scenario_needs_the_websocket_tool_and_it_nothing_else(
         check_names(Path("w.toml"), _recipe(tool, scenarios), CATALOGUE)
 
 
-def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> None:
-    def stack(label: str, ceiling: bool, capacity: float, broadcast: float) -> WsStack:
-        found = WsStack(label, ceiling, hold_stop="stalled")
-        found.figures[F.CAPACITY.key] = Estimate(capacity, capacity, capacity, 0.75, 3)
-        found.figures[F.BROADCAST_P99.key] = Estimate(broadcast, broadcast, broadcast, 0.75, 3)
-        return found
+def _ws_cell(figures: dict[str, float], hold_stop: str | None = "stalled") -> MeasuredCell:
+    return MeasuredCell(figures, "ws-echo", 50, mode=Mode.SLO, tool="jmeter", hold_stop=hold_stop)
 
-    go, near, slow = (
-        stack("go", True, 5000, 4),
-        stack("near", False, 4500, 5),
-        stack("slow", False, 2000, 20),
-    )
-    slow.hold_stop = "refused"
-    against_ceiling([go, near, slow])
-    assert sorted(c.name for c in near.checks["ws-echo"]) == ["client-bound"]
-    assert near.problems().count("client-bound") == 3  # capacity, broadcast, the stalled hold
-    assert slow.problems() == []  # under the ceiling on every figure, refused on its own
+
+def _ws_verdicts(cell: MeasuredCell, ceiling: MeasuredCell) -> dict[str, str]:
+    setting = Setting(1, 1, None, 0.95, 5.0, ceiling=ceiling, is_ceiling=cell is ceiling)
+    return {v.name: v.sentence for v in verdicts(cell, setting)}
+
+
+def test_what_the_go_ceiling_reaches_is_the_tools_limit_not_the_servers() -> None:
+    def stack(capacity: float, broadcast: float, stop: str = "stalled") -> MeasuredCell:
+        return _ws_cell({F.CAPACITY.key: capacity, F.BROADCAST_P99.key: broadcast}, stop)
+
+    go, near, slow = stack(5000, 4), stack(4500, 5, "refused"), stack(2000, 20, "refused")
+    said = _ws_verdicts(near, go)
+    assert "90% of the Go ceiling's" in said[CLIENT_BOUND.name]  # the first reason found
+    for figures in ({F.CAPACITY.key: 4500}, {F.BROADCAST_P99.key: 5}):  # each reason alone
+        assert CLIENT_BOUND.name in _ws_verdicts(_ws_cell(figures, "refused"), go)
+    assert "so did the Go ceiling's" in _ws_verdicts(_ws_cell({}), go)[CLIENT_BOUND.name]
+    assert _ws_verdicts(slow, go) == {}  # under the ceiling on every figure, refused on its own
+    alone = _ws_verdicts(_ws_cell({}), stack(5000, 4, "refused"))  # stalled, the ceiling not
+    assert list(alone) == [HOLD_STALLED.name]
+    # The ceiling against itself: only its stalled hold says the tool's pace.
+    assert "so did the Go ceiling's" in _ws_verdicts(go, go)[CLIENT_BOUND.name]
+    refusing = stack(5000, 4, "refused")
+    assert _ws_verdicts(refusing, refusing) == {}
 
 
 # --- JMeter's samples read back --------------------------------------------------------------
@@ -175,7 +185,7 @@ def _echo(port: int, workdir: Path, registry: ProcessRegistry):
 
 
 def _within(tool: int, server: int) -> bool:
-    return abs(tool - server) <= COUNT_TOLERANCE * max(tool, server)
+    return abs(tool - server) <= (F.WS_COUNT_GAP.threshold or 0) * max(tool, server)
 
 
 @pytest.mark.slow

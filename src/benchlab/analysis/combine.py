@@ -139,7 +139,7 @@ def combine(
             figures[figure.key] = figure_value(figure, trials, capacities, cell, figures, lat)
     return Combined(
         figures=figures,
-        samples={f.key: samples(f, trials, capacities) for f in F.RANKABLE},
+        samples={f.key: samples(f, trials, capacities) for f in F.RANKED},
         latency_intervals={
             f.key: _estimate(_values(trials, f.source.attr or "")) if f.source else None
             for f in F.PERCENTILES

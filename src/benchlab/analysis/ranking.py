@@ -26,7 +26,7 @@ from benchlab.analysis.cell_records import measured
 from benchlab.analysis.combine import samples
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.grid import GridPoint, point_of
-from benchlab.analysis.relative import CEILING_STACK
+from benchlab.analysis.relative import is_ceiling_cell
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import Ratio, converged
 from benchlab.core import figures as F
@@ -35,13 +35,17 @@ from benchlab.store import CapacityRecord, CellRecord, Store, TrialRecord
 T = TypeVar("T")
 
 
-def is_ranked(stack: str, facts: Mapping[str, Any] | None, sentinel: str | None) -> bool:
+def is_ranked(
+    stack: str, scenario: str, facts: Mapping[str, Any] | None, sentinel: str | None
+) -> bool:
     """Who is ranked: every stack but the run's sentinel (a reference measured in every round,
     and its A/A copy: the noise), the ceiling (the load tool's limit at its point, not a
-    contender) and a stack found nonconformant (measured and shown, not ranked: a server that
-    gets a client's requests wrong can look fast by doing less)."""
+    contender: nginx-static, or a WebSocket scenario's Go server) and a stack found
+    nonconformant (measured and shown, not ranked: a server that gets a client's requests
+    wrong can look fast by doing less)."""
     unranking = ((facts or {}).get("conformance") or {}).get("unranking")
-    return stack != sentinel and stack != CEILING_STACK and not unranking
+    ceiling = is_ceiling_cell(stack, scenario, facts)
+    return stack != sentinel and not ceiling and not unranking
 
 
 def best_first(items: Iterable[T], value: Callable[[T], float | None], figure: F.Figure) -> list[T]:
@@ -89,7 +93,7 @@ def entrant(
     options: RunOptions,
 ) -> Entrant:
     """The cell of a stored run as the ranking sees it (the runner's and the report's alike)."""
-    figure = options.figure_for(record.mode)
+    figure = options.figure_for(record.mode, record.scenario)
     records = measured(record.mode, trials, capacities)
     return Entrant(
         key=record.key,
@@ -97,7 +101,7 @@ def entrant(
         point=point_of(record, options.pool_swept),
         figure=figure,
         samples=samples(figure, records.trials, records.capacities),
-        ranks=is_ranked(record.stack, record.facts, options.sentinel),
+        ranks=is_ranked(record.stack, record.scenario, record.facts, options.sentinel),
         failed=record.status == "failed",
         stack=record.stack,
     )

@@ -4,14 +4,27 @@ each with its interval."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.stats import Ratio, ratio_interval
 from benchlab.analysis.verdicts import VERDICTS
+from benchlab.http.scenarios import SCENARIOS
+from benchlab.stacks.base import WEBSOCKET_CEILING
 
 CEILING_STACK = "nginx-static"
+
+
+def is_ceiling_cell(stack: str, scenario: str, facts: Mapping[str, Any] | None) -> bool:
+    """Whether a cell stands for its point's ceiling (shown, not ranked): nginx-static's, or
+    at a WebSocket scenario the stack whose launch says it is that tool's ceiling
+    (go-nethttp: what JMeter reaches against it is JMeter's limit)."""
+    if stack == CEILING_STACK:
+        return True
+    known = SCENARIOS.get(scenario)
+    return bool(known and known.websocket and (facts or {}).get(WEBSOCKET_CEILING))
 
 
 def is_ceiling(stack: str, verdicts: Sequence[str]) -> bool:

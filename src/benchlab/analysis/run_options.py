@@ -12,6 +12,7 @@ from benchlab.analysis.capacity import Target
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.http.scenarios import SCENARIOS
 from benchlab.recipe import Recipe, sentinel_of
 from benchlab.store import RunRecord
 
@@ -48,10 +49,13 @@ class RunOptions:
     def evidence(self) -> Evidence:
         return Evidence(self.practical_threshold_pct, method=RatioMethod(self.ratio_method))
 
-    def figure_for(self, mode: Mode) -> F.Figure:
-        """What a cell of `mode` is ranked by: the recipe's `rank_by`, else its mode's figure
-        (the runner's adaptive rounds and every report alike)."""
-        return F.rank_figure(mode, self.rank_by)
+    def figure_for(self, mode: Mode, scenario: str) -> F.Figure:
+        """What a cell of `mode` at `scenario` is ranked by (the runner's adaptive rounds and
+        every report alike): a WebSocket scenario's own figure (http/scenarios.py), else the
+        recipe's `rank_by`, else its mode's figure."""
+        known = SCENARIOS.get(scenario)
+        own = known.figure_for(mode) if known is not None else None
+        return own or F.rank_figure(mode, self.rank_by)
 
     def run_figure(self, modes: list[Mode]) -> F.Figure:
         """What the run's cells are ranked by, in one figure (a chart has one scale): the

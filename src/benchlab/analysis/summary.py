@@ -28,6 +28,7 @@ from benchlab.analysis.relative import (
     CEILING_STACK,
     Comparable,
     is_ceiling,
+    is_ceiling_cell,
     reference_cells,
     relative_to,
 )
@@ -44,8 +45,9 @@ from benchlab.analysis.verdicts import (
 )
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
+from benchlab.load.ws_requests import AT_LAST_STEP
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
 from benchlab.resilience.slow_clients import SlowClients
@@ -182,6 +184,9 @@ class CellSummary:
     replicates: tuple[CapacityRecord, ...] = ()
     # The run's sentinel (either launch): a reference measured in every round, not ranked.
     is_sentinel: bool = False
+    # A WebSocket hold: why its steps ended in most of its trials (refused, stalled,
+    # dropped, memory, steps: its last step reached).
+    hold_stop: str | None = None
 
     # --- the stored cell's identity and settings: its record's shown fields, by the names
     # every report shows them by (store/records.py, CELL_SHOWN: cell.stack, cell.point,
@@ -222,8 +227,12 @@ class CellSummary:
 
     @property
     def lower_bounds(self) -> frozenset[str]:
-        """The figures whose value is only a lower bound."""
-        return frozenset({F.CAPACITY.key}) if self.unbracketed else frozenset()
+        """The figures whose value is only a lower bound: a capacity no rate bracketed, the
+        connections a hold held at its last step (the server still holding)."""
+        found = {F.CAPACITY.key} if self.unbracketed else set()
+        if self.hold_stop == AT_LAST_STEP:
+            found.add(F.CONNECTIONS_HELD.key)
+        return frozenset(found)
 
     def value(self, figure: F.Figure) -> float | None:
         """The figure as one number: an estimate's median, a ratio's value."""
@@ -287,6 +296,7 @@ class CellSummary:
                 "status": self.status,
                 "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
                 "replicates": [dataclasses.asdict(r) for r in self.replicates],
+                "hold_stop": self.hold_stop,
             }
         )
         if self.trial_records:
@@ -531,12 +541,17 @@ def _summarise_cell(
         curve=_curve(all_trials, options.slo),
         latency_source=combined.latency.source if trials else "",
         cpu_source=next((t.cpu_source for t in trials if t.cpu_source), None),
-        ranked_by=options.figure_for(mode),
+        ranked_by=options.figure_for(mode, cell.scenario),
         facts=_facts(cell),
         alone_ms=_alone_ms(all_trials),
         mix=_mix_figures(cell.scenario, trials),
         replicates=tuple(capacities),
+        hold_stop=_most_often([t.ws_hold_stop for t in trials if t.ws_hold_stop]),
     )
+
+
+def _most_often(values: list[str]) -> str | None:
+    return max(dict.fromkeys(values), key=values.count) if values else None
 
 
 def _alone_ms(trials: list[TrialRecord]) -> float | None:
@@ -564,6 +579,7 @@ def _analyse(
     run: RunRecord,
     options: RunOptions,
     trend: tuple[float | None, float | None] = (None, None),
+    ceiling: CellSummary | None = None,
 ) -> list[Verdict]:
     if cell.throughput is None:
         return []
@@ -581,28 +597,44 @@ def _analyse(
         latency_first_ms=trend[0],
         latency_last_ms=trend[1],
         latency_resolution_ms=TOOLS[cell.tool].latency_resolution_ms if cell.tool in TOOLS else 0.0,
+        ceiling=ceiling,
+        is_ceiling=ceiling is cell,
     )
     return verdicts(cell, setting)
+
+
+def websocket_ceilings(cells: list[CellSummary]) -> dict[GridPoint, CellSummary]:
+    """The Go ceiling's cell at each WebSocket point (its figures are JMeter's limit)."""
+    return {
+        cell.grid: cell
+        for cell in cells
+        if cell.grid is not None and cell.scenario in WEBSOCKET_SCENARIOS
+        and is_ceiling_cell(cell.stack, cell.scenario, cell.facts)
+    }  # fmt: skip
 
 
 def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> RunSummary:
     """A stored run's summary; `with_trials`: each cell keeps its trials as stored too."""
     record = store.run(run_id)
     options = RunOptions.of_run(record)
-    cells, entrants = [], []
+    cells, entrants, trends, all_shares = [], [], [], []
     for cell in store.cells(record.id):
         trials, capacities = store.trials(cell.id), store.capacities(cell.id)
         summary = _summarise_cell(cell, trials, capacities, options)
         shares = host_shares(store.load_shares(cell.id))
-        summary = dataclasses.replace(
+        cells.append(dataclasses.replace(
             summary, grid=point_of(cell, options.pool_swept),
             load_hosts=shares if len(shares) > 1 else (),
             trial_records=tuple(trials) if with_trials else (),
-        )  # fmt: skip
-        found = _analyse(summary, record, options, _trend(trials))
-        summary = dataclasses.replace(summary, verdicts=_name_bound_hosts(found, shares))
-        cells.append(summary)
+        ))  # fmt: skip
+        trends.append(_trend(trials))
+        all_shares.append(shares)
         entrants.append(entrant(cell, trials, capacities, options))
+    # Verdicts once every cell is made: a WebSocket cell's read its point's Go ceiling's.
+    ceilings = websocket_ceilings(cells)
+    for index, (trend, shares) in enumerate(zip(trends, all_shares, strict=True)):
+        found = _analyse(cells[index], record, options, trend, ceilings.get(cells[index].grid))
+        cells[index] = dataclasses.replace(cells[index], verdicts=_name_bound_hosts(found, shares))
     ranking = build(entrants, options)
     cells = _relative(cells, options.baseline)
     cells = _to_sentinel(cells, options.sentinel)

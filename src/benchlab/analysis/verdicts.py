@@ -19,6 +19,7 @@ from typing import Protocol
 
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.load.ws_requests import STALLED
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked
 from benchlab.resilience.slow_clients import SlowClients
@@ -94,6 +95,11 @@ class Measured(Protocol):
     @property
     def slow_clients(self) -> SlowClients | NotChecked | None: ...
 
+    # Why a WebSocket hold's steps ended in most of its trials ("refused", "stalled", ...);
+    # None: no hold.
+    @property
+    def hold_stop(self) -> str | None: ...
+
     def value(self, figure: F.Figure) -> float | None: ...
 
 
@@ -110,6 +116,10 @@ class Setting:
     latency_first_ms: float | None = None  # median latency of a trial's first quarter ...
     latency_last_ms: float | None = None  # ... and of its last (medians over trials)
     latency_resolution_ms: float = 0.0  # the tool's: a mean below it cannot be checked
+    # At a WebSocket point: the Go ceiling's cell there (what JMeter reaches against it is
+    # JMeter's limit), and whether this cell is that ceiling.
+    ceiling: Measured | None = None
+    is_ceiling: bool = False
 
 
 def _throughput(cell: Measured) -> float:
@@ -129,6 +139,8 @@ def verdicts(cell: Measured, setting: Setting) -> list[Verdict]:
 
 
 def _errors(cell: Measured, setting: Setting) -> Verdict | None:
+    if cell.hold_stop is not None:
+        return None  # a hold's refused opens are where it stopped (hold_stop), not failures
     socket = sum(v for k, v in cell.errors.items() if k not in ("total", "non_2xx"))
     failed = socket + cell.errors.get("non_2xx", 0)
     attempts = int(cell.value(F.REQUESTS) or 0) + socket
@@ -177,10 +189,87 @@ def _load_saturated(cell: Measured, setting: Setting) -> bool:
 
 def _client_bound(cell: Measured, setting: Setting) -> Verdict | None:
     if not _load_saturated(cell, setting) or _undelivered(cell):
-        return None  # an undelivered rate says it in its own verdict
+        at_ceiling = _at_the_ceiling(cell, setting)  # an undelivered rate: its own verdict
+        return None if at_ceiling is None else CLIENT_BOUND.says(at_ceiling)
     return CLIENT_BOUND.says(
         f"the load tool used {cell.value(F.LOAD_CPU):.0f}% CPU of its {setting.load_cores} "
         "core(s): it, not the server, may have been the limit",
+    )
+
+
+# A WebSocket echo capacity this near the Go ceiling's (or above it) is the tool's paced
+# limit: JMeter held its schedule to about 5,300 msg/s against Go here, whose server had
+# room to spare.
+CEILING_SHARE = 0.8
+FLOOR_FACTOR = 1.5  # a broadcast p99 within this of the ceiling's is at the tool's floor
+
+
+def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
+    """Where a WebSocket figure shows JMeter's limit, by the Go ceiling's at its point: a
+    hold that stalled where the ceiling's stalled too (its pace of opening, a thread a
+    connection); an echo capacity at CEILING_SHARE of the ceiling's or more; a broadcast
+    within FLOOR_FACTOR of the ceiling's (its threads' wake-ups)."""
+    ceiling = setting.ceiling
+    if ceiling is None:
+        return None
+    if cell.hold_stop == STALLED and ceiling.hold_stop == STALLED:
+        return "its opens stalled, and so did the Go ceiling's: JMeter's pace, not the server's"
+    if setting.is_ceiling:
+        return None
+    mine, top = cell.value(F.CAPACITY), ceiling.value(F.CAPACITY)
+    if mine is not None and top and mine >= CEILING_SHARE * top:
+        return (
+            f"its capacity of {F.rate_text(mine)} msg/s is {100 * mine / top:.0f}% of the Go "
+            f"ceiling's ({F.rate_text(top)}): JMeter's paced limit, not the server's"
+        )
+    mine, floor = cell.value(F.BROADCAST_P99), ceiling.value(F.BROADCAST_P99)
+    if mine is not None and floor is not None and mine <= FLOOR_FACTOR * floor:
+        return (
+            f"its broadcast p99 of {F.ms_text(mine)} ms is within {FLOOR_FACTOR:g}× the Go "
+            f"ceiling's ({F.ms_text(floor)} ms): JMeter's floor, not the server's"
+        )
+    return None
+
+
+def _ws_counts(cell: Measured, setting: Setting) -> Verdict | None:
+    gap = cell.value(F.WS_COUNT_GAP)
+    if gap is None or F.WS_COUNT_GAP.within(gap):
+        return None
+    return WS_COUNTS.says(
+        f"JMeter's counts and the server's own differ by {100 * gap:.2f}% (over "
+        f"{100 * (F.WS_COUNT_GAP.threshold or 0):g}%): messages lost, repeated or never "
+        "answered, so the figure is not of the load the server saw"
+    )
+
+
+# An echo connection in flight over this share of the time is no longer mostly idle: its
+# next send may wait for the last echo, and the load is not open-loop (Little's law).
+IN_FLIGHT_SHARE = 0.1
+
+
+def _sent_late(cell: Measured, setting: Setting) -> Verdict | None:
+    late = cell.value(F.WS_LATE_SHARE)
+    if late is None:  # no echo
+        return None
+    rate, mean = cell.value(F.ACHIEVED), cell.value(F.LAT_MEAN)
+    busy = (rate or 0.0) * (mean or 0.0) / 1000 / max(cell.connections, 1)
+    if F.WS_LATE_SHARE.within(late) and busy <= IN_FLIGHT_SHARE:
+        return None
+    return SENT_LATE.says(
+        f"{100 * late:.2f}% of the messages were sent over a period late, and each connection "
+        f"had a message in flight {100 * busy:.0f}% of the time (rate × mean round trip ÷ "
+        f"connections; open-loop up to {100 * IN_FLIGHT_SHARE:g}%): the tool's schedule, not "
+        "only the server, set the latency — more connections at the same rate fix it"
+    )
+
+
+def _hold_stalled(cell: Measured, setting: Setting) -> Verdict | None:
+    if cell.hold_stop != STALLED or _at_the_ceiling(cell, setting) is not None:
+        return None  # the ceiling's stalled too: client-bound says it
+    return HOLD_STALLED.says(
+        "its opens stopped completing before it refused one or reached the memory limit: "
+        "connections held is where the server stalled (its accept queue or event loop), "
+        "not a limit it declared"
     )
 
 
@@ -569,6 +658,18 @@ HANGS = _declare(VerdictKind(
 NEEDS_PROXY = _declare(VerdictKind(
     "needs-proxy", "a server that slow clients harm: it needs a buffering proxy",
     _slow_clients, None, robustness=True,
+))  # fmt: skip
+WS_COUNTS = _declare(VerdictKind(
+    "ws-counts", "a WebSocket tool's counts that differ from the server's own", _ws_counts,
+    None, caution=True,
+))  # fmt: skip
+SENT_LATE = _declare(VerdictKind(
+    "sent-late", "WebSocket messages sent late, or connections too busy to be open-loop",
+    _sent_late, F.ECHO_P99, caution=True, bound=Side.GENERATOR,
+))  # fmt: skip
+HOLD_STALLED = _declare(VerdictKind(
+    "hold-stalled", "a hold whose opens stopped completing (not refused)", _hold_stalled,
+    F.CONNECTIONS_HELD, bound=Side.SERVER,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

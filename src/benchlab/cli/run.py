@@ -239,14 +239,11 @@ def _show_run(
     is stored already). Where stdout holds another format, the run's own lines go to stderr."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
-    from benchlab.report.websocket_table import render_websocket
 
     summary = summarise(store, outcome.run_id)
 
     def table() -> None:
-        # A WebSocket run has a table of its own (phase A of issue 60); an HTTP run, none.
-        if not render_websocket(store, outcome.run_id, console):
-            render_table(summary, console)
+        render_table(summary, console)
 
     say = console
     if where.on_terminal_table:

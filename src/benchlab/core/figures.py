@@ -15,6 +15,7 @@ A figure is one of three kinds:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -125,6 +126,8 @@ class Figure:
     threshold: float | None = None
     # None: made across cells (a ratio to another cell's, in `analysis.relative`).
     source: Source | None = None
+    # Its interval shown in the brief table even where the cells are not ranked by it.
+    spread: bool = False
 
     def format(self, value: float | None) -> str:
         return "–" if value is None else self.text(value)
@@ -138,6 +141,12 @@ class Figure:
         if self.threshold is None or self.better is not Better.HIGHER:
             raise ValueError(f"{self.key} has no threshold to reach")
         return value >= self.threshold * of
+
+    def within(self, value: float) -> bool:
+        """Whether a lower-is-better `value` stays within the threshold (a count gap)."""
+        if self.threshold is None or self.better is not Better.LOWER:
+            raise ValueError(f"{self.key} has no threshold to stay within")
+        return value <= self.threshold
 
     def wins(self, ratio: float) -> bool:
         """Whether a/b = `ratio` means a is better than b."""
@@ -156,9 +165,21 @@ def _figure(
     brief: bool = False,
     threshold: float | None = None,
     source: Source | None = None,
+    spread: bool = False,
 ) -> Figure:
     figure = Figure(
-        key, label, unit, better, kind, description, text, group, brief, threshold, source
+        key,
+        label,
+        unit,
+        better,
+        kind,
+        description,
+        text,
+        group,
+        brief,
+        threshold,
+        source,
+        spread,
     )
     FIGURES[key] = figure
     return figure
@@ -369,7 +390,8 @@ CONNECTIONS_HELD = _figure(
 RSS_PER_1000 = _figure(
     "ws_rss_per_1000_mb", "RSS/1k conns", "MB", DOWN, E,
     "the server's resident memory per 1,000 idle connections: the slope over the hold's "
-    "steps, median over trials [interval]", _grouped(1), source=_median("ws_rss_per_1000_mb"),
+    "steps, median over trials [interval]", _grouped(1), brief=True,
+    source=_median("ws_rss_per_1000_mb"), spread=True,
 )  # fmt: skip
 ECHO_P50 = _figure(
     "ws_echo_p50_ms", "echo p50", "ms", DOWN, E,
@@ -386,7 +408,64 @@ BROADCAST_P99 = _figure(
     "99th percentile over rounds of the time from a post to the last of its receivers: "
     "median over trials [interval]", ms_text, source=_median("ws_broadcast_p99_ms"),
 )  # fmt: skip
-WEBSOCKET_FIGURES = (CONNECTIONS_HELD, RSS_PER_1000, ECHO_P50, ECHO_P99, BROADCAST_P99)
+
+
+def _count_pairs(trial: Any) -> list[tuple[int | None, int | None]]:
+    """A WebSocket trial's counts, the tool's beside the server's own: the hold's open
+    connections against the kernel's established ones at its last step; the echo's messages
+    sent and echoes read against the frames the server read and wrote; the broadcast's
+    posts and deliveries against the server's."""
+    if trial.ws_hold_steps:
+        last = (json.loads(trial.ws_hold_steps) or [{}])[-1]
+        return [(last.get("opened"), last.get("established"))]
+    if trial.ws_broadcast_p99_ms is not None:
+        return [
+            (trial.ws_tool_sent, trial.ws_server_frames_in),
+            (trial.requests, trial.ws_server_deliveries),
+        ]
+    return [(trial.ws_tool_sent, trial.ws_server_frames_in),
+            (trial.requests, trial.ws_server_frames_out)]  # fmt: skip
+
+
+def _count_gap(trials: Sequence[Any], figures: Mapping[str, Any]) -> float | None:
+    """The largest gap between the tool's count and the server's, as a share of the larger,
+    summed over the trials; a broadcast's missed or repeated deliveries count as a gap too
+    (None: no WebSocket trial, or the server's counters were not read)."""
+    sums: dict[int, list[int]] = {}
+    for trial in trials:
+        if trial.ws_tool_sent is None and not trial.ws_hold_steps:
+            return None
+        for index, (tool, server) in enumerate(_count_pairs(trial)):
+            if tool is None or server is None:
+                return None
+            total = sums.setdefault(index, [0, 0])
+            total[0], total[1] = total[0] + tool, total[1] + server
+    gaps = [abs(tool - server) / max(tool, server, 1) for tool, server in sums.values()]
+    delivered = sum(t.requests for t in trials if t.ws_broadcast_p99_ms is not None)
+    wrong = sum((t.errors_read or 0) + (t.errors_other or 0)
+                for t in trials if t.ws_broadcast_p99_ms is not None)  # fmt: skip
+    if delivered:
+        gaps.append(wrong / delivered)
+    return max(gaps) if gaps else None
+
+
+WS_COUNT_GAP = _figure(
+    "ws_count_gap", "count gap", "%", DOWN, V,
+    "the WebSocket tool's counts against the server's own (messages, echoes, posts, "
+    "deliveries, open connections), the largest gap over the trials: over 0.1% the figures "
+    "are not of the load the server saw", lambda v: f"{100 * v:.2f}", threshold=0.001,
+    source=Source(Combine.DERIVED, derive=_count_gap),
+)  # fmt: skip
+WS_LATE_SHARE = _figure(
+    "ws_late_share", "sent late", "%", DOWN, V,
+    "the share of echo messages JMeter sent more than a period after they were due, in the "
+    "worst trial: over 0.1% its schedule, not the server, set the pace", lambda v: f"{100 * v:.2f}",
+    threshold=0.001, source=_peak("ws_late_share"),
+)  # fmt: skip
+WEBSOCKET_FIGURES = (
+    CONNECTIONS_HELD, RSS_PER_1000, ECHO_P50, ECHO_P99, BROADCAST_P99, WS_COUNT_GAP,
+    WS_LATE_SHARE,
+)  # fmt: skip
 
 # --- relative to other cells ------------------------------------------------------------------
 RELATIVE = _figure(
@@ -407,6 +486,9 @@ TO_SENTINEL = _figure(
 # What a cell is ranked, compared and divided by, per mode: what the mode measures.
 RANK_BY_MODE = {Mode.CLOSED: THROUGHPUT, Mode.RATE: P99, Mode.SLO: CAPACITY}
 RANKABLE = (THROUGHPUT, CAPACITY, P99, CPU_PER_REQUEST)
+# The figures a cell may be ranked by: a recipe's rank_by choices and the WebSocket
+# scenarios' own (http/scenarios.py); a cell keeps its samples of each, round by round.
+RANKED = (*RANKABLE, CONNECTIONS_HELD, ECHO_P99, BROADCAST_P99)
 
 
 def rank_figure(mode: Mode, override: str | None = None) -> Figure:

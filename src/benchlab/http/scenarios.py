@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import DATABASES, Service
 from benchlab.http.dataset import HUI_ID, HUI_ROLE, file_bytes, file_name, gzip_document
 
@@ -69,6 +71,19 @@ class Scenario:
     # A WebSocket load (runner/websocket.py measures it, a WebSocket tool drives it): which
     # of the three figures' loads. None: an HTTP scenario.
     websocket: str | None = None
+    # A WebSocket scenario's own figure, by the modes its cells take (the first: unless the
+    # recipe's [slo] asks for a search it has): what they are ranked by, as HTTP's cells by
+    # their mode's figure. Empty: an HTTP scenario (the recipe's mode, the mode's figure).
+    ranked_by: tuple[tuple[Mode, F.Figure], ...] = ()
+
+    def mode_for(self, asked: Mode) -> Mode:
+        """The mode its cells take where the recipe's load profile makes `asked`."""
+        modes = [mode for mode, _ in self.ranked_by]
+        return asked if not modes or asked in modes else modes[0]
+
+    def figure_for(self, mode: Mode) -> F.Figure | None:
+        """Its own figure in `mode`; None: the mode's (an HTTP scenario)."""
+        return dict(self.ranked_by).get(mode)
 
     def file_sizes(self, value: int | None) -> set[int]:
         """The KiB of each file the scenario serves (the static scenario's, or a mix's)."""
@@ -349,18 +364,21 @@ _BASE: dict[str, Scenario] = {
             "idle WebSocket connections to /ws/echo, opened in steps until the server refuses, "
             "stalls or passes the memory limit: connections held, RSS per 1,000",
             websocket=HOLD,
+            ranked_by=((Mode.CLOSED, F.CONNECTIONS_HELD),),
         ),
         Scenario(
             "ws-echo",
             "text frames to /ws/echo at a fixed rate over C connections, each sent back as it "
             "came: round-trip p50/p99 from each message's due time",
             websocket=ECHO,
+            ranked_by=((Mode.RATE, F.ECHO_P99), (Mode.SLO, F.CAPACITY)),
         ),
         Scenario(
             "ws-broadcast",
             "one member of /ws/room/NAME posts, N others each receive it once: time from the "
             "post to the last receiver, p99 over rounds",
             websocket=BROADCAST,
+            ranked_by=((Mode.RATE, F.BROADCAST_P99),),
         ),
     )
 }

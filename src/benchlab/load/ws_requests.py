@@ -133,10 +133,16 @@ class HoldStep:
     rss_mb: float | None
 
 
+# Why a hold's steps ended (HoldResult.stopped): the server refused an upgrade, opens
+# stopped completing, it closed idle connections, it passed the memory limit, or the last
+# step was reached with the server still holding (the count is then a lower bound).
+REFUSED, STALLED, DROPPED, MEMORY, AT_LAST_STEP = "refused", "stalled", "dropped", "memory", "steps"
+
+
 @dataclass(frozen=True)
 class HoldResult:
     steps: list[HoldStep]
-    stopped: str  # why the steps ended: "refused", "stalled", "memory", "steps"
+    stopped: str  # why the steps ended: REFUSED, STALLED, DROPPED, MEMORY, AT_LAST_STEP
     held: int  # connections held at the last step that lost none
     rss_per_1000_mb: float | None  # the slope of RSS over established connections
     load_cpu_pct: float | None = None

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
-from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.scenarios import BROADCAST, ECHO, SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.recipe.cores import CoreAssignment
 from benchlab.recipe.schema import (
+    LoadProfile,
     Recipe,
     StackParams,
     as_list,
@@ -27,6 +28,8 @@ from benchlab.stacks import Stack
 
 # After the labels of the sentinel's launches: a reference, not a contender.
 SENTINEL_MARK = "(sentinel)"
+# After the label of the WebSocket ceiling's cells (go-nethttp's: shown, not ranked).
+CEILING_MARK = "(ceiling)"
 AA_COPY_MARK = "(sentinel's A/A copy)"
 
 
@@ -151,6 +154,7 @@ def expand(
                     ):
                         continue
                     share = rate_share(rate) if isinstance(rate, str) else None
+                    mode, rate = _mode_and_rate(recipe, scenario_name, profile, rate)
                     cells.append(
                         Cell(
                             stack=stack_name,
@@ -167,7 +171,7 @@ def expand(
                             server_threads=server_threads,
                             pool_size=pool,
                             ms=ms,
-                            mode=profile_mode(recipe, profile),
+                            mode=mode,
                             rate=float(rate) if rate is not None and share is None else None,
                             rate_share=share,
                             keepalive=profile.keepalive,
@@ -178,6 +182,27 @@ def expand(
                     if len(cells) > limit:
                         raise MatrixTooLarge()
     return tuple(cells + _aa_copies(recipe, cells))
+
+
+def _mode_and_rate(
+    recipe: Recipe, scenario: str, profile: LoadProfile, rate: float | str | None
+) -> tuple[Mode, float | str | None]:
+    """A cell's mode and rate: its profile's, or a WebSocket scenario's own."""
+    mode = SCENARIOS[scenario].mode_for(profile_mode(recipe, profile))
+    if SCENARIOS[scenario].websocket:
+        return mode, websocket_rate(recipe, scenario, mode)
+    return mode, rate
+
+
+def websocket_rate(recipe: Recipe, scenario: str, mode: Mode) -> float | None:
+    """A WebSocket cell's fixed rate ([websocket]): ws-echo's messages a second, or
+    ws-broadcast's posts a second; None for the hold and for a search."""
+    kind, settings = SCENARIOS[scenario].websocket, recipe.websocket
+    if mode != Mode.RATE:
+        return None
+    if kind == ECHO:
+        return float(settings.rate)
+    return 1000 / settings.round_interval_ms if kind == BROADCAST else None
 
 
 def _worker_counts(

@@ -365,7 +365,8 @@ class Recipe(_Strict):
     """A latency target: with it, each cell's capacity under the target is searched."""
     rank_by: Literal[tuple(f.key for f in RANKABLE)] | None = None  # type: ignore[valid-type]
     """The figure cells are ranked, compared and divided by; default: what their mode
-    measures (closed loop: throughput, fixed rate: p99, slo: capacity)."""
+    measures (closed loop: throughput, fixed rate: p99, slo: capacity). A WebSocket
+    scenario's cells rank by its own (held connections, echo p99 or capacity, broadcast p99)."""
     hosts: dict[str, HostEntry] = Field(default_factory=dict)
     """Where each role runs ([hosts.NAME]); default: all of them on this machine
     (docs/hosts.md)."""

@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
 from benchlab.analysis.recommendation import candidate_results
-from benchlab.analysis.relative import CEILING_STACK
+from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
@@ -101,17 +101,18 @@ def _attr(text: str) -> str:
 
 def stack_colours(summary: RunSummary) -> dict[str, str]:
     """Each stack label's colour, the same on every chart of the page (the ceiling grey)."""
+    ceilings = {
+        c.stack_label for c in summary.cells if is_ceiling_cell(c.stack, c.scenario, c.facts)
+    }
     labels = [
         label
         for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
-        if not label.startswith(CEILING_STACK)
+        if label not in ceilings
     ]
     many = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
     palette = PALETTE if len(labels) <= len(PALETTE) else many
     colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
-    for cell in summary.cells:
-        if cell.stack == CEILING_STACK:
-            colours[cell.stack_label] = CEILING_COLOUR
+    colours |= dict.fromkeys(ceilings, CEILING_COLOUR)
     return colours
 
 
@@ -248,14 +249,32 @@ def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, co
     )  # fmt: skip
 
 
+def _bar_figure(summary: RunSummary, point: GridPoint) -> F.Figure | None:
+    """What a point's bars show: a WebSocket point's own figure (held connections, echo or
+    broadcast p99), else throughput (closed loop) or capacity (a search); None: no bars (a
+    fixed rate's p99 is one value per cell, drawn as its latency curve)."""
+    own = summary.ranking.points[point].figure
+    if own in F.WEBSOCKET_FIGURES:
+        return own
+    return {Mode.SLO: F.CAPACITY, Mode.CLOSED: F.THROUGHPUT}.get(point.mode)
+
+
 def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
-    """Per grid point, throughput (closed loop) or capacity (a search) bars."""
+    """Per grid point, throughput (closed loop), capacity (a search) or a WebSocket
+    scenario's own figure, as bars."""
     charts = []
     points = list(groups(summary))
     labels = dict(zip(points, short_labels(points), strict=True))
-    for index, (point, cells) in enumerate(groups(summary, (Mode.CLOSED, Mode.SLO)).items()):
-        figure = F.CAPACITY if point.mode == Mode.SLO else F.THROUGHPUT
-        if figure is F.THROUGHPUT:
+    for index, (point, cells) in enumerate(groups(summary).items()):
+        figure = _bar_figure(summary, point)
+        if figure is None:
+            continue
+        if figure in F.WEBSOCKET_FIGURES:
+            caption = (
+                f"Bar: {figure.description} (log scale; best at the top); whiskers: its "
+                "interval; dots: the trials."
+            )
+        elif figure is F.THROUGHPUT:
             caption = (
                 "Bar: median req/s over trials (log scale: equal steps are equal ratios); "
                 "whiskers: its interval; dots: the trials."
@@ -271,7 +290,7 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
             f"{figure.key}-{index}", labels[point], cells, figure, colours, caption, point
         )
         if chart is not None:
-            kind = "throughput" if figure is F.THROUGHPUT else "capacity"
+            kind = {F.THROUGHPUT: "throughput", F.CAPACITY: "capacity"}.get(figure, figure.key)
             charts.append(dataclasses.replace(chart, kind=kind, title=figure.label))
     return charts
 

@@ -261,6 +261,7 @@ def cell_columns(
         figure_column(F.DB_SESSIONS),
         figure_column(F.POOL_ACTIVE),
         figure_column(F.CACHE_HITS),
+        *(figure_column(f, interval=f.kind is F.Kind.ESTIMATE) for f in F.WEBSOCKET_FIGURES),
     ]  # fmt: skip
     several_tools = len({c.tool for c in cells}) > 1
     shown = []
@@ -298,13 +299,20 @@ def constant_identity(cells: Sequence[CellSummary]) -> list[str]:
 
 
 def _brief_columns(cells: Sequence[CellSummary]) -> list[Column]:
-    """Figures in registry order; the one the cells are ranked by with its short interval."""
+    """Figures in registry order: the brief ones and the one the cells are ranked by (a
+    WebSocket scenario's own), that one with its short interval; a figure no cell has, or
+    that is 0 in every cell (a hold's throughput), is left out."""
     ranked = {c.ranked_by.key for c in cells}
     figures = [
-        figure_column(f, interval=f.key in ranked, brief=True)
+        figure_column(f, interval=f.key in ranked or f.spread, brief=True)
         for f in F.FIGURES.values()
-        if f.brief
+        if f.brief or f.key in ranked
     ]
     identity = [c for c in IDENTITY if _varies(c, cells)]
-    figures = [c for c in figures if any(c.text(cell) for cell in cells)]
+    figures = [c for c in figures if any(c.text(cell) for cell in cells) and not _zeros(c, cells)]
     return [STACK, *identity, *figures, ERRORS]
+
+
+def _zeros(column: Column, cells: Sequence[CellSummary]) -> bool:
+    values = [column.sort(cell) for cell in cells]
+    return all(v == 0 for v in values if v is not None)

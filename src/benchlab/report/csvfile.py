@@ -27,7 +27,15 @@ def csv_fields() -> list[str]:
             names += [name, f"{name}_low", f"{name}_high"]
         else:
             names.append(name)
-    return [*names, "errors", *(f"errors_{k}" for k in ERROR_KINDS), "verdicts", "status", "mix"]
+    return [
+        *names,
+        "errors",
+        *(f"errors_{k}" for k in ERROR_KINDS),
+        "verdicts",
+        "status",
+        "mix",
+        "hold_stop",
+    ]
 
 
 def _csv_values(cell: CellSummary) -> dict[str, object]:
@@ -53,6 +61,7 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
         "status": cell.status,
         # a mix's parts: "json 60% p99 5.3 ms · db 30% …" (JSON has them as numbers)
         "mix": " · ".join(m.text() for m in cell.mix),
+        "hold_stop": cell.hold_stop,  # a WebSocket hold: why its steps ended
     }
     return row
 

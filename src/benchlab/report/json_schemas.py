@@ -128,6 +128,9 @@ class _CellSummary(_Closed):
     status: str
     load_hosts: list[dict[str, Any]]
     replicates: list[dict[str, Any]]
+    hold_stop: str | None = None
+    """A WebSocket hold: why its steps ended in most trials (refused, stalled, dropped,
+    memory, steps: its last step reached, the server still holding); null otherwise."""
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
 

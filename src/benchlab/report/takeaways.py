@@ -22,6 +22,7 @@ from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.load.ws_requests import AT_LAST_STEP, DROPPED, MEMORY, REFUSED, STALLED
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
@@ -62,7 +63,7 @@ def takeaways(summary: RunSummary) -> list[Takeaway]:
     found = []
     for ranked in points:
         point, cells = ranked.point, summary.cells_at(ranked.point)
-        notes = tuple(n for n in (_ceiling_note(cells), _too_few(ranked)) if n)
+        notes = tuple(n for n in (_ceiling_note(cells), _too_few(ranked), *_held(cells)) if n)
         # the tool and connections once: in the label when they tell points apart
         load = f"c={point.connections}" not in labels[point].split()
         settings = settings_text(cells, cores, load=load)
@@ -183,6 +184,27 @@ def _ceiling_note(cells: Sequence[CellSummary]) -> str:
             "not the machine's."
         )
     return ""
+
+
+# Why a WebSocket hold's steps ended (runner/ws_load.py's reasons), in words.
+HOLD_STOPS = {
+    AT_LAST_STEP: "held at the steps' last count, still holding (raise [websocket] hold_steps)",
+    REFUSED: "held until the server refused an upgrade",
+    STALLED: "held until opens stopped completing",
+    DROPPED: "held until the server closed idle connections",
+    MEMORY: "held up to the memory limit (rss_limit_mb)",
+}
+
+
+def _held(cells: Sequence[CellSummary]) -> list[str]:
+    """At a hold's point, why each stack's steps ended (what its figure is the count at)."""
+    by_stop: dict[str, list[str]] = {}
+    for cell in cells:
+        if cell.hold_stop is not None:
+            by_stop.setdefault(cell.hold_stop, []).append(cell.stack_label)
+    return [
+        f"{HOLD_STOPS.get(stop, stop)}: {', '.join(labels)}" for stop, labels in by_stop.items()
+    ]
 
 
 # --- how to read this -------------------------------------------------------------------------

@@ -20,9 +20,12 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
-from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
+from benchlab.load.jmeter_plans import step_timing
+from benchlab.load.ws_requests import BroadcastRequest, Endpoint, HoldRequest
 from benchlab.recipe import Cell
+from benchlab.recipe.schema import WebSocket
 from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
 from benchlab.stacks import Stack
@@ -36,6 +39,9 @@ DEFAULTS = {
     **{service.start_cost_key: seconds for service, seconds in SERVICE_START_S.items()},
     "proxy": 0.3,
     **{f"overhead:{name}": tool.overhead_s for name, tool in TOOLS.items()},
+    # A hold's JMeter is stopped, not finished (its threads would hold on): its start and
+    # the stop's 2-s grace (runner/ws_load.py).
+    "overhead:jmeter:ws-hold": 5.0,
 }  # fmt: skip
 # Probes of a capacity search: the first replicate's closed loop, steps and bisection; later
 # replicates' bisection (from the searches of recipes/slo-capacity.toml).
@@ -71,8 +77,12 @@ class Costs:
             _path().write_text(json.dumps(self.known, indent=1, sort_keys=True))
 
     def get(self, key: str, general: str | None = None) -> float:
+        """What `key` costs: learnt, else its default (a tool's declared overhead: JMeter's
+        JVM start is 3 s, not the general 0.3), else the `general` step's."""
         if key in self.known:
             return self.known[key]
+        if key in DEFAULTS:
+            return DEFAULTS[key]
         if general is not None:
             return self.known.get(general, DEFAULTS.get(general, DEFAULTS["overhead"]))
         return DEFAULTS.get(key, DEFAULTS["overhead"])
@@ -118,9 +128,58 @@ def minutes(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def cell_seconds(cell: Cell, first_round: bool, warmup: int, costs: Costs) -> tuple[float, float]:
+def websocket_load_s(cell: Cell, settings: WebSocket, warmup_s: float) -> float:
+    """What one WebSocket load of `cell` asks of the tool, its start aside: the hold's steps
+    (each its ramp and settle, as runner/ws_load.py times them), the echo's warm-up and
+    duration, the broadcast's joins and rounds (its warm-up's rounds first)."""
+    kind = SCENARIOS[cell.scenario].websocket
+    if kind == HOLD:
+        request = HoldRequest(
+            _NOWHERE, settings.hold_step, settings.hold_steps, settings.hold_open_rate,
+            settings.hold_settle_s,
+        )  # fmt: skip
+        return float(settings.hold_steps * step_timing(request)[1])
+    if kind == BROADCAST:
+        interval_s = settings.round_interval_ms / 1000
+        warm_rounds = round(warmup_s / interval_s)
+        joins = settings.receivers / BroadcastRequest.join_rate
+        return joins + (settings.rounds + warm_rounds) * interval_s
+    return warmup_s + cell.duration
+
+
+_NOWHERE = Endpoint("", 0, ())
+
+
+def websocket_cost_key(cell: Cell) -> str:
+    """A WebSocket load's own overhead, learnt by scenario (a hold's JMeter is stopped, an
+    echo's finishes), the tool's in general until it is."""
+    return f"overhead:{cell.tool}:{cell.scenario}"
+
+
+def _websocket_seconds(
+    cell: Cell, first_round: bool, warmup: int, costs: Costs, settings: WebSocket
+) -> tuple[float, float]:
+    """(under load, around it) for one round of a WebSocket cell: each of its loads is a
+    JMeter run (a JVM started: its overhead learnt from every load), checked before;
+    an echo with an [slo] runs its fixed rate, then a replicate of the capacity search (the
+    first with its closed loop), each probe verified first."""
+    overhead = costs.get(websocket_cost_key(cell), f"overhead:{cell.tool}")
+    verify = costs.get("verify")
+    warm = warmup if cell.warmup_s is None else cell.warmup_s
+    load = websocket_load_s(cell, settings, float(warm))
+    loads = 1.0
+    if cell.mode == Mode.SLO:
+        loads += FIRST_REPLICATE_PROBES if first_round else LATER_REPLICATE_PROBES
+    return loads * load, loads * (overhead + verify) + 2 * verify
+
+
+def cell_seconds(
+    cell: Cell, first_round: bool, warmup: int, costs: Costs, websocket: WebSocket | None = None
+) -> tuple[float, float]:
     """(under load, around it) for one round of one cell; `warmup`: the warm-up it runs
-    (the first cell of each scenario in a launch)."""
+    (the first cell of each scenario in a launch); `websocket`: the recipe's [websocket]."""
+    if websocket is not None and cell.scenario in WEBSOCKET_SCENARIOS:
+        return _websocket_seconds(cell, first_round, warmup, costs, websocket)
     overhead = costs.get(f"overhead:{cell.tool}", "overhead")
     verify = costs.get("verify")
     around = 2 * verify + (warmup + overhead if warmup else 0.0)
@@ -139,8 +198,10 @@ def estimate(
     warmup: int,
     costs: Costs,
     services: Sequence[Service] = (),
+    websocket: WebSocket | None = None,
 ) -> Estimate:
-    """The time the cells' remaining rounds take, launch by launch as the runner does them."""
+    """The time the cells' remaining rounds take, launch by launch as the runner does them
+    (`websocket`: the recipe's [websocket], which times its WebSocket cells)."""
     services_s = sum(costs.get(service.start_cost_key) for service in services)
     launches_s = load_s = other_s = 0.0
     groups: dict[tuple, list[Cell]] = {}
@@ -155,7 +216,7 @@ def estimate(
             for cell in todo:
                 first = rounds_done.get(cell, 0) + r == 0
                 warm = 0 if cell.scenario in warmed else warmup
-                under, around = cell_seconds(cell, first, warm, costs)
+                under, around = cell_seconds(cell, first, warm, costs, websocket)
                 warmed.add(cell.scenario)
                 load_s += under
                 other_s += around
@@ -210,7 +271,10 @@ def plan_seconds(
     """What the plan's rounds take (the recipe's, not the adaptive ones) and its resilience
     checks, within a budget."""
     services = services_needed(cells, recipe)
-    base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
+    base = estimate(
+        cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services,
+        recipe.websocket,
+    )  # fmt: skip
     total = base.total_s + checks_seconds(cells, recipe, catalogue, costs)
     return total if budget_min is None else min(total, budget_min * 60)
 
@@ -222,7 +286,10 @@ def plan_lines(
     """What a run will do and how long it will take, before it starts."""
     services = services_needed(cells, recipe)
     launches = len({c.launch_key for c in cells})
-    base = estimate(cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services)
+    base = estimate(
+        cells, dict.fromkeys(cells, recipe.trials), {}, recipe.warmup, costs, services,
+        recipe.websocket,
+    )  # fmt: skip
     lines = [
         f"plan: {len(cells)} cells in {launches} launch(es) × {recipe.trials} round(s)"
         + (f", services: {', '.join(services)}" if services else "")
@@ -237,8 +304,9 @@ def plan_lines(
         )
     if recipe.max_trials and recipe.max_trials > recipe.trials:
         most = estimate(
-            cells, dict.fromkeys(cells, recipe.max_trials), {}, recipe.warmup, costs, services
-        )
+            cells, dict.fromkeys(cells, recipe.max_trials), {}, recipe.warmup, costs, services,
+            recipe.websocket,
+        )  # fmt: skip
         if budget_min is None:
             lines.append(
                 f"  up to {minutes(most.total_s)} if every pair still undecided needs all "

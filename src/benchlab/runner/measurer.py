@@ -110,8 +110,10 @@ class Measurer:
         live = [c for c in self.rounds_planned if c not in failed]
         done = {c: self.done_rounds(c) for c in live}
         left = {c: max(0, self.rounds_planned[c] - done[c]) for c in live}
-        warmup = self.session.plan.recipe.warmup
-        rounds_s = estimate(live, left, done, warmup, self.session.costs).total_s
+        recipe = self.session.plan.recipe
+        rounds_s = estimate(
+            live, left, done, recipe.warmup, self.session.costs, websocket=recipe.websocket
+        ).total_s
         return rounds_s + self.options.then_s()
 
     # --- rounds -----------------------------------------------------------------------------
@@ -177,8 +179,10 @@ class Measurer:
         if not self.options.launches_fit_deadline or self.session.clock.deadline_s is None:
             return 0.0
         done = {c: self.done_rounds(c) for c in cells}
-        warmup = self.session.plan.recipe.warmup
-        return estimate(cells, dict.fromkeys(cells, 1), done, warmup, self.session.costs).total_s
+        recipe, once = self.session.plan.recipe, dict.fromkeys(cells, 1)
+        return estimate(
+            cells, once, done, recipe.warmup, self.session.costs, websocket=recipe.websocket
+        ).total_s
 
     # --- one launch of a stack, one round ---------------------------------------------------
 

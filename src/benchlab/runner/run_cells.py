@@ -10,8 +10,9 @@ from typing import Any
 
 from benchlab.conformance.check import Conformance
 from benchlab.core.errors import UserError
+from benchlab.http.scenarios import WEBSOCKET_SCENARIOS
 from benchlab.recipe import Cell, Recipe, sentinel_of
-from benchlab.recipe.cells import AA_COPY_MARK, SENTINEL_MARK
+from benchlab.recipe.cells import AA_COPY_MARK, CEILING_MARK, SENTINEL_MARK
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.outcome import Reporter
 from benchlab.stacks import Stack
@@ -100,7 +101,10 @@ class RunCells(Sequence[Cell]):
 
     def label_of(self, cell: Cell) -> str:
         """The stack's label as the cell's rows carry it in the store."""
-        label = self.catalogue[cell.stack].label(cell.workers, cell.flavour, cell.server_threads)
+        stack = self.catalogue[cell.stack]
+        label = stack.label(cell.workers, cell.flavour, cell.server_threads)
+        if stack.websocket_ceiling and cell.scenario in WEBSOCKET_SCENARIOS:
+            return f"{label} {CEILING_MARK}"
         if cell.stack != sentinel_of(self.recipe):
             return label
         return f"{label} {SENTINEL_MARK if cell.copy == 1 else AA_COPY_MARK}"

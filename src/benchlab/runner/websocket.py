@@ -19,6 +19,7 @@ from benchlab.http.scenarios import BROADCAST, ECHO, HOLD
 from benchlab.http.ws_verify import ContractBroken, WsCounters
 from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.ws_requests import (
+    AT_LAST_STEP,
     BroadcastRequest,
     BroadcastResult,
     EchoRequest,
@@ -29,6 +30,7 @@ from benchlab.load.ws_requests import (
 )
 from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
+from benchlab.runner.estimates import websocket_cost_key, websocket_load_s
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import check_alive
@@ -93,11 +95,13 @@ class WebSocketCells:
             self._endpoint(launched), settings.hold_step, settings.hold_steps,
             settings.hold_open_rate, settings.hold_settle_s,
         )  # fmt: skip
-        started_at = now()
+        started_at, began = now(), self.session.executor.observe.monotonic()
         result = self.session.executor.measure.ws_hold(
             self.session.registry, request, launched.workdir / "ws-hold", launched.server,
             settings.rss_limit_mb,
         )  # fmt: skip
+        if result.stopped == AT_LAST_STEP:  # one that stopped early took less
+            self._learn(cell, self.session.executor.observe.monotonic() - began)
         check_alive(self.session, launched.server, cell)
         self._store(launched, cell, hold_record(launched.round_index, started_at, request, result))
         slope = "–" if result.rss_per_1000_mb is None else f"{result.rss_per_1000_mb:.1f}"
@@ -121,7 +125,11 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
-        with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
+        with (
+            self._counted(launched) as (counts, started_at),
+            self._monitored(launched) as usage,
+            self._costed(cell),
+        ):
             result = self.session.executor.measure.ws_echo(
                 self.session.registry, request, launched.workdir / "ws-echo"
             )
@@ -179,7 +187,11 @@ class WebSocketCells:
             timeout_ms=cell.timeout * 1000,
             warmup_rounds=round(self._warmup_s(cell) * 1000 / settings.round_interval_ms),
         )  # fmt: skip
-        with self._counted(launched) as (counts, started_at), self._monitored(launched) as usage:
+        with (
+            self._counted(launched) as (counts, started_at),
+            self._monitored(launched) as usage,
+            self._costed(cell),
+        ):
             result = self.session.executor.measure.ws_broadcast(
                 self.session.registry, request, launched.workdir / "ws-broadcast"
             )
@@ -206,6 +218,20 @@ class WebSocketCells:
             )
         except ContractBroken:
             counts.value = None
+
+    @contextlib.contextmanager
+    def _costed(self, cell: Cell) -> Iterator[None]:
+        """What a load took beyond what it asked of the tool (the JVM's start, its results
+        read back): learnt as the tool's overhead, which the ETA adds to each WebSocket
+        load (runner/estimates.py)."""
+        clock = self.session.executor.observe.monotonic
+        began = clock()
+        yield
+        self._learn(cell, clock() - began)
+
+    def _learn(self, cell: Cell, took_s: float) -> None:
+        asked = websocket_load_s(cell, self.session.plan.recipe.websocket, self._warmup_s(cell))
+        self.session.costs.record(websocket_cost_key(cell), took_s - asked)
 
     @contextlib.contextmanager
     def _monitored(self, launched: Launched) -> Iterator[_Usage]:

@@ -19,6 +19,11 @@ from benchlab.core.errors import LoadToolError
 from benchlab.load import jmeter, ws_results
 from benchlab.load.jmeter_plans import broadcast_plan, echo_plan, hold_plan, step_timing
 from benchlab.load.ws_requests import (
+    AT_LAST_STEP,
+    DROPPED,
+    MEMORY,
+    REFUSED,
+    STALLED,
     BroadcastRequest,
     BroadcastResult,
     EchoRequest,
@@ -157,7 +162,7 @@ def run_hold(
     baseline = HoldStep(0, 0, 0, established(port), rss())
     steps = [baseline]
     _, length = step_timing(request)
-    stopped = "steps"
+    stopped = AT_LAST_STEP
     plan = hold_plan(request)
     with _jmeter(registry, plan, workdir, request.endpoint.cores, "hold", live=True) as run:
         if run.first_ms is None:
@@ -169,7 +174,7 @@ def run_hold(
             step = _step(run.results, index, request, port, rss())
             steps.append(step)
             stopped = _why_stop(step, request, index, rss_limit_mb) or stopped
-            if stopped != "steps":
+            if stopped != AT_LAST_STEP:
                 break
     return HoldResult(
         steps=steps, stopped=stopped, held=_held(steps, stopped),
@@ -214,20 +219,20 @@ def _step(
 
 def _why_stop(step: HoldStep, request: HoldRequest, index: int, limit_mb: float) -> str | None:
     if step.refused:
-        return "refused"
+        return REFUSED
     if step.opened + step.refused < step.asked:
-        return "stalled"
+        return STALLED
     if step.established < step.opened:
-        return "dropped"
+        return DROPPED
     if step.rss_mb is not None and step.rss_mb > limit_mb:
-        return "memory"
+        return MEMORY
     return None
 
 
 def _held(steps: list[HoldStep], stopped: str) -> int:
     """Connections held at the end: established and the tool's own; past the memory limit,
     those of the step before."""
-    last = steps[-2] if stopped == "memory" else steps[-1]
+    last = steps[-2] if stopped == MEMORY else steps[-1]
     return min(last.opened, last.established) if last.asked else 0
 
 

@@ -54,6 +54,11 @@ NOTE_MEANINGS = (
 )
 
 
+# A launch's fact: the stack is the WebSocket ceiling (its WebSocket cells are shown, not
+# ranked: analysis/relative.py reads it).
+WEBSOCKET_CEILING = "websocket_ceiling"
+
+
 @dataclass(frozen=True)
 class Availability:
     ok: bool
@@ -221,6 +226,8 @@ class Stack:
             facts["per_worker"] = kind.concurrency.value if kind.concurrency else None
         if self.deploy is not None:
             facts["command"] = self.deploy(workers, threads)
+        if self.websocket_ceiling:
+            facts[WEBSOCKET_CEILING] = True
         return facts
 
     def label(self, workers: int, flavour: str | None = None, threads: int | None = None) -> str:

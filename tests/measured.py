@@ -1,0 +1,31 @@
+"""A cell as the verdicts read it (analysis/verdicts.py's `Measured`; a report's cell summary
+is one), made of the figures a test sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchlab.core import figures as F
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    figures: dict[str, float]
+    scenario: str
+    connections: int
+    ms: int | None = None
+    mode: str = "closed"
+    tool: str = ""
+    errors: dict[str, int] = field(default_factory=lambda: {"total": 0})
+    concurrency_limit: int | None = None
+    db_pool_limit: int | None = None
+    alone_ms: float | None = None
+    trials: int = 3
+    unbracketed: int = 0
+    conformance: dict[str, list[str]] | None = None
+    drain: None = None
+    slow_clients: None = None
+    hold_stop: str | None = None  # a WebSocket hold's: why its steps ended
+
+    def value(self, figure: F.Figure) -> float | None:
+        return self.figures.get(figure.key)
