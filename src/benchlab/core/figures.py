@@ -402,6 +402,8 @@ ECHO_P99 = _figure(
     "ws_echo_p99_ms", "echo p99", "ms", DOWN, E,
     "99th percentile round trip at the fixed rate, from each message's due time: median over "
     "trials [interval]", ms_text, source=_median("ws_echo_p99_ms"),
+    # Shown beside an [slo]'s capacity too: the fixed-rate trial runs in every round.
+    brief=True, spread=True,
 )  # fmt: skip
 BROADCAST_P99 = _figure(
     "ws_broadcast_p99_ms", "broadcast p99", "ms", DOWN, E,
