@@ -44,6 +44,9 @@ class Judgement:
     # not tied): more rounds measured together would decide it.
     undecided: bool = False
     more_rounds: int | None = None  # how many more it is expected to need; None: out of reach
+    # A tie only because too few trials (or rounds measured together) give no interval yet:
+    # nothing was found equal.
+    too_few: bool = False
 
     @property
     def decided(self) -> bool:
@@ -112,7 +115,9 @@ class Evidence:
         what = "round(s) measured together" if pairs is not None else "trial(s)"
         least = max(self.min_trials, PAIRED_MIN_ROUNDS) if pairs is not None else self.min_trials
         if fewest < least:
-            return Judgement("tie", ratio, f"{fewest} {what}: too few for an interval")
+            return Judgement(
+                "tie", ratio, f"{fewest} {what}: too few for an interval", too_few=True
+            )
         if not ratio.significant:
             return Judgement("tie", ratio, "within the noise: the interval includes 1")
         return self.by_effect(ratio, figure)

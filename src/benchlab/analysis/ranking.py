@@ -159,6 +159,7 @@ class Step:
     ratio: Ratio | None  # how many times better `ahead` is ("better by": ≥ 1 when ahead)
     why: str  # a tie's reason ("within the noise", "under the practical threshold")
     more_rounds: int | None = None  # undecided: rounds more it is expected to need
+    too_few: bool = False  # a tie only for want of trials (or paired rounds) to judge by
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -341,8 +342,9 @@ def _step(
     ratio = better_by(judged.ratio, figure) if judged.ratio is not None else None
     why = judged.why or ("the rounds disagree with the medians' order" if call is Call.TIE else "")
     return Step(
-        ahead.point, places[ahead.key], places[behind.key], call, ratio, why, judged.more_rounds
-    )
+        ahead.point, places[ahead.key], places[behind.key], call, ratio, why, judged.more_rounds,
+        judged.too_few,
+    )  # fmt: skip
 
 
 def stored_ranking(store: Store, run_id: str, options: RunOptions) -> Ranking:

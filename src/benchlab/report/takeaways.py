@@ -129,6 +129,8 @@ def _step_text(step: Step, at_least: bool, summary: RunSummary) -> str:
         shown = f"{'at least ' if at_least else ''}{times(r.value)}× {bounds}"
     if step.call is Call.UNDECIDED:
         return f"{shown} (undecided: {step.would_decide}) ≈"
+    if step.call is Call.TIE and step.too_few:
+        return f"{shown} (too few to judge) ≈"
     if step.call is Call.TIE and r is not None and r.significant:
         threshold = summary.options.evidence.min_effect_pct
         return f"{shown} (under the {threshold:g}% threshold) ≈"
