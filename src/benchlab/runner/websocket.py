@@ -125,11 +125,7 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
-        with (
-            self._counted(launched) as (counts, started_at),
-            self._monitored(launched) as usage,
-            self._costed(cell),
-        ):
+        with self._watched(launched, cell) as (counts, started_at, usage):
             result = self.session.executor.measure.ws_echo(
                 self.session.registry, request, launched.workdir / "ws-echo"
             )
@@ -187,11 +183,7 @@ class WebSocketCells:
             timeout_ms=cell.timeout * 1000,
             warmup_rounds=round(self._warmup_s(cell) * 1000 / settings.round_interval_ms),
         )  # fmt: skip
-        with (
-            self._counted(launched) as (counts, started_at),
-            self._monitored(launched) as usage,
-            self._costed(cell),
-        ):
+        with self._watched(launched, cell) as (counts, started_at, usage):
             result = self.session.executor.measure.ws_broadcast(
                 self.session.registry, request, launched.workdir / "ws-broadcast"
             )
@@ -204,6 +196,17 @@ class WebSocketCells:
         return f"broadcast p99 {result.p99_ms or 0:,.0f} ms to {request.receivers} receivers"
 
     # --- around each load -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _watched(self, launched: Launched, cell: Cell) -> Iterator[tuple[_Counts, str, _Usage]]:
+        """What watches a paced load: the server's own counts, its CPU and memory, and what
+        the load cost beyond what it asked of the tool."""
+        with (
+            self._counted(launched) as (counts, started_at),
+            self._monitored(launched) as usage,
+            self._costed(cell),
+        ):
+            yield counts, started_at, usage
 
     @contextlib.contextmanager
     def _counted(self, launched: Launched) -> Iterator[tuple[_Counts, str]]:
