@@ -130,13 +130,16 @@ def combine(
     capacities: Sequence[CapacityRecord],
     cell: CellRecord,
     mode: Mode,
+    fixed_rate: Sequence[TrialRecord] = (),
 ) -> Combined:
-    """Every figure of the registry the cell's mode has, in the registry's order."""
+    """Every figure of the registry the cell's mode has, in the registry's order; a figure
+    of the fixed-rate trials from `fixed_rate` (the cell's trials that are no probe)."""
     lat = latency(trials)
     figures: dict[str, FigureValue] = {}
     for figure in F.FIGURES.values():
         if figure.source is not None and figure.source.applies(mode):
-            figures[figure.key] = figure_value(figure, trials, capacities, cell, figures, lat)
+            own = fixed_rate if figure.source.fixed_rate else trials
+            figures[figure.key] = figure_value(figure, own, capacities, cell, figures, lat)
     return Combined(
         figures=figures,
         samples={f.key: samples(f, trials, capacities) for f in F.RANKED},

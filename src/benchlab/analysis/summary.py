@@ -528,7 +528,8 @@ def _summarise_cell(
     if status == "pending" and (trials or capacities):
         status = "incomplete"
     errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
-    combined = combine(trials, capacities, cell, mode)
+    fixed_rate = [t for t in all_trials if t.probe is None]
+    combined = combine(trials, capacities, cell, mode, fixed_rate)
     return CellSummary(
         stored=cell,
         status=status,

@@ -97,6 +97,9 @@ class Source:
     per: int | None = None  # SUM: the total divided by this (bytes into MB)
     fallback: Combine | None = None  # HISTOGRAM without histograms: MEDIAN or PEAK
     derive: Derive | None = None  # DERIVED
+    # From the cell's fixed-rate trials whatever its mode: ws-echo runs one each round beside
+    # an [slo]'s search, whose trials at the capacity are the cell's others.
+    fixed_rate: bool = False
 
     def applies(self, mode: Mode) -> bool:
         return self.modes is None or mode in self.modes
@@ -396,12 +399,13 @@ RSS_PER_1000 = _figure(
 ECHO_P50 = _figure(
     "ws_echo_p50_ms", "echo p50", "ms", DOWN, E,
     "median round trip of a message at the fixed rate, from its due time: median over trials",
-    ms_text, source=_median("ws_echo_p50_ms"),
+    ms_text, source=Source(Combine.MEDIAN, "ws_echo_p50_ms", fixed_rate=True),
 )  # fmt: skip
 ECHO_P99 = _figure(
     "ws_echo_p99_ms", "echo p99", "ms", DOWN, E,
     "99th percentile round trip at the fixed rate, from each message's due time: median over "
-    "trials [interval]", ms_text, source=_median("ws_echo_p99_ms"),
+    "trials [interval]", ms_text,
+    source=Source(Combine.MEDIAN, "ws_echo_p99_ms", fixed_rate=True),
     # Shown beside an [slo]'s capacity too: the fixed-rate trial runs in every round.
     brief=True, spread=True,
 )  # fmt: skip
