@@ -20,13 +20,19 @@ class CellRecords:
     capacities: list[CapacityRecord]  # a search's sustained replicates; none otherwise
 
 
+def own_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """A cell's own trials, not a search's probes: a closed-loop or fixed-rate cell's figures,
+    and ws-echo's fixed-rate trial beside an [slo]'s search."""
+    return [t for t in trials if t.probe is None]
+
+
 def measured(
     mode: Mode, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
 ) -> CellRecords:
     if mode == Mode.SLO:
         found = sustained(capacities)
         return CellRecords(_at_capacity(trials, found), found)
-    return CellRecords([t for t in trials if t.probe is None], [])
+    return CellRecords(own_trials(trials), [])
 
 
 def by_round(figure: F.Figure, records: CellRecords) -> dict[int, float]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.analysis.capacity import Target, sustained_miss
-from benchlab.analysis.cell_records import measured
+from benchlab.analysis.cell_records import measured, own_trials
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod, effect_pct
 from benchlab.analysis.flips import Flip, flips
@@ -528,8 +528,7 @@ def _summarise_cell(
     if status == "pending" and (trials or capacities):
         status = "incomplete"
     errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
-    fixed_rate = [t for t in all_trials if t.probe is None]
-    combined = combine(trials, capacities, cell, mode, fixed_rate)
+    combined = combine(trials, capacities, cell, mode, own_trials(all_trials))
     return CellSummary(
         stored=cell,
         status=status,
