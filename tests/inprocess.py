@@ -462,7 +462,7 @@ class FakeObserve:
     ) -> Reply:
         return Reply(200, {}, asked.body or b"", "HTTP/1.1", None)
 
-    def verify_websocket(self, address: str, port: int) -> str | None:
+    def verify_websocket(self, address: str, port: int, echo_path: str | None = None) -> str | None:
         server = self.world.servers[port]
         assert server.alive(), "verified a stopped stack"
         return self.world.stacks[server.stack].wrong.get("websocket")

@@ -28,7 +28,13 @@ from benchlab.recipe.host_spec import HOST_NAME, SpecError, parse_spec
 from benchlab.runner.estimates import Costs, plan_lines
 from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
-from benchlab.tune.requests import check_header, check_path, load_requests, parse_request
+from benchlab.tune.requests import (
+    EchoEndpoint,
+    check_header,
+    check_path,
+    load_requests,
+    parse_request,
+)
 from benchlab.tune.user_env import env_pairs
 from tests.conftest import REPO, benchlab, error_line, write_recipe
 
@@ -342,12 +348,20 @@ def _sendable(method: str, path: str, headers: tuple[tuple[str, str], ...]) -> N
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(text=st.text(max_size=40) | st.builds(lambda p: f"GET /{p}", st.text(max_size=30)))
+@given(
+    text=st.text(max_size=40)
+    | st.builds(
+        lambda m, p: f"{m} /{p}", st.sampled_from(["GET", "WS", "ws"]), st.text(max_size=30)
+    )
+)
 def test_generated_request_lines_are_refused_or_sendable(text: str) -> None:
     try:
         expectation = parse_request(text, 200, None)
     except UserError as exc:
         assert "\n" not in str(exc), str(exc)
+        return
+    if isinstance(expectation, EchoEndpoint):  # 'WS /path': the path goes on the upgrade's line
+        _sendable("GET", expectation.path, ())
         return
     _sendable(expectation.method, expectation.path, expectation.headers)
 

@@ -89,6 +89,9 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
         ((f"{plain}:app", "--budget", "1", "--workers", "1,2,3"), "--budget 1: too small"),
         ((f"{plain}:app", "--with", "mongodb"), "benchlab starts postgres"),
         ((f"{plain}:app", "--check-only", "--quick"), "--quick: --check-only measures nothing"),
+        ((f"{plain}:app", "--request", "WS /echo"), "WSGI has no WebSockets"),
+        ((f"{plain}:app", "--request", "WS /echo", "--request", "GET /"), "is tuned alone"),
+        ((f"{plain}:app", "--request", "WS /echo", "--check-body", "x"), "are HTTP's"),
         (
             (
                 f"{unstartable}:app",

@@ -140,6 +140,35 @@ def test_an_echo_is_timed_from_its_due_time_so_a_late_send_carries_its_lag(
     assert found.p50_ms == 2 and found.late_share == pytest.approx(1 / 6)
 
 
+def test_a_paced_rate_is_never_below_the_rate_asked() -> None:
+    # JMeter's periods are whole milliseconds: 5,066 msg/s over 50 connections (9.87 ms) is
+    # sent every 9 ms, 5,556 msg/s; a rate that held so held at least what was asked.
+    endpoint = Endpoint("127.0.0.1", 1, LOAD)
+    for connections, rate in ((50, 5066.0), (50, 1000.0), (20, 333.0), (7, 6999.0), (3, 1.0)):
+        request = EchoRequest(endpoint, connections, rate, 1)
+        assert request.paced_rate >= rate
+        assert 1000.0 * connections / (request.period_ms + 1) < rate or request.period_ms == 1
+    assert EchoRequest(endpoint, 50, 5066.0, 1).paced_rate == pytest.approx(5555.6, abs=0.1)
+    assert EchoRequest(endpoint, 50, 1000.0, 1).period_ms == 50  # an exact period kept
+
+
+def test_an_echos_windows_are_judged_by_due_time_as_a_replays(tmp_path: Path) -> None:
+    # One connection, a message every 2 ms for 8 s: four 2-s windows of 1,000 messages; the
+    # third window's messages each took 30 ms, the others 1 ms.
+    request = EchoRequest(Endpoint("127.0.0.1", 1, LOAD), 1, 500, 8)
+    lines = [
+        f"{10_000 + 2 * k},{30 if 2000 <= k < 3000 else 1},echo,200,t-1,true,\n"
+        for k in range(4000)
+    ]
+    results = tmp_path / "echo.csv"
+    results.write_text(HEADER + "".join(lines))
+    found = echo_result(results, request)
+    assert found.windows_p99_ms == (1.0, 1.0, 30.0, 1.0)
+    thin = tmp_path / "thin.csv"  # 90 messages: one window of too few to judge
+    thin.write_text(HEADER + "".join(lines[:90]))
+    assert echo_result(thin, request).windows_p99_ms == ()
+
+
 def test_a_broadcast_counts_each_round_once_and_times_its_last_receiver(tmp_path: Path) -> None:
     lines = ["2000,0,post,200,s-1,true,\n", "2020,0,post,200,s-1,true,\n"]
     lines += [f"{1000 + i},{1000 + 3 * i},receive,200,r-{i},true,round 0 x\n" for i in (1, 2)]
@@ -218,6 +247,31 @@ def test_a_server_that_sleeps_per_message_has_that_time_added_and_counts_agree(
     # JMeter times in whole milliseconds, the event loop wakes a little late: the sleep and
     # at most 1.5× it, measured against the same server without it.
     assert sleep_ms - 1 <= added <= 1.5 * sleep_ms, (plain.p50_ms, slept.p50_ms)
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_the_connections_schedules_are_spread_over_a_period_not_due_at_once(
+    workdir: Path,
+) -> None:
+    # A server that serves one message at a time, 5 ms each; 20 connections at 100 msg/s, a
+    # message every 200 ms each. Spread over the period (one due every 10 ms) none waits
+    # for another: about 5 ms. Due at once (a fractional stagger JMeter read as none), the
+    # 20th waits behind 19: p99 about 100 ms, p50 about 50.
+    make_ready(TOOLS["jmeter"], print)
+    block_ms = 5
+    registry = ProcessRegistry()
+    with running_stack(_quirky({"WS_BLOCK_MS": str(block_ms)}), workdir / "s", cores=SERVER) as (
+        _, port,
+    ):  # fmt: skip
+        try:
+            request = EchoRequest(Endpoint("127.0.0.1", port, LOAD), 20, 100, 3, warmup_s=1)
+            found = ws_load.run_echo(registry, request, workdir / "e")
+        finally:
+            registry.stop_all()
+    print(f"echo p50 {found.p50_ms} ms, p99 {found.p99_ms} ms, serving {block_ms} ms each")
+    assert found.errors == 0 and found.p99_ms is not None
+    assert found.p99_ms < 4 * block_ms, found
 
 
 @pytest.mark.slow

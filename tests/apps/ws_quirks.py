@@ -1,17 +1,20 @@
 """A WebSocket server that keeps the contract's shape with a quirk set by its environment,
-for the known answers: WS_SLEEP_MS (each echo waits that long first), WS_MAX_CONNECTIONS
+for the known answers: WS_SLEEP_MS (each echo waits that long first), WS_BLOCK_MS (each
+echo holds the event loop that long first: one message at a time), WS_MAX_CONNECTIONS
 (an upgrade past that many open connections is refused), WS_FAULT ("drop": a room skips
 its last other member; "duplicate": each echo is sent twice). Run: uvicorn ws_quirks:app."""
 
 import asyncio
 import json
 import os
+import time
 
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 
 SLEEP_S = int(os.environ.get("WS_SLEEP_MS", "0")) / 1000
+BLOCK_S = int(os.environ.get("WS_BLOCK_MS", "0")) / 1000
 MAX_CONNECTIONS = int(os.environ.get("WS_MAX_CONNECTIONS", "0"))
 FAULT = os.environ.get("WS_FAULT", "")
 COUNTS = {"frames_in": 0, "frames_out": 0, "deliveries": 0}
@@ -39,6 +42,8 @@ async def echo(websocket) -> None:
             COUNTS["frames_in"] += 1
             if SLEEP_S:
                 await asyncio.sleep(SLEEP_S)
+            if BLOCK_S:
+                time.sleep(BLOCK_S)
             for _ in range(2 if FAULT == "duplicate" else 1):
                 await websocket.send_text(message.get("text") or "")
                 COUNTS["frames_out"] += 1

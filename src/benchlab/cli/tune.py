@@ -88,7 +88,7 @@ def tune(
     workers: TuneWorkersOption = None,
     threads: TuneThreadsOption = None,
     greenlets: TuneGreenletsOption = None,
-    connections: TuneConnectionsOption = 256,
+    connections: TuneConnectionsOption = None,
     cpus: TuneCpusOption = None,
     memory: TuneMemoryOption = None,
     check_answer: TuneCheckAnswerOption = None,
@@ -136,7 +136,7 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
     from benchlab.recipe.schema import MAX_THREADS
     from benchlab.tune import arguments
     from benchlab.tune.app import app_python
-    from benchlab.tune.driver import TuneRequest
+    from benchlab.tune.driver import TuneRequest, default_connections
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     g = dict(given)
@@ -147,14 +147,14 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
               "workers": str(answer.workers), "threads": _count(answer.threads),
               "greenlets": _count(answer.threads)}  # fmt: skip
         target = target.over(answer.target)
-    requests = arguments.tune_requests(
+    requests, echo = arguments.tune_requests(
         g["request"] or [], g["requests_file"], g["check_status"], g["check_body"]
     )
     python, why = app_python(g["app_spec"], Path.cwd(), g["python"], g["factory"])
     env_file = g["env_file"]
     return TuneRequest(
         app=g["app_spec"], python=python, python_source=why, interface=g["interface"],
-        requests=tuple(requests),
+        requests=tuple(requests), echo=echo,
         slo_p99_ms=g["slo_p99_ms"], budget_min=g["budget"], cwd=Path.cwd(), proof_s=g["proof"],
         rate=g["rate"], env=env_pairs(g["env"] or []),
         env_file=env_file.resolve() if env_file else None,
@@ -164,7 +164,8 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         workers=arguments.int_list(g["workers"], "--workers", most_workers(len(allowed_cores()))),
         threads=arguments.int_list(g["threads"], "--threads", MAX_THREADS),
         greenlets=arguments.int_list(g["greenlets"], "--greenlets", arguments.MAX_GREENLETS),
-        connections=g["connections"], factory=g["factory"], quick=g["quick"], setup=g["setup"],
+        connections=g["connections"] or default_connections(echo), factory=g["factory"],
+        quick=g["quick"], setup=g["setup"],
         reset_between=g["reset_between"], check_only=g["check_only"], target=target,
         check_answer=answer,
     )  # fmt: skip

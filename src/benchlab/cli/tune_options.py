@@ -66,7 +66,8 @@ TuneRequestOption = Annotated[
     typer.Option(
         "--request",
         metavar="'METHOD PATH'",
-        help="A request to send (repeatable; default 'GET /').",
+        help="A request to send (repeatable; default 'GET /'); 'WS PATH': a WebSocket "
+        "endpoint that sends each text message back, tuned for its echo's p99 (alone).",
     ),
 ]
 
@@ -218,8 +219,14 @@ TuneGreenletsOption = Annotated[
 ]
 
 TuneConnectionsOption = Annotated[
-    int,
-    typer.Option(metavar="C", min=1, max=100_000, help="The most connections the load may open."),
+    int | None,
+    typer.Option(
+        metavar="C",
+        min=1,
+        max=100_000,
+        help="The most connections the load may open (default 256; 50 for 'WS PATH': the "
+        "WebSocket tool runs a thread a connection).",
+    ),
 ]
 
 TuneFmtOption = Annotated[

@@ -71,10 +71,19 @@ class Scenario:
     # A WebSocket load (runner/websocket.py measures it, a WebSocket tool drives it): which
     # of the three figures' loads. None: an HTTP scenario.
     websocket: str | None = None
+    # A user's own echo endpoint (benchlab tune --request 'WS /path'), instead of the
+    # contract's /ws/echo: only its echo is verified (the app has no rooms, no counters),
+    # and a search takes no fixed-rate echo beside it (the app's rate is what is searched).
+    echo_path: str | None = None
     # A WebSocket scenario's own figure, by the modes its cells take (the first: unless the
     # recipe's [slo] asks for a search it has): what they are ranked by, as HTTP's cells by
     # their mode's figure. Empty: an HTTP scenario (the recipe's mode, the mode's figure).
     ranked_by: tuple[tuple[Mode, F.Figure], ...] = ()
+
+    @property
+    def rate_unit(self) -> str:
+        """What a rate of its loads counts a second: messages (WebSocket) or requests."""
+        return "msg/s" if self.websocket else "req/s"
 
     def mode_for(self, asked: Mode) -> Mode:
         """The mode its cells take where the recipe's load profile makes `asked`."""

@@ -64,9 +64,20 @@ def read_counters(host: str, port: int, timeout: float = 10.0) -> WsCounters:
         ) from None
 
 
-def verify_websocket(host: str, port: int, timeout: float = 10.0) -> str | None:
+def verify_websocket(
+    host: str, port: int, timeout: float = 10.0, echo_path: str | None = None
+) -> str | None:
     """None when the echo, a room and the counters honour the contract, else the first
-    reason they do not."""
+    reason they do not. `echo_path`: a user's own echo endpoint (benchlab tune), whose echo
+    alone is checked: its app has no rooms and no counters."""
+    if echo_path is not None:
+        try:
+            _check_echo(host, port, timeout, echo_path)
+        except ContractBroken as exc:
+            return str(exc)
+        except (OSError, WebSocketException) as exc:
+            return f"WebSocket {echo_path}: {type(exc).__name__}: {exc}"
+        return None
     try:
         before = read_counters(host, port, timeout)
         _check_echo(host, port, timeout)
@@ -89,18 +100,17 @@ def _url(host: str, port: int, path: str) -> str:
     return f"ws://{host}:{port}{path}"
 
 
-def _check_echo(host: str, port: int, timeout: float) -> None:
-    with connect(_url(host, port, ECHO_PATH), open_timeout=timeout, max_size=None) as ws:
+def _check_echo(host: str, port: int, timeout: float, path: str = ECHO_PATH) -> None:
+    with connect(_url(host, port, path), open_timeout=timeout, max_size=None) as ws:
         for frame in ECHO_FRAMES:
             ws.send(frame)
         for index, frame in enumerate(ECHO_FRAMES):
-            got = _receive(ws, f"{ECHO_PATH}: echo of frame {index + 1}")
+            got = _receive(ws, f"{path}: echo of frame {index + 1}")
             if got != frame:
                 raise ContractBroken(
-                    f"{ECHO_PATH}: frame {index + 1} came back as {_shown(got)}, "
-                    f"not {_shown(frame)}"
+                    f"{path}: frame {index + 1} came back as {_shown(got)}, not {_shown(frame)}"
                 )
-        _nothing_more(ws, f"{ECHO_PATH}: after {len(ECHO_FRAMES)} echoes")
+        _nothing_more(ws, f"{path}: after {len(ECHO_FRAMES)} echoes")
 
 
 def _check_room(host: str, port: int, timeout: float) -> tuple[int, int]:

@@ -27,6 +27,8 @@ TOOLS: dict[str, LoadTool] = {
 DEFAULT_TOOL = next(name for name, tool in TOOLS.items() if tool.is_default)
 # The tool to name for fixed rates, capacity searches and mixes of requests.
 RATE_TOOL = next(name for name, tool in TOOLS.items() if tool.can_pace and not tool.websocket)
+# The tool of the WebSocket loads (a user's echo as the reference app's).
+WEBSOCKET_TOOL = next(name for name, tool in TOOLS.items() if tool.websocket)
 # The tools whose generators on several hosts merge into one exact result.
 MERGEABLE_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.merges_exactly)
 
@@ -51,6 +53,7 @@ def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
 
 
 __all__ = [
-    "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "Errors", "Latency", "LoadRequest",
-    "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed", "make_ready",
+    "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "WEBSOCKET_TOOL", "Errors",
+    "Latency", "LoadRequest", "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed",
+    "make_ready",
 ]  # fmt: skip

@@ -150,13 +150,17 @@ def _pace(period_ms: float) -> str:
 
 def _staggered(period_ms: float, threads: int) -> str:
     """A wait before thread N's first sampler of (N - 1) × period / threads ms: the
-    connections' schedules spread evenly over one period, not all due at once."""
-    step = period_ms / threads
+    connections' schedules spread evenly over one period, not all due at once. In whole
+    milliseconds, by integer arithmetic: ConstantTimer reads its delay as a whole number,
+    and a fraction ("7.2") is read as no delay at all, every connection due at once."""
+    period_us = round(period_ms * 1000)
     return _element(
         "ConstantTimer",
         "stagger",
-        {"ConstantTimer.delay": f"${{__jexl3((${{__threadNum}} - 1) * {step:.3f})}}"},
-    )
+        {"ConstantTimer.delay": (
+            f"${{__jexl3((${{__threadNum}} - 1) * {period_us} / {threads * 1000})}}"
+        )},
+    )  # fmt: skip
 
 
 def echo_plan(request: EchoRequest) -> str:

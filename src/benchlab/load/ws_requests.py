@@ -5,6 +5,7 @@ posted by one member to every other member."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 ECHO_PATH = "/ws/echo"
@@ -39,9 +40,11 @@ class EchoRequest:
     @property
     def period_ms(self) -> int:
         """Each connection's period, in whole milliseconds: JMeter's timer keeps whole
-        milliseconds (a period of 18.6 ms would be sent every 18), so the rate sent is
-        `paced_rate`, the nearest a whole period allows."""
-        return max(1, round(1000.0 * self.connections / self.rate))
+        milliseconds, so the rate sent is `paced_rate`, the lowest a whole period allows at
+        or above the rate asked (18.6 ms is sent every 18): a rate that held was never sent
+        slower than said. A capacity search's held rate may so be up to one period's step
+        under the server's (5,066 msg/s asked of 50 connections is sent at 5,556)."""
+        return max(1, math.floor(1000.0 * self.connections / self.rate + 1e-9))
 
     @property
     def paced_rate(self) -> float:
@@ -116,6 +119,9 @@ class EchoResult:
     first_ms: float | None = None
     last_ms: float | None = None
     load_cpu_pct: float | None = None
+    # The p99 of each ~2-s window by due time (request_records.window_count), as a replay's
+    # windows are judged; empty when a window holds too few messages.
+    windows_p99_ms: tuple[float, ...] = ()
 
     @property
     def achieved_rate(self) -> float:

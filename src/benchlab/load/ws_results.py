@@ -16,6 +16,7 @@ from pathlib import Path
 from benchlab.core.errors import LoadToolError
 from benchlab.load import histogram
 from benchlab.load.jmeter_plans import ECHO, GOT, OPEN, POST, RECEIVE
+from benchlab.load.request_records import MIN_PER_WINDOW, window_count
 from benchlab.load.ws_requests import BroadcastResult, EchoRequest, EchoResult
 
 
@@ -115,7 +116,25 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         late_share=sum(lag > period for lag in lags) / len(lags) if lags and period else 0.0,
         histogram=histogram.encode(recorded) if latencies else None,
         first_ms=percentile(first, 50), last_ms=percentile(last, 50),
+        windows_p99_ms=windows_p99(timed, span_ms / 1000),
     )  # fmt: skip
+
+
+def windows_p99(timed: list[tuple[float, float]], span_s: float) -> tuple[float, ...]:
+    """The p99 of each window of (due, latency) pairs sorted by due time: as many windows
+    as the load's span holds (request_records.window_count, HTTP's rule), split by due
+    time; none when one holds under half of MIN_PER_WINDOW (its p99 would be its maximum)."""
+    if not timed:
+        return ()
+    count = window_count(span_s, len(timed))
+    start, end = timed[0][0], timed[-1][0]
+    width = (end - start) / count + 1e-9
+    windows: list[list[float]] = [[] for _ in range(count)]
+    for due, latency in timed:
+        windows[min(count - 1, int((due - start) / width))].append(latency)
+    if any(len(w) < MIN_PER_WINDOW // 2 for w in windows):
+        return ()
+    return tuple(percentile(sorted(w), 99) or 0.0 for w in windows)
 
 
 def broadcast_result(

@@ -128,11 +128,11 @@ def minutes(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def websocket_load_s(cell: Cell, settings: WebSocket, warmup_s: float) -> float:
-    """What one WebSocket load of `cell` asks of the tool, its start aside: the hold's steps
-    (each its ramp and settle, as runner/ws_load.py times them), the echo's warm-up and
-    duration, the broadcast's joins and rounds (its warm-up's rounds first)."""
-    kind = SCENARIOS[cell.scenario].websocket
+def websocket_load_s(cell: Cell, kind: str | None, settings: WebSocket, warmup_s: float) -> float:
+    """What one WebSocket load of `cell` (its scenario's `kind` of load) asks of the tool,
+    its start aside: the hold's steps (each its ramp and settle, as runner/ws_load.py times
+    them), the echo's warm-up and duration, the broadcast's joins and rounds (its warm-up's
+    rounds first)."""
     if kind == HOLD:
         request = HoldRequest(
             _NOWHERE, settings.hold_step, settings.hold_steps, settings.hold_open_rate,
@@ -166,7 +166,7 @@ def _websocket_seconds(
     overhead = costs.get(websocket_cost_key(cell), f"overhead:{cell.tool}")
     verify = costs.get("verify")
     warm = warmup if cell.warmup_s is None else cell.warmup_s
-    load = websocket_load_s(cell, settings, float(warm))
+    load = websocket_load_s(cell, SCENARIOS[cell.scenario].websocket, settings, float(warm))
     loads = 1.0
     if cell.mode == Mode.SLO:
         loads += FIRST_REPLICATE_PROBES if first_round else LATER_REPLICATE_PROBES

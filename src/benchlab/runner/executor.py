@@ -198,7 +198,9 @@ class Observing(Protocol):
     def exchange(
         self, address: str, port: int, asked: Expectation, wire: Wire, timeout: float
     ) -> Reply: ...
-    def verify_websocket(self, address: str, port: int) -> str | None: ...
+    def verify_websocket(
+        self, address: str, port: int, echo_path: str | None = None
+    ) -> str | None: ...
     def ws_counters(self, address: str, port: int) -> WsCounters: ...
 
 
@@ -361,8 +363,8 @@ class RealObserve:
             headers=asked.headers, body=asked.request_body, wire=wire, timeout=timeout,
         )  # fmt: skip
 
-    def verify_websocket(self, address: str, port: int) -> str | None:
-        return verify_websocket(address, port)
+    def verify_websocket(self, address: str, port: int, echo_path: str | None = None) -> str | None:
+        return verify_websocket(address, port, echo_path=echo_path)
 
     def ws_counters(self, address: str, port: int) -> WsCounters:
         return read_counters(address, port)

@@ -217,12 +217,7 @@ class Measurer:
                     session.cells.fail(cell, up.failed_as, up.problem)
                 return
             try:
-                first_path = session.scenarios[first.scenario].load_mix(first.ms)[0].path
-                # Learnt over plain HTTP/1.1 only; over TLS or HTTP/2 it is taken as kept
-                # (only siege reads it, and siege speaks plain HTTP/1.1 only).
-                alive = first.protocol != "h1" or session.executor.observe.keeps_alive(
-                    session.server_address, up.port, first_path
-                )
+                alive = self._keeps_alive(first, up.port)
                 if self._conforms_here(first, up.proxied):
                     self._conform(stack, up.own_port)
                 launched = Launched(
@@ -231,6 +226,16 @@ class Measurer:
                 self._run_cells(launched, cells, positions)
             except StackDied as died:
                 session.cells.fail_launch(first, str(died), died.kind)
+
+    def _keeps_alive(self, first: Cell, port: int) -> bool:
+        """Whether the stack keeps an HTTP connection open. Learnt over plain HTTP/1.1
+        only; over TLS or HTTP/2 it is taken as kept (only siege reads it, and siege speaks
+        plain HTTP/1.1 only), and for a WebSocket load (its tool opens its own)."""
+        scenario = self.session.scenarios[first.scenario]
+        if first.protocol != "h1" or scenario.websocket is not None:
+            return True
+        path = scenario.load_mix(first.ms)[0].path
+        return self.session.executor.observe.keeps_alive(self.session.server_address, port, path)
 
     @contextlib.contextmanager
     def started(self, first: Cell, workdir: Path) -> Iterator[Up]:

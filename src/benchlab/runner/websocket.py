@@ -20,6 +20,7 @@ from benchlab.http.ws_verify import ContractBroken, WsCounters
 from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.ws_requests import (
     AT_LAST_STEP,
+    ECHO_PATH,
     BroadcastRequest,
     BroadcastResult,
     EchoRequest,
@@ -60,10 +61,7 @@ class WebSocketCells:
             if kind == HOLD:
                 return self._hold(launched, cell)
             if kind == ECHO:
-                found = self._echo(launched, cell)
-                if cell.mode == Mode.SLO and cell not in session.cells.failed:
-                    found = f"{found}; {self._search(launched, cell)}"
-                return found
+                return self._echo_cell(launched, cell)
             if kind == BROADCAST:
                 return self._broadcast(launched, cell)
         except LoadToolError as exc:
@@ -76,13 +74,17 @@ class WebSocketCells:
         session = self.session
         with session.costs.timed("verify"):
             problem = session.executor.observe.verify_websocket(
-                session.server_address, launched.port
+                session.server_address, launched.port, self._own_path(cell)
             )
         if problem:
             check_alive(session, launched.server, cell)
             session.cells.fail(cell, what, problem)
             return False
         return True
+
+    def _own_path(self, cell: Cell) -> str | None:
+        """The user's own echo endpoint (benchlab tune); None: the contract's."""
+        return self.session.scenarios[cell.scenario].echo_path
 
     def _endpoint(self, launched: Launched) -> Endpoint:
         return Endpoint(self.session.server_address, launched.port, self.session.plan.cores.load)
@@ -111,8 +113,8 @@ class WebSocketCells:
         settings = self.session.plan.recipe.websocket
         return EchoRequest(
             self._endpoint(launched), cell.connections, rate or settings.rate, cell.duration,
-            settings.message_bytes, cell.timeout * 1000, closed=rate is None,
-            warmup_s=self._warmup_s(cell),
+            settings.message_bytes, cell.timeout * 1000, path=self._own_path(cell) or ECHO_PATH,
+            closed=rate is None, warmup_s=self._warmup_s(cell),
         )  # fmt: skip
 
     def _warmup_s(self, cell: Cell) -> float:
@@ -125,7 +127,9 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
-        with self._watched(launched, cell) as (counts, started_at, usage):
+        with self._watched(launched, cell, counted=self._own_path(cell) is None) as (
+            counts, started_at, usage,
+        ):  # fmt: skip
             result = self.session.executor.measure.ws_echo(
                 self.session.registry, request, launched.workdir / "ws-echo"
             )
@@ -136,6 +140,21 @@ class WebSocketCells:
         )  # fmt: skip
         self._store(launched, cell, record)
         return record
+
+    def _echo_cell(self, launched: Launched, cell: Cell) -> str:
+        """A ws-echo cell's trial by its mode: a closed loop (tune's first pass), a fixed
+        rate (the recipe's, or the cell's own: a tune's proof), or the fixed rate and a
+        replicate of the capacity search (a user's own endpoint: the search alone)."""
+        if cell.mode == Mode.CLOSED:
+            record = self._echo_trial(launched, cell, None, None)
+            return f"closed loop {record.throughput_rps:,.0f} msg/s"
+        if cell.mode == Mode.RATE and cell.rate is not None:
+            record = self._echo_trial(launched, cell, cell.rate, None)
+            return f"echo p99 {record.latency_p99_ms or 0:,.0f} ms at {cell.rate:,.0f} msg/s"
+        found = [] if self._own_path(cell) else [self._echo(launched, cell)]
+        if cell.mode == Mode.SLO and cell not in self.session.cells.failed:
+            found.append(self._search(launched, cell))
+        return "; ".join(found)
 
     def _echo(self, launched: Launched, cell: Cell) -> str:
         record = self._echo_trial(launched, cell, self.session.plan.recipe.websocket.rate, None)
@@ -198,19 +217,25 @@ class WebSocketCells:
     # --- around each load -----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _watched(self, launched: Launched, cell: Cell) -> Iterator[tuple[_Counts, str, _Usage]]:
-        """What watches a paced load: the server's own counts, its CPU and memory, and what
-        the load cost beyond what it asked of the tool."""
+    def _watched(
+        self, launched: Launched, cell: Cell, counted: bool = True
+    ) -> Iterator[tuple[_Counts, str, _Usage]]:
+        """What watches a paced load: the server's own counts (`counted`: the contract's
+        app has them, a user's has not), its CPU and memory, and what the load cost beyond
+        what it asked of the tool."""
         with (
-            self._counted(launched) as (counts, started_at),
+            self._counted(launched, counted) as (counts, started_at),
             self._monitored(launched) as usage,
             self._costed(cell),
         ):
             yield counts, started_at, usage
 
     @contextlib.contextmanager
-    def _counted(self, launched: Launched) -> Iterator[tuple[_Counts, str]]:
+    def _counted(self, launched: Launched, counted: bool) -> Iterator[tuple[_Counts, str]]:
         """The server's own counters before and after the load (what the load added)."""
+        if not counted:
+            yield _Counts(), now()
+            return
         address = self.session.server_address
         before = self.session.executor.observe.ws_counters(address, launched.port)
         counts = _Counts()
@@ -233,7 +258,10 @@ class WebSocketCells:
         self._learn(cell, clock() - began)
 
     def _learn(self, cell: Cell, took_s: float) -> None:
-        asked = websocket_load_s(cell, self.session.plan.recipe.websocket, self._warmup_s(cell))
+        kind = self.session.scenarios[cell.scenario].websocket
+        asked = websocket_load_s(
+            cell, kind, self.session.plan.recipe.websocket, self._warmup_s(cell)
+        )
         self.session.costs.record(websocket_cost_key(cell), took_s - asked)
 
     @contextlib.contextmanager
@@ -331,7 +359,7 @@ def echo_record(
 ) -> TrialRecord:
     """The trial of one echo load. Its target rate is the rate asked for (what a capacity
     search's replicate names), else the tool's schedule: JMeter paces in whole-millisecond
-    periods, so 5,066 msg/s asked of 50 connections is sent at 5,000 (sent_rate says so)."""
+    periods, so 5,066 msg/s asked of 50 connections is sent at 5,556 (sent_rate says so)."""
     seconds = result.duration_s
     fixed = not closed and probe is None
     return dataclasses.replace(
@@ -347,6 +375,7 @@ def echo_record(
         achieved_rps=result.achieved_rate, schedule_lag_ms=None if closed else result.lag_ms,
         latency_first_ms=result.first_ms, latency_last_ms=result.last_ms,
         latency_histogram=result.histogram,
+        window_p99_ms=json.dumps(list(result.windows_p99_ms)) if result.windows_p99_ms else None,
         ws_echo_p50_ms=result.p50_ms if fixed else None,
         ws_echo_p99_ms=result.p99_ms if fixed else None,
         ws_late_share=None if closed else result.late_share, ws_tool_sent=result.sent,

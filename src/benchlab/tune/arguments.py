@@ -8,7 +8,7 @@ from pathlib import Path
 from benchlab.core.errors import UserError
 from benchlab.core.service_kinds import APP_SERVICES, DATABASES, Provides
 from benchlab.http.scenarios import Expectation
-from benchlab.tune.requests import load_requests, parse_request
+from benchlab.tune.requests import EchoEndpoint, load_requests, parse_request
 
 # Greenlets are cheap (a few KiB each): ten times the threads a worker may have.
 MAX_GREENLETS = 100_000
@@ -51,8 +51,28 @@ def int_list(text: str | None, option: str, most: int) -> list[int] | None:
 
 def tune_requests(
     given: list[str], requests_file: Path | None, status: int, body: str | None
-) -> list[Expectation]:
-    requests = [parse_request(r, status, body) for r in given]
+) -> tuple[list[Expectation], EchoEndpoint | None]:
+    """The HTTP requests to send, or the WebSocket echo endpoint to load (alone: a tune
+    answers for one kind of load)."""
+    parsed = [parse_request(r, status, body) for r in given]
+    echoes = [p for p in parsed if isinstance(p, EchoEndpoint)]
+    requests = [p for p in parsed if isinstance(p, Expectation)]
+    if echoes:
+        if len(parsed) > 1 or requests_file is not None:
+            raise UserError(
+                f"--request '{echoes[0].describe()}': a WebSocket echo is tuned alone; drop "
+                "the other --request and --requests-file (tune the HTTP requests separately)"
+            )
+        if body is not None or status != 200:
+            raise UserError(
+                f"--request '{echoes[0].describe()}': --check-body and --check-status are "
+                "HTTP's; an echo is checked by what comes back (each message, unchanged)"
+            )
+        return [], echoes[0]
     if requests_file is not None:
         requests += load_requests(requests_file)
-    return requests or [parse_request("GET /", status, body)]
+    if not requests:
+        default = parse_request("GET /", status, body)
+        assert isinstance(default, Expectation)
+        requests = [default]
+    return requests, None

@@ -68,9 +68,9 @@ def cheapest_at(
     possible = reachable(session, first_pass, rate)
     if not possible:
         best = max((_closed(session, e) for e in first_pass), default=0.0)
-        say(f"no candidate reached {needed_closed_rps(rate):,.0f} req/s even in a closed loop "
-            f"({rate:,.0f} with {RUN_AT_SPARE_PCT} % to spare; the most: {best:,.0f}): looking for "
-            "the most that holds instead")  # fmt: skip
+        say(f"no candidate reached {needed_closed_rps(rate):,.0f} {session.unit} even in a "
+            f"closed loop ({rate:,.0f} with {RUN_AT_SPARE_PCT} % to spare; the most: "
+            f"{best:,.0f}): looking for the most that holds instead")  # fmt: skip
         return None
     for index, entry in enumerate(possible):
         label = session.cells.label_of(entry.cell)
@@ -78,16 +78,16 @@ def cheapest_at(
             session, measurer, entry, rate, cores, connections, proof_s, 0, extends_plan=index > 0
         )
         if replayed is None:
-            say(f"{rate:,.0f} req/s: no budget left to replay {label} (raise --budget)")
+            say(f"{rate:,.0f} {session.unit}: no budget left to replay {label} (raise --budget)")
             return None
         if replayed.trial is None:
-            say(f"{label} at {rate:,.0f} req/s: {replayed.problem}")
+            say(f"{label} at {rate:,.0f} {session.unit}: {replayed.problem}")
             continue
         if replayed.missed is None:
             held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
-            say(f"{label} held {rate:,.0f} req/s for {proof_s} s ({held}): the cheapest")
+            say(f"{label} held {rate:,.0f} {session.unit} for {proof_s} s ({held}): the cheapest")
             return entry
-        say(f"{label} missed {rate:,.0f} req/s over {proof_s} s ({replayed.missed})")
+        say(f"{label} missed {rate:,.0f} {session.unit} over {proof_s} s ({replayed.missed})")
     return None
 
 

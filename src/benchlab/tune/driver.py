@@ -36,8 +36,8 @@ from benchlab.core.service_kinds import Provides, Service
 from benchlab.core.service_kinds import named as service_named
 from benchlab.core.text import MASK, one_line
 from benchlab.hosts import machine
-from benchlab.http.scenarios import Expectation, Scenario
-from benchlab.load import RATE_TOOL, TOOLS
+from benchlab.http.scenarios import ECHO, Expectation, Scenario
+from benchlab.load import RATE_TOOL, TOOLS, WEBSOCKET_TOOL
 from benchlab.recipe import (
     Cell,
     CoreAssignment,
@@ -77,6 +77,7 @@ from benchlab.tune.check_answer import StoredAnswer, prove_stored
 from benchlab.tune.check_only import check_candidates
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Replayed, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
+from benchlab.tune.requests import EchoEndpoint
 from benchlab.tune.session import TuneSession
 from benchlab.tune.setup_step import run_setup
 
@@ -98,6 +99,17 @@ MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
 SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
 DEFAULT_CONNECTIONS = 256
+# A WebSocket echo's load: JMeter runs a thread a connection, and each of its loads starts a
+# JVM and reads its samples back (learnt here: 2.4 s beyond what an echo asks).
+WS_CONNECTIONS = 50
+WS_PROBE_OVERHEAD_S = 4.5
+
+
+def default_connections(echo: EchoEndpoint | None) -> int:
+    """The most connections a tune's load opens unless --connections says."""
+    return WS_CONNECTIONS if echo is not None else DEFAULT_CONNECTIONS
+
+
 RATE_REPLAYS_PLANNED = 2  # --rate: replays at the rate the plan keeps room for
 
 
@@ -108,7 +120,7 @@ class TuneRequest:
     app: str
     python: str
     interface: str | None
-    requests: tuple[Expectation, ...]
+    requests: tuple[Expectation, ...]  # the HTTP requests (none for a WebSocket echo)
     slo_p99_ms: float
     budget_min: float
     cwd: Path
@@ -135,6 +147,11 @@ class TuneRequest:
     target: Target = field(default_factory=Target)  # --cpus, --memory: what it answers for
     check_answer: StoredAnswer | None = None  # --check-answer: a stored answer proved again
     python_source: str = "--python"  # why `python` is the app's interpreter (tune.app_python)
+    echo: EchoEndpoint | None = None  # --request 'WS /path': a WebSocket echo, tuned alone
+
+    def shown_requests(self) -> list[str]:
+        """What is sent, as the user wrote it."""
+        return [self.echo.describe()] if self.echo else [r.describe() for r in self.requests]
 
     def services(self, provides: Provides) -> list[Service]:
         """The services of --with that provide it."""
@@ -154,6 +171,7 @@ class TuneRequest:
             "reset_between": self.reset_between, "target": self.target.as_json(),
             "check_answer": str(self.check_answer.path) if self.check_answer else None,
             "rate": self.rate, "check_only": self.check_only,
+            "echo": self.echo.path if self.echo else None,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -174,6 +192,8 @@ class TunePlan:
     check: bool = False  # room for the answer's check beside slow clients (proxy_check.py)
     check_only: bool = False  # --check-only: nothing measured
     check_answer: StoredAnswer | None = None  # --check-answer: its proof alone
+    overhead_s: float = PROBE_OVERHEAD_S  # each load's start (a WebSocket echo's JVM: more)
+    unit: str = "req/s"  # what its rates count (a WebSocket echo's: messages)
 
     def describe(self, budget_min: float) -> str:
         if self.check_answer is not None:
@@ -189,12 +209,12 @@ class TunePlan:
             )
         first = (
             f"plan: {len(self.candidates)} candidates measured briefly "
-            f"(~{_minutes(len(self.candidates) * coarse_cost())})"
+            f"(~{_minutes(len(self.candidates) * coarse_cost(self.overhead_s))})"
         )
         if self.rate is not None and self.survivors:
             first += (
-                f", then {self.proof_s}-s replays at {self.rate:,.0f} req/s of those whose closed "
-                f"loop reaches it with {RUN_AT_SPARE_PCT} % to spare, cheapest "
+                f", then {self.proof_s}-s replays at {self.rate:,.0f} {self.unit} of those whose "
+                f"closed loop reaches it with {RUN_AT_SPARE_PCT} % to spare, cheapest "
                 "first, until one holds; if none does"
             )
         if self.survivors == 0:
@@ -218,38 +238,38 @@ def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
-def coarse_cost() -> float:
-    return LAUNCH_S + ALONE_S + 1 + COARSE_S + PROBE_OVERHEAD_S
+def coarse_cost(overhead_s: float = PROBE_OVERHEAD_S) -> float:
+    return LAUNCH_S + ALONE_S + 1 + COARSE_S + overhead_s
 
 
-def search_cost(replicates: int) -> float:
-    probe = PROBE_S + PROBE_OVERHEAD_S
-    confirm = CONFIRM_S + PROBE_OVERHEAD_S
+def search_cost(replicates: int, overhead_s: float = PROBE_OVERHEAD_S) -> float:
+    probe = PROBE_S + overhead_s
+    confirm = CONFIRM_S + overhead_s
     first = LAUNCH_S + 1 + (1 + FIRST_REPLICATE_PROBES) * probe + confirm
     return first + (replicates - 1) * (LAUNCH_S + 1 + LATER_REPLICATE_PROBES * probe + confirm)
 
 
-def replicate_overrun_s() -> float:
+def replicate_overrun_s(overhead_s: float = PROBE_OVERHEAD_S) -> float:
     """How far past the search's deadline a replicate launched just before it runs."""
-    return search_cost(2) - search_cost(1)
+    return search_cost(2, overhead_s) - search_cost(1, overhead_s)
 
 
 def fit_search(
     most: int, seconds: float, proofs: int = 1, slower: float = 1.0, proof_s: int = PROOF_S,
-    check: bool = False,
+    check: bool = False, overhead_s: float = PROBE_OVERHEAD_S,
 ) -> tuple[int, int] | None:  # fmt: skip
     """(survivors, replicates) whose search (and `proofs` replays, and with `check` the
     answer's check beside slow clients) fit in `seconds`: replicates first (down to 2),
     then survivors (down to 1), then a single replicate. `slower`: how much longer than
     planned this machine's steps took (the first pass says)."""
-    reserve = proof_cost_s(proof_s) * proofs + (replicate_overrun_s() if proofs else 0.0)
+    reserve = proof_cost_s(proof_s) * proofs + (replicate_overrun_s(overhead_s) if proofs else 0.0)
     reserve += check_cost_s() if check and proofs else 0.0
     for survivors, replicates in (
         *((most, r) for r in range(REPLICATES, 1, -1)),
         *((s, 2) for s in range(most - 1, 0, -1)),
         (1, 1),
     ):
-        if (survivors * search_cost(replicates) + reserve) * slower <= seconds:
+        if (survivors * search_cost(replicates, overhead_s) + reserve) * slower <= seconds:
             return survivors, replicates
     return None
 
@@ -257,37 +277,59 @@ def fit_search(
 def plan(
     found: list[Candidate], budget_min: float, quick: bool = False, proof_s: int = PROOF_S,
     rate: float | None = None, check_only: bool = False, answer: StoredAnswer | None = None,
+    load: Scenario | None = None,
 ) -> TunePlan:  # fmt: skip
     """As many survivors and replicates as the budget allows after the first pass and the
     proof (without the proof when only that fits); none with --quick or --check-only; the
-    stored answer's proof alone with --check-answer."""
+    stored answer's proof alone with --check-answer. `load`: the tune's scenario (a
+    WebSocket echo's loads cost more to start, and have no check beside slow clients)."""
+    websocket = load is not None and load.websocket is not None
+    overhead = WS_PROBE_OVERHEAD_S if websocket else PROBE_OVERHEAD_S
+    unit = load.rate_unit if load is not None else "req/s"
     if answer is not None:
-        return TunePlan(found, 0, 0, proof_cost_s(proof_s), 1, proof_s, check_answer=answer)
+        return TunePlan(found, 0, 0, proof_cost_s(proof_s), 1, proof_s, check_answer=answer,
+                        overhead_s=overhead, unit=unit)  # fmt: skip
     if check_only:
-        return TunePlan(found, 0, 0, len(found) * LAUNCH_S, proofs=0, check_only=True)
+        return TunePlan(found, 0, 0, len(found) * LAUNCH_S, proofs=0, check_only=True,
+                        overhead_s=overhead, unit=unit)  # fmt: skip
     budget = budget_min * 60
-    coarse = len(found) * coarse_cost()
+    coarse = len(found) * coarse_cost(overhead)
     if rate is not None:  # room for two replays at the rate before the search
         coarse += RATE_REPLAYS_PLANNED * proof_cost_s(proof_s)
     if quick:
-        return TunePlan(found, 0, 0, coarse, proofs=0)
+        return TunePlan(found, 0, 0, coarse, proofs=0, overhead_s=overhead, unit=unit)
     most = min(MAX_SURVIVORS, len(found))
     # The answer's check beside slow clients gives way before a second replay, which a
     # proof that misses needs to step down.
     for proofs, check in ((PROOF_REPLAYS, True), (PROOF_REPLAYS, False), (1, True), (1, False),
                           (0, False)):  # fmt: skip
-        fitted = fit_search(most, budget - coarse, proofs, proof_s=proof_s, check=check)
+        if check and websocket:
+            continue
+        fitted = fit_search(
+            most, budget - coarse, proofs, proof_s=proof_s, check=check, overhead_s=overhead
+        )
         # Room for a second replay only beside a search of at least two replicates each.
         if fitted is not None and (proofs < PROOF_REPLAYS or fitted[1] >= 2):
             survivors, replicates = fitted
             estimate = (
                 coarse
-                + survivors * search_cost(replicates)
+                + survivors * search_cost(replicates, overhead)
                 + proof_cost_s(proof_s) * min(1, proofs)
                 + (check_cost_s() if check else 0.0)
             )
-            return TunePlan(found, survivors, replicates, estimate, proofs, proof_s, rate, check)
-    least = coarse + search_cost(1)
+            return TunePlan(
+                found,
+                survivors,
+                replicates,
+                estimate,
+                proofs,
+                proof_s,
+                rate,
+                check,
+                overhead_s=overhead,
+                unit=unit,
+            )
+    least = coarse + search_cost(1, overhead)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
         f"over {len(found)} candidates and one search take about {_minutes(least)}; raise "
@@ -307,7 +349,7 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         scenarios=[SCENARIO],
         load=[
             LoadProfile(
-                tool=RATE_TOOL, connections=request.connections, duration=PROBE_S, timeout=2
+                tool=_tool(request), connections=request.connections, duration=PROBE_S, timeout=2
             )
         ],
         trials=REPLICATES,
@@ -318,14 +360,24 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
 
 
 def _scenario(request: TuneRequest) -> Scenario:
+    """The tune's load: the user's HTTP requests, or its WebSocket echo (verified by what
+    comes back; its rate a message's round trip's, from its due time)."""
     return Scenario(
         name=SCENARIO,
-        description="; ".join(r.describe() for r in request.requests),
+        description="; ".join(request.shown_requests())
+        + (": each text message sent back" if request.echo else ""),
         needs_database=bool(request.services(Provides.DATABASE)),
         needs_cache=bool(request.services(Provides.CACHE)),
         cold_cache=False,  # the app's Redis keeps what --setup and the app put there
         requests=request.requests,
+        websocket=ECHO if request.echo else None,
+        echo_path=request.echo.path if request.echo else None,
     )
+
+
+def _tool(request: TuneRequest) -> str:
+    """The load tool of every load of the tune."""
+    return WEBSOCKET_TOOL if request.echo else RATE_TOOL
 
 
 def coarse_connections(candidate: Candidate, most: int) -> int:
@@ -342,12 +394,14 @@ def coarse_connections(candidate: Candidate, most: int) -> int:
     return most
 
 
-def _cell(candidate: Candidate, cores: CoreAssignment, mode: Mode, connections: int) -> Cell:
+def _cell(
+    candidate: Candidate, cores: CoreAssignment, mode: Mode, connections: int, tool: str
+) -> Cell:
     if mode == Mode.CLOSED:
         connections = coarse_connections(candidate, connections)
-    threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
+    threads = TOOLS[tool].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=candidate.kind.name, scenario=SCENARIO, tool=RATE_TOOL, connections=connections,
+        stack=candidate.kind.name, scenario=SCENARIO, tool=tool, connections=connections,
         threads=threads, duration=COARSE_S if mode == Mode.CLOSED else PROBE_S,
         timeout=5 if mode == Mode.CLOSED else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
@@ -412,6 +466,12 @@ def prepare_tune(request: TuneRequest) -> PreparedTune:
         spec, request.python, request.env, request.interface, request.cwd, env_file, user,
         planned,
     )  # fmt: skip
+    if request.echo is not None and info.interface != "asgi":
+        raise UserError(
+            f"--request '{request.echo.describe()}': {spec.factory_target} is a "
+            f"{info.interface.upper()} app, and WSGI has no WebSockets; tune its ASGI app "
+            "(--interface asgi if it is one), or drop the WS request"
+        )
     _check_limits(request.target)
     return PreparedTune(spec, info, owner, reserved)
 
@@ -456,14 +516,16 @@ def run_tune(
         raise _no_server(spec, info, request)
     tune_plan = plan(
         found, request.budget_min, request.quick, request.proof_s, request.rate,
-        request.check_only, request.check_answer,
+        request.check_only, request.check_answer, _scenario(request),
     )  # fmt: skip
     _announce(say, spec, info, request, tune_plan, running_as(owner))
     recipe = _recipe(request, info)
     previous = _resumable(store, request.key()) if resume else None
     if resume and previous is None:
         say("nothing to resume for this tune in the store: starting afresh")
-    coarse_cells = [_cell(c, cores, Mode.CLOSED, request.connections) for c in found]
+    coarse_cells = [
+        _cell(c, cores, Mode.CLOSED, request.connections, _tool(request)) for c in found
+    ]
     runner_plan = Plan(
         recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
         catalogue=catalogue(info, target.limits), hosts=local_only(cores),
@@ -534,10 +596,11 @@ def _measure(
             request.proof_s,
         )  # fmt: skip
         if held is not None:
-            check_answer(
-                session, measurer, held, cores, request.connections, request.rate,
-                _answer_s(session, first_pass, held.candidate), say,
-            )  # fmt: skip
+            if request.echo is None:  # slow clients are HTTP's
+                check_answer(
+                    session, measurer, held, cores, request.connections, request.rate,
+                    _answer_s(session, first_pass, held.candidate), say,
+                )  # fmt: skip
             return [held.candidate]
     fitted = _replan(session, tune_plan, request, first_pass_s, say)
     if fitted is None:
@@ -562,7 +625,9 @@ def _search_and_prove(
         f"kept {len(survivors)} of {len(found)} for the capacity search: "
         + ", ".join(c.label for c in survivors)
     )
-    search_cells = [_cell(c, cores, Mode.SLO, request.connections) for c in survivors]
+    search_cells = [
+        _cell(c, cores, Mode.SLO, request.connections, _tool(request)) for c in survivors
+    ]
     session.cells.add(search_cells)
     session.prepare(search_cells)
     # The search stops launching where the proof's time begins, less what a replicate
@@ -571,13 +636,14 @@ def _search_and_prove(
         request.budget_min * 60
         - proof_cost_s(request.proof_s) * proofs
         - (check_cost_s() if check else 0.0)
-        - replicate_overrun_s()
+        - replicate_overrun_s(tune_plan.overhead_s)
     )
     measurer.measure(search_cells, replicates)
     session.clock.set_deadline(request.budget_min * 60)
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
     proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
-    if proved is not None:  # it says so when the budget has no room left for it
+    # It says so when the budget has no room left for it; slow clients are HTTP's.
+    if proved is not None and request.echo is None:
         check_answer(
             session, measurer, proved[0], cores, request.connections, proved[1],
             _answer_s(session, first_pass, proved[0].candidate), say,
@@ -622,21 +688,28 @@ def _replan(
     """The search (survivors, replicates), proof replays and check that still fit, now that the
     first pass (`took` seconds) has shown this machine's pace (a slower first pass shrinks
     them, a second replay going first; never grown past the plan shown)."""
-    planned = len(tune_plan.candidates) * coarse_cost()
+    planned = len(tune_plan.candidates) * coarse_cost(tune_plan.overhead_s)
+    overhead = tune_plan.overhead_s
     slower = max(1.0, took / planned) if planned > 0 else 1.0
     left = request.budget_min * 60 - session.clock.elapsed_s()
     proofs, check = tune_plan.proofs, tune_plan.check
-    fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, check)
+    fitted = fit_search(
+        tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, check, overhead
+    )
     full = (tune_plan.survivors, tune_plan.replicates)
     # The search first: the check, then a second replay, only in time it does not need.
     if check and (fitted is None or fitted < full):
         check = False
         say("the answer's check beside slow clients gives way to the search (it runs if time "
             "is left)")  # fmt: skip
-        fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
+        fitted = fit_search(
+            tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, overhead_s=overhead
+        )
     if proofs > 1 and (fitted is None or fitted < full):
         proofs = 1
-        fitted = fit_search(tune_plan.survivors, left, proofs, slower, tune_plan.proof_s)
+        fitted = fit_search(
+            tune_plan.survivors, left, proofs, slower, tune_plan.proof_s, overhead_s=overhead
+        )
     if fitted is None:
         say(
             f"the first pass took {_minutes(took)} (planned {_minutes(planned)}): "
@@ -699,7 +772,8 @@ def _run_info(
             "directory": str(spec.directory),
             "interface": info.interface, "python": request.python,
             "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
-            "requests": [r.describe() for r in request.requests], "budget_min": request.budget_min,
+            "requests": request.shown_requests(), "budget_min": request.budget_min,
+            "rate_unit": _scenario(request).rate_unit,
             "missing_servers": info.missing_servers, "quick": request.quick,
             "check_only": request.check_only,
             # Whether a --setup command ran; the command itself may hold secrets.
@@ -734,11 +808,16 @@ def _refuse_if_every_check_failed(
     failures = [session.cells.failure_of(cell) for cell in cells]
     if not all(f is not None and f.kind is FailureKind.VERIFICATION for f in failures):
         return
-    shown = ", ".join(f"'{r.describe()}'" for r in request.requests)
-    answer = failures[0].detail if failures[0] is not None else ""
+    shown = ", ".join(f"'{r}'" for r in request.shown_requests())
+    first = failures[0]
+    answer = (first.detail or one_line(first.reason)) if first is not None else ""
+    fix = (
+        "give the path of an endpoint that sends each text message back unchanged"
+        if request.echo
+        else "fix the request or its check (--check-status, --check-body)"
+    )
     raise UserError(
-        f"--request {shown}: the check failed on every candidate ({len(cells)}): {answer}; "
-        "fix the request or its check (--check-status, --check-body)"
+        f"--request {shown}: the check failed on every candidate ({len(cells)}): {answer}; {fix}"
     )
 
 
@@ -772,4 +851,6 @@ def _recipe_text(request: TuneRequest) -> str:
         f"request = {r.describe()!r}  # status {r.status}, weight {r.weight}"
         for r in request.requests
     ]
+    if request.echo is not None:
+        lines.append(f"request = {request.echo.describe()!r}  # a WebSocket echo")
     return "\n".join(lines) + "\n"

@@ -80,11 +80,13 @@ def best_searched(
 
 def proof_cell(
     candidate: Candidate, cores: CoreAssignment, rate: float, connections: int,
-    proof_s: int = PROOF_S,
+    proof_s: int = PROOF_S, tool: str = RATE_TOOL,
 ) -> Cell:  # fmt: skip
-    threads = TOOLS[RATE_TOOL].threads_for(None, connections, len(cores.load))
+    """A replay of `candidate` at `rate` with the search's tool (vegeta; JMeter for a
+    WebSocket echo) and connections."""
+    threads = TOOLS[tool].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=RATE_TOOL,
+        stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=tool,
         connections=connections, threads=threads, duration=proof_s, timeout=2,
         workers=candidate.workers, server_threads=candidate.threads, mode=Mode.RATE, rate=rate,
         warmup_s=proof_warmup_s(rate, candidate.workers),
@@ -108,7 +110,7 @@ def replay_at(
     """`entry`'s printed command replayed at `rate` and judged by the proof's rule, its
     judgement (as step `step` of its proof) stored in the replay cell's facts; None: the
     budget has no room for it. The plan counted one replay: each after it extends it."""
-    cell = proof_cell(entry.candidate, cores, rate, connections, proof_s)
+    cell = proof_cell(entry.candidate, cores, rate, connections, proof_s, entry.cell.tool)
     if session.clock.seconds_left() < proof_cost_s(proof_s, cell.warmup_s or 0.0):
         return None
     if extends_plan:
@@ -161,7 +163,8 @@ def _held_rate(
             session, measurer, entry, rate, cores, connections, proof_s, step, extends_plan=step > 0
         )
         if replayed is None:
-            say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} req/s")
+            say(f"proof of {label}: no budget left for a {proof_s}-s replay at {rate:,.0f} "
+                f"{session.unit}")  # fmt: skip
             return None
         if replayed.trial is None:
             say(f"proof of {label}: {replayed.problem}")
@@ -169,11 +172,12 @@ def _held_rate(
         missed = replayed.missed
         if missed is None:
             held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
-            say(f"proof of {label}: its command as printed held {rate:,.0f} req/s for "
+            say(f"proof of {label}: its command as printed held {rate:,.0f} {session.unit} for "
                 f"{proof_s} s ({held})")  # fmt: skip
             return rate
         rate_before, rate = rate, capacity.step_down(rate, step + 1)
-        say(f"proof of {label}: {rate_before:,.0f} req/s missed over {proof_s} s ({missed})"
+        say(f"proof of {label}: {rate_before:,.0f} {session.unit} missed over {proof_s} s "
+            f"({missed})"
             + (f"; trying {rate:,.0f}" if step + 1 < PROOF_STEPS else ""))  # fmt: skip
     return None
 

@@ -5,6 +5,7 @@ the body) and a weight in the load mix."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote
@@ -16,6 +17,7 @@ from benchlab.http.scenarios import Expectation
 from benchlab.recipe.files import read_toml
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+WS = "WS"  # --request 'WS /path': a WebSocket echo endpoint
 # What may go on the request line and in a header as sent (RFC 3986, RFC 9110): anything
 # else is refused here, not met as an exception mid-run after the services started.
 PATH = re.compile(r"/[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
@@ -66,8 +68,19 @@ class RequestsFile(BaseModel):
     request: Annotated[list[RequestSpec], Field(min_length=1)]
 
 
-def parse_request(text: str, status: int, contains: str | None) -> Expectation:
-    """'GET /items?id=7' (a method is optional: GET)."""
+@dataclass(frozen=True)
+class EchoEndpoint:
+    """--request 'WS /path': a WebSocket endpoint of the app that sends each text message
+    back; the tune's load is its echo, judged by the p99 of each message's round trip."""
+
+    path: str
+
+    def describe(self) -> str:
+        return f"{WS} {self.path}"
+
+
+def parse_request(text: str, status: int, contains: str | None) -> Expectation | EchoEndpoint:
+    """'GET /items?id=7' (a method is optional: GET); 'WS /echo': a WebSocket echo."""
     parts = text.split()
     if len(parts) == 1:
         parts = ["GET", *parts]
@@ -75,10 +88,14 @@ def parse_request(text: str, status: int, contains: str | None) -> Expectation:
         raise UserError(
             f"--request {text!r}: give a method and a path, e.g. --request 'GET /items?id=7'"
         )
+    if parts[0].upper() == WS:
+        check_path(parts[1], f"--request {text!r}")
+        return EchoEndpoint(parts[1])
     method = parts[0].upper()
     if method not in METHODS:
         raise UserError(
-            f"--request {text!r}: {parts[0]!r} is not a method; use one of {', '.join(METHODS)}"
+            f"--request {text!r}: {parts[0]!r} is not a method; use one of {', '.join(METHODS)}, "
+            f"or {WS} for a WebSocket echo"
         )
     check_path(parts[1], f"--request {text!r}")
     return Expectation(

@@ -11,6 +11,7 @@ from benchlab.recipe import Plan
 from benchlab.runner import Reporter, Session, SessionOptions
 from benchlab.store import RunInfo, Store
 from benchlab.system.journal import Journal
+from benchlab.tune.candidates import SCENARIO
 
 
 class TuneSession(Session):
@@ -38,6 +39,11 @@ class TuneSession(Session):
     def work_file(self, name: str) -> Path:
         """A file of the run's own directory (removed with it)."""
         return self.workroot / name
+
+    @property
+    def unit(self) -> str:
+        """What the tune's rates count a second (requests, or a WebSocket's messages)."""
+        return self.scenarios[SCENARIO].rate_unit
 
     @property
     def journal(self) -> Journal | None:
