@@ -76,6 +76,12 @@ class Scenario:
     # their mode's figure. Empty: an HTTP scenario (the recipe's mode, the mode's figure).
     ranked_by: tuple[tuple[Mode, F.Figure], ...] = ()
 
+    @property
+    def rate_unit(self) -> str:
+        """What its rates count a second (capacity, throughput, target, achieved, sent):
+        a WebSocket scenario's messages, an HTTP scenario's requests."""
+        return F.MSG_S if self.websocket else F.REQ_S
+
     def mode_for(self, asked: Mode) -> Mode:
         """The mode its cells take where the recipe's load profile makes `asked`."""
         modes = [mode for mode, _ in self.ranked_by]
@@ -383,3 +389,10 @@ _BASE: dict[str, Scenario] = {
     )
 }
 SCENARIOS = ScenarioCatalogue(_BASE)
+
+
+def rate_unit_of(scenario: str) -> str:
+    """What a cell of this scenario counts a second (Scenario.rate_unit); a user's own
+    requests (benchlab tune), not in the catalogue: requests."""
+    known = SCENARIOS.get(scenario)
+    return known.rate_unit if known is not None else F.REQ_S
