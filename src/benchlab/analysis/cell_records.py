@@ -4,6 +4,7 @@ replicates, with each one's trial at the capacity it found."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,6 +12,8 @@ from benchlab.analysis.capacity import sustained
 from benchlab.analysis.combine import samples
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.load.result import Errors
+from benchlab.load.ws_requests import REFUSED
 from benchlab.store import CapacityRecord, TrialRecord
 
 
@@ -24,6 +27,20 @@ def own_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     """A cell's own trials, not a search's probes: a closed-loop or fixed-rate cell's figures,
     and ws-echo's fixed-rate trial beside an [slo]'s search."""
     return [t for t in trials if t.probe is None]
+
+
+def refused_opens(trial: TrialRecord) -> int | None:
+    """The opens a WebSocket hold's server refused, where refusing is why its steps ended
+    (the store keeps them as its connect errors); None: no hold, or one that ended otherwise."""
+    return trial.errors_connect if trial.ws_hold_stop == REFUSED else None
+
+
+def reported_errors(trial: TrialRecord) -> Errors:
+    """A trial's errors as every report counts them: what went wrong, not what a hold's stop
+    reason already explains (a server that refused past its limit: the hold's finding)."""
+    if refused_opens(trial) is not None:
+        return dataclasses.replace(trial.errors, connect=0)
+    return trial.errors
 
 
 def measured(

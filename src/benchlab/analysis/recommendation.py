@@ -165,6 +165,9 @@ class Recommendation:
     # This machine's measured noise, when selfcheck --noise measured it: how far a second
     # tune may move the answer (`repeat`).
     noise: NoiseComponents | None = None
+    # What its rates count a second: the tune's own (tune_rate_unit; a WebSocket tune's
+    # messages), else requests.
+    rate_unit: str = F.REQ_S
 
     @property
     def provisional(self) -> bool:
@@ -403,7 +406,8 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
     )
     reason = (
         f"the highest closed-loop throughput of the {len(measured)} candidate(s) measured "
-        f"({best.closed_rps:,.0f} req/s, every connection busy: not a rate to run at)"
+        f"({best.closed_rps:,.0f} {tune_rate_unit(summary)}, every connection busy: not a rate "
+        "to run at)"
     )
     reason = _with_gil_wait(reason, best, results)
     return Recommendation(best, [], reason, _findings(results), missing)
@@ -423,8 +427,17 @@ def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[Candidat
 
 
 def _with_noise(found: Recommendation | None, summary: RunSummary) -> Recommendation | None:
+    """With this machine's noise, and the tune's rate unit."""
+    if found is None:
+        return None
     noise = NoiseComponents.from_json(summary.run.machine.get("noise"))
-    return dataclasses.replace(found, noise=noise) if found is not None else None
+    return dataclasses.replace(found, noise=noise, rate_unit=tune_rate_unit(summary))
+
+
+def tune_rate_unit(summary: RunSummary) -> str:
+    """What a tune's rates count a second, as its options say (a WebSocket tune stores
+    msg/s), else requests: the one reader of it."""
+    return str((summary.options.tune or {}).get("rate_unit", F.REQ_S))
 
 
 def _cheapest_at(
@@ -441,7 +454,8 @@ def _cheapest_at(
     missed = [c.label for c, p in tried if not p.final.held]
     cheaper = f"; cheaper ones missed it ({', '.join(missed)})" if missed else ""
     reason = (
-        f"the cheapest candidate that held {goal:,.0f} req/s in every window: {best.workers} "
+        f"the cheapest candidate that held {goal:,.0f} {tune_rate_unit(summary)} in every "
+        f"window: {best.workers} "
         f"worker(s), {best.rss_mb or 0:,.0f} MB, {best.cpu_us_per_request or 0:,.0f} µs of CPU "
         f"per request in its first pass{cheaper}"
     )
@@ -459,8 +473,8 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
         (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
         key=_cost,
     )
-    reason = _with_gil_wait(_reason(best, results), best, results)
-    findings = _findings(results) + _unsearched_ties(best, results)
+    reason = _with_gil_wait(_reason(best, results, tune_rate_unit(summary)), best, results)
+    findings = _findings(results) + _unsearched_ties(best, results, tune_rate_unit(summary))
     return Recommendation(best, equals, reason, findings, proof=_proof(summary, best))
 
 
@@ -469,7 +483,7 @@ def first_pass_tied(a: float, b: float) -> bool:
     return min(a, b) >= (1 - FIRST_PASS_TIE) * max(a, b)
 
 
-def _unsearched_ties(best: CandidateResult, results: list[CandidateResult]) -> list[str]:
+def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit: str) -> list[str]:
     """Candidates the first pass could not tell from the answer that were not searched (the
     budget searched fewer): the answer is one of them, not the only one."""
     if not best.closed_rps:
@@ -481,23 +495,23 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult]) -> l
     if not ties:
         return []
     each = ", ".join(
-        f"{c.label} ({c.closed_rps:,.0f} req/s" + (f", {c.rss_mb:,.0f} MB)" if c.rss_mb else ")")
+        f"{c.label} ({c.closed_rps:,.0f} {unit}" + (f", {c.rss_mb:,.0f} MB)" if c.rss_mb else ")")
         for c in sorted(ties, key=_cost)
     )
     return [
-        f"as fast as {best.label} in the first pass ({best.closed_rps:,.0f} req/s; within "
+        f"as fast as {best.label} in the first pass ({best.closed_rps:,.0f} {unit}; within "
         f"{FIRST_PASS_TIE:.0%}, one closed-loop trial each) but not searched, the budget searched "
         f"fewer: {each}; tune searches the cheapest of such ties"
     ]
 
 
-def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
+def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) -> str:
     capacity = best.capacity.median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
         alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
         return (
             f"the app blocks its event loop{alone}, so only worker processes add capacity: "
-            f"{best.label} holds {capacity:,.0f} req/s; remove the blocking call (await it, or "
+            f"{best.label} holds {capacity:,.0f} {unit}; remove the blocking call (await it, or "
             "run it in a thread) to hold far more"
         )
     sync = [c for c in results if c.one_at_a_time and c.closed_rps]
@@ -510,7 +524,7 @@ def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
             cost = _cpu_compare(best, same_workers)
             return (
                 f"the app waits on I/O: {what} raise capacity {ratio:.0f}× over sync workers "
-                f"({best.label}: {capacity:,.0f} req/s; {same_workers[0].label} serves at most "
+                f"({best.label}: {capacity:,.0f} {unit}; {same_workers[0].label} serves at most "
                 f"{bound:,.0f} even in a closed loop){cost}"
             )
     by_workers: dict[int, CandidateResult] = {}
@@ -527,7 +541,7 @@ def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
     ):  # fmt: skip
         return (
             f"the app is bound by CPU more than by waiting: capacity follows the worker "
-            f"processes ({fewest.label}: {fewest.capacity.median:,.0f} req/s; {best.label}: "
+            f"processes ({fewest.label}: {fewest.capacity.median:,.0f} {unit}; {best.label}: "
             f"{capacity:,.0f})"
         )
     searched = [c for c in results if c.capacity is not None]
@@ -536,13 +550,13 @@ def _reason(best: CandidateResult, results: list[CandidateResult]) -> str:
         cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
         return (
             f"{len(close) + 1} candidates hold the same load within the noise "
-            f"({min(c.capacity.median for c in [best, *close]):,.0f}–{capacity:,.0f} req/s); the "
+            f"({min(c.capacity.median for c in [best, *close]):,.0f}–{capacity:,.0f} {unit}); the "
             f"highest is shown, and {cheapest.label} does it in the least memory "
             f"({cheapest.rss_mb or 0:,.0f} MB)"
         )
     measured = sum(1 for c in results if c.capacity is not None)
     return (
-        f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} req/s "
+        f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} {unit} "
         "under the SLO)"
     )
 

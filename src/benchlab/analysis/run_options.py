@@ -8,12 +8,14 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from benchlab.analysis.capacity import Target
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.http.scenarios import SCENARIOS
-from benchlab.recipe import Recipe, sentinel_of
+from benchlab.recipe import Recipe, WebSocket, sentinel_of
 from benchlab.store import RunRecord
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
@@ -121,6 +123,22 @@ class RunOptions:
             pool_swept=isinstance(options.get("params", {}).get("pool_size"), list),
             min_effect_pct=options.get("min_effect_pct"),
         )
+
+
+def websocket_settings(run: RunRecord) -> WebSocket:
+    """The run's [websocket] settings (what its WebSocket cells' loads were): from its stored
+    plan, else (a run stored before plans were) its recipe's text; the defaults where neither
+    says, as the run had them."""
+    stored = (run.plan or {}).get("recipe", {}).get("websocket")
+    if stored is None:
+        try:
+            stored = tomllib.loads(run.recipe_text).get("websocket", {})
+        except tomllib.TOMLDecodeError:
+            stored = {}
+    try:
+        return WebSocket.model_validate(stored)
+    except ValidationError:
+        return WebSocket()
 
 
 def ratio_method(stops_on_its_data: bool, rounds_move_together: bool) -> str:

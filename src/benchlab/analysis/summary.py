@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.analysis.capacity import Target, sustained_miss
-from benchlab.analysis.cell_records import measured, own_trials
+from benchlab.analysis.cell_records import measured, own_trials, refused_opens, reported_errors
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod, effect_pct
 from benchlab.analysis.flips import Flip, flips
@@ -32,7 +32,7 @@ from benchlab.analysis.relative import (
     reference_cells,
     relative_to,
 )
-from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.run_options import RunOptions, websocket_settings
 from benchlab.analysis.samples import per_round_ratios
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
 from benchlab.analysis.verdicts import (
@@ -45,9 +45,10 @@ from benchlab.analysis.verdicts import (
 )
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS
+from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS, rate_unit_of
 from benchlab.load import TOOLS
 from benchlab.load.ws_requests import AT_LAST_STEP
+from benchlab.recipe import WebSocket
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked, slow_client_check, stop_check
 from benchlab.resilience.slow_clients import SlowClients
@@ -187,6 +188,11 @@ class CellSummary:
     # A WebSocket hold: why its steps ended in most of its trials (refused, stalled,
     # dropped, memory, steps: its last step reached).
     hold_stop: str | None = None
+    # A hold whose server refused an upgrade: the opens it refused by then, median over the
+    # trials that stopped so (the hold's finding, not errors: cell_records.reported_errors).
+    hold_refused: int | None = None
+    # The run's [websocket] settings, for a WebSocket cell (what its load was).
+    websocket: WebSocket | None = None
 
     # --- the stored cell's identity and settings: its record's shown fields, by the names
     # every report shows them by (store/records.py, CELL_SHOWN: cell.stack, cell.point,
@@ -263,6 +269,15 @@ class CellSummary:
     def rate_text(self) -> str:
         return rate_text(self.stored)
 
+    @property
+    def rate_unit(self) -> str:
+        """What its rates count a second: requests, or a WebSocket scenario's messages."""
+        return rate_unit_of(self.scenario)
+
+    def unit(self, figure: F.Figure) -> str:
+        """The figure's unit in this cell (a rate: its scenario's)."""
+        return figure.unit_in(self.rate_unit)
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             **self.shown(),
@@ -297,6 +312,8 @@ class CellSummary:
                 "load_hosts": [dataclasses.asdict(h) for h in self.load_hosts],
                 "replicates": [dataclasses.asdict(r) for r in self.replicates],
                 "hold_stop": self.hold_stop,
+                "hold_refused": self.hold_refused,
+                "rate_unit": self.rate_unit,
             }
         )
         if self.trial_records:
@@ -527,7 +544,9 @@ def _summarise_cell(
     status = cell.status
     if status == "pending" and (trials or capacities):
         status = "incomplete"
-    errors = {kind: sum(getattr(t, f"errors_{kind}") or 0 for t in trials) for kind in ERROR_KINDS}
+    counted = [reported_errors(t) for t in trials]
+    errors = {kind: sum(getattr(e, kind) for e in counted) for kind in ERROR_KINDS}
+    refused = [n for t in trials if (n := refused_opens(t)) is not None]
     combined = combine(trials, capacities, cell, mode, own_trials(all_trials))
     return CellSummary(
         stored=cell,
@@ -547,6 +566,7 @@ def _summarise_cell(
         mix=_mix_figures(cell.scenario, trials),
         replicates=tuple(capacities),
         hold_stop=_most_often([t.ws_hold_stop for t in trials if t.ws_hold_stop]),
+        hold_refused=round(statistics.median(refused)) if refused else None,
     )
 
 
@@ -617,6 +637,7 @@ def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> Ru
     """A stored run's summary; `with_trials`: each cell keeps its trials as stored too."""
     record = store.run(run_id)
     options = RunOptions.of_run(record)
+    websocket = websocket_settings(record)
     cells, entrants, trends, all_shares = [], [], [], []
     for cell in store.cells(record.id):
         trials, capacities = store.trials(cell.id), store.capacities(cell.id)
@@ -626,6 +647,7 @@ def summarise(store: Store, run_id: str | None, with_trials: bool = False) -> Ru
             summary, grid=point_of(cell, options.pool_swept),
             load_hosts=shares if len(shares) > 1 else (),
             trial_records=tuple(trials) if with_trials else (),
+            websocket=websocket if cell.scenario in WEBSOCKET_SCENARIOS else None,
         ))  # fmt: skip
         trends.append(_trend(trials))
         all_shares.append(shares)

@@ -30,6 +30,12 @@ class Better(Enum):
     NEITHER = "neither"
 
 
+# What a rate counts a second: an HTTP scenario's requests, a WebSocket scenario's messages
+# (http/scenarios.py, Scenario.rate_unit, says which a scenario's is). A rate figure declares
+# REQ_S, the HTTP unit, and is shown in the unit of its cell's scenario (Figure.unit_in).
+REQ_S, MSG_S = "req/s", "msg/s"
+
+
 class Kind(Enum):
     ESTIMATE = "estimate"
     VALUE = "value"
@@ -132,12 +138,24 @@ class Figure:
     # Its interval shown in the brief table even where the cells are not ranked by it.
     spread: bool = False
 
+    @property
+    def is_rate(self) -> bool:
+        """A count a second: shown in its scenario's rate unit (requests or messages)."""
+        return self.unit == REQ_S
+
+    def unit_in(self, rate_unit: str) -> str:
+        """Its unit in a scenario whose rates count `rate_unit` (Scenario.rate_unit)."""
+        return rate_unit if self.is_rate else self.unit
+
+    def title_in(self, rate_unit: str) -> str:
+        return f"{self.label} {self.unit_in(rate_unit)}".strip()
+
     def format(self, value: float | None) -> str:
         return "–" if value is None else self.text(value)
 
     @property
     def title(self) -> str:
-        return f"{self.label} {self.unit}".strip()
+        return self.title_in(REQ_S)
 
     def reaches(self, value: float, of: float = 1.0) -> bool:
         """Whether `value` reaches the threshold (times `of`: a share of a whole)."""
@@ -233,17 +251,17 @@ def _bytes_per_response(trials: Sequence[Any], figures: Mapping[str, Any]) -> fl
 
 # --- load and what it achieved ---------------------------------------------------------------
 THROUGHPUT = _figure(
-    "throughput_rps", "throughput", "req/s", UP, E,
+    "throughput_rps", "throughput", REQ_S, UP, E,
     "responses per second: median over trials [interval]", rate_text, brief=True,
     source=_median("throughput_rps"),
 )  # fmt: skip
 TARGET_RATE = _figure(
-    "target_rate", "target", "req/s", FLAT, V,
+    "target_rate", "target", REQ_S, FLAT, V,
     "the fixed rate requests were sent at (rate cells)", rate_text,
     source=Source(Combine.CELL, "target_rate", FIXED_RATE),
 )  # fmt: skip
 ACHIEVED = _figure(
-    "achieved_rps", "achieved", "req/s", UP, E,
+    "achieved_rps", "achieved", REQ_S, UP, E,
     "successful responses per second at the fixed rate", rate_text,
     source=_median("achieved_rps", FIXED_RATE),
 )  # fmt: skip
@@ -254,7 +272,7 @@ RATE_RATIO = _figure(
     threshold=_DELIVERED, source=_median("rate_ratio", FIXED_RATE),
 )  # fmt: skip
 SENT_RATE = _figure(
-    "sent_rate", "sent", "req/s", FLAT, E,
+    "sent_rate", "sent", REQ_S, FLAT, E,
     "requests the generator actually sent per second", rate_text,
     source=_median("sent_rate", FIXED_RATE),
 )  # fmt: skip
@@ -264,13 +282,13 @@ SCHEDULE_LAG = _figure(
     source=_peak("schedule_lag_ms", FIXED_RATE),
 )  # fmt: skip
 CAPACITY = _figure(
-    "capacity_rps", "capacity", "req/s", UP, E,
+    "capacity_rps", "capacity", REQ_S, UP, E,
     "the highest fixed rate that held the SLO: median over search replicates [interval]",
     rate_text, brief=True,
     source=Source(Combine.REPLICATES, "capacity_rps", frozenset({Mode.SLO})),
 )  # fmt: skip
 CLOSED_CAPACITY = _figure(
-    "closed_capacity_rps", "closed-loop", "req/s", UP, V,
+    "closed_capacity_rps", "closed-loop", REQ_S, UP, V,
     "throughput under a closed loop at the same connections: the search's upper bound",
     rate_text, source=Source(Combine.CELL, "closed_capacity_rps", FIXED_RATE),
 )  # fmt: skip

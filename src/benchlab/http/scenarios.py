@@ -82,8 +82,9 @@ class Scenario:
 
     @property
     def rate_unit(self) -> str:
-        """What a rate of its loads counts a second: messages (WebSocket) or requests."""
-        return "msg/s" if self.websocket else "req/s"
+        """What its rates count a second (capacity, throughput, target, achieved, sent):
+        a WebSocket scenario's messages, an HTTP scenario's requests."""
+        return F.MSG_S if self.websocket else F.REQ_S
 
     def mode_for(self, asked: Mode) -> Mode:
         """The mode its cells take where the recipe's load profile makes `asked`."""
@@ -392,3 +393,10 @@ _BASE: dict[str, Scenario] = {
     )
 }
 SCENARIOS = ScenarioCatalogue(_BASE)
+
+
+def rate_unit_of(scenario: str) -> str:
+    """What a cell of this scenario counts a second (Scenario.rate_unit); a user's own
+    requests (benchlab tune), not in the catalogue: requests."""
+    known = SCENARIOS.get(scenario)
+    return known.rate_unit if known is not None else F.REQ_S

@@ -26,6 +26,7 @@ from benchlab.recipe.schema import (
     Services,
     Slo,
     StackParams,
+    WebSocket,
     as_list,
     at_point,
     profile_mode,
@@ -35,7 +36,7 @@ from benchlab.recipe.schema import (
 __all__ = [
     "BUNDLED_RECIPES", "DEFAULT_RECIPE", "Cell", "CoreAssignment", "Cores", "Exclusion",
     "HostEntry", "HostPlan", "LoadProfile", "Params", "Plan", "Point", "Recipe", "Services",
-    "Slo", "StackParams", "allowed_cores", "apply_overrides", "as_list", "at_point",
+    "Slo", "StackParams", "WebSocket", "allowed_cores", "apply_overrides", "as_list", "at_point",
     "build_plan", "bundled_recipes", "default_cores", "expand", "load_recipe", "local_only",
     "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe", "sentinel_of",
     "unserved",

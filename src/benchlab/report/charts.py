@@ -30,11 +30,12 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
-from benchlab.analysis.recommendation import candidate_results
+from benchlab.analysis.recommendation import candidate_results, tune_rate_unit
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.http.scenarios import rate_unit_of
 from benchlab.report.wording import display_names
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
@@ -211,7 +212,7 @@ def bar_chart(
         ax.set_xlim(floor, right)
         ax.set_ylim(-0.6, len(ordered) - 0.4)
         _log_ticks(ax, "x", floor, right, tick_text)
-        ax.set_xlabel(f"{figure.label}, {figure.unit} (log scale)")
+        ax.set_xlabel(f"{figure.label}, {measured[0].unit(figure)} (log scale)")
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(axis="y", length=0)
         svg = _svg(chart, f"{title}: {figure.label} per stack")
@@ -276,8 +277,8 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
             )
         elif figure is F.THROUGHPUT:
             caption = (
-                "Bar: median req/s over trials (log scale: equal steps are equal ratios); "
-                "whiskers: its interval; dots: the trials."
+                f"Bar: median {rate_unit_of(point.scenario)} over trials (log scale: equal steps "
+                "are equal ratios); whiskers: its interval; dots: the trials."
             )
             if any(c.ratio(F.CEILING) for c in cells):
                 caption += f" The % after a value: its share of {CEILING_STACK}'s, the ceiling."
@@ -335,7 +336,8 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             "Each line a stack: its latency at each percentile (the x axis spreads the nines: "
             "p90, p99, p99.9 one step apart)."
             + (
-                " Under a closed loop these restate throughput (p50 ≈ connections ÷ req/s): "
+                " Under a closed loop these restate throughput (p50 ≈ connections ÷ "
+                f"{rate_unit_of(point.scenario)}): "
                 "read them for the tail's shape, not as a user's wait."
                 if closed
                 else " Counted from each request's due time at the fixed rate."
@@ -418,7 +420,8 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
             "heatmap",
             f"{figure.label.capitalize()} over the grid",
             _svg(chart, f"Heat map of {figure.label} per stack over the grid points"),
-            f"Each square: the stack's median {figure.title} at that grid point; its shade is "
+            f"Each square: the stack's median {_title(figure, summary.cells)} at that grid point; "
+            "its shade is "
             "how close it comes to the best stack at that point (dark: the best). Rows in the "
             "ranking's order (by their mean place), the stacks not ranked last.",
         )
@@ -432,13 +435,19 @@ def _share(cell: CellSummary | None, best: float, figure: F.Figure) -> float | N
     return value / best if figure.better is F.Better.HIGHER else best / value
 
 
+def _title(figure: F.Figure, cells: Sequence[CellSummary]) -> str:
+    """The figure with its unit in the cells that have it (several: each named)."""
+    units = sorted({c.unit(figure) for c in cells if c.value(figure) is not None})
+    return figure.title_in(units[0]) if len(units) == 1 else f"{figure.label} ({', '.join(units)})"
+
+
 def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) -> tuple[str, str]:
     if cell is None:
         return "–", "#777"
     value = cell.value(figure)
     if value is None:
         return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
-    text = short_number(value) if figure.unit == "req/s" else figure.format(value)
+    text = short_number(value) if figure.is_rate else figure.format(value)
     return text, "white" if share is not None and share > 0.6 else "#111"
 
 
@@ -567,7 +576,7 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             ax.set_yscale("log")
             _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
-            ax.set_xlabel("offered rate, req/s")
+            ax.set_xlabel(f"offered rate, {rate_unit_of(point.scenario)}")
             ax.set_ylabel("latency, ms (log scale)")
             ax.grid(which="major", alpha=0.25)
         svg = _svg(chart, f"{labels[point]}: p50 and p99 latency against the rate offered")
@@ -612,7 +621,7 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
         ax.step([c.rss_mb for c in front], [c.capacity.median for c in front], where="post",
                 color=PALETTE[0], linewidth=1.2, alpha=0.7)  # fmt: skip
         ax.set_xlabel("peak memory of the server's processes, MB")
-        ax.set_ylabel("capacity under the SLO, req/s")
+        ax.set_ylabel(f"capacity under the SLO, {tune_rate_unit(summary)}")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         return Chart(

@@ -41,7 +41,7 @@ def estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
 
 
 def brief_number(figure: F.Figure, value: float) -> str:
-    return F.compact_number(value) if figure.unit == "req/s" else figure.format(value)
+    return F.compact_number(value) if figure.is_rate else figure.format(value)
 
 
 def brief_estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
@@ -105,14 +105,23 @@ def _below_resolution(cell: CellSummary, figure: F.Figure, value: object) -> str
 
 
 def figure_column(
-    figure: F.Figure, interval: bool = False, title: str | None = None, brief: bool = False
+    figure: F.Figure,
+    cells: Sequence[CellSummary],
+    interval: bool = False,
+    title: str | None = None,
+    brief: bool = False,
 ) -> Column:
-    return Column(
-        title or figure.title,
-        lambda c: figure_text(c, figure, interval, brief),
-        lambda c: c.value(figure),
-        hint=figure.description,
-    )
+    """A figure's column over `cells`: its unit in the title where the cells that have it
+    share one (a rate: their scenario's, req/s or msg/s), else beside each value."""
+    units = {c.unit(figure) for c in cells if c.figures.get(figure.key) is not None}
+    shared = (units.pop() if units else figure.unit) if len(units) <= 1 else None
+
+    def text(cell: CellSummary) -> str:
+        shown = figure_text(cell, figure, interval, brief)
+        return shown if shared is not None or not shown else f"{shown} {cell.unit(figure)}"
+
+    heading = f"{figure.label} {shared}".strip() if shared is not None else figure.label
+    return Column(title or heading, text, lambda c: c.value(figure), hint=figure.description)
 
 
 def params_text(cell: CellSummary) -> str:
@@ -218,7 +227,8 @@ TRIALS = Column(
 )  # fmt: skip
 ERRORS = Column(
     "errors", lambda c: f"{c.errors['total']:,}", lambda c: c.errors["total"],
-    hint="connect, read, write, timeout, non-2xx and unclassified, summed",
+    hint="connect, read, write, timeout, non-2xx and unclassified, summed (a hold's refused "
+    "opens, where refusing ended it, are its finding: the note under its table)",
 )  # fmt: skip
 ALWAYS = (STACK, SCENARIO, CONNS, TRIALS, ERRORS)
 
@@ -233,35 +243,39 @@ def cell_columns(
     """The columns of a cell table, those with a value somewhere. `article`: with the
     articles' own (requests, avg and max latency, transfer), for Markdown and HTML. `brief`:
     the terminal's default: the brief figures, short intervals, and only the identity
-    columns whose values differ between rows (`constant_identity` names the others)."""
+    columns whose values differ between rows (the settings above the table say the others)."""
     if brief:
         return _brief_columns(cells)
     title = f"vs {baseline}" if baseline else None
+
+    def column(figure: F.Figure, interval: bool = False, title: str | None = None) -> Column:
+        return figure_column(figure, cells, interval, title)
+
     candidates = [
         STACK, SCENARIO, TOOL, PARAMS, LOAD, CONNS, TRIALS,
-        *([figure_column(F.REQUESTS)] if article else []),
-        figure_column(F.THROUGHPUT, interval=True),
-        figure_column(F.TARGET_RATE),
-        figure_column(F.RATE_RATIO),
-        *([figure_column(F.SCHEDULE_LAG)] if article else []),
-        figure_column(F.CAPACITY, interval=True),
-        *([figure_column(F.LAT_MEAN)] if article else []),
-        figure_column(F.P50),
-        figure_column(F.P99),
-        *([figure_column(F.LAT_MAX)] if article else []),
+        *([column(F.REQUESTS)] if article else []),
+        column(F.THROUGHPUT, interval=True),
+        column(F.TARGET_RATE),
+        column(F.RATE_RATIO),
+        *([column(F.SCHEDULE_LAG)] if article else []),
+        column(F.CAPACITY, interval=True),
+        *([column(F.LAT_MEAN)] if article else []),
+        column(F.P50),
+        column(F.P99),
+        *([column(F.LAT_MAX)] if article else []),
         ERRORS,
-        *([figure_column(F.TRANSFER)] if article else []),
-        figure_column(F.CPU_PER_REQUEST),
-        figure_column(F.SERVER_CPU),
-        figure_column(F.SERVER_RSS),
-        figure_column(F.STEAL),
-        figure_column(F.RELATIVE, title=title),
-        figure_column(F.CEILING),
-        figure_column(F.TO_SENTINEL),
-        figure_column(F.DB_SESSIONS),
-        figure_column(F.POOL_ACTIVE),
-        figure_column(F.CACHE_HITS),
-        *(figure_column(f, interval=f.kind is F.Kind.ESTIMATE) for f in F.WEBSOCKET_FIGURES),
+        *([column(F.TRANSFER)] if article else []),
+        column(F.CPU_PER_REQUEST),
+        column(F.SERVER_CPU),
+        column(F.SERVER_RSS),
+        column(F.STEAL),
+        column(F.RELATIVE, title=title),
+        column(F.CEILING),
+        column(F.TO_SENTINEL),
+        column(F.DB_SESSIONS),
+        column(F.POOL_ACTIVE),
+        column(F.CACHE_HITS),
+        *(column(f, interval=f.kind is F.Kind.ESTIMATE) for f in F.WEBSOCKET_FIGURES),
     ]  # fmt: skip
     several_tools = len({c.tool for c in cells}) > 1
     shown = []
@@ -288,23 +302,13 @@ def _varies(column: Column, cells: Sequence[CellSummary]) -> bool:
     return len({column.text(c) for c in cells}) > 1
 
 
-def constant_identity(cells: Sequence[CellSummary]) -> list[str]:
-    """What every row of a brief table shares, in words (said once above the table)."""
-    words = []
-    for column in IDENTITY:
-        values = {column.text(c) for c in cells}
-        if len(values) == 1 and (value := values.pop()):
-            words.append(f"{value} connections" if column is CONNS else value)
-    return words
-
-
 def _brief_columns(cells: Sequence[CellSummary]) -> list[Column]:
     """Figures in registry order: the brief ones and the one the cells are ranked by (a
     WebSocket scenario's own), that one with its short interval; a figure no cell has, or
     that is 0 in every cell (a hold's throughput), is left out."""
     ranked = {c.ranked_by.key for c in cells}
     figures = [
-        figure_column(f, interval=f.key in ranked or f.spread, brief=True)
+        figure_column(f, cells, interval=f.key in ranked or f.spread, brief=True)
         for f in F.FIGURES.values()
         if f.brief or f.key in ranked
     ]

@@ -35,6 +35,8 @@ def csv_fields() -> list[str]:
         "status",
         "mix",
         "hold_stop",
+        "hold_refused",
+        "rate_unit",
     ]
 
 
@@ -62,6 +64,8 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
         # a mix's parts: "json 60% p99 5.3 ms · db 30% …" (JSON has them as numbers)
         "mix": " · ".join(m.text() for m in cell.mix),
         "hold_stop": cell.hold_stop,  # a WebSocket hold: why its steps ended
+        "hold_refused": cell.hold_refused,  # ... the opens refused, when that is why
+        "rate_unit": cell.rate_unit,  # what its rates count a second: req/s, msg/s
     }
     return row
 

@@ -131,6 +131,12 @@ class _CellSummary(_Closed):
     hold_stop: str | None = None
     """A WebSocket hold: why its steps ended in most trials (refused, stalled, dropped,
     memory, steps: its last step reached, the server still holding); null otherwise."""
+    hold_refused: int | None = None
+    """A WebSocket hold whose server refused an upgrade: the opens it refused by then,
+    median over the trials that stopped so (the hold's finding: not in `errors`)."""
+    rate_unit: str = "req/s"
+    """What the cell's rates (throughput, target, achieved, sent, capacity, closed-loop)
+    count a second: req/s, or msg/s for a WebSocket scenario's messages."""
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
 

@@ -106,7 +106,8 @@ def chain(ranked: PointRanking, summary: RunSummary) -> str:
     if len(order) == 1:
         value = F.compact_number(order[0].value)
         only = _named(cells[order[0].key], names)
-        return f"{only}: {value} {figure.unit} (the only stack ranked here)."
+        unit = cells[order[0].key].unit(figure)
+        return f"{only}: {value} {unit} (the only stack ranked here)."
     lower = figure.better is F.Better.LOWER
     lead = f"By {figure.label}, " + (
         "lowest first (each × how many times lower than the next): " if lower else "best first: "
@@ -154,7 +155,7 @@ def _nothing_ranked(cells: Sequence[CellSummary], figure: F.Figure) -> str:
         listed = ", ".join(
             f"{c.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
         )
-        return f"No stack ranked here; measured: {listed} {figure.unit}."
+        return f"No stack ranked here; measured: {listed} {shown[0].unit(figure)}."
     failed = [c for c in cells if c.status == "failed"]
     return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
 
@@ -182,7 +183,8 @@ def _ceiling_note(cells: Sequence[CellSummary]) -> str:
         why = next(v for v in cell.verdicts if not is_ceiling(cell.stack, [v.name]))
         return (
             f"No share of the ceiling: {CEILING_STACK} was {why.name} here, so its "
-            f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} req/s is the load tool's limit, "
+            f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} {cell.unit(F.THROUGHPUT)} is the "
+            "load tool's limit, "
             "not the machine's."
         )
     return ""
@@ -199,11 +201,13 @@ HOLD_STOPS = {
 
 
 def _held(cells: Sequence[CellSummary]) -> list[str]:
-    """At a hold's point, why each stack's steps ended (what its figure is the count at)."""
+    """At a hold's point, why each stack's steps ended (what its figure is the count at);
+    a server that refused: the opens it refused by then (its finding, not errors)."""
     by_stop: dict[str, list[str]] = {}
     for cell in cells:
         if cell.hold_stop is not None:
-            by_stop.setdefault(cell.hold_stop, []).append(cell.stack_label)
+            refused = "" if cell.hold_refused is None else f" ({cell.hold_refused:,} refused)"
+            by_stop.setdefault(cell.hold_stop, []).append(cell.stack_label + refused)
     return [
         f"{HOLD_STOPS.get(stop, stop)}: {', '.join(labels)}" for stop, labels in by_stop.items()
     ]
@@ -225,7 +229,8 @@ def _closed_example(summary: RunSummary) -> str:
     throughput = cell.value(F.THROUGHPUT) or 1.0
     expected = 1000 * cell.connections / throughput
     return (
-        f" Here {cell.stack_label}: {cell.connections} ÷ {throughput:,.0f} req/s = "
+        f" Here {cell.stack_label}: {cell.connections} ÷ {throughput:,.0f} "
+        f"{cell.unit(F.THROUGHPUT)} = "
         f"{F.ms_text(expected)} ms; its measured p50: {F.P50.format(cell.value(F.P50))} ms."
     )
 

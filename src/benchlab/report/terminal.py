@@ -27,7 +27,7 @@ from benchlab.report.sections import Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import (
-    CANDIDATE_HEADER,
+    candidate_header,
     candidate_rows,
     is_check_only,
     recommendation_lines,
@@ -266,7 +266,7 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
         box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, header_style="bold",
     )  # fmt: skip
     rows = candidate_rows(summary)
-    for index, name in enumerate(CANDIDATE_HEADER):
+    for index, name in enumerate(candidate_header(summary)):
         left = name in ("candidate", "status", "verdicts")
         words = [row[index] for row in rows]
         table.add_column(

@@ -11,6 +11,7 @@ from benchlab.analysis.recommendation import (
     ProofStep,
     Recommendation,
     recommend,
+    tune_rate_unit,
 )
 from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
@@ -44,10 +45,10 @@ def capacity_text(c: CandidateResult) -> str:
     return f"{at_least}{e.median:,.0f} [{e.low:,.0f}–{e.high:,.0f}]"
 
 
-def _step_text(step: ProofStep, slo_ms: float | None = None) -> str:
+def _step_text(step: ProofStep, unit: str, slo_ms: float | None = None) -> str:
     delivered = "–" if step.delivered is None else f"{100 * step.delivered:.0f} %"
     return (
-        f"{F.THROUGHPUT.format(step.rate)} req/s: p99 {F.P99.format(step.p99_ms)} ms"
+        f"{F.THROUGHPUT.format(step.rate)} {unit}: p99 {F.P99.format(step.p99_ms)} ms"
         f"{windows_text(step, slo_ms)}, {step.errors:,} errors, {delivered} delivered"
     )
 
@@ -69,39 +70,41 @@ def windows_text(step: ProofStep, slo_ms: float | None) -> str:
     )
 
 
-def proof_text(proof: Proof, slo_ms: float | None = None) -> str:
-    """What the replay of the printed command showed, missed steps first."""
+def proof_text(proof: Proof, unit: str, slo_ms: float | None = None) -> str:
+    """What the replay of the printed command showed, missed steps first (its rates in
+    `unit`, the recommendation's)."""
     final = proof.final
     seconds = f"{final.duration_s:g} s"
     earlier = [s for s in proof.steps if s is not final]  # each missed: a proof stops at a hold
-    before = "".join(f"{F.THROUGHPUT.format(s.rate)} req/s missed ({s.missed}); " for s in earlier)
+    before = "".join(f"{F.THROUGHPUT.format(s.rate)} {unit} missed ({s.missed}); " for s in earlier)
     if final.held:
         return (
             f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-            f"{_step_text(final, slo_ms)} — held"
+            f"{_step_text(final, unit, slo_ms)} — held"
         )
     return (
         f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-        f"{_step_text(final, slo_ms)} — missed ({final.missed}); no rate tried held: run below "
-        f"{F.THROUGHPUT.format(final.rate)} req/s, or raise --budget for more steps down"
+        f"{_step_text(final, unit, slo_ms)} — missed ({final.missed}); no rate tried held: run "
+        f"below {F.THROUGHPUT.format(final.rate)} {unit}, or raise --budget for more steps down"
     )
 
 
 def margin_text(recommendation: Recommendation) -> str | None:
     """What holding every window cost, and how far the search's replicates spread."""
     run_at, margin, found = recommendation.run_at, recommendation.margin_pct, recommendation.best
+    unit = recommendation.rate_unit
     if run_at is None or margin is None or found.capacity is None:
         return None
     held = [c for c in found.replicates if c > 0]
     spread = (
         f"; its {len(held)} replicates held {F.THROUGHPUT.format(min(held))}–"
-        f"{F.THROUGHPUT.format(max(held))} req/s"
+        f"{F.THROUGHPUT.format(max(held))} {unit}"
         if len(held) > 1
         else ""
     )
     return (
-        f"{F.THROUGHPUT.format(run_at)} req/s is {margin:.0f} % under the capacity's median "
-        f"({F.THROUGHPUT.format(found.capacity.median)} req/s), the price of holding the "
+        f"{F.THROUGHPUT.format(run_at)} {unit} is {margin:.0f} % under the capacity's median "
+        f"({F.THROUGHPUT.format(found.capacity.median)} {unit}), the price of holding the "
         f"target in every window with at least {RUN_AT_SPARE_PCT} % of the "
         f"capacity spare{spread}"
     )
@@ -120,7 +123,7 @@ def repeat_text(recommendation: Recommendation) -> str | None:
     )
     return (
         f"a second tune here would say {F.THROUGHPUT.format(found.low_rps)}–"
-        f"{F.THROUGHPUT.format(found.high_rps)} req/s 95 % of the time (up to "
+        f"{F.THROUGHPUT.format(found.high_rps)} {recommendation.rate_unit} 95 % of the time (up to "
         f"{found.spread_pct:.0f} % apart; from {basis})"
     )
 
@@ -145,7 +148,8 @@ def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
         return (
             f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s), so the app "
             f"is bound by CPU: another core would add up to about "
-            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} req/s"
+            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} "
+            f"{recommendation.rate_unit}"
         )
     return (
         f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s): the app waits "
@@ -166,10 +170,10 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         failed = [c for c in results if c.status == "failed"]
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
-    best = recommendation.best
+    best, unit = recommendation.best, recommendation.rate_unit
     if recommendation.holds_goal:
         head = (
-            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} req/s for "
+            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} {unit} for "
             f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
             f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
             f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
@@ -177,20 +181,20 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     elif recommendation.provisional:
         head = (
             f"Provisional recommendation for {app}: {best.label} — "
-            f"{F.THROUGHPUT.format(best.closed_rps)} req/s in a closed loop; no capacity "
+            f"{F.THROUGHPUT.format(best.closed_rps)} {unit} in a closed loop; no capacity "
             f"with {slo} measured"
         )
     else:
         run_at = recommendation.run_at
-        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} req/s" if run_at else ""
+        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} {unit}" if run_at else ""
         head = (
             f"Recommended for {app}: {best.label} — capacity "
-            f"{capacity_text(best)} req/s with {slo}{at}"
+            f"{capacity_text(best)} {unit} with {slo}{at}"
         )
     lines = [head, f"  deploy: {best.command}", *_target_lines(_target(tune))]
     if recommendation.proof is not None:
         slo_ms = tune.get("slo_p99_ms")
-        lines.append(f"  proof: {proof_text(recommendation.proof, slo_ms)}")
+        lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms)}")
         margin = margin_text(recommendation)
         if margin:
             lines.append(f"  margin: {margin}")
@@ -208,8 +212,8 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
     goal, most = recommendation.goal_rps, recommendation.run_at
     if goal is not None and not recommendation.holds_goal and most is not None and most >= goal:
         lines.append(
-            f"  goal: the replays at {F.THROUGHPUT.format(goal)} req/s of the cheaper candidates "
-            f"missed; this one, searched, holds {F.THROUGHPUT.format(most)} req/s, more than "
+            f"  goal: the replays at {F.THROUGHPUT.format(goal)} {unit} of the cheaper candidates "
+            f"missed; this one, searched, holds {F.THROUGHPUT.format(most)} {unit}, more than "
             "asked"
         )
     lines += _short_lines(summary, recommendation, slo)
@@ -219,7 +223,7 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         lines.append(
             "  as good within the noise (cheapest first): "
             + "; ".join(
-                f"{c.label} ({capacity_text(c)} req/s, {F.SERVER_RSS.format(c.rss_mb)} MB, "
+                f"{c.label} ({capacity_text(c)} {unit}, {F.SERVER_RSS.format(c.rss_mb)} MB, "
                 f"{F.CPU_PER_REQUEST.format(c.cpu_us_per_request)} µs CPU/req)"
                 for c in recommendation.equals
             )
@@ -253,10 +257,13 @@ def proxy_text(found: SlowClients | NotChecked | None) -> str | None:
     return f"none needed beside slow clients: {found.sentence()}"
 
 
-CANDIDATE_HEADER = [
-    "candidate", "status", "closed-loop req/s", "capacity req/s", "p99 ms", "CPU/req µs",
-    "RSS MB", "verdicts",
-]  # fmt: skip
+def candidate_header(summary: RunSummary) -> list[str]:
+    """The candidates table's header, its rates in the tune's unit."""
+    unit = tune_rate_unit(summary)
+    return [
+        "candidate", "status", f"closed-loop {unit}", f"capacity {unit}", "p99 ms",
+        "CPU/req µs", "RSS MB", "verdicts",
+    ]  # fmt: skip
 
 
 def candidate_rows(summary: RunSummary) -> list[list[str]]:
@@ -299,11 +306,11 @@ def _short_lines(summary: RunSummary, recommendation: Recommendation, slo: str) 
     short, goal = recommendation.short_pct, recommendation.goal_rps
     if short is None or goal is None:
         return []
-    most = recommendation.run_at
+    most, unit = recommendation.run_at, recommendation.rate_unit
     return [
-        f"  short: nothing here held {F.THROUGHPUT.format(goal)} req/s "
+        f"  short: nothing here held {F.THROUGHPUT.format(goal)} {unit} "
         + (
-            f"with {slo}; the most that holds is {F.THROUGHPUT.format(most)} req/s, "
+            f"with {slo}; the most that holds is {F.THROUGHPUT.format(most)} {unit}, "
             f"{short:.0f} % short"
             if most
             else f"with {slo}, nor any rate its proof tried"
@@ -344,9 +351,10 @@ def tune_markdown(summary: RunSummary) -> list[str]:
         out += ["", "```sh", recommendation.best.command, "```", ""]
         out += [f"- {line.strip()}" for line in lines[2:]]
     out += ["", f"## {CANDIDATES_TITLE}", ""]
+    header = candidate_header(summary)
     out += [
-        "| " + " | ".join(CANDIDATE_HEADER) + " |",
-        "|" + "|".join("---" for _ in CANDIDATE_HEADER) + "|",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
     ]
     out += [
         "| " + " | ".join(v.replace("|", "\\|") for v in row) + " |"
@@ -365,7 +373,7 @@ def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
         "candidates_title": CANDIDATES_TITLE,
         "lines": recommendation_lines(summary),
         "command": recommendation.best.command if recommendation else None,
-        "header": CANDIDATE_HEADER,
+        "header": candidate_header(summary),
         "rows": candidate_rows(summary),
     }
 

@@ -15,6 +15,7 @@ from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
+from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.system.cpu_account import PROCESS_TREE
@@ -249,25 +250,48 @@ def _span(values: Sequence[float], unit: str) -> str:
     return f"{shown} {unit}"
 
 
+def load_words(cell: CellSummary) -> str:
+    """What loaded a cell, in words: its connections; a WebSocket cell's own load, from the
+    run's [websocket]: a hold's steps, a broadcast's receivers and rounds, an echo's
+    connections and its fixed rate."""
+    ws, scenario = cell.websocket, SCENARIOS.get(cell.scenario)
+    kind = scenario.websocket if scenario is not None else None
+    if ws is None or kind is None:
+        return f"{cell.connections} connections"
+    if kind == HOLD:
+        return f"{ws.hold_steps} steps of {ws.hold_step:,} connections"
+    if kind == BROADCAST:
+        return f"{ws.receivers:,} receivers · {ws.rounds:,} rounds"
+    # the echo's fixed rate: its cells' own, or (an [slo]'s) the trial each round beside
+    # the search
+    return f"{cell.connections} connections · fixed rate {F.rate_text(ws.rate)} {cell.rate_unit}"
+
+
+def _loads_text(cells: Sequence[CellSummary]) -> str:
+    """The cells' loads in words: their connections, as a span where they differ (a
+    WebSocket cell's own words, each once)."""
+    if all(c.websocket is None for c in cells):
+        connections = sorted({c.connections for c in cells})
+        low, high = connections[0], connections[-1]
+        return f"{low} connections" if low == high else f"{low}–{high} connections"
+    return "; ".join(dict.fromkeys(load_words(c) for c in cells))
+
+
 def settings_text(
     cells: Sequence[CellSummary], server_cores: Sequence[int] = (), load: bool = True
 ) -> str:
-    """How cells were measured, in one line: tool and connections (`load`), trials ×
-    duration, workers and the server's cores: what a chart or a table of them needs beside it."""
+    """How cells were measured, in one line: tool and load (`load`: connections; a
+    WebSocket cell's own), trials × duration, workers and the server's cores: what a chart or
+    a table of them needs beside it."""
     if not cells:
         return ""
     tools = sorted({c.tool for c in cells})
-    connections = sorted({c.connections for c in cells})
     trials = [c.trials for c in cells if c.trials]
     workers = sorted({c.workers for c in cells})
     parts = []
     if load:
         parts.append(", ".join(tools))
-        parts.append(
-            f"{connections[0]} connections"
-            if len(connections) == 1
-            else f"{connections[0]}–{connections[-1]} connections"
-        )
+        parts.append(_loads_text(cells))
     if trials:
         unit = "replicate" if any(c.mode == Mode.SLO for c in cells) else "trial"
         unit += "s" if max(trials) > 1 else ""

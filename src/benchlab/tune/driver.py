@@ -30,6 +30,7 @@ from benchlab.analysis.noise_record import noise_facts
 from benchlab.analysis.recommendation import first_pass_tied
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.target import Target
+from benchlab.core import figures as F
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Provides, Service
@@ -193,7 +194,7 @@ class TunePlan:
     check_only: bool = False  # --check-only: nothing measured
     check_answer: StoredAnswer | None = None  # --check-answer: its proof alone
     overhead_s: float = PROBE_OVERHEAD_S  # each load's start (a WebSocket echo's JVM: more)
-    unit: str = "req/s"  # what its rates count (a WebSocket echo's: messages)
+    unit: str = F.REQ_S  # what its rates count (a WebSocket echo's: messages)
 
     def describe(self, budget_min: float) -> str:
         if self.check_answer is not None:
@@ -285,7 +286,7 @@ def plan(
     WebSocket echo's loads cost more to start, and have no check beside slow clients)."""
     websocket = load is not None and load.websocket is not None
     overhead = WS_PROBE_OVERHEAD_S if websocket else PROBE_OVERHEAD_S
-    unit = load.rate_unit if load is not None else "req/s"
+    unit = load.rate_unit if load is not None else F.REQ_S
     if answer is not None:
         return TunePlan(found, 0, 0, proof_cost_s(proof_s), 1, proof_s, check_answer=answer,
                         overhead_s=overhead, unit=unit)  # fmt: skip
