@@ -13,7 +13,7 @@ from benchlab.runner import Failure, FailureKind
 from benchlab.tune.driver import _refuse_if_every_check_failed
 
 CELLS = [Cell(f"candidate-{i}", "json", "wrk", 64, 1, 2, 5, 1) for i in range(3)]
-REQUEST = SimpleNamespace(requests=[SimpleNamespace(describe=lambda: "GET /items")])
+REQUEST = SimpleNamespace(shown_requests=lambda: ["GET /items"], echo=None)
 
 
 def _session(*kinds: FailureKind) -> SimpleNamespace:
@@ -32,6 +32,10 @@ def test_a_check_failed_on_every_candidate_is_the_requests_fault() -> None:
         "--request 'GET /items': the check failed on every candidate (3): "
         "GET /items answered 404, expected 200; fix the request"
     )
+    echo = SimpleNamespace(shown_requests=lambda: ["WS /echo"], echo=object())
+    with pytest.raises(UserError) as refused:
+        _refuse_if_every_check_failed(session, CELLS, echo)  # type: ignore[arg-type]
+    assert str(refused.value).endswith("an endpoint that sends each text message back unchanged")
 
 
 @pytest.mark.parametrize(
