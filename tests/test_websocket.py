@@ -206,11 +206,18 @@ def test_a_server_that_drops_or_duplicates_a_frame_fails_verification(
 # --- known answers under the real tool -------------------------------------------------------
 
 
-def _echo(port: int, workdir: Path, registry: ProcessRegistry):
-    request = EchoRequest(Endpoint("127.0.0.1", port, LOAD), 20, 400, 2)
-    before = read_counters("127.0.0.1", port)
-    found = ws_load.run_echo(registry, request, workdir)
-    return found, read_counters("127.0.0.1", port).since(before)
+def _echo(quirks: dict[str, str], workdir: Path, rate: float = 400, warmup_s: float = 0.0):
+    """An echo of 20 connections at `rate` for 2 s against the quirky server: the tool's
+    result and what the server counted."""
+    registry = ProcessRegistry()
+    with running_stack(_quirky(quirks), workdir / "s", cores=SERVER) as (_, port):
+        try:
+            request = EchoRequest(Endpoint("127.0.0.1", port, LOAD), 20, rate, 2, warmup_s=warmup_s)
+            before = read_counters("127.0.0.1", port)
+            found = ws_load.run_echo(registry, request, workdir / "e")
+            return found, read_counters("127.0.0.1", port).since(before)
+        finally:
+            registry.stop_all()
 
 
 def _within(tool: int, server: int) -> bool:
@@ -224,15 +231,7 @@ def test_a_server_that_sleeps_per_message_has_that_time_added_and_counts_agree(
 ) -> None:
     make_ready(TOOLS["jmeter"], print)
     sleep_ms = 20
-    found = {}
-    for sleep in (0, sleep_ms):
-        quirky = _quirky({"WS_SLEEP_MS": str(sleep)})
-        registry = ProcessRegistry()
-        with running_stack(quirky, workdir / f"s{sleep}", cores=SERVER) as (_, port):
-            try:
-                found[sleep] = _echo(port, workdir / f"e{sleep}", registry)
-            finally:
-                registry.stop_all()
+    found = {s: _echo({"WS_SLEEP_MS": str(s)}, workdir / f"{s}") for s in (0, sleep_ms)}
     plain, slept = found[0][0], found[sleep_ms][0]
     for result, counts in found.values():
         assert result.errors == 0 and result.answered == result.sent
@@ -260,15 +259,7 @@ def test_the_connections_schedules_are_spread_over_a_period_not_due_at_once(
     # 20th waits behind 19: p99 about 100 ms, p50 about 50.
     make_ready(TOOLS["jmeter"], print)
     block_ms = 5
-    registry = ProcessRegistry()
-    with running_stack(_quirky({"WS_BLOCK_MS": str(block_ms)}), workdir / "s", cores=SERVER) as (
-        _, port,
-    ):  # fmt: skip
-        try:
-            request = EchoRequest(Endpoint("127.0.0.1", port, LOAD), 20, 100, 3, warmup_s=1)
-            found = ws_load.run_echo(registry, request, workdir / "e")
-        finally:
-            registry.stop_all()
+    found, _ = _echo({"WS_BLOCK_MS": str(block_ms)}, workdir, rate=100, warmup_s=1)
     print(f"echo p50 {found.p50_ms} ms, p99 {found.p99_ms} ms, serving {block_ms} ms each")
     assert found.errors == 0 and found.p99_ms is not None
     assert found.p99_ms < 4 * block_ms, found
