@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from benchlab.core import figures as F
+from benchlab.http.scenarios import rate_unit_of
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,10 @@ class MeasuredCell:
     drain: None = None
     slow_clients: None = None
     hold_stop: str | None = None  # a WebSocket hold's: why its steps ended
+
+    @property
+    def rate_unit(self) -> str:
+        return rate_unit_of(self.scenario)
 
     def value(self, figure: F.Figure) -> float | None:
         return self.figures.get(figure.key)

@@ -29,7 +29,9 @@ def test_an_asgi_apps_websocket_echo_is_tuned_in_messages_a_second_under_its_lim
     assert result.returncode == 0, result.stdout + result.stderr
     said = result.stdout + result.stderr
     assert "msg/s" in said and " req/s" not in said, said
-    recommendation = json.loads(out.read_text())["recommendation"]
+    report = json.loads(out.read_text())
+    assert {cell["rate_unit"] for cell in report["cells"]} == {"msg/s"}
+    recommendation = report["recommendation"]
     most = 1000 / PAUSE_MS  # one event loop, 2 ms a message: no server passes it
     closed = recommendation["closed_loop_rps"]
     capacity = recommendation["capacity_rps"]["median"]

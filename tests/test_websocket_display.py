@@ -155,3 +155,5 @@ def test_a_tune_says_the_rate_unit_its_options_store(tmp_path: Path) -> None:
     assert "run it at up to 978 msg/s" in lines and "req/s" not in lines, lines
     table = _table(summary)
     assert "closed-loop" in table and "msg/s" in table and "req/s" not in table, table
+    # Its cells too (their scenario is the tune's own, in no catalogue): JSON and verdicts.
+    assert {cell.rate_unit for cell in summary.cells} == {F.MSG_S}

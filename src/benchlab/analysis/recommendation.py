@@ -437,7 +437,7 @@ def _with_noise(found: Recommendation | None, summary: RunSummary) -> Recommenda
 def tune_rate_unit(summary: RunSummary) -> str:
     """What a tune's rates count a second, as its options say (a WebSocket tune stores
     msg/s), else requests: the one reader of it."""
-    return str((summary.options.tune or {}).get("rate_unit", F.REQ_S))
+    return summary.options.tune_rate_unit or F.REQ_S
 
 
 def _cheapest_at(

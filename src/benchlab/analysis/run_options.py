@@ -14,7 +14,7 @@ from benchlab.analysis.capacity import Target
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import SCENARIOS
+from benchlab.http.scenarios import SCENARIOS, rate_unit_of
 from benchlab.recipe import Recipe, WebSocket, sentinel_of
 from benchlab.store import RunRecord
 
@@ -58,6 +58,18 @@ class RunOptions:
         known = SCENARIOS.get(scenario)
         own = known.figure_for(mode) if known is not None else None
         return own or F.rank_figure(mode, self.rank_by)
+
+    @property
+    def tune_rate_unit(self) -> str | None:
+        """What a tune's own load counts a second, as its run stored it (a WebSocket echo's
+        messages); None: not a tune, or one stored before it said."""
+        own = (self.tune or {}).get("rate_unit")
+        return str(own) if own else None
+
+    def rate_unit_of(self, scenario: str) -> str:
+        """What a cell of `scenario` counts a second: a tune's own load's, else the
+        catalogue scenario's (rate_unit_of)."""
+        return self.tune_rate_unit or rate_unit_of(scenario)
 
     def run_figure(self, modes: list[Mode]) -> F.Figure:
         """What the run's cells are ranked by, in one figure (a chart has one scale): the

@@ -45,7 +45,7 @@ from benchlab.analysis.verdicts import (
 )
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS, rate_unit_of
+from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.ws_requests import AT_LAST_STEP
 from benchlab.recipe import WebSocket
@@ -191,6 +191,8 @@ class CellSummary:
     # A hold whose server refused an upgrade: the opens it refused by then, median over the
     # trials that stopped so (the hold's finding, not errors: cell_records.reported_errors).
     hold_refused: int | None = None
+    # What its rates count a second (RunOptions.rate_unit_of): requests, a WebSocket's messages.
+    rate_unit: str = F.REQ_S
     # The run's [websocket] settings, for a WebSocket cell (what its load was).
     websocket: WebSocket | None = None
 
@@ -268,11 +270,6 @@ class CellSummary:
     @property
     def rate_text(self) -> str:
         return rate_text(self.stored)
-
-    @property
-    def rate_unit(self) -> str:
-        """What its rates count a second: requests, or a WebSocket scenario's messages."""
-        return rate_unit_of(self.scenario)
 
     def unit(self, figure: F.Figure) -> str:
         """The figure's unit in this cell (a rate: its scenario's)."""
@@ -567,6 +564,7 @@ def _summarise_cell(
         replicates=tuple(capacities),
         hold_stop=_most_often([t.ws_hold_stop for t in trials if t.ws_hold_stop]),
         hold_refused=round(statistics.median(refused)) if refused else None,
+        rate_unit=options.rate_unit_of(cell.scenario),
     )
 
 

@@ -19,7 +19,6 @@ from typing import Protocol
 
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import rate_unit_of
 from benchlab.load.ws_requests import STALLED
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.facts import NotChecked
@@ -81,6 +80,8 @@ class Measured(Protocol):
     def alone_ms(self) -> float | None: ...
     @property
     def trials(self) -> int: ...  # trials measured (for a capacity search: replicates)
+    @property
+    def rate_unit(self) -> str: ...  # what its rates count a second (req/s, msg/s)
     # Capacity-search replicates in which no rate missed the target: their figure is a
     # lower bound, not a capacity.
     @property
@@ -125,7 +126,7 @@ class Setting:
 
 def _per_s(cell: Measured) -> str:
     """What the cell's rates count a second: requests, or a WebSocket scenario's messages."""
-    return rate_unit_of(cell.scenario)
+    return cell.rate_unit
 
 
 def _throughput(cell: Measured) -> float:

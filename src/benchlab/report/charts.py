@@ -35,7 +35,6 @@ from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.http.scenarios import rate_unit_of
 from benchlab.report.wording import display_names
 
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
@@ -277,8 +276,8 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
             )
         elif figure is F.THROUGHPUT:
             caption = (
-                f"Bar: median {rate_unit_of(point.scenario)} over trials (log scale: equal steps "
-                "are equal ratios); whiskers: its interval; dots: the trials."
+                f"Bar: median {summary.options.rate_unit_of(point.scenario)} over trials (log "
+                "scale: equal steps are equal ratios); whiskers: its interval; dots: the trials."
             )
             if any(c.ratio(F.CEILING) for c in cells):
                 caption += f" The % after a value: its share of {CEILING_STACK}'s, the ceiling."
@@ -337,7 +336,7 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             "p90, p99, p99.9 one step apart)."
             + (
                 " Under a closed loop these restate throughput (p50 ≈ connections ÷ "
-                f"{rate_unit_of(point.scenario)}): "
+                f"{summary.options.rate_unit_of(point.scenario)}): "
                 "read them for the tail's shape, not as a user's wait."
                 if closed
                 else " Counted from each request's due time at the fixed rate."
@@ -576,7 +575,7 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             ax.set_yscale("log")
             _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
-            ax.set_xlabel(f"offered rate, {rate_unit_of(point.scenario)}")
+            ax.set_xlabel(f"offered rate, {summary.options.rate_unit_of(point.scenario)}")
             ax.set_ylabel("latency, ms (log scale)")
             ax.grid(which="major", alpha=0.25)
         svg = _svg(chart, f"{labels[point]}: p50 and p99 latency against the rate offered")
