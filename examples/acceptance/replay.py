@@ -58,7 +58,9 @@ def on_loopback(command: str, port: int) -> str:
 
 def vegeta_targets(args: argparse.Namespace, port: int, path: Path) -> str:
     """The tune's requests as vegeta's JSON targets, each repeated by its weight."""
-    requests = tune_requests(args.request or [], args.requests_file, 200, None)
+    requests, echo = tune_requests(args.request or [], args.requests_file, 200, None)
+    if echo is not None:
+        raise SystemExit(f"replay.py: '{echo.describe()}': vegeta replays HTTP requests only")
     lines = []
     for r in requests:
         target = {"method": r.method, "url": f"http://127.0.0.1:{port}{r.path}",
