@@ -14,10 +14,12 @@ ceiling, which the report does not rank."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -98,8 +100,21 @@ def trial_sets(draw: st.DrawFn) -> dict[tuple[str, str], Rows]:
     return found
 
 
-def _stored(trials: dict[tuple[str, str], Rows], options: RunOptions) -> SimpleNamespace:
-    store = Store(Path(tempfile.mkdtemp(prefix="ranking-")) / "results.db")
+@contextlib.contextmanager
+def _stored(trials: dict[tuple[str, str], Rows], options: RunOptions) -> Iterator[SimpleNamespace]:
+    """The trials in a store of their own, as a run's session shows them; the store and
+    its directory removed afterwards (one an example: a run of the property makes 150)."""
+    with tempfile.TemporaryDirectory(prefix="ranking-") as directory:
+        store = Store(Path(directory) / "results.db")
+        try:
+            yield _filled(store, trials, options)
+        finally:
+            store.close()
+
+
+def _filled(
+    store: Store, trials: dict[tuple[str, str], Rows], options: RunOptions
+) -> SimpleNamespace:
     info = RunInfo(
         "r.toml", "r", "", "?", "benchlab run r.toml", None, (0,), (1,), dict(MACHINE),
         options.to_json(),
@@ -134,26 +149,25 @@ def test_the_runner_stops_where_the_report_says_nothing_is_undecided(
     options = RunOptions(
         adaptive=True, ratio_method="sequential", rank_by=rank_by, min_effect_pct=min_effect
     )
-    session = _stored(trials, options)
-    measurer = Measurer.__new__(Measurer)  # its decision alone: nothing is launched here
-    measurer.session = session
-    pending, waiting = measurer.still_to_decide(session.planned)
+    with _stored(trials, options) as session:
+        measurer = Measurer.__new__(Measurer)  # its decision alone: nothing is launched here
+        measurer.session = session
+        pending, waiting = measurer.still_to_decide(session.planned)
 
-    summary = summarise(session.store, session.run_id)
-    words = " ".join(t.sentence for t in takeaways(summary))
-    report = json.loads(render_json(summary))
-    named = {
-        (pair["ahead"], pair["behind"])
-        for point in report["rankings"]
-        for pair in point["undecided"]
-    }
-    stops = not pending
-    event("the runner stops" if stops else "the runner waits on undecided pairs")
-    assert stops == ("undecided" not in words), (stops, words)
-    assert named == {(s.ahead.key, s.behind.key) for s in waiting}, (named, words)
-    # Every pair the runner waits on is named in its point's sentence, as undecided.
-    for step in waiting:
-        (sentence,) = [t.sentence for t in takeaways(summary) if t.point == step.point]
-        assert f"{step.ahead.label.removesuffix(' w=1')} " in sentence
-        assert f"(undecided: {step.would_decide})" in sentence
-    session.store.close()
+        summary = summarise(session.store, session.run_id)
+        words = " ".join(t.sentence for t in takeaways(summary))
+        report = json.loads(render_json(summary))
+        named = {
+            (pair["ahead"], pair["behind"])
+            for point in report["rankings"]
+            for pair in point["undecided"]
+        }
+        stops = not pending
+        event("the runner stops" if stops else "the runner waits on undecided pairs")
+        assert stops == ("undecided" not in words), (stops, words)
+        assert named == {(s.ahead.key, s.behind.key) for s in waiting}, (named, words)
+        # Every pair the runner waits on is named in its point's sentence, as undecided.
+        for step in waiting:
+            (sentence,) = [t.sentence for t in takeaways(summary) if t.point == step.point]
+            assert f"{step.ahead.label.removesuffix(' w=1')} " in sentence
+            assert f"(undecided: {step.would_decide})" in sentence
