@@ -25,6 +25,11 @@ from tests.process_watch import (  # noqa: F401 (hooks: the slow mark kept hones
     pytest_runtest_makereport,
     pytest_runtest_setup,
 )
+from tests.temp_watch import (  # noqa: F401 (hooks: no temporary directory left)
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    pytest_terminal_summary,
+)
 
 if TYPE_CHECKING:
     from benchlab.stacks import Stack
