@@ -140,6 +140,25 @@ def test_an_echo_is_timed_from_its_due_time_so_a_late_send_carries_its_lag(
     assert found.p50_ms == 2 and found.late_share == pytest.approx(1 / 6)
 
 
+def test_a_closed_loop_is_timed_while_every_connection_was_sending(tmp_path: Path) -> None:
+    # One event loop answers a message every 2 ms: 500 msg/s. The first connection sends
+    # alone for 3 s, the second opens then, and the two share the loop for 5 s more.
+    request = EchoRequest(Endpoint("127.0.0.1", 1, LOAD), 2, 500, 8, closed=True)
+    alone = [f"{10_000 + 2 * k},2,echo,200,t-1,true,\n" for k in range(1500)]
+    shared = [f"{13_000 + 2 * k},2,echo,200,t-{1 + k % 2},true,\n" for k in range(2500)]
+    results = tmp_path / "closed.csv"
+    results.write_text(HEADER + "".join(alone + shared))
+    found = echo_result(results, request)
+    # Not 4,000 messages over the connections' mean span (8 s and 5 s): 615 msg/s.
+    assert found.achieved_rate == pytest.approx(500, rel=0.01)
+    assert found.sent == 4000 and found.timed == pytest.approx(2500, abs=2)
+    # A connection that opened for the last tenth only: the whole load is timed instead.
+    late = [f"{17_200 + 2 * k},2,echo,200,t-3,true,\n" for k in range(400)]
+    results.write_text(HEADER + "".join(alone + shared[:2100] + late))
+    found = echo_result(results, request)
+    assert found.timed == 4000 and found.achieved_rate == pytest.approx(500, rel=0.01)
+
+
 def test_a_paced_rate_is_never_below_the_rate_asked() -> None:
     # JMeter's periods are whole milliseconds: 5,066 msg/s over 50 connections (9.87 ms) is
     # sent every 9 ms, 5,556 msg/s; a rate that held so held at least what was asked.

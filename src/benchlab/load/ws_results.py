@@ -19,6 +19,10 @@ from benchlab.load.jmeter_plans import ECHO, GOT, OPEN, POST, RECEIVE
 from benchlab.load.request_records import MIN_PER_WINDOW, window_count
 from benchlab.load.ws_requests import BroadcastResult, EchoRequest, EchoResult
 
+# A closed loop is timed over the part every connection was sending when that part is at
+# least this share of the load (closed_window).
+STEADY_SHARE = 0.5
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -69,12 +73,14 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         elif sample.label == ECHO:
             by_thread[sample.thread].append(sample)
     period = 0.0 if request.closed else request.period_ms
+    for exchanges in by_thread.values():
+        exchanges.sort(key=lambda s: s.start_ms)
+    steady = closed_window(list(by_thread.values())) if request.closed else None
     timed: list[tuple[float, float]] = []  # (due, latency from due) of each answered message
     lags: list[float] = []
     spans: list[float] = []
     errors = 0
     for exchanges in by_thread.values():
-        exchanges.sort(key=lambda s: s.start_ms)
         # A closed loop has no schedule: each message is due when it is sent.
         base = min(s.start_ms - k * period for k, s in enumerate(exchanges))
         # A connection's timed schedule lasts its messages' periods; late ones stretch it.
@@ -84,11 +90,12 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         warm = 0 if request.closed else request.warmup_messages
         for k, sample in enumerate(exchanges):
             due = sample.start_ms if request.closed else base + k * period
+            counted = k >= warm and (steady is None or steady[0] <= due < steady[1])
             if not sample.ok:
                 errors += 1
-            elif k >= warm:
+            elif counted:
                 timed.append((due, sample.end_ms - due))
-            if k >= warm:
+            if counted:
                 lags.append(sample.start_ms - due)
     sent = sum(len(v) for v in by_thread.values())
     if sent == 0:
@@ -96,8 +103,8 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
             f"jmeter sent no WebSocket message ({opens_failed} connections failed to open)"
         )
     # The connections run side by side, each over its own span (their starts are spread over
-    # a period): the load's length is their mean span.
-    span_ms = sum(spans) / len(spans)
+    # a period): the load's length is their mean span; a closed loop's, its one window.
+    span_ms = steady[1] - steady[0] if steady is not None else sum(spans) / len(spans)
     timed.sort()
     quarter = max(len(timed) // 4, 1)
     first = sorted(v for _, v in timed[:quarter])
@@ -118,6 +125,23 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         first_ms=percentile(first, 50), last_ms=percentile(last, 50),
         windows_p99_ms=windows_p99(timed, span_ms / 1000),
     )  # fmt: skip
+
+
+def closed_window(connections: list[list[Sample]]) -> tuple[float, float]:
+    """The part of a closed loop it is timed over: from the last connection's first message
+    to the first connection's last echo, when every connection was sending; its messages
+    over its length are the loop's rate. Counted over each connection's own span instead,
+    the connections that opened first would count as if all had sent from the start (a
+    server that answers 500 messages a second read as 620 when 50 opens took a third of the
+    run). The whole load when that part is under STEADY_SHARE of it: a connection that
+    ended early, or opened late."""
+    start = max(exchanges[0].start_ms for exchanges in connections)
+    end = min(max(s.end_ms for s in exchanges) for exchanges in connections)
+    first = min(exchanges[0].start_ms for exchanges in connections)
+    last = max(max(s.end_ms for s in exchanges) for exchanges in connections)
+    if end - start >= STEADY_SHARE * (last - first) and end > start:
+        return float(start), float(end)
+    return float(first), float(max(last, first + 1))
 
 
 def windows_p99(timed: list[tuple[float, float]], span_s: float) -> tuple[float, ...]:
