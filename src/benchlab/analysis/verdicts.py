@@ -124,11 +124,6 @@ class Setting:
     is_ceiling: bool = False
 
 
-def _per_s(cell: Measured) -> str:
-    """What the cell's rates count a second: requests, or a WebSocket scenario's messages."""
-    return cell.rate_unit
-
-
 def _throughput(cell: Measured) -> float:
     return cell.value(F.THROUGHPUT) or 0.0
 
@@ -181,7 +176,7 @@ def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
         return None
     idle = 100 * (1 - in_flight / cell.connections)
     return TOOL_STALLED.says(
-        f"{throughput:,.1f} {_per_s(cell)} × {mean:,.1f} ms mean latency = "
+        f"{throughput:,.1f} {cell.rate_unit} × {mean:,.1f} ms mean latency = "
         f"{in_flight:,.2f} requests in flight, against {cell.connections:,} connections held "
         f"open: {cell.tool or 'the load tool'} spent {idle:.0f}% "
         "of its time outside the requests it timed (waiting on a socket, reconnecting), so "
@@ -226,7 +221,7 @@ def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
     mine, top = cell.value(F.CAPACITY), ceiling.value(F.CAPACITY)
     if mine is not None and top and mine >= CEILING_SHARE * top:
         return (
-            f"its capacity of {F.rate_text(mine)} {_per_s(cell)} is {100 * mine / top:.0f}% of "
+            f"its capacity of {F.rate_text(mine)} {cell.rate_unit} is {100 * mine / top:.0f}% of "
             "the Go "
             f"ceiling's ({F.rate_text(top)}): JMeter's paced limit, not the server's"
         )
@@ -292,7 +287,7 @@ def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
         return None
     load_cpu = cell.value(F.LOAD_CPU)
     shortfall = (
-        f"{ratio * target:,.0f} successful {_per_s(cell)} of the {target:,.0f} asked "
+        f"{ratio * target:,.0f} successful {cell.rate_unit} of the {target:,.0f} asked "
         f"({100 * ratio:.0f}%)"
     )
     if _load_saturated(cell, setting):
@@ -307,7 +302,7 @@ def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
         # 90 % CPU and still sends late: when it sent, not its CPU, says whose the shortfall is.
         return RATE_NOT_DELIVERED.says(
             f"{shortfall}: generator-bound — the load generator sent only "
-            f"{cell.value(F.SENT_RATE):,.0f} {_per_s(cell)} (its CPU at {load_cpu or 0:.0f}%): "
+            f"{cell.value(F.SENT_RATE):,.0f} {cell.rate_unit} (its CPU at {load_cpu or 0:.0f}%): "
             "it fell behind its own schedule; this says nothing about the server",
             Side.GENERATOR,
         )
@@ -409,7 +404,7 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
         holding = throughput * wait / 1000
         return BLOCKED.says(
             f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
-            f"({throughput:,.0f} {_per_s(cell)} of a possible {bound:,.0f}) with its CPU at "
+            f"({throughput:,.0f} {cell.rate_unit} of a possible {bound:,.0f}) with its CPU at "
             f"{100 * cpu:.0f}%: something blocks (a blocking call in an event loop, a late "
             "gevent patch)",
         )
@@ -452,10 +447,10 @@ def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
         return None  # pool-exhausted says it
     most = _littles_bound(cell, value) or 0.0
     return LITTLES_LAW.says(
-        f"{_throughput(cell):,.0f} {_per_s(cell)} is {100 * fraction:.0f}% of what "
+        f"{_throughput(cell):,.0f} {cell.rate_unit} is {100 * fraction:.0f}% of what "
         f"{cell.connections:,} connections could carry ({bound:,.0f}: connections ÷ "
         f"{_wait_ms(cell):,.3g} ms) while the server's CPU was at {100 * share:.0f}%: the limit "
-        f"reached first is {name}, {most:,.0f} {_per_s(cell)} at most",
+        f"reached first is {name}, {most:,.0f} {cell.rate_unit} at most",
     )
 
 
@@ -577,12 +572,13 @@ def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
     found, closed = cell.value(F.CAPACITY) or 0.0, cell.value(F.CLOSED_CAPACITY)
     lead = (
         f"no rate the search tried missed the target in {cell.unbracketed} of {cell.trials} "
-        f"replicate(s): ≥ {F.rate_text(found)} {_per_s(cell)} is a lower bound, not the capacity; "
+        f"replicate(s): ≥ {F.rate_text(found)} {cell.rate_unit} is a lower bound, not the "
+        "capacity; "
     )
     if closed and found >= NEAR_CLOSED * closed:
         return UNBRACKETED.says(
             lead + f"it held up to what {cell.connections} connections carry in a closed loop "
-            f"({F.rate_text(closed)} {_per_s(cell)}): more connections would let the search go "
+            f"({F.rate_text(closed)} {cell.rate_unit}): more connections would let the search go "
             "higher"
         )
     return UNBRACKETED.says(

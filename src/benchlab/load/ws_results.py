@@ -75,7 +75,7 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
     period = 0.0 if request.closed else request.period_ms
     for exchanges in by_thread.values():
         exchanges.sort(key=lambda s: s.start_ms)
-    steady = closed_window(list(by_thread.values())) if request.closed else None
+    window = closed_window(list(by_thread.values())) if request.closed else None
     timed: list[tuple[float, float]] = []  # (due, latency from due) of each answered message
     lags: list[float] = []
     spans: list[float] = []
@@ -90,7 +90,7 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         warm = 0 if request.closed else request.warmup_messages
         for k, sample in enumerate(exchanges):
             due = sample.start_ms if request.closed else base + k * period
-            counted = k >= warm and (steady is None or steady[0] <= due < steady[1])
+            counted = k >= warm and (window is None or window[0] <= due < window[1])
             if not sample.ok:
                 errors += 1
             elif counted:
@@ -104,7 +104,7 @@ def echo_result(results: Path, request: EchoRequest) -> EchoResult:
         )
     # The connections run side by side, each over its own span (their starts are spread over
     # a period): the load's length is their mean span; a closed loop's, its one window.
-    span_ms = steady[1] - steady[0] if steady is not None else sum(spans) / len(spans)
+    span_ms = window[1] - window[0] if window is not None else sum(spans) / len(spans)
     timed.sort()
     quarter = max(len(timed) // 4, 1)
     first = sorted(v for _, v in timed[:quarter])
@@ -135,10 +135,11 @@ def closed_window(connections: list[list[Sample]]) -> tuple[float, float]:
     server that answers 500 messages a second read as 620 when 50 opens took a third of the
     run). The whole load when that part is under STEADY_SHARE of it: a connection that
     ended early, or opened late."""
-    start = max(exchanges[0].start_ms for exchanges in connections)
-    end = min(max(s.end_ms for s in exchanges) for exchanges in connections)
-    first = min(exchanges[0].start_ms for exchanges in connections)
-    last = max(max(s.end_ms for s in exchanges) for exchanges in connections)
+    bounds = [
+        (exchanges[0].start_ms, max(s.end_ms for s in exchanges)) for exchanges in connections
+    ]
+    start, end = max(b[0] for b in bounds), min(b[1] for b in bounds)
+    first, last = min(b[0] for b in bounds), max(b[1] for b in bounds)
     if end - start >= STEADY_SHARE * (last - first) and end > start:
         return float(start), float(end)
     return float(first), float(max(last, first + 1))
