@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from benchlab.analysis import capacity
+from benchlab.core import figures as F
 from benchlab.core.errors import LoadToolError
 from benchlab.core.modes import Mode
 from benchlab.http.scenarios import BROADCAST, ECHO, HOLD
@@ -147,10 +148,10 @@ class WebSocketCells:
         replicate of the capacity search (a user's own endpoint: the search alone)."""
         if cell.mode == Mode.CLOSED:
             record = self._echo_trial(launched, cell, None, None)
-            return f"closed loop {record.throughput_rps:,.0f} msg/s"
+            return f"closed loop {record.throughput_rps:,.0f} {F.MSG_S}"
         if cell.mode == Mode.RATE and cell.rate is not None:
             record = self._echo_trial(launched, cell, cell.rate, None)
-            return f"echo p99 {record.latency_p99_ms or 0:,.0f} ms at {cell.rate:,.0f} msg/s"
+            return f"echo p99 {record.latency_p99_ms or 0:,.0f} ms at {cell.rate:,.0f} {F.MSG_S}"
         found = [] if self._own_path(cell) else [self._echo(launched, cell)]
         if cell.mode == Mode.SLO and cell not in self.session.cells.failed:
             found.append(self._search(launched, cell))
@@ -158,9 +159,8 @@ class WebSocketCells:
 
     def _echo(self, launched: Launched, cell: Cell) -> str:
         record = self._echo_trial(launched, cell, self.session.plan.recipe.websocket.rate, None)
-        return (
-            f"echo p99 {record.ws_echo_p99_ms or 0:,.0f} ms at {record.target_rate or 0:,.0f} msg/s"
-        )
+        p99, rate = record.ws_echo_p99_ms or 0, record.target_rate or 0
+        return f"echo p99 {p99:,.0f} ms at {rate:,.0f} {F.MSG_S}"
 
     def _search(self, launched: Launched, cell: Cell) -> str:
         """One replicate of the capacity search under the [slo], as HTTP's (analysis/
@@ -179,7 +179,7 @@ class WebSocketCells:
                 raise _Failed
             missed = capacity.sustained_miss(self._echo_trial(launched, cell, rate, kind), target)
             verdict = "held" if missed is None else f"missed: {missed}"
-            session.reporter.status(f"{cell.stack}: {rate:,.0f} msg/s {verdict}")
+            session.reporter.status(f"{cell.stack}: {rate:,.0f} {F.MSG_S} {verdict}")
             return missed is None
 
         cell_id = session.cells.ids[cell]
@@ -192,7 +192,7 @@ class WebSocketCells:
         except _Failed:
             return "search stopped"
         session.store.add_capacity(cell_id, found)
-        return f"capacity {found.capacity_rps:,.0f} msg/s ({found.probes} probes)"
+        return f"capacity {found.capacity_rps:,.0f} {F.MSG_S} ({found.probes} probes)"
 
     def _broadcast(self, launched: Launched, cell: Cell) -> str:
         settings = self.session.plan.recipe.websocket

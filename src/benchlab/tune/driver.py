@@ -689,8 +689,8 @@ def _replan(
     """The search (survivors, replicates), proof replays and check that still fit, now that the
     first pass (`took` seconds) has shown this machine's pace (a slower first pass shrinks
     them, a second replay going first; never grown past the plan shown)."""
-    planned = len(tune_plan.candidates) * coarse_cost(tune_plan.overhead_s)
     overhead = tune_plan.overhead_s
+    planned = len(tune_plan.candidates) * coarse_cost(overhead)
     slower = max(1.0, took / planned) if planned > 0 else 1.0
     left = request.budget_min * 60 - session.clock.elapsed_s()
     proofs, check = tune_plan.proofs, tune_plan.check
