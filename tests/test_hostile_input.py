@@ -366,6 +366,12 @@ def test_generated_request_lines_are_refused_or_sendable(text: str) -> None:
     _sendable(expectation.method, expectation.path, expectation.headers)
 
 
+def test_a_request_without_its_path_is_shown_an_example_of_its_own_kind() -> None:
+    for text, example in (("WS echo", "--request 'WS /echo'"), ("GET", "'GET /items?id=7'")):
+        with pytest.raises(UserError, match=example.replace("?", "\\?")):
+            parse_request(text, 200, None)
+
+
 REQUEST_TABLES = st.fixed_dictionaries(
     {"path": st.text(max_size=20) | st.just("/ok")},
     optional={

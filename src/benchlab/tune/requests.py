@@ -85,9 +85,9 @@ def parse_request(text: str, status: int, contains: str | None) -> Expectation |
     if len(parts) == 1:
         parts = ["GET", *parts]
     if len(parts) != 2 or not parts[1].startswith("/"):
-        raise UserError(
-            f"--request {text!r}: give a method and a path, e.g. --request 'GET /items?id=7'"
-        )
+        websocket = bool(parts) and parts[0].upper() == WS
+        example = f"{WS} /echo" if websocket else "GET /items?id=7"
+        raise UserError(f"--request {text!r}: give a method and a path, e.g. --request '{example}'")
     if parts[0].upper() == WS:
         check_path(parts[1], f"--request {text!r}")
         return EchoEndpoint(parts[1])
