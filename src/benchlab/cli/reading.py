@@ -67,13 +67,38 @@ def report(
             " trial, its histogram left out).",
         ),
     ] = False,
+    histogram: Annotated[
+        str | None,
+        typer.Option(
+            "--histogram",
+            metavar="CELL",
+            help="One cell's latency histogram, for HdrHistogram's tools: hgrm (its trials'"
+            " merged percentile distribution, the default) or hlog (its interval log, a trial a"
+            " line). CELL: words of its name as the report shows it, e.g. 'gin plaintext'.",
+        ),
+    ] = None,
 ) -> None:
-    """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    """Report a stored run (the latest by default): the table, md, html, json or csv; or one
+    cell's latency histogram (--histogram)."""
     from benchlab.analysis.summary import summarise
-    from benchlab.report.exporters import EXPORTERS
+    from benchlab.report.exporters import EXPORTERS, HISTOGRAMS
     from benchlab.report.terminal import render_table
 
+    if histogram is not None and fmt is None and output is None:
+        fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
     where = formats.destination(fmt, output, formats.REPORT)
+    if histogram is not None and where.format not in HISTOGRAMS:
+        raise UserError(
+            f"--histogram: one cell's histogram is written as {' or '.join(HISTOGRAMS)}, not "
+            f"{where.format}; drop -f, or write to a file ending "
+            f"{' or '.join(EXPORTERS[n].extensions[0] for n in HISTOGRAMS)}"
+        )
+    if where.format in HISTOGRAMS:
+        from benchlab.report.histograms import histogram_document
+
+        store = Store(results, create=False)
+        where.document(histogram_document(store, run_id, histogram, where.format))
+        return
     if with_trials and where.format != "json":
         raise UserError(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "

@@ -75,8 +75,8 @@ RunHtmlOption = Annotated[
     ),
 ]
 
-RunFmtOption = Annotated[str | None, formats.option(formats.REPORT)]
-RunOutputOption = Annotated[Path | None, formats.output(formats.REPORT)]
+RunFmtOption = Annotated[str | None, formats.option(formats.RUN)]
+RunOutputOption = Annotated[Path | None, formats.output(formats.RUN)]
 
 RunDryRunOption = Annotated[
     bool,
@@ -151,7 +151,7 @@ def run(
     from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    where = formats.destination(fmt, output, formats.RUN)  # refused before a run, not after
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
