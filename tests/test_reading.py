@@ -62,7 +62,9 @@ def test_the_terminal_table_fits_100_columns_with_every_number_whole(stored) -> 
         assert word in header, header
     # Settings above each table, the scenario and connections in them; a takeaway below.
     assert "plaintext · wrk · 64 connections · 3 trials of 2 s" in shown.stdout
-    assert "→ By throughput, best first: gin 5.2× [4.9–5.5] > fastapi+uvicorn" in " ".join(lines)
+    assert "→ By throughput, best first: gin 5.2× the next [4.9–5.5] > fastapi+uvicorn" in " ".join(
+        lines
+    )
 
 
 def _in_block(lines: list[str], row: str, scenario: str) -> bool:
@@ -99,9 +101,9 @@ def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, t
             assert len(_lines(text)) == 13
         if fmt == "json":
             sentence = json.loads(text)["takeaways"][0]["sentence"]
-            assert sentence.startswith("By throughput, best first: gin 5.2× ["), sentence
+            assert sentence.startswith("By throughput, best first: gin 5.2× the next ["), sentence
         if fmt == "html":
-            assert "<svg" in text and "best first: gin 5.2× [" in text
+            assert "<svg" in text and "best first: gin 5.2× the next [" in text
     wide = benchlab("report", "--results", str(results), "--wide", env=env)
     assert wide.returncode == 0 and "RSS" in wide.stdout and "steal" in wide.stdout
     assert max(len(line) for line in _lines(wide.stdout)) > WIDTH  # every column, unsqueezed
@@ -129,9 +131,9 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     sentences = {t.label: t.sentence for t in takeaways(decided)}
     # One chain, each stack named once with its ratio to the next and the interval.
     assert sentences["json"] == (
-        "By throughput, best first: gin 5.5× [5.1–5.8] > fastapi+uvicorn 1.16× [1.09–1.23] > "
-        "sanic 1.83× [1.72–1.94] > tornado 1.89× [1.78–2.01] > flask+gunicorn "
-        "(sync: no keep-alive)."
+        "By throughput, best first: gin 5.5× the next [5.1–5.8] > fastapi+uvicorn 1.16× the "
+        "next [1.09–1.23] > sanic 1.83× the next [1.72–1.94] > tornado 1.89× the next "
+        "[1.78–2.01] > flask+gunicorn (sync: no keep-alive)."
     )
     # Two trials a side: the same medians, and no winner; a note says why.
     few = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", trials=2))
@@ -144,7 +146,7 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     }
     tied = summarise(Store(tmp_path / "c.db"), write_run(tmp_path / "c.db", close))
     (only,) = takeaways(tied)
-    assert only.sentence.startswith("By throughput, best first: tornado 1.01× [")
+    assert only.sentence.startswith("By throughput, best first: tornado 1.01× the next [")
     assert ">" not in only.sentence and only.sentence.count(" ≈ ") == 2, only.sentence
     # Medians 43% and 2.3× apart whose trials overlap: no adjacent pair is told apart, so
     # the chain says "≈" with each ratio and its interval (which holds 1), never ">".
@@ -154,8 +156,8 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     )
     (only,) = takeaways(wide)
     assert only.sentence == (
-        "By throughput, best first: gin (unstable) 1.43× [0.57–3.57] ≈ sanic (unstable) "
-        "2.3× [0.9–5.8] ≈ tornado (unstable)."
+        "By throughput, best first: gin (unstable) 1.43× the next [0.57–3.57] ≈ sanic (unstable) "
+        "2.3× the next [0.9–5.8] ≈ tornado (unstable)."
     ), only.sentence
 
 
@@ -225,7 +227,7 @@ def test_the_page_reads_on_a_laptop_and_a_phone(stored, tmp_path: Path) -> None:
     # The answer before everything else: the question, then one takeaway per grid point.
     answer = html.index('id="answer"')
     assert html.index('id="question"') < answer < html.index('id="results"')
-    first = "best first: gin 5.2× ["
+    first = "best first: gin 5.2× the next ["
     assert html.index(first) < html.index('id="summary-table"')
     # Each takeaway once: in the answer, not again on its point's card.
     assert html.count(first) == 1
@@ -388,9 +390,9 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     # The whole order in one chain, each stack once; the ceiling stands apart (it is the
     # load tool's limit, not a contender).
     assert only.sentence == (
-        "By throughput, best first: gin 5.0× [4.7–5.3] > sanic 1.64× [1.54–1.74] > "
-        "tornado 1.02× [0.96–1.08] ≈ fastapi+uvicorn 6.0× [5.7–6.4] > flask+gunicorn "
-        "(sync: no keep-alive)."
+        "By throughput, best first: gin 5.0× the next [4.7–5.3] > sanic 1.64× the next "
+        "[1.54–1.74] > tornado 1.02× the next [0.96–1.08] ≈ fastapi+uvicorn 6.0× the next "
+        "[5.7–6.4] > flask+gunicorn (sync: no keep-alive)."
     ), only.sentence
     stacks = [[place.stack for place in tier.places] for tier in only.tiers]
     assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]

@@ -562,7 +562,7 @@ class SelfcheckNoise(_Closed):
     between_launches: float
     shared_by_round: float
     own_drift: float
-    """Each a relative spread (0.03: ±3 %)."""
+    """Each a relative standard deviation of throughput (0.03: 3 %)."""
     pairing_helps: bool
     """true: ratios between cells are paired by round in the runs that follow."""
     kept_in: str

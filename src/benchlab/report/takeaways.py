@@ -2,8 +2,9 @@
 the settings it was measured with, and a short guide to reading the figures.
 
 A takeaway is the point's ranking (`analysis/ranking.py`) as one chain that names each stack
-once, best first, with the ratio of each to the next and its interval: ">" where the evidence
-rule puts it ahead, "≈" where it does not, and "undecided" exactly where the ranking is.
+once, best first, with the ratio of each to the next and its interval ("gin 3.7× the next
+[3.1–4.2] > sanic"): ">" where the evidence rule puts it ahead, "≈" where it does not, and
+"undecided" exactly where the ranking is.
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ def interval(ratio: Ratio) -> str:
 
 def chain(ranked: PointRanking, summary: RunSummary) -> str:
     """The point's order in one sentence, each stack named once: 'By throughput, best first:
-    gin 3.7× [3.1–4.2] > sanic 1.70× [1.32–2.03] > fastapi ≈ tornado.' (each ratio: how many
-    times better a stack is than the next). A caution stands beside a stack's name."""
+    gin 3.7× the next [3.1–4.2] > sanic 1.70× the next [1.32–2.03] > fastapi ≈ tornado.'
+    Each ratio says whose it is (a stack's over the next's), so that read aloud, 'sanic 1.70×'
+    is never heard as sanic against gin. A caution stands beside a stack's name."""
     figure, order = ranked.figure, ranked.order
     cells = {place.key: summary.cell(place.key) for place in order}
     if not order:
@@ -109,25 +111,26 @@ def chain(ranked: PointRanking, summary: RunSummary) -> str:
         unit = cells[order[0].key].unit(figure)
         return f"{only}: {value} {unit} (the only stack ranked here)."
     lower = figure.better is F.Better.LOWER
-    lead = f"By {figure.label}, " + (
-        "lowest first (each × how many times lower than the next): " if lower else "best first: "
-    )
+    lead = f"By {figure.label}, " + ("lowest first: " if lower else "best first: ")
     parts = []
     for place, step in zip(order, ranked.steps, strict=False):
         at_least = not lower and step is ranked.steps[0] and _client_bound(cells[place.key])
-        parts.append(f"{_named(cells[place.key], names)} {_step_text(step, at_least, summary)}")
+        said = _step_text(step, at_least, summary, lower)
+        parts.append(f"{_named(cells[place.key], names)} {said}")
     parts.append(_named(cells[order[-1].key], names))
     return lead + " ".join(parts) + "."
 
 
-def _step_text(step: Step, at_least: bool, summary: RunSummary) -> str:
-    """A stack's ratio to the next, its interval, and the sign between them."""
+def _step_text(step: Step, at_least: bool, summary: RunSummary, lower: bool = False) -> str:
+    """A stack's ratio to the next (`lower`: how many times lower), its interval, and the
+    sign between them."""
     r = step.ratio
     if r is None:
         shown = "(nothing to compare)"
     else:
         bounds = interval(r) if r.has_interval else "(1 trial: no interval)"
-        shown = f"{'at least ' if at_least else ''}{times(r.value)}× {bounds}"
+        whose = "lower than the next" if lower else "the next"
+        shown = f"{'at least ' if at_least else ''}{times(r.value)}× {whose} {bounds}"
     if step.call is Call.UNDECIDED:
         return f"{shown} (undecided: {step.would_decide}) ≈"
     if step.call is Call.TIE and step.too_few:

@@ -195,8 +195,9 @@ def _interval_key(summary: RunSummary) -> str:
         return ""
     shown = brief_estimate_text(summary.ranked_by, example)
     return (
-        f"{shown.split()[-1]} after a figure: the larger side of its interval (so the interval "
-        "lies within it); --wide shows every column and the interval's bounds."
+        f"{shown.split()[-1]} after a figure: half its interval's width, as a share of the median "
+        f"(as the ±{summary.target_half_width_pct:g}% target and unstable measure it); --wide "
+        "shows every column and the bounds."
     )
 
 

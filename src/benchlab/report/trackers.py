@@ -114,7 +114,7 @@ def _github_action_benchmark(summary: RunSummary, better: F.Better) -> str:
             "value": m.value,
         }
         if m.low is not None and m.high is not None:
-            entry["range"] = f"± {max(m.value - m.low, m.high - m.value):.4g}"
+            entry["range"] = f"± {(m.high - m.low) / 2:.4g}"  # the tables' ±: a half-width
             entry["extra"] = f"interval {m.low:.4g}–{m.high:.4g} {m.figure.unit}"
         entries.append(entry)
     return json.dumps(entries, indent=2) + "\n"

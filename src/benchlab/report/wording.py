@@ -347,11 +347,14 @@ def noise_line(machine: dict[str, Any]) -> str | None:
     if not noise:
         return None
     parts = ", ".join(
-        f"{name} ±{100 * noise[key]:.1f} %"
+        f"{name} {100 * noise[key]:.1f} %"
         for name, key in (
             ("within a launch", "within_launch"), ("between launches", "between_launches"),
             ("shared by a round", "shared_by_round"), ("a stack's own drift", "own_drift"),
         )
     )  # fmt: skip
     when = str(noise.get("measured_at") or "")[:10]
-    return f"{parts} (benchlab selfcheck --noise, {noise.get('rounds')} rounds, {when})"
+    return (
+        f"{parts} (relative standard deviations: benchlab selfcheck --noise, "
+        f"{noise.get('rounds')} rounds, {when})"
+    )
