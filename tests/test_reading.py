@@ -270,6 +270,31 @@ def test_runs_are_named_by_age_and_a_run_too_old_is_refused(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+def test_runs_and_stacks_at_80_and_60_columns_keep_every_name_and_word_whole(
+    tmp_path: Path,
+) -> None:
+    """A narrow terminal loses columns (runs: machine, commit, started, recipe; stacks: the
+    framework, the scenarios), never a letter of an id, a run's name or a word."""
+    results = tmp_path / "r.db"
+    ids = [write_run(results) for _ in range(3)]
+    for width in (80, 60):
+        shown = benchlab("runs", "--results", str(results), env={"COLUMNS": str(width)})
+        lines = shown.stdout.splitlines()
+        assert shown.returncode == 0 and max(len(line) for line in lines) <= width, lines
+        rows = [line.split() for line in lines[2:]]
+        assert [row[:2] for row in rows] == [
+            [run_id, name] for run_id, name in zip(reversed(ids), ("latest", "latest~1",
+                                                                    "latest~2"), strict=True)
+        ], lines  # fmt: skip
+        stacks = benchlab("stacks", env={"COLUMNS": str(width)}).stdout
+        words = set(stacks.split())
+        assert max(len(line) for line in stacks.splitlines()) <= width
+        for name in ("nginx-static", "fastapi+uvicorn", "available"):
+            assert name in words, (width, name)
+        assert not any(w in words for w in ("reci", "quic", "framewor", "plaintex")), stacks
+
+
+@pytest.mark.slow
 def test_every_command_has_help_and_benchlab_its_version() -> None:
     from benchlab import __version__
 

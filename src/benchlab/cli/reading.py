@@ -144,11 +144,16 @@ def runs(
     where.table(lambda out: _runs_table(rows, out))
 
 
+# The runs table's columns a narrow terminal does without, first to last: id, name and
+# status always stay, each whole (a name is what `report` and `compare` take).
+RUNS_EXPENDABLE = ("machine", "commit", "started (UTC)", "recipe")
+
+
 def _runs_table(rows: list[dict], out: Console) -> None:
-    from benchlab.report.terminal import Layout, fit_widths, text_table
+    from benchlab.report.terminal import Layout, fitted_table
 
     layout = [
-        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", least=10),
+        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", wrap=False),
         Layout("status", wrap=False), Layout("started (UTC)", wrap=False), Layout("machine"),
         Layout("commit", wrap=False),
     ]  # fmt: skip
@@ -160,7 +165,7 @@ def _runs_table(rows: list[dict], out: Console) -> None:
         lines.append(
             [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
         )
-    out.print(text_table(layout, lines, fit_widths(layout, lines, out.width)))
+    out.print(fitted_table(layout, lines, out.width, RUNS_EXPENDABLE))
 
 
 def history(
