@@ -277,6 +277,47 @@ def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
         assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
 
 
+# What a command's dry run needs before its options.
+DRY_RUN_LEADING = {"run": ["quick"]}
+
+
+def _dry_runs() -> list[str]:
+    return sorted(name for name, command in COMMANDS.items() if _option(command, "--dry-run"))
+
+
+@pytest.mark.parametrize("name", _dry_runs())
+def test_a_dry_run_writes_its_plan_in_every_format_its_contract_names(
+    name: str, invoke, tmp_path: Path
+) -> None:
+    """The plan is a dry run's answer: written in -f's format, or to -o's file in its
+    extension's (its cells in all but the text); a tracker's format, which holds measured
+    figures only, is refused in one line, exit 2, nothing written."""
+    assert "run" in _dry_runs()
+    lead = [*name.split(), *DRY_RUN_LEADING.get(name, []), "--dry-run"]
+    for fmt in CONTRACTS[name].formats:
+        if not EXPORTERS[fmt].extensions:  # a tracker's: bmf, gab-*
+            refused = invoke(*lead, "-f", fmt)
+            assert refused.code == ExitCode.BAD_INPUT and refused.out == "", (fmt, refused)
+            assert refused.err.count("\n") == 1 and "holds no measured figure" in refused.err
+            continue
+        path = tmp_path / f"plan{EXPORTERS[fmt].extensions[0]}"
+        written = invoke(*lead, "-o", str(path))
+        assert written.code == 0 and written.out == "", (fmt, written)
+        assert written.err == f"wrote {path} ({fmt})\n", (fmt, written)
+        text = path.read_text()
+        _looks_like(fmt, text)
+        # The plan in words (the CSV: a row per cell, the quick recipe's 12).
+        assert "plan: " in text or (fmt == "csv" and text.count("\n") == 13), fmt
+        if fmt != "table":  # every cell, by its stack and scenario
+            assert text.count("fastapi+uvicorn") >= 2 and "plaintext" in text, fmt
+        printed = invoke(*lead, "-f", fmt)
+        assert printed.code == 0 and printed.out == text, fmt
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"plan{EXPORTERS[f].extensions[0]}" for f in CONTRACTS[name].formats
+        if EXPORTERS[f].extensions
+    )  # fmt: skip
+
+
 def _looks_like(fmt: str, text: str) -> None:
     if fmt == "json":
         assert json.loads(text)["format"].startswith("benchlab-")

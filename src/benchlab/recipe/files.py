@@ -27,6 +27,17 @@ def bundled_recipes() -> list[Path]:
     return sorted(BUNDLED_RECIPES.glob("*.toml")) if BUNDLED_RECIPES.is_dir() else []
 
 
+def shown_source(path: str | Path) -> str:
+    """Where a recipe came from, as a report shows it: "benchlab's own" for one that came
+    with benchlab, wherever it ran from (its path in an install or a temporary clone means
+    nothing to a reader), else its path as given."""
+    found = Path(path)
+    bundled = {p.stem for p in bundled_recipes()}
+    if found.parts[-3:-1] == ("benchlab", "recipes") and found.stem in bundled:
+        return "benchlab's own"
+    return str(path)
+
+
 def resolve_recipe(text: str) -> Path:
     """A recipe by its path, or one of benchlab's by name: `quick`, `seed-000` (a name's
     unique prefix up to a dash is enough)."""

@@ -49,7 +49,10 @@ DOCTOR = JsonFormat(
 SELFCHECK = JsonFormat(
     "benchlab-selfcheck", 1, "the harness's own cost, or where this machine's noise comes from"
 )
+PLAN = JsonFormat(
+    "benchlab-plan", 1, "a run's plan before it starts (run --dry-run): its cells and its time"
+)
 FORMATS = (
     RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS, RECIPES, DOCTOR,
-    SELFCHECK,
+    SELFCHECK, PLAN,
 )  # fmt: skip

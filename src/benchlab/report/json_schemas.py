@@ -28,6 +28,7 @@ from benchlab.report.json_formats import (
     DRAIN,
     FORMATS,
     HISTORY,
+    PLAN,
     RECIPES,
     RUN,
     RUNS,
@@ -577,6 +578,40 @@ class SelfcheckDocument(_Document):
     """Where the variation comes from (`selfcheck --noise`); null without it."""
 
 
+class PlanCell(_Closed):
+    stack: str
+    stack_label: str
+    """The stack with its launch's settings, as the run's tables will name it."""
+    scenario: str
+    tool: str
+    connections: int
+    duration_s: int
+    workers: int
+    mode: str
+    rate: str
+    """A rate cell's rate ("2,000/s") or share of its closed-loop figure ("60%"); else empty."""
+    point: str | None
+    protocol: str
+    keepalive: bool
+    runs_here: bool
+    why_not: str | None
+    """Why its stack cannot run on this machine, and the fix; null where it can."""
+
+
+class PlanDocument(_Document):
+    format: Literal["benchlab-plan"]
+    format_version: Literal[1]
+    recipe: str
+    source: str
+    """Where the recipe came from: its path, or "benchlab's own"."""
+    question: str
+    lines: list[str]
+    """The plan in words, as a run prints it before it starts."""
+    estimate_s: float
+    """The recipe's rounds and checks, in seconds (within --budget)."""
+    cells: list[PlanCell]
+
+
 MODELS: dict[JsonFormat, type[BaseModel]] = {
     RUN: RunDocument,
     TUNE: TuneDocument,
@@ -590,6 +625,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     RECIPES: RecipesDocument,
     DOCTOR: DoctorDocument,
     SELFCHECK: SelfcheckDocument,
+    PLAN: PlanDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 
