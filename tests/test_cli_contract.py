@@ -7,7 +7,12 @@ typer app cli/__init__.py registers), so a command added without one fails here:
   format it does not write are one line and exit 2, before it does anything; what it writes
   to -o is that format, confirmed as `wrote PATH (FORMAT)` on stderr, stdout left empty;
 - a command that reads a results store takes --results, else $BENCHLAB_RESULTS;
-- every command takes --no-color after its name;
+- every command takes --no-color and -q/--quiet after its name; with -q it says nothing on
+  stderr (not even `wrote`), where it answers here;
+- a command with --dry-run writes its plan in every format its contract names (a tracker's
+  refused in one line);
+- a usage error (an unknown or typo'd option, a missing argument, an unknown command) is one
+  line with the closest option or command, exit 2; bare help (`benchlab`) exits 0;
 - the exit codes its code can end with are the ones its contract declares.
 
 In process (benchlab's own entry point, main(), with sys.argv set) wherever the answer needs
@@ -272,9 +277,10 @@ def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
             assert printed.code == code and printed.out, (fmt, printed)
             if fmt != "table":
                 assert printed.out == path.read_bytes().decode() or fmt == "html", fmt
-    if _option(COMMANDS[name], "--quiet") is not None:  # --quiet: not a word on stderr
-        quiet = invoke(*name.split(), *answering, "-q", "-o", str(tmp_path / "quiet.json"))
-        assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
+    # -q: not a word on stderr, not even the confirmation.
+    quiet = invoke(*name.split(), *answering, "-q", "-o", str(tmp_path / "quiet.json"))
+    assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
+    assert (tmp_path / "quiet.json").exists()
 
 
 # What a command's dry run needs before its options.
@@ -359,6 +365,79 @@ def test_a_command_that_reads_a_store_reads_benchlab_results(
     found = invoke(*name.split(), *reading, "-f", "json")
     assert found.code == 0, found
     check_against_schema(found.out)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in STARTS_PROCESSES else name
+        for name in sorted(CONTRACTS)
+    ],
+)
+def test_every_command_takes_q_and_says_nothing_on_stderr_with_it(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-q/--quiet after any command's name (a command with nothing to silence accepts it
+    and says as little as before): parsed by every command, and where the command answers
+    here, its answer on stdout and not a byte on stderr."""
+    command = COMMANDS[name]
+    assert {"-q", "--quiet"} <= set(_option(command, "-q").opts), name
+    leading = [*LEADING.get(name, [])]
+    command.make_context(name, [*leading, "-q"] if name != "compare" else ["a", "b", "-q"])
+    _fake_measurements(monkeypatch)
+    answering = _answering(store)
+    if name in answering:
+        args, code = answering[name]
+        done = invoke(*name.split(), *args, "-q")
+        assert done.code == code and done.out and done.err == "", (name, done)
+    elif name == "run":  # a dry run's plan: the answer on stdout, nothing beside it
+        done = invoke("run", "quick", "--dry-run", "-q", "-o", str(tmp_path / "plan.json"))
+        assert done.code == 0 and done.out == done.err == "", done
+        assert (tmp_path / "plan.json").exists()
+
+
+def _typo(option: str) -> str:
+    """An option as a hurried hand types it: two letters swapped."""
+    name = option.removeprefix("--")
+    return f"--{name[1]}{name[0]}{name[2:]}"
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_a_usage_error_is_one_line_with_the_closest_option_exit_2(name: str, invoke) -> None:
+    """An unknown option, a typo'd one (did you mean), a missing argument and an unknown
+    command: one line on stderr each (click's were four, the typo's hint "Possible options"),
+    exit 2, nothing on stdout."""
+    leading = ["a", "b"] if name == "compare" else LEADING.get(name, [])
+    longest = max(
+        (o for p in COMMANDS[name].params for o in getattr(p, "opts", ()) if o.startswith("--")),
+        key=len,
+    )  # the longest: no other option is as close to its typo
+    for args, said in (
+        (["--zzz"], "no such option --zzz"),
+        ([_typo(longest)], f"no such option {_typo(longest)} (did you mean {longest}?)"),
+    ):
+        done = invoke(*name.split(), *leading, *args)
+        assert done.code == ExitCode.BAD_INPUT and done.out == "", (name, args, done)
+        assert done.err == f"error: benchlab {name}: {said}; benchlab {name} -h lists its options\n"
+    required = [p for p in COMMANDS[name].params if getattr(p, "required", False)]
+    if required:  # its arguments left out
+        done = invoke(*name.split())
+        assert done.code == ExitCode.BAD_INPUT and done.err.count("\n") == 1, (name, done)
+        assert done.err.startswith(f"error: benchlab {name}: missing argument"), done.err
+        assert "(usage: benchlab " in done.err, done.err
+
+
+def test_an_unknown_command_is_one_line_and_bare_help_exits_0(invoke) -> None:
+    typo = invoke("reprot")
+    assert typo.code == ExitCode.BAD_INPUT and typo.out == "", typo
+    assert typo.err == (
+        "error: benchlab: no such command 'reprot' (did you mean 'report'?); benchlab -h lists "
+        "its commands\n"
+    )
+    for group in ([], ["services"]):  # asking for help is no mistake: stdout, exit 0
+        bare = invoke(*group)
+        assert bare.code == ExitCode.SUCCESS and bare.err == "", bare
+        assert bare.out.startswith(f"Usage: benchlab {' '.join(group)}".rstrip() + " [OPTIONS]")
 
 
 def test_no_color_after_the_command_turns_colours_off(invoke, monkeypatch) -> None:
