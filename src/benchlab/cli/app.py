@@ -137,7 +137,8 @@ def _options(
     quiet: Annotated[
         bool,
         typer.Option(
-            "--quiet", "-q",
+            "--quiet",
+            "-q",
             help="Nothing on stderr but errors and warnings (no progress, no 'wrote FILE' line).",
         ),
     ] = False,
