@@ -24,6 +24,7 @@ from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.load.ws_requests import AT_LAST_STEP, DROPPED, MEMORY, REFUSED, STALLED
+from benchlab.report.columns import ratio_text
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
@@ -176,21 +177,33 @@ def _too_few(ranked: PointRanking) -> str:
 
 
 def _ceiling_note(cells: Sequence[CellSummary]) -> str:
-    """Why a grid point shows no share of the ceiling, when its ceiling cell is not one."""
-    for cell in cells:
-        if cell.stack != CEILING_STACK or not cell.measured:
-            continue
-        names = [v.name for v in cell.verdicts]
-        if is_ceiling(cell.stack, names):
-            return ""
-        why = next(v for v in cell.verdicts if not is_ceiling(cell.stack, [v.name]))
-        return (
-            f"No share of the ceiling: {CEILING_STACK} was {why.name} here, so its "
-            f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} {cell.unit(F.THROUGHPUT)} is the "
-            "load tool's limit, "
-            "not the machine's."
-        )
-    return ""
+    """How far below this machine's ceiling each stack sits (a recipe with nginx-static asks
+    it): its throughput's share of nginx-static's at the point, with its interval. Where the
+    ceiling cell was its load tool's limit, the ceiling is at least that figure, so each share
+    is at most its median's."""
+    ceiling = next((c for c in cells if c.stack == CEILING_STACK and c.measured), None)
+    below = [
+        c for c in cells
+        if c.stack != CEILING_STACK and c.mode == Mode.CLOSED and c.value(F.THROUGHPUT)
+    ]  # fmt: skip
+    if ceiling is None or not below:
+        return ""
+    top = ceiling.value(F.THROUGHPUT) or 0.0
+    shown = f"{F.compact_number(top)} {ceiling.unit(F.THROUGHPUT)}"
+    names = display_names(cells)
+    if is_ceiling(ceiling.stack, [v.name for v in ceiling.verdicts]):
+        shares = ", ".join(
+            f"{names[c.key]} {ratio_text(c.ratio(F.CEILING), percent=True)}"
+            for c in below if c.ratio(F.CEILING) is not None
+        )  # fmt: skip
+        return f"Of this machine's ceiling ({CEILING_STACK}, {shown}): {shares}." if shares else ""
+    why = next(v for v in ceiling.verdicts if not is_ceiling(ceiling.stack, [v.name]))
+    at_most = ", ".join(f"{names[c.key]} {100 * (c.value(F.THROUGHPUT) or 0) / top:.0f}%"
+                        for c in below)  # fmt: skip
+    return (
+        f"Of this machine's ceiling, at most: {at_most} ({CEILING_STACK} was {why.name} here: "
+        f"its {shown} is the load tool's limit, so the machine's is at least that)."
+    )
 
 
 # Why a WebSocket hold's steps ended (runner/ws_load.py's reasons), in words.
@@ -249,10 +262,9 @@ def _stack_notes(summary: RunSummary) -> list[str]:
     notes = []
     for stack in dict.fromkeys(c.stack for c in summary.cells):
         entry = CATALOGUE.get(stack)
-        if entry is None or not entry.note:
+        if entry is None or not entry.note_meaning:  # a note says what it means, or nothing
             continue
-        why = f": {entry.note_meaning}" if entry.note_meaning else ""
-        notes.append(f"{stack} ({entry.note}){why}.")
+        notes.append(f"{stack} ({entry.note}): {entry.note_meaning}.")
     return notes
 
 
