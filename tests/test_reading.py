@@ -453,6 +453,20 @@ def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run()
     assert [line.rstrip() for line in printed[start:end]] == block.rstrip("\n").splitlines()
 
 
+def test_a_recipe_that_came_with_benchlab_is_named_so_not_by_a_build_machines_path() -> None:
+    from benchlab.recipe.files import shown_source
+    from benchlab.report.wording import run_lines
+
+    store = Store(REPO / "tests" / "data" / "readme-quick.db", create=False)
+    summary = summarise(store, None)
+    assert summary.run.recipe_path.startswith("/tmp/fresh10/")  # where it ran, stored as is
+    assert run_lines(summary)[0] == (
+        "run 20261126-092001-e794 · recipe quick (benchlab's own) · status complete"
+    )
+    assert shown_source("recipes/my.toml") == "recipes/my.toml"  # the user's own: as given
+    assert shown_source("/srv/benchlab/recipes/mine.toml") == "/srv/benchlab/recipes/mine.toml"
+
+
 def test_the_heat_maps_rows_are_the_rankings_order(tmp_path: Path) -> None:
     from benchlab.report.charts import heatmap_chart
 
