@@ -29,7 +29,9 @@ class LoadRequest:
     url: str
     connections: int  # closed loop: connections held open; fixed rate: the most it may open
     threads: int
-    duration_s: int
+    # Whole seconds for a recipe's loads; a tune proof's warm-up may be a fraction (5.6 s),
+    # always at a fixed rate, so given to vegeta, whose Go durations take one.
+    duration_s: float
     timeout_s: int
     cores: tuple[int, ...]
     tool: str
