@@ -36,7 +36,7 @@ import pytest
 import typer.main
 
 from benchlab import cli
-from benchlab.cli.app import console
+from benchlab.cli.app import console, progress
 from benchlab.cli.contract import CONTRACTS, EVERY_COMMAND
 from benchlab.cli.formats import extensions
 from benchlab.core import environment
@@ -382,6 +382,7 @@ def test_every_command_takes_q_and_says_nothing_on_stderr_with_it(
     here, its answer on stdout and not a byte on stderr."""
     command = COMMANDS[name]
     assert {"-q", "--quiet"} <= set(_option(command, "-q").opts), name
+    monkeypatch.setattr(progress, "quiet", progress.quiet)  # parsing -q sets it: not for later
     leading = [*LEADING.get(name, [])]
     command.make_context(name, [*leading, "-q"] if name != "compare" else ["a", "b", "-q"])
     _fake_measurements(monkeypatch)

@@ -48,7 +48,7 @@ CONTRACTS: dict[str, Contract] = {
             ),
             ("benchlab run --resume", "continue the latest interrupted or killed run"),
         ),
-        formats.RUN,
+        formats.REPORT,
         reads_store=True,
         exits=(_PARTIAL,),
     ),
@@ -84,7 +84,7 @@ CONTRACTS: dict[str, Contract] = {
                 "one cell's latency histogram, for HdrHistogram's tools (.hlog: a trial a line)",
             ),
         ),
-        formats.REPORT,
+        formats.REPORT_COMMAND,
         reads_store=True,
     ),
     "recipes": Contract(

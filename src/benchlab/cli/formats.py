@@ -33,10 +33,10 @@ def _exporters(*names: str) -> tuple[str, ...]:
     return names
 
 
-# A whole run's documents: what `run` writes, and `report` (which also writes one cell's
-# histogram: --histogram CELL).
-RUN = tuple(name for name in EXPORTERS if name not in HISTOGRAMS)
-REPORT = (*RUN, *HISTOGRAMS)
+# A whole run's documents: what `run` writes, and `report`, which also writes one cell's
+# histogram (--histogram CELL).
+REPORT = tuple(name for name in EXPORTERS if name not in HISTOGRAMS)
+REPORT_COMMAND = (*REPORT, *HISTOGRAMS)
 TUNE = _exporters("table", "md", "json", "html")
 HISTORY = _exporters("table", "md", "json", "html")
 COMPARE = _exporters("table", "md", "json", "html")

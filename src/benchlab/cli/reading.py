@@ -49,8 +49,8 @@ def history_of(stores: list[Path], recipe: str) -> History:
 def report(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[str | None, formats.option(formats.REPORT)] = None,
-    output: Annotated[Path | None, formats.output(formats.REPORT)] = None,
+    fmt: Annotated[str | None, formats.option(formats.REPORT_COMMAND)] = None,
+    output: Annotated[Path | None, formats.output(formats.REPORT_COMMAND)] = None,
     wide: Annotated[
         bool,
         typer.Option(
@@ -86,7 +86,7 @@ def report(
 
     if histogram is not None and fmt is None and output is None:
         fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
-    where = formats.destination(fmt, output, formats.REPORT)
+    where = formats.destination(fmt, output, formats.REPORT_COMMAND)
     if histogram is not None and where.format not in HISTOGRAMS:
         raise UserError(
             f"--histogram: one cell's histogram is written as {' or '.join(HISTOGRAMS)}, not "

@@ -75,8 +75,8 @@ RunHtmlOption = Annotated[
     ),
 ]
 
-RunFmtOption = Annotated[str | None, formats.option(formats.RUN)]
-RunOutputOption = Annotated[Path | None, formats.output(formats.RUN)]
+RunFmtOption = Annotated[str | None, formats.option(formats.REPORT)]
+RunOutputOption = Annotated[Path | None, formats.output(formats.REPORT)]
 
 RunDryRunOption = Annotated[
     bool,
@@ -152,7 +152,7 @@ def run(
     from benchlab.runner.estimates import Costs
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.RUN)  # refused before a run, not after
+    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
     if dry_run:
         check_format(where.format)
     if resume:

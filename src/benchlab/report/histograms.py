@@ -84,11 +84,11 @@ def find_cell(cells: list[Named], query: str | None, run: RunRecord) -> Named:
     if not found:
         hint = _did_you_mean(words, cells)
         raise UserError(
-            f"--histogram '{query}': no cell of run {run.id} has every one of these words in its "
+            f"--histogram {query!r}: no cell of run {run.id} has every one of these words in its "
             f"name{hint}; its cells: {_listed(cells)}"
         )
     raise UserError(
-        f"--histogram '{query}': {len(found)} cells match: {_listed(found)}; add a word that "
+        f"--histogram {query!r}: {len(found)} cells match: {_listed(found)}; add a word that "
         "tells them apart"
     )
 

@@ -19,7 +19,7 @@ from benchlab.report.json_formats import PLAN
 from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
 from benchlab.stacks import Stack
 
-# The formats a plan is written in, of a run's (cli/formats.py's RUN).
+# The formats a plan is written in, of a run's (cli/formats.py's REPORT).
 FORMATS = ("table", "md", "json", "csv", "html")
 
 

@@ -30,7 +30,7 @@ def check_path(path: str, where: str) -> None:
     if PATH.fullmatch(path):
         return
     if not path.startswith("/"):
-        raise UserError(f"{where}: the path '{path}' must start with '/'")
+        raise UserError(f"{where}: the path {path!r} must start with '/'")
     encoded = quote(path, safe="/?#[]@!$&'()*+,;=%:~")
     raise UserError(
         f"{where}: the path {path!r} has characters a request line cannot carry (spaces, "
