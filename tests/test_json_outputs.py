@@ -51,6 +51,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
         jf.RECIPES: benchlab("recipes", "-f", "json").stdout,
         jf.DOCTOR: benchlab("doctor", "-f", "json").stdout,
+        jf.PLAN: benchlab("run", "quick", "--dry-run", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))

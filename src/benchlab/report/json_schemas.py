@@ -38,6 +38,7 @@ from benchlab.report.json_formats import (
     TUNE,
     JsonFormat,
 )
+from benchlab.report.plan import PlannedCell
 from benchlab.store import CELL_SHOWN, CellRecord
 
 Number = float | None
@@ -578,26 +579,6 @@ class SelfcheckDocument(_Document):
     """Where the variation comes from (`selfcheck --noise`); null without it."""
 
 
-class PlanCell(_Closed):
-    stack: str
-    stack_label: str
-    """The stack with its launch's settings, as the run's tables will name it."""
-    scenario: str
-    tool: str
-    connections: int
-    duration_s: int
-    workers: int
-    mode: str
-    rate: str
-    """A rate cell's rate ("2,000/s") or share of its closed-loop figure ("60%"); else empty."""
-    point: str | None
-    protocol: str
-    keepalive: bool
-    runs_here: bool
-    why_not: str | None
-    """Why its stack cannot run on this machine, and the fix; null where it can."""
-
-
 class PlanDocument(_Document):
     format: Literal["benchlab-plan"]
     format_version: Literal[1]
@@ -609,7 +590,8 @@ class PlanDocument(_Document):
     """The plan in words, as a run prints it before it starts."""
     estimate_s: float
     """The recipe's rounds and checks, in seconds (within --budget)."""
-    cells: list[PlanCell]
+    cells: list[PlannedCell]
+    """Each cell as the run would measure it, and whether its stack runs here."""
 
 
 MODELS: dict[JsonFormat, type[BaseModel]] = {

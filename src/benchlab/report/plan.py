@@ -10,7 +10,9 @@ import html
 import io
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict
 
 from benchlab.core.errors import UserError
 from benchlab.recipe import Cell, Plan, unserved
@@ -25,8 +27,10 @@ FORMATS = ("table", "md", "json", "csv", "html")
 
 @dataclass(frozen=True)
 class PlannedCell:
-    """One cell of the plan, as a run would measure it."""
+    """One cell of the plan, as a run would measure it, and whether its stack runs here."""
 
+    # The JSON's cells as json_schemas.py publishes them: closed, as its models are.
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
     stack: str
     stack_label: str  # with its launch's settings, as the tables will name it
     scenario: str
