@@ -101,8 +101,8 @@ def _trials(store: Store, cell: Named) -> list[TrialRecord]:
         raise UserError(f"--histogram: cell '{cell.name}' has no measured trial")
     if not all(t.latency_histogram for t in trials):
         raise UserError(
-            f"--histogram: cell '{cell.name}' was measured by {record.tool}, which gives no "
-            "latency histogram (its percentiles are the tool's own)"
+            f"--histogram: cell '{cell.name}' kept no latency histogram ({record.tool} gives "
+            f"none for {record.scenario}, or a benchlab before histograms stored it)"
         )
     return trials
 
