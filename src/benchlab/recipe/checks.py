@@ -9,11 +9,11 @@ from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
-from benchlab.core.text import quoted, toml_key
+from benchlab.core.text import did_you_mean, quoted, toml_key
+from benchlab.core.thresholds import check_measured, parse_threshold
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe.cells import proxied, scenario_names
-from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import (
     Recipe,
     StackParams,
@@ -51,8 +51,24 @@ def check_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
         _check_protocols,
         _check_resilience,
         _check_websocket,
+        _check_thresholds,
     ):
         check(path, recipe, catalogue)
+
+
+def _check_thresholds(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
+    """Each [thresholds] bound is written as `--threshold` takes it, on a figure the
+    recipe's cells measure."""
+    modes = {
+        SCENARIOS[name].mode_for(profile_mode(recipe, profile))
+        for profile in recipe.load
+        for name in scenario_names(recipe)
+        if name in SCENARIOS
+    }
+    for name, bounds in recipe.thresholds.items():
+        said = f"{path}: key 'thresholds.{name}'"
+        found = [parse_threshold(f"{name}{bound}", said) for bound in as_list(bounds)]
+        check_measured(found, modes, said)
 
 
 def _check_websocket(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
