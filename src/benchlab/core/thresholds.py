@@ -100,7 +100,7 @@ class Threshold:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "threshold": self.text, "figure": self.figure.key,
+            "threshold": self.text, "figure": self.figure.key, "name": self.name,
             "comparison": self.comparison.value, "bound": self.bound, "unit": self.unit,
         }  # fmt: skip
 

@@ -261,6 +261,8 @@ class ThresholdResult(_Closed):
     """As `--threshold` takes it: p99<200 ms."""
     figure: str
     """The figure's key (a cell's JSON key)."""
+    name: str
+    """The figure's name as it was written (rps, errors, p99)."""
     comparison: Literal["<", "<=", ">", ">="]
     bound: float
     unit: str
