@@ -196,22 +196,16 @@ def test_every_format_names_each_threshold_and_its_outcome(readme_run) -> None:
     assert all("p99<1 ms failed" in r["thresholds"] for r in rows)
 
 
+def _gated(directory: Path, thresholds: str) -> Path:
+    """A recipe of closed-loop cells with this [thresholds] table."""
+    body = 'name = "gated"\nstacks = ["gin"]\nscenarios = ["json"]\n[[load]]\ntool = "wrk"\n'
+    return write_recipe(directory, f"{body}[thresholds]\n{thresholds}\n")
+
+
 def test_the_recipes_thresholds_are_stored_with_the_run_and_judged_on_its_reports(
     tmp_path: Path,
 ) -> None:
-    recipe = write_recipe(
-        tmp_path,
-        """
-        name = "gated"
-        stacks = ["gin"]
-        scenarios = ["json"]
-        [[load]]
-        tool = "wrk"
-        [thresholds]
-        p99 = "<1ms"
-        rps = [">=1000", ">=10"]
-        """,
-    )
+    recipe = _gated(tmp_path, 'p99 = "<1ms"\nrps = [">=1000", ">=10"]')
     loaded, _ = load_recipe(recipe, CATALOGUE)
     options = RunOptions.from_recipe(loaded)
     assert [t.text for t in options.thresholds] == ["p99<1 ms", "rps>=1000 req/s", "rps>=10 req/s"]
@@ -231,24 +225,16 @@ def test_the_recipes_thresholds_are_stored_with_the_run_and_judged_on_its_report
     [
         ('p98 = "<200ms"', "key 'thresholds.p98': no figure is called 'p98' (did you mean 'p99'?)"),
         ('p99 = "<abc"', "key 'thresholds.p99': 'abc' is not a number"),
-        ('capacity = ">=100"', "key 'thresholds.capacity': capacity is measured by capacity-search"),
+        (
+            'capacity = ">=100"',
+            "key 'thresholds.capacity': capacity is measured by capacity-search",
+        ),
     ],
 )
 def test_a_recipes_bad_threshold_is_one_line_naming_the_file_and_key(
     tmp_path: Path, table: str, said: str
 ) -> None:
-    recipe = write_recipe(
-        tmp_path,
-        f"""
-        name = "gated"
-        stacks = ["gin"]
-        scenarios = ["json"]
-        [[load]]
-        tool = "wrk"
-        [thresholds]
-        {table}
-        """,
-    )
+    recipe = _gated(tmp_path, table)
     with pytest.raises(UserError) as refused:
         load_recipe(recipe, CATALOGUE)
     assert f"{recipe}: {said}" in str(refused.value), refused.value
