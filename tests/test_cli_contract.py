@@ -439,6 +439,7 @@ def test_a_threshold_no_cell_of_the_run_measures_is_refused_before_it_runs(invok
     assert "--threshold: it judges the replay that proves the answer, which --quick" in refused.err
 
 
+@pytest.mark.slow  # every format, the page's charts included
 @pytest.mark.parametrize("name", ["report", "history"])
 def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_cells(
     name: str, invoke
@@ -478,3 +479,42 @@ def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_
         else:
             text = shown.out.replace("&lt;", "<")
             assert "p99<1 ms: FAILED in 12 of 12 cells" in text, fmt
+
+
+@pytest.mark.slow  # three tunes' reports, each with its page
+def test_tune_judges_its_answers_replay_and_ends_with_the_threshold_code(
+    invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tune's door, its measurement replaced by a stored tune (test_tune_proof's: its proof
+    held 978 req/s, p99 35 ms, over windows of 12, 15, 260 and 14 ms): what it does with the
+    answer it finds. Its real runs: test_tune."""
+    from types import SimpleNamespace
+
+    from benchlab.runner.outcome import RunOutcome
+    from tests.test_tune_proof import _tune_run
+
+    def measured(request: object, store: object, *_: object, **__: object) -> SimpleNamespace:
+        return SimpleNamespace(outcome=RunOutcome(_tune_run(results), "complete"), checked=None)
+
+    command = importlib.import_module("benchlab.cli.tune")  # the module, not the command
+    asked = SimpleNamespace(check_answer=None)
+    monkeypatch.setattr(command, "_tune_request", lambda _: asked)
+    monkeypatch.setattr(command, "_prepare", lambda *_: None)
+    monkeypatch.setattr(command, "make_ready", lambda *_: None)
+    monkeypatch.setattr(command, "claim", lambda _: False)
+    monkeypatch.setattr("benchlab.tune.driver.run_tune", measured)
+    for bound, code in (("p99<10ms", ExitCode.THRESHOLD), ("p99<300ms", 0), ("p99<100ms", 0)):
+        results = tmp_path / f"{code}-{bound[4:]}.db"
+        done = invoke("tune", "app.py:app", "--results", str(results), "--threshold", bound)
+        assert done.code == code, done
+        flat = " ".join(done.out.split())
+        if code:
+            assert done.err.splitlines()[-1] == (
+                f"FAIL: threshold {bound[:3]}<{bound[4:-2]} ms broken by 1 cell: "
+                "gunicorn-gthread w=1 t=16 app vegeta c=64 rate 978/s"
+            ), done.err
+            assert f"{bound[:3]}<{bound[4:-2]} ms: FAILED in 1 of 1 cells" in flat
+        elif bound == "p99<100ms":  # its windows' p99s straddle it: said, not failed
+            assert "p99<100 ms: undecided in 1 of 1 cells" in flat and "FAIL" not in done.err
+        else:
+            assert "p99<300 ms: kept by the cells measured" in flat, flat

@@ -222,7 +222,9 @@ def _thresholds_read() -> bool:
         ["p99<200ms", "errors<0.1%", "rps>=500"]
     )]  # fmt: skip
     return read == [
-        (F.P99, "<", 200.0, "ms"), (F.ERROR_RATE, "<", 0.1, "%"), (F.THROUGHPUT, ">=", 500, F.REQ_S)
+        (F.P99, "<", 200.0, "ms"),
+        (F.ERROR_RATE, "<", 0.1, "%"),
+        (F.THROUGHPUT, ">=", 500, F.REQ_S),
     ]
 
 
