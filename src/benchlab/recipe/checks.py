@@ -10,7 +10,7 @@ from pathlib import Path
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
 from benchlab.core.text import did_you_mean, quoted, toml_key
-from benchlab.core.thresholds import check_measured, parse_threshold
+from benchlab.core.thresholds import check_measured
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe.cells import proxied, scenario_names
@@ -20,6 +20,7 @@ from benchlab.recipe.schema import (
     as_list,
     profile_mode,
     rate_share,
+    recipe_thresholds,
     sentinel_of,
 )
 from benchlab.stacks import Stack
@@ -65,10 +66,8 @@ def _check_thresholds(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
         for name in scenario_names(recipe)
         if name in SCENARIOS
     }
-    for name, bounds in recipe.thresholds.items():
-        said = f"{path}: key 'thresholds.{name}'"
-        found = [parse_threshold(f"{name}{bound}", said) for bound in as_list(bounds)]
-        check_measured(found, modes, said)
+    for threshold in recipe_thresholds(recipe, path):
+        check_measured([threshold], modes, f"{path}: key 'thresholds.{threshold.name}'")
 
 
 def _check_websocket(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
