@@ -439,7 +439,6 @@ def test_a_threshold_no_cell_of_the_run_measures_is_refused_before_it_runs(invok
     assert "--threshold: it judges the replay that proves the answer, which --quick" in refused.err
 
 
-@pytest.mark.slow  # every format, the page's charts included
 @pytest.mark.parametrize("name", ["report", "history"])
 def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_cells(
     name: str, invoke
@@ -481,7 +480,6 @@ def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_
             assert "p99<1 ms: FAILED in 12 of 12 cells" in text, fmt
 
 
-@pytest.mark.slow  # three tunes' reports, each with its page
 def test_tune_judges_its_answers_replay_and_ends_with_the_threshold_code(
     invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
