@@ -229,6 +229,11 @@ def test_the_recipes_thresholds_are_stored_with_the_run_and_judged_on_its_report
             'capacity = ">=100"',
             "key 'thresholds.capacity': capacity is measured by capacity-search",
         ),
+        (
+            'p99 = "200ms"',
+            "key 'thresholds.p99': '200ms' has no comparison; write <, <=, > or >= before the "
+            'bound, like p99 = "<200ms"',
+        ),
     ],
 )
 def test_a_recipes_bad_threshold_is_one_line_naming_the_file_and_key(

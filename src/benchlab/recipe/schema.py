@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from benchlab.core.errors import UserError
 from benchlab.core.figures import RANKABLE
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
@@ -412,7 +413,13 @@ def recipe_thresholds(recipe: Recipe, path: object = "") -> tuple[Threshold, ...
     found = []
     for name, bounds in recipe.thresholds.items():
         said = f"{path}: key 'thresholds.{name}'" if path else f"key 'thresholds.{name}'"
-        found += [parse_threshold(f"{name}{bound}", said) for bound in as_list(bounds)]
+        for bound in as_list(bounds):
+            if not bound.lstrip().startswith(("<", ">")):
+                raise UserError(
+                    f"{said}: {bound!r} has no comparison; write <, <=, > or >= before the "
+                    f'bound, like {name} = "<{bound.strip()}"'
+                )
+            found.append(parse_threshold(f"{name}{bound}", said))
     return tuple(dict.fromkeys(found))
 
 
