@@ -10,7 +10,7 @@ its p99 with the interval of the p99s of its ~2-s windows."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -92,10 +92,6 @@ class ThresholdResult:
             **self.threshold.to_json(), "outcome": self.outcome.value,
             "cells": [j.to_json() for j in self.judged],
         }  # fmt: skip
-
-
-def failed(results: Iterable[ThresholdResult]) -> bool:
-    return any(result.failed for result in results)
 
 
 def spread_of(cell: CellSummary, figure: F.Figure) -> Spread | None:
