@@ -9,12 +9,14 @@ from benchlab.analysis.thresholds import Judged, Outcome, ThresholdResult
 from benchlab.report.wording import cell_name
 
 
-def headline(result: ThresholdResult) -> str:
+def headline(result: ThresholdResult, tune: bool = False) -> str:
     """p99<200 ms: failed in 2 of 12 cells (1 undecided)."""
     total = len(result.judged)
     count = {o: len(result.with_outcome(o)) for o in Outcome}
     text = result.threshold.text
     if result.outcome is Outcome.NOT_MEASURED:
+        if tune and not result.judged:
+            return f"{text}: not judged: no replay of the answer ran (the budget ended first)"
         return f"{text}: not judged: no cell measured {result.threshold.figure.label}"
     undecided = count[Outcome.UNDECIDED]
     if result.outcome is Outcome.FAILED:
@@ -38,7 +40,7 @@ def threshold_lines(summary: RunSummary) -> list[str]:
     """Each threshold's headline, then the cells that failed it or left it undecided."""
     lines = []
     for result in summary.thresholds:
-        lines.append(headline(result))
+        lines.append(headline(result, summary.options.tune is not None))
         shown = [j for j in result.judged if j.outcome is not Outcome.KEPT]
         lines += [f"  {_cell_line(summary, judged)}" for judged in shown]
     return lines
