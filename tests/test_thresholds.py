@@ -271,3 +271,19 @@ def test_comparisons_are_declared_once_and_read_longest_first() -> None:
     assert parse_threshold("p99<=5ms").comparison is Comparison.AT_MOST
     assert parse_threshold("rps>=5").comparison is Comparison.AT_LEAST
     assert [c.value for c in Comparison] == ["<=", ">=", "<", ">"]
+
+
+def test_a_tune_without_a_replay_of_its_answer_judges_nothing_and_says_why(
+    tmp_path: Path,
+) -> None:
+    from tests.test_tune_proof import _tune_run
+
+    path = tmp_path / "tune.db"
+    _tune_run(path, steps=())
+    summary = judged(summarise(Store(path, create=False), None), parse_thresholds(["p99<10ms"]))
+    (result,) = summary.thresholds
+    assert result.judged == () and result.outcome is Outcome.NOT_MEASURED
+    assert threshold_lines(summary) == [
+        "p99<10 ms: not judged: no replay of the answer ran (the budget ended first)"
+    ]
+    assert failure_lines(summary) == []
