@@ -142,6 +142,8 @@ def test_a_cell_is_named_by_the_words_the_report_shows_it_by(
         ("-f", "hlog"): "name it with --histogram CELL",
         ("--histogram", CELL, "-f", "json"): "written as hgrm or hlog, not json",
         ("--histogram", CELL, "-o", str(tmp_path / "x.md")): "not md; drop -f, or write to",
+        ("--histogram", CELL, "--threshold", "p99<10ms"): "--threshold is for a whole run's",
+        ("--histogram", CELL, "--wide"): "--wide is for a whole run's report",
     }
     for args, said in refusals.items():
         refused = invoke(*results, *args)
