@@ -75,7 +75,6 @@ def timeline(series: CellSeries) -> str:
         unit = f" ({series.figure.unit})" if series.figure.unit else ""
         ax.set_ylabel(f"{series.figure.label}{unit}", color=CEILING_COLOUR)
         ax.yaxis.set_major_formatter(lambda v, _: F.compact_number(v))
-        ax.set_title(series.name)
     return _svg(figure, f"{series.name}: {series.figure.label} run by run")
 
 
