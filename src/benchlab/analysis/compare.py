@@ -42,7 +42,8 @@ class CellChange:
 
     @property
     def label(self) -> str:
-        return self.key.label
+        """The stack as the reports label it (and a twin's duration: see SeriesKey)."""
+        return self.key.label + (f" · {self.key.twin}" if self.key.twin else "")
 
     @property
     def scenario(self) -> str:
