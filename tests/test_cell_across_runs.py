@@ -5,6 +5,7 @@ is logic over stored rows: no load)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -19,7 +20,8 @@ from rich.console import Console
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.series_key import SeriesKey, series_keys
 from benchlab.analysis.summary import summarise
-from benchlab.cli.reading import history_of
+from benchlab.cli import thresholds
+from benchlab.cli.reading import finished_runs, history_of
 from benchlab.core.errors import ExitCode
 from benchlab.report import comparison, history
 from benchlab.report.comparison_html import render_html as compare_html
@@ -84,7 +86,7 @@ def test_a_slowdown_measured_for_another_duration_fails_history_and_compare(
     assert line.startswith(prefix), line
     assert sorted(line.removeprefix(prefix).split(", ")) == sorted(_names())
     # stdout says what the exit code says, and what was measured otherwise.
-    assert failed.stdout.splitlines()[-1] == "12 of 12 cell(s) last moved slower, 0 faster"
+    assert _moves_line(failed.stdout) == "12 of 12 cell(s) last moved slower, 0 faster"
     assert failed.stdout.count("measured otherwise than the run before: duration 2 s → 5 s") == 12
     series = json.loads(benchlab("history", "quick", *stores, "-f", "json").stdout)["series"]
     assert sorted(s["cell"]["name"] for s in series) == sorted(_names())
@@ -149,7 +151,10 @@ def test_no_reading_output_shows_a_runs_own_key_of_a_cell(tmp_path: Path) -> Non
     write_run(b, _scaled(SLOWER * 0.9), duration=5)  # a third run: a series with a history
     stores = [Store(path, create=False) for path in (a, b)]
     keys = {r.key for store in stores for run in store.runs() for r in store.cells(run.id)}
-    past = history_of([a, b], "quick")
+    runs = finished_runs([a, b], "quick")  # the newest judged by a threshold, as --threshold does
+    newest = thresholds.judged(runs[-1], thresholds.given(["rps>100000"]))
+    past = dataclasses.replace(history_of([a, b], "quick"), latest_run=newest)
+    assert past.as_json()["thresholds"][0]["cells"], "no threshold judged a cell"
     found = _comparison(a, b, fail_above=10)
     console = Console(file=io.StringIO(), width=200)
     comparison.render_table(found, console)
@@ -173,11 +178,19 @@ def test_no_reading_output_shows_a_runs_own_key_of_a_cell(tmp_path: Path) -> Non
     assert "gin w=1 · json wrk c=64" in outputs["history table"]
 
 
+MOVES = re.compile(r"(\d+) of \d+ cell\(s\) last moved slower, (\d+) faster")
+
+
+def _moves_line(stdout: str) -> str:
+    """The history's line that counts its cells' last moves (after its series)."""
+    (line,) = [line for line in stdout.splitlines() if MOVES.match(line)]
+    return line
+
+
 def _fail_count(stdout: str, direction: str) -> int:
-    """How many cells the history's last line says moved `direction`."""
-    last = stdout.splitlines()[-1]
-    found = re.match(r"(\d+) of \d+ cell\(s\) last moved slower, (\d+) faster", last)
-    assert found is not None, last
+    """How many cells the history's count says moved `direction`."""
+    found = MOVES.match(_moves_line(stdout))
+    assert found is not None
     return int(found[1] if direction == "slower" else found[2])
 
 
@@ -217,7 +230,7 @@ def test_historys_last_line_and_its_exit_code_say_the_same(tmp_path: Path) -> No
     args = ["--results", str(tmp_path / "machine-slower.db"), "--fail-on-change", "slower"]
     done = benchlab("history", "quick", *args)
     assert done.returncode == 0 and "FAIL" not in done.stderr, done.stderr
-    assert done.stdout.splitlines()[-1] == (
+    assert _moves_line(done.stdout) == (
         "0 of 2 cell(s) last moved slower, 0 faster; "
         "2 other move(s) not the stack's own (the machine's, or undecided)"
     )

@@ -205,13 +205,30 @@ class History:
     recipe: str
     runs: int
     series: list[CellSeries]
+    # The newest run, its thresholds judged (`history --threshold`, its recipe's [thresholds]).
+    latest_run: RunSummary | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "recipe": self.recipe,
             "runs": self.runs,
             "series": [s.as_json() for s in self.series],
+            "thresholds": self._thresholds_json(),
         }
+
+    def _thresholds_json(self) -> list[dict[str, Any]]:
+        """The newest run's thresholds, each cell named as its series is (a run's own key of
+        a cell means nothing across runs)."""
+        run = self.latest_run
+        if run is None:
+            return []
+        keys = series_keys([cell.stored for cell in run.cells], run.options)
+        found = []
+        for result in run.thresholds:
+            data = result.to_json()
+            data["cells"] = [{**c, "cell": keys[c["cell"]].name} for c in data["cells"]]
+            found.append(data)
+        return found
 
     def moved(self, direction: str) -> list[CellSeries]:
         """The series whose figure moved `direction` last, whoever's move it was."""
