@@ -85,11 +85,10 @@ def _selfcheck() -> SelfCheck:
 
 def _report_cells(results: Path) -> dict[str, dict]:
     """The run's cells in its JSON report, by the name a tracker gives each."""
-    from benchlab.report.trackers import benchmark_name
+    from benchlab.report.trackers import benchmark_names
     from benchlab.store import Store
 
-    summary = summarise(Store(results, create=False), None)
-    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
+    names = benchmark_names(summarise(Store(results, create=False), None))
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
     return {names[c["key"]]: c for c in report["cells"]}
 

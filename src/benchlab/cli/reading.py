@@ -249,10 +249,9 @@ def history(
         where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
     broken = thresholds.say_failed(latest)
     if fail_on_change is not None:
-        hit = found.latest_change(fail_on_change)
-        if hit:
-            names = ", ".join(s.label for s in hit)
-            print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
+        failure = report.failure_text(found, fail_on_change)
+        if failure is not None:
+            print(failure, file=sys.stderr)
             if not broken:  # a failed threshold outranks it
                 raise typer.Exit(ExitCode.REGRESSION)
     if broken:
@@ -335,7 +334,7 @@ def compare(
     verdict = report.threshold_line(found)
     if verdict is not None:
         say(verdict, style="red" if found.regressed else None)
-    if strict and any(not d.is_condition for d in found.differences):
+    if strict and any(d.is_environment for d in found.differences):
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
         raise typer.Exit(ExitCode.NOT_COMPARABLE)
     if found.regressed:

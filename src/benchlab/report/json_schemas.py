@@ -241,7 +241,8 @@ class ThresholdCell(_Closed):
     """One cell against a threshold: its figure, the interval it was judged by, the outcome."""
 
     cell: str
-    """The cell's key."""
+    """The cell: its key in a run's or a tune's JSON (`cells[].key`); its name in a
+    history's (`series[].cell.name`)."""
     outcome: Outcome
     """kept: the whole interval keeps the bound; failed: the whole interval breaks it;
     undecided: the interval straddles it."""
@@ -326,8 +327,27 @@ class CompareSide(_Closed):
     machine: dict[str, Any]
 
 
+class SeriesCell(_Closed):
+    """A cell as history and compare match it across runs (analysis/series_key.py): the
+    stack, the scenario and its load, not how long or how often it was measured."""
+
+    name: str
+    """The cell in words, its stack once with its scenario: "gin w=1 · json wrk c=64"."""
+    stack: str
+    point: dict[str, Any]
+    """The grid point: the scenario and its load (tool, connections, parameter, rate)."""
+    target: str | None
+    """A capacity's target (its SLO); null otherwise."""
+    twin: str | None
+    """What tells apart two cells of one run that differ only in how long they were
+    measured ("5 s"); null otherwise."""
+
+
 class CompareCell(_Closed):
-    key: str
+    cell: SeriesCell
+    measured_otherwise: list[str]
+    """How B measured the cell otherwise than A ("duration 2 s → 5 s"): compared all the
+    same."""
     stack: str
     scenario: str
     connections: int
@@ -343,7 +363,7 @@ class CompareCell(_Closed):
 
 class CompareDocument(_Document):
     format: Literal["benchlab-compare"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     a: CompareSide
     b: CompareSide
     compared_by: str
@@ -351,13 +371,15 @@ class CompareDocument(_Document):
     evidence: str
     fail_above_pct: Number
     differences: list[Any]
-    regressed: list[Any]
+    """What differs between the runs: kind machine, versions, conditions (steal) or settings
+    (how long or how often the cells were measured)."""
+    regressed: list[str]
+    """The names of the cells --fail-above failed."""
     cells: list[CompareCell]
 
 
 class Series(_Closed):
-    key: str
-    label: str
+    cell: SeriesCell
     figure: str
     points: list[dict[str, Any]]
     change_points: list[dict[str, Any]]
@@ -366,7 +388,7 @@ class Series(_Closed):
 
 class HistoryDocument(_Document):
     format: Literal["benchlab-history"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     recipe: str
     runs: int
     series: list[Series]
