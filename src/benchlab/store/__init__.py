@@ -17,6 +17,7 @@ from benchlab.store.records import (
     CellRecord,
     HostRecord,
     LoadShareRecord,
+    RoundMeasured,
     RunInfo,
     RunRecord,
     TrialExtras,
@@ -26,6 +27,6 @@ from benchlab.store.records import (
 
 __all__ = [
     "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "ERROR_KINDS", "SCHEMA_VERSION", "TABLES",
-    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RunInfo", "RunRecord",
-    "Store", "TrialExtras", "TrialRecord", "now", "trial_record",
+    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RoundMeasured", "RunInfo",
+    "RunRecord", "Store", "TrialExtras", "TrialRecord", "now", "trial_record",
 ]  # fmt: skip

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import os
 import pwd
+import secrets
 import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from benchlab.core.errors import UserError
 from benchlab.system import users
@@ -176,6 +178,38 @@ def check_store_place(path: Path) -> None:
         raise _refused(path, owner, "results store")
     if path.is_symlink():
         raise UserError(f"results store {path}: is a link; benchlab writes through none")
+
+
+def check_stream_place(path: Path, what: str) -> None:
+    """Whether `open_stream` will write at `path`, asked before a run: a file benchlab keeps
+    open and writes as it goes is, as root, only where root alone holds the path (as a
+    results store: no writer as another user can follow it line by line)."""
+    if path.is_dir():
+        raise UserError(f"{what} {path}: is a directory; give a file name in it")
+    if os.geteuid() != 0:
+        check_output_place(path, what)
+        return
+    owner = owner_of(path)
+    if owner.user is not None or owner.open:
+        raise _refused(path, owner, what)
+
+
+def open_stream(path: Path, what: str) -> BinaryIO:
+    """A new file at `path` (what was there replaced, a link never followed) to write as
+    benchlab goes: made beside it and renamed into place at once, so a reader following
+    `path` reads this file's lines from the first."""
+    check_stream_place(path, what)
+    _make_parents(path, what)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    try:
+        handle = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
+        os.fchmod(handle, 0o644)
+        os.replace(temporary, path)  # a link at `path` is replaced, never followed
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot write it ({exc.strerror})") from None
+    return os.fdopen(handle, "wb", buffering=0)
 
 
 def _refused(path: Path, owner: Owner, what: str) -> UserError:
