@@ -184,11 +184,14 @@ def check_stream_place(path: Path, what: str) -> None:
     """Whether `open_stream` will write at `path`, asked before a run: a file benchlab keeps
     open and writes as it goes is, as root, only where root alone holds the path (as a
     results store: no writer as another user can follow it line by line)."""
-    if path.is_dir():
-        raise UserError(f"{what} {path}: is a directory; give a file name in it")
     if os.geteuid() != 0:
         check_output_place(path, what)
         return
+    if path.is_dir():
+        raise UserError(f"{what} {path}: is a directory; give a file name in it")
+    existing = next(p for p in (path.parent, *path.parent.parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{what} {path}: {existing} is not a directory")
     owner = owner_of(path)
     if owner.user is not None or owner.open:
         raise _refused(path, owner, what)
