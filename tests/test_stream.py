@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchlab.core import figures as F
+from benchlab.core.modes import Mode
 from benchlab.report.stream import StreamReporter
 from benchlab.store import Store, TrialRecord
 from tests.conftest import check_against_schema
@@ -92,6 +93,15 @@ def check_stream(events: list[dict[str, Any]], store: Store) -> dict[str, list[T
             assert source is not None and source.attr is not None
             held = getattr(trial, source.attr)
             assert value == (held / source.per if source.per and held is not None else held), key
+        mode = Mode(cells[event["cell"]].mode)
+        trial_figures = (F.Combine.MEDIAN, F.Combine.PEAK, F.Combine.HISTOGRAM, F.Combine.SUM)
+        held = {
+            f.key
+            for f in F.FIGURES.values()
+            if f.source and f.source.combine in trial_figures and f.source.applies(mode)
+            and getattr(trial, f.source.attr or "") is not None
+        }  # fmt: skip
+        assert set(figures) == held, "a figure the trial holds is missing, or one it has not"
         named.setdefault(event["cell"], []).append(trial)
     last_trial = max(i for i, kind in enumerate(kinds) if kind == "trial")
     rankings = [i for i, kind in enumerate(kinds) if kind == "ranking"]
@@ -110,10 +120,10 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 RECIPE = """
 name = "streamed"
-stacks = ["gin", "sanic", "tornado", "broken"]
+stacks = ["sanic", "tornado", "broken"]
 scenarios = ["json"]
 trials = 3
-max_trials = 7
+max_trials = 5
 warmup = 0
 [[load]]
 connections = 4
@@ -121,13 +131,11 @@ duration = 2
 """
 
 
-@pytest.mark.slow
 def test_a_runs_stream_holds_its_events_in_order_with_the_stored_figures(tmp_path: Path) -> None:
     """Adaptive rounds for an undecided pair, a cell whose answers are wrong: the stream says
     each, in order, and every trial line holds the figures the store holds."""
     executor = FakeExecutor(
         {
-            "gin": FakeStack({"json": Figures(40_000)}),
             "sanic": FakeStack({"json": [Figures(20_500), Figures(19_500)]}),
             "tornado": FakeStack({"json": [Figures(19_600), Figures(20_400)]}),
             "broken": FakeStack(wrong={"json": "status 500"}),
@@ -264,3 +272,75 @@ def test_a_real_runs_stream_on_stdout_and_in_a_file_with_a_fixed_rate_trial_foll
             last = _figures(lines[-1])
             assert lines[-1]["errors"] <= trial.errors.total
             assert abs(last["achieved_rps"] - trial.achieved_rps) <= 0.25 * trial.achieved_rps
+
+
+# --- a running trial's figure on the terminal, and when there is none -------------------------
+
+
+def test_the_bar_shows_a_running_trials_rate_and_errors_and_says_when_there_are_none() -> None:
+    """The terminal's progress line (BarReporter's phase) during a fixed-rate trial: its
+    achieved rate and errors so far; a trial that cannot be followed says why."""
+    import io
+
+    from rich.console import Console
+
+    from benchlab.load.live import LiveLoad, NoLive
+    from benchlab.recipe import Cell
+    from benchlab.report.progress import BarReporter
+
+    bar = BarReporter(Console(file=io.StringIO(), width=200))
+    cell = Cell("gin", "json", "vegeta", 16, 1, 4, 5, 1, rate=200.0)
+    bar.live(
+        cell, LiveLoad(elapsed_s=2.2, duration_s=4, requests=440, errors=3, achieved_rps=198.6)
+    )
+    phase = bar.progress.tasks[0].fields["phase"]
+    assert phase == "gin: achieved 199 req/s · 3 errors so far (2 of 4 s)", phase
+    bar.live(cell, NoLive("its load comes from 2 generators, merged when they end"))
+    phase = bar.progress.tasks[0].fields["phase"]
+    assert phase == (
+        "gin: no figure until the trial ends: its load comes from 2 generators, merged when "
+        "they end"
+    )
+
+
+def test_vegetas_report_counts_as_errors_what_it_counts_as_no_success() -> None:
+    """A report's status codes: 2xx and 3xx succeed, anything else (0: no response) failed."""
+    from benchlab.load.vegeta_live import live_load
+
+    report = {
+        "requests": 10,
+        "throughput": 7.5,
+        "status_codes": {"200": 6, "302": 1, "0": 2, "503": 1},
+    }
+    figure = live_load(report, 1.0, 4.0)
+    assert (figure.requests, figure.errors, figure.achieved_rps) == (10, 3, 7.5)
+    assert figure.error_pct == 30.0
+
+
+@pytest.mark.parametrize(
+    ("generators", "tool", "why"),
+    [
+        (2, "vegeta", "its load comes from 2 generators, merged when they end"),
+        (1, "wrk", "wrk gives its figures only when it ends"),
+    ],
+)
+def test_a_fixed_rate_load_that_cannot_be_followed_says_why(
+    generators: int, tool: str, why: str, tmp_path: Path
+) -> None:
+    from benchlab.hosts.base import THIS_MACHINE, Placement
+    from benchlab.hosts.generators import _followed
+    from benchlab.load import TOOLS, LoadRequest
+    from benchlab.load.live import NoLive
+
+    told: list[object] = []
+    request = LoadRequest("http://127.0.0.1:1/", 4, 1, 4, 5, (1,), tool, rate=100.0)
+    places = [Placement(THIS_MACHINE, (1,))] * generators
+    with _followed(
+        TOOLS[tool], [request] * generators, places, [tmp_path] * generators, told.append
+    ):
+        pass
+    assert told == [NoLive(why)]
+    closed_loop = LoadRequest("http://127.0.0.1:1/", 4, 1, 4, 5, (1,), tool)
+    with _followed(TOOLS[tool], [closed_loop], places[:1], [tmp_path], told.append):
+        pass
+    assert told == [NoLive(why)], "a closed loop is not followed, nor said to be"

@@ -52,7 +52,8 @@ def stream_cell(cell: Cell) -> StreamCell:
 def round_figures(cell: Cell, measured: RoundMeasured) -> list[FigureValue]:
     """The round's figures by the registry, as its records hold them: each trial's, then a
     search's replicate's (a round has one plain trial, or a WebSocket echo's beside its
-    search: no figure twice)."""
+    search: no figure twice); one it holds no value of (a WebSocket figure of an HTTP
+    trial, CPU not counted) left out."""
     held: dict[F.Figure, float | None] = {}
     for trial in measured.trials:
         held |= F.of_record(trial, cell.mode)
@@ -61,6 +62,7 @@ def round_figures(cell: Cell, measured: RoundMeasured) -> list[FigureValue]:
     return [
         FigureValue(key=f.key, unit=f.unit_in(measured.rate_unit), value=value)
         for f, value in held.items()
+        if value is not None
     ]
 
 
@@ -114,7 +116,7 @@ class StreamReporter:
     def live(self, cell: Cell, figure: LiveFigure) -> None:
         if isinstance(figure, LiveLoad):
             event = TrialRunning(
-                at=_now(), run_id=self.run_id, cell=cell.key, elapsed_s=figure.elapsed_s,
+                at=_now(), run_id=self.run_id, cell=cell.key, elapsed_s=round(figure.elapsed_s, 2),
                 duration_s=figure.duration_s, figures=live_figures(figure),
                 errors=figure.errors, no_figure=None,
             )  # fmt: skip

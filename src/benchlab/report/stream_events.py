@@ -48,12 +48,13 @@ class StreamCell(_Line):
 
 @dataclass(frozen=True, kw_only=True)
 class FigureValue(_Line):
-    """One figure of the registry: its key, its unit, its value (null: not measured)."""
+    """One figure of the registry: its key, its unit, its value (one not measured is not
+    listed)."""
 
     key: str
     """As a cell's figure in the run's JSON report (`throughput_rps`, `p99`, ...)."""
     unit: str
-    value: float | None
+    value: float
 
 
 @dataclass(frozen=True, kw_only=True)
