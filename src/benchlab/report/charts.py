@@ -610,7 +610,9 @@ TIMELINE_CAPTION = (
 )
 
 
-def _steps(t_s: Sequence[int], step_s: int, values: Sequence[float | None]) -> tuple[list, list]:
+def _steps(
+    t_s: Sequence[int], step_s: int, values: Sequence[float | None]
+) -> tuple[list[int], list[float]]:
     """A step's value held over its whole second (a step plot's points): gaps where none."""
     xs = [*t_s, t_s[-1] + step_s]
     ys = [math.nan if v is None else v for v in values]
