@@ -344,3 +344,22 @@ def test_a_fixed_rate_load_that_cannot_be_followed_says_why(
     with _followed(TOOLS[tool], [closed_loop], places[:1], [tmp_path], told.append):
         pass
     assert told == [NoLive(why)], "a closed loop is not followed, nor said to be"
+
+
+def test_a_stream_whose_reader_goes_away_ends_the_stream_never_the_run(tmp_path: Path) -> None:
+    """`run --progress json | head -3`: the pipe closes, the stream stops (said once), and the
+    run measures and stores everything it planned."""
+    written: list[bytes] = []
+
+    def closing(line: bytes) -> None:
+        if len(written) == 3:
+            raise BrokenPipeError(32, "Broken pipe")
+        written.append(line)
+
+    said: list[str] = []
+    executor = FakeExecutor({"sanic": FakeStack(), "tornado": FakeStack()})
+    recipe = RECIPE.replace('"sanic", "tornado", "broken"', '"sanic", "tornado"')
+    run = run_inprocess(tmp_path, recipe, executor, reporter=StreamReporter(closing, said.append))
+    assert run.outcome.status == "complete"
+    assert len(written) == 3 and said == ["the stream stopped (Broken pipe); the run goes on"]
+    assert all(len(run.trials(stack, "json")) >= 3 for stack in ("sanic", "tornado"))

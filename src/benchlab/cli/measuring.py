@@ -3,6 +3,7 @@ shown (or streamed), and the command line stored with its run."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,22 +68,33 @@ class Progress:
 
         shown: list[Reporter] = []
         if self.streams_on_stdout:
-            shown.append(StreamReporter(_stdout_lines(sys.stdout.buffer)))
+            shown.append(StreamReporter(_stdout_lines(sys.stdout.buffer), _warn))
         elif self.style == "auto" and progress.is_terminal:
             shown.append(BarReporter(progress))
         else:
             shown.append(LineReporter(progress))
         if self.file is not None:
-            shown.append(StreamReporter(open_stream(self.file, "--progress-file").write))
+            opened = open_stream(self.file, "--progress-file")
+            shown.append(StreamReporter(opened.write, _warn))
         return shown[0] if len(shown) == 1 else Reporters(*shown)
 
 
 def _stdout_lines(out: BinaryIO) -> Callable[[bytes], None]:
     def write(line: bytes) -> None:
-        out.write(line)
-        out.flush()
+        try:
+            out.write(line)
+            out.flush()
+        except BrokenPipeError:
+            # Its reader is gone (`| head`): stdout goes nowhere from now on, so that nothing
+            # written to it later (nor its flush at exit) fails again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            raise
 
     return write
+
+
+def _warn(message: str) -> None:
+    progress.print(f"warning: {message}", markup=False, highlight=False)
 
 
 def command_line() -> str:

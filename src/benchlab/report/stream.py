@@ -78,16 +78,26 @@ def live_figures(figure: LiveLoad) -> list[FigureValue]:
 class StreamReporter:
     """Each event of a run as one JSON line to `sink`."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, lost: Callable[[str], object] = lambda _: None) -> None:
         self.sink = sink
+        self.lost = lost  # told once when the sink fails (its reader gone, a full disk)
+        self.failed = False
         self.counter = TrialCounter()
         self.run_id = ""
         self.lock = threading.Lock()  # a running trial's line comes from the load's thread
 
     def _emit(self, event: StreamEvent) -> None:
+        """The event's line, whole; a sink that fails ends the stream, never the run (a
+        dashboard that goes away costs no measurement)."""
         line = STREAM_LINE.dump_json(event) + b"\n"
         with self.lock:
-            self.sink(line)
+            if self.failed:
+                return
+            try:
+                self.sink(line)
+            except OSError as exc:
+                self.failed = True
+                self.lost(f"the stream stopped ({exc.strerror or exc}); the run goes on")
 
     def start(self, run_id: str, total_trials: int, plan: Plan) -> None:
         self.run_id = run_id
