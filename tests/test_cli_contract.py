@@ -671,7 +671,13 @@ def test_the_stream_and_a_document_never_share_stdout(name: str, invoke, tmp_pat
     nowhere = invoke(*lead, "--progress-file", str(tmp_path / "file" / "events.ndjson"))
     assert nowhere.code == ExitCode.BAD_INPUT and nowhere.err.count("\n") == 1, nowhere
     assert "--progress-file" in nowhere.err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    store = tmp_path / "r.db"
+    write_run(store)
+    kept = store.read_bytes()
+    over = invoke(*lead, "--results", str(store), "--progress-file", str(store))
+    assert over.code == ExitCode.BAD_INPUT and over.err.count("\n") == 1, over
+    assert "SQLite database" in over.err and store.read_bytes() == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "r.db"]
 
 
 def test_a_dry_run_refuses_a_stream_it_would_never_write(invoke) -> None:

@@ -41,9 +41,10 @@ class Progress:
     def streams_on_stdout(self) -> bool:
         return self.style == "json"
 
-    def check(self, where: Destination) -> None:
+    def check(self, where: Destination, store: Path) -> None:
         """Refused before anything runs: an unknown style, a document that would share stdout
-        with the stream, a file the stream cannot be written to."""
+        with the stream, a file the stream cannot be written to (the results store `store`
+        among them)."""
         from benchlab.system.outputs import check_stream_place
 
         if self.style not in PROGRESS_STYLES:
@@ -54,7 +55,7 @@ class Progress:
                 "it: give the report a file (-o FILE), or the stream one (--progress-file FILE)"
             )
         if self.file is not None:
-            check_stream_place(self.file, "--progress-file")
+            check_stream_place(self.file, "--progress-file", store)
 
     @property
     def screen(self) -> Console:

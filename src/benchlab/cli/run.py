@@ -172,7 +172,7 @@ def run(
         if shown != Progress():
             raise UserError("--progress, --progress-file: a dry run measures nothing to show")
     else:
-        shown.check(where)
+        shown.check(where, results)
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip

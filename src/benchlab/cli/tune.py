@@ -120,7 +120,7 @@ def tune(
 
     where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
     shown = Progress(progress_style, progress_file)
-    shown.check(where)
+    shown.check(where, results)
     _refuse_conflicts(interface, quick, rate, check_only, resume)
     # Judged on the answer: the replay that proved its rate, at that fixed rate.
     bounds = thresholds.given(threshold, {Mode.RATE})

@@ -180,10 +180,16 @@ def check_store_place(path: Path) -> None:
         raise UserError(f"results store {path}: is a link; benchlab writes through none")
 
 
-def check_stream_place(path: Path, what: str) -> None:
-    """Whether `open_stream` will write at `path`, asked before a run: a file benchlab keeps
-    open and writes as it goes is, as root, only where root alone holds the path (as a
-    results store: no writer as another user can follow it line by line)."""
+def check_stream_place(path: Path, what: str, store: Path | None = None) -> None:
+    """Whether `open_stream` will write at `path`, asked before a run: never over the run's
+    results store (`store`) or any SQLite database; a file benchlab keeps open and writes as
+    it goes is, as root, only where root alone holds the path (as a results store: no writer
+    as another user can follow it line by line)."""
+    if _a_database(path) or (store is not None and _same_file(path, store)):
+        raise UserError(
+            f"{what} {path}: is a SQLite database (a results store?); benchlab never writes "
+            "over one: give another file, such as events.ndjson"
+        )
     if os.geteuid() != 0:
         check_output_place(path, what)
         return
@@ -197,11 +203,28 @@ def check_stream_place(path: Path, what: str) -> None:
         raise _refused(path, owner, what)
 
 
+def _a_database(path: Path) -> bool:
+    try:
+        with open(path, "rb") as opened:
+            return opened.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    if path.absolute() == other.absolute():
+        return True
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
 def open_stream(path: Path, what: str) -> BinaryIO:
     """A new file at `path` (what was there replaced, a link never followed) to write as
     benchlab goes: made beside it and renamed into place at once, so a reader following
     `path` reads this file's lines from the first."""
-    check_stream_place(path, what)
+    check_stream_place(path, what)  # again: what was checked before the run may have moved
     _make_parents(path, what)
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     try:
