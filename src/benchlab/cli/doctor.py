@@ -41,7 +41,7 @@ def doctor(
     from benchlab.doctor.hosts import host_checks
     from benchlab.runner.recovery import clean_stale, live_runs
 
-    where = formats.destination(fmt, output, formats.DOCTOR)
+    where = formats.destination(fmt, output, formats.DOCTOR, reads=())
     hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output
     found = Found(
         cleaned=[stale.describe() for stale in clean_stale()],

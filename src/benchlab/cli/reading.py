@@ -73,7 +73,7 @@ def report(
     from benchlab.report.exporters import EXPORTERS
     from benchlab.report.terminal import render_table
 
-    where = formats.destination(fmt, output, formats.REPORT)
+    where = formats.destination(fmt, output, formats.REPORT, reads=[results])
     if with_trials and where.format != "json":
         raise UserError(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "
@@ -92,7 +92,7 @@ def runs(
     output: Annotated[Path | None, formats.output(formats.RUNS)] = None,
 ) -> None:
     """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
-    where = formats.destination(fmt, output, formats.RUNS)
+    where = formats.destination(fmt, output, formats.RUNS, reads=[results])
     store = Store(results, create=False)
     rows = []
     for age, run in enumerate(store.runs()):
@@ -167,12 +167,13 @@ def history(
     evidence confirms (a run on another machine starts a new segment, never a change)."""
     from benchlab.report import history as report
 
-    where = formats.destination(fmt, output, formats.HISTORY)
+    stores = results or [store_from_environment()]
+    where = formats.destination(fmt, output, formats.HISTORY, reads=stores)
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
         recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
-    found = history_of(results or [store_from_environment()], recipe)
+    found = history_of(stores, recipe)
     if where.format == "html":
         from benchlab.report.history_html import render_history_html
 
@@ -253,7 +254,9 @@ def compare(
     from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
 
-    where = formats.destination(fmt, output, formats.COMPARE)
+    where = formats.destination(
+        fmt, output, formats.COMPARE, reads=[results, *([results_b] if results_b else [])]
+    )
     store_b_path = results_b or results
     before = summarise(Store(results, create=False), run_a)
     after = summarise(Store(store_b_path, create=False), run_b)

@@ -151,7 +151,8 @@ def run(
     from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    # Refused before a run, not after.
+    where = formats.destination(fmt, output, formats.REPORT, reads=[results])
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
