@@ -578,11 +578,18 @@ class RemoteProcess(ManagedProcess):
         return sum(values[:-1]) / max(values[-1], 1), PROCESS_TREE
 
     def listens_on(self, port: int) -> bool:
+        """Whether a socket listening on `port` there is one of this tree's descriptors, by
+        inode (as process.local_listener_pids: `ss -p` would print each process's own name,
+        and a process named `pid=N` would pass for N)."""
         out = self._remote(
-            f'{self._group_leader()}; ps -o pid= --sid "$pg"; echo --; ss -Hltnp "sport = :{port}"'
+            f'{self._group_leader()}; for p in $(ps -o pid= --sid "$pg"); do '
+            'for f in /proc/$p/fd/*; do readlink "$f"; done; done 2>/dev/null; echo --; '
+            f'ss -Hltne "sport = :{port}"'
         )
-        ours, _, listening = out.partition("--")
-        return bool(set(ours.split()) & set(re.findall(r"pid=(\d+)", listening)))
+        ours, _, listening = out.partition("\n--\n")
+        held = {m[1] for m in (re.fullmatch(r"socket:\[(\d+)\]", line) for line in
+                               ours.splitlines()) if m}  # fmt: skip
+        return bool(held & set(re.findall(r"\bino:(\d+)", listening)))
 
     def tool_cpu_seconds(self) -> float | None:
         try:
