@@ -269,7 +269,7 @@ WRITES = {
     ("services/nginx_proxy.py", "start_proxy", "mkdir"): RUN_DIR,
     ("stacks/nginx_stacks.py", "nginx_launch", "write_text"): RUN_DIR,
     ("stacks/servers.py", "_hypercorn_config", "write_text"): RUN_DIR,
-    ("runner/recovery.py", "_lock", "os.open"): CACHE,
+    ("system/state_files.py", "open_lock", "os.open"): CACHE,
     ("load/vegeta.py", "build", "rename"): CACHE,
     ("load/jmeter.py", "build", "tempfile.TemporaryDirectory"): CACHE,
     ("load/jmeter.py", "build", "rename"): CACHE,

@@ -35,7 +35,8 @@ from benchlab.system.cpu_account import GROUP_PREFIX, stale_groups
 from benchlab.system.journal import alive, journal_dir, journals, leads_its_group
 from benchlab.system.outputs import check_store_place
 from benchlab.system.safe_files import made_here
-from benchlab.system.state_files import remove_state, state_directory, write_state
+from benchlab.system.state_files import open_lock, remove_state, state_directory, write_state
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 GRACE_S = 5.0
 
@@ -166,7 +167,7 @@ def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 ["ssh", "-o", f"ControlPath={control}", "-O", "exit", "--", spec.addr],
-                capture_output=True, timeout=10, check=False,
+                capture_output=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
             )  # fmt: skip
     if reached:
         return True, f"cleaned {entry['dir']} on {spec.text}"
@@ -221,8 +222,7 @@ def _lock() -> bool:
     another benchlab holds it."""
     if _HELD:
         return True
-    path = state_directory(journal_dir()) / RUN_LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    descriptor = open_lock(state_directory(journal_dir(), private=True) / RUN_LOCK_FILE)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

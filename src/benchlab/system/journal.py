@@ -17,7 +17,13 @@ from typing import Any
 import psutil
 
 from benchlab.system.build_cache import state_dir
-from benchlab.system.state_files import read_state, remove_state, state_names, write_state
+from benchlab.system.state_files import (
+    read_state,
+    remove_state,
+    state_directory,
+    state_names,
+    write_state,
+)
 from benchlab.system.trusted_path import Untrusted
 
 
@@ -75,6 +81,7 @@ class Journal:
         }
 
     def _write(self) -> None:
+        state_directory(self.path.parent, private=True)
         write_state(self.path, json.dumps(self.data))  # never half a journal, even if killed
 
     def open(self) -> Journal:

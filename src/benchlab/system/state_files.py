@@ -38,18 +38,19 @@ FIX = (
 WHAT = "benchlab's state directory"
 
 
-def state_directory(path: Path) -> Path:
-    """The state directory at `path`, made 0700 where missing (below a directory held by
-    this user alone, never in another's), and checked: held from / down by root or this
-    user, and itself this user's, writable by no one else. A directory an earlier benchlab
-    made with the umask's mode is closed to others now."""
+def state_directory(path: Path, private: bool = False) -> Path:
+    """The state directory at `path`, made where missing (below a directory held by this
+    user alone, never in another's), and checked: held from / down by root or this user,
+    and writable by no one else. `private`: it is made 0700, and one an earlier benchlab
+    made with the umask's mode is closed to others now (the journals: what root's runs
+    started); else 0755, as the build cache below it must be reachable by the stacks."""
     check(path, WHAT, FIX, missing_ok=True)
     for missing in reversed([p for p in (path, *path.parents) if not p.exists()]):
         with contextlib.suppress(FileExistsError):
-            os.mkdir(missing, 0o700)
+            os.mkdir(missing, 0o700 if private and missing == path else 0o755)
     resolved = check(path, WHAT, FIX)
     info = os.lstat(resolved)
-    if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+    if private and info.st_uid == os.geteuid() and info.st_mode & 0o077:
         os.chmod(resolved, 0o700)  # reached without a link: the walk held every step
     return resolved
 
@@ -116,6 +117,22 @@ def write_state(path: Path, data: str | bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(partial, dir_fd=directory)
             raise
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor on the lock file at `path` (made 0600 if missing), opened relative to
+    its checked directory and without following a link, and this user's."""
+    with _directory(path.parent) as directory:
+        descriptor = os.open(
+            path.name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+            dir_fd=directory,
+        )  # fmt: skip
+    try:
+        _own(path, os.fstat(descriptor))
+    except Untrusted:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def remove_state(path: Path) -> None:
