@@ -14,6 +14,7 @@ from benchlab.load import TOOLS
 from benchlab.stacks.servers import distributions
 from benchlab.system import users
 from benchlab.system.go_toolchain import building_go, machine_go
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 # benchlab, the frameworks and what they load, every server (servers.py), the drivers.
 PACKAGES = tuple(dict.fromkeys((
@@ -95,7 +96,10 @@ def tool_version(name: str) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (result.stdout + result.stderr).strip().splitlines()
@@ -108,7 +112,7 @@ def debian_versions() -> dict[str, str]:
     try:
         result = subprocess.run(
             ["dpkg-query", "-W", "-f", "${Package} ${Version}\n", *DEBIAN_PACKAGES],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True, text=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return {}

@@ -22,6 +22,7 @@ from benchlab.system import users
 from benchlab.system.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
 from benchlab.system.journal import Journal
 from benchlab.system.safe_files import open_log
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 ListenerPids = Callable[[int], "set[int] | None"]
 
@@ -40,7 +41,8 @@ def local_listener_pids(port: int, prefix: Sequence[str] = ()) -> set[int] | Non
     try:
         done = subprocess.run(
             [*prefix, "ss", "-Hltne", f"sport = :{port}"],
-            capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL, cwd="/",
+            capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL,
+            cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         done = None
@@ -117,7 +119,7 @@ class ManagedProcess:
         *,
         cores: Sequence[int],
         log_path: Path,
-        cwd: Path | None = None,
+        cwd: Path = NEUTRAL_DIR,
         env: dict[str, str] | None = None,
         user: str | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
@@ -142,7 +144,7 @@ class ManagedProcess:
     def _spawn(
         self,
         cores: Sequence[int],
-        cwd: Path | None,
+        cwd: Path,
         env: dict[str, str] | None,
         user: str | None,
         prefix: Sequence[str],

@@ -28,6 +28,10 @@ from pathlib import Path
 from benchlab.core.errors import UserError
 
 MOST_LINKS = 40
+# Where a child runs that needs no directory of its own: /, root's, where nobody else can
+# put a file for the child to find (a Python run with `-m` puts its working directory first
+# on its path; uv, git and Maven read configuration from theirs).
+NEUTRAL_DIR = Path("/")
 
 
 class Why(Enum):

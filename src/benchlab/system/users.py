@@ -33,6 +33,7 @@ from typing import IO
 
 from benchlab.core import environment
 from benchlab.core.errors import UserError
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 SETPRIV = "setpriv"
 # What a dropped child finds its programs on: the system's directories, nobody's own.
@@ -85,7 +86,7 @@ def start(
     *,
     outer: Sequence[str] = (),
     wrap: Callable[[list[str]], list[str]] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] = NEUTRAL_DIR,
     env: Mapping[str, str] | None = None,
     stdout: int | IO[bytes] | None = subprocess.DEVNULL,
     stderr: int | IO[bytes] | None = subprocess.STDOUT,
@@ -107,7 +108,7 @@ def run(
     argv: Sequence[str],
     *,
     outer: Sequence[str] = (),
-    cwd: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] = NEUTRAL_DIR,
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     timeout: float | None = None,
@@ -203,6 +204,7 @@ def ensure_stack_account() -> None:
         [useradd, "--system", "--no-create-home", "--home-dir", NO_HOME, "--shell", NO_SHELL,
          "--user-group", "--comment", "benchlab's stacks", STACK_ACCOUNT],
         capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
+        cwd=NEUTRAL_DIR,
     )  # fmt: skip
     if made.returncode != 0 and "already exists" not in made.stderr:
         last = (made.stderr.strip().splitlines() or ["no output"])[-1]
