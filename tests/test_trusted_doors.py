@@ -414,3 +414,25 @@ def test_git_reads_an_apps_repository_as_its_owner(tmp_path: Path) -> None:
     git_commit(repo, "nobody")
     assert ran.exists(), "git did not read the repository (nor run its fsmonitor)"
     assert set(ran.read_text().split()) == {str(nobody.pw_uid)}, "git ran the hook as root"
+
+
+def test_the_apps_virtualenv_is_never_looked_for_in_tmp_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An app in a directory of its own in the real /tmp: the search for its .venv stops at
+    /tmp (every user can write there; a /tmp/.venv would be anyone's) and says so."""
+    import sys
+    import tempfile
+
+    from benchlab.tune.app import app_python
+
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    demo = Path(tempfile.mkdtemp(prefix="trust-demo-", dir="/tmp"))
+    try:
+        (demo / "app.py").write_text("app = None\n")
+        python, why = app_python("app.py:app", demo, None, False)
+    finally:
+        (demo / "app.py").unlink()
+        demo.rmdir()
+    assert python == sys.executable
+    assert why.endswith("(the search stopped at /tmp: other users can write)"), why
