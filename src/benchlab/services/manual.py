@@ -50,13 +50,13 @@ def services_up(
     from benchlab.services.redis_service import start_redis
 
     path = state_file()
-    state = _read_state(path)
-    if state is not None:
-        if any(_alive(p["pid"], p["create_time"]) for p in state["processes"]):
+    earlier = _read_state(path)
+    if earlier is not None:
+        if any(_alive(p["pid"], p["create_time"]) for p in earlier["processes"]):
             raise UserError(
                 f"services are already up (see {path}); run 'benchlab services down' first"
             )
-        _remove(state)
+        _remove(earlier)
     workroot = Path(tempfile.mkdtemp(prefix=WORKROOT_PREFIX, dir=tmp_base()))
     workroot.chmod(0o711)
     registry = ProcessRegistry()
