@@ -436,3 +436,56 @@ def test_the_apps_virtualenv_is_never_looked_for_in_tmp_itself(
         demo.rmdir()
     assert python == sys.executable
     assert why.endswith("(the search stopped at /tmp: other users can write)"), why
+
+
+def test_the_stacks_account_is_used_only_when_it_is_a_system_account() -> None:
+    from benchlab.system.users import system_account_problem, system_uids
+
+    def entry(uid: int, shell: str) -> pwd.struct_passwd:
+        return pwd.struct_passwd(("benchlab-stack", "x", uid, uid, "", "/nonexistent", shell))
+
+    low, high = system_uids()
+    assert "uid is 0" in (system_account_problem(entry(0, "/usr/sbin/nologin")) or "")
+    assert "outside the system range" in (
+        system_account_problem(entry(high + 1, "/usr/sbin/nologin")) or ""
+    )
+    assert "login shell" in (system_account_problem(entry(low, "/bin/bash")) or "")
+    if ROOT:  # its password, from /etc/shadow, which root alone reads
+        made = pwd.getpwnam("benchlab-stack") if _exists("benchlab-stack") else None
+        if made is not None:
+            assert system_account_problem(made) is None
+
+
+def _exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not ROOT, reason="only root writes as another user")
+def test_an_output_in_a_directory_of_a_nameless_uid_is_one_line(tmp_path: Path) -> None:
+    from benchlab.system.outputs import check_output_place, write_output
+
+    nameless = next(uid for uid in range(4242, 5000) if not _has_name(uid))
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, nameless, nameless)
+    for attempt in (
+        lambda: write_output(theirs / "report.md", "x", "-o"),
+        lambda: check_output_place(theirs / "report.md", "-o"),
+    ):
+        with pytest.raises(UserError) as refused:
+            attempt()
+        said = str(refused.value)
+        assert "\n" not in said and f"uid {nameless}" in said and "no name" in said
+    assert not (theirs / "report.md").exists()
+
+
+def _has_name(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
