@@ -489,3 +489,22 @@ def _has_name(uid: int) -> bool:
     except KeyError:
         return False
     return True
+
+
+def test_a_directory_its_owners_private_group_may_write_is_held(tmp_path: Path) -> None:
+    """umask 002 with a group per user (a user private group) makes directories writable by
+    the owner's group alone: no one else is in it, so they are held; a group another user
+    is in is not."""
+    import grp
+
+    from benchlab.system.trusted_path import opened_to_others, private_group
+
+    mine = tmp_path / "umask-002"
+    mine.mkdir()
+    mine.chmod(0o775)
+    info = os.stat(mine)
+    others = [g for g in grp.getgrall() if set(g.gr_mem) - {pwd.getpwuid(info.st_uid).pw_name}]
+    assert opened_to_others(info) is not private_group(info.st_gid, info.st_uid)
+    if others and ROOT:
+        os.chown(mine, -1, others[0].gr_gid)
+        assert opened_to_others(os.stat(mine)), f"group {others[0].gr_name} has other members"

@@ -18,6 +18,8 @@ root and an entry's owner can rename or remove what is in it.
 
 from __future__ import annotations
 
+import functools
+import grp
 import os
 import pwd
 import stat
@@ -144,8 +146,27 @@ def _step(path: Path, info: os.stat_result, allowed: frozenset[int], last: bool)
 
 
 def opened_to_others(info: os.stat_result) -> bool:
-    """Writable by its group or by everyone (a symbolic link's own mode means nothing)."""
-    return not stat.S_ISLNK(info.st_mode) and bool(info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    """Writable by everyone, or by a group another user is in (a symbolic link's own mode
+    means nothing; a user's private group, umask 002's, holds no one else)."""
+    if stat.S_ISLNK(info.st_mode):
+        return False
+    if info.st_mode & stat.S_IWOTH:
+        return True
+    return bool(info.st_mode & stat.S_IWGRP) and not private_group(info.st_gid, info.st_uid)
+
+
+@functools.cache
+def private_group(gid: int, uid: int) -> bool:
+    """Whether group `gid` can hold no user but `uid`: none else has it as their own group
+    or is listed in it."""
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+        owner = pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    if members - {owner.pw_name}:
+        return False
+    return all(entry.pw_uid == uid for entry in pwd.getpwall() if entry.pw_gid == gid)
 
 
 def sticky_of_root(info: os.stat_result) -> bool:
