@@ -237,6 +237,7 @@ WRITES = {
     ("system/outputs.py", "_make_parents", "mkdir"): DOOR,
     ("system/outputs.py", "_replace", "os.replace"): DOOR,
     ("system/outputs.py", "_replace", "os.open"): DOOR,
+    ("system/outputs.py", "is_database", "os.open"): DOOR,  # read only: a SQLite header
     ("system/safe_files.py", "new_dir", "os.mkdir"): MADE_NEW,
     ("system/safe_files.py", "new_dir", "os.open"): MADE_NEW,
     ("system/safe_files.py", "new_file", "os.open"): MADE_NEW,

@@ -70,12 +70,17 @@ def owner_of(path: Path) -> Owner:
 
 
 def is_database(path: Path) -> bool:
-    """Whether a SQLite database is at `path` (a results store, or any other)."""
+    """Whether a SQLite database is at `path` (a results store, or any other): a regular
+    file that starts as one (a FIFO or a device planted there is neither waited on nor
+    read)."""
     try:
-        with open(path, "rb") as opened:
-            return opened.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
+    with os.fdopen(descriptor, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        return opened.read(len(SQLITE_HEADER)) == SQLITE_HEADER
 
 
 def write_output(path: Path, data: str | bytes, what: str = "output") -> None:
