@@ -108,6 +108,26 @@ def _shown_fields() -> dict[str, Any]:
     }
 
 
+class TrialTimeline(_Closed):
+    """A fixed-rate trial second by second (what `vegeta plot` draws): step i covers
+    [t_s[i], t_s[i] + step_s) seconds after the trial's first request was sent."""
+
+    round: int
+    target_rate: float | None
+    """The rate the trial was asked for."""
+    step_s: int
+    """1, or more for a trial over 600 s (at most 600 steps)."""
+    t_s: list[int]
+    p50_ms: list[float | None]
+    """The p50 of the requests sent in the step, from their due time; null: none was."""
+    p99_ms: list[float | None]
+    """The p99 of the requests sent in the step, from their due time; null: none was."""
+    achieved_rps: list[float]
+    """Successful answers (2xx, 3xx) that came back in the step, per second."""
+    errors: list[int]
+    """Failed requests (no answer, or 4xx/5xx) whose failure came in the step."""
+
+
 class _CellSummary(_Closed):
     """What the run's summary makes of a cell beside its record's fields."""
 
@@ -141,6 +161,9 @@ class _CellSummary(_Closed):
     count a second: req/s, or msg/s for a WebSocket scenario's messages."""
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
+    timeline: list[TrialTimeline] = Field(default_factory=list)
+    """Each fixed-rate trial the cell's figures come from, second by second; empty for
+    other cells and for trials stored before schema 9 of the results store."""
 
 
 Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
