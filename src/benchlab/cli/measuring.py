@@ -41,10 +41,10 @@ class Progress:
     def streams_on_stdout(self) -> bool:
         return self.style == "json"
 
-    def check(self, where: Destination, store: Path) -> None:
-        """Refused before anything runs: an unknown style, a document that would share stdout
-        with the stream, a file the stream cannot be written to (the results store `store`
-        among them)."""
+    def checked(self, where: Destination, store: Path) -> Progress:
+        """Itself, or refused before anything runs: an unknown style, a document that would
+        share stdout with the stream, a file the stream cannot be written to (the results
+        store `store` among them)."""
         from benchlab.system.outputs import check_stream_place
 
         if self.style not in PROGRESS_STYLES:
@@ -55,7 +55,8 @@ class Progress:
                 "it: give the report a file (-o FILE), or the stream one (--progress-file FILE)"
             )
         if self.file is not None:
-            check_stream_place(self.file, "--progress-file", store)
+            check_stream_place(self.file, "--progress-file", [store])
+        return self
 
     @property
     def screen(self) -> Console:

@@ -165,14 +165,15 @@ def run(
     from benchlab.runner.estimates import Costs
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    # Refused before a run, not after.
+    where = formats.destination(fmt, output, formats.REPORT, reads=[results])
     shown = Progress(progress_style, progress_file)
     if dry_run:
         check_format(where.format)
         if shown != Progress():
             raise UserError("--progress, --progress-file: a dry run measures nothing to show")
     else:
-        shown.check(where, results)
+        shown.checked(where, results)
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip

@@ -118,9 +118,9 @@ def tune(
     progress.quiet = quiet
     from benchlab.tune.driver import run_tune
 
-    where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
-    shown = Progress(progress_style, progress_file)
-    shown.check(where, results)
+    # Refused before a tune, not after.
+    where = formats.destination(fmt, output, formats.TUNE, reads=[results])
+    shown = Progress(progress_style, progress_file).checked(where, results)
     _refuse_conflicts(interface, quick, rate, check_only, resume)
     # Judged on the answer: the replay that proved its rate, at that fixed rate.
     bounds = thresholds.given(threshold, {Mode.RATE})
