@@ -58,7 +58,7 @@ class VegetaFollower:
         self.process = subprocess.Popen(
             [self.vegeta, "report", "-type=json", f"-every={LIVE_EVERY_S:g}s"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, cwd=self.results.parent,  # the trial's own directory
         )  # fmt: skip
         assert self.process.stdin is not None and self.process.stdout is not None
         self.threads = [
