@@ -85,7 +85,8 @@ class CellVerified(_Event):
     event: Literal["cell_verified"] = "cell_verified"
     cell: str
     negotiated: str
-    """What a client asking over the cell's protocol got ("HTTP/2 over TLSv1.3")."""
+    """What a client asking over the cell's protocol got ("HTTP/2 over TLSv1.3"); empty
+    where only the answer was checked (tune --check-only)."""
 
 
 @dataclass(frozen=True, kw_only=True)
