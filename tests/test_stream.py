@@ -363,3 +363,37 @@ def test_a_stream_whose_reader_goes_away_ends_the_stream_never_the_run(tmp_path:
     assert run.outcome.status == "complete"
     assert len(written) == 3 and said == ["the stream stopped (Broken pipe); the run goes on"]
     assert all(len(run.trials(stack, "json")) >= 3 for stack in ("sanic", "tornado"))
+
+
+@pytest.mark.alone
+@pytest.mark.slow
+def test_tunes_stream_says_each_candidate_checked(tmp_path: Path) -> None:
+    """`tune --check-only --progress json`: the stream of a tune, each candidate's check in
+    it (only its answer asked), every line valid, the table on stderr."""
+    import sys
+
+    from tests.conftest import benchlab
+
+    app = tmp_path / "hello.py"
+    app.write_text(
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [b'ok']\n"
+    )
+    done = benchlab(
+        "tune", f"{app}:app", "--check-only", "--servers", "gunicorn", "--workers", "1",
+        "--python", sys.executable, "--check-body", "ok", "--results", str(tmp_path / "r.db"),
+        "--progress", "json", cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = Lines()
+    for line in done.stdout.splitlines(keepends=True):
+        lines(line.encode())
+    events = lines.events()
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished", kinds
+    planned = [c["key"] for c in events[0]["cells"]]
+    checked = [e["cell"] for e in events if e["event"] == "cell_verified"]
+    assert checked == planned and len(planned) == 3, (planned, checked)
+    assert {e["negotiated"] for e in events if e["event"] == "cell_verified"} == {""}
+    assert events[-1]["status"] == "complete" and "run id:" in done.stderr
