@@ -19,6 +19,7 @@ from benchlab.core.modes import Mode
 from benchlab.http.scenarios import BROADCAST, ECHO, HOLD
 from benchlab.http.ws_verify import ContractBroken, WsCounters
 from benchlab.load.jmeter_plans import step_timing
+from benchlab.load.live import NoLive
 from benchlab.load.ws_requests import (
     AT_LAST_STEP,
     ECHO_PATH,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from benchlab.runner.cell import Launched
 
 CLOSED = "closed"  # the probe name of the search's closed loop (its upper bound)
+# Why a fixed-rate echo shows no figure while it runs (said where an HTTP one shows its own).
+ECHO_NOT_LIVE = "JMeter's echo samples are read when it ends"
 
 
 class WebSocketCells:
@@ -128,6 +131,8 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
+        if rate is not None:
+            self.session.reporter.live(cell, NoLive(ECHO_NOT_LIVE))
         with self._watched(launched, cell, counted=self._own_path(cell) is None) as (
             counts, started_at, usage,
         ):  # fmt: skip
