@@ -394,6 +394,6 @@ def test_tunes_stream_says_each_candidate_checked(tmp_path: Path) -> None:
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished", kinds
     planned = [c["key"] for c in events[0]["cells"]]
     checked = [e["cell"] for e in events if e["event"] == "cell_verified"]
-    assert checked == planned and len(planned) == 3, (planned, checked)
+    assert checked == planned and planned, (planned, checked)
     assert {e["negotiated"] for e in events if e["event"] == "cell_verified"} == {""}
     assert events[-1]["status"] == "complete" and "run id:" in done.stderr
