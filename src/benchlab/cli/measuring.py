@@ -96,7 +96,7 @@ def _stdout_lines(out: BinaryIO) -> Callable[[bytes], None]:
 
 
 def _warn(message: str) -> None:
-    progress.print(f"warning: {message}", markup=False, highlight=False)
+    print(f"warning: {message}", file=sys.stderr)  # a warning: said under --quiet too
 
 
 def command_line() -> str:
