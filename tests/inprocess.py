@@ -27,6 +27,7 @@ from benchlab.analysis.summary import summarise
 from benchlab.conformance.check import Conformance, Failure, ShapeResult
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated
 from benchlab.http.answers import ReadWorlds
@@ -36,7 +37,7 @@ from benchlab.http.ws_verify import WsCounters
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
 from benchlab.load.jmeter_plans import step_timing
-from benchlab.load.result import Errors, Latency, LoadResult, LoadShare
+from benchlab.load.result import Latency, LoadResult, LoadShare
 from benchlab.load.ws_requests import (
     BroadcastRequest,
     BroadcastResult,

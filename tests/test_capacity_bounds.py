@@ -15,8 +15,9 @@ from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.recipe import Cell
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CapacityRecord, CellRecord, RunInfo, Store
+from benchlab.store import CapacityRecord, RunInfo, Store
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
@@ -101,7 +102,7 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
         cell = Cell(stack, "json", "vegeta", 64, 1, 2, 5, 1, mode="slo")
         entry = CATALOGUE[stack]
         cell_id = store.add_cell(
-            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
         )
         store.set_cell_rates(cell_id, None, 1000.0)
         for record in records:

@@ -35,8 +35,9 @@ from benchlab.recipe import Cell
 from benchlab.report.jsonfile import render_json
 from benchlab.report.takeaways import takeaways
 from benchlab.runner.measurer import Measurer
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
+from benchlab.store import RunInfo, Store, TrialRecord
 from tests.stored_runs import MACHINE
 
 CONTENDERS = ("gin", "sanic", "tornado", "fastapi+uvicorn")
@@ -127,7 +128,7 @@ def _filled(
         cell = dataclasses.replace(cell, mode=mode)
         entry = CATALOGUE[name]
         cell_id = store.add_cell(
-            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
         )
         for round_index, row in enumerate(rows):
             store.add_trial(cell_id, _trial(round_index, *row))

@@ -12,7 +12,7 @@ from benchlab.analysis.capacity import sustained
 from benchlab.analysis.combine import samples
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.load.result import Errors
+from benchlab.core.request_errors import Errors
 from benchlab.load.ws_requests import REFUSED
 from benchlab.store import CapacityRecord, TrialRecord
 

@@ -45,6 +45,7 @@ from benchlab.analysis.verdicts import (
 )
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.core.request_errors import ERROR_KINDS
 from benchlab.http.scenarios import SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.ws_requests import AT_LAST_STEP
@@ -55,7 +56,6 @@ from benchlab.resilience.slow_clients import SlowClients
 from benchlab.stacks import CATALOGUE
 from benchlab.store import (
     CELL_SHOWN,
-    ERROR_KINDS,
     CapacityRecord,
     CellRecord,
     HostRecord,

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 import numpy
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load.histogram import LatencyTally
-from benchlab.load.result import Errors, LoadResult
+from benchlab.load.result import LoadResult
 
 CHUNK_ROWS = 65_536
 # vegeta's CSV columns (see `vegeta encode -h`).

@@ -5,24 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Errors:
-    connect: int = 0
-    read: int = 0
-    write: int = 0
-    timeout: int = 0
-    non_2xx: int = 0
-    other: int = 0  # failures the tool does not classify (siege's failed transactions)
-
-    @property
-    def total(self) -> int:
-        return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.other
-
-    @property
-    def socket(self) -> int:
-        """Requests that got no answer at all."""
-        return self.total - self.non_2xx
+from benchlab.core.request_errors import Errors
 
 
 @dataclass(frozen=True)

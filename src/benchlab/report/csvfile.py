@@ -10,7 +10,8 @@ import io
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
-from benchlab.store import CELL_SHOWN, ERROR_KINDS
+from benchlab.core.request_errors import ERROR_KINDS
+from benchlab.store import CELL_SHOWN
 
 
 def _csv_name(figure: F.Figure) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
+from benchlab.core.text import minutes
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.jmeter_plans import step_timing
@@ -119,13 +120,6 @@ class Estimate:
             f"{minutes(self.services_s)} starting services, {minutes(self.other_s)} warm-ups, "
             "checks and tool overheads)"
         )
-
-
-def minutes(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def websocket_load_s(cell: Cell, kind: str | None, settings: WebSocket, warmup_s: float) -> float:

@@ -13,10 +13,11 @@ from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
 from benchlab.runner.failure import FailureKind
+from benchlab.runner.records import TrialExtras, share_record, trial_record
 from benchlab.runner.session import Session
 from benchlab.services.redis_service import hit_counters
 from benchlab.stacks import Stack
-from benchlab.store import TrialExtras, TrialRecord, now, trial_record
+from benchlab.store import TrialRecord, now
 from benchlab.system.process import signals_deferred
 
 
@@ -153,7 +154,9 @@ def take_trial(
         record = trial_record(
             round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe
         )
-        session.store.add_trial(session.cells.ids[cell], record, generated.shares)
+        session.store.add_trial(
+            session.cells.ids[cell], record, [share_record(s) for s in generated.shares]
+        )
         session.cells.measured.add(cell)
     return record
 
