@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis import capacity
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
@@ -93,7 +93,7 @@ def test_a_proof_steps_down_further_each_time_it_misses() -> None:
 
 def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
     store = Store(path)
-    options = RunOptions(slo=Target(100.0, None, 1.0)).to_json()
+    options = RunOptions(slo=Objective(100.0, None, 1.0)).to_json()
     run_id = store.create_run(
         RunInfo("r.toml", "capacity", 'name = "capacity"\n', "", "benchlab run r.toml",
                 "0123456789abcdef", (0,), (1,), dict(MACHINE), options)

@@ -487,9 +487,9 @@ def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
 
 
 def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
-    from benchlab.analysis.verdicts import RATE_NOT_DELIVERED, Setting, Side, verdicts
+    from benchlab.analysis.verdicts import RATE_NOT_DELIVERED, Bound, Setting, verdicts
 
-    def shortfall(sent_rate: float) -> tuple[str, Side | None]:
+    def shortfall(sent_rate: float) -> tuple[str, Bound | None]:
         cell = _Measured(
             {F.THROUGHPUT.key: 200.0, F.REQUESTS.key: 400, F.SERVER_CPU.key: 5.0,
              F.LOAD_CPU.key: 40.0, F.TARGET_RATE.key: 500.0, F.SENT_RATE.key: sent_rate,
@@ -505,10 +505,10 @@ def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
 
     # Sent on time at 40 % CPU, answered at 200 of 500: the server did not keep up.
     sentence, bound = shortfall(sent_rate=499.0)
-    assert "server-bound" in sentence and bound is Side.SERVER
+    assert "server-bound" in sentence and bound is Bound.SERVER
     # Sent late at 40 % CPU (a generator whose core the VM gave away): the generator's.
     sentence, bound = shortfall(sent_rate=220.0)
-    assert "generator-bound" in sentence and bound is Side.GENERATOR
+    assert "generator-bound" in sentence and bound is Bound.GENERATOR
 
 
 def test_a_server_starved_by_the_hypervisor_is_not_called_blocked() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis import capacity
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
@@ -24,7 +24,7 @@ from benchlab.tune.proxy_check import check_cost_s
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
-SLO = Target(100.0, None, 1.0)
+SLO = Objective(100.0, None, 1.0)
 LABEL = "gunicorn-gthread w=1 t=16"
 COMMAND = "gunicorn app:app --bind 0.0.0.0:8000 --workers 1 --worker-class gthread --threads 16"
 

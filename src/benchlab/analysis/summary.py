@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.analysis.capacity import Target, sustained_miss
+from benchlab.analysis.capacity import Objective, sustained_miss
 from benchlab.analysis.cell_records import measured, own_trials, refused_opens, reported_errors
 from benchlab.analysis.combine import FigureValue, combine
 from benchlab.analysis.evidence import RatioMethod, effect_pct
@@ -38,8 +38,8 @@ from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ra
 from benchlab.analysis.verdicts import (
     CLIENT_SATURATED,
     UNSTABLE,
+    Bound,
     Setting,
-    Side,
     Verdict,
     verdicts,
 )
@@ -149,7 +149,7 @@ def _name_bound_hosts(found: list[Verdict], shares: tuple[HostShare, ...]) -> li
     verb = "was" if len(bound) == 1 else "were"
     where = f"; {hosts} {named}{', sharing their cores,' if shared else ''} {verb} the limit"
     return [
-        dataclasses.replace(v, sentence=v.sentence + where) if v.bound is Side.GENERATOR else v
+        dataclasses.replace(v, sentence=v.sentence + where) if v.bound is Bound.GENERATOR else v
         for v in found
     ]
 
@@ -460,14 +460,14 @@ class RunSummary:
 # --- one cell ----------------------------------------------------------------------------------
 
 
-def _curve(trials: list[TrialRecord], target: Target | None) -> tuple[CurvePoint, ...]:
+def _curve(trials: list[TrialRecord], objective: Objective | None) -> tuple[CurvePoint, ...]:
     points = [
         CurvePoint(
             target_rps=t.target_rate,
             achieved_rps=t.achieved_rps or 0.0,
             p50_ms=t.latency_p50_ms,
             p99_ms=t.latency_p99_ms,
-            held=None if target is None else sustained_miss(t, target) is None,
+            held=None if objective is None else sustained_miss(t, objective) is None,
             probe=t.probe,
         )
         for t in trials

@@ -6,7 +6,7 @@ that writes its sentence. Reports, takeaways, relative figures and `tune` read t
 declarations, never a verdict's name or sentence spelled out again.
 
 A check reads the cell's figures through the registry in `benchlab.core.figures` (any object with
-the `Measured` shape: a report's cell summary) and what the run adds (`Setting`).
+the `JudgedCell` shape: a report's cell summary) and what the run adds (`Setting`).
 Thresholds are deliberately coarse: a verdict flags a figure to look at, it does not grade it.
 """
 
@@ -41,7 +41,7 @@ WAITING_SCENARIOS = ("sleep", "db-delay")
 SERVER_ONLY_SCENARIOS = ("plaintext", "json")
 
 
-class Side(Enum):
+class Bound(Enum):
     """Whose limit a verdict says was reached."""
 
     SERVER = "server"
@@ -52,10 +52,10 @@ class Side(Enum):
 class Verdict:
     name: str
     sentence: str
-    bound: Side | None = None  # whose limit it found, when it names one
+    bound: Bound | None = None  # whose limit it found, when it names one
 
 
-class Measured(Protocol):
+class JudgedCell(Protocol):
     """A cell as the verdicts read it: its identity and its figures (by the registry)."""
 
     @property
@@ -120,27 +120,27 @@ class Setting:
     latency_resolution_ms: float = 0.0  # the tool's: a mean below it cannot be checked
     # At a WebSocket point: the Go ceiling's cell there (what JMeter reaches against it is
     # JMeter's limit), and whether this cell is that ceiling.
-    ceiling: Measured | None = None
+    ceiling: JudgedCell | None = None
     is_ceiling: bool = False
 
 
-def _throughput(cell: Measured) -> float:
+def _throughput(cell: JudgedCell) -> float:
     return cell.value(F.THROUGHPUT) or 0.0
 
 
-def _wait_ms(cell: Measured) -> float | None:
+def _wait_ms(cell: JudgedCell) -> float | None:
     if cell.scenario in WAITING_SCENARIOS:
         return float(cell.ms) if cell.ms else None
     return cell.alone_ms
 
 
-def verdicts(cell: Measured, setting: Setting) -> list[Verdict]:
+def verdicts(cell: JudgedCell, setting: Setting) -> list[Verdict]:
     """Every verdict that applies, in the registry's order."""
     found = [kind.check(cell, setting) for kind in VERDICTS.values()]
     return [v for v in found if v is not None]
 
 
-def _errors(cell: Measured, setting: Setting) -> Verdict | None:
+def _errors(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if cell.hold_stop is not None:
         return None  # a hold's refused opens are where it stopped (hold_stop), not failures
     socket = sum(v for k, v in cell.errors.items() if k not in ("total", "non_2xx"))
@@ -158,13 +158,13 @@ def _errors(cell: Measured, setting: Setting) -> Verdict | None:
 TOOL_BUSY = 0.5  # in a closed loop, under half the connections busy with a request
 
 
-def consistency_checkable(cell: Measured, setting: Setting) -> bool:
+def consistency_checkable(cell: JudgedCell, setting: Setting) -> bool:
     """Whether the tool reported a mean latency fine enough to check its figures with."""
     mean = cell.value(F.LAT_MEAN)
     return mean is not None and mean >= setting.latency_resolution_ms and cell.connections >= 1
 
 
-def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
+def _tool_stalled(cell: JudgedCell, setting: Setting) -> Verdict | None:
     """Little's law on the client side: in a closed loop every connection always has one
     request in flight, so throughput × mean latency is close to the connections held open.
     Far below, the tool spent its time somewhere other than in requests."""
@@ -184,12 +184,12 @@ def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _load_saturated(cell: Measured, setting: Setting) -> bool:
+def _load_saturated(cell: JudgedCell, setting: Setting) -> bool:
     load_cpu = cell.value(F.LOAD_CPU)
     return load_cpu is not None and load_cpu >= CLIENT_SATURATED * 100 * setting.load_cores
 
 
-def _client_bound(cell: Measured, setting: Setting) -> Verdict | None:
+def _client_bound(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if not _load_saturated(cell, setting) or _undelivered(cell):
         at_ceiling = _at_the_ceiling(cell, setting)  # an undelivered rate: its own verdict
         return None if at_ceiling is None else CLIENT_BOUND.says(at_ceiling)
@@ -206,7 +206,7 @@ CEILING_SHARE = 0.8
 FLOOR_FACTOR = 1.5  # a broadcast p99 within this of the ceiling's is at the tool's floor
 
 
-def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
+def _at_the_ceiling(cell: JudgedCell, setting: Setting) -> str | None:
     """Where a WebSocket figure shows JMeter's limit, by the Go ceiling's at its point: a
     hold that stalled where the ceiling's stalled too (its pace of opening, a thread a
     connection); an echo capacity at CEILING_SHARE of the ceiling's or more; a broadcast
@@ -234,7 +234,7 @@ def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
     return None
 
 
-def _ws_counts(cell: Measured, setting: Setting) -> Verdict | None:
+def _ws_counts(cell: JudgedCell, setting: Setting) -> Verdict | None:
     gap = cell.value(F.WS_COUNT_GAP)
     if gap is None or F.WS_COUNT_GAP.within(gap):
         return None
@@ -250,7 +250,7 @@ def _ws_counts(cell: Measured, setting: Setting) -> Verdict | None:
 IN_FLIGHT_SHARE = 0.1
 
 
-def _sent_late(cell: Measured, setting: Setting) -> Verdict | None:
+def _sent_late(cell: JudgedCell, setting: Setting) -> Verdict | None:
     late = cell.value(F.WS_LATE_SHARE)
     if late is None:  # no echo
         return None
@@ -266,7 +266,7 @@ def _sent_late(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _hold_stalled(cell: Measured, setting: Setting) -> Verdict | None:
+def _hold_stalled(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if cell.hold_stop != STALLED or _at_the_ceiling(cell, setting) is not None:
         return None  # the ceiling's stalled too: client-bound says it
     return HOLD_STALLED.says(
@@ -276,12 +276,12 @@ def _hold_stalled(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _undelivered(cell: Measured) -> bool:
+def _undelivered(cell: JudgedCell) -> bool:
     ratio = cell.value(F.RATE_RATIO)
     return cell.mode == Mode.RATE and ratio is not None and not F.RATE_RATIO.reaches(ratio)
 
 
-def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
+def _rate_not_delivered(cell: JudgedCell, setting: Setting) -> Verdict | None:
     target, ratio = cell.value(F.TARGET_RATE), cell.value(F.RATE_RATIO)
     if not _undelivered(cell) or target is None or ratio is None:
         return None
@@ -295,7 +295,7 @@ def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
             f"{shortfall}: generator-bound — the load generator used {load_cpu:.0f}% "
             f"CPU of its {setting.load_cores} core(s) and could not send faster; this says "
             "nothing about the server",
-            Side.GENERATOR,
+            Bound.GENERATOR,
         )
     if _unsent(cell):
         # A generator starved of its cores (a VM's neighbours, steal) uses less than
@@ -304,15 +304,15 @@ def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
             f"{shortfall}: generator-bound — the load generator sent only "
             f"{cell.value(F.SENT_RATE):,.0f} {cell.rate_unit} (its CPU at {load_cpu or 0:.0f}%): "
             "it fell behind its own schedule; this says nothing about the server",
-            Side.GENERATOR,
+            Bound.GENERATOR,
         )
     return RATE_NOT_DELIVERED.says(
         f"{shortfall}: server-bound — the generator sent on time, the server did not keep up",
-        Side.SERVER,
+        Bound.SERVER,
     )
 
 
-def _unsent(cell: Measured) -> bool:
+def _unsent(cell: JudgedCell) -> bool:
     """The generator sent under the delivered share of the rate asked (a tool that keeps its
     schedule and waits for a connection records the send when it was due, so a slow server
     does not show here)."""
@@ -320,7 +320,7 @@ def _unsent(cell: Measured) -> bool:
     return sent is not None and target is not None and not F.RATE_RATIO.reaches(sent, of=target)
 
 
-def _generator_lag(cell: Measured, setting: Setting) -> Verdict | None:
+def _generator_lag(cell: JudgedCell, setting: Setting) -> Verdict | None:
     lag, p99 = cell.value(F.SCHEDULE_LAG), cell.value(F.P99)
     if cell.mode != Mode.RATE or lag is None or p99 is None or _undelivered(cell):
         return None
@@ -344,7 +344,7 @@ def queue_grew(first_ms: float | None, last_ms: float | None) -> bool:
     return last_ms >= GREW * first_ms and last_ms - first_ms >= GREW_MS
 
 
-def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
+def _falling_behind(cell: JudgedCell, setting: Setting) -> Verdict | None:
     first, last = setting.latency_first_ms, setting.latency_last_ms
     if cell.mode != Mode.RATE or first is None or last is None or not queue_grew(first, last):
         return None
@@ -355,7 +355,7 @@ def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
+def _server_saturated(cell: JudgedCell, setting: Setting) -> Verdict | None:
     share = _server_share(cell, setting)
     if cell.mode == Mode.CLOSED or share is None or share < SERVER_FULL:
         return None
@@ -365,26 +365,26 @@ def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _server_share(cell: Measured, setting: Setting) -> float | None:
+def _server_share(cell: JudgedCell, setting: Setting) -> float | None:
     server_cpu = cell.value(F.SERVER_CPU)
     if server_cpu is None:
         return None
     return server_cpu / (100 * setting.server_cores)
 
 
-def _busy_or_starved(cell: Measured, setting: Setting) -> float | None:
+def _busy_or_starved(cell: JudgedCell, setting: Setting) -> float | None:
     """The share of its cores the server was busy on, or had taken from it by the
     hypervisor (steal): a server starved by a VM's neighbours is not idle, it waits."""
     share = _server_share(cell, setting)
     return None if share is None else share + (cell.value(F.STEAL) or 0.0) / 100
 
 
-def _littles_bound(cell: Measured, concurrency: int) -> float | None:
+def _littles_bound(cell: JudgedCell, concurrency: int) -> float | None:
     wait = _wait_ms(cell)
     return None if not wait else concurrency / (wait / 1000)
 
 
-def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
+def _blocked(cell: JudgedCell, setting: Setting) -> Verdict | None:
     share = _busy_or_starved(cell, setting)
     if cell.mode != Mode.CLOSED or share is None or share >= IDLE_SERVER:
         return None
@@ -420,7 +420,7 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _binding_limit(cell: Measured) -> tuple[str, int]:
+def _binding_limit(cell: JudgedCell) -> tuple[str, int]:
     """The limit on requests in progress that is reached first: the clients, the server's
     own concurrency (workers × threads), or the database pool (db-delay)."""
     limits = [(f"the {cell.connections:,} clients", cell.connections)]
@@ -432,7 +432,7 @@ def _binding_limit(cell: Measured) -> tuple[str, int]:
     return min(limits, key=lambda limit: limit[1])
 
 
-def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
+def _littles_law(cell: JudgedCell, setting: Setting) -> Verdict | None:
     bound = _littles_bound(cell, cell.connections)
     share = _server_share(cell, setting)
     if cell.mode != Mode.CLOSED or bound is None or share is None or share >= CPU_BOUND:
@@ -458,7 +458,7 @@ LEAK_MB = 5.0  # growth over a trial that counts: at least this much ...
 LEAK_SHARE = 0.10  # ... and this share of what the server held at its start
 
 
-def _leaks(cell: Measured, setting: Setting) -> Verdict | None:
+def _leaks(cell: JudgedCell, setting: Setting) -> Verdict | None:
     """Resident memory that grew through the trials: the low end of its slope's interval
     above zero in the median trial, and a growth that is material."""
     growth, low = cell.value(F.RSS_GROWTH), cell.value(F.RSS_SLOPE_LOW)
@@ -474,7 +474,7 @@ def _leaks(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _pool_exhausted(cell: Measured, setting: Setting) -> Verdict | None:
+def _pool_exhausted(cell: JudgedCell, setting: Setting) -> Verdict | None:
     peak = cell.value(F.DB_SESSIONS)
     if peak is None or not cell.db_pool_limit:
         return None
@@ -487,7 +487,7 @@ def _pool_exhausted(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _unstable(cell: Measured, setting: Setting) -> Verdict | None:
+def _unstable(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if setting.adaptive and setting.confidence < 0.95:
         return UNSTABLE.says(
             f"never converged: max_trials ran out before its interval reached 95% "
@@ -504,7 +504,7 @@ def _unstable(cell: Measured, setting: Setting) -> Verdict | None:
 
 # --- the registry -----------------------------------------------------------------------------
 
-Check = Callable[[Measured, Setting], Verdict | None]
+Check = Callable[[JudgedCell, Setting], Verdict | None]
 
 
 @dataclass(frozen=True)
@@ -518,12 +518,12 @@ class VerdictKind:
     caution: bool = False  # a comparison that rests on the figure gets a caution beside it
     # The figure is the load tool's limit, not the server's: a ceiling cell with it is none.
     tool_figure: bool = False
-    bound: Side | None = None  # whose limit it says was reached, when always the same side
+    bound: Bound | None = None  # whose limit it says was reached, when always the same side
     unranked: bool = False  # a cell with it is measured and shown, but not ranked
     # It tells of the server's robustness, beside its figures: it casts doubt on none.
     robustness: bool = False
 
-    def says(self, sentence: str, bound: Side | None = None) -> Verdict:
+    def says(self, sentence: str, bound: Bound | None = None) -> Verdict:
         return Verdict(self.name, sentence, bound or self.bound)
 
 
@@ -534,7 +534,7 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
     """The verdict `verdict` on what the conformance check found under `key` (unranking,
     cautions)."""
 
-    def check(cell: Measured, setting: Setting) -> Verdict | None:
+    def check(cell: JudgedCell, setting: Setting) -> Verdict | None:
         found = (cell.conformance or {}).get(key) or []
         if not found:
             return None
@@ -546,7 +546,7 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
 def _stop_verdict(verdict: str, consequence: str) -> Check:
     """The verdict `verdict` (drops, hangs) on what the run's drain check found."""
 
-    def check(cell: Measured, setting: Setting) -> Verdict | None:
+    def check(cell: JudgedCell, setting: Setting) -> Verdict | None:
         stop = cell.drain
         if not isinstance(stop, Drain) or stop.verdict != verdict:
             return None
@@ -555,7 +555,7 @@ def _stop_verdict(verdict: str, consequence: str) -> Check:
     return check
 
 
-def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
+def _slow_clients(cell: JudgedCell, setting: Setting) -> Verdict | None:
     found = cell.slow_clients
     if not isinstance(found, SlowClients) or not found.needs_proxy:
         return None
@@ -566,7 +566,7 @@ def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
+def _unbracketed(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if cell.mode != Mode.SLO or not cell.unbracketed:
         return None
     found, closed = cell.value(F.CAPACITY) or 0.0, cell.value(F.CLOSED_CAPACITY)
@@ -602,7 +602,7 @@ TOOL_STALLED = _declare(VerdictKind(
 ))  # fmt: skip
 CLIENT_BOUND = _declare(VerdictKind(
     "client-bound", "a load tool out of CPU", _client_bound, F.THROUGHPUT, caution=True,
-    tool_figure=True, bound=Side.GENERATOR,
+    tool_figure=True, bound=Bound.GENERATOR,
 ))  # fmt: skip
 RATE_NOT_DELIVERED = _declare(VerdictKind(
     "rate-not-delivered", "a fixed rate that was not delivered, and whose fault",
@@ -616,7 +616,7 @@ FALLING_BEHIND = _declare(VerdictKind(
 ))  # fmt: skip
 SERVER_SATURATED = _declare(VerdictKind(
     "server-saturated", "a server out of CPU at a fixed rate", _server_saturated, F.P99,
-    bound=Side.SERVER,
+    bound=Bound.SERVER,
 ))  # fmt: skip
 BLOCKED = _declare(VerdictKind(
     "blocked", "a server that waited with its CPU idle", _blocked, F.THROUGHPUT, caution=True,
@@ -671,11 +671,11 @@ WS_COUNTS = _declare(VerdictKind(
 ))  # fmt: skip
 SENT_LATE = _declare(VerdictKind(
     "sent-late", "WebSocket messages sent late, or connections too busy to be open-loop",
-    _sent_late, F.ECHO_P99, caution=True, bound=Side.GENERATOR,
+    _sent_late, F.ECHO_P99, caution=True, bound=Bound.GENERATOR,
 ))  # fmt: skip
 HOLD_STALLED = _declare(VerdictKind(
     "hold-stalled", "a hold whose opens stopped completing (not refused)", _hold_stalled,
-    F.CONNECTIONS_HELD, bound=Side.SERVER,
+    F.CONNECTIONS_HELD, bound=Bound.SERVER,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

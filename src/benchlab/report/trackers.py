@@ -30,7 +30,7 @@ NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
-class Measured:
+class TrackedFigure:
     """One figure of one cell, as a tracker takes it."""
 
     benchmark: str
@@ -64,7 +64,7 @@ def _names(summary: RunSummary) -> dict[str, str]:
     return names
 
 
-def _measured(summary: RunSummary) -> Iterator[Measured]:
+def _tracked(summary: RunSummary) -> Iterator[TrackedFigure]:
     names = _names(summary)
     for cell in summary.cells:
         if not cell.measured:
@@ -76,7 +76,7 @@ def _measured(summary: RunSummary) -> Iterator[Measured]:
             if value is None:
                 continue
             interval = estimate if isinstance(estimate, Estimate) and estimate.n > 1 else None
-            yield Measured(
+            yield TrackedFigure(
                 names[cell.key], figure, value,
                 interval.low if interval else None, interval.high if interval else None,
             )  # fmt: skip
@@ -93,7 +93,7 @@ def render_bmf(summary: RunSummary) -> str:
     reference/bencher-metric-format): throughput as Bencher's `throughput` (req/s), p99 as
     `latency_p99` (ns), any other figure under its own key (capacity_rps)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for m in _measured(summary):
+    for m in _tracked(summary):
         measure, scale = _BMF_MEASURE.get(m.figure.key, (m.figure.key, 1.0))
         metric = {"value": m.value * scale}
         if m.low is not None and m.high is not None:
@@ -105,7 +105,7 @@ def render_bmf(summary: RunSummary) -> str:
 def _github_action_benchmark(summary: RunSummary, better: F.Better) -> str:
     """[{name, unit, value, range, extra}] (github-action-benchmark's custom tools)."""
     entries = []
-    for m in _measured(summary):
+    for m in _tracked(summary):
         if m.figure.better is not better:
             continue
         entry: dict[str, object] = {
