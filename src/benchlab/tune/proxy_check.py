@@ -83,7 +83,7 @@ def check_answer(
         if up.problem is not None:
             found, parsing = NotChecked(session.redacted(up.problem)).to_json(), None
         else:
-            parsing = _parsing(session, up.own_port, requests)
+            parsing = _parsing(session, up.stack_port, requests)
             checked = CheckedStack(
                 session.catalogue[cell.stack], up.server, session.server_address, up.port,
                 new_dir(workdir / "slow", 0o700), cores.load, requests, rate,
