@@ -124,8 +124,8 @@ def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) ->
         "gin": [CapacityRecord(r, 1200.0, 1200.0, None, 3) for r in range(3)],
         "sanic": [CapacityRecord(r, 690.0 + r, 690.0 + r, 720.0, 5) for r in range(3)],
     })  # fmt: skip
-    cells = {c.stack: c for c in summarise(Store(path), run_id).cells}
-    assert cells["gin"].unbracketed == 3 and cells["sanic"].unbracketed == 0
+    cells = {c.record.stack: c for c in summarise(Store(path), run_id).cells}
+    assert cells["gin"].result.unbracketed == 3 and cells["sanic"].result.unbracketed == 0
     report = json.loads(benchlab("report", "--results", str(path), "-f", "json").stdout)
     by_stack = {c["stack"]: c for c in report["cells"]}
     assert by_stack["gin"]["capacity_rps"]["bracketed"] is False

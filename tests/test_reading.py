@@ -169,7 +169,7 @@ def test_the_ceiling_share_comes_only_from_a_ceiling_that_is_not_client_bound(
         for t in takeaways(bound)
     )
     free = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", ceiling_load_cpu=50.0))
-    gin = next(c for c in free.cells if c.stack == "gin" and c.scenario == "json")
+    gin = next(c for c in free.cells if c.record.stack == "gin" and c.record.scenario == "json")
     assert gin.ratio(F.CEILING).value == pytest.approx(88_000 / 205_000)
     assert not any(t.notes for t in takeaways(free))
 

@@ -168,11 +168,13 @@ def test_an_old_stores_rows_read_as_records_with_every_default(tmp_path: Path) -
     store.close()
 
     from benchlab.analysis.summary import summarise
+    from benchlab.stacks import CATALOGUE
 
-    summary = summarise(Store(path, create=False), "old-run")
+    summary = summarise(Store(path, create=False), "old-run", catalogue=CATALOGUE)
     (found,) = summary.cells
-    assert found.protocol == "h1" and found.keepalive and found.mode == Mode.CLOSED
-    assert found.facts["server"]  # a cell stored before its facts: read from the catalogue
+    record = found.record
+    assert record.protocol == "h1" and record.keepalive and record.mode == Mode.CLOSED
+    assert found.result.facts["server"]  # a cell stored before its facts: read from the catalogue
     assert (
         summary.run.to_json()["server_cores"] == [0, 1]
         and "options" not in summary.to_json()["run"]

@@ -14,7 +14,7 @@ from rich.console import Console
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.flips import flips
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.ranking import Call, Entrant, Ranking, build
+from benchlab.analysis.ranking import Call, Ranking, rank
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import ratio_interval
 from benchlab.core import figures as F
@@ -24,6 +24,7 @@ from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
+from tests.entrants import Contender
 from tests.html_table import ReportPage
 from tests.measured import MeasuredCell as _Measured
 from tests.test_failures import _misbehaving_stack
@@ -78,12 +79,12 @@ def _point(name: str) -> GridPoint:
     return GridPoint(name, "db-delay", "wrk", 64)
 
 
-def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Entrant:
-    return Entrant(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
+def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Contender:
+    return Contender(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
 
 
-def _ranking(grid: list[Entrant]) -> Ranking:
-    return build(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
+def _ranking(grid: list[Contender]) -> Ranking:
+    return rank(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
 
 
 def _order(ranking: Ranking, point: str) -> list[str]:
@@ -91,7 +92,7 @@ def _order(ranking: Ranking, point: str) -> list[str]:
 
 
 def test_flips_on_a_synthetic_grid() -> None:
-    def c(label: str, point: str, value: float) -> Entrant:
+    def c(label: str, point: str, value: float) -> Contender:
         factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
         return _contender(label, point, [value * f for f in factors], F.THROUGHPUT)
 

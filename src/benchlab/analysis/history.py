@@ -216,8 +216,8 @@ class History:
 
 
 def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | None:
-    cell = next((c for c in summary.cells if c.key == key), None)
-    if cell is None or cell.status == "failed":
+    cell = next((c for c in summary.cells if c.record.key == key), None)
+    if cell is None or cell.result.status == "failed":
         return None
     estimate, samples = cell.estimate(figure), cell.samples.get(figure.key, ())
     if estimate is None or not samples:
@@ -232,13 +232,13 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
         versions = {**versions, "packages": packages}
-    sentinel = summary.sentinel_at(cell.grid)
+    sentinel = summary.sentinel_at(cell.result.point)
     return HistoryPoint(
         run=summary.run.id, started_at=summary.run.started_at,
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,
-        cell_versions=_cell_versions(versions.get("packages") or {}, cell.stack, tuned),
+        cell_versions=_cell_versions(versions.get("packages") or {}, cell.record.stack, tuned),
         to_sentinel=tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
         sentinel=tuple(sentinel.samples.get(figure.key, ())) if sentinel else (),
         aa_noise_pct=summary.aa_noise_pct,
@@ -342,13 +342,15 @@ def history(recipe: str, runs: list[RunSummary]) -> History:
     evidence = latest.options.evidence
     series = []
     for cell in latest.cells:
-        figure = cell.ranked_by
-        points = [p for s in runs if (p := _point(s, cell.key, figure)) is not None]
+        figure = cell.result.figure
+        points = [p for s in runs if (p := _point(s, cell.record.key, figure)) is not None]
         if not points:
             continue
         changes = _changes(points, figure, evidence)
         newest = _latest(points, changes, figure, evidence)
-        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes, newest))
+        series.append(
+            CellSeries(cell.record.key, cell.record.stack_label, figure, points, changes, newest)
+        )
     return History(recipe, len(runs), series)
 
 

@@ -36,7 +36,8 @@ def history_of(stores: list[Path], recipe: str) -> History:
         store = Store(path, create=False)
         for position, run in enumerate(reversed(store.runs())):
             if run.recipe_name == recipe and run.status in FINISHED and run.id not in found:
-                found[run.id] = ((run.started_at, store_index, position), summarise(store, run.id))
+                summary = summarise(store, run.id, catalogue=CATALOGUE)
+                found[run.id] = ((run.started_at, store_index, position), summary)
     if not found:
         shown = ", ".join(str(p) for p in stores)
         raise UserError(
@@ -79,7 +80,7 @@ def report(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "
             "add -f json (or -o FILE.json)"
         )
-    summary = summarise(Store(results, create=False), run_id, with_trials)
+    summary = summarise(Store(results, create=False), run_id, with_trials, CATALOGUE)
     if where.on_terminal_table:
         render_table(summary, console, wide)
     else:
@@ -255,8 +256,8 @@ def compare(
 
     where = formats.destination(fmt, output, formats.COMPARE)
     store_b_path = results_b or results
-    before = summarise(Store(results, create=False), run_a)
-    after = summarise(Store(store_b_path, create=False), run_b)
+    before = summarise(Store(results, create=False), run_a, catalogue=CATALOGUE)
+    after = summarise(Store(store_b_path, create=False), run_b, catalogue=CATALOGUE)
     found = report.compare_runs(before, after, results, store_b_path, fail_above)
     if not found.changes:
         raise UserError(

@@ -240,7 +240,7 @@ def _show_run(
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
-    summary = summarise(store, outcome.run_id)
+    summary = summarise(store, outcome.run_id, catalogue=CATALOGUE)
 
     def table() -> None:
         render_table(summary, console)

@@ -240,9 +240,10 @@ def _show_tune(
     from benchlab.report.exporters import EXPORTERS
     from benchlab.report.html import render_html
     from benchlab.report.terminal import render_table
+    from benchlab.stacks import CATALOGUE
     from benchlab.system.outputs import write_output
 
-    summary = summarise(store, outcome.run_id)
+    summary = summarise(store, outcome.run_id, catalogue=CATALOGUE)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
     if with_page:
         write_output(page, render_html(summary), "the tune's page")

@@ -68,9 +68,9 @@ class Comparison:
 def _side(summary: RunSummary, cell: CellSummary, figure_key: str) -> Side:
     """A cell as compare sees it. Its samples lose their rounds: round 3 of one run has
     nothing to do with round 3 of another, so two runs are compared as independent."""
-    sentinel = summary.sentinel_at(cell.grid)
+    sentinel = summary.sentinel_at(cell.result.point)
     return Side(
-        cell.key, cell.stack_label, cell.scenario, cell.connections,
+        cell.record.key, cell.record.stack_label, cell.record.scenario, cell.record.connections,
         tuple(cell.samples.get(figure_key, ())), params_text(cell),
         tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
         tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),

@@ -1,16 +1,17 @@
 """The CSV report: one row per cell, its record's shown fields under their shown names (as
-JSON has them: store/records.py, CELL_SHOWN), then every figure of the registry flattened
-(`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`)."""
+JSON has them: store/records.py, CELL_SHOWN), the summary's own fields where the JSON has
+them (analysis/summary.py, CELL_FIELDS: their columns declared there), and every figure of
+the registry flattened (`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`)."""
 
 from __future__ import annotations
 
 import csv
 import io
 
+from benchlab.analysis.combine import FigureValue
 from benchlab.analysis.stats import Estimate, Ratio
-from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.analysis.summary import AFTER_FIGURES, BEFORE_FIGURES, CellSummary, RunSummary
 from benchlab.core import figures as F
-from benchlab.core.request_errors import ERROR_KINDS
 from benchlab.store import CELL_SHOWN
 
 
@@ -18,56 +19,51 @@ def _csv_name(figure: F.Figure) -> str:
     return f"{figure.group}_{figure.key}" if figure.group else figure.key
 
 
+def _figure_columns(figure: F.Figure) -> list[str]:
+    name = _csv_name(figure)
+    if figure.kind is F.Kind.ESTIMATE:
+        return [f"{name}_median", f"{name}_low", f"{name}_high", f"{name}_confidence"]
+    if figure.kind is F.Kind.RATIO:
+        return [name, f"{name}_low", f"{name}_high"]
+    return [name]
+
+
 def csv_fields() -> list[str]:
-    names = [*CELL_SHOWN.values(), "trials"]
-    for figure in F.FIGURES.values():
-        name = _csv_name(figure)
-        if figure.kind is F.Kind.ESTIMATE:
-            names += [f"{name}_median", f"{name}_low", f"{name}_high", f"{name}_confidence"]
-        elif figure.kind is F.Kind.RATIO:
-            names += [name, f"{name}_low", f"{name}_high"]
-        else:
-            names.append(name)
     return [
-        *names,
-        "errors",
-        *(f"errors_{k}" for k in ERROR_KINDS),
-        "verdicts",
-        "status",
-        "mix",
-        "hold_stop",
-        "hold_refused",
-        "rate_unit",
+        *CELL_SHOWN.values(),
+        *(column for field in BEFORE_FIGURES for column in field.columns),
+        *(column for figure in F.FIGURES.values() for column in _figure_columns(figure)),
+        *(column for field in AFTER_FIGURES for column in field.columns),
     ]
 
 
+def _figure_values(figure: F.Figure, value: FigureValue) -> dict[str, object]:
+    """An estimate's median, bounds and confidence (no interval from one trial), a ratio's
+    value and bounds, a value."""
+    name = _csv_name(figure)
+    if isinstance(value, Estimate):
+        interval = value.n > 1
+        return {
+            f"{name}_median": value.median,
+            f"{name}_low": value.low if interval else None,
+            f"{name}_high": value.high if interval else None,
+            f"{name}_confidence": value.confidence if interval else None,
+        }
+    if isinstance(value, Ratio):
+        return {name: value.value, f"{name}_low": value.low, f"{name}_high": value.high}
+    if figure.kind is F.Kind.VALUE:
+        return {name: value}
+    return {}
+
+
 def _csv_values(cell: CellSummary) -> dict[str, object]:
-    row: dict[str, object] = {**cell.shown(), "trials": cell.trials}
+    row: dict[str, object] = cell.shown()
+    for field in BEFORE_FIGURES:
+        row |= field.csv_values(cell)
     for figure in F.FIGURES.values():
-        name, value = _csv_name(figure), cell.figures.get(figure.key)
-        if isinstance(value, Estimate):
-            interval = value.n > 1
-            row |= {
-                f"{name}_median": value.median,
-                f"{name}_low": value.low if interval else None,
-                f"{name}_high": value.high if interval else None,
-                f"{name}_confidence": value.confidence if interval else None,
-            }
-        elif isinstance(value, Ratio):
-            row |= {name: value.value, f"{name}_low": value.low, f"{name}_high": value.high}
-        elif figure.kind is F.Kind.VALUE:
-            row[name] = value
-    row |= {"errors": cell.errors["total"], **{f"errors_{k}": v for k, v in cell.errors.items()
-            if k != "total"}}  # fmt: skip
-    row |= {
-        "verdicts": " | ".join(f"{v.name}: {v.sentence}" for v in cell.verdicts),
-        "status": cell.status,
-        # a mix's parts: "json 60% p99 5.3 ms · db 30% …" (JSON has them as numbers)
-        "mix": " · ".join(m.text() for m in cell.mix),
-        "hold_stop": cell.hold_stop,  # a WebSocket hold: why its steps ended
-        "hold_refused": cell.hold_refused,  # ... the opens refused, when that is why
-        "rate_unit": cell.rate_unit,  # what its rates count a second: req/s, msg/s
-    }
+        row |= _figure_values(figure, cell.figures.get(figure.key))
+    for field in AFTER_FIGURES:
+        row |= field.csv_values(cell)
     return row
 
 

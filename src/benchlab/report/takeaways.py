@@ -8,6 +8,7 @@ rule puts it ahead, "≈" where it does not, and "undecided" exactly where the r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 from benchlab.analysis.evidence import MIN_TRIALS
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import Call, PointRanking, Step, Tier
-from benchlab.analysis.relative import CEILING_STACK, is_ceiling
+from benchlab.analysis.relative import CEILING_STACK, Ceiling, tool_limited
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
@@ -24,7 +25,6 @@ from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.load.ws_requests import AT_LAST_STEP, DROPPED, MEMORY, REFUSED, STALLED
 from benchlab.report.wording import display_names, settings_text
-from benchlab.stacks import CATALOGUE
 
 
 @dataclass(frozen=True)
@@ -37,22 +37,7 @@ class Takeaway:
     tiers: tuple[Tier, ...] = ()  # the point's order in tiers (JSON)
 
     def tiers_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "stacks": [place.key for place in tier.places],
-                "ratio_to_next": _ratio_json(tier.after.ratio if tier.after else None),
-                "undecided": [step.would_decide for step in tier.undecided],
-            }
-            for tier in self.tiers
-        ]
-
-
-def _ratio_json(ratio: Ratio | None) -> dict[str, float | None] | None:
-    if ratio is None:
-        return None
-    # A bound a confidence sequence has not reached yet (0 or ∞) is null.
-    low, high = (ratio.low or None), (ratio.high if math.isfinite(ratio.high) else None)
-    return {"value": ratio.value, "low": low, "high": high}
+        return [dataclasses.asdict(tier.as_json()) for tier in self.tiers]
 
 
 def takeaways(summary: RunSummary) -> list[Takeaway]:
@@ -140,7 +125,7 @@ def _step_text(step: Step, at_least: bool, summary: RunSummary) -> str:
 
 def _named(cell: CellSummary, names: dict[str, str]) -> str:
     flagged = [v.name for v in cell.verdicts if v.name in CAUTIONS]
-    return names[cell.key] + (f" ({', '.join(flagged)})" if flagged else "")
+    return names[cell.record.key] + (f" ({', '.join(flagged)})" if flagged else "")
 
 
 def _client_bound(cell: CellSummary) -> bool:
@@ -153,10 +138,10 @@ def _nothing_ranked(cells: Sequence[CellSummary], figure: F.Figure) -> str:
     shown = [c for c in cells if c.value(figure) is not None]
     if shown:
         listed = ", ".join(
-            f"{c.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
+            f"{c.record.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
         )
         return f"No stack ranked here; measured: {listed} {shown[0].unit(figure)}."
-    failed = [c for c in cells if c.status == "failed"]
+    failed = [c for c in cells if c.result.status == "failed"]
     return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
 
 
@@ -175,12 +160,11 @@ def _too_few(ranked: PointRanking) -> str:
 def _ceiling_note(cells: Sequence[CellSummary]) -> str:
     """Why a grid point shows no share of the ceiling, when its ceiling cell is not one."""
     for cell in cells:
-        if cell.stack != CEILING_STACK or not cell.measured:
+        if cell.result.ceiling is not Ceiling.MACHINE or not cell.result.has_figure:
             continue
-        names = [v.name for v in cell.verdicts]
-        if is_ceiling(cell.stack, names):
+        why = tool_limited(cell.verdicts)
+        if why is None:
             return ""
-        why = next(v for v in cell.verdicts if not is_ceiling(cell.stack, [v.name]))
         return (
             f"No share of the ceiling: {CEILING_STACK} was {why.name} here, so its "
             f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} {cell.unit(F.THROUGHPUT)} is the "
@@ -205,9 +189,13 @@ def _held(cells: Sequence[CellSummary]) -> list[str]:
     a server that refused: the opens it refused by then (its finding, not errors)."""
     by_stop: dict[str, list[str]] = {}
     for cell in cells:
-        if cell.hold_stop is not None:
-            refused = "" if cell.hold_refused is None else f" ({cell.hold_refused:,} refused)"
-            by_stop.setdefault(cell.hold_stop, []).append(cell.stack_label + refused)
+        if cell.result.hold_stop is not None:
+            refused = (
+                ""
+                if cell.result.hold_refused is None
+                else f" ({cell.result.hold_refused:,} refused)"
+            )
+            by_stop.setdefault(cell.result.hold_stop, []).append(cell.record.stack_label + refused)
     return [
         f"{HOLD_STOPS.get(stop, stop)}: {', '.join(labels)}" for stop, labels in by_stop.items()
     ]
@@ -220,42 +208,38 @@ def _closed_example(summary: RunSummary) -> str:
     """Little's law on one of the run's own cells: p50 against connections ÷ throughput."""
     cells = [
         c for c in summary.cells
-        if c.mode == Mode.CLOSED and c.value(F.THROUGHPUT) and c.value(F.P50)
-        and c.stack != CEILING_STACK
+        if c.record.mode == Mode.CLOSED and c.value(F.THROUGHPUT) and c.value(F.P50)
+        and c.result.ceiling is not Ceiling.MACHINE
     ]  # fmt: skip
     if not cells:
         return ""
-    cell = next((c for c in cells if c.stack == summary.baseline), cells[0])
+    cell = next((c for c in cells if c.record.stack == summary.baseline), cells[0])
     throughput = cell.value(F.THROUGHPUT) or 1.0
-    expected = 1000 * cell.connections / throughput
+    expected = 1000 * cell.record.connections / throughput
     return (
-        f" Here {cell.stack_label}: {cell.connections} ÷ {throughput:,.0f} "
+        f" Here {cell.record.stack_label}: {cell.record.connections} ÷ {throughput:,.0f} "
         f"{cell.unit(F.THROUGHPUT)} = "
         f"{F.ms_text(expected)} ms; its measured p50: {F.P50.format(cell.value(F.P50))} ms."
     )
 
 
 def _workers(cells: Sequence[CellSummary]) -> str:
-    workers = sorted({c.workers for c in cells})
+    workers = sorted({c.record.workers for c in cells})
     if workers == [1]:
         return "one worker process"
     return f"{workers[0]}–{workers[-1]} worker processes (w=N in its label)"
 
 
 def _stack_notes(summary: RunSummary) -> list[str]:
-    notes = []
-    for stack in dict.fromkeys(c.stack for c in summary.cells):
-        entry = CATALOGUE.get(stack)
-        if entry is None or not entry.note:
-            continue
-        why = f": {entry.note_meaning}" if entry.note_meaning else ""
-        notes.append(f"{stack} ({entry.note}){why}.")
-    return notes
+    return [
+        f"{n.stack} ({n.note})" + (f": {n.meaning}" if n.meaning else "") + "."
+        for n in summary.stack_notes
+    ]
 
 
 def reading_guide(summary: RunSummary) -> list[str]:
     """A few sentences on what the figures of this run mean and how far they can be trusted."""
-    modes = {c.mode for c in summary.cells}
+    modes = {c.record.mode for c in summary.cells}
     run = summary.run
     lines = []
     if Mode.CLOSED in modes:
@@ -284,7 +268,7 @@ def reading_guide(summary: RunSummary) -> list[str]:
             f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
             "this machine's figures: more cores or workers change them, and not in proportion."
         )
-    estimates = [c.estimate(c.ranked_by) for c in summary.cells]
+    estimates = [c.estimate(c.result.figure) for c in summary.cells]
     coverage = sorted({round(100 * e.confidence) for e in estimates if e and e.n > 1})
     if coverage:
         lines.append(

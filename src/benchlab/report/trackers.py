@@ -43,41 +43,43 @@ class TrackedFigure:
 def benchmark_name(summary: RunSummary, cell: CellSummary) -> str:
     """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`: stable across the
     options that only change how long or how often a cell is measured."""
-    point = cell.grid or dataclasses.replace(point_of(cell.stored, pool_swept=False), rate="")
+    point = cell.result.point or dataclasses.replace(
+        point_of(cell.record, pool_swept=False), rate=""
+    )
     load = point.text()
-    if cell.mode is Mode.SLO and summary.options.slo is not None:
+    if cell.record.mode is Mode.SLO and summary.options.slo is not None:
         load += f" ({summary.options.slo.describe()})"
-    stack = cell.stack_label
-    if cell.pool_size is not None and point.pool is None:
-        stack += f" pool={cell.pool_size}"
+    stack = cell.record.stack_label
+    if cell.record.pool_size is not None and point.pool is None:
+        stack += f" pool={cell.record.pool_size}"
     return f"{summary.run.recipe_name} · {load} · {stack}"
 
 
 def _names(summary: RunSummary) -> dict[str, str]:
     """Each cell's benchmark name, by its key; two cells a name would not tell apart (two
     load profiles that differ only in their duration) have their duration added."""
-    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
+    names = {cell.record.key: benchmark_name(summary, cell) for cell in summary.cells}
     counts = Counter(names.values())
     for cell in summary.cells:
-        if counts[names[cell.key]] > 1:
-            names[cell.key] += f" · {cell.duration_s:g} s"
+        if counts[names[cell.record.key]] > 1:
+            names[cell.record.key] += f" · {cell.record.duration_s:g} s"
     return names
 
 
 def _tracked(summary: RunSummary) -> Iterator[TrackedFigure]:
     names = _names(summary)
     for cell in summary.cells:
-        if not cell.measured:
+        if not cell.result.has_figure:
             continue
-        for figure in (cell.ranked_by, F.P99):
+        for figure in (cell.result.figure, F.P99):
             # A percentile's interval is over the trials' own (its value: the merged histogram's).
-            estimate = cell.estimate(figure) or cell.latency_intervals.get(figure.key)
+            estimate = cell.estimate(figure) or cell.result.latency_intervals.get(figure.key)
             value = cell.value(figure)
             if value is None:
                 continue
             interval = estimate if isinstance(estimate, Estimate) and estimate.n > 1 else None
             yield TrackedFigure(
-                names[cell.key], figure, value,
+                names[cell.record.key], figure, value,
                 interval.low if interval else None, interval.high if interval else None,
             )  # fmt: skip
 

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.analysis.ranking import Step, stored_ranking
+from benchlab.analysis.cell_result import stored_ranking
+from benchlab.analysis.ranking import Step
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.wire import Wire
@@ -132,16 +133,14 @@ class Measurer:
         undecided pairs that want them."""
         session = self.session
         ranking = stored_ranking(session.store, session.run_id, session.run_options)
-        failed = {c.key for c in session.cells.failed}
-        wanted = ranking.to_measure(failed)
-        pending = {c for c in cells if c.key in wanted and c not in session.cells.failed}
+        wanted = ranking.still_to_decide(c.key for c in session.cells.failed)
+        pending = {c for c in cells if c.key in wanted.entrants and c not in session.cells.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
         # cell's ratio to it is taken within rounds.
         sentinel = session.run_options.sentinel
         if pending and sentinel is not None:
             pending |= {c for c in cells if c.stack == sentinel and c not in session.cells.failed}
-        waiting = [s for s in ranking.undecided if not {s.ahead.key, s.behind.key} & failed]
-        return [c for c in cells if c in pending], waiting
+        return [c for c in cells if c in pending], list(wanted.pairs)
 
     def _run_round(self, round_index: int, cells: Sequence[Cell], adaptive: bool = False) -> None:
         failed = self.session.cells.failed
@@ -341,15 +340,10 @@ def _waiting_text(waiting: Sequence[Step], cells: int) -> str:
     pair = max(waiting, key=lambda p: p.more_rounds if p.more_rounds is not None else 10**6)
     r = pair.ratio
     where = "" if r is None else f": {r.value:.2f}× [{r.low:.2f}–{_bound(r.high)}]"
-    more = (
-        f"about {pair.more_rounds} more round(s) expected"
-        if pair.more_rounds is not None
-        else "more rounds than a run would spend, at this noise"
-    )
     others = f"; {len(waiting) - 1} other pair(s) undecided" if len(waiting) > 1 else ""
     return (
-        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}, "
-        f"{more}{others}"
+        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}: "
+        f"{pair.would_decide}{others}"
     )
 
 
