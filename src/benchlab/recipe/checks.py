@@ -22,7 +22,7 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 
 Catalogue = Mapping[str, Stack]
 

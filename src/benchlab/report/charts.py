@@ -508,13 +508,9 @@ def rank_chart(summary: RunSummary, colours: dict[str, str]) -> Chart | None:
 CurveLine = list[tuple[float, float | None, float, bool, bool]]
 
 
-def _curve_point(cell: CellSummary) -> GridPoint | None:
+def _curve_point(cell: CellSummary) -> GridPoint:
     """The grid point a cell's curve belongs to: its load, the rate set aside."""
-    return (
-        None
-        if cell.result.point is None
-        else dataclasses.replace(cell.result.point, rate="", mode=Mode.CLOSED)
-    )
+    return dataclasses.replace(cell.result.point, rate="", mode=Mode.CLOSED)
 
 
 def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
@@ -522,7 +518,7 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     curves: dict[GridPoint, dict[str, CurveLine]] = {}
     for cell in summary.cells:
         point = _curve_point(cell)
-        if point is None or cell.record.mode == Mode.CLOSED:
+        if cell.record.mode == Mode.CLOSED:
             continue
         line = curves.setdefault(point, {}).setdefault(cell.record.stack_label, [])
         if cell.record.mode == Mode.SLO:

@@ -14,13 +14,11 @@ cell has one, goes with it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchlab.analysis.grid import point_of
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -43,9 +41,7 @@ class TrackedFigure:
 def benchmark_name(summary: RunSummary, cell: CellSummary) -> str:
     """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`: stable across the
     options that only change how long or how often a cell is measured."""
-    point = cell.result.point or dataclasses.replace(
-        point_of(cell.record, pool_swept=False), rate=""
-    )
+    point = cell.result.point
     load = point.text()
     if cell.record.mode is Mode.SLO and summary.options.slo is not None:
         load += f" ({summary.options.slo.describe()})"
