@@ -117,7 +117,8 @@ def tool_agreement(cells: Sequence[CellSummary]) -> list[str]:
         if not apart:
             lines.append(f"{text} req/s: the tools agree within their intervals")
             continue
-        outlier = max(group, key=lambda pair, group=group: _distance(pair[1], group))[0]
+        distances = [_distance(estimate, group) for _, estimate in group]
+        outlier = group[distances.index(max(distances))][0]
         lines.append(
             f"{text} req/s: the tools disagree beyond their intervals; {outlier.record.tool} is "
             "the outlier" + (f" ({outlier.verdicts[0].name})" if outlier.verdicts else "")
