@@ -26,7 +26,6 @@ from benchlab.analysis.flips import Flip, flips
 from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.ranking import Ranking, rank
 from benchlab.analysis.relative import (
-    CEILING_STACK,
     Ceiling,
     Comparable,
     Relative,
@@ -501,11 +500,10 @@ def _judged(
     machine = {
         i: judge(i, relative[i]) for i, r in enumerate(results) if r.ceiling is Ceiling.MACHINE
     }
-    usable = [
-        Comparable(c.result.stack, c.result.point, c.result.samples.get(F.THROUGHPUT.key, ()))
-        for c in machine.values() if tool_limited(c.verdicts) is None
-    ]  # fmt: skip
-    ceilings = reference_cells(usable, CEILING_STACK)
+    ceilings: dict[GridPoint, Comparable] = {}  # at each point, the first whose figure holds
+    for ceiling in machine.values():
+        if tool_limited(ceiling.verdicts) is None:
+            ceilings.setdefault(ceiling.result.point, _throughput(ceiling.result))
     cells = []
     for index, result in enumerate(results):
         if index in machine:
@@ -513,10 +511,14 @@ def _judged(
             continue
         against = relative[index]
         if result.record.mode == Mode.CLOSED:
-            own = Comparable(result.stack, result.point, result.samples.get(F.THROUGHPUT.key, ()))
-            against = dataclasses.replace(against, to_ceiling=relative_to(own, ceilings))
+            share = relative_to(_throughput(result), ceilings)
+            against = dataclasses.replace(against, to_ceiling=share)
         cells.append(judge(index, against))
     return tuple(cells)
+
+
+def _throughput(result: CellResult) -> Comparable:
+    return Comparable(result.stack, result.point, result.samples.get(F.THROUGHPUT.key, ()))
 
 
 def _relative(
