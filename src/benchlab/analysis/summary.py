@@ -35,6 +35,7 @@ from benchlab.analysis.relative import (
     tool_limited,
 )
 from benchlab.analysis.run_options import RunOptions
+from benchlab.analysis.samples import Samples
 from benchlab.analysis.side_by_side import ProtocolCost, protocol_costs, tool_agreement
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval
 from benchlab.analysis.verdicts import Bound, Setting, Verdict, verdicts
@@ -477,55 +478,51 @@ def _judged(
     results: Sequence[CellResult], ranking: Ranking, run: RunRecord, options: RunOptions
 ) -> tuple[CellSummary, ...]:
     """Each cell's figures against the run's other cells, then its verdicts, judged once with
-    every figure it can read and the ranking known. The machine's ceilings are judged first:
-    the share of the ceiling the other cells show is made of their verdicts (a ceiling whose
-    figure is its load tool's limit is none)."""
-    relative = _relative(results, options.baseline, options.sentinel)
+    every figure it can read and the ranking known. The ceilings are judged first: the share
+    of the machine's ceiling the other cells show is made of its verdicts (a ceiling whose
+    figure is its load tool's limit is none), and a WebSocket cell's verdicts read its
+    point's Go ceiling's figures."""
+    ratios = _ratios(results, options.baseline, options.sentinel)
     separated = ranking.separated()
-    tool_ceilings = {
-        r.point: CellFigures(r, relative[i]) for i, r in enumerate(results)
-        if r.ceiling is Ceiling.TOOL
-    }  # fmt: skip
 
-    def judge(index: int, against: Relative) -> CellSummary:
+    def figures(index: int, ceilings: Mapping[GridPoint, Comparable]) -> CellFigures:
         result = results[index]
-        cell = CellFigures(result, against)
-        ceiling = tool_ceilings.get(result.point)
+        closed = result.ceiling is None and result.record.mode == Mode.CLOSED
+        share = relative_to(_throughput(result), ceilings) if closed else None
+        to_baseline, to_sentinel, rounds = ratios[index]
+        return CellFigures(result, Relative(to_baseline, share, to_sentinel, rounds))
+
+    first = {i: figures(i, {}) for i, r in enumerate(results) if r.ceiling is not None}
+    tool_ceilings = {c.result.point: c for c in first.values() if c.result.ceiling is Ceiling.TOOL}
+
+    def judge(cell: CellFigures) -> CellSummary:
+        result = cell.result
         if cell.estimate(F.THROUGHPUT) is None:  # nothing measured to judge
-            return CellSummary(result, against)
+            return CellSummary(result, cell.relative)
+        ceiling = tool_ceilings.get(result.point)
         setting = _setting(cell, run, options, ceiling, result.key in separated)
         found = _name_bound_hosts(verdicts(cell, setting), result.load_hosts)
-        return CellSummary(result, against, tuple(found))
+        return CellSummary(result, cell.relative, tuple(found))
 
-    machine = {
-        i: judge(i, relative[i]) for i, r in enumerate(results) if r.ceiling is Ceiling.MACHINE
-    }
+    judged = {i: judge(cell) for i, cell in first.items()}
     ceilings: dict[GridPoint, Comparable] = {}  # at each point, the first whose figure holds
-    for ceiling in machine.values():
-        if tool_limited(ceiling.verdicts) is None:
+    for ceiling in judged.values():
+        if ceiling.result.ceiling is Ceiling.MACHINE and tool_limited(ceiling.verdicts) is None:
             ceilings.setdefault(ceiling.result.point, _throughput(ceiling.result))
-    cells = []
-    for index, result in enumerate(results):
-        if index in machine:
-            cells.append(machine[index])
-            continue
-        against = relative[index]
-        if result.record.mode == Mode.CLOSED:
-            share = relative_to(_throughput(result), ceilings)
-            against = dataclasses.replace(against, to_ceiling=share)
-        cells.append(judge(index, against))
-    return tuple(cells)
+    return tuple(
+        judged[i] if i in judged else judge(figures(i, ceilings)) for i in range(len(results))
+    )
 
 
 def _throughput(result: CellResult) -> Comparable:
     return Comparable(result.stack, result.point, result.samples.get(F.THROUGHPUT.key, ()))
 
 
-def _relative(
+def _ratios(
     results: Sequence[CellResult], baseline: str | None, sentinel: str | None
-) -> list[Relative]:
-    """Each cell's ranked figure ÷ the baseline's at its point, and round by round ÷ the
-    sentinel's (the sentinel's first launch)."""
+) -> list[tuple[Ratio | None, Ratio | None, Samples | None]]:
+    """Each cell's ranked figure ÷ the baseline's at its point; and round by round ÷ the
+    sentinel's (its first launch), with their median."""
     ranked = [Comparable(r.stack, r.point, r.samples.get(r.figure.key, ())) for r in results]
     baselines = reference_cells(ranked, baseline)
     references = {
@@ -540,7 +537,7 @@ def _relative(
             if sentinel is not None
             else (None, None)
         )
-        out.append(Relative(relative_to(view, baselines), None, to, rounds))
+        out.append((relative_to(view, baselines), to, rounds))
     return out
 
 
