@@ -16,7 +16,7 @@ import functools
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.analysis.cell_parts import HostShare
 from benchlab.analysis.cell_result import CellResult, stored_results
@@ -46,6 +46,9 @@ from benchlab.load import TOOLS
 from benchlab.stacks.base import Stack
 from benchlab.store import CELL_SHOWN, CellRecord, HostRecord, RunRecord, Store
 from benchlab.store.records import plain
+
+if TYPE_CHECKING:
+    from benchlab.analysis.thresholds import ThresholdResult
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +90,19 @@ class CellFigures:
     def ratio(self, figure: F.Figure) -> Ratio | None:
         found = self.figures.get(figure.key)
         return found if isinstance(found, Ratio) else None
+
+    def interval(self, figure: F.Figure) -> Estimate | None:
+        """The figure as every table shows it, with its interval over the trials: an
+        estimate's own; a latency percentile (of the merged histogram of every trial) with
+        the interval of the median of the trials' own percentile; None where the figure is
+        no median (a peak such as RSS, a sum, a count) or the cell has none."""
+        found = self.figures.get(figure.key)
+        if isinstance(found, Estimate):
+            return found
+        over = self.result.latency_intervals.get(figure.key)
+        if isinstance(found, int | float) and over is not None:
+            return dataclasses.replace(over, median=float(found))
+        return None
 
     def unit(self, figure: F.Figure) -> str:
         return self.result.unit(figure)
@@ -307,6 +323,9 @@ class RunSummary:
     flips: list[Flip] = field(default_factory=list)
     hosts: list[HostRecord] = field(default_factory=list)  # what ran where ([hosts])
     stack_notes: tuple[StackNote, ...] = ()  # the catalogue's, given as data to `summarise`
+    # The thresholds judged on it (analysis/thresholds.py, `judged`): the recipe's and the
+    # command line's.
+    thresholds: tuple[ThresholdResult, ...] = ()
 
     @property
     def results(self) -> tuple[CellResult, ...]:
@@ -415,6 +434,7 @@ class RunSummary:
             "hosts": [h.to_json() for h in self.hosts],
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
+            "thresholds": [t.to_json() for t in self.thresholds],
             "cells": [c.to_json() for c in self.cells],
             "rankings": [
                 dataclasses.asdict(p.as_json()) for p in self.ranking.points.values() if p.order

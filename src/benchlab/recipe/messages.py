@@ -3,7 +3,6 @@ what was given, and the closest allowed word."""
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -11,16 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
-from benchlab.core.text import toml_key
+from benchlab.core.text import did_you_mean, toml_key
 from benchlab.recipe.schema import Recipe
-
-
-def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
-    options = list(choices)
-    close = [o for o in options if o.startswith(word) or word in o.split("+")]
-    close = close or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:
@@ -90,7 +83,9 @@ def _union_tag(part: object) -> bool:
 def describe_validation_error(path: Path, exc: ValidationError) -> str:
     # A value that may be one thing or a list of them fails once per branch, with the branch
     # named in its location; the deepest location is the one that says what is wrong.
-    errors = [{**e, "loc": tuple(p for p in e["loc"] if not _union_tag(p))} for e in exc.errors()]
+    errors: list[ErrorDetails] = [
+        {**e, "loc": tuple(p for p in e["loc"] if not _union_tag(p))} for e in exc.errors()
+    ]
     error = max(errors, key=lambda e: len(e["loc"]))
     loc = tuple(error["loc"])
     kind = error["type"]

@@ -23,7 +23,7 @@ from benchlab.report.columns import (
     footnotes,
     verdict_column,
 )
-from benchlab.report.sections import Format, Section, sections
+from benchlab.report.sections import BUILDERS, Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import (
@@ -172,8 +172,10 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     if needed <= console.width:
         console.print(table)
         return
+    # rich's color_system property is one of the names its constructor takes, typed as str.
     wide = Console(
-        file=console.file, width=needed, color_system=console.color_system,
+        file=console.file, width=needed,
+        color_system=console.color_system,  # type: ignore[arg-type]
         force_terminal=console.is_terminal, highlight=False,
     )  # fmt: skip
     wide.print(table)
@@ -290,3 +292,6 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
         _say(console, line, "bold" if not line.startswith(" ") else None)
     for line in [interval_note(summary), *method_notes(summary)]:
         _say(console, line, "dim")
+    judged = BUILDERS["thresholds"](summary)
+    if judged is not None:  # last, as in a run's table: what a CI log shows at its end
+        _section(summary, judged, console, False)

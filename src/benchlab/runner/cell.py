@@ -215,8 +215,9 @@ class CellRunner:
     def _search(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> str | None:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
-        assert recipe.slo is not None
-        target = capacity.Objective.of(recipe.slo)
+        slo = recipe.slo
+        assert slo is not None
+        objective = capacity.Objective.of(slo)
         cell_id = session.cells.ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)
@@ -231,12 +232,12 @@ class CellRunner:
 
         def probe(rate: float, kind: str) -> bool:
             first = window(rate, kind)
-            missed = capacity.sustained_miss(first, target)
-            if capacity.needs_a_second_window(first, target):
+            missed = capacity.sustained_miss(first, objective)
+            if capacity.needs_a_second_window(first, objective):
                 # A latency miss, or one under the hypervisor's steal, counts when a second
                 # window misses too.
                 session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {missed}: again")
-                missed = capacity.sustained_miss(window(rate, kind), target) and missed
+                missed = capacity.sustained_miss(window(rate, kind), objective) and missed
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
@@ -244,10 +245,10 @@ class CellRunner:
         def confirm(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
-            sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
-            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), target)
+            sustained = dataclasses.replace(request, duration_s=slo.sustain_s)
+            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), objective)
             verdict = "held" if missed is None else f"missed: {missed}"
-            seconds = recipe.slo.sustain_s
+            seconds = slo.sustain_s
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")
             return missed is None
 
@@ -255,7 +256,7 @@ class CellRunner:
         try:
             found = capacity.search(
                 launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100,
-                confirm if recipe.slo.sustain_s else None,
+                confirm if slo.sustain_s else None,
             )  # fmt: skip
         except _CellFailed:
             return ""

@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchlab.analysis import capacity
 from benchlab.core import figures as F
@@ -170,7 +170,7 @@ class WebSocketCells:
         errors; the top from a closed loop at the cell's connections."""
         session, recipe = self.session, self.session.plan.recipe
         assert recipe.slo is not None
-        target = capacity.Objective.of(recipe.slo)
+        objective = capacity.Objective.of(recipe.slo)
         if cell not in self.closed:
             record = self._echo_trial(launched, cell, None, CLOSED)
             self.closed[cell] = record.achieved_rps or 0.0
@@ -179,7 +179,9 @@ class WebSocketCells:
         def probe(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _Failed
-            missed = capacity.sustained_miss(self._echo_trial(launched, cell, rate, kind), target)
+            missed = capacity.sustained_miss(
+                self._echo_trial(launched, cell, rate, kind), objective
+            )
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} {F.MSG_S} {verdict}")
             return missed is None
@@ -311,7 +313,8 @@ def _blank(round_index: int, started_at: str, probe: str | None = None) -> Trial
     )  # fmt: skip
 
 
-def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, object]:
+# TrialRecord's fields by name, for dataclasses.replace (each value of its field's type)
+def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, Any]:
     if tree is None:
         return {}
     return {
@@ -323,7 +326,7 @@ def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, object]
     }  # fmt: skip
 
 
-def _counted(counts: WsCounters | None) -> dict[str, object]:
+def _counted(counts: WsCounters | None) -> dict[str, Any]:
     if counts is None:
         return {}
     return {
