@@ -1,6 +1,6 @@
 """The CSV report: one row per cell, its record's shown fields under their shown names (as
 JSON has them: store/records.py, CELL_SHOWN), the summary's own fields where the JSON has
-them (analysis/summary.py, CELL_FIELDS: their columns declared there), every figure of the
+them (analysis/cell_fields.py: their columns declared there), every figure of the
 registry flattened (`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`, and
 its interval over the trials' own p99: `latency_ms_p99_low`, `latency_ms_p99_high`), and each
 threshold's outcome in the cell."""
@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import io
 
+from benchlab.analysis.cell_fields import AFTER_FIGURES, BEFORE_FIGURES
 from benchlab.analysis.stats import Estimate, Ratio
-from benchlab.analysis.summary import AFTER_FIGURES, BEFORE_FIGURES, CellSummary, RunSummary
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.report.thresholds import cell_outcomes
 from benchlab.store import CELL_SHOWN

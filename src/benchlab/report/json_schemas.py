@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from benchlab.analysis import ranking
-from benchlab.analysis.summary import CELL_FIELDS
+from benchlab.analysis.cell_fields import CELL_FIELDS
 from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
@@ -112,7 +112,7 @@ def _shown_fields() -> dict[str, Any]:
 
 
 def _summary_fields() -> dict[str, Any]:
-    """What the summary says of a cell beside its record (analysis/summary.py, CELL_FIELDS),
+    """What the summary says of a cell beside its record (analysis/cell_fields.py, CELL_FIELDS),
     each typed and described as declared there; a key with a default is one older documents
     lack."""
     return {f.name: (f.json_type, Field(f.default, description=f.doc or None)) for f in CELL_FIELDS}
