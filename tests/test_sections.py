@@ -19,6 +19,7 @@ from benchlab.report.markdown import render_markdown
 from benchlab.report.sections import NESTED, UNTITLED, Format, sections, titled
 from benchlab.report.takeaways import takeaways
 from benchlab.report.terminal import render_table
+from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.stored_runs import write_run
 
@@ -32,7 +33,8 @@ GATES = [(), ("p99<1ms", "rps>=1")]
 @pytest.fixture(scope="module", params=GATES, ids=["plain", "with-thresholds"])
 def summary(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> RunSummary:
     path = tmp_path_factory.mktemp("sections") / "results.db"
-    stored = summarise(Store(path), write_run(path))
+    # as the CLI summarises a run: with the catalogue's notes, given as data
+    stored = summarise(Store(path), write_run(path), catalogue=CATALOGUE)
     return judged(stored, parse_thresholds(request.param))
 
 
@@ -132,3 +134,29 @@ def test_a_title_of_a_renderers_own_is_caught(summary) -> None:
     assert "Extra" in _html_titles(page) and "Extra" not in declared
     markdown = render_markdown(summary) + "\n\nExtra:\n\n- x\n"
     assert _markdown_titles(markdown) != _declared(summary, Format.MARKDOWN)
+
+
+def test_the_guide_says_what_each_note_means_and_the_page_reproduces_with_commands_that_run(
+    summary,
+) -> None:
+    """ "How to read this" ends with no bare "nginx-static (ceiling)." (every note a stack
+    carries has its meaning), and "Reproduce this run" gives commands a fresh clone runs:
+    `benchlab` is on no PATH after `./lab setup`, so it is ./lab's own command."""
+    import typer.main
+
+    from benchlab import cli
+    from benchlab.report.takeaways import reading_guide
+    from benchlab.stacks import CATALOGUE
+
+    assert all(stack.note_meaning for stack in CATALOGUE.values() if stack.note)
+    guide = reading_guide(summary)
+    assert not [line for line in guide if re.fullmatch(r"\S+ \([^)]*\)\.", line)], guide
+    assert any(line.startswith("nginx-static (ceiling): nginx answering") for line in guide)
+    page = render_html(summary)
+    block = re.search(r'<details id="reproduce".*?<pre>(.*?)</pre>', page, flags=re.S)
+    assert block is not None
+    steps = unescape(block[1]).splitlines()
+    assert steps[0] == f"git checkout {summary.run.git_commit}", steps
+    commands = typer.main.get_command(cli.app).commands
+    for step in steps[1:]:
+        assert step.split()[0] == "./lab" and step.split()[1] in commands, steps

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from benchlab.analysis.stats import METHOD, RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.recipe.files import shown_source
 from benchlab.report.charts import Chart, all_charts, stack_colours
 from benchlab.report.columns import (
     Column,
@@ -159,8 +160,9 @@ def render_html(summary: RunSummary) -> str:
     }
     commit = run.git_commit or ""
     reproduce = [run.command]
-    if commit:
-        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
+    if commit:  # in a clone: ./lab sets up what is missing, then runs the command
+        lab = "./lab " + run.command.removeprefix("benchlab ")
+        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", lab]
     tune = recommendation_context(summary)
     points = [] if tune else _points(summary, charts)
     found = by_id(sections(summary, Format.HTML))
@@ -176,6 +178,7 @@ def render_html(summary: RunSummary) -> str:
             partial_note=summary.partial_note,
             dirty=commit.endswith("+dirty"),
             reproduce=reproduce,
+            recipe_source=shown_source(run.recipe_path),
             versions=_versions(run.machine),
             counts=counts,
             points=points,
