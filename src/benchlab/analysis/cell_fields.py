@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.analysis.combine import FigureValue
 from benchlab.analysis.stats import Estimate, Ratio
+from benchlab.analysis.timelines import TrialTimelineJson
 from benchlab.core import figures as F
 from benchlab.core.request_errors import ERROR_KINDS
 
@@ -156,6 +157,12 @@ AFTER_FIGURES: tuple[CellField, ...] = (
         csv=_csv("rate_unit", lambda c: c.result.rate_unit),
         doc="What the cell's rates (throughput, target, achieved, sent, capacity, closed-loop) "
         "count a second: req/s, or msg/s for a WebSocket scenario's messages.",
+    ),
+    CellField(
+        "timeline", list[TrialTimelineJson],
+        lambda c: [dataclasses.asdict(t.as_json()) for t in c.result.timelines], default=[],
+        doc="Each fixed-rate trial the cell's figures come from, second by second; empty for "
+        "other cells and for trials stored before schema 9 of the results store.",
     ),
     CellField(
         "trial_values", list[dict[str, Any]] | None,

@@ -41,6 +41,7 @@ from benchlab.analysis.relative import Ceiling, ceiling_of
 from benchlab.analysis.run_options import RunOptions, websocket_settings
 from benchlab.analysis.samples import Samples
 from benchlab.analysis.stats import Estimate, Ratio, median_interval
+from benchlab.analysis.timelines import TrialTimeline, trial_timelines
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.core.request_errors import ERROR_KINDS
@@ -100,6 +101,8 @@ class CellResult:
     rate_unit: str  # what its rates count a second (RunOptions.rate_unit_of)
     websocket: WebSocket | None  # the run's [websocket] settings, for a WebSocket cell
     load_hosts: tuple[HostShare, ...]  # each load host's share, when there were several
+    # Its fixed-rate trials (those its figures come from) second by second.
+    timelines: tuple[TrialTimeline, ...]
     trial_records: tuple[TrialRecord, ...]  # its trials as stored, when the reader asked
 
     # --- as the Ranking reads an entrant ---
@@ -240,6 +243,7 @@ def cell_result(
         rate_unit=options.rate_unit_of(record.scenario),
         websocket=websocket if record.scenario in WEBSOCKET_SCENARIOS else None,
         load_hosts=hosts if len(hosts) > 1 else (),
+        timelines=trial_timelines(trials),
         trial_records=tuple(stored_trials) if with_trials else (),
     )
 

@@ -112,7 +112,8 @@ def tune(
     progress.quiet = quiet
     from benchlab.tune.driver import run_tune
 
-    where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
+    # Refused before a tune, not after.
+    where = formats.destination(fmt, output, formats.TUNE, reads=[results])
     _refuse_conflicts(interface, quick, rate, check_only, resume)
     # Judged on the answer: the replay that proved its rate, at that fixed rate.
     bounds = thresholds.given(threshold, {Mode.RATE})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from benchlab.core.latency_timeline import Timeline
 from benchlab.core.request_errors import Errors
 
 
@@ -51,6 +52,9 @@ class LoadResult:
     # A mix of requests, by "METHOD path": each request's own count, errors and latency
     # (tools that record every request: vegeta).
     parts: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    # Fixed-rate load read request by request (vegeta): its latency, answers and failures
+    # second by second.
+    timeline: Timeline | None = None
 
     @property
     def throughput_rps(self) -> float:

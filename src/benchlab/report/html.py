@@ -110,6 +110,7 @@ def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
     cards = []
     for index, takeaway in enumerate(takeaways(summary)):
         mine = [c for c in charts if c.point == takeaway.point and c.kind != "curve"]
+        over_time = [c for c in mine if c.kind == "timeline"]
         cards.append(
             {
                 "id": f"point-{index + 1}",
@@ -117,7 +118,10 @@ def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
                 "sentence": takeaway.sentence,
                 "settings": takeaway.settings,
                 "notes": takeaway.notes,
-                "charts": [_chart(c) for c in mine],
+                "charts": [_chart(c) for c in mine if c not in over_time],
+                # One small chart per fixed-rate cell, under one caption (they share it).
+                "timelines": [_chart(c) for c in over_time],
+                "timeline_caption": over_time[0].caption if over_time else "",
             }
         )
     return cards

@@ -113,11 +113,41 @@ def _shown_fields() -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _model(record: type) -> type[BaseModel]:
+    """A closed model of a record declared as a dataclass (a ranking's JSON, a trial's
+    timeline), its nested records' models made too (once each): the record's fields are
+    what its writer writes; its title is its name without "Json" ("PointRanking")."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {
+        f.name: (_nested(hints[f.name]), ...) for f in dataclasses.fields(record)
+    }
+    title = record.__name__.removesuffix("Json")
+    return create_model(title, __base__=_Closed, __doc__=record.__doc__, **fields)
+
+
+def _nested(hint: Any) -> Any:
+    """A field's type with each record in it (a dataclass) replaced by its model."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _model(hint)
+    args = typing.get_args(hint)
+    if not args:
+        return hint
+    origin = typing.get_origin(hint)
+    replaced = tuple(_nested(arg) for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, replaced)
+    return origin[replaced] if len(replaced) > 1 else origin[replaced[0]]
+
+
 def _summary_fields() -> dict[str, Any]:
     """What the summary says of a cell beside its record (analysis/cell_fields.py, CELL_FIELDS),
     each typed and described as declared there; a key with a default is one older documents
     lack."""
-    return {f.name: (f.json_type, Field(f.default, description=f.doc or None)) for f in CELL_FIELDS}
+    return {
+        f.name: (_nested(f.json_type), Field(f.default, description=f.doc or None))
+        for f in CELL_FIELDS
+    }
 
 
 Cell = create_model(
@@ -148,33 +178,8 @@ class _Document(_Closed):
     format_version: int
 
 
-@functools.cache
-def _model(record: type, name: str | None = None) -> type[BaseModel]:
-    """A closed model of a record declared as a dataclass (a ranking's JSON), its nested
-    records' models made too (once each): the record's fields are what its writer writes."""
-    hints = typing.get_type_hints(record)
-    fields: dict[str, Any] = {
-        f.name: (_nested(hints[f.name]), ...) for f in dataclasses.fields(record)
-    }
-    return create_model(name or record.__name__, __base__=_Closed, __doc__=record.__doc__, **fields)
-
-
-def _nested(hint: Any) -> Any:
-    """A field's type with each record in it (a dataclass) replaced by its model."""
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return _model(hint)
-    args = typing.get_args(hint)
-    if not args:
-        return hint
-    origin = typing.get_origin(hint)
-    replaced = tuple(_nested(arg) for arg in args)
-    if origin in (typing.Union, types.UnionType):
-        return functools.reduce(operator.or_, replaced)
-    return origin[replaced] if len(replaced) > 1 else origin[replaced[0]]
-
-
-PointRanking = _model(ranking.PointRankingJson, "PointRanking")
-Tier = _model(ranking.TierJson, "Tier")
+PointRanking = _model(ranking.PointRankingJson)
+Tier = _model(ranking.TierJson)
 
 
 class Takeaway(_Closed):

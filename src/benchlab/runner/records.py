@@ -91,6 +91,7 @@ def trial_record(
         latency_histogram=load.histogram,
         window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
         mix_parts=json.dumps(load.parts) if load.parts else None,
+        latency_timeline=load.timeline.stored() if load.timeline else None,
         rss_growth_mb=server.memory.growth_mb if server.memory else None,
         rss_slope_mb_min=server.memory.slope_mb_min if server.memory else None,
         rss_slope_low_mb_min=server.memory.slope_low_mb_min if server.memory else None,

@@ -79,7 +79,8 @@ def lock_timeout_s() -> float:
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
 # 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
 # 7: how the server's RSS moved during a trial. 8: the WebSocket trials' columns (ws_*).
-SCHEMA_VERSION = 8
+# 9: trials.latency_timeline, a fixed-rate trial's latency over time (load/timeline.py).
+SCHEMA_VERSION = 9
 ID_ATTEMPTS = 5
 
 Record = TypeVar(
@@ -357,6 +358,21 @@ class Store:
         self.keep_out(*secrets)
         return redact(text, self._secrets) if self._secrets else text
 
+    def masked_prose(self, text: str) -> str:
+        """Prose the store keeps (a reason, a log's tail): no secret it was told of, nor any
+        part of one FRAGMENT characters long (a shell's error line quoting --setup)."""
+        return redact(text, self._secrets, fragments=True) if self._secrets else text
+
+    def _masked_facts(self, facts: Any) -> Any:
+        """Facts with every text in them masked as prose (their keys are benchlab's)."""
+        if isinstance(facts, str):
+            return self.masked_prose(facts)
+        if isinstance(facts, dict):
+            return {k: self._masked_facts(v) for k, v in facts.items()}
+        if isinstance(facts, list):
+            return [self._masked_facts(v) for v in facts]
+        return facts
+
     def _masked_row(self, values: dict[str, Any]) -> dict[str, Any]:
         return {k: self.masked(v) if isinstance(v, str) else v for k, v in values.items()}
 
@@ -396,7 +412,7 @@ class Store:
     @_writes
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         # A reason quotes a server's log: stored without a control character, whatever reads it.
-        shown = None if reason is None else printable(self.masked(reason))
+        shown = None if reason is None else printable(self.masked_prose(reason))
         self.db.execute(
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, shown, cell_id)
         )
@@ -408,7 +424,7 @@ class Store:
         facts = json.loads(row["facts"] or "{}") if row is not None else {}
         self.db.execute(
             "UPDATE cells SET facts = ? WHERE id = ?",
-            (self.masked(json.dumps({**facts, **more})), cell_id),
+            (self.masked(json.dumps(self._masked_facts({**facts, **more}))), cell_id),
         )
 
     @_writes
@@ -472,7 +488,12 @@ class Store:
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
-            (status, None if reason is None else printable(self.masked(reason)), now(), run_id),
+            (
+                status,
+                None if reason is None else printable(self.masked_prose(reason)),
+                now(),
+                run_id,
+            ),
         )
 
     # --- reading --------------------------------------------------------------------------

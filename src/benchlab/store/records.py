@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.core.latency_timeline import Timeline
 from benchlab.core.modes import Mode
 from benchlab.core.request_errors import ERROR_KINDS, Errors
 
@@ -17,7 +18,9 @@ from benchlab.core.request_errors import ERROR_KINDS, Errors
 CELL_CHECKED = "checked"
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
 # The trial columns that hold JSON text (a trial's JSON gives them decoded).
-TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps")
+TRIAL_JSON_COLUMNS = (
+    "latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps", "latency_timeline",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class TrialRecord:
     ws_server_frames_in: int | None = None
     ws_server_frames_out: int | None = None
     ws_server_deliveries: int | None = None
+    # Schema 9: a fixed-rate trial's latency over time (vegeta's), Timeline.stored: JSON of its
+    # step, then per step p50, p99, achieved rate and errors (about 1.3 KB for 60 s).
+    latency_timeline: str | None = None
 
     @property
     def errors(self) -> Errors:
@@ -106,6 +112,8 @@ class TrialRecord:
         for name in TRIAL_JSON_COLUMNS:
             if data[name] is not None:
                 data[name] = json.loads(data[name])
+        if (timeline := self.timeline) is not None:
+            data["latency_timeline"] = timeline.to_json()  # with its steps' starts
         return data
 
     @property
@@ -123,6 +131,14 @@ class TrialRecord:
         if not self.target_rate or self.achieved_rps is None:
             return None
         return self.achieved_rps / self.target_rate
+
+    @property
+    def timeline(self) -> Timeline | None:
+        """Its latency over time; None: not a fixed-rate trial read request by request, or
+        stored before schema 9."""
+        return (
+            Timeline.from_json(json.loads(self.latency_timeline)) if self.latency_timeline else None
+        )
 
     @property
     def windows_p99(self) -> list[float]:
