@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.environment import SETTINGS, Difference
-from benchlab.analysis.grid import GridPoint, point_of
+from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core.modes import Mode
 from benchlab.store import CellRecord, RunRecord
@@ -47,13 +48,16 @@ class SeriesKey:
     label: str = field(default="", compare=False)
 
     @classmethod
-    def of(cls, record: CellRecord, options: RunOptions) -> SeriesKey:
+    def of(cls, result: CellResult, options: RunOptions) -> SeriesKey:
+        """The key of a cell's result: its record's stack and the grid point it was built
+        with (analysis/cell_result.py)."""
+        record = result.record
         slo = options.slo if record.mode is Mode.SLO else None
         return cls(
             stack=record.stack, flavour=record.flavour, workers=record.workers,
             server_threads=record.server_threads, pool_size=record.pool_size, copy=record.copy,
-            point=point_of(record, options.pool_swept),
-            target=slo.describe() if slo is not None else "", label=record.stack_label,
+            point=result.point, target=slo.describe() if slo is not None else "",
+            label=record.stack_label,
         )  # fmt: skip
 
     @property
@@ -83,11 +87,12 @@ class SeriesKey:
         }
 
 
-def series_keys(records: Sequence[CellRecord], options: RunOptions) -> dict[str, SeriesKey]:
+def series_keys(results: Sequence[CellResult], options: RunOptions) -> dict[str, SeriesKey]:
     """Each cell's series key, by its key within the run. Cells of one run that the key would
     not tell apart (load profiles that differ only in how long or with how many tool threads
     they load) each get what tells them apart (`twin`)."""
-    keys = {record.key: SeriesKey.of(record, options) for record in records}
+    keys = {result.key: SeriesKey.of(result, options) for result in results}
+    records = [result.record for result in results]
     groups: dict[SeriesKey, list[CellRecord]] = defaultdict(list)
     for record in records:
         groups[keys[record.key]].append(record)

@@ -13,10 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from benchlab.analysis.ranking import Ranking
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.core.text import one_line
+from benchlab.core.text import minutes, one_line
 from benchlab.load.live import LiveFigure, NoLive
 from benchlab.recipe import Cell, Plan
-from benchlab.runner.estimates import minutes
 from benchlab.store import RoundMeasured
 
 

@@ -5,6 +5,7 @@ beside the terminal's bar."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -166,10 +167,11 @@ class StreamReporter:
             RankingJudged(
                 at=_now(),
                 run_id=self.run_id,
-                decided=ranking.decided,
+                decided=not ranking.still_to_decide().entrants,
                 next_round=list(next_round),
                 rankings=[
-                    PointRanking.model_validate(p.as_json()) for p in ranking.points.values()
+                    PointRanking.model_validate(dataclasses.asdict(p.as_json()))
+                    for p in ranking.points.values()
                 ],
             )
         )

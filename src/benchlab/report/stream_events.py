@@ -140,7 +140,7 @@ class RankingJudged(_Event):
     event: Literal["ranking"] = "ranking"
     decided: bool
     next_round: list[str]
-    rankings: list[PointRanking]
+    rankings: list[PointRanking]  # type: ignore[valid-type]
     """Each grid point's order, as the run's JSON report's `rankings`."""
 
 
