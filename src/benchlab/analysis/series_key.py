@@ -22,7 +22,7 @@ from typing import Any
 
 from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.environment import SETTINGS, Difference
-from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.grid import GridPoint, cell_words, stack_words
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core.modes import Mode
 from benchlab.store import CellRecord, RunRecord
@@ -63,8 +63,7 @@ class SeriesKey:
     @property
     def stack_text(self) -> str:
         """The stack as shown, with its pool when the point does not say it."""
-        pool = self.pool_size is not None and self.point.pool is None
-        return self.label + (f" pool={self.pool_size}" if pool else "")
+        return stack_words(self.label, self.pool_size, self.point)
 
     @property
     def load_text(self) -> str:
@@ -75,7 +74,9 @@ class SeriesKey:
     @property
     def name(self) -> str:
         """The cell in words, each stack once with its scenario: "gin w=1 · json wrk c=64"."""
-        return f"{self.stack_text} · {self.load_text}" + (f" · {self.twin}" if self.twin else "")
+        target = f" ({self.target})" if self.target else ""
+        twin = f" · {self.twin}" if self.twin else ""
+        return cell_words(self.label, self.pool_size, self.point) + target + twin
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchlab.analysis.grid import GridPoint
+from benchlab.analysis.grid import GridPoint, cell_words
 from benchlab.analysis.stats import METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -17,7 +17,7 @@ from benchlab.core.service_kinds import Service
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.recipe.files import shown_source
-from benchlab.report.columns import params_text, ratio_text
+from benchlab.report.columns import ratio_text
 from benchlab.system.cpu_account import PROCESS_TREE
 
 STEAL_WARNING_PCT = 5.0
@@ -108,16 +108,9 @@ def _coarse_resolutions() -> str:
 
 
 def cell_name(cell: CellSummary) -> str:
-    """The cell in words: stack, scenario, tool, connections, load and parameters."""
-    params = params_text(cell)
-    load = {Mode.SLO: " capacity", Mode.RATE: f" rate {cell.result.rate_text}"}.get(
-        cell.record.mode, ""
-    )
+    """The cell in words (analysis/grid.py's cell_words: the one way a report names a cell)."""
     record = cell.record
-    return (
-        f"{record.stack_label} {record.scenario} {record.tool} c={record.connections}{load}"
-        f"{' ' + params if params else ''}"
-    )
+    return cell_words(record.stack_label, record.pool_size, cell.result.point)
 
 
 def verdict_lines(summary: RunSummary) -> list[str]:
