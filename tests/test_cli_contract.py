@@ -471,6 +471,16 @@ def test_a_usage_error_is_one_line_with_the_closest_option_exit_2(name: str, inv
         assert "(usage: benchlab " in done.err, done.err
 
 
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_a_hint_is_judged_on_the_names_not_the_dashes_they_share(name: str, invoke) -> None:
+    """'--wat' is no typo of '--format' (doctor suggested it: the two dashes they share made
+    them close); a hint names an option whose name is close to the word typed."""
+    leading = ["a", "b"] if name == "compare" else LEADING.get(name, [])
+    done = invoke(*name.split(), *leading, "--wat")
+    assert done.code == ExitCode.BAD_INPUT and done.out == "", (name, done)
+    assert "did you mean" not in done.err, (name, done.err)
+
+
 def test_an_unknown_command_is_one_line_and_bare_help_exits_0(invoke) -> None:
     typo = invoke("reprot")
     assert typo.code == ExitCode.BAD_INPUT and typo.out == "", typo

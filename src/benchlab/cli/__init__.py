@@ -55,17 +55,25 @@ def _typed_command(args: list[str]) -> str:
     return " ".join(path)
 
 
+def _closest_option(typed: str, known: list[str]) -> str | None:
+    """The option whose name is closest to `typed`, judged on the names without their dashes
+    (with them, '--wat' is as close to '--format' as a typo, by the two dashes they share)."""
+    by_name = {option.lstrip("-"): option for option in sorted(set(known))}
+    close = difflib.get_close_matches(typed.lstrip("-"), list(by_name), n=1, cutoff=0.6)
+    return by_name[close[0]] if close else None
+
+
 def usage_error(exc: UsageError, args: list[str]) -> str:
     """A usage error as benchlab's one line: the command, what was wrong, the closest option
     or command (`did you mean`), and where its usage is."""
     ctx = exc.ctx
     path = ctx.command_path if ctx is not None else _typed_command(args)
     if isinstance(exc, NoSuchOption):
-        known = exc.possibilities or [
+        known = [
             name for param in ctx.command.params for name in getattr(param, "opts", ())
         ] if ctx is not None else exc.possibilities or []  # fmt: skip
-        close = difflib.get_close_matches(exc.option_name, sorted(set(known)), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        close = _closest_option(exc.option_name, known)
+        hint = f" (did you mean {close}?)" if close else ""
         return f"{path}: no such option {exc.option_name}{hint}; {path} -h lists its options"
     said = exc.format_message().strip().rstrip(".")
     said = re.sub(r"\. Did you mean (.+)\?$", r" (did you mean \1?)", said)
