@@ -129,6 +129,7 @@ def test_a_cell_is_named_by_the_words_the_report_shows_it_by(
     for words in (
         "fastapi json",
         "nginx-static plaintext",
+        "nginx json",  # a part of a dashed name ('nginx json' was told 'did you mean gin json')
         "gin w=1 json wrk c=64",
         "ceiling json",
     ):
@@ -138,6 +139,7 @@ def test_a_cell_is_named_by_the_words_the_report_shows_it_by(
     refusals = {
         ("--histogram", "gin"): "2 cells match: 'gin w=1 plaintext wrk c=64', 'gin w=1 json",
         ("--histogram", "gni json"): "(did you mean 'gin json'?)",
+        ("--histogram", "nginx jsn"): "(did you mean 'nginx json'?)",
         ("-o", str(tmp_path / "x.hgrm")): "name it with --histogram CELL",
         ("-f", "hlog"): "name it with --histogram CELL",
         ("--histogram", CELL, "-f", "json"): "written as hgrm or hlog, not json",

@@ -38,10 +38,10 @@ def cell_names(store: Store, run: RunRecord) -> list[Named]:
 
 def _words(name: str) -> set[str]:
     """The words a cell's name answers to: each, and its parts ('fastapi+uvicorn[async]':
-    fastapi, uvicorn, async; '(ceiling)': ceiling)."""
+    fastapi, uvicorn, async; 'nginx-static': nginx, static; '(ceiling)': ceiling)."""
     found = set()
     for word in name.split():
-        found |= {word, *(part for part in re.split(r"[+\[\]()]", word) if part)}
+        found |= {word, *(part for part in re.split(r"[-+\[\]()]", word) if part)}
     return found
 
 
