@@ -135,6 +135,9 @@ def test_a_cell_is_named_by_the_words_the_report_shows_it_by(
     ):
         done = invoke(*results, "--histogram", words)
         assert done.code == 0 and done.out.split()[:1] == ["Value"], (words, done)
+    # -o - is stdout, as on every command: the .hgrm there too (it was refused as a table)
+    done = invoke(*results, "--histogram", CELL, "-o", "-")
+    assert done.code == 0 and done.out.split()[:1] == ["Value"] and done.err == "", done
     # Several cells, none, no name, a format that is no histogram's: one line, exit 2.
     refusals = {
         ("--histogram", "gin"): "2 cells match: 'gin w=1 plaintext wrk c=64', 'gin w=1 json",

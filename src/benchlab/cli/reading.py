@@ -100,7 +100,7 @@ def report(
     from benchlab.report.exporters import EXPORTERS, HISTOGRAMS
     from benchlab.report.terminal import render_table
 
-    if histogram is not None and fmt is None and output is None:
+    if histogram is not None and fmt is None and output in (None, formats.STDOUT):
         fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
     where = formats.destination(fmt, output, formats.REPORT_COMMAND, reads=[results])
     if histogram is not None and where.format not in HISTOGRAMS:
