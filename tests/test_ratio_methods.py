@@ -201,3 +201,25 @@ def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:
     assert _budgeted(seed, trials_given=True).trials == seed.trials
     quick, _ = load_recipe(resolve_recipe("quick"), CATALOGUE)
     assert _budgeted(quick, trials_given=False).trials == quick.trials
+
+
+def test_the_pages_footer_names_each_ratio_method_once(tmp_path: Path) -> None:
+    """The footer said the same method twice over ("Ratios between stacks: ratio of medians;
+    …; ratios to the baseline: ratio of medians; …") when both are one; and never speaks of a
+    baseline a run has none of."""
+    from benchlab.analysis.stats import RATIO_METHOD
+    from benchlab.report.html import render_html
+
+    def footer(name: str, options: RunOptions) -> str:
+        path = tmp_path / f"{name}.db"
+        page = render_html(summarise(Store(path), write_run(path, options=options)))
+        return page.split("<footer>")[1]
+
+    same = footer("same", RunOptions(baseline="flask+gunicorn"))
+    assert same.count(RATIO_METHOD) == 1, same
+    assert f"Ratios between stacks and to the baseline: {RATIO_METHOD}." in same, same
+    paired_run = footer("paired", RunOptions(baseline="flask+gunicorn", ratio_method="paired"))
+    assert "Ratios between stacks: " in paired_run and paired_run.count(RATIO_METHOD) == 1
+    assert f"; ratios to the baseline: {RATIO_METHOD}." in paired_run, paired_run
+    alone = footer("alone", RunOptions())
+    assert "baseline" not in alone and "Ratios between stacks: " in alone, alone
