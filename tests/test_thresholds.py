@@ -157,6 +157,29 @@ def test_a_percentiles_interval_is_the_trials_own_beside_the_merged_figure(
     assert spread_of(gin, F.SERVER_RSS) == Spread(gin.value(F.SERVER_RSS) or 0.0)
 
 
+def test_a_percentiles_plus_minus_is_the_share_the_unstable_verdict_reads(
+    readme_run: RunSummary,
+) -> None:
+    """A fixed-rate cell's p99 read "3.98 ±9%" in the table and "the interval spans ±10%"
+    in its unstable verdict: the table divided the trials' interval by the merged
+    histogram's p99, the verdict by the trials' median. ± is one share: of the median."""
+    from benchlab.analysis.stats import median_interval
+    from benchlab.report.columns import figure_text
+
+    differ = 0
+    for cell in readme_run.cells:
+        shown = figure_text(cell, F.P99, interval=True, brief=True)
+        verdicts_share = median_interval(
+            [t.latency_p99_ms for t in cell.result.counted.trials if t.latency_p99_ms]
+        )
+        assert verdicts_share is not None
+        assert shown.endswith(f" ±{verdicts_share.half_width_pct:.0f}%"), (shown, cell.record.key)
+        merged = cell.interval(F.P99)  # the trials' bounds around the merged histogram's p99
+        assert merged is not None
+        differ += f"±{merged.half_width_pct:.0f}%" not in shown
+    assert differ >= 6, "the README's store has cells where the two shares differ"
+
+
 def test_the_wide_markdown_and_csv_tables_show_the_intervals_of_p50_p99_and_cpu(
     readme_run: RunSummary,
 ) -> None:

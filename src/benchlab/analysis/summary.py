@@ -104,6 +104,17 @@ class CellFigures:
             return dataclasses.replace(over, median=float(found))
         return None
 
+    def half_width_pct(self, figure: F.Figure) -> float | None:
+        """Half the figure's interval over the trials as a share of that interval's own
+        median: the ± a table prints, as the `unstable` verdict and target_half_width_pct
+        measure it (a latency percentile is shown as the merged histogram's, yet its
+        interval is the trials' own percentile's, centred on their median)."""
+        found = self.figures.get(figure.key)
+        over = (
+            found if isinstance(found, Estimate) else self.result.latency_intervals.get(figure.key)
+        )
+        return over.half_width_pct if over is not None else None
+
     def unit(self, figure: F.Figure) -> str:
         return self.result.unit(figure)
 

@@ -7,6 +7,7 @@ import difflib
 import re
 import sys
 import traceback
+from collections.abc import Iterable
 
 import typer
 
@@ -55,7 +56,7 @@ def _typed_command(args: list[str]) -> str:
     return " ".join(path)
 
 
-def _closest_option(typed: str, known: list[str]) -> str | None:
+def _closest_option(typed: str, known: Iterable[str]) -> str | None:
     """The option whose name is closest to `typed`, judged on the names without their dashes
     (with them, '--wat' is as close to '--format' as a typo, by the two dashes they share)."""
     by_name = {option.lstrip("-"): option for option in sorted(set(known))}

@@ -9,6 +9,7 @@ identity columns that tell its rows apart, the errors and the verdicts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -45,18 +46,22 @@ def brief_number(figure: F.Figure, value: float) -> str:
     return F.compact_number(value) if figure.is_rate else figure.format(value)
 
 
-def brief_estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
+def brief_estimate_text(
+    figure: F.Figure, estimate: Estimate | None, half_width_pct: float | None = None
+) -> str:
     """A median and its interval's half-width as a share of it: `94.1k ±3%` (an interval 6 %
     of the median wide). ± means that everywhere: the recipe's target_half_width_pct and the
-    `unstable` verdict measure the same; `--wide` shows the bounds."""
+    `unstable` verdict measure the same; `--wide` shows the bounds. `half_width_pct`: the
+    share where the figure shown is not its interval's median (a percentile of the merged
+    histogram: CellFigures.half_width_pct)."""
     if estimate is None:
         return ""
     shown = brief_number(figure, estimate.median)
     if estimate.n == 1:
         return f"{shown} (1 trial)"
-    if estimate.median == 0:
+    pct = estimate.half_width_pct if half_width_pct is None else half_width_pct
+    if estimate.median == 0 or math.isinf(pct):
         return shown
-    pct = estimate.half_width_pct
     return f"{shown} ±{pct:.1f}%" if pct < 1 else f"{shown} ±{pct:.0f}%"
 
 
@@ -87,7 +92,11 @@ def figure_text(
     if isinstance(value, Estimate):
         at_least = "≥ " if figure.key in cell.result.lower_bounds else ""
         if brief:
-            shown = brief_estimate_text(figure, value) if interval else figure.format(value.median)
+            shown = (
+                brief_estimate_text(figure, value, cell.half_width_pct(figure))
+                if interval
+                else figure.format(value.median)
+            )
         else:
             shown = estimate_text(figure, value) if interval else figure.format(value.median)
         return at_least + shown
