@@ -490,3 +490,51 @@ def test_the_heat_maps_rows_are_the_rankings_order(tmp_path: Path) -> None:
     where = [chart.svg.index(f">{label}<") for label in labels]
     assert where == sorted(where), where
     assert chart.svg.index(">nginx-static w=1") > where[-1]
+
+
+def _fixed_rate_store(path: Path) -> None:
+    """Two fixed-rate cells (ranked by p99), three trials each whose p99s disagree."""
+    import dataclasses
+
+    from benchlab.core.modes import Mode
+    from benchlab.recipe import Cell
+    from benchlab.runner.records import cell_record
+    from benchlab.stacks import CATALOGUE
+    from benchlab.store import RunInfo
+    from tests.stored_runs import MACHINE, held_trial
+
+    store = Store(path)
+    run_id = store.create_run(
+        RunInfo("r.toml", "rates", 'name = "rates"\n', "Which holds 500 req/s?",
+                "benchlab run r.toml", None, (0,), (1,), dict(MACHINE))
+    )  # fmt: skip
+    for position, (stack, p99s) in enumerate((("gin", (4.0, 5.0, 6.0)),
+                                              ("flask+gunicorn", (9.0, 10.0, 14.0)))):  # fmt: skip
+        cell = Cell(stack, "json", "vegeta", 64, 1, 10, 3, 1, mode=Mode.RATE, rate=500.0)
+        entry = CATALOGUE[stack]
+        cell_id = store.add_cell(
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+        )
+        for round_index, p99 in enumerate(p99s):
+            trial = dataclasses.replace(held_trial(round_index, 500.0), latency_p99_ms=p99)
+            store.add_trial(cell_id, trial)
+        store.mark_cell(cell_id, "ok")
+    store.finish_run(run_id, "complete")
+    store.close()
+
+
+def test_a_fixed_rate_runs_notes_read_its_p99s_intervals(invoke, tmp_path: Path) -> None:
+    """A run ranked by p99 said "a cell with 1 trial has no interval" of its 3-trial cells,
+    printed no key to the ± its table showed, and its "How to read this" left out what an
+    interval is: each read the ranked figure's interval only where it is an estimate, and a
+    p99 (the merged histogram's) carries the trials' interval beside it."""
+    results = tmp_path / "r.db"
+    _fixed_rate_store(results)
+    table = invoke("report", "--results", str(results))
+    assert table.code == 0, table
+    assert "1 trial has no interval" not in table.out, table.out
+    assert "Medians over trials with their interval (coverage 75%)" in table.out, table.out
+    key = re.search(r"^(±\d+%) after a figure: half its interval's width", table.out, re.M)
+    assert key is not None and f" {key.group(1)} " in table.out.split(key.group(0))[0]
+    markdown = invoke("report", "--results", str(results), "-f", "md").out
+    assert "- A figure is the median over trials with its interval [low–high]" in markdown

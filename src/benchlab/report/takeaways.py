@@ -286,7 +286,7 @@ def reading_guide(summary: RunSummary) -> list[str]:
             f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
             "this machine's figures: more cores or workers change them, and not in proportion."
         )
-    estimates = [c.estimate(c.result.figure) for c in summary.cells]
+    estimates = [c.interval(c.result.figure) for c in summary.cells]  # a p99's too
     coverage = sorted({round(100 * e.confidence) for e in estimates if e and e.n > 1})
     if coverage:
         lines.append(

@@ -17,8 +17,8 @@ from benchlab.core import figures as F
 from benchlab.report.columns import (
     ERRORS,
     Column,
-    brief_estimate_text,
     cell_columns,
+    figure_text,
     footnote_lines,
     footnotes,
     verdict_column,
@@ -222,13 +222,15 @@ def grouped_verdicts(section: Section) -> list[str]:
 
 def _interval_key(summary: RunSummary) -> str:
     example = next(
-        (e for c in summary.cells if (e := c.estimate(c.result.figure)) and e.n > 1), None
+        (c for c in summary.cells if (e := c.interval(c.result.figure)) and e.n > 1), None
     )
     if example is None:
         return ""
-    shown = brief_estimate_text(summary.ranked_by, example)
+    shown = figure_text(example, example.result.figure, interval=True, brief=True).split()[-1]
+    if not shown.startswith("±"):
+        return ""
     return (
-        f"{shown.split()[-1]} after a figure: half its interval's width, as a share of the median "
+        f"{shown} after a figure: half its interval's width, as a share of the median "
         f"(as the ±{summary.target_half_width_pct:g}% target and unstable measure it); --wide "
         "shows every column and the bounds."
     )

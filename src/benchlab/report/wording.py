@@ -24,7 +24,7 @@ STEAL_WARNING_PCT = 5.0
 
 
 def interval_note(summary: RunSummary) -> str:
-    estimates = [c.estimate(c.result.figure) for c in summary.cells]
+    estimates = [c.interval(c.result.figure) for c in summary.cells]  # a p99's too
     measured = [e for e in estimates if e is not None and e.n > 1]
     rule = f" Rankings and flips: {summary.options.evidence.describe()}."
     if not measured:
