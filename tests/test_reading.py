@@ -538,3 +538,22 @@ def test_a_fixed_rate_runs_notes_read_its_p99s_intervals(invoke, tmp_path: Path)
     assert key is not None and f" {key.group(1)} " in table.out.split(key.group(0))[0]
     markdown = invoke("report", "--results", str(results), "-f", "md").out
     assert "- A figure is the median over trials with its interval [low–high]" in markdown
+
+
+def test_the_latency_against_load_chart_says_only_what_it_draws(tmp_path: Path) -> None:
+    """A run of fixed rates has no search, no SLO and no capacity: its chart's caption spoke of
+    "the first search's steps", "bisection probes", "the SLO" and "a stack's capacity"."""
+    from benchlab.report.html import render_html
+
+    results = tmp_path / "r.db"
+    _fixed_rate_store(results)
+    page = render_html(summarise(Store(results), None))
+    (caption,) = re.findall(r"<figcaption>(Each point a fixed-rate [^<]*)</figcaption>", page)
+    assert "against the rate offered" in caption, caption
+    for absent in ("search", "bisection", "SLO", "capacity"):
+        assert absent not in caption, (absent, caption)
+    from benchlab.report.charts import _curve_caption  # a search's, beside a capacity
+
+    searched = _curve_caption(searched=True, slo_drawn=False, capacity_drawn=True)
+    assert "bisection probes" in searched and "SLO" not in searched
+    assert "A thin vertical line: a stack's capacity." in searched

@@ -547,6 +547,32 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}
 
 
+def _curve_caption(searched: bool, slo_drawn: bool, capacity_drawn: bool) -> str:
+    """What the chart draws, and nothing it does not (a run of fixed rates has no search,
+    no SLO line and no capacity)."""
+    if searched:
+        text = (
+            "Each point a fixed-rate trial's p99 against the rate offered (hollow: under 95% of "
+            "it delivered); the lines join the first search's steps (solid p99, dotted p50), the "
+            "other points are its bisection probes."
+        )
+    else:
+        text = (
+            "Each point a fixed-rate cell's p99 (its trials merged) against the rate offered "
+            "(hollow: under 95% of it delivered); a line joins a stack's rates (solid p99, "
+            "dotted p50)."
+        )
+    lines = [
+        ("Dashed: the SLO", slo_drawn),
+        ("a thin vertical line: a stack's capacity", capacity_drawn),
+    ]
+    drawn = [words for words, shown in lines if shown]
+    if drawn:
+        said = "; ".join(drawn)
+        text += f" {said[0].upper()}{said[1:]}."
+    return text + " Latency counts from each request's due time."
+
+
 def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     """The hockey stick per load: p50 and p99 against the rate offered, the SLO as a line."""
     curves = {p: lines for p, lines in _curves(summary).items() if lines}
@@ -595,11 +621,13 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
             ax.set_ylabel("latency, ms (log scale)")
             ax.grid(which="major", alpha=0.25)
         svg = _svg(chart, f"{labels[point]}: p50 and p99 latency against the rate offered")
-        caption = (
-            "Each point a fixed-rate trial's p99 against the rate offered (hollow: under 95% of "
-            "it delivered); the lines join the first search's steps (solid p99, dotted p50), the "
-            "other points are its bisection probes. Dashed: the SLO; a thin vertical line: a "
-            "stack's capacity. Latency counts from each request's due time."
+        searched = any(
+            c.record.mode == Mode.SLO and _curve_point(c) == point for c in summary.cells
+        )
+        caption = _curve_caption(
+            searched,
+            slo_drawn=slo is not None and slo.p99_ms is not None,
+            capacity_drawn=any(at == point for at, _ in capacities),
         )
         charts.append(Chart(f"curve-{index}", "curve", labels[point], svg, caption, point))
     return charts
