@@ -110,6 +110,22 @@ def test_a_recipe_with_no_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "no finished run of recipe 'seed-000'" in done.stderr
 
 
+def test_one_trial_a_run_is_said_not_judged_with_no_bracket_posing_as_an_interval(
+    invoke, tmp_path: Path
+) -> None:
+    """Two runs of one trial a cell: the newest run read "0.64× [0.64–0.64] within the trials
+    of its 1 run(s): 1 trial(s): too few for an interval": an interval that is none, and
+    "within" of what was never judged."""
+    path = tmp_path / "history.db"
+    for rps in (FAST, SLOW):
+        write_run(path, {"flask+gunicorn": {"json": rps}}, trials=1)
+    done = invoke("history", "quick", "--results", str(path))
+    assert done.code == 0, done
+    (line,) = [line for line in done.out.splitlines() if "newest run:" in line]
+    assert f"{SLOW / FAST:.2f}× against the trials of its 1 run(s), not judged: " in line, line
+    assert "[" not in line and "within" not in line, line
+
+
 def _history_page(tmp_path: Path) -> Path:
     """The HTML history of eight runs, slowed from the fifth."""
     path = tmp_path / "history.db"

@@ -52,7 +52,11 @@ def _ratio_line(series: CellSeries) -> str:
 
 
 def _ratio_text(ratio: Ratio | None) -> str:
-    return "" if ratio is None else f"{ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
+    if ratio is None:
+        return ""
+    if not ratio.has_interval:  # one trial a side: a bracket would pose as an interval
+        return f"{ratio.value:.2f}×"
+    return f"{ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}]"
 
 
 def _judged_text(name: str, judged: Judgement | None) -> str:
@@ -124,6 +128,8 @@ def _latest_text(latest: Latest, figure: F.Figure) -> str:
     runs = latest.segment_runs
     predicted = runs >= PREDICTION_RUNS
     where = f"its segment ({runs} runs)" if predicted else f"the trials of its {runs} run(s)"
+    if latest.evidence.own.too_few:  # neither within nor out of anything: not judged
+        return f"newest run: {shown} against {where}, not judged: {latest.evidence.own.why}"
     if latest.in_segment:
         return f"newest run: {shown} within {where}: {latest.evidence.own.why}"
     return (
