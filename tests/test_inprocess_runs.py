@@ -364,7 +364,10 @@ def test_a_nonconformant_stack_is_measured_flagged_and_kept_out_of_the_ranking(
     recipe = _recipe(["gin", "sanic", "tornado"], ["json"], 3, "max_trials = 7\nconform = true")
     run = run_inprocess(tmp_path, recipe, executor)
     assert run.outcome.status == "complete"
-    assert "gin is nonconformant (pipelined, split after byte 7: a wrong answer)" in run.output
+    assert (
+        "gin is nonconformant, measured but kept out of the ranking: it answers the request "
+        "wrong (pipelined, split after byte 7: a wrong answer)" in run.output
+    )
     report = run.report()
     verdicts = {c["stack"]: c["verdicts"] for c in report["cells"]}
     assert "nonconformant" in verdicts["gin"] and "nonconformant" not in verdicts["sanic"]

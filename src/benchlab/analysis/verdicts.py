@@ -538,7 +538,7 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
         found = (cell.conformance or {}).get(key) or []
         if not found:
             return None
-        return VERDICTS[verdict].says(f"{lead} ({'; '.join(found)}): {why}")
+        return VERDICTS[verdict].says(f"{lead}: {'; '.join(found)}; {why}")
 
     return check
 
