@@ -82,6 +82,7 @@ class Figures:
     errors: int = 0  # non-2xx answers
     # The server's own count (a stack with Stack.counters): its threads' GIL wait ÷ busy time.
     gil_wait_share: float | None = None
+    load_cpu_pct: float = 50.0  # the load tool's, over its load (100 = one core)
 
 
 @dataclass(frozen=True)
@@ -486,7 +487,7 @@ def _result(request: LoadRequest, figures: Figures) -> LoadResult:
         bytes=requests * 100,
         latency=latency,
         errors=Errors(non_2xx=figures.errors),
-        load_cpu_pct=50.0,
+        load_cpu_pct=figures.load_cpu_pct,
         target_rate=request.rate,
         sent_rate=rps if request.rate is not None else None,
     )

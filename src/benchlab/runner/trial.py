@@ -9,6 +9,7 @@ from pathlib import Path
 from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
+from benchlab.load.result import overdrawn
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import StackServer
@@ -125,6 +126,9 @@ def take_trial(
             generated = generate(session, request, workdir)
             result = generated.result
             finished.enter_context(signals_deferred())
+            impossible = overdrawn(generated.shares)
+            if impossible is not None:
+                raise LoadToolError(impossible)
             if result.requests == 0 and request.rate is None:
                 kinds = ", ".join(
                     f"{kind} {count:,}" for kind, count in vars(result.errors).items() if count
