@@ -90,7 +90,7 @@ class Conformance:
             "requests": self.requests,
             "unranking": [*self.failures(unranking=True), *down],
             "cautions": self.failures(unranking=False),
-            "faults": sorted({f.fault.name for f in self.first_wrongs(unranking=True)}),
+            "faults": sorted({r.failures[0].wrong.fault.name for r in self._failed(True)}),
             "apps_own": [
                 f"{r.shape.name} answered {' and '.join(map(str, r.apps_own))}"
                 for r in self.results
@@ -111,20 +111,15 @@ class Conformance:
                 seen.setdefault(note, result.shape.name)
         return tuple(f"{note} ({shape})" for note, shape in seen.items())
 
-    def first_wrongs(self, unranking: bool) -> list[Wrong]:
-        """What each failed shape that does (or does not) unrank got wrong first."""
-        return [
-            r.failures[0].wrong for r in self.results
-            if r.failures and r.shape.unranks == unranking
-        ]  # fmt: skip
+    def _failed(self, unranking: bool) -> list[ShapeResult]:
+        """The failed shapes whose failure does (or does not) keep the stack out of a
+        ranking."""
+        return [r for r in self.results if r.failures and r.shape.unranks == unranking]
 
     def failures(self, unranking: bool) -> list[str]:
         """One line per failed shape whose failure does (or does not) keep the stack out of
-        a ranking: the shape, where it first failed, and why."""
-        return [
-            r.failures[0].line(r.shape) for r in self.results
-            if r.failures and r.shape.unranks == unranking
-        ]  # fmt: skip
+        a ranking: what the server did wrong, the shape, where it first failed, and why."""
+        return [r.failures[0].line(r.shape) for r in self._failed(unranking)]
 
     def first_failure(self) -> str | None:
         """One line: the first shape that failed, where, and why."""

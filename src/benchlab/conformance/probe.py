@@ -58,10 +58,6 @@ class Probed:
     note: str | None = None  # right, but worth saying (it closes without saying so)
     statuses: tuple[int, ...] = ()  # the status of each answer read, in order
 
-    @property
-    def problem(self) -> str | None:
-        return None if self.wrong is None else str(self.wrong)
-
 
 CLOSES_UNANNOUNCED = (
     "closes the connection after an answer without saying so (no Connection: close): a "
