@@ -51,6 +51,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
         jf.RECIPES: benchlab("recipes", "-f", "json").stdout,
         jf.DOCTOR: benchlab("doctor", "-f", "json").stdout,
+        jf.PLAN: benchlab("run", "quick", "--dry-run", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
@@ -84,11 +85,10 @@ def _selfcheck() -> SelfCheck:
 
 def _report_cells(results: Path) -> dict[str, dict]:
     """The run's cells in its JSON report, by the name a tracker gives each."""
-    from benchlab.report.trackers import benchmark_name
+    from benchlab.report.trackers import benchmark_names
     from benchlab.store import Store
 
-    summary = summarise(Store(results, create=False), None)
-    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
+    names = benchmark_names(summarise(Store(results, create=False), None))
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
     return {names[c["key"]]: c for c in report["cells"]}
 
@@ -151,7 +151,7 @@ def test_a_trackers_names_survive_a_changed_duration_or_trial_count(
         summary = summarise(run.store, run.run_id)
         names.append(set(json.loads(render_bmf(summary))))
         gab.append({e["name"] for e in json.loads(render_bigger_is_better(summary))})
-        keys.append({cell.key for cell in summary.cells})
+        keys.append({cell.record.key for cell in summary.cells})
     assert keys[0] != keys[1]  # the cells' own keys do change with the duration
     assert names[0] == names[1] and len(names[0]) == 4, names
     assert gab[0] == gab[1] and "tracked · json wrk c=8 · gin w=1 (throughput)" in gab[0]
@@ -285,7 +285,8 @@ def test_the_published_schemas_are_current_and_catch_a_renamed_key(tmp_path: Pat
 
 def test_a_cells_shown_fields_are_declared_once_on_its_record(tmp_path: Path) -> None:
     """CellRecord's shown fields (store/records.py, CELL_SHOWN: one rename map) are the JSON
-    cell's keys, its schema's, the CSV's first columns and the summary's accessors."""
+    cell's keys, its schema's, the CSV's first columns, and the summary reads them on the
+    record itself (`cell.record`: no accessor restates them)."""
     import csv
     import io
 
@@ -307,8 +308,8 @@ def test_a_cells_shown_fields_are_declared_once_on_its_record(tmp_path: Path) ->
     for field, name in CELL_SHOWN.items():
         assert name in schema["required"], name
         for cell in summary.cells:
-            stored = getattr(records[cell.key], field)
-            assert getattr(cell, name) == stored
-            assert cells[cell.key][name] == stored
+            stored = getattr(records[cell.record.key], field)
+            assert getattr(cell.record, field) == stored
+            assert cells[cell.record.key][name] == stored
     with pytest.raises(AttributeError):
-        _ = summary.cells[0].rate_share  # only the shown name
+        _ = summary.cells[0].rate_share  # type: ignore[attr-defined]  # on the record only

@@ -12,21 +12,36 @@ import pytest
 from rich.console import Console
 
 from benchlab.analysis.summary import RunSummary, summarise
+from benchlab.analysis.thresholds import judged
+from benchlab.core.thresholds import parse_thresholds
 from benchlab.report.html import render_html
 from benchlab.report.markdown import render_markdown
 from benchlab.report.sections import NESTED, UNTITLED, Format, sections, titled
 from benchlab.report.takeaways import takeaways
 from benchlab.report.terminal import render_table
+from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.stored_runs import write_run
 
 BOLD = "\x1b[1m"
 
 
-@pytest.fixture(scope="module")
-def summary(tmp_path_factory: pytest.TempPathFactory) -> RunSummary:
+# A run as stored, and the same with thresholds judged (a section of their own everywhere).
+GATES = [(), ("p99<1ms", "rps>=1")]
+
+
+@pytest.fixture(scope="module", params=GATES, ids=["plain", "with-thresholds"])
+def summary(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> RunSummary:
     path = tmp_path_factory.mktemp("sections") / "results.db"
-    return summarise(Store(path), write_run(path))
+    # as the CLI summarises a run: with the catalogue's notes, given as data
+    stored = summarise(Store(path), write_run(path), catalogue=CATALOGUE)
+    return judged(stored, parse_thresholds(request.param))
+
+
+def test_thresholds_have_a_titled_section_in_every_format(summary) -> None:
+    for fmt in Format:
+        titles = _declared(summary, fmt)
+        assert ("Thresholds" in titles) == bool(summary.thresholds), (fmt, titles)
 
 
 def _declared(summary: RunSummary, fmt: Format) -> list[str]:
@@ -68,7 +83,11 @@ def _html_titles(page: str) -> list[str]:
 
 def test_markdown_titles_come_from_the_declaration_in_its_order(summary) -> None:
     expected = _declared(summary, Format.MARKDOWN)
-    assert expected[:3] == ["In short", "How to read this", "Every cell"]
+    assert [t for t in expected if t != "Thresholds"][:3] == [
+        "In short",
+        "How to read this",
+        "Every cell",
+    ]
     # each point's order is its takeaway: said once, in "In short"
     assert not any(t.startswith("Rankings") for t in expected)
     assert _markdown_titles(render_markdown(summary)) == expected
@@ -115,3 +134,29 @@ def test_a_title_of_a_renderers_own_is_caught(summary) -> None:
     assert "Extra" in _html_titles(page) and "Extra" not in declared
     markdown = render_markdown(summary) + "\n\nExtra:\n\n- x\n"
     assert _markdown_titles(markdown) != _declared(summary, Format.MARKDOWN)
+
+
+def test_the_guide_says_what_each_note_means_and_the_page_reproduces_with_commands_that_run(
+    summary,
+) -> None:
+    """ "How to read this" ends with no bare "nginx-static (ceiling)." (every note a stack
+    carries has its meaning), and "Reproduce this run" gives commands a fresh clone runs:
+    `benchlab` is on no PATH after `./lab setup`, so it is ./lab's own command."""
+    import typer.main
+
+    from benchlab import cli
+    from benchlab.report.takeaways import reading_guide
+    from benchlab.stacks import CATALOGUE
+
+    assert all(stack.note_meaning for stack in CATALOGUE.values() if stack.note)
+    guide = reading_guide(summary)
+    assert not [line for line in guide if re.fullmatch(r"\S+ \([^)]*\)\.", line)], guide
+    assert any(line.startswith("nginx-static (ceiling): nginx answering") for line in guide)
+    page = render_html(summary)
+    block = re.search(r'<details id="reproduce".*?<pre>(.*?)</pre>', page, flags=re.S)
+    assert block is not None
+    steps = unescape(block[1]).splitlines()
+    assert steps[0] == f"git checkout {summary.run.git_commit}", steps
+    commands = typer.main.get_command(cli.app).commands
+    for step in steps[1:]:
+        assert step.split()[0] == "./lab" and step.split()[1] in commands, steps

@@ -15,6 +15,7 @@ from benchlab.analysis.capacity import (
     RUN_AT_MEDIAN_SHARE,
     rate_to_run_at,
 )
+from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.repeat import Repeat, repeat_of
@@ -110,6 +111,7 @@ class ProofStep:
     missed: str | None  # why not, when it did not hold
     duration_s: float
     windows_p99_ms: tuple[float, ...] = ()  # the p99 of each of its consecutive windows
+    cell: str = ""  # the key of its replay's cell
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -265,8 +267,8 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
     steps = []
     key = best.first_key if of_first else best.key
     for cell in summary.cells:
-        judged = ProofJudgement.of_facts(cell.facts)
-        if cell.mode != Mode.RATE or judged is None or not judged.proves(key, best.label):
+        judged = ProofJudgement.of_facts(cell.result.facts)
+        if cell.record.mode != Mode.RATE or judged is None or not judged.proves(key, best.label):
             continue
         steps.append(
             (
@@ -274,12 +276,13 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
                 ProofStep(
                     rate=cell.value(F.TARGET_RATE) or 0.0,
                     p99_ms=cell.value(F.P99),
-                    errors=sum(cell.errors.values()),
+                    errors=sum(cell.result.errors.values()),
                     delivered=cell.value(F.RATE_RATIO),
                     held=judged.held,
                     missed=judged.missed,
-                    duration_s=cell.duration_s,
+                    duration_s=cell.record.duration_s,
                     windows_p99_ms=judged.windows_p99_ms,
+                    cell=cell.record.key,
                 ),
             )
         )
@@ -295,83 +298,95 @@ class ServedBy:
 
 def _typed(enum: type[E], value: object) -> E | None:
     """The member of `enum` stored as `value`; None for none, or one this version lacks."""
+    if not isinstance(value, str):
+        return None
     try:
         return enum(value)
     except ValueError:
         return None
 
 
-def served_by(cell: CellSummary) -> ServedBy:
+def served_by(result: CellResult) -> ServedBy:
     """A candidate's server, I/O model and concurrency per worker, as stored with its cell;
     for a run stored before they were, those of the server kind its stack is named after."""
-    facts = cell.facts
+    facts = result.facts
     if "server_name" in facts:
         return ServedBy(
             str(facts["server_name"]),
             _typed(IoModel, facts.get("io_model")),
             _typed(PerWorker, facts.get("per_worker")),
         )
-    kind = KIND_BY_NAME.get(cell.stack)
+    kind = KIND_BY_NAME.get(result.stack)
     if kind is None:
         return ServedBy("?", None, None)
     return ServedBy(kind.server.name, kind.io_model, kind.concurrency)
 
 
 def _key(cell: CellSummary) -> tuple[str, int, int | None]:
-    return (cell.stack, cell.workers, cell.server_threads)
+    return (cell.record.stack, cell.record.workers, cell.record.server_threads)
 
 
 def candidate_results(summary: RunSummary) -> list[CandidateResult]:
     """Every candidate, from its first-pass cell and (if it survived) its search cell."""
-    coarse = {_key(c): c for c in summary.cells if c.mode == Mode.CLOSED}
-    search = {_key(c): c for c in summary.cells if c.mode == Mode.SLO}
+    coarse = {_key(c): c for c in summary.cells if c.record.mode == Mode.CLOSED}
+    search = {_key(c): c for c in summary.cells if c.record.mode == Mode.SLO}
     results = []
     for key, first in coarse.items():
         found = search.get(key)
         measured = found if found is not None and found.estimate(F.CAPACITY) else None
-        if first.status in ("failed", CELL_CHECKED):
-            status = first.status
+        if first.result.status in ("failed", CELL_CHECKED):
+            status = first.result.status
         elif measured is not None:
             status = "searched"
         else:
             status = "dropped" if found is None else "not finished"
         shown = measured or first
-        facts = first.facts
-        served = served_by(first)
+        facts = first.result.facts
+        served = served_by(first.result)
         results.append(
             CandidateResult(
-                label=first.stack_label,
-                candidate=first.stack,
+                label=first.record.stack_label,
+                candidate=first.record.stack,
                 server=served.server,
                 worker_class=str(facts.get("worker_class", "?")),
-                workers=first.workers,
-                threads=first.server_threads,
+                workers=first.record.workers,
+                threads=first.record.server_threads,
                 command=str(facts.get("command", "")),
                 status=status,
                 closed_rps=first.value(F.THROUGHPUT),
                 capacity=measured.estimate(F.CAPACITY) if measured else None,
-                bracketed=not (measured and measured.unbracketed),
+                bracketed=not (measured and measured.result.unbracketed),
                 replicates=tuple(measured.samples.get(F.CAPACITY.key, ())) if measured else (),
                 p99_ms=measured.value(F.P99) if measured else None,
                 cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
                 rss_mb=shown.value(F.SERVER_RSS),
-                alone_ms=first.alone_ms,
+                alone_ms=first.result.alone_ms,
                 verdicts={v.name: v.sentence for c in (first, found) if c for v in c.verdicts},
                 at_capacity={v.name: v.sentence for v in measured.verdicts} if measured else {},
-                reason=(found.reason if found is not None and found.status == "failed" else None)
-                or first.reason,
+                reason=(
+                    found.record.reason
+                    if found is not None and found.result.status == "failed"
+                    else None
+                )
+                or first.record.reason,
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
                 concurrency=served.concurrency,
-                key=found.key if found is not None else None,
-                first_key=first.key,
+                key=found.record.key if found is not None else None,
+                first_key=first.record.key,
                 gil_wait_share=first.value(F.GIL_WAIT),
-                slow_clients=(found.slow_clients if found is not None else None)
-                or first.slow_clients,
-                parsing=(found.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
-                or first.facts.get(ANSWER_CONFORMANCE),
+                slow_clients=(found.result.slow_clients if found is not None else None)
+                or first.result.slow_clients,
+                parsing=(found.result.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
+                or first.result.facts.get(ANSWER_CONFORMANCE),
             )
         )
     return results
+
+
+def _searched(c: CandidateResult) -> Estimate:
+    """The capacity of a candidate the search measured (its callers kept only those)."""
+    assert c.capacity is not None, c.label
+    return c.capacity
 
 
 def _cost(c: CandidateResult) -> tuple[float, float]:
@@ -467,10 +482,14 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
     searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
     if not searched:
         return _provisional(summary, results)
-    best = max(searched, key=lambda c: c.capacity.median)
+    best = max(searched, key=lambda c: _searched(c).median)
     tolerance = summary.options.target_half_width_pct
     equals = sorted(
-        (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
+        (
+            c
+            for c in searched
+            if c is not best and _as_good(_searched(best), _searched(c), tolerance)
+        ),
         key=_cost,
     )
     reason = _with_gil_wait(_reason(best, results, tune_rate_unit(summary)), best, results)
@@ -506,7 +525,7 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit
 
 
 def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) -> str:
-    capacity = best.capacity.median
+    capacity = _searched(best).median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
         alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
         return (
@@ -517,7 +536,7 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
     sync = [c for c in results if c.one_at_a_time and c.closed_rps]
     same_workers = [c for c in sync if c.workers == best.workers] or sync
     if not best.one_at_a_time and same_workers:
-        bound = max(c.closed_rps for c in same_workers)
+        bound = max(c.closed_rps or 0.0 for c in same_workers)  # each has one (sync's filter)
         ratio = capacity / bound
         if ratio >= 2:
             what = best.concurrency.value if best.concurrency else "an event loop"
@@ -530,27 +549,29 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
     by_workers: dict[int, CandidateResult] = {}
     for c in results:
         if c.capacity is not None and (
-            c.workers not in by_workers or c.capacity.median > by_workers[c.workers].capacity.median
+            c.workers not in by_workers
+            or c.capacity.median > _searched(by_workers[c.workers]).median
         ):
             by_workers[c.workers] = c
     fewest = by_workers.get(min(by_workers)) if by_workers else None
     if (
         fewest is not None and best.workers == max(by_workers) and best.workers > fewest.workers
-        and best.capacity.n > 1 and fewest.capacity.n > 1
-        and best.capacity.low > fewest.capacity.high
+        and _searched(best).n > 1 and _searched(fewest).n > 1
+        and _searched(best).low > _searched(fewest).high
     ):  # fmt: skip
         return (
             f"the app is bound by CPU more than by waiting: capacity follows the worker "
-            f"processes ({fewest.label}: {fewest.capacity.median:,.0f} {unit}; {best.label}: "
+            f"processes ({fewest.label}: {_searched(fewest).median:,.0f} {unit}; {best.label}: "
             f"{capacity:,.0f})"
         )
     searched = [c for c in results if c.capacity is not None]
-    close = [c for c in searched if c is not best and c.capacity.high >= best.capacity.low]
+    close = [c for c in searched if c is not best and _searched(c).high >= _searched(best).low]
     if close:
         cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
+        lowest = min(_searched(c).median for c in [best, *close])
         return (
             f"{len(close) + 1} candidates hold the same load within the noise "
-            f"({min(c.capacity.median for c in [best, *close]):,.0f}–{capacity:,.0f} {unit}); the "
+            f"({lowest:,.0f}–{capacity:,.0f} {unit}); the "
             f"highest is shown, and {cheapest.label} does it in the least memory "
             f"({cheapest.rss_mb or 0:,.0f} MB)"
         )
@@ -640,14 +661,15 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
 def _memory_per_worker(results: list[CandidateResult]) -> float | None:
     """The RSS added by each worker, from candidates of one kind that differ in workers."""
     slopes = []
-    kinds: dict[tuple[str, str, int | None], list[CandidateResult]] = {}
+    kinds: dict[tuple[str, str, int | None], list[tuple[int, float]]] = {}  # workers, RSS
     for c in results:
         if c.rss_mb:
-            kinds.setdefault((c.server, c.worker_class, c.threads), []).append(c)
-    for group in kinds.values():
-        group = sorted(group, key=lambda c: c.workers)
-        if len(group) > 1 and group[-1].workers > group[0].workers:
-            slopes.append(
-                (group[-1].rss_mb - group[0].rss_mb) / (group[-1].workers - group[0].workers)
+            kinds.setdefault((c.server, c.worker_class, c.threads), []).append(
+                (c.workers, c.rss_mb)
             )
+    for group in kinds.values():
+        group = sorted(group, key=lambda kept: kept[0])
+        (fewest, fewest_mb), (most, most_mb) = group[0], group[-1]
+        if len(group) > 1 and most > fewest:
+            slopes.append((most_mb - fewest_mb) / (most - fewest))
     return statistics.median(slopes) if slopes else None

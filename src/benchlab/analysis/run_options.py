@@ -10,12 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.core.thresholds import Threshold
 from benchlab.http.scenarios import SCENARIOS, rate_unit_of
-from benchlab.recipe import Recipe, WebSocket, sentinel_of
+from benchlab.recipe import Recipe, WebSocket, recipe_thresholds, sentinel_of
 from benchlab.store import RunRecord
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
@@ -28,7 +29,7 @@ class RunOptions:
     baseline: str | None = None
     target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
     adaptive: bool = False  # max_trials was set
-    slo: Target | None = None
+    slo: Objective | None = None
     rank_by: str | None = None
     pool_swept: bool = False
     tune: dict[str, Any] | None = None  # a benchlab tune run: its app, interface, requests
@@ -38,6 +39,7 @@ class RunOptions:
     ratio_method: str = RatioMethod.INDEPENDENT.value
     sentinel: str | None = None  # the stack every cell is also divided by, round by round
     aa: bool = False  # the sentinel was measured twice (its second launch: copy 2)
+    thresholds: tuple[Threshold, ...] = ()  # the recipe's [thresholds], judged on every report
 
     @property
     def practical_threshold_pct(self) -> float:
@@ -82,7 +84,12 @@ class RunOptions:
         return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        plain = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {
+            **plain,
+            "slo": dataclasses.asdict(self.slo) if self.slo else None,
+            "thresholds": [t.to_json() for t in self.thresholds],
+        }
 
     @classmethod
     def from_recipe(cls, recipe: Recipe, rounds_move_together: bool = False) -> RunOptions:
@@ -94,12 +101,13 @@ class RunOptions:
             baseline=recipe.baseline,
             target_half_width_pct=recipe.target_half_width_pct,
             adaptive=recipe.max_trials is not None,
-            slo=Target.of(slo) if slo else None,
+            slo=Objective.of(slo) if slo else None,
             rank_by=recipe.rank_by,
             pool_swept=isinstance(recipe.params.pool_size, list),
             min_effect_pct=recipe.min_effect_pct,
             sentinel=sentinel_of(recipe),
             aa=recipe.aa,
+            thresholds=recipe_thresholds(recipe),
         )
 
     @classmethod
@@ -112,7 +120,8 @@ class RunOptions:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
         slo = data.get("slo")
-        return cls(**{**data, "slo": Target(**slo) if slo else None})
+        thresholds = tuple(Threshold.from_json(t) for t in data.get("thresholds") or ())
+        return cls(**{**data, "slo": Objective(**slo) if slo else None, "thresholds": thresholds})
 
     @classmethod
     def from_recipe_text(cls, text: str) -> RunOptions:
@@ -128,7 +137,7 @@ class RunOptions:
                 options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT)
             ),
             adaptive=options.get("max_trials") is not None,
-            slo=Target(slo.get("p99_ms"), slo.get("p50_ms"), slo.get("max_error_pct", 0.1))
+            slo=Objective(slo.get("p99_ms"), slo.get("p50_ms"), slo.get("max_error_pct", 0.1))
             if isinstance(slo, dict)
             else None,
             rank_by=options.get("rank_by"),

@@ -29,12 +29,16 @@ class Contract:
     no_document: str = ""  # why it takes no -o/-f: it writes no document
     reads_store: bool = False
     exits: tuple[tuple[ExitCode, str], ...] = ()  # its own codes, and when
+    # It measures, and streams its events (--progress json, --progress-file).
+    streams: bool = False
+    no_stream: str = ""  # why a command that measures takes no stream
 
     def exit_codes(self) -> dict[ExitCode, str]:
         return dict(sorted({**EVERY_COMMAND, **dict(self.exits)}.items()))
 
 
 _PARTIAL = (ExitCode.PARTIAL, "partial: cells failed or were not measured")
+_THRESHOLD = (ExitCode.THRESHOLD, "--threshold or [thresholds]: a cell broke one")
 _NOT_STARTED = (ExitCode.HARNESS, "a stack could not be started")
 
 CONTRACTS: dict[str, Contract] = {
@@ -47,10 +51,12 @@ CONTRACTS: dict[str, Contract] = {
                 "at most 10 minutes; the results in Markdown too",
             ),
             ("benchlab run --resume", "continue the latest interrupted or killed run"),
+            ("benchlab run --threshold 'p99<200ms'", "exit 7 if a cell's p99 is over 200 ms"),
         ),
         formats.REPORT,
         reads_store=True,
-        exits=(_PARTIAL,),
+        exits=(_PARTIAL, _THRESHOLD),
+        streams=True,
     ),
     "tune": Contract(
         (
@@ -72,16 +78,26 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.TUNE,
         reads_store=True,
-        exits=((ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),),
+        exits=(
+            (ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),
+            (ExitCode.THRESHOLD, "--threshold: the answer's replay broke one"),
+        ),
+        streams=True,
     ),
     "report": Contract(
         (
             ("benchlab report", "the latest run's table again"),
             ("benchlab report latest~1 -o before.html", "the run before it, as its page"),
             ("benchlab report -f bmf -o bmf.json", "for Bencher (docs/results.md)"),
+            (
+                "benchlab report --histogram 'gin plaintext' -o gin.hgrm",
+                "one cell's latency histogram, for HdrHistogram's tools (.hlog: a trial a line)",
+            ),
+            ("benchlab report --threshold 'errors<0.1%'", "the latest run judged against it"),
         ),
-        formats.REPORT,
+        formats.REPORT_COMMAND,
         reads_store=True,
+        exits=(_THRESHOLD,),
     ),
     "recipes": Contract(
         (
@@ -121,7 +137,10 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.HISTORY,
         reads_store=True,
-        exits=((ExitCode.REGRESSION, "--fail-on-change: the latest change goes that way"),),
+        exits=(
+            (ExitCode.REGRESSION, "--fail-on-change: the latest change goes that way"),
+            (ExitCode.THRESHOLD, "--threshold or [thresholds]: the latest run broke one"),
+        ),
     ),
     "compare": Contract(
         (
@@ -146,6 +165,7 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack does not conform"), _NOT_STARTED),
+        no_stream="it sends request shapes one at a time, no load: a stack's answer is its row",
     ),
     "drain": Contract(
         (
@@ -154,6 +174,7 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack drops a request or hangs"), _NOT_STARTED),
+        no_stream="one stop under load a stack, no trials: what the stop did is its row",
     ),
     "slow-clients": Contract(
         (
@@ -165,6 +186,8 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack needs a proxy in front"), _NOT_STARTED),
+        no_stream="its rounds are pairs of loads on one stack, no run's cells: their spread "
+        "is its row",
     ),
     "selfcheck": Contract(
         (
@@ -172,6 +195,8 @@ CONTRACTS: dict[str, Contract] = {
             ("benchlab selfcheck --noise -f json", "where this machine's variation comes from"),
         ),
         formats.SELFCHECK,
+        no_stream="bare wrk against benchlab's own measurement in pairs, no run's cells: its "
+        "answer is their ratio (its progress lines say each pair)",
     ),
     "build": Contract(
         (("benchlab build", "build the Go stacks and the pinned load tools ahead of a run"),),

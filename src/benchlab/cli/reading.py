@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import formats
+from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console
-from benchlab.cli.options import ResultsOption, RunArgument, store_from_environment
+from benchlab.cli.options import (
+    ResultsOption,
+    RunArgument,
+    ThresholdOption,
+    store_from_environment,
+)
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
@@ -21,36 +27,45 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from benchlab.analysis.history import History
+    from benchlab.analysis.summary import RunSummary
     from benchlab.cli.formats import Destination
     from benchlab.report.comparison import Comparison
 
 
 def history_of(stores: list[Path], recipe: str) -> History:
-    """The history of `recipe` from every store: its finished runs, oldest first (by their
-    start, then in the order a store holds them: starts are stored to the second), each once."""
-    from benchlab.analysis.history import FINISHED, history
-    from benchlab.analysis.summary import RunSummary, summarise
+    """The history of `recipe` from every store (finished_runs)."""
+    from benchlab.analysis.history import history
+
+    return history(recipe, finished_runs(stores, recipe))
+
+
+def finished_runs(stores: list[Path], recipe: str) -> list[RunSummary]:
+    """The finished runs of `recipe` in every store, oldest first (by their start, then in
+    the order a store holds them: starts are stored to the second), each once."""
+    from benchlab.analysis.history import FINISHED
+    from benchlab.analysis.summary import summarise
 
     found: dict[str, tuple[tuple[str, int, int], RunSummary]] = {}
     for store_index, path in enumerate(stores):
         store = Store(path, create=False)
         for position, run in enumerate(reversed(store.runs())):
             if run.recipe_name == recipe and run.status in FINISHED and run.id not in found:
-                found[run.id] = ((run.started_at, store_index, position), summarise(store, run.id))
+                summary = summarise(store, run.id, catalogue=CATALOGUE)
+                found[run.id] = ((run.started_at, store_index, position), summary)
     if not found:
         shown = ", ".join(str(p) for p in stores)
         raise UserError(
             f"--results {shown}: no finished run of recipe '{recipe}'; "
             "`benchlab runs` lists the runs a store holds"
         )
-    return history(recipe, [summary for _, summary in sorted(found.values(), key=lambda f: f[0])])
+    return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
 def report(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[str | None, formats.option(formats.REPORT)] = None,
-    output: Annotated[Path | None, formats.output(formats.REPORT)] = None,
+    fmt: Annotated[str | None, formats.option(formats.REPORT_COMMAND)] = None,
+    output: Annotated[Path | None, formats.output(formats.REPORT_COMMAND)] = None,
     wide: Annotated[
         bool,
         typer.Option(
@@ -67,23 +82,61 @@ def report(
             " trial, its histogram left out).",
         ),
     ] = False,
+    histogram: Annotated[
+        str | None,
+        typer.Option(
+            "--histogram",
+            metavar="CELL",
+            help="One cell's latency histogram, for HdrHistogram's tools: hgrm (its trials'"
+            " merged percentile distribution, the default) or hlog (its interval log, a trial a"
+            " line). CELL: words of its name as the report shows it, e.g. 'gin plaintext'.",
+        ),
+    ] = None,
+    threshold: ThresholdOption = None,
 ) -> None:
-    """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    """Report a stored run (the latest by default): the table, md, html, json or csv; or one
+    cell's latency histogram (--histogram)."""
     from benchlab.analysis.summary import summarise
-    from benchlab.report.exporters import EXPORTERS
+    from benchlab.report.exporters import EXPORTERS, HISTOGRAMS
     from benchlab.report.terminal import render_table
 
-    where = formats.destination(fmt, output, formats.REPORT)
+    if histogram is not None and fmt is None and output is None:
+        fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
+    where = formats.destination(fmt, output, formats.REPORT_COMMAND, reads=[results])
+    if histogram is not None and where.format not in HISTOGRAMS:
+        raise UserError(
+            f"--histogram: one cell's histogram is written as {' or '.join(HISTOGRAMS)}, not "
+            f"{where.format}; drop -f, or write to a file ending "
+            f"{' or '.join(EXPORTERS[n].extensions[0] for n in HISTOGRAMS)}"
+        )
+    if where.format in HISTOGRAMS:
+        from benchlab.report.histograms import histogram_document
+
+        given = {"--threshold": threshold, "--trials": with_trials, "--wide": wide}
+        whole = [option for option, value in given.items() if value]
+        if whole:  # refused, never ignored
+            raise UserError(
+                f"{whole[0]} is for a whole run's report, not one cell's histogram: drop it, "
+                "or drop --histogram"
+            )
+
+        store = Store(results, create=False)
+        where.document(histogram_document(store, run_id, histogram, where.format))
+        return
     if with_trials and where.format != "json":
         raise UserError(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "
             "add -f json (or -o FILE.json)"
         )
-    summary = summarise(Store(results, create=False), run_id, with_trials)
+    bounds = thresholds.given(threshold)
+    summary = summarise(Store(results, create=False), run_id, with_trials, CATALOGUE)
+    summary = thresholds.judged(summary, bounds)
     if where.on_terminal_table:
         render_table(summary, console, wide)
     else:
         where.document(EXPORTERS[where.format].render(summary, wide))
+    if thresholds.say_failed(summary):
+        raise typer.Exit(ExitCode.THRESHOLD)
 
 
 def runs(
@@ -92,7 +145,7 @@ def runs(
     output: Annotated[Path | None, formats.output(formats.RUNS)] = None,
 ) -> None:
     """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
-    where = formats.destination(fmt, output, formats.RUNS)
+    where = formats.destination(fmt, output, formats.RUNS, reads=[results])
     store = Store(results, create=False)
     rows = []
     for age, run in enumerate(store.runs()):
@@ -119,11 +172,16 @@ def runs(
     where.table(lambda out: _runs_table(rows, out))
 
 
+# The runs table's columns a narrow terminal does without, first to last: id, name and
+# status always stay, each whole (a name is what `report` and `compare` take).
+RUNS_EXPENDABLE = ("machine", "commit", "started (UTC)", "recipe")
+
+
 def _runs_table(rows: list[dict], out: Console) -> None:
-    from benchlab.report.terminal import Layout, fit_widths, text_table
+    from benchlab.report.terminal import Layout, fitted_table
 
     layout = [
-        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", least=10),
+        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", wrap=False),
         Layout("status", wrap=False), Layout("started (UTC)", wrap=False), Layout("machine"),
         Layout("commit", wrap=False),
     ]  # fmt: skip
@@ -135,7 +193,7 @@ def _runs_table(rows: list[dict], out: Console) -> None:
         lines.append(
             [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
         )
-    out.print(text_table(layout, lines, fit_widths(layout, lines, out.width)))
+    out.print(fitted_table(layout, lines, out.width, RUNS_EXPENDABLE))
 
 
 def history(
@@ -162,17 +220,24 @@ def history(
             "sentinel: only a move of the stack's own, not the machine's).",
         ),
     ] = None,
+    threshold: ThresholdOption = None,
 ) -> None:
     """Every run of RECIPE in the stores, as a series per cell, with the change points the
     evidence confirms (a run on another machine starts a new segment, never a change)."""
+    from benchlab.analysis.history import history as analysis_history
     from benchlab.report import history as report
 
-    where = formats.destination(fmt, output, formats.HISTORY)
+    stores = results or [store_from_environment()]
+    where = formats.destination(fmt, output, formats.HISTORY, reads=stores)
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
         recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
-    found = history_of(results or [store_from_environment()], recipe)
+    bounds = thresholds.given(threshold)
+    runs = finished_runs(stores, recipe)
+    # The latest run, judged by its recipe's [thresholds] and --threshold.
+    latest = thresholds.judged(runs[-1], bounds)
+    found = dataclasses.replace(analysis_history(recipe, runs), latest_run=latest)
     if where.format == "html":
         from benchlab.report.history_html import render_history_html
 
@@ -184,12 +249,15 @@ def history(
     else:
         text = "\n".join(report.render_text(found)) + "\n"
         where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
+    broken = thresholds.say_failed(latest)
     if fail_on_change is not None:
-        hit = found.latest_change(fail_on_change)
-        if hit:
-            names = ", ".join(s.label for s in hit)
-            print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
-            raise typer.Exit(ExitCode.REGRESSION)
+        failure = report.failure_text(found, fail_on_change)
+        if failure is not None:
+            print(failure, file=sys.stderr)
+            if not broken:  # a failed threshold outranks it
+                raise typer.Exit(ExitCode.REGRESSION)
+    if broken:
+        raise typer.Exit(ExitCode.THRESHOLD)
 
 
 def _show_comparison(found: Comparison, where: Destination) -> None:
@@ -253,10 +321,12 @@ def compare(
     from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
 
-    where = formats.destination(fmt, output, formats.COMPARE)
+    where = formats.destination(
+        fmt, output, formats.COMPARE, reads=[results, *([results_b] if results_b else [])]
+    )
     store_b_path = results_b or results
-    before = summarise(Store(results, create=False), run_a)
-    after = summarise(Store(store_b_path, create=False), run_b)
+    before = summarise(Store(results, create=False), run_a, catalogue=CATALOGUE)
+    after = summarise(Store(store_b_path, create=False), run_b, catalogue=CATALOGUE)
     found = report.compare_runs(before, after, results, store_b_path, fail_above)
     if not found.changes:
         raise UserError(
@@ -268,7 +338,7 @@ def compare(
     verdict = report.threshold_line(found)
     if verdict is not None:
         say(verdict, style="red" if found.regressed else None)
-    if strict and any(not d.is_condition for d in found.differences):
+    if strict and any(d.is_environment for d in found.differences):
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
         raise typer.Exit(ExitCode.NOT_COMPARABLE)
     if found.regressed:

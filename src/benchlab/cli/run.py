@@ -8,10 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import completion, formats
+from benchlab.cli import completion, formats, thresholds
 from benchlab.cli.app import console, progress
-from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
+from benchlab.cli.measuring import Progress, claim, command_line
+from benchlab.cli.options import (
+    AllowConcurrentOption,
+    ProgressFileOption,
+    ProgressOption,
+    QuietOption,
+    ResultsOption,
+    ThresholdOption,
+)
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import (
@@ -20,7 +27,6 @@ from benchlab.recipe import (
     build_plan,
     load_recipe,
     resolve_recipe,
-    unserved,
 )
 from benchlab.report.exporters import EXPORTERS
 from benchlab.stacks import CATALOGUE
@@ -28,8 +34,12 @@ from benchlab.store import DEFAULT_RESULTS, Store
 from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.cli.formats import Destination
+    from benchlab.core.thresholds import Threshold
     from benchlab.recipe import Plan, Recipe
+    from benchlab.report.plan import PlannedRun
     from benchlab.runner import RunOutcome
 
 RunRecipeNameArgument = Annotated[
@@ -144,14 +154,26 @@ def run(
     quiet: QuietOption = False,
     fmt: RunFmtOption = None,
     output: RunOutputOption = None,
+    threshold: ThresholdOption = None,
+    progress_style: ProgressOption = "auto",
+    progress_file: ProgressFileOption = None,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
+    from benchlab.report.plan import check_format, planned_run
     from benchlab.runner import SessionOptions, run_recipe
-    from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
+    from benchlab.runner.estimates import Costs, plan_estimate
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    # Refused before a run, not after.
+    where = formats.destination(fmt, output, formats.REPORT, reads=[results])
+    shown = Progress(progress_style, progress_file)
+    if dry_run:
+        check_format(where.format)
+        if shown != Progress():
+            raise UserError("--progress, --progress-file: a dry run measures nothing to show")
+    else:
+        shown.checked(where, results)
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -166,18 +188,16 @@ def run(
             recipe_name or DEFAULT_RECIPE, duration, trials, connections, warmup, point, budget
         )
         run_id = None
+    # Read and checked against the plan's cells before anything runs.
+    bounds = thresholds.given(threshold, {cell.mode for cell in plan.cells})
     budget_min = None if deadline_s is None else deadline_s / 60
-    runnable = [c for c in plan.cells if plan.catalogue[c.stack].availability().ok]
-    costs = Costs.load()
-    # The plan is a dry run's answer (stdout); before a run, it is progress (stderr).
-    shown = console if dry_run else progress
-    for line in plan_lines(runnable, plan.recipe, plan.catalogue, costs, budget_min):
-        shown.print(line, markup=False, highlight=False)
-    for line in unserved(plan.recipe, plan.catalogue):
-        shown.print(line, markup=False, highlight=False)
-    if dry_run:
+    planned = planned_run(plan, *plan_estimate(plan, Costs.load(), budget_min))
+    if dry_run:  # the plan is the answer: stdout, or -o's file, in -f's format
+        _show_plan(planned, where)
         return
-    confirm_long(plan_seconds(runnable, plan.recipe, plan.catalogue, costs, budget_min), yes)
+    for line in planned.lines:  # before a run, the plan is progress (stderr)
+        progress.print(line, markup=False, highlight=False)
+    confirm_long(planned.estimate_s, yes)
     check_ready(plan)
     page = html_page(html, results, plan)
     shared = claim(allow_concurrent)
@@ -189,8 +209,18 @@ def run(
         command=command_line(), shared_machine=shared, deadline_s=deadline_s, resume=run_id
     )
     store = Store(results)
-    outcome = run_recipe(plan, store, reporter(), options)
-    _show_run(store, outcome, results, page, where)
+    outcome = run_recipe(plan, store, shown.reporter(), options)
+    _show_run(store, outcome, results, page, where, bounds, shown.screen)
+
+
+def _show_plan(planned: PlannedRun, where: Destination) -> None:
+    from benchlab.report.plan import RENDERERS
+
+    if where.format != "table":
+        where.document(RENDERERS[where.format](planned))
+        return
+    text = "".join(f"{line}\n" for line in planned.lines)
+    where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
 
 
 def _planned(
@@ -233,19 +263,22 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
 
 def _show_run(
-    store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination
-) -> None:
+    store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination,
+    bounds: tuple[Threshold, ...] = (), screen: Console = console,
+) -> None:  # fmt: skip
     """The results (the table, or -f/-o's format), and the HTML page (written last: the run
-    is stored already). Where stdout holds another format, the run's own lines go to stderr."""
+    is stored already). Where stdout holds another format, the run's own lines go to stderr;
+    where it holds the stream (--progress json), the table and its lines (`screen`) too.
+    It ends interrupted, then with a failed threshold, then partial."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
-    summary = summarise(store, outcome.run_id)
+    summary = thresholds.judged(summarise(store, outcome.run_id, catalogue=CATALOGUE), bounds)
 
     def table() -> None:
-        render_table(summary, console)
+        render_table(summary, screen)
 
-    say = console
+    say = screen
     if where.on_terminal_table:
         table()
     else:
@@ -267,5 +300,7 @@ def _show_run(
     say.print(f"report: {page} ({again})")
     if outcome.status == "interrupted":
         raise typer.Exit(ExitCode.INTERRUPTED)
+    if thresholds.say_failed(summary):
+        raise typer.Exit(ExitCode.THRESHOLD)
     if outcome.status == "partial":
         raise typer.Exit(ExitCode.PARTIAL)

@@ -27,7 +27,7 @@ CONFIRM_ABOVE_S = 3600
 
 def confirm_long(seconds: float, yes: bool) -> None:
     """A plan over an hour runs on --yes, or on a 'y' typed at a terminal."""
-    from benchlab.runner.estimates import minutes
+    from benchlab.core.text import minutes
 
     if seconds <= CONFIRM_ABOVE_S or yes:
         return
@@ -81,5 +81,5 @@ def html_page(html: Path | None, results: Path, plan: Plan) -> Path:
     page = html or results.parent / (re.sub(r"[^\w.-]+", "-", plan.recipe.name) + ".html")
     from benchlab.system.outputs import check_output_place
 
-    check_output_place(page, "--html")
+    check_output_place(page, "--html", stores=[results], make_directory=html is None)
     return page

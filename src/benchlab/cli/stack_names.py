@@ -40,7 +40,7 @@ CheckQuietOption = Annotated[
 
 
 def checked_stack_names(names: list[str] | None) -> list[str]:
-    from benchlab.recipe.messages import did_you_mean
+    from benchlab.core.text import did_you_mean
 
     if not names:
         return [name for name, stack in CATALOGUE.items() if stack.availability().ok]
@@ -62,7 +62,7 @@ def start_checking(
     """The stacks to check, where progress goes and where the answer will, once the
     arguments are right and no other benchlab measures here (the checks start servers and
     load on its cores)."""
-    where = formats.destination(fmt, output, formats.CHECKS)
+    where = formats.destination(fmt, output, formats.CHECKS, reads=())
     names = checked_stack_names(stack_names)
     progress.quiet = quiet
     claim(False)

@@ -193,7 +193,8 @@ def _check_shape(host: str, port: int, shape: Shape, asked: ShapeSet) -> ShapeRe
     that answer too."""
     failures: list[Failure] = []
     notes: dict[str, None] = {}
-    sent, judged, own = 0, shape, ()
+    sent, judged = 0, shape
+    own: tuple[int, ...] = ()
     every = offsets(shape)
     for offset in every:
         sent += 1

@@ -5,24 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Errors:
-    connect: int = 0
-    read: int = 0
-    write: int = 0
-    timeout: int = 0
-    non_2xx: int = 0
-    other: int = 0  # failures the tool does not classify (siege's failed transactions)
-
-    @property
-    def total(self) -> int:
-        return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.other
-
-    @property
-    def socket(self) -> int:
-        """Requests that got no answer at all."""
-        return self.total - self.non_2xx
+from benchlab.core.latency_timeline import Timeline
+from benchlab.core.request_errors import Errors
 
 
 @dataclass(frozen=True)
@@ -68,6 +52,9 @@ class LoadResult:
     # A mix of requests, by "METHOD path": each request's own count, errors and latency
     # (tools that record every request: vegeta).
     parts: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    # Fixed-rate load read request by request (vegeta): its latency, answers and failures
+    # second by second.
+    timeline: Timeline | None = None
 
     @property
     def throughput_rps(self) -> float:

@@ -4,15 +4,17 @@ models, strict), and what a load profile measures."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from benchlab.core.errors import UserError
 from benchlab.core.figures import RANKABLE
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
 from benchlab.core.service_kinds import named as service_named
 from benchlab.core.text import control_character
+from benchlab.core.thresholds import Threshold, parse_threshold
 from benchlab.http.protocols import PROTOCOLS
 from benchlab.http.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.load import DEFAULT_TOOL, TOOLS
@@ -56,7 +58,10 @@ def _visible(text: str) -> str:
 Name = Annotated[str, Field(max_length=100), _without_controls(False), AfterValidator(_visible)]
 Prose = Annotated[str, Field(max_length=2000), _without_controls(True)]
 CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
-ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    ToolName = str  # a Literal built from TOOLS at run time, which a type checker cannot read
+else:
+    ToolName = Literal[tuple(TOOLS)]
 # A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
 RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
 SHARE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
@@ -372,6 +377,13 @@ class Recipe(_Strict):
     (docs/hosts.md)."""
     websocket: WebSocket = Field(default_factory=WebSocket)
     """The WebSocket scenarios' loads ([websocket])."""
+    thresholds: dict[str, Annotated[str, Field(max_length=100)] | list[str]] = Field(
+        default_factory=dict
+    )
+    """Bounds every cell's figures must keep, judged with each cell's interval on every report
+    of the run: a figure's name and its bound (`p99 = "<200ms"`, `errors = "<0.1%"`,
+    `rps = ">=500"`, or a list of bounds); a failed one ends `benchlab run` (and `report`)
+    with an exit code of its own (docs/recipes.md)."""
 
     @model_validator(mode="after")
     def _measure_the_sentinel(self) -> Recipe:
@@ -393,6 +405,22 @@ def sentinel_of(recipe: Recipe) -> str | None:
     if recipe.sentinel is True:
         return DEFAULT_SENTINEL
     return recipe.sentinel or None
+
+
+def recipe_thresholds(recipe: Recipe, path: object = "") -> tuple[Threshold, ...]:
+    """The recipe's [thresholds], each as `--threshold` reads it (`path`: the recipe's file,
+    for the one line that names a mistake)."""
+    found = []
+    for name, bounds in recipe.thresholds.items():
+        said = f"{path}: key 'thresholds.{name}'" if path else f"key 'thresholds.{name}'"
+        for bound in as_list(bounds):
+            if not bound.lstrip().startswith(("<", ">")):
+                raise UserError(
+                    f"{said}: {bound!r} has no comparison; write <, <=, > or >= before the "
+                    f'bound, like {name} = "<{bound.strip()}"'
+                )
+            found.append(parse_threshold(f"{name}{bound}", said))
+    return tuple(dict.fromkeys(found))
 
 
 def mix_of(recipe: Recipe, profile: LoadProfile) -> str | None:

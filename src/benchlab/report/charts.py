@@ -17,8 +17,9 @@ import math
 import re
 import statistics
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 # Figures are made without pyplot: no global state, no display, no backend to choose.
 import matplotlib
@@ -26,19 +27,23 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap, to_hex
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
-from benchlab.analysis.recommendation import candidate_results, tune_rate_unit
-from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
+from benchlab.analysis.recommendation import CandidateResult, candidate_results, tune_rate_unit
+from benchlab.analysis.relative import CEILING_STACK
+from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.report.wording import display_names
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: selectable, searchable, small
     "text.parse_math": False,  # a point named "$5" is a name, not mathematics
     "svg.hashsalt": "benchlab",  # the same run gives the same SVG
@@ -68,7 +73,7 @@ TICK_QUANTILES = ("50", "90", "99", "99.9")
 @dataclass(frozen=True)
 class Chart:
     key: str  # unique on the page
-    kind: str  # throughput, capacity, latency, curve, heatmap, ranks, pareto
+    kind: str  # throughput, capacity, latency, curve, timeline, heatmap, ranks, pareto
     title: str
     svg: str
     caption: str = ""
@@ -101,15 +106,16 @@ def _attr(text: str) -> str:
 
 def stack_colours(summary: RunSummary) -> dict[str, str]:
     """Each stack label's colour, the same on every chart of the page (the ceiling grey)."""
-    ceilings = {
-        c.stack_label for c in summary.cells if is_ceiling_cell(c.stack, c.scenario, c.facts)
-    }
+    ceilings = {c.record.stack_label for c in summary.cells if c.result.ceiling is not None}
     labels = [
         label
-        for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
+        for label in dict.fromkeys(
+            c.record.stack_label for c in summary.cells if c.result.has_figure
+        )
         if label not in ceilings
     ]
-    many = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    tab20 = matplotlib.colormaps["tab20"]
+    many = [to_hex(tab20(i)) for i in range(tab20.N)]  # an index: its colour, as listed
     palette = PALETTE if len(labels) <= len(PALETTE) else many
     colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
     colours |= dict.fromkeys(ceilings, CEILING_COLOUR)
@@ -154,7 +160,9 @@ def short_number(value: float) -> str:
     return f"{value / 1e3:.3g}k" if value >= 1e3 else f"{value:.3g}"
 
 
-def _log_ticks(ax: Axes, axis: str, low: float, high: float, text, snap: bool = False) -> None:
+def _log_ticks(
+    ax: Axes, axis: str, low: float, high: float, text: Callable[[float], str], snap: bool = False
+) -> None:
     """Labelled steps of 1-2-5, 1-3 or 1 per decade, whichever the span leaves room for;
     `snap`: the axis ends on a labelled step at either side."""
     decades = math.log10(high / low)
@@ -191,14 +199,14 @@ def bar_chart(
         return None
     ordered = list(reversed(cells))  # the axis counts up from the bottom
     values = [
-        v for c in measured
-        for v in (c.estimate(figure).low, c.estimate(figure).high, *c.samples.get(figure.key, ()))
+        v for c in measured if (e := c.estimate(figure))
+        for v in (e.low, e.high, *c.samples.get(figure.key, ()))
         if v > 0
     ]  # fmt: skip
     floor = nice_floor(min(values))
     right = max(values) * 5
     names = display_names(ordered)
-    labels = [_wrapped(names[c.key]) for c in ordered]
+    labels = [_wrapped(names[c.record.key]) for c in ordered]
     lines = max(label.count("\n") + 1 for label in labels)
     with rc_context(STYLE):
         row = 0.14 + 0.18 * lines  # inches: room for the longest label's lines
@@ -218,13 +226,16 @@ def bar_chart(
         return Chart(key, "bars", title, svg, caption, point)
 
 
-def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours, gid: str):
+def _bar(
+    ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours: dict[str, str],
+    gid: str,
+) -> None:  # fmt: skip
     e = cell.estimate(figure)
     if e is None or e.median <= 0:
-        why = "failed" if cell.status == "failed" else "not measured" if e is None else "0"
+        why = "failed" if cell.result.status == "failed" else "not measured" if e is None else "0"
         ax.text(floor, y, f" {why}", va="center", color="#c23b3b", fontsize=MIN_TEXT)
         return
-    colour = colours.get(cell.stack_label, CEILING_COLOUR)
+    colour = colours.get(cell.record.stack_label, CEILING_COLOUR)
     (bar,) = ax.barh(y, e.median - floor, left=floor, color=colour, height=0.62)
     bar.set_gid(gid)
     if e.n > 1:
@@ -299,7 +310,11 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
 
 
 def _curve(cell: CellSummary) -> list[tuple[str, float]]:
-    return [(q, cell.percentiles[q]) for q in CURVE_QUANTILES if cell.percentiles.get(q, 0) > 0]
+    return [
+        (q, cell.result.percentiles[q])
+        for q in CURVE_QUANTILES
+        if cell.result.percentiles.get(q, 0) > 0
+    ]
 
 
 def _nines(quantile: str) -> float:
@@ -323,7 +338,8 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                 qs, ys = zip(*_curve(cell), strict=True)
                 ax.plot(
                     [_nines(q) for q in qs], ys, marker="o", markersize=3.5, linewidth=1.5,
-                    color=colours.get(cell.stack_label, CEILING_COLOUR), label=cell.stack_label,
+                    color=colours.get(cell.record.stack_label, CEILING_COLOUR),
+                    label=cell.record.stack_label,
                 )  # fmt: skip
             ax.set_yscale("log")
             _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
@@ -369,7 +385,7 @@ def _rows(summary: RunSummary, points: list[PointRanking]) -> list[str]:
         for rank, place in enumerate(point.order, start=1):
             places.setdefault(place.label, []).append(rank)
     ranked = sorted(places, key=lambda label: statistics.fmean(places[label]))
-    rest = [c.stack_label for p in points for c in summary.cells_at(p.point)]
+    rest = [c.record.stack_label for p in points for c in summary.cells_at(p.point)]
     return ranked + [label for label in dict.fromkeys(rest) if label not in places]
 
 
@@ -379,7 +395,7 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
         return None
     points = [point.point for point in ranked]
     stacks = _rows(summary, ranked)
-    by_key = {(c.stack_label, c.grid): c for c in summary.cells}
+    by_key = {(c.record.stack_label, c.result.point): c for c in summary.cells}
     best = {p.point: p.order[0].value for p in ranked}  # the order is best first
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
     figure = summary.ranked_by
@@ -445,7 +461,7 @@ def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) 
         return "–", "#777"
     value = cell.value(figure)
     if value is None:
-        return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
+        return ("failed" if cell.result.status == "failed" else "not run"), "#c23b3b"
     text = short_number(value) if figure.is_rate else figure.format(value)
     return text, "white" if share is not None and share > 0.6 else "#111"
 
@@ -503,9 +519,9 @@ def rank_chart(summary: RunSummary, colours: dict[str, str]) -> Chart | None:
 CurveLine = list[tuple[float, float | None, float, bool, bool]]
 
 
-def _curve_point(cell: CellSummary) -> GridPoint | None:
+def _curve_point(cell: CellSummary) -> GridPoint:
     """The grid point a cell's curve belongs to: its load, the rate set aside."""
-    return None if cell.grid is None else dataclasses.replace(cell.grid, rate="", mode=Mode.CLOSED)
+    return dataclasses.replace(cell.result.point, rate="", mode=Mode.CLOSED)
 
 
 def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
@@ -513,22 +529,21 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     curves: dict[GridPoint, dict[str, CurveLine]] = {}
     for cell in summary.cells:
         point = _curve_point(cell)
-        if point is None or cell.mode == Mode.CLOSED:
+        if cell.record.mode == Mode.CLOSED:
             continue
-        line = curves.setdefault(point, {}).setdefault(cell.stack_label, [])
-        if cell.mode == Mode.SLO:
+        line = curves.setdefault(point, {}).setdefault(cell.record.stack_label, [])
+        if cell.record.mode == Mode.SLO:
             line += [
                 (
                     p.target_rps, p.p50_ms, p.p99_ms,
                     F.RATE_RATIO.reaches(p.achieved_rps, of=p.target_rps), p.probe == "step",
                 )
-                for p in cell.curve
+                for p in cell.result.curve
                 if p.p99_ms
             ]  # fmt: skip
-        elif cell.value(F.TARGET_RATE) and cell.value(F.P99):
+        elif (rate := cell.value(F.TARGET_RATE)) and (p99 := cell.value(F.P99)):
             delivered = F.RATE_RATIO.reaches(cell.value(F.RATE_RATIO) or 0.0)
-            rate, p50, p99 = (cell.value(f) for f in (F.TARGET_RATE, F.P50, F.P99))
-            line.append((rate, p50, p99, delivered, True))
+            line.append((rate, cell.value(F.P50), p99, delivered, True))
     return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}
 
 
@@ -537,9 +552,9 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     curves = {p: lines for p, lines in _curves(summary).items() if lines}
     slo = summary.options.slo
     capacities = {
-        (_curve_point(c), c.stack_label): c
+        (_curve_point(c), c.record.stack_label): e
         for c in summary.cells
-        if c.mode == Mode.SLO and c.estimate(F.CAPACITY)
+        if c.record.mode == Mode.SLO and (e := c.estimate(F.CAPACITY))
     }
     labels = dict(zip(curves, short_labels(list(curves)), strict=True))
     charts = []
@@ -553,7 +568,8 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                 stairs = [v for v in points if v[4]]
                 xs = [v[0] for v in stairs]
                 ax.plot(xs, [v[2] for v in stairs], linewidth=1.5, color=colour, label=stack)
-                ax.plot(xs, [v[1] for v in stairs], linestyle=":", linewidth=1.1, color=colour)
+                p50s = [math.nan if v[1] is None else v[1] for v in stairs]  # no p50: no dot
+                ax.plot(xs, p50s, linestyle=":", linewidth=1.1, color=colour)
                 for delivered in (True, False):
                     dots = [v for v in points if v[3] is delivered]
                     ax.scatter(
@@ -561,9 +577,9 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                         color=colour if delivered else "white", edgecolors=colour,
                     )  # fmt: skip
                 values += [v[2] for v in points] + [v[1] for v in points if v[1]]
-                cell = capacities.get((point, stack))
-                if cell is not None:
-                    ax.axvline(cell.value(F.CAPACITY), color=colour, linewidth=0.9, alpha=0.6)
+                capacity = capacities.get((point, stack))
+                if capacity is not None:
+                    ax.axvline(capacity.median, color=colour, linewidth=0.9, alpha=0.6)
             if slo is not None and slo.p99_ms is not None:
                 values.append(slo.p99_ms)
                 ax.axhline(slo.p99_ms, color="#c23b3b", linewidth=1.2, linestyle="--")
@@ -589,35 +605,128 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     return charts
 
 
+# --- fixed rates: latency over time -----------------------------------------------------------
+
+TIMELINE_CAPTION = (
+    "Each second of each trial (a line per trial): the p99 (solid) and p50 (dotted) of the "
+    "requests sent in it, from their due time; below, the successful answers that came back "
+    "in it per second (dashed: the rate asked){errors}. A pause shows as a second whose p99 "
+    "stands out; a queue, as a p99 that climbs while the answers stay under the rate asked."
+)
+
+
+def _steps(
+    t_s: Sequence[int], step_s: int, values: Sequence[float | None]
+) -> tuple[list[int], list[float]]:
+    """A step's value held over its whole second (a step plot's points): gaps where none."""
+    xs = [*t_s, t_s[-1] + step_s]
+    ys = [math.nan if v is None else v for v in values]
+    return xs, [*ys, ys[-1]]
+
+
+def timeline_chart(
+    key: str, cell: CellSummary, colour: str, title: str, point: GridPoint | None = None
+) -> Chart | None:
+    """One fixed-rate cell's latency over time (every trial of it, overlaid), and below it
+    the answers per second against the rate asked; failures in red when there are any."""
+    timelines = [t for t in cell.result.timelines if t.timeline.p99_ms]
+    latencies = [
+        v for t in timelines for v in (*t.timeline.p50_ms, *t.timeline.p99_ms) if v is not None
+    ]
+    if not latencies:
+        return None
+    failed = any(any(t.timeline.errors) for t in timelines)
+    rows = [3.0, 1.3] + ([0.8] if failed else [])
+    with rc_context(STYLE):
+        chart = Figure(figsize=(WIDTH_IN, 1.2 + 0.5 * sum(rows)), layout="constrained")
+        axes = chart.subplots(len(rows), 1, sharex=True, height_ratios=rows)
+        latency_ax, rate_ax = axes[0], axes[1]
+        for trial in timelines:
+            line = trial.timeline
+            xs, p99 = _steps(line.t_s, line.step_s, line.p99_ms)
+            _, p50 = _steps(line.t_s, line.step_s, line.p50_ms)
+            _, answered = _steps(line.t_s, line.step_s, line.achieved_rps)
+            latency_ax.step(xs, p99, where="post", color=colour, linewidth=1.3, alpha=0.85)
+            latency_ax.step(xs, p50, where="post", color=colour, linewidth=1.0, linestyle=":")
+            rate_ax.step(xs, answered, where="post", color=colour, linewidth=1.1, alpha=0.85)
+            if failed:
+                axes[2].bar(
+                    [t + line.step_s / 2 for t in line.t_s], line.errors, width=line.step_s,
+                    color="#c23b3b", alpha=0.6,
+                )  # fmt: skip
+        latency_ax.set_yscale("log")
+        low, high = min(latencies), max(latencies)
+        _log_ticks(latency_ax, "y", low / 1.2, high * 1.2, lambda v: f"{v:g}", snap=True)
+        latency_ax.set_ylabel("ms (log)")
+        latency_ax.grid(which="major", alpha=0.25)
+        asked = {t.target_rate for t in timelines if t.target_rate}
+        for rate in asked:
+            rate_ax.axhline(rate, color="#5f6b78", linewidth=0.9, linestyle="--")
+        top = max([*asked, *(v for t in timelines for v in t.timeline.achieved_rps)])
+        rate_ax.set_ylim(0, top * 1.15 or 1)
+        rate_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
+        if len(asked) == 1:
+            rate_ax.set_yticks([0, *asked])  # the rate asked, labelled
+        else:
+            rate_ax.yaxis.set_major_locator(MaxNLocator(2))
+        rate_ax.set_ylabel(cell.result.rate_unit)
+        rate_ax.grid(axis="y", alpha=0.25)
+        if failed:
+            axes[2].set_ylabel("failed")
+            axes[2].yaxis.set_major_locator(MaxNLocator(2, integer=True))
+        axes[-1].set_xlabel("seconds into the trial")
+        axes[-1].set_xlim(0, max(t.timeline.t_s[-1] + t.timeline.step_s for t in timelines))
+        svg = _svg(chart, f"{title}: latency, answers and failures per second of each trial")
+    caption = TIMELINE_CAPTION.format(errors="; red, the failures per second" if failed else "")
+    return Chart(key, "timeline", title, svg, caption, point)
+
+
+def timeline_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
+    """Per fixed-rate grid point, one small chart per cell: its latency over time."""
+    charts = []
+    for index, (point, cells) in enumerate(groups(summary, (Mode.RATE,)).items()):
+        names = display_names(cells)
+        for position, cell in enumerate(cells):
+            colour = colours.get(cell.record.stack_label, CEILING_COLOUR)
+            title = f"{names[cell.record.key]}: latency over time"
+            chart = timeline_chart(f"timeline-{index}-{position}", cell, colour, title, point)
+            if chart is not None:
+                charts.append(chart)
+    return charts
+
+
 def pareto_chart(summary: RunSummary) -> Chart | None:
     """A tune's candidates: capacity against memory, the Pareto front marked (nothing else
     holds more load for less memory)."""
     if summary.options.tune is None:
         return None
+    # Each candidate with its capacity and its memory, both known.
     points = [
-        c for c in candidate_results(summary) if c.capacity is not None and c.rss_mb is not None
+        (c, e, mb)
+        for c in candidate_results(summary)
+        if (e := c.capacity) is not None and (mb := c.rss_mb) is not None
     ]
     if not points:
         return None
-    front = []
-    for c in sorted(points, key=lambda c: (c.rss_mb, -c.capacity.median)):
-        if not front or c.capacity.median > front[-1].capacity.median:
-            front.append(c)
+    front: list[tuple[CandidateResult, Estimate, float]] = []
+    for point in sorted(points, key=lambda p: (p[2], -p[1].median)):
+        if not front or point[1].median > front[-1][1].median:
+            front.append(point)
+    on_the_front = [c for c, _, _ in front]
     with rc_context(STYLE):
         chart = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
         ax = chart.subplots()
-        for c in points:
-            e = c.capacity
-            on_front = c in front
+        for c, e, mb in points:
+            on_front = c in on_the_front
             ax.errorbar(
-                c.rss_mb, e.median,
+                mb, e.median,
                 yerr=[[e.median - e.low], [e.high - e.median]] if e.n > 1 else None,
                 fmt="o", color=PALETTE[0] if on_front else "#9aa5b1", ecolor="#555",
                 capsize=3, markersize=7 if on_front else 5,
             )  # fmt: skip
-            ax.annotate(c.label, (c.rss_mb, e.median), xytext=(6, 4), textcoords="offset points",
+            ax.annotate(c.label, (mb, e.median), xytext=(6, 4), textcoords="offset points",
                         fontsize=MIN_TEXT)  # fmt: skip
-        ax.step([c.rss_mb for c in front], [c.capacity.median for c in front], where="post",
+        ax.step([mb for _, _, mb in front], [e.median for _, e, _ in front], where="post",
                 color=PALETTE[0], linewidth=1.2, alpha=0.7)  # fmt: skip
         ax.set_xlabel("peak memory of the server's processes, MB")
         ax.set_ylabel(f"capacity under the SLO, {tune_rate_unit(summary)}")
@@ -641,6 +750,7 @@ def all_charts(summary: RunSummary) -> list[Chart]:
         *point_bar_charts(summary, colours),
         *latency_charts(summary, colours),
         *curve_charts(summary, colours),
+        *timeline_charts(summary, colours),
         heatmap_chart(summary),
         rank_chart(summary, colours),
     ]

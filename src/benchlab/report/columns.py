@@ -16,6 +16,7 @@ from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.core.text import one_line
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
 
@@ -45,8 +46,9 @@ def brief_number(figure: F.Figure, value: float) -> str:
 
 
 def brief_estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
-    """A median and the larger side of its interval as a share: `94.1k ±3%` (the interval
-    lies within it; `--wide` shows its bounds)."""
+    """A median and its interval's half-width as a share of it: `94.1k ±3%` (an interval 6 %
+    of the median wide). ± means that everywhere: the recipe's target_half_width_pct and the
+    `unstable` verdict measure the same; `--wide` shows the bounds."""
     if estimate is None:
         return ""
     shown = brief_number(figure, estimate.median)
@@ -54,8 +56,7 @@ def brief_estimate_text(figure: F.Figure, estimate: Estimate | None) -> str:
         return f"{shown} (1 trial)"
     if estimate.median == 0:
         return shown
-    side = max(estimate.high - estimate.median, estimate.median - estimate.low)
-    pct = 100 * side / abs(estimate.median)
+    pct = estimate.half_width_pct
     return f"{shown} ±{pct:.1f}%" if pct < 1 else f"{shown} ±{pct:.0f}%"
 
 
@@ -81,8 +82,10 @@ def figure_text(
     hidden = _below_resolution(cell, figure, value)
     if hidden:
         return hidden
+    if interval:  # a latency percentile too: with its interval over the trials
+        value = cell.interval(figure) or value
     if isinstance(value, Estimate):
-        at_least = "≥ " if figure.key in cell.lower_bounds else ""
+        at_least = "≥ " if figure.key in cell.result.lower_bounds else ""
         if brief:
             shown = brief_estimate_text(figure, value) if interval else figure.format(value.median)
         else:
@@ -99,9 +102,9 @@ def _below_resolution(cell: CellSummary, figure: F.Figure, value: object) -> str
     number = value.median if isinstance(value, Estimate) else value
     if figure.group != F.LATENCY_GROUP or not isinstance(number, int | float):
         return ""
-    if not finer_than_timed(cell.tool, number):
+    if not finer_than_timed(cell.record.tool, number):
         return ""
-    return f"<{TOOLS[cell.tool].latency_resolution_ms:g}"
+    return f"<{TOOLS[cell.record.tool].latency_resolution_ms:g}"
 
 
 def figure_column(
@@ -125,29 +128,29 @@ def figure_column(
 
 
 def params_text(cell: CellSummary) -> str:
-    parts = [f"[{cell.point}]"] if cell.point else []
-    if cell.pool_size is not None:
-        parts.append(f"pool={cell.pool_size}")
-    scenario = SCENARIOS.get(cell.scenario)
-    if scenario is not None and cell.ms is not None:
-        parts.append(scenario.param_text(cell.ms))
+    parts = [f"[{cell.record.point}]"] if cell.record.point else []
+    if cell.record.pool_size is not None:
+        parts.append(f"pool={cell.record.pool_size}")
+    scenario = SCENARIOS.get(cell.record.scenario)
+    if scenario is not None and cell.record.ms is not None:
+        parts.append(scenario.param_text(cell.record.ms))
     return " ".join(parts)
 
 
 def load_text(cell: CellSummary) -> str:
     """How the cell was loaded: a fixed rate, a capacity search, or nothing (closed loop)."""
-    if cell.mode == Mode.SLO:
+    if cell.record.mode == Mode.SLO:
         return "capacity search"
-    return f"rate {cell.rate_text}" if cell.mode == Mode.RATE else ""
+    return f"rate {cell.result.rate_text}" if cell.record.mode == Mode.RATE else ""
 
 
 def note_text(cell: CellSummary, footnote: int | None = None) -> str:
     ref = f" [{footnote}]" if footnote is not None else ""
-    if cell.status == "failed":
+    if cell.result.status == "failed":
         return f"failed{ref}"
-    if cell.status == "pending":
+    if cell.result.status == "pending":
         return "not measured: run stopped first"
-    if cell.status == "incomplete":
+    if cell.result.status == "incomplete":
         return "incomplete: run stopped early"
     return ""
 
@@ -158,8 +161,8 @@ def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
     numbers: dict[str, int] = {}
     found = []
     for cell in summary.cells:
-        if cell.status == "failed":
-            number = numbers.setdefault(cell.reason or "", len(numbers) + 1)
+        if cell.result.status == "failed":
+            number = numbers.setdefault(cell.record.reason or "", len(numbers) + 1)
             found.append((number, cell))
     return found
 
@@ -171,9 +174,9 @@ def footnote_lines(summary: RunSummary) -> list[str]:
         grouped.setdefault(number, []).append(cell)
     lines = []
     for number, cells in grouped.items():
-        stacks = ", ".join(dict.fromkeys(c.stack_label for c in cells))
+        stacks = ", ".join(dict.fromkeys(c.record.stack_label for c in cells))
         count = f" ({len(cells)} cells)" if len(cells) > 1 else ""
-        lines.append(f"[{number}] {stacks}{count}: {cells[0].reason}")
+        lines.append(f"[{number}] {stacks}{count}: {one_line(cells[0].record.reason or '')}")
     return lines
 
 
@@ -186,9 +189,9 @@ class Badge:
 
 def badges(cell: CellSummary, footnote: int | None = None) -> list[Badge]:
     """A cell's verdicts as short names; the sentence goes in a tooltip or a line below."""
-    if cell.status == "failed":
-        return [Badge(note_text(cell, footnote), "bad", cell.reason or "failed")]
-    if not cell.measured:
+    if cell.result.status == "failed":
+        return [Badge(note_text(cell, footnote), "bad", cell.record.reason or "failed")]
+    if not cell.result.has_figure:
         return [Badge("not measured", "warn", note_text(cell) or "not measured")]
     if not cell.verdicts:
         return [Badge("valid", "good", "No verdict against this figure.")]
@@ -199,7 +202,7 @@ def verdict_column(numbers: Mapping[str, int] | None = None) -> Column:
     """The verdict badges as words; `numbers`: footnote numbers of failed cells, by key."""
 
     def text(cell: CellSummary) -> str:
-        found = (numbers or {}).get(cell.key)
+        found = (numbers or {}).get(cell.record.key)
         return ", ".join(b.name for b in badges(cell, found))
 
     return Column("verdicts", text, text, numeric=False, hint="hover or read below for why")
@@ -209,24 +212,26 @@ def _identity(title: str, text: Callable[[CellSummary], str], numeric: bool = Fa
     return Column(title, text, text, numeric=numeric, identity=True)
 
 
-STACK = Column("stack", lambda c: c.stack_label, lambda c: c.stack_label, numeric=False)
-SCENARIO = _identity("scenario", lambda c: c.scenario)
-TOOL = _identity("tool", lambda c: c.tool)
+STACK = Column(
+    "stack", lambda c: c.record.stack_label, lambda c: c.record.stack_label, numeric=False
+)
+SCENARIO = _identity("scenario", lambda c: c.record.scenario)
+TOOL = _identity("tool", lambda c: c.record.tool)
 PARAMS = _identity("params", params_text)
 LOAD = Column(
     "load", load_text, load_text, numeric=False, hint="fixed rate or capacity search",
     identity=True,
 )  # fmt: skip
 CONNS = Column(
-    "conns", lambda c: str(c.connections), lambda c: c.connections, identity=True,
+    "conns", lambda c: str(c.record.connections), lambda c: c.record.connections, identity=True,
     hint="connections the load tool held open (a fixed rate: the most it could open)",
 )  # fmt: skip
 TRIALS = Column(
-    "trials", lambda c: str(c.trials), lambda c: c.trials,
+    "trials", lambda c: str(c.result.trials), lambda c: c.result.trials,
     hint="trials measured (a capacity search: its replicates)",
 )  # fmt: skip
 ERRORS = Column(
-    "errors", lambda c: f"{c.errors['total']:,}", lambda c: c.errors["total"],
+    "errors", lambda c: f"{c.result.errors['total']:,}", lambda c: c.result.errors["total"],
     hint="connect, read, write, timeout, non-2xx and unclassified, summed (a hold's refused "
     "opens, where refusing ended it, are its finding: the note under its table)",
 )  # fmt: skip
@@ -260,12 +265,12 @@ def cell_columns(
         *([column(F.SCHEDULE_LAG)] if article else []),
         column(F.CAPACITY, interval=True),
         *([column(F.LAT_MEAN)] if article else []),
-        column(F.P50),
-        column(F.P99),
+        column(F.P50, interval=True),
+        column(F.P99, interval=True),
         *([column(F.LAT_MAX)] if article else []),
         ERRORS,
         *([column(F.TRANSFER)] if article else []),
-        column(F.CPU_PER_REQUEST),
+        column(F.CPU_PER_REQUEST, interval=True),
         column(F.SERVER_CPU),
         column(F.SERVER_RSS),
         column(F.STEAL),
@@ -277,23 +282,27 @@ def cell_columns(
         column(F.CACHE_HITS),
         *(column(f, interval=f.kind is F.Kind.ESTIMATE) for f in F.WEBSOCKET_FIGURES),
     ]  # fmt: skip
-    several_tools = len({c.tool for c in cells}) > 1
+    several_tools = len({c.record.tool for c in cells}) > 1
     shown = []
-    for column in candidates:
-        if column is TOOL:
+    for candidate in candidates:
+        if candidate is TOOL:
             if several_tools:
-                shown.append(column)
-        elif column in ALWAYS or any(column.text(c) for c in cells):
-            shown.append(column)
+                shown.append(candidate)
+        elif candidate in ALWAYS or any(candidate.text(c) for c in cells):
+            shown.append(candidate)
     return shown
 
 
-POINT = _identity("point", lambda c: c.point or "")
+POINT = _identity("point", lambda c: c.record.point or "")
 PARAM = _identity(
     "param",
-    lambda c: SCENARIOS[c.scenario].param_text(c.ms) if c.scenario in SCENARIOS else "",
+    lambda c: (
+        SCENARIOS[c.record.scenario].param_text(c.record.ms)
+        if c.record.scenario in SCENARIOS
+        else ""
+    ),
 )
-POOL = _identity("pool", lambda c: "" if c.pool_size is None else str(c.pool_size))
+POOL = _identity("pool", lambda c: "" if c.record.pool_size is None else str(c.record.pool_size))
 # What tells cells apart, part by part: a brief table shows only the parts that vary.
 IDENTITY = (SCENARIO, TOOL, POINT, PARAM, POOL, LOAD, CONNS)
 
@@ -306,7 +315,7 @@ def _brief_columns(cells: Sequence[CellSummary]) -> list[Column]:
     """Figures in registry order: the brief ones and the one the cells are ranked by (a
     WebSocket scenario's own), that one with its short interval; a figure no cell has, or
     that is 0 in every cell (a hold's throughput), is left out."""
-    ranked = {c.ranked_by.key for c in cells}
+    ranked = {c.result.figure.key for c in cells}
     figures = [
         figure_column(f, cells, interval=f.key in ranked or f.spread, brief=True)
         for f in F.FIGURES.values()

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab.core.errors import UserError
-from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -89,6 +88,11 @@ def _csv(summary: RunSummary, wide: bool) -> str:
     return render_csv(summary)
 
 
+def _one_cell(summary: RunSummary, wide: bool) -> str:
+    # A histogram is one cell's: `report --histogram CELL` writes it (report/histograms.py).
+    raise UserError("a histogram is one cell's: benchlab report --histogram CELL -o FILE")
+
+
 EXPORTERS = {
     e.name: e
     for e in (
@@ -101,9 +105,14 @@ EXPORTERS = {
         Exporter("bmf", (), _bmf, (".json",)),
         Exporter("gab-bigger", (), _bigger, (".json",)),
         Exporter("gab-smaller", (), _smaller, (".json",)),
+        # One cell's latency histogram, for HdrHistogram's tools (report --histogram CELL):
+        # its percentile distribution, its interval log.
+        Exporter("hgrm", (".hgrm",), _one_cell),
+        Exporter("hlog", (".hlog",), _one_cell),
     )
 }
 FORMATS = tuple(EXPORTERS)
+HISTOGRAMS = ("hgrm", "hlog")  # the formats of one cell's histogram, not of a whole run
 
 
 def by_extension(path: Path) -> Exporter | None:
@@ -128,7 +137,8 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
             )
         return implied or EXPORTERS["table"]
     if (
-        implied is not None
+        output is not None
+        and implied is not None
         and implied.name != fmt
         and output.suffix.lower() not in (EXPORTERS[fmt].written_as)
     ):
@@ -138,8 +148,3 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
             f"--format, or write to {output.with_suffix(wanted)}"
         )
     return EXPORTERS[fmt]
-
-
-def write(text: str, output: Path) -> None:
-    """The report in `output`, written the one way benchlab writes a user's file."""
-    write_output(output, text, "-o")

@@ -10,12 +10,14 @@ import base64
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
 from benchlab.analysis.stats import METHOD, RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.recipe.files import shown_source
 from benchlab.report.charts import Chart, all_charts, stack_colours
 from benchlab.report.columns import (
     Column,
@@ -49,7 +51,7 @@ def _columns(summary: RunSummary) -> list[Column]:
     return [*first, verdicts, *facts, *rest]
 
 
-def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
+def _row(cell: CellSummary, columns: list[Column]) -> list[dict[str, Any]]:
     values = []
     for column in columns:
         if column.title == VERDICTS:
@@ -73,7 +75,7 @@ def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
     return values
 
 
-def _verdict_groups(section: Section | None) -> list[dict]:
+def _verdict_groups(section: Section | None) -> list[dict[str, Any]]:
     """Verdicts by name, so forty sentences read as a few kinds of trouble."""
     groups = section.groups if section else ()
     return [
@@ -85,7 +87,7 @@ def _verdict_groups(section: Section | None) -> list[dict]:
     ]
 
 
-def _versions(machine: dict) -> list[tuple[str, str]]:
+def _versions(machine: dict[str, Any]) -> list[tuple[str, str]]:
     items = [("Python", machine.get("python") or "?")]
     items += sorted((machine.get("packages") or {}).items())
     items += [(name, v) for name, v in sorted((machine.get("tools") or {}).items()) if v]
@@ -93,7 +95,7 @@ def _versions(machine: dict) -> list[tuple[str, str]]:
     return items
 
 
-def _chart(chart: Chart) -> dict:
+def _chart(chart: Chart) -> dict[str, Any]:
     return {
         "key": chart.key,
         "kind": chart.kind,
@@ -103,11 +105,12 @@ def _chart(chart: Chart) -> dict:
     }
 
 
-def _points(summary: RunSummary, charts: list[Chart]) -> list[dict]:
+def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
     """Per grid point: its takeaway, settings, notes and charts (bars, then latency)."""
     cards = []
     for index, takeaway in enumerate(takeaways(summary)):
         mine = [c for c in charts if c.point == takeaway.point and c.kind != "curve"]
+        over_time = [c for c in mine if c.kind == "timeline"]
         cards.append(
             {
                 "id": f"point-{index + 1}",
@@ -115,7 +118,10 @@ def _points(summary: RunSummary, charts: list[Chart]) -> list[dict]:
                 "sentence": takeaway.sentence,
                 "settings": takeaway.settings,
                 "notes": takeaway.notes,
-                "charts": [_chart(c) for c in mine],
+                "charts": [_chart(c) for c in mine if c not in over_time],
+                # One small chart per fixed-rate cell, under one caption (they share it).
+                "timelines": [_chart(c) for c in over_time],
+                "timeline_caption": over_time[0].caption if over_time else "",
             }
         )
     return cards
@@ -149,17 +155,18 @@ def render_html(summary: RunSummary) -> str:
     run = summary.run
     columns = _columns(summary)
     charts = all_charts(summary)
-    failed = [c for c in summary.cells if c.status == "failed"]
+    failed = [c for c in summary.cells if c.result.status == "failed"]
     counts = {
         "cells": len(summary.cells),
-        "measured": sum(1 for c in summary.cells if c.measured),
+        "measured": sum(1 for c in summary.cells if c.result.has_figure),
         "failed": len(failed),
         "flagged": sum(1 for c in summary.cells if c.verdicts),
     }
     commit = run.git_commit or ""
     reproduce = [run.command]
-    if commit:
-        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
+    if commit:  # in a clone: ./lab sets up what is missing, then runs the command
+        lab = "./lab " + run.command.removeprefix("benchlab ")
+        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", lab]
     tune = recommendation_context(summary)
     points = [] if tune else _points(summary, charts)
     found = by_id(sections(summary, Format.HTML))
@@ -175,6 +182,7 @@ def render_html(summary: RunSummary) -> str:
             partial_note=summary.partial_note,
             dirty=commit.endswith("+dirty"),
             reproduce=reproduce,
+            recipe_source=shown_source(run.recipe_path),
             versions=_versions(run.machine),
             counts=counts,
             points=points,
@@ -193,7 +201,7 @@ def render_html(summary: RunSummary) -> str:
             ],
             failed=failed,
             verdict_groups=_verdict_groups(found.get("verdicts")),
-            recipe_text=summary.recipe_text,
+            recipe_text=summary.run.recipe_text,
             s=found,
             baseline=summary.baseline,
             noise=noise_line(run.machine),

@@ -12,13 +12,18 @@ parts whose keys are data (a machine's tools, a mix's parts by request) are open
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import operator
+import types
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from benchlab.analysis import ranking
+from benchlab.analysis.cell_fields import CELL_FIELDS
 from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
@@ -28,15 +33,18 @@ from benchlab.report.json_formats import (
     DRAIN,
     FORMATS,
     HISTORY,
+    PLAN,
     RECIPES,
     RUN,
     RUNS,
     SELFCHECK,
     SLOW_CLIENTS,
     STACKS,
+    STREAM,
     TUNE,
     JsonFormat,
 )
+from benchlab.report.plan import PlannedCell
 from benchlab.store import CELL_SHOWN, CellRecord
 
 Number = float | None
@@ -106,42 +114,46 @@ def _shown_fields() -> dict[str, Any]:
     }
 
 
-class _CellSummary(_Closed):
-    """What the run's summary makes of a cell beside its record's fields."""
-
-    sentinel: bool = False
-    """The run's sentinel (either launch): a reference measured in every round, not ranked."""
-    aa_copy: bool = False
-    """The sentinel's second launch (an A/A pair): not ranked, it measures the noise."""
-    mix: list[dict[str, Any]] | None
-    trials: int
-    ranked_by: str
-    errors: dict[str, int]
-    latency_source: str | None
-    latency_interval_ms: dict[str, Any]
-    latency_percentiles_ms: dict[str, Any] | None
-    curve: list[dict[str, Any]]
-    cpu_source: str | None
-    facts: dict[str, Any] | None
-    verdicts: list[str]
-    verdict_sentences: dict[str, str]
-    status: str
-    load_hosts: list[dict[str, Any]]
-    replicates: list[dict[str, Any]]
-    hold_stop: str | None = None
-    """A WebSocket hold: why its steps ended in most trials (refused, stalled, dropped,
-    memory, steps: its last step reached, the server still holding); null otherwise."""
-    hold_refused: int | None = None
-    """A WebSocket hold whose server refused an upgrade: the opens it refused by then,
-    median over the trials that stopped so (the hold's finding: not in `errors`)."""
-    rate_unit: str = "req/s"
-    """What the cell's rates (throughput, target, achieved, sent, capacity, closed-loop)
-    count a second: req/s, or msg/s for a WebSocket scenario's messages."""
-    trial_values: list[dict[str, Any]] | None = None
-    """Each trial's stored values: with `report -f json --trials` only."""
+@functools.cache
+def _model(record: type) -> type[BaseModel]:
+    """A closed model of a record declared as a dataclass (a ranking's JSON, a trial's
+    timeline), its nested records' models made too (once each): the record's fields are
+    what its writer writes; its title is its name without "Json" ("PointRanking")."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {
+        f.name: (_nested(hints[f.name]), ...) for f in dataclasses.fields(record)
+    }
+    title = record.__name__.removesuffix("Json")
+    return create_model(title, __base__=_Closed, __doc__=record.__doc__, **fields)
 
 
-Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
+def _nested(hint: Any) -> Any:
+    """A field's type with each record in it (a dataclass) replaced by its model."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _model(hint)
+    args = typing.get_args(hint)
+    if not args:
+        return hint
+    origin = typing.get_origin(hint)
+    replaced = tuple(_nested(arg) for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, replaced)
+    return origin[replaced] if len(replaced) > 1 else origin[replaced[0]]
+
+
+def _summary_fields() -> dict[str, Any]:
+    """What the summary says of a cell beside its record (analysis/cell_fields.py, CELL_FIELDS),
+    each typed and described as declared there; a key with a default is one older documents
+    lack."""
+    return {
+        f.name: (_nested(f.json_type), Field(f.default, description=f.doc or None))
+        for f in CELL_FIELDS
+    }
+
+
+Cell = create_model(
+    "Cell", __base__=_Closed, **_summary_fields(), **_shown_fields(), **_figure_fields()
+)
 
 
 class RunInfo(_Closed):
@@ -167,60 +179,8 @@ class _Document(_Closed):
     format_version: int
 
 
-class OpenRatio(_Closed):
-    """A ratio with its interval; a bound a confidence sequence has not reached yet is null."""
-
-    value: float
-    low: Number
-    high: Number
-
-
-class RankingStep(_Closed):
-    """What the evidence says of a stack against the one before it in the order."""
-
-    call: Literal["ahead", "tie", "undecided"]
-    """ahead: the one before is better by the evidence rule; tie: not told apart; undecided:
-    a run that stops on its data has not decided it yet."""
-    ratio: OpenRatio | None
-    """How many times better the one before is (above 1: ahead), with its interval."""
-    why: str
-    more_rounds: int | None
-    """Undecided: the rounds more it is expected to need (null: out of reach)."""
-
-
-class RankingPlace(_Closed):
-    stack: str
-    """The stack's label."""
-    key: str
-    value: float
-    """Its median of the point's figure."""
-    tied_with_previous: bool
-    from_previous: RankingStep | None
-
-
-class UndecidedPair(_Closed):
-    ahead: str
-    behind: str
-    would_decide: str
-
-
-class PointRanking(_Closed):
-    """One grid point's order, best first: only the ranked stacks (not the ceiling, the
-    sentinel or a nonconformant stack)."""
-
-    point: dict[str, Any]
-    figure: str
-    ranking: list[RankingPlace]
-    undecided: list[UndecidedPair]
-
-
-class Tier(_Closed):
-    stacks: list[str]
-    """Cell keys, best first: neighbours no adjacent pair separates."""
-    ratio_to_next: OpenRatio | None
-    """The pair that separates it from the next tier: its last over the next one's first."""
-    undecided: list[str]
-    """What would decide each pair inside it the run left undecided."""
+PointRanking = _model(ranking.PointRankingJson)
+Tier = _model(ranking.TierJson)
 
 
 class Takeaway(_Closed):
@@ -229,7 +189,48 @@ class Takeaway(_Closed):
     sentence: str
     settings: str
     notes: list[str]
-    tiers: list[Tier]
+    tiers: list[Tier]  # type: ignore[valid-type]
+
+
+Outcome = Literal["kept", "failed", "undecided", "not measured"]
+
+
+class ThresholdCell(_Closed):
+    """One cell against a threshold: its figure, the interval it was judged by, the outcome."""
+
+    cell: str
+    """The cell: its key in a run's or a tune's JSON (`cells[].key`); its name in a
+    history's (`series[].cell.name`)."""
+    outcome: Outcome
+    """kept: the whole interval keeps the bound; failed: the whole interval breaks it;
+    undecided: the interval straddles it."""
+    value: Number
+    """The figure as the cell's tables show it (a percentile: of the merged histogram)."""
+    low: Number
+    high: Number
+    """The interval it was judged by (null: none: a single value, one trial)."""
+    n: int
+    """The trials (a tune's answer: its replay's windows) the interval is over."""
+    sentence: str
+
+
+class ThresholdResult(_Closed):
+    """A threshold (`--threshold`, the recipe's [thresholds]) judged on every cell it
+    applies to (a tune: on its answer's replay)."""
+
+    threshold: str
+    """As `--threshold` takes it: p99<200 ms."""
+    figure: str
+    """The figure's key (a cell's JSON key)."""
+    name: str
+    """The figure's name as it was written (rps, errors, p99)."""
+    comparison: Literal["<", "<=", ">", ">="]
+    bound: float
+    unit: str
+    """The bound's unit: the figure's (a share: %)."""
+    outcome: Outcome
+    """failed in one cell: failed; else undecided in one: undecided; else kept."""
+    cells: list[ThresholdCell]
 
 
 class _RunBody(_Document):
@@ -248,8 +249,10 @@ class _RunBody(_Document):
     hosts: list[dict[str, Any]]
     slo: dict[str, Any] | None
     ranked_by: str
+    thresholds: list[ThresholdResult]
+    """Each threshold judged (none given: empty); one failed: the command exited 7."""
     cells: list[Cell]  # type: ignore[valid-type]
-    rankings: list[PointRanking]
+    rankings: list[PointRanking]  # type: ignore[valid-type]
     rank_flips: list[dict[str, Any]]
     """Each win's ratio: how many times better the winner was (version 1: winner ÷ loser)."""
 
@@ -282,8 +285,27 @@ class CompareSide(_Closed):
     machine: dict[str, Any]
 
 
+class SeriesCell(_Closed):
+    """A cell as history and compare match it across runs (analysis/series_key.py): the
+    stack, the scenario and its load, not how long or how often it was measured."""
+
+    name: str
+    """The cell in words, its stack once with its scenario: "gin w=1 · json wrk c=64"."""
+    stack: str
+    point: dict[str, Any]
+    """The grid point: the scenario and its load (tool, connections, parameter, rate)."""
+    target: str | None
+    """A capacity's target (its SLO); null otherwise."""
+    twin: str | None
+    """What tells apart two cells of one run that differ only in how long they were
+    measured ("5 s"); null otherwise."""
+
+
 class CompareCell(_Closed):
-    key: str
+    cell: SeriesCell
+    measured_otherwise: list[str]
+    """How B measured the cell otherwise than A ("duration 2 s → 5 s"): compared all the
+    same."""
     stack: str
     scenario: str
     connections: int
@@ -299,7 +321,7 @@ class CompareCell(_Closed):
 
 class CompareDocument(_Document):
     format: Literal["benchlab-compare"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     a: CompareSide
     b: CompareSide
     compared_by: str
@@ -307,13 +329,15 @@ class CompareDocument(_Document):
     evidence: str
     fail_above_pct: Number
     differences: list[Any]
-    regressed: list[Any]
+    """What differs between the runs: kind machine, versions, conditions (steal) or settings
+    (how long or how often the cells were measured)."""
+    regressed: list[str]
+    """The names of the cells --fail-above failed."""
     cells: list[CompareCell]
 
 
 class Series(_Closed):
-    key: str
-    label: str
+    cell: SeriesCell
     figure: str
     points: list[dict[str, Any]]
     change_points: list[dict[str, Any]]
@@ -322,10 +346,12 @@ class Series(_Closed):
 
 class HistoryDocument(_Document):
     format: Literal["benchlab-history"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     recipe: str
     runs: int
     series: list[Series]
+    thresholds: list[ThresholdResult]
+    """The newest run's thresholds, judged (`history --threshold`, its recipe's)."""
 
 
 class RunsEntry(_Closed):
@@ -565,7 +591,7 @@ class SelfcheckNoise(_Closed):
     between_launches: float
     shared_by_round: float
     own_drift: float
-    """Each a relative spread (0.03: ±3 %)."""
+    """Each a relative standard deviation of throughput (0.03: 3 %)."""
     pairing_helps: bool
     """true: ratios between cells are paired by round in the runs that follow."""
     kept_in: str
@@ -578,6 +604,21 @@ class SelfcheckDocument(_Document):
     """The harness's cost (`selfcheck`); null with --noise."""
     noise: SelfcheckNoise | None
     """Where the variation comes from (`selfcheck --noise`); null without it."""
+
+
+class PlanDocument(_Document):
+    format: Literal["benchlab-plan"]
+    format_version: Literal[1]
+    recipe: str
+    source: str
+    """Where the recipe came from: its path, or "benchlab's own"."""
+    question: str
+    lines: list[str]
+    """The plan in words, as a run prints it before it starts."""
+    estimate_s: float
+    """The recipe's rounds and checks, in seconds (within --budget)."""
+    cells: list[PlannedCell]
+    """Each cell as the run would measure it, and whether its stack runs here."""
 
 
 MODELS: dict[JsonFormat, type[BaseModel]] = {
@@ -593,8 +634,9 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     RECIPES: RecipesDocument,
     DOCTOR: DoctorDocument,
     SELFCHECK: SelfcheckDocument,
+    PLAN: PlanDocument,
 }
-assert set(MODELS) == set(FORMATS), "a JSON format without its model"
+assert set(MODELS) | {STREAM} == set(FORMATS), "a JSON format without its model"
 
 
 def schema_file(fmt: JsonFormat) -> str:
@@ -608,11 +650,21 @@ def json_schema(fmt: JsonFormat, closed: bool = False) -> dict[str, Any]:
     tests' check that the schema names every key benchlab writes)."""
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **MODELS[fmt].model_json_schema(),
+        **_model_schema(fmt),
         "title": f"{fmt.name} {fmt.version}",
         "description": fmt.holds,
     }
     return schema if closed else _opened(schema)
+
+
+def _model_schema(fmt: JsonFormat) -> dict[str, Any]:
+    """The format's own schema: its document's model's, or for the stream, one line's (any
+    of its events, told apart by `event`; every key written is required)."""
+    if fmt is STREAM:
+        from benchlab.report.stream_events import STREAM_LINE  # it reads this module's models
+
+        return STREAM_LINE.json_schema(mode="serialization")
+    return MODELS[fmt].model_json_schema()
 
 
 def _opened(node: Any) -> Any:

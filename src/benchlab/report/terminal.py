@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.report.columns import (
+    ERRORS,
     Column,
     brief_estimate_text,
     cell_columns,
@@ -23,7 +23,7 @@ from benchlab.report.columns import (
     footnotes,
     verdict_column,
 )
-from benchlab.report.sections import Format, Section, sections
+from benchlab.report.sections import BUILDERS, Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import (
@@ -85,6 +85,28 @@ def fit_widths(
     return widths
 
 
+def fitted_table(
+    layout: Sequence[Layout],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    expendable: Sequence[str] = (),
+    styles: Sequence[str | None] | None = None,
+) -> Table:
+    """A text table for `width` columns: every column where they fit with no word broken,
+    else without the `expendable` ones (by header), dropped in that order until they do; a
+    name to copy (an id, a run's name) is never cut, nor a word broken mid-letter."""
+    kept = list(range(len(layout)))
+    widths = fit_widths(layout, rows, width)
+    for header in expendable:
+        if widths is not None:
+            break
+        kept = [i for i in kept if layout[i].header != header]
+        widths = fit_widths([layout[i] for i in kept], [[r[i] for i in kept] for r in rows], width)
+    return text_table(
+        [layout[i] for i in kept], [[r[i] for i in kept] for r in rows], widths, styles
+    )
+
+
 def text_table(
     layout: Sequence[Layout],
     rows: Sequence[Sequence[str]],
@@ -102,7 +124,7 @@ def text_table(
             overflow="fold", width=widths[index] if widths else None,
         )  # fmt: skip
     for index, row in enumerate(rows):
-        table.add_row(*(escape(v) for v in row), style=styles[index] if styles else None)
+        table.add_row(*row, style=styles[index] if styles else None)
     return table
 
 
@@ -124,14 +146,19 @@ def _table(
     columns: Sequence[Column], cells: Sequence[CellSummary], widths: Sequence[int] | None = None
 ) -> Table:
     styles = [
-        "red" if cell.status == "failed" else "yellow" if not cell.measured else None
+        "red"
+        if cell.result.status == "failed"
+        else "yellow"
+        if not cell.result.has_figure
+        else None
         for cell in cells
     ]
     return text_table(*_cell_rows(columns, cells), widths, styles)
 
 
-# Dropped in this order when a brief table cannot fit the terminal with every number whole.
-EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title)
+# Dropped in this order when a brief table cannot fit the terminal with every number whole
+# and every word unbroken (errors last: a cell with errors is flagged among its verdicts).
+EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title, ERRORS.title)
 
 
 def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width: int) -> Table:
@@ -148,7 +175,7 @@ def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width:
 
 
 def _point_tables(summary: RunSummary, console: Console) -> None:
-    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    numbers = {cell.record.key: n for n, cell in footnotes(summary)}
     for takeaway in takeaways(summary):
         cells = summary.cells_at(takeaway.point)  # best first, as the ranking shows them
         console.print()
@@ -160,7 +187,7 @@ def _point_tables(summary: RunSummary, console: Console) -> None:
 
 
 def _wide_table(summary: RunSummary, console: Console) -> None:
-    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    numbers = {cell.record.key: n for n, cell in footnotes(summary)}
     columns = [*cell_columns(summary.cells, baseline=summary.baseline), verdict_column(numbers)]
     table = _table(columns, summary.cells)
     table.title, table.title_justify = f"benchlab · {summary.run.recipe_name}", "left"
@@ -168,8 +195,10 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     if needed <= console.width:
         console.print(table)
         return
+    # rich's color_system property is one of the names its constructor takes, typed as str.
     wide = Console(
-        file=console.file, width=needed, color_system=console.color_system,
+        file=console.file, width=needed,
+        color_system=console.color_system,  # type: ignore[arg-type]
         force_terminal=console.is_terminal, highlight=False,
     )  # fmt: skip
     wide.print(table)
@@ -182,21 +211,26 @@ def grouped_verdicts(section: Section) -> list[str]:
     for group in section.groups:
         example, sentence = group.flagged[0]
         count = f"{len(group.flagged)} cell{'s' if len(group.flagged) > 1 else ''}"
-        where = example.grid.text() if example.grid else example.scenario
-        lines.append(f"{group.name} ({count}), e.g. {example.stack_label} at {where}: {sentence}")
+        where = example.result.point.text() if example.result.point else example.record.scenario
+        lines.append(
+            f"{group.name} ({count}), e.g. {example.record.stack_label} at {where}: {sentence}"
+        )
     if lines:
         lines.append("Every cell's verdicts in words: --wide, or benchlab report -f md.")
     return lines
 
 
 def _interval_key(summary: RunSummary) -> str:
-    example = next((e for c in summary.cells if (e := c.estimate(c.ranked_by)) and e.n > 1), None)
+    example = next(
+        (e for c in summary.cells if (e := c.estimate(c.result.figure)) and e.n > 1), None
+    )
     if example is None:
         return ""
     shown = brief_estimate_text(summary.ranked_by, example)
     return (
-        f"{shown.split()[-1]} after a figure: the larger side of its interval (so the interval "
-        "lies within it); --wide shows every column and the interval's bounds."
+        f"{shown.split()[-1]} after a figure: half its interval's width, as a share of the median "
+        f"(as the ±{summary.target_half_width_pct:g}% target and unstable measure it); --wide "
+        "shows every column and the bounds."
     )
 
 
@@ -236,13 +270,13 @@ def _section(summary: RunSummary, section: Section, console: Console, wide: bool
 
 def _section_table(shown: SectionTable) -> Table:
     table = Table(
-        title=escape(shown.title), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+        title=shown.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
         pad_edge=False, header_style="bold",
     )  # fmt: skip
     for name in shown.header:
-        table.add_column(escape(name))
+        table.add_column(name)
     for row in shown.rows:
-        table.add_row(*map(escape, row))
+        table.add_row(*row)
     return table
 
 
@@ -274,7 +308,7 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
             overflow="fold", min_width=min(_longest_word(words), 34) if left else None,
         )  # fmt: skip
     for row in rows:
-        table.add_row(*(escape(v) for v in row))
+        table.add_row(*row)
     console.print(table)
     for line in verdict_lines(summary):
         _say(console, line, "yellow")
@@ -282,3 +316,6 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
         _say(console, line, "bold" if not line.startswith(" ") else None)
     for line in [interval_note(summary), *method_notes(summary)]:
         _say(console, line, "dim")
+    judged = BUILDERS["thresholds"](summary)
+    if judged is not None:  # last, as in a run's table: what a CI log shows at its end
+        _section(summary, judged, console, False)

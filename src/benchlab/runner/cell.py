@@ -16,7 +16,7 @@ from benchlab.http.wire import ExchangeError, Wire
 from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
 from benchlab.recipe import Cell
-from benchlab.runner.executor import StackServer
+from benchlab.runner.executor import Started
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
@@ -34,15 +34,13 @@ class _CellFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Launched:
-    """A server answering for one launch of a stack, in one round."""
+class LaunchRound:
+    """A started stack answering for one launch, in one round: where its cells are measured."""
 
-    server: StackServer
-    port: int
+    started: Started
     workdir: Path
     round_index: int
     keep_alive: bool  # whether it keeps connections open (learnt before its first cell)
-    counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
 def answer_problem(session: Session, cell: Cell, port: int) -> str | None:
@@ -71,8 +69,8 @@ class CellRunner:
         self.negotiated: dict[Cell, tuple[str, float | None]] = {}
         self.websocket = WebSocketCells(session)
 
-    def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
-        """The cell's trial of this round; what it found, in words (None: it failed)."""
+    def run(self, launched: LaunchRound, cell: Cell, warm: bool) -> bool:
+        """The cell's trial of this round, stored; whether it was measured (not: it failed)."""
         session = self.session
         scenario = session.scenarios[cell.scenario]
         if scenario.websocket:
@@ -82,7 +80,7 @@ class CellRunner:
         flush_cache(session, cold)
         # Generous timeout: this request may wait behind what the previous cell left queued.
         if not self.verified(launched, cell, FailureKind.VERIFICATION):
-            return None
+            return False
         flush_cache(session, cold)  # the load of every cell starts on a cold cache
         request = self._request(launched, cell)
         try:
@@ -93,24 +91,24 @@ class CellRunner:
                 known = cell.rate if cell.mode == Mode.RATE else None
                 warming = dataclasses.replace(at_rate(request, known), duration_s=warmup)
                 generate(session, warming, launched.workdir)
-                check_alive(session, launched.server, cell)
+                check_alive(session, launched.started.server, cell)
                 # The warm-up leaves requests queued in the listen backlog whose clients are
                 # gone; a sync worker serves them all before anything new. One request that
                 # waits its turn (the accept queue is first in, first out) lets the trial start
                 # on a drained server — and checks it still answers right.
                 if not self.verified(launched, cell, FailureKind.VERIFICATION_AFTER_WARMUP):
-                    return None
-            figure = self._trial(launched, cell, request)
+                    return False
+            measured = self._trial(launched, cell, request)
         except LoadToolError as exc:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
-            return None
-        return None if cell in session.cells.failed else figure
+            return False
+        return measured and cell not in session.cells.failed
 
-    def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
+    def _request(self, launched: LaunchRound, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
         wire = self.session.files.wire(cell)
-        base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.port}"
+        base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.started.port}"
         mix = scenario.load_mix(cell.ms)
         targets = tuple(
             HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
@@ -132,47 +130,46 @@ class CellRunner:
             ca=str(wire.ca) if wire.ca else None,
         )
 
-    def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+    def _trial(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> bool:
         if cell.mode == Mode.SLO:
             return self._search(launched, cell, request)
         rate = None
         if cell.mode == Mode.RATE:
             rate = self._target_rate(launched, cell, request)
             if rate is None:
-                return None
+                return False
         take = self._taker(launched, cell)
         if self.measure_alone and rate is None:
             take(dataclasses.replace(request, connections=1, duration_s=1), "alone")
-        record = take(at_rate(request, rate), None)
-        if rate is None:
-            return f"{record.throughput_rps:,.0f} req/s"
-        return f"p99 {record.latency_p99_ms or 0:,.1f} ms at {rate:,.0f} req/s"
+        take(at_rate(request, rate), None)
+        return True
 
-    def _taker(self, launched: Launched, cell: Cell) -> Taker:
+    def _taker(self, launched: LaunchRound, cell: Cell) -> Taker:
         def take(request: LoadRequest, probe: str | None) -> TrialRecord:
             return take_trial(
-                self.session, launched.server, cell, launched.round_index, request,
-                launched.workdir, probe, launched.counters_port,
+                self.session, launched.started.server, cell, launched.round_index, request,
+                launched.workdir, probe, launched.started.counters_port,
             )  # fmt: skip
 
         return take
 
-    def verified(self, launched: Launched, cell: Cell, what: FailureKind) -> bool:
+    def verified(self, launched: LaunchRound, cell: Cell, what: FailureKind) -> bool:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         wire = session.files.wire(cell)
-        problem = answer_problem(session, cell, launched.port)
+        problem = answer_problem(session, cell, launched.started.port)
         if problem:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, what, problem)
             return False
         if cell not in self.negotiated:
             self.negotiated[cell] = self._negotiated(launched, expectations, wire)
             session.store.set_cell_wire(session.cells.ids[cell], *self.negotiated[cell])
+            session.reporter.verified(cell, self.negotiated[cell][0])
         return True
 
     def _negotiated(
-        self, launched: Launched, expectations: list[Expectation], wire: Wire
+        self, launched: LaunchRound, expectations: list[Expectation], wire: Wire
     ) -> tuple[str, float | None]:
         """What a client asking over the cell's protocol got ("HTTP/2 over TLSv1.3"), and
         for a compressed answer, the document's size ÷ the size that came."""
@@ -180,7 +177,7 @@ class CellRunner:
         asked = compressed or expectations[0]
         try:
             reply = self.session.executor.observe.exchange(
-                self.session.server_address, launched.port, asked, wire, SETTLE_TIMEOUT_S
+                self.session.server_address, launched.started.port, asked, wire, SETTLE_TIMEOUT_S
             )
         except ExchangeError as exc:
             return f"unknown ({exc})", None
@@ -189,7 +186,7 @@ class CellRunner:
             ratio = len(compressed.body) / len(reply.body)
         return reply.negotiated, ratio
 
-    def _closed_capacity(self, launched: Launched, cell: Cell, request: LoadRequest) -> float:
+    def _closed_capacity(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> float:
         """Successful responses per second in a closed loop at the cell's connections (its
         own capacity, for a share of it or as the top of a search); measured once a cell."""
         known = self.closed.get(cell)
@@ -199,7 +196,7 @@ class CellRunner:
             self.closed[cell] = known
         return known
 
-    def _target_rate(self, launched: Launched, cell: Cell, request: LoadRequest) -> float | None:
+    def _target_rate(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> float | None:
         if cell.rate is not None:
             return cell.rate
         assert cell.rate_share is not None
@@ -218,11 +215,12 @@ class CellRunner:
             return None
         return target
 
-    def _search(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+    def _search(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> bool:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
-        assert recipe.slo is not None
-        target = capacity.Target.of(recipe.slo)
+        slo = recipe.slo
+        assert slo is not None
+        objective = capacity.Objective.of(slo)
         cell_id = session.cells.ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)
@@ -237,12 +235,12 @@ class CellRunner:
 
         def probe(rate: float, kind: str) -> bool:
             first = window(rate, kind)
-            missed = capacity.sustained_miss(first, target)
-            if capacity.needs_a_second_window(first, target):
+            missed = capacity.sustained_miss(first, objective)
+            if capacity.needs_a_second_window(first, objective):
                 # A latency miss, or one under the hypervisor's steal, counts when a second
                 # window misses too.
                 session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {missed}: again")
-                missed = capacity.sustained_miss(window(rate, kind), target) and missed
+                missed = capacity.sustained_miss(window(rate, kind), objective) and missed
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
@@ -250,10 +248,10 @@ class CellRunner:
         def confirm(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
-            sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
-            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), target)
+            sustained = dataclasses.replace(request, duration_s=slo.sustain_s)
+            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), objective)
             verdict = "held" if missed is None else f"missed: {missed}"
-            seconds = recipe.slo.sustain_s
+            seconds = slo.sustain_s
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")
             return missed is None
 
@@ -268,9 +266,9 @@ class CellRunner:
         try:
             found = capacity.search(
                 launched.round_index, top, previous, probe, recipe.target_half_width_pct / 100,
-                confirm if recipe.slo.sustain_s else None, bounded,
+                confirm if slo.sustain_s else None, bounded,
             )  # fmt: skip
         except _CellFailed:
-            return ""
+            return False
         session.store.add_capacity(cell_id, found)
-        return f"capacity {found.capacity_rps:,.0f} req/s ({found.probes} probes)"
+        return True

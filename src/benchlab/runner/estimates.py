@@ -20,16 +20,19 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
+from benchlab.core.text import minutes
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.ws_requests import BroadcastRequest, Endpoint, HoldRequest
-from benchlab.recipe import Cell
+from benchlab.recipe import Cell, Plan
 from benchlab.recipe.schema import WebSocket
 from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
 from benchlab.stacks import Stack
 from benchlab.system.build_cache import state_dir
+from benchlab.system.state_files import read_state, write_state
+from benchlab.system.trusted_path import Untrusted
 
 SERVICE_START_S = {
     Service.POSTGRESQL: 4.0, Service.PGBOUNCER: 0.5, Service.MARIADB: 8.0, Service.REDIS: 0.5
@@ -66,15 +69,18 @@ class Costs:
 
     @classmethod
     def load(cls) -> Costs:
+        """What earlier runs learnt (nothing, when the file is missing or not benchlab's)."""
         try:
-            return cls(json.loads(_path().read_text()))
-        except (OSError, ValueError):
+            known = json.loads(read_state(_path()) or b"{}")
+        except (OSError, ValueError, Untrusted):
             return cls()
+        if not isinstance(known, dict):
+            return cls()
+        return cls({k: float(v) for k, v in known.items() if isinstance(v, int | float)})
 
     def save(self) -> None:
         with contextlib.suppress(OSError):
-            _path().parent.mkdir(parents=True, exist_ok=True)
-            _path().write_text(json.dumps(self.known, indent=1, sort_keys=True))
+            write_state(_path(), json.dumps(self.known, indent=1, sort_keys=True))
 
     def get(self, key: str, general: str | None = None) -> float:
         """What `key` costs: learnt, else its default (a tool's declared overhead: JMeter's
@@ -119,13 +125,6 @@ class Estimate:
             f"{minutes(self.services_s)} starting services, {minutes(self.other_s)} warm-ups, "
             "checks and tool overheads)"
         )
-
-
-def minutes(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def websocket_load_s(cell: Cell, kind: str | None, settings: WebSocket, warmup_s: float) -> float:
@@ -277,6 +276,19 @@ def plan_seconds(
     )  # fmt: skip
     total = base.total_s + checks_seconds(cells, recipe, catalogue, costs)
     return total if budget_min is None else min(total, budget_min * 60)
+
+
+def plan_estimate(
+    plan: Plan, costs: Costs, budget_min: float | None = None
+) -> tuple[list[str], float]:
+    """What a run of `plan` will print before it starts and how long it will take (within a
+    budget), of its cells whose stacks run here."""
+    catalogue = plan.catalogue
+    runnable = [c for c in plan.cells if catalogue[c.stack].availability().ok]
+    return (
+        plan_lines(runnable, plan.recipe, catalogue, costs, budget_min),
+        plan_seconds(runnable, plan.recipe, catalogue, costs, budget_min),
+    )
 
 
 def plan_lines(

@@ -9,15 +9,17 @@ from pathlib import Path
 from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
+from benchlab.load.live import Follow, LiveFigure
 from benchlab.load.result import overdrawn
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
-from benchlab.runner.executor import StackServer
+from benchlab.runner.executor import ServerProcess
 from benchlab.runner.failure import FailureKind
+from benchlab.runner.records import TrialExtras, share_record, trial_record
 from benchlab.runner.session import Session
 from benchlab.services.redis_service import hit_counters
 from benchlab.stacks import Stack
-from benchlab.store import TrialExtras, TrialRecord, now, trial_record
+from benchlab.store import TrialRecord, now
 from benchlab.system.process import signals_deferred
 
 
@@ -27,7 +29,7 @@ class StackDied(Exception):
         self.kind = kind
 
 
-def does_not_fit(server: StackServer, stack: Stack) -> str | None:
+def does_not_fit(server: ServerProcess, stack: Stack) -> str | None:
     """Why a stack under a memory limit (tune --memory) does not fit in it: the kernel killed
     some of its processes there; None when it fits, or has no limit."""
     killed = server.oom_kills()
@@ -39,7 +41,7 @@ def does_not_fit(server: StackServer, stack: Stack) -> str | None:
     )
 
 
-def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
+def check_alive(session: Session, server: ServerProcess, cell: Cell) -> None:
     """Raise ServiceDied for a dead service, StackDied for a dead server, or one that lost a
     process to its memory limit (it does not fit in it, whether or not it carried on)."""
     session.services.check()
@@ -54,11 +56,14 @@ def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
     )
 
 
-def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
-    """The request's load from every load host at once, merged."""
+def generate(
+    session: Session, request: LoadRequest, workdir: Path, live: Follow | None = None
+) -> Generated:
+    """The request's load from every load host at once, merged; `live`: where its figures
+    go while it runs (a fixed-rate trial's)."""
     tool = TOOLS[request.tool]
     return session.executor.measure.generate(
-        tool, request, session.hosts.load, session.registry, workdir
+        tool, request, session.hosts.load, session.registry, workdir, live
     )
 
 
@@ -99,7 +104,7 @@ def _threads_since(before: ThreadTimes | None, after: ThreadTimes | None) -> Thr
 
 def take_trial(
     session: Session,
-    server: StackServer,
+    server: ServerProcess,
     cell: Cell,
     round_index: int,
     request: LoadRequest,
@@ -123,7 +128,7 @@ def take_trial(
         ) as monitors:
             started_at, began = now(), clock()
             monitors.count_until(began + request.duration_s)
-            generated = generate(session, request, workdir)
+            generated = generate(session, request, workdir, _live(session, cell))
             result = generated.result
             finished.enter_context(signals_deferred())
             impossible = overdrawn(generated.shares)
@@ -145,21 +150,33 @@ def take_trial(
                 f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
             )
         cache_after = _cache_counters(session, scenario.needs_cache)
+        hits = misses = None  # both counted or neither: the same cache, asked the same way
+        if cache_before is not None and cache_after is not None:
+            hits, misses = cache_after[0] - cache_before[0], cache_after[1] - cache_before[1]
         threads = _threads_since(threads_before, _thread_times(session, cell, counters_port))
         extras = TrialExtras(
             db_sessions_peak=monitors.peaks().get("db"),
             pool_active_peak=monitors.peaks().get("pool"),
-            cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
-            cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+            cache_hits=hits,
+            cache_misses=misses,
             gil_wait_us=threads.gil_wait_us if threads else None,
             threads_busy_us=threads.busy_us if threads else None,
         )
         record = trial_record(
             round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe
         )
-        session.store.add_trial(session.cells.ids[cell], record, generated.shares)
+        session.store.add_trial(
+            session.cells.ids[cell], record, [share_record(s) for s in generated.shares]
+        )
         session.cells.measured.add(cell)
     return record
+
+
+def _live(session: Session, cell: Cell) -> Follow:
+    def follow(figure: LiveFigure) -> None:
+        session.reporter.live(cell, figure)
+
+    return follow
 
 
 def at_rate(request: LoadRequest, rate: float | None) -> LoadRequest:

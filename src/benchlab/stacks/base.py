@@ -16,6 +16,7 @@ from benchlab.http.tls import TlsFiles
 from benchlab.measure.server_counters import CounterSource
 from benchlab.stacks.servers import PerWorker, ServerKind
 from benchlab.system.cpu_account import Limits
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
@@ -51,6 +52,16 @@ NOTE_MEANINGS = (
         "request, which costs both sides",
     ),
     ("dev server", "the framework's development server, not meant for production"),
+    (
+        "ceiling",
+        "nginx answering from memory: the most this machine and its load tool carry at each "
+        "point, shown and not ranked; each stack's share of it says how far below it sits",
+    ),
+    (
+        "deliberate mistake",
+        "a mistake kept on purpose to show its cost: gevent patches the standard library after "
+        "the app imported it, so its calls still block",
+    ),
 )
 
 
@@ -90,7 +101,7 @@ class LaunchContext:
 class Launch:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    cwd: Path | None = None
+    cwd: Path = NEUTRAL_DIR  # where it runs: its apps' directory, else / (root's, empty of use)
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,19 @@ from benchlab.store.database import (
 from benchlab.store.records import (
     CELL_CHECKED,
     CELL_SHOWN,
-    ERROR_KINDS,
+    LATENCY_KEYS,
     CapacityRecord,
     CellRecord,
     HostRecord,
     LoadShareRecord,
+    RoundMeasured,
     RunInfo,
     RunRecord,
-    TrialExtras,
     TrialRecord,
-    trial_record,
 )
 
 __all__ = [
-    "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "ERROR_KINDS", "SCHEMA_VERSION", "TABLES",
-    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RunInfo", "RunRecord",
-    "Store", "TrialExtras", "TrialRecord", "now", "trial_record",
+    "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "LATENCY_KEYS", "SCHEMA_VERSION", "TABLES",
+    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RoundMeasured", "RunInfo",
+    "RunRecord", "Store", "TrialRecord", "now",
 ]  # fmt: skip

@@ -30,7 +30,6 @@ from benchlab.core import environment
 from benchlab.core.errors import StoreError, UserError
 from benchlab.core.modes import Mode, mode_of
 from benchlab.core.text import printable, redact
-from benchlab.load.result import LoadShare
 from benchlab.store.records import (
     CapacityRecord,
     CellRecord,
@@ -40,7 +39,6 @@ from benchlab.store.records import (
     RunRecord,
     TrialRecord,
     plain,
-    share_record,
 )
 from benchlab.system.outputs import check_store_place
 
@@ -81,10 +79,13 @@ def lock_timeout_s() -> float:
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
 # 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
 # 7: how the server's RSS moved during a trial. 8: the WebSocket trials' columns (ws_*).
-SCHEMA_VERSION = 8
+# 9: trials.latency_timeline, a fixed-rate trial's latency over time (load/timeline.py).
+SCHEMA_VERSION = 9
 ID_ATTEMPTS = 5
 
-Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord)
+Record = TypeVar(
+    "Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord, HostRecord
+)
 
 SQL_TYPES: dict[Any, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bool: "INTEGER"}
 JSON_TYPES = (dict, tuple, list)  # kept as JSON text
@@ -105,7 +106,7 @@ def _kind(base: Any) -> Any:
     return typing.get_origin(base) or base
 
 
-def _sql_type(f: dataclasses.Field, hint: Any) -> str:
+def _sql_type(f: dataclasses.Field[Any], hint: Any) -> str:
     if "sql" in f.metadata:
         return str(f.metadata["sql"])
     base, nullable = _base(hint)
@@ -300,7 +301,7 @@ def _record(kind: type[Record], row: sqlite3.Row, table: str = "") -> Record:
     return kind(**values)
 
 
-def _read(f: dataclasses.Field, hint: Any, stored: Any) -> Any:
+def _read(f: dataclasses.Field[Any], hint: Any, stored: Any) -> Any:
     kind = _kind(_base(hint)[0])
     if stored is None or (kind in JSON_TYPES and stored == ""):
         if f.default_factory is not dataclasses.MISSING:
@@ -357,6 +358,21 @@ class Store:
         self.keep_out(*secrets)
         return redact(text, self._secrets) if self._secrets else text
 
+    def masked_prose(self, text: str) -> str:
+        """Prose the store keeps (a reason, a log's tail): no secret it was told of, nor any
+        part of one FRAGMENT characters long (a shell's error line quoting --setup)."""
+        return redact(text, self._secrets, fragments=True) if self._secrets else text
+
+    def _masked_facts(self, facts: Any) -> Any:
+        """Facts with every text in them masked as prose (their keys are benchlab's)."""
+        if isinstance(facts, str):
+            return self.masked_prose(facts)
+        if isinstance(facts, dict):
+            return {k: self._masked_facts(v) for k, v in facts.items()}
+        if isinstance(facts, list):
+            return [self._masked_facts(v) for v in facts]
+        return facts
+
     def _masked_row(self, values: dict[str, Any]) -> dict[str, Any]:
         return {k: self.masked(v) if isinstance(v, str) else v for k, v in values.items()}
 
@@ -381,13 +397,13 @@ class Store:
 
     @_writes
     def add_cell(self, record: CellRecord) -> int:
-        """A planned cell (`CellRecord.of`), stored; its id."""
+        """A planned cell (`runner/records.py`, `cell_record`), stored; its id."""
         values = self._masked_row(_row(record))
         del values["id"]  # SQLite gives the row its id
         return _insert(self.db, "cells", values)
 
     @_writes
-    def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
+    def set_run_services(self, run_id: str, services: dict[str, Any], database: str | None) -> None:
         self.db.execute(
             "UPDATE runs SET services = ?, database = ? WHERE id = ?",
             (self.masked(json.dumps(services)), database, run_id),
@@ -396,7 +412,7 @@ class Store:
     @_writes
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         # A reason quotes a server's log: stored without a control character, whatever reads it.
-        shown = None if reason is None else printable(self.masked(reason))
+        shown = None if reason is None else printable(self.masked_prose(reason))
         self.db.execute(
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, shown, cell_id)
         )
@@ -408,7 +424,7 @@ class Store:
         facts = json.loads(row["facts"] or "{}") if row is not None else {}
         self.db.execute(
             "UPDATE cells SET facts = ? WHERE id = ?",
-            (self.masked(json.dumps({**facts, **more})), cell_id),
+            (self.masked(json.dumps(self._masked_facts({**facts, **more}))), cell_id),
         )
 
     @_writes
@@ -435,7 +451,7 @@ class Store:
 
     @_writes
     def add_trial(
-        self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShare] = ()
+        self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShareRecord] = ()
     ) -> None:
         """The trial, then each load host's share of it."""
         with _transaction(self.db):
@@ -443,7 +459,7 @@ class Store:
                 self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)}
             )
             for share in shares:
-                values = dataclasses.asdict(share_record(share))
+                values = dataclasses.asdict(share)
                 _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
 
     @_writes
@@ -472,7 +488,12 @@ class Store:
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
-            (status, None if reason is None else printable(self.masked(reason)), now(), run_id),
+            (
+                status,
+                None if reason is None else printable(self.masked_prose(reason)),
+                now(),
+                run_id,
+            ),
         )
 
     # --- reading --------------------------------------------------------------------------

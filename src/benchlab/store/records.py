@@ -10,17 +10,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.core.latency_timeline import Timeline
 from benchlab.core.modes import Mode
-from benchlab.load.result import Errors, LoadResult, LoadShare
-from benchlab.measure.monitor import CoreSteal, TreeUsage
-from benchlab.recipe import Cell
+from benchlab.core.request_errors import ERROR_KINDS, Errors
 
 # A cell's status once `tune --check-only` found its stack's answer right (nothing measured).
 CELL_CHECKED = "checked"
-ERROR_KINDS = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("min", "mean", "stdev", "p50", "p90", "p99", "p999", "max")
 # The trial columns that hold JSON text (a trial's JSON gives them decoded).
-TRIAL_JSON_COLUMNS = ("latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps")
+TRIAL_JSON_COLUMNS = (
+    "latency_percentiles", "window_p99_ms", "mix_parts", "ws_hold_steps", "latency_timeline",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,9 @@ class TrialRecord:
     ws_server_frames_in: int | None = None
     ws_server_frames_out: int | None = None
     ws_server_deliveries: int | None = None
+    # Schema 9: a fixed-rate trial's latency over time (vegeta's), Timeline.stored: JSON of its
+    # step, then per step p50, p99, achieved rate and errors (about 1.3 KB for 60 s).
+    latency_timeline: str | None = None
 
     @property
     def errors(self) -> Errors:
@@ -109,6 +112,8 @@ class TrialRecord:
         for name in TRIAL_JSON_COLUMNS:
             if data[name] is not None:
                 data[name] = json.loads(data[name])
+        if (timeline := self.timeline) is not None:
+            data["latency_timeline"] = timeline.to_json()  # with its steps' starts
         return data
 
     @property
@@ -128,6 +133,14 @@ class TrialRecord:
         return self.achieved_rps / self.target_rate
 
     @property
+    def timeline(self) -> Timeline | None:
+        """Its latency over time; None: not a fixed-rate trial read request by request, or
+        stored before schema 9."""
+        return (
+            Timeline.from_json(json.loads(self.latency_timeline)) if self.latency_timeline else None
+        )
+
+    @property
     def windows_p99(self) -> list[float]:
         return json.loads(self.window_p99_ms) if self.window_p99_ms else []
 
@@ -135,63 +148,6 @@ class TrialRecord:
     def error_pct(self) -> float:
         attempts = self.requests + self.errors.socket
         return 100.0 * self.errors.total / attempts if attempts else 0.0
-
-
-@dataclass(frozen=True)
-class TrialExtras:
-    """What some scenarios add to a trial: database sessions in use, cache hits."""
-
-    db_sessions_peak: int | None = None
-    pool_active_peak: int | None = None
-    cache_hits: int | None = None
-    cache_misses: int | None = None
-    gil_wait_us: int | None = None  # the server's own count: its threads' wait for the GIL
-    threads_busy_us: int | None = None  # ... and their time with a request (the wait included)
-
-
-def trial_record(
-    round_index: int,
-    started_at: str,
-    load: LoadResult,
-    server: TreeUsage,
-    steal: CoreSteal,
-    extras: TrialExtras | None = None,
-    probe: str | None = None,
-) -> TrialRecord:
-    lat = load.latency
-    return TrialRecord(
-        round=round_index,
-        started_at=started_at,
-        requests=load.requests,
-        duration_s=load.duration_s,
-        throughput_rps=load.throughput_rps,
-        bytes=load.bytes,
-        **{f"latency_{key}_ms": getattr(lat, key) for key in LATENCY_KEYS},
-        latency_percentiles=json.dumps(lat.percentiles),
-        **{f"errors_{kind}": getattr(load.errors, kind) for kind in ERROR_KINDS},
-        server_cpu_pct=server.cpu_pct,
-        server_rss_mb=server.peak_rss_mb,
-        server_processes=server.processes,
-        load_cpu_pct=load.load_cpu_pct,
-        server_steal_pct=steal.server_pct,
-        load_steal_pct=steal.load_pct,
-        **dataclasses.asdict(extras or TrialExtras()),
-        probe=probe,
-        target_rate=load.target_rate,
-        sent_rate=load.sent_rate,
-        achieved_rps=load.achieved_rps,
-        schedule_lag_ms=load.schedule_lag_ms,
-        latency_first_ms=load.latency_first_ms,
-        latency_last_ms=load.latency_last_ms,
-        server_cpu_s=server.cpu_s,
-        cpu_source=server.cpu_source,
-        latency_histogram=load.histogram,
-        window_p99_ms=json.dumps(list(load.window_p99_ms)) if load.window_p99_ms else None,
-        mix_parts=json.dumps(load.parts) if load.parts else None,
-        rss_growth_mb=server.memory.growth_mb if server.memory else None,
-        rss_slope_mb_min=server.memory.slope_mb_min if server.memory else None,
-        rss_slope_low_mb_min=server.memory.slope_low_mb_min if server.memory else None,
-    )
 
 
 @dataclass(frozen=True)
@@ -212,6 +168,19 @@ class CapacityRecord:
 
 
 @dataclass(frozen=True)
+class RoundMeasured:
+    """What one round of a cell stored, as the store keeps it: its trials that are no step
+    of something else (a WebSocket echo's fixed-rate trial beside its search), a capacity
+    search's replicate; with the figure the cell is ranked by (a registry key) and what its
+    rates count (req/s, msg/s), for whoever shows the round."""
+
+    trials: tuple[TrialRecord, ...]
+    replicate: CapacityRecord | None
+    ranked_by: str
+    rate_unit: str
+
+
+@dataclass(frozen=True)
 class LoadShareRecord:
     """One load host's part of a trial: a row of `trial_loads`."""
 
@@ -225,22 +194,6 @@ class LoadShareRecord:
     throughput_rps: float
     load_cpu_pct: float | None
     latency_p99_ms: float | None
-
-
-def share_record(share: LoadShare) -> LoadShareRecord:
-    result = share.result
-    return LoadShareRecord(
-        host=share.host,
-        machine=share.machine,
-        cores=json.dumps(list(share.cores)),
-        connections=share.connections,
-        rate=share.rate,
-        requests=result.requests,
-        duration_s=result.duration_s,
-        throughput_rps=result.throughput_rps,
-        load_cpu_pct=result.load_cpu_pct,
-        latency_p99_ms=result.latency.p99,
-    )
 
 
 def _key(sql: str, default: Any = dataclasses.MISSING) -> Any:
@@ -365,31 +318,6 @@ class CellRecord:
     negotiated: str | None = _shown(None)
     compression_ratio: float | None = None  # a compressed answer: its size ÷ compressed size
     copy: int = 1  # schema 7: 2 for the sentinel's second launch of an A/A pair
-
-    @classmethod
-    def of(
-        cls,
-        run_id: str,
-        position: int,
-        cell: Cell,
-        label: str,
-        concurrency_limit: int | None = None,
-        db_pool_limit: int | None = None,
-        facts: dict[str, Any] | None = None,
-    ) -> CellRecord:
-        """A planned cell as it is first stored: pending."""
-        return cls(
-            run_id=run_id, position=position, key=cell.key, stack=cell.stack,
-            stack_label=label, scenario=cell.scenario, tool=cell.tool,
-            connections=cell.connections, threads=cell.threads,
-            duration_s=float(cell.duration), workers=cell.workers, status="pending",
-            flavour=cell.flavour, server_threads=cell.server_threads,
-            pool_size=cell.pool_size, ms=cell.ms, point=cell.point,
-            concurrency_limit=concurrency_limit, db_pool_limit=db_pool_limit, mode=cell.mode,
-            target_rate=cell.rate, rate_share=cell.rate_share, timeout_s=cell.timeout,
-            facts=facts or {}, keepalive=cell.keepalive, protocol=cell.protocol,
-            copy=cell.copy,
-        )  # fmt: skip
 
 
 # What every report shows of a stored cell: field name -> the name it is shown by (JSON key,

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import psutil
 
@@ -33,7 +34,7 @@ from benchlab.analysis.target import Target
 from benchlab.core import figures as F
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
-from benchlab.core.service_kinds import Provides, Service
+from benchlab.core.service_kinds import DatabaseName, Provides, Service
 from benchlab.core.service_kinds import named as service_named
 from benchlab.core.text import MASK, one_line
 from benchlab.hosts import machine
@@ -356,7 +357,8 @@ def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
         trials=REPLICATES,
         warmup=1,
         slo=Slo(p99_ms=request.slo_p99_ms, sustain_s=CONFIRM_S),
-        services=Services(database=database.recipe_name),
+        # A database's recipe name is a DatabaseName (tests/test_service_kinds.py holds it).
+        services=Services(database=cast(DatabaseName, database.recipe_name)),
     )
 
 
@@ -453,7 +455,7 @@ class PreparedTune:
 def prepare_tune(request: TuneRequest) -> PreparedTune:
     spec = app_module.parse_app(request.app, request.cwd, request.factory)
     env_file = (request.env_file, request.env_from_file) if request.env_file else None
-    owner = app_module.app_owner(spec)
+    owner = app_module.app_owner(spec, request.python, request.cwd)
     user = stack_user(owner)  # None unless benchlab is root
     # The --with services' addresses, fixed now: the app is imported with them, as its
     # candidates will be (an app that reads REDIS_URL at import must find it).
@@ -540,7 +542,7 @@ def run_tune(
             scenarios={SCENARIO: _scenario(request)},
             secrets=secrets_of(request), run_as=owner, reserved=reserved,
         ),
-        _run_info(request, spec, info, recipe, cores, command, shared),
+        _run_info(request, spec, info, recipe, cores, command, shared, owner),
     )  # fmt: skip
     measurer = Measurer(
         session,
@@ -780,7 +782,7 @@ def _announce(
 
 def _run_info(
     request: TuneRequest, spec: AppSpec, info: AppInfo, recipe: Recipe, cores: CoreAssignment,
-    command: str, shared: bool,
+    command: str, shared: bool, owner: str | None,
 ) -> RunInfo:  # fmt: skip
     """The tune's row in the store: what it tried, on which app, as a run's options."""
     options = dataclasses.replace(
@@ -801,7 +803,7 @@ def _run_info(
             "rate": request.rate,  # --rate: the load to hold at the least cost
             "env": sorted(request.env), "env_file_keys": sorted(request.env_from_file),
             # The code under test is the app's: its repository's commit and dirty state.
-            "app_commit": machine.git_commit(spec.directory),
+            "app_commit": machine.git_commit(spec.directory, stack_user(owner)),
             "app_versions": info.versions,
         },
     )  # fmt: skip
@@ -811,7 +813,7 @@ def _run_info(
         server_cores=cores.server, load_cores=cores.load,
         machine={
             **machine.describe(), "shared_with_another_run": shared,
-            "stacks_run_as": running_as(app_module.app_owner(spec)),
+            "stacks_run_as": running_as(owner),
             # How far a second tune may move its answer reads this (selfcheck --noise).
             "noise": noise_facts(),
         },

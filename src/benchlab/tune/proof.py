@@ -120,7 +120,7 @@ def replay_at(
     trials, failure = session.cells.trials_of(cell), session.cells.failure_of(cell)
     if failure is not None or not trials:
         return Replayed(None, problem=failure.reason if failure else "no trial")
-    missed = capacity.proof_miss(trials[-1], session.slo_target())
+    missed = capacity.proof_miss(trials[-1], session.objective())
     judged = ProofJudgement(
         of_cell=entry.cell.key, of=session.cells.label_of(entry.cell), step=step,
         held=missed is None, missed=missed, windows_p99_ms=tuple(trials[-1].windows_p99 or ()),
