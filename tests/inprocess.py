@@ -25,6 +25,7 @@ from rich.console import Console
 
 from benchlab.analysis.summary import summarise
 from benchlab.conformance.check import Conformance, Failure, ShapeResult
+from benchlab.conformance.probe import Fault, Wrong
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.core.errors import LoadToolError
 from benchlab.core.request_errors import Errors
@@ -68,6 +69,7 @@ from tests.stored_runs import MACHINE
 START_S = 2.0  # simulated seconds a start takes
 DRAINS = Drain("SIGTERM", 20, None, 40, 0, 60, 0, 60, 0, 0.3)  # what a draining stack does
 CONFORM_S = 5.0  # and a conformance check
+MISPARSED = Wrong(Fault.WRONG_ANSWER, "a wrong answer")  # a misparsing stack's, at byte 7
 JVM_START_S = 1.0  # and JMeter's start before each WebSocket load
 FIRST_PORT = 20_000
 COUNTERS_PORT_OFFSET = 10_000  # a launch's counters are served this far above its port
@@ -83,6 +85,7 @@ class Figures:
     errors: int = 0  # non-2xx answers
     # The server's own count (a stack with Stack.counters): its threads' GIL wait ÷ busy time.
     gil_wait_share: float | None = None
+    load_cpu_pct: float = 50.0  # the load tool's, over its load (100 = one core)
 
 
 @dataclass(frozen=True)
@@ -441,9 +444,7 @@ class FakeObserve:
         wrong = self.world.stacks[server.stack].misparses
         return Conformance(
             tuple(
-                ShapeResult(
-                    shape, 1, (Failure(7, "a wrong answer"),) if shape.name == wrong else ()
-                )
+                ShapeResult(shape, 1, (Failure(7, MISPARSED),) if shape.name == wrong else ())
                 for shape in shapes.shapes
             )
         )
@@ -490,7 +491,7 @@ def _result(request: LoadRequest, figures: Figures) -> LoadResult:
         bytes=requests * 100,
         latency=latency,
         errors=Errors(non_2xx=figures.errors),
-        load_cpu_pct=50.0,
+        load_cpu_pct=figures.load_cpu_pct,
         target_rate=request.rate,
         sent_rate=rps if request.rate is not None else None,
     )

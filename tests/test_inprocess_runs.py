@@ -224,6 +224,34 @@ def test_each_failure_fails_its_own_cells_with_its_kind_and_the_run_goes_on(
     assert rows[("gin", "json")]["status"] == "ok"
 
 
+def test_a_load_tools_cpu_above_its_cores_fails_the_trial_as_a_harness_error(
+    tmp_path: Path,
+) -> None:
+    """A generator that reads 180 % CPU of the one core it was pinned to (issue 66's seed-000
+    figure, forged here) measured nothing true: the cell fails as its load tool's, naming
+    the figure, with no trial stored and no verdict about the server. 95 % of it is a
+    measurement: the server's figure, flagged client-bound."""
+    executor = FakeExecutor(
+        {
+            "sanic": FakeStack({"json": Figures(20_000, load_cpu_pct=180.0)}),
+            "gin": FakeStack({"json": Figures(40_000, load_cpu_pct=95.0)}),
+        }
+    )
+    run = run_inprocess(tmp_path, _recipe(["sanic", "gin"], ["json"], 2), executor)
+    assert run.outcome.status == "partial"
+    cells = run.cells()
+    assert cells[("sanic", "json")].status == "failed"
+    assert cells[("sanic", "json")].reason.startswith(
+        "load tool failed: wrk used 180% CPU of the 1 core(s) it was pinned to on local (1) "
+        "over its load: more than they can give, so its pinning or the count of its CPU is "
+        "wrong (a harness error)"
+    ), cells[("sanic", "json")].reason
+    assert run.trials("sanic", "json") == []
+    verdicts = {(c["stack"], c["scenario"]): c["verdicts"] for c in run.report()["cells"]}
+    assert "client-bound" in verdicts[("gin", "json")], verdicts
+    assert "client-bound" not in verdicts.get(("sanic", "json"), []), verdicts
+
+
 def test_a_ctrl_c_ends_the_run_interrupted_with_its_finished_trials_kept(tmp_path: Path) -> None:
     executor = FakeExecutor({"gin": FakeStack(), "sanic": FakeStack(interrupted_at_launch=2)})
     run = run_inprocess(tmp_path, _recipe(["gin", "sanic"], ["json"], 3), executor)
@@ -364,7 +392,10 @@ def test_a_nonconformant_stack_is_measured_flagged_and_kept_out_of_the_ranking(
     recipe = _recipe(["gin", "sanic", "tornado"], ["json"], 3, "max_trials = 7\nconform = true")
     run = run_inprocess(tmp_path, recipe, executor)
     assert run.outcome.status == "complete"
-    assert "gin is nonconformant (pipelined, split after byte 7: a wrong answer)" in run.output
+    assert (
+        "gin is nonconformant, measured but kept out of the ranking: it answers the request "
+        "wrong (pipelined, split after byte 7: a wrong answer)" in run.output
+    )
     report = run.report()
     verdicts = {c["stack"]: c["verdicts"] for c in report["cells"]}
     assert "nonconformant" in verdicts["gin"] and "nonconformant" not in verdicts["sanic"]

@@ -3,6 +3,7 @@ and what a tool cannot report left empty."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import psutil
@@ -13,7 +14,7 @@ from benchlab.core.request_errors import Errors
 from benchlab.hosts import generators
 from benchlab.hosts.generators import run_load, run_tool
 from benchlab.load import LoadRequest, base
-from benchlab.load.result import Latency, LoadResult
+from benchlab.load.result import CPU_READ_SLACK, Latency, LoadResult
 from benchlab.runner import HOST
 from benchlab.system.process import ProcessRegistry
 from tests.conftest import benchlab, write_recipe
@@ -184,6 +185,55 @@ def test_a_tool_that_keeps_stopping_early_is_an_error(tmp_path: Path) -> None:
         run_load(
             _StopsEarly(early=3), _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path
         )
+
+
+class _BusyAfterItsLoad(base.DebianTool):
+    """A real process that idles through its load's second, then keeps its core busy for
+    1.5 s more, as wrk's done() hook does walking a large latency histogram."""
+
+    name = "sh"
+    package = "dash"
+
+    def command(self, request: LoadRequest, workdir: Path) -> list[str]:
+        spin = "end=$(($(date +%s%N) + 1500000000)); while [ $(date +%s%N) -lt $end ]; do :; done"
+        return ["sh", "-c", f"sleep {request.duration_s}; {spin}; echo done"]
+
+    def parse(self, output: str, request: LoadRequest, workdir: Path) -> LoadResult:
+        assert output.strip() == "done"
+        return LoadResult(
+            tool="sh", requests=1, duration_s=float(request.duration_s), bytes=0,
+            latency=Latency(None, None, None, None, None, None, None, None), errors=Errors(),
+        )  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.alone  # it keeps a core busy
+def test_a_tools_cpu_is_counted_over_its_load_not_its_whole_life(tmp_path: Path) -> None:
+    """Counted over its whole life, this tool's 1.5 s of CPU after a 1-s load read 150 % of
+    the one core it was pinned to (issue 66's 180 %, the same way); over its load, next to
+    nothing."""
+    result = run_load(
+        _BusyAfterItsLoad(), _request("sh", 1, "/", connections=1), ProcessRegistry(), tmp_path
+    )
+    assert result.load_cpu_pct is not None and result.load_cpu_pct < 20, result.load_cpu_pct
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+@pytest.mark.parametrize("tool", ["wrk", "vegeta"])
+def test_a_tool_pinned_to_one_core_never_reads_more_than_it(tool: str, tmp_path: Path) -> None:
+    """500 connections against Go's net/http on the other core for 2 s (as seed-000 loads):
+    the tool's CPU over its load is its core's at most (wrk's done() hook then walks some
+    twenty thousand distinct latencies, vegeta writes its results), and is counted."""
+    request = LoadRequest(
+        url="", connections=500, threads=1, duration_s=2, timeout_s=2, cores=(1,), tool=tool
+    )
+    with running_stack("go-nethttp", tmp_path / "server", cores=(0,)) as (_, port):
+        request = dataclasses.replace(request, url=f"http://{HOST}:{port}/json")
+        result = run_tool(request, ProcessRegistry(), tmp_path)
+    assert result.requests > 1000, result
+    assert result.load_cpu_pct is not None
+    assert 10 < result.load_cpu_pct <= 100 * CPU_READ_SLACK, result.load_cpu_pct
 
 
 TWO_TOOLS = """

@@ -320,10 +320,12 @@ def test_the_answer_is_checked_beside_slow_clients_and_says_when_it_needs_a_prox
     (asked,) = executor.conformed
     assert asked.follow_up.startswith(b"GET /app HTTP/1.1\r\n")
     assert {shape.raw.split(b" ")[1] for shape in asked.shapes} >= {b"/app"}
-    assert best["parsing"]["unranking"] == ["pipelined, split after byte 7: a wrong answer"]
+    assert best["parsing"]["unranking"] == [
+        "answers the request wrong (pipelined, split after byte 7: a wrong answer)"
+    ]
     assert (
-        "parsing: frames requests wrong (pipelined, split after byte 7: a wrong answer): "
-        "put a proxy that parses them (nginx) in front" in text
+        "parsing: answers the request wrong (pipelined, split after byte 7: a wrong answer): "
+        "put a proxy that parses requests (nginx) in front" in text
     )
 
     unharmed = tmp_path / "unharmed"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.conformance.probe import probe, still_answers
-from benchlab.conformance.shapes import CATALOGUE_SHAPES, Shape, ShapeSet
+from benchlab.conformance.probe import Fault, Probed, Wrong, probe, still_answers
+from benchlab.conformance.shapes import CATALOGUE_SHAPES, Shape, ShapeSet, answered_as
 
 # A shape stops after this many failures: the first offsets say what is wrong, and a server
 # that hangs would otherwise cost a timeout per offset.
@@ -19,10 +19,18 @@ MAX_FAILURES = 5
 @dataclass(frozen=True)
 class Failure:
     offset: int | None  # None: sent whole
-    problem: str
+    wrong: Wrong
+
+    @property
+    def problem(self) -> str:
+        return str(self.wrong)
 
     def where(self) -> str:
         return "sent whole" if self.offset is None else f"split after byte {self.offset}"
+
+    def line(self, shape: Shape) -> str:
+        """What the server did wrong, then the shape, where, and what showed it."""
+        return f"{self.wrong.fault.value} ({shape.name}, {self.where()}: {self.wrong.detail})"
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,9 @@ class ShapeResult:
     failures: tuple[Failure, ...] = ()
     stopped: bool = False  # it stopped at MAX_FAILURES: more offsets may fail
     notes: tuple[str, ...] = ()  # right, but worth saying: each note once
+    # A user's app's own answer to the shape sent whole, where it is not the one asked for
+    # (the status of each answer): what the shape split at each byte had to get.
+    apps_own: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -42,7 +53,10 @@ class ShapeResult:
             "shape": self.shape.name,
             "sent": self.sent,
             "passed": self.passed,
-            "failures": [{"offset": f.offset, "problem": f.problem} for f in self.failures],
+            "failures": [
+                {"offset": f.offset, "fault": f.wrong.fault.name.lower(), "problem": f.problem}
+                for f in self.failures
+            ],
             "stopped_early": self.stopped,
             "notes": list(self.notes),
         }
@@ -68,12 +82,20 @@ class Conformance:
         return not self.failures(unranking=True) and self.down_after is None
 
     def facts(self) -> dict[str, Any]:
-        """What a run keeps of it with each of the stack's cells (the verdicts read it)."""
+        """What a run keeps of it with each of the stack's cells (the verdicts read it): the
+        failures in words, what the server did wrong in each unranking one (a Fault's name),
+        and a user's app's own answers to shapes sent whole."""
         down = [] if self.down_after is None else [f"stopped answering {self.down_after}"]
         return {
             "requests": self.requests,
             "unranking": [*self.failures(unranking=True), *down],
             "cautions": self.failures(unranking=False),
+            "faults": sorted({r.failures[0].wrong.fault.name for r in self._failed(True)}),
+            "apps_own": [
+                f"{r.shape.name} answered {' and '.join(map(str, r.apps_own))}"
+                for r in self.results
+                if r.apps_own
+            ],
         }
 
     @property
@@ -89,14 +111,15 @@ class Conformance:
                 seen.setdefault(note, result.shape.name)
         return tuple(f"{note} ({shape})" for note, shape in seen.items())
 
+    def _failed(self, unranking: bool) -> list[ShapeResult]:
+        """The failed shapes whose failure does (or does not) keep the stack out of a
+        ranking."""
+        return [r for r in self.results if r.failures and r.shape.unranks == unranking]
+
     def failures(self, unranking: bool) -> list[str]:
         """One line per failed shape whose failure does (or does not) keep the stack out of
-        a ranking: the shape, where it first failed, and why."""
-        return [
-            f"{r.shape.name}, {r.failures[0].where()}: {r.failures[0].problem}"
-            for r in self.results
-            if r.failures and r.shape.unranks == unranking
-        ]
+        a ranking: what the server did wrong, the shape, where it first failed, and why."""
+        return [r.failures[0].line(r.shape) for r in self._failed(unranking)]
 
     def first_failure(self) -> str | None:
         """One line: the first shape that failed, where, and why."""
@@ -104,8 +127,7 @@ class Conformance:
             return f"stopped answering: {self.down_after}"
         for result in self.results:
             if result.failures:
-                first = result.failures[0]
-                return f"{result.shape.name}, {first.where()}: {first.problem}"
+                return result.failures[0].line(result.shape)
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -156,23 +178,45 @@ def check_server(
     )
     results = []
     for shape in asked.shapes:
-        failures: list[Failure] = []
-        notes: dict[str, None] = {}
-        sent = 0
-        every = offsets(shape)
-        for offset in every:
-            sent += 1
-            probed = probe(host, port, shape, offset, asked)
-            if probed.note is not None:
-                notes[probed.note] = None
-            if probed.problem is not None:
-                failures.append(Failure(offset, probed.problem))
-                if len(failures) >= MAX_FAILURES:
-                    break
-        stopped = len(failures) >= MAX_FAILURES and sent < len(every)
-        results.append(ShapeResult(shape, sent, tuple(failures), stopped, tuple(notes)))
-        progress(f"{shape.name}: {sent - len(failures)}/{sent} right")
+        results.append(_check_shape(host, port, shape, asked))
+        result = results[-1]
+        progress(f"{shape.name}: {result.sent - len(result.failures)}/{result.sent} right")
         down = still_answers(host, port, asked)
         if down is not None:
             return Conformance(tuple(results), down_after=f"after {shape.name}: {down}")
     return Conformance(tuple(results))
+
+
+def _check_shape(host: str, port: int, shape: Shape, asked: ShapeSet) -> ShapeResult:
+    """One shape whole, then split at each offset. A user's app's own answer to it sent
+    whole, well framed, is the app's, not a fault of the server's: the shape split must get
+    that answer too."""
+    failures: list[Failure] = []
+    notes: dict[str, None] = {}
+    sent, judged = 0, shape
+    own: tuple[int, ...] = ()
+    every = offsets(shape)
+    for offset in every:
+        sent += 1
+        probed = probe(host, port, judged, offset, asked)
+        if offset is None and _apps_own(probed, asked):
+            own, judged = probed.statuses, answered_as(shape, probed.statuses)
+            sent += 1
+            probed = probe(host, port, judged, offset, asked)  # the rest of it checked too
+        if probed.note is not None:
+            notes[probed.note] = None
+        if probed.wrong is not None:
+            failures.append(Failure(offset, probed.wrong))
+            if len(failures) >= MAX_FAILURES:
+                break
+    stopped = len(failures) >= MAX_FAILURES and sent < len(every) + bool(own)
+    return ShapeResult(shape, sent, tuple(failures), stopped, tuple(notes), own)
+
+
+def _apps_own(probed: Probed, asked: ShapeSet) -> bool:
+    return (
+        asked.apps_own
+        and probed.wrong is not None
+        and probed.wrong.fault is Fault.WRONG_ANSWER
+        and bool(probed.statuses)
+    )

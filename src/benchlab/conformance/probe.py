@@ -10,6 +10,7 @@ import select
 import socket
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 import h11
 
@@ -22,15 +23,40 @@ GAP_S = 0.005
 TIMEOUT_S = 5.0  # an answer slower than this on loopback, one request at a time, is a hang
 CLOSE_WAIT_S = 2.0  # a server that must close has this long to do it after its answer
 CHUNK_BYTES = 64 * 1024  # a large request goes out in these, watching for an early answer
-# What `read` returns when the server closed (or reset) the connection before any byte of
-# the answer: a refusal to answer on that connection, not a wrong answer.
-CLOSED = "the server closed the connection without an answer"
+
+
+class Fault(Enum):
+    """What a server did wrong, in words a user can check with a raw socket (`printf
+    'HEAD / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' | nc HOST PORT`) or curl -v."""
+
+    WRONG_ANSWER = "answers the request wrong"
+    HEAD_BODY = "answers HEAD with a body"
+    OUT_OF_STEP = "misreads where the request ends (the next on the connection is answered wrong)"
+    NO_ANSWER = "does not answer the request"
+    MALFORMED = "sends an answer a client cannot parse"
+    # The server closed (or reset) the connection before any byte of the answer: a refusal
+    # to answer on that connection, not a wrong answer.
+    CLOSED = "closes the connection without an answer"
+    NOT_CLOSED = "does not close the connection after an answer that must end it"
+    UNREACHABLE = "does not take the connection"
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """One thing the server did wrong, and what showed it."""
+
+    fault: Fault
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.fault.value}: {self.detail}"
 
 
 @dataclass(frozen=True)
 class Probed:
-    problem: str | None = None  # what went wrong; None: right
+    wrong: Wrong | None = None  # what went wrong; None: right
     note: str | None = None  # right, but worth saying (it closes without saying so)
+    statuses: tuple[int, ...] = ()  # the status of each answer read, in order
 
 
 CLOSES_UNANNOUNCED = (
@@ -48,35 +74,38 @@ def probe(
     try:
         with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sent = _send(sock, shape.raw, offset)
-            reader = _Reader(sock)
-            for index, answer in enumerate(shape.answers):
-                if index and reader.closing:
-                    # It said it would close after an answer (gunicorn's sync workers always
-                    # do): a client asks the rest again on a new connection, as RFC 9112 says.
-                    return Probed(reader.closed_after_answer())
-                problem = reader.read(answer)
-                if problem is CLOSED and index:
-                    return Probed(note=CLOSES_UNANNOUNCED)
-                if problem is CLOSED and shape.close_refuses:
-                    return Probed(note=f"refuses {shape.name} by closing the connection, no status")
-                if problem is not None:
-                    return Probed(
-                        problem if sent else f"{problem} (it stopped reading the request)"
-                    )
-            if shape.closes:
-                return Probed(reader.closed_after_answer())
-            if shape.follow_up and reader.reusable:
-                if not _send(sock, asked.follow_up, None):
-                    return Probed(note=CLOSES_UNANNOUNCED)
-                problem = reader.read(asked.answer)
-                if problem is CLOSED:
-                    return Probed(note=CLOSES_UNANNOUNCED)
-                if problem is not None:
-                    return Probed(f"the next request on the connection: {problem}")
-            return Probed()
+            return _exchange(sock, shape, offset, asked)
     except OSError as exc:
-        return Probed(f"connection failed: {exc.strerror or exc}")
+        return Probed(Wrong(Fault.UNREACHABLE, f"connection failed: {exc.strerror or exc}"))
+
+
+def _exchange(sock: socket.socket, shape: Shape, offset: int | None, asked: ShapeSet) -> Probed:
+    sent = _send(sock, shape.raw, offset)
+    reader = _Reader(sock)
+    for index, answer in enumerate(shape.answers):
+        if index and reader.closing:
+            # It said it would close after an answer (gunicorn's sync workers always do): a
+            # client asks the rest again on a new connection, as RFC 9112 says.
+            return reader.probed(reader.closed_after_answer())
+        wrong = reader.read(answer)
+        if wrong is not None and wrong.fault is Fault.CLOSED and index:
+            return reader.probed(note=CLOSES_UNANNOUNCED)
+        if wrong is not None and wrong.fault is Fault.CLOSED and shape.close_refuses:
+            return reader.probed(note=f"refuses {shape.name} by closing the connection, no status")
+        if wrong is not None:
+            unread = f"{wrong.detail} (it stopped reading the request)"
+            return reader.probed(wrong if sent else Wrong(wrong.fault, unread))
+    if shape.closes:
+        return reader.probed(reader.closed_after_answer())
+    if shape.follow_up and reader.reusable:
+        if not _send(sock, asked.follow_up, None):
+            return reader.probed(note=CLOSES_UNANNOUNCED)
+        wrong = reader.read(asked.answer)
+        if wrong is not None and wrong.fault is Fault.CLOSED:
+            return reader.probed(note=CLOSES_UNANNOUNCED)
+        if wrong is not None:
+            return reader.probed(reader.next_answer_wrong(wrong))
+    return reader.probed()
 
 
 def still_answers(host: str, port: int, asked: ShapeSet = CATALOGUE_SHAPES) -> str | None:
@@ -84,7 +113,8 @@ def still_answers(host: str, port: int, asked: ShapeSet = CATALOGUE_SHAPES) -> s
     try:
         with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
             sock.sendall(asked.follow_up)
-            return _Reader(sock).read(asked.answer)
+            wrong = _Reader(sock).read(asked.answer)
+            return None if wrong is None else str(wrong)
     except OSError as exc:
         return f"connection failed: {exc.strerror or exc}"
 
@@ -108,13 +138,22 @@ def _send(sock: socket.socket, raw: bytes, offset: int | None) -> bool:
     return True
 
 
+STATUS_LINE = b"HTTP/1."
+
+
 class _Reader:
     """The client side of one connection: answers read in order, by h11."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.connection = h11.Connection(h11.CLIENT)
-        self.received = 0  # bytes of the answer being read
+        self.received = b""  # the bytes of the answer being read
+        self.statuses: list[int] = []  # of each answer read
+        self.asked: str | None = None  # the method of the answer being read
+        self.asked_before: str | None = None  # ... and of the one before it
+
+    def probed(self, wrong: Wrong | None = None, note: str | None = None) -> Probed:
+        return Probed(wrong, note, tuple(self.statuses))
 
     @property
     def closing(self) -> bool:
@@ -125,7 +164,7 @@ class _Reader:
     def reusable(self) -> bool:
         return self.connection.our_state is h11.DONE and self.connection.their_state is h11.DONE
 
-    def read(self, answer: Answer) -> str | None:
+    def read(self, answer: Answer) -> Wrong | None:
         if self.reusable:
             self.connection.start_next_cycle()
         # What was asked, told to h11 only (the bytes on the wire are the shape's own). h11
@@ -134,30 +173,53 @@ class _Reader:
         headers = [("Host", "127.0.0.1")] + ([("Connection", "close")] if answer.http10 else [])
         self.connection.send(h11.Request(method=answer.method, target="/", headers=headers))
         self.connection.send(h11.EndOfMessage())
-        self.received = 0
+        self.received = b""
+        self.asked_before, self.asked = self.asked, answer.method
         try:
             got = self._response()
         except h11.RemoteProtocolError as exc:
-            return CLOSED if self.received == 0 else f"a malformed answer: {exc}"
-        if isinstance(got, str):
+            if not self.received:
+                return Wrong(Fault.CLOSED, "before any byte of its answer")
+            return Wrong(Fault.MALFORMED, f"{exc} (its first bytes {self.received[:60]!r})")
+        if isinstance(got, Wrong):
             return got
         status, fields, body = got
+        self.statuses.append(status)
+        unasked, _ = self.connection.trailing_data
+        if answer.method == "HEAD" and unasked:
+            return Wrong(Fault.HEAD_BODY, f"{len(unasked)} bytes after the answer's headers")
         if answer.expect is not None:
-            return check_response(
+            problem = check_response(
                 answer.expect, status=status, headers=fields, body=body, framed=answer.http10
             )
+            return None if problem is None else Wrong(Fault.WRONG_ANSWER, problem)
         if status not in answer.statuses:
-            return f"status {status}, expected {_statuses(answer.statuses)} (body {body[:80]!r})"
+            expected = _statuses(answer.statuses)
+            return Wrong(
+                Fault.WRONG_ANSWER, f"status {status}, expected {expected} (body {body[:80]!r})"
+            )
         return None
 
-    def _response(self) -> tuple[int, dict[str, str], bytes] | str:
+    def next_answer_wrong(self, wrong: Wrong) -> Wrong:
+        """What a wrong answer to the plain GET after a shape says of the shape: bytes of an
+        answer to HEAD read as the start of the next (a body to HEAD), or the shape's end
+        misread."""
+        if self.asked_before == "HEAD" and wrong.fault is Fault.MALFORMED:
+            extra = self.received.find(STATUS_LINE)
+            size = f"{extra} bytes" if extra > 0 else "bytes"
+            return Wrong(
+                Fault.HEAD_BODY, f"{size} after the answer's headers, read as the next answer's"
+            )
+        return Wrong(Fault.OUT_OF_STEP, f"the next request on the connection: {wrong}")
+
+    def _response(self) -> tuple[int, dict[str, str], bytes] | Wrong:
         status, fields, body = 0, {}, b""
         while True:
             event = self.connection.next_event()
             if event is h11.NEED_DATA:
-                problem = self._receive()
-                if problem is not None:
-                    return problem
+                wrong = self._receive()
+                if wrong is not None:
+                    return wrong
             elif isinstance(event, h11.Response):
                 status = event.status_code
                 fields = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
@@ -166,28 +228,34 @@ class _Reader:
             elif isinstance(event, h11.EndOfMessage):
                 return status, fields, body
             elif isinstance(event, h11.ConnectionClosed):
-                return CLOSED
+                return Wrong(Fault.CLOSED, "before any byte of its answer")
 
-    def _receive(self) -> str | None:
+    def _receive(self) -> Wrong | None:
         try:
             data = self.sock.recv(65536)
         except TimeoutError:
-            return f"no answer within {TIMEOUT_S:g} s"
+            return Wrong(Fault.NO_ANSWER, f"no answer within {TIMEOUT_S:g} s")
         except ConnectionResetError:
-            return CLOSED if self.received == 0 else "the server reset the connection mid-answer"
-        self.received += len(data)
+            if not self.received:
+                return Wrong(Fault.CLOSED, "reset before any byte of its answer")
+            return Wrong(Fault.MALFORMED, "the server reset the connection mid-answer")
+        self.received += data
         self.connection.receive_data(data)
         return None
 
-    def closed_after_answer(self) -> str | None:
+    def closed_after_answer(self) -> Wrong | None:
         if self.connection.their_state is h11.CLOSED:
             return None
         self.sock.settimeout(CLOSE_WAIT_S)
         try:
             while data := self.sock.recv(65536):
-                return f"sent {len(data)} more bytes after its answer instead of closing"
+                return Wrong(
+                    Fault.NOT_CLOSED, f"sent {len(data)} more bytes after its answer instead"
+                )
         except TimeoutError:
-            return f"kept the connection open {CLOSE_WAIT_S:g} s after its answer"
+            return Wrong(
+                Fault.NOT_CLOSED, f"kept the connection open {CLOSE_WAIT_S:g} s after its answer"
+            )
         except ConnectionResetError:
             return None
         return None

@@ -9,6 +9,7 @@ fails at some offset)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from benchlab.http.scenarios import SCENARIOS, Expectation
@@ -76,6 +77,11 @@ class ShapeSet:
     shapes: tuple[Shape, ...]
     follow_up: bytes
     answer: Answer
+    # A user's app (tune): what it answers to a shape sent whole is its own (Django answers
+    # an HTTP/1.0 request without Host 400, by its host check), not the server's framing;
+    # the shape split at each byte must then get that answer. The catalogue's app answers
+    # as the contract says, so a server that answers otherwise is wrong.
+    apps_own: bool = False
 
 
 def shapes_for(get: Expectation, second: Expectation | None = None) -> ShapeSet:
@@ -95,7 +101,19 @@ def shapes_for(get: Expectation, second: Expectation | None = None) -> ShapeSet:
         (*_framed(path, more, answer, after, routed), *_ended(path, more, get, answer, routed)),
         follow,
         answer,
+        apps_own=not get.contract,
     )
+
+
+def answered_as(shape: Shape, statuses: tuple[int, ...]) -> Shape:
+    """`shape` whose answers are judged by the statuses the app gave it sent whole (each
+    answer it got; the rest as they were)."""
+    answers = tuple(
+        dataclasses.replace(answer, expect=None, statuses=(statuses[index],))
+        if index < len(statuses) else answer
+        for index, answer in enumerate(shape.answers)
+    )  # fmt: skip
+    return dataclasses.replace(shape, answers=answers)
 
 
 def _framed(
@@ -161,7 +179,7 @@ def _ended(
         ),
         Shape(
             "http-1.0",
-            "HTTP/1.0 without keep-alive: answered, then the server closes",
+            "HTTP/1.0 without Host or keep-alive: answered, then the server closes",
             request_bytes(f"GET {path} HTTP/1.0", host=False, more=more),
             (Answer("GET", get, http10=True),),
             closes=True,

@@ -20,6 +20,7 @@ from benchlab.load import TOOLS
 from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.live import Follow, NoLive
 from benchlab.load.result import LoadResult, LoadShare, busiest_machine
+from benchlab.system.cpu_window import CpuWindow
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 HANG_MARGIN_S = 15.0
@@ -86,8 +87,12 @@ def run_generators(
     for attempt in range(tool.hang_retries + 1):
         processes = _start_all(tool, requests, placements, registry, dirs)
         try:
+            windows = [CpuWindow(process) for process in processes]
             with _followed(tool, requests, placements, dirs, live):
-                codes = _wait_all(processes, request.duration_s + request.timeout_s + HANG_MARGIN_S)
+                codes = _wait_all(
+                    processes, windows, request.duration_s,
+                    request.duration_s + request.timeout_s + HANG_MARGIN_S,
+                )  # fmt: skip
         finally:
             for process in processes:
                 registry.stop(process)
@@ -100,9 +105,9 @@ def run_generators(
                 )
             continue
         results = [
-            _result(tool, placement, sub, directory, process, code, single)
-            for placement, sub, directory, process, code in zip(
-                placements, requests, dirs, processes, codes, strict=True
+            _result(tool, placement, sub, directory, window, code, single)
+            for placement, sub, directory, window, code in zip(
+                placements, requests, dirs, windows, codes, strict=True
             )
         ]
         short = min(result.duration_s for result in results)
@@ -206,22 +211,28 @@ def _result(
     placement: Placement,
     request: LoadRequest,
     directory: Path,
-    process: ManagedProcess,
+    window: CpuWindow,
     code: int | None,
     single: bool,
 ) -> LoadResult:
-    """One generator's result, read where it ran, with the CPU its process used."""
+    """One generator's result, read where it ran, with the CPU it used over its load."""
     placement.host.pull(directory)
     output = (directory / f"{tool.name}.out").read_text(errors="replace")
     where = "" if single else f" on host '{placement.host.name}'"
     if code != 0:
         raise LoadToolError(f"{tool.name}{where} exited with {code}: {output.strip()[-500:]}")
     result = tool.parse(output, request, directory)
-    used = process.tool_cpu_seconds()
-    cpu = 100.0 * used / result.duration_s if used is not None and result.duration_s else None
-    return dataclasses.replace(result, load_cpu_pct=cpu)
+    return dataclasses.replace(result, load_cpu_pct=window.pct())
 
 
-def _wait_all(processes: list[ManagedProcess], timeout: float) -> list[int | None]:
-    deadline = time.monotonic() + timeout
+def _wait_all(
+    processes: list[ManagedProcess], windows: list[CpuWindow], window_s: float, timeout: float
+) -> list[int | None]:
+    """Each generator's exit code (None: it was still running after `timeout`), its CPU
+    window closed when its load's `window_s` is up, or as it exits if that comes first."""
+    began = min(window.start.at for window in windows)
+    for process, window in zip(processes, windows, strict=True):
+        process.wait(timeout=max(began + window_s - time.monotonic(), 0.0))
+        window.close()
+    deadline = began + timeout
     return [p.wait(timeout=max(deadline - time.monotonic(), 0.0)) for p in processes]

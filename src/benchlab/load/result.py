@@ -91,3 +91,30 @@ def busiest_machine(shares: list[LoadShare]) -> float | None:
             return None
         used[(share.machine, share.cores)] += share.result.load_cpu_pct
     return max(used.values()) if used else None
+
+
+# How far above its cores a generator's CPU may read from the error of its two readings
+# (CPU times count in clock ticks of 10 ms; a window is 1 s at the shortest).
+CPU_READ_SLACK = 1.05
+
+
+def overdrawn(shares: list[LoadShare]) -> str | None:
+    """Why the generators' CPU cannot be true: more than the cores they were pinned to can
+    give over the load window (summed over those that share a machine's cores), so their
+    pinning or the count of their CPU is wrong. A harness error, never a verdict about the
+    server: the trial is not counted."""
+    used: dict[tuple[str, tuple[int, ...]], float] = defaultdict(float)
+    tools: dict[tuple[str, tuple[int, ...]], str] = {}
+    for share in shares:
+        if share.result.load_cpu_pct is not None:
+            used[(share.machine, share.cores)] += share.result.load_cpu_pct
+            tools[(share.machine, share.cores)] = share.result.tool
+    for (machine, cores), pct in used.items():
+        if pct > 100 * len(cores) * CPU_READ_SLACK:
+            return (
+                f"{tools[(machine, cores)]} used {pct:.0f}% CPU of the {len(cores)} core(s) it "
+                f"was pinned to on {machine} ({', '.join(map(str, cores))}) over its load: more "
+                "than they can give, so its pinning or the count of its CPU is wrong (a harness "
+                "error); the trial is not counted"
+            )
+    return None

@@ -393,6 +393,9 @@ class StacksDocument(_Document):
 class ConformFailure(_Closed):
     offset: int | None
     """The byte after which the request was split; null: sent whole."""
+    fault: str
+    """What the server did wrong: head_body, out_of_step, wrong_answer, no_answer, malformed,
+    closed, not_closed, unreachable."""
     problem: str
 
 

@@ -16,9 +16,10 @@ from benchlab.analysis.recommendation import (
 from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
+from benchlab.conformance.findings import parsing_text
 from benchlab.core import figures as F
 from benchlab.core.text import one_line
-from benchlab.resilience.facts import NotChecked, parsing_text
+from benchlab.resilience.facts import NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.store import CELL_CHECKED
 

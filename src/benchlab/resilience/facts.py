@@ -60,19 +60,3 @@ def attempted(
         return NotChecked(redacted(str(exc))).to_json()
     except Exception as exc:
         return NotChecked(redacted(f"{type(exc).__name__}: {exc}")).to_json()
-
-
-def parsing_text(found: Mapping[str, Any]) -> str:
-    """A conformance check's facts in words: what failed, and what to do about it."""
-    unranking, cautions = found.get("unranking") or [], found.get("cautions") or []
-    if unranking:
-        return (
-            f"frames requests wrong ({'; '.join(unranking)}): put a proxy that parses them "
-            "(nginx) in front"
-        )
-    if cautions:
-        return (
-            f"mishandles a malformed request or a header's size ({'; '.join(cautions)}): a "
-            "proxy that enforces limits (nginx) in front"
-        )
-    return f"every request shape right, whole and split at every byte ({found['requests']:,})"

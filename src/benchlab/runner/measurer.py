@@ -310,8 +310,8 @@ class Measurer:
                 session.store.add_cell_facts(session.cells.ids[cell], {"conformance": facts})
         if not result.ranks:
             session.reporter.status(
-                f"{stack.name} is nonconformant ({facts['unranking'][0]}): "
-                "measured, but kept out of the ranking"
+                f"{stack.name} is nonconformant, measured but kept out of the ranking: it "
+                f"{facts['unranking'][0]}"
             )
 
     def _run_cells(

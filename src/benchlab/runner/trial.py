@@ -10,6 +10,7 @@ from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
 from benchlab.load.live import Follow, LiveFigure
+from benchlab.load.result import overdrawn
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import ServerProcess
@@ -130,6 +131,9 @@ def take_trial(
             generated = generate(session, request, workdir, _live(session, cell))
             result = generated.result
             finished.enter_context(signals_deferred())
+            impossible = overdrawn(generated.shares)
+            if impossible is not None:
+                raise LoadToolError(impossible)
             if result.requests == 0 and request.rate is None:
                 kinds = ", ".join(
                     f"{kind} {count:,}" for kind, count in vars(result.errors).items() if count

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from benchlab.core.errors import LoadToolError
 from benchlab.load import jmeter, ws_results
 from benchlab.load.jmeter_plans import broadcast_plan, echo_plan, hold_plan, step_timing
@@ -32,6 +30,7 @@ from benchlab.load.ws_requests import (
     HoldResult,
     HoldStep,
 )
+from benchlab.system.cpu_window import CpuWindow
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 from benchlab.system.trusted_path import NEUTRAL_DIR
 
@@ -49,19 +48,19 @@ class _Run:
     results: Path
     log: Path
     live: bool  # its samples written as they come
-    cpu_at_start: float | None = None  # the JVM's CPU seconds when its test began
+    # The JVM's CPU from when its test began (its start-up is no load) to the test's end
+    # (writing its results and stopping are none either).
+    window: CpuWindow | None = None
     first_ms: int | None = None  # a live run's first sample's start (epoch ms)
 
     def watch_start(self) -> None:
-        """Waits for the test to begin (and a live run's first sample) and notes the JVM's
-        CPU then, so that its start-up is not counted as load."""
+        """Waits for the test to begin (and a live run's first sample) and opens the JVM's
+        CPU window then."""
         deadline = time.monotonic() + START_S
-        while time.monotonic() < deadline and self.process.alive():
-            if self.cpu_at_start is None and self._began():
-                with contextlib.suppress(psutil.Error):
-                    times = psutil.Process(self.process.pid).cpu_times()
-                    self.cpu_at_start = times.user + times.system
-            if self.cpu_at_start is not None and not self.live:
+        while time.monotonic() < deadline and self.process.wait(0.0) is None:
+            if self.window is None and self._began():
+                self.window = CpuWindow(self.process)
+            if self.window is not None and not self.live:
                 return
             first = next(ws_results.samples(self.results), None) if self.live else None
             if first is not None:
@@ -75,11 +74,8 @@ class _Run:
         except OSError:
             return False
 
-    def load_cpu_pct(self, seconds: float) -> float | None:
-        total = self.process.tool_cpu_seconds()
-        if total is None or self.cpu_at_start is None or seconds <= 0:
-            return None
-        return 100.0 * max(total - self.cpu_at_start, 0.0) / seconds
+    def load_cpu_pct(self) -> float | None:
+        return None if self.window is None else self.window.pct()
 
 
 @contextlib.contextmanager
@@ -110,8 +106,14 @@ def _jmeter(
         registry.stop(process, grace=2.0)
 
 
-def _finish(run: _Run, timeout_s: float) -> None:
-    code = run.process.wait(timeout=timeout_s)
+def _finish(run: _Run, window_s: float, timeout_s: float) -> None:
+    """Its CPU window closed `window_s` after its test began (or as it exits), then its
+    exit awaited."""
+    began = time.monotonic()
+    if run.window is not None:
+        run.process.wait(timeout=max(run.window.start.at + window_s - began, 0.0))
+        run.window.close()
+    code = run.process.wait(timeout=max(began + timeout_s - time.monotonic(), 0.0))
     if code is None:
         raise LoadToolError(f"jmeter did not finish within {timeout_s:.0f} s")
     if code != 0:
@@ -120,10 +122,11 @@ def _finish(run: _Run, timeout_s: float) -> None:
 
 def run_echo(registry: ProcessRegistry, request: EchoRequest, workdir: Path) -> EchoResult:
     with _jmeter(registry, echo_plan(request), workdir, request.endpoint.cores, "echo") as run:
-        _finish(run, START_S + request.duration_s + request.timeout_ms / 1000 + 15)
+        _finish(
+            run, request.duration_s, START_S + request.duration_s + request.timeout_ms / 1000 + 15
+        )
     result = ws_results.echo_result(run.results, request)
-    cpu = run.load_cpu_pct(result.duration_s)
-    return EchoResult(**{**result.__dict__, "load_cpu_pct": cpu})
+    return EchoResult(**{**result.__dict__, "load_cpu_pct": run.load_cpu_pct()})
 
 
 def run_broadcast(
@@ -133,12 +136,11 @@ def run_broadcast(
     with _jmeter(registry, plan, workdir, request.endpoint.cores, "broadcast") as run:
         rounds = request.rounds + request.warmup_rounds
         span = request.receivers / request.join_rate + rounds * request.interval_ms / 1000
-        _finish(run, START_S + span + request.timeout_ms / 1000 + 15)
+        _finish(run, span, START_S + span + request.timeout_ms / 1000 + 15)
     result = ws_results.broadcast_result(
         run.results, request.receivers, request.rounds, request.warmup_rounds
     )
-    seconds = request.rounds * request.interval_ms / 1000
-    return BroadcastResult(**{**result.__dict__, "load_cpu_pct": run.load_cpu_pct(seconds)})
+    return BroadcastResult(**{**result.__dict__, "load_cpu_pct": run.load_cpu_pct()})
 
 
 def established(port: int) -> int:

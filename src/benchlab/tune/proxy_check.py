@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.conformance.check import expected_s
+from benchlab.conformance.findings import parsing_text
 from benchlab.conformance.shapes import shapes_for
 from benchlab.http.scenarios import Expectation
 from benchlab.recipe import CoreAssignment
@@ -23,7 +24,6 @@ from benchlab.resilience.facts import (
     SLOW_CLIENTS,
     NotChecked,
     attempted,
-    parsing_text,
     slow_client_check,
 )
 from benchlab.runner import Measurer
