@@ -390,7 +390,7 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
     if not measured:
         return None
     best = max(measured, key=lambda c: c.closed_rps or 0.0)
-    quick = bool((summary.options.tune or {}).get("quick"))
+    quick = summary.options.tune is not None and summary.options.tune.quick
     held_none = any(c.capacity is not None for c in results)
     missing = (
         "no capacity search (--quick): ranked by the first pass's closed-loop throughput; "
@@ -415,7 +415,7 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
 
 def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[CandidateResult]]:
     results = candidate_results(summary)
-    goal = (summary.options.tune or {}).get("rate")
+    goal = summary.options.tune.rate if summary.options.tune is not None else None
     if goal:
         cheapest = _cheapest_at(summary, results, float(goal))
         if cheapest is not None:

@@ -18,10 +18,12 @@ from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOpti
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
+    TuneCgroupOption,
     TuneCheckAnswerOption,
     TuneCheckBodyOption,
     TuneCheckOnlyOption,
     TuneCheckStatusOption,
+    TuneCommandOption,
     TuneConnectionsOption,
     TuneCpusOption,
     TuneEnvFileOption,
@@ -29,9 +31,11 @@ from benchlab.cli.tune_options import (
     TuneFactoryOption,
     TuneFmtOption,
     TuneGreenletsOption,
+    TuneGridOption,
     TuneInterfaceOption,
     TuneMemoryOption,
     TuneOutputOption,
+    TunePidOption,
     TuneProofOption,
     TunePythonOption,
     TuneQuickOption,
@@ -44,6 +48,7 @@ from benchlab.cli.tune_options import (
     TuneSetupOption,
     TuneSloP99MsOption,
     TuneThreadsOption,
+    TuneUnitOption,
     TuneVerboseOption,
     TuneWithServicesOption,
     TuneWorkersOption,
@@ -52,18 +57,27 @@ from benchlab.core.errors import ExitCode, UserError
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store
+from benchlab.system.watch import WatchUnavailable, by_cgroup, by_pid, by_unit
 from benchlab.tune.check_answer import StoredAnswer, read_answer
+from benchlab.tune.command import parse_grid
+from benchlab.tune.endpoint import is_url, parse_url
 from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
     from benchlab.cli.formats import Destination
     from benchlab.runner import RunOutcome
+    from benchlab.system.watch import Watch
     from benchlab.tune.driver import PreparedTune, TuneRequest
 
 
 def tune(
     ctx: typer.Context,
-    app_spec: TuneAppSpecArgument,
+    app_spec: TuneAppSpecArgument = None,
+    command: TuneCommandOption = None,
+    grid: TuneGridOption = None,
+    pid: TunePidOption = None,
+    cgroup: TuneCgroupOption = None,
+    unit: TuneUnitOption = None,
     factory: TuneFactoryOption = False,
     quick: TuneQuickOption = False,
     check_only: TuneCheckOnlyOption = False,
@@ -98,8 +112,10 @@ def tune(
     output: TuneOutputOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Find the server and settings that hold the most load for your own ASGI/WSGI app
-    under a latency target, and the command that deploys them."""
+    """Find the server and settings that hold the most load under a latency target, and the
+    command that deploys them: for your own ASGI/WSGI app, for any server you start with a
+    command (--command, over a --grid of its knobs), or for an endpoint already running (a
+    URL)."""
     progress.quiet = quiet
     from benchlab.tune.driver import run_tune
 
@@ -120,7 +136,7 @@ def tune(
     page = not (check_only or answer is not None)
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
     if answer is None or not where.on_terminal_table:
-        _show_tune(done.outcome, store, results, where, app_spec, page)
+        _show_tune(done.outcome, store, results, where, _page_stem(tune_request), page)
     if answer is not None:
         _judge_answer(answer, done.checked)
     if done.outcome.status == "interrupted":
@@ -140,6 +156,9 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     g = dict(given)
+    g["app_spec"] = _subject_given(g["app_spec"], g["command"])
+    if is_url(g["app_spec"]) and not g["request"] and g["requests_file"] is None:
+        g["request"] = [f"GET {parse_url(g['app_spec']).target}"]  # the URL's own request
     answer = _stored_answer(g["check_answer"], g["quick"] or g["check_only"] or g["rate"])
     target = Target(parse_cpus(g["cpus"]), parse_memory(g["memory"]))
     if answer is not None:
@@ -151,6 +170,9 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         g["request"] or [], g["requests_file"], g["check_status"], g["check_body"]
     )
     python, why = app_python(g["app_spec"], Path.cwd(), g["python"], g["factory"])
+    grid = parse_grid(g["grid"] or [])
+    if grid and g["command"] is None:
+        raise UserError("--grid: it sets the knobs of --command; give the command too")
     env_file = g["env_file"]
     return TuneRequest(
         app=g["app_spec"], python=python, python_source=why, interface=g["interface"],
@@ -167,8 +189,51 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         connections=g["connections"] or default_connections(echo), factory=g["factory"],
         quick=g["quick"], setup=g["setup"],
         reset_between=g["reset_between"], check_only=g["check_only"], target=target,
-        check_answer=answer,
+        check_answer=answer, command=g["command"], grid=grid,
+        watch=_watch(g["pid"], g["cgroup"], g["unit"], g["app_spec"]),
     )  # fmt: skip
+
+
+def _subject_given(app: str | None, command: str | None) -> str:
+    """APP (or URL), or --command: one of them."""
+    if app is not None and command is not None:
+        raise UserError(
+            f"{app}: give either APP (or URL) or --command, not both; a command that serves "
+            "a Python app tunes it by its command"
+        )
+    if app is None and command is None:
+        raise UserError(
+            "give what to tune: APP (path/to/app.py:app), a URL (http://127.0.0.1:8080/) or "
+            "--command 'TEMPLATE' (see benchlab tune --help)"
+        )
+    return app if app is not None else "command"
+
+
+def _watch(pid: int | None, cgroup: str | None, unit: str | None, app: str) -> Watch | None:
+    """An endpoint's processes on this machine, as --pid, --cgroup or --unit names them."""
+    given = [(n, v) for n, v in (("--pid", pid), ("--cgroup", cgroup), ("--unit", unit)) if v]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise UserError(f"{given[1][0]}: give one of --pid, --cgroup and --unit, not several")
+    ((name, value),) = given
+    if not is_url(app):
+        raise UserError(f"{name}: it names an endpoint's processes; give its URL as well")
+    try:
+        if name == "--pid":
+            return by_pid(int(value))
+        return by_cgroup(str(value)) if name == "--cgroup" else by_unit(str(value))
+    except WatchUnavailable as why:
+        raise UserError(f"{name} {value}: {why}") from None
+
+
+def _page_stem(request: TuneRequest) -> str:
+    """What the tune's page is named after: the app's module, the URL's host, the command."""
+    if request.command is not None:
+        return "command"
+    if is_url(request.app):
+        return parse_url(request.app).host
+    return Path(request.app).stem
 
 
 def _prepare(request: TuneRequest, verbose: bool) -> PreparedTune:
@@ -230,7 +295,7 @@ def _refuse_conflicts(
 
 
 def _show_tune(
-    outcome: RunOutcome, store: Store, results: Path, where: Destination, app_spec: str,
+    outcome: RunOutcome, store: Store, results: Path, where: Destination, stem: str,
     with_page: bool,
 ) -> None:  # fmt: skip
     """The tune's report where it was asked for (the table, or -f/-o's format: cli/formats.py
@@ -243,7 +308,7 @@ def _show_tune(
     from benchlab.system.outputs import write_output
 
     summary = summarise(store, outcome.run_id)
-    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
+    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{stem}") + ".html")
     if with_page:
         write_output(page, render_html(summary), "the tune's page")
     say = console

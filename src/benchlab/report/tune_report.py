@@ -16,6 +16,7 @@ from benchlab.analysis.recommendation import (
 from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
+from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core import figures as F
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
@@ -32,7 +33,7 @@ def is_tune(summary: RunSummary) -> bool:
 
 def is_check_only(summary: RunSummary) -> bool:
     """A tune --check-only: candidates started and checked, nothing measured."""
-    return bool((summary.options.tune or {}).get("check_only"))
+    return summary.options.tune is not None and summary.options.tune.check_only
 
 
 def capacity_text(c: CandidateResult) -> str:
@@ -159,13 +160,13 @@ def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
 
 def recommendation_lines(summary: RunSummary) -> list[str]:
     """Plain lines: what to deploy and why."""
-    tune = summary.options.tune or {}
+    tune = _options(summary)
     recommendation, results = recommend(summary)
-    slo = f"p99 ≤ {tune.get('slo_p99_ms', 0):g} ms"
+    slo = f"p99 ≤ {tune.slo_p99_ms:g} ms"
     # The app, and the machine it is answered for when that is a container's limits.
-    app = " ".join(filter(None, (str(tune.get("target")), _target(tune).describe())))
+    app = " ".join(filter(None, (tune.subject, tune.deploy_target.describe())))
     if is_check_only(summary):
-        return check_only_lines(tune.get("target"), results)
+        return check_only_lines(tune.subject, results)
     if recommendation is None:
         failed = [c for c in results if c.status == "failed"]
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
@@ -191,9 +192,9 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
             f"Recommended for {app}: {best.label} — capacity "
             f"{capacity_text(best)} {unit} with {slo}{at}"
         )
-    lines = [head, f"  deploy: {best.command}", *_target_lines(_target(tune))]
+    lines = [head, f"  deploy: {best.command}", *_target_lines(tune.deploy_target)]
     if recommendation.proof is not None:
-        slo_ms = tune.get("slo_p99_ms")
+        slo_ms = tune.slo_p99_ms
         lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms)}")
         margin = margin_text(recommendation)
         if margin:
@@ -290,14 +291,14 @@ def candidate_rows(summary: RunSummary) -> list[list[str]]:
 
 def tune_json(summary: RunSummary) -> dict[str, Any]:
     recommendation, results = recommend(summary)
-    tune = summary.options.tune or {}
+    tune = _options(summary)
     return {
         "recommendation": recommendation.to_json() if recommendation else None,
         "candidates": [c.to_json() for c in results],
         # The code under test: the app's commit, and its environment's server and framework
         # versions (benchlab's own are in the machine record).
-        "app": {"commit": tune.get("app_commit"), "versions": tune.get("app_versions") or {}},
-        "target": _target_json(tune),
+        "app": {"commit": tune.app_commit, "versions": tune.app_versions},
+        "target": _target_json(tune.deploy_target),
     }
 
 
@@ -329,12 +330,13 @@ def _target_lines(target: Target) -> list[str]:
     ]
 
 
-def _target(tune: dict[str, Any]) -> Target:
-    return Target(**(tune.get("deploy_target") or {}))
+def _options(summary: RunSummary) -> TuneOptions:
+    """The tune's options (a tune's report is asked only of a tune)."""
+    assert summary.options.tune is not None, "a tune's run"
+    return summary.options.tune
 
 
-def _target_json(tune: dict[str, Any]) -> dict[str, Any] | None:
-    target = _target(tune)
+def _target_json(target: Target) -> dict[str, Any] | None:
     if not target.limited:
         return None
     return {**target.as_json(), "docker": target.docker_flags(), "kubernetes": target.kubernetes()}

@@ -48,7 +48,7 @@ from benchlab.resilience.drain import Drain, stop_under_load
 from benchlab.resilience.slow_clients import SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
 from benchlab.runner import ws_load
-from benchlab.runner.launch import ServerPlace, start_answering
+from benchlab.runner.launch import Attached, ServerPlace, start_answering
 from benchlab.stacks import Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
@@ -110,7 +110,11 @@ class TrialMonitors(Protocol):
     """What watches the server during one trial; read once the trial's load has ended."""
 
     def count_until(self, deadline: float) -> None: ...
-    def usage(self) -> TreeUsage: ...
+    def usage(self) -> TreeUsage | None:
+        """The server's CPU and memory in the trial; None: not counted (a running server
+        benchlab did not start and was given no pid or control group of)."""
+        ...
+
     def steal(self) -> CoreSteal: ...
     def peaks(self) -> Mapping[str, int | None]: ...
     def errors(self) -> Mapping[str, str]: ...
@@ -217,15 +221,15 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class _Samplers:
-    tree: ProcessTreeSampler
+    tree: ProcessTreeSampler | None
     steal_sampler: StealSampler
     peak_sampler: PeakSampler
 
     def count_until(self, deadline: float) -> None:
         self.peak_sampler.count_until(deadline)
 
-    def usage(self) -> TreeUsage:
-        return self.tree.usage()
+    def usage(self) -> TreeUsage | None:
+        return self.tree.usage() if self.tree is not None else None
 
     def steal(self) -> CoreSteal:
         return self.steal_sampler.result
@@ -242,6 +246,11 @@ def _process(server: StackServer) -> ManagedProcess:
     return server
 
 
+def _counted(server: StackServer) -> ManagedProcess | Attached:
+    assert isinstance(server, ManagedProcess | Attached), "the real executor started it"
+    return server
+
+
 def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
     return CheckTarget(
         checked.stack, _process(checked.server), checked.address, checked.port, registry,
@@ -254,6 +263,9 @@ class RealLaunch:
     """Real processes, started pinned as their user."""
 
     def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
+        running = launch.stack.running
+        if running is not None:  # already running: nothing to start
+            return Answering(Attached(running), running.port, None, 0.0)
         started = start_answering(
             registry, launch.stack, launch.place, launch.launch, launch.workdir, launch.env,
             launch.timeout, launch.on_port_taken, launch.wire, launch.tls, launch.user,
@@ -264,6 +276,8 @@ class RealLaunch:
         )  # fmt: skip
 
     def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
+        if isinstance(server, Attached):
+            return  # not benchlab's to stop
         registry.stop(_process(server), grace=grace)
 
 
@@ -287,8 +301,10 @@ class RealMeasure:
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> Iterator[TrialMonitors]:
+        counted = not isinstance(server, Attached) or server.counted
+        tree_sampler = ProcessTreeSampler(_counted(server)) if counted else None
         with (
-            ProcessTreeSampler(_process(server)) as tree,
+            tree_sampler or contextlib.nullcontext() as tree,
             StealSampler(*steal_cores) as steal,
             PeakSampler(probes) as peaks,
         ):

@@ -24,7 +24,7 @@ from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe import Cell, CoreAssignment
 from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
-from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
+from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.session import TuneSession
 
 PROOF_S = capacity.PROOF_S
@@ -86,7 +86,7 @@ def proof_cell(
     WebSocket echo) and connections."""
     threads = TOOLS[tool].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=tool,
+        stack=candidate.replay_stack, scenario=SCENARIO, tool=tool,
         connections=connections, threads=threads, duration=proof_s, timeout=2,
         workers=candidate.workers, server_threads=candidate.threads, mode=Mode.RATE, rate=rate,
         warmup_s=proof_warmup_s(rate, candidate.workers),
