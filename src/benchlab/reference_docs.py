@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import click
+import typer
 import typer.main
 
 from benchlab.analysis.verdicts import VERDICTS, VerdictKind
@@ -32,13 +32,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "&#124;")
 
 
-def _commands(group: Any, parent: click.Context) -> Iterator[tuple[click.Command, click.Context]]:
+# typer vendors its own click (typer._click, private): its commands are read as Any, and their
+# contexts are typer's Context, a subclass of that click's.
+def _commands(group: Any, parent: typer.Context) -> Iterator[tuple[Any, typer.Context]]:
     for name in group.list_commands(parent):
         command = group.get_command(parent, name)
         if command is None or command.hidden:
             continue
-        context = click.Context(command, info_name=name, parent=parent)
-        if hasattr(command, "list_commands"):  # a group (typer vendors its own click)
+        context = typer.Context(command, info_name=name, parent=parent)
+        if hasattr(command, "list_commands"):  # a group
             yield from _commands(command, context)
         else:
             yield command, context
@@ -53,14 +55,14 @@ def _portable(text: str) -> str:
 def cli_page() -> str:
     """Every command: its synopsis, what it does, and each argument and option."""
     root = typer.main.get_command(app)
-    top = click.Context(root, info_name="benchlab")
+    top = typer.Context(root, info_name="benchlab")
     lines = [
         "# Command-line options",
         "",
         GENERATED_NOTE + " What each command is for, with examples: [Commands](../commands.md).",
         "",
     ]
-    for command, context in _commands(root, top):  # type: ignore[arg-type]
+    for command, context in _commands(root, top):
         path = context.command_path
         usage = " ".join(command.collect_usage_pieces(context))
         lines += [f"## {path}", "", "```", f"{path} {usage}", "```", ""]

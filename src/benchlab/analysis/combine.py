@@ -48,7 +48,7 @@ def _estimate(values: Sequence[float | None]) -> Estimate | None:
     return median_interval([v for v in values if v is not None])
 
 
-def _peak(values: Sequence[Any]) -> Any:
+def _peak(values: Sequence[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
 
@@ -96,12 +96,13 @@ def figure_value(
         fallback = _from_trials(source.fallback or F.Combine.MEDIAN, _values(trials, attr))
         return fallback.median if isinstance(fallback, Estimate) else fallback
     if how is F.Combine.SUM:
-        total = sum(_values(trials, attr))
+        total: float = sum(_values(trials, attr))
         return total / source.per if source.per else total
     if how is F.Combine.REPLICATES:
         return _estimate(_values(capacities, attr))
     if how is F.Combine.CELL:
-        return getattr(cell, attr)
+        stored: FigureValue = getattr(cell, attr)
+        return stored
     if how is F.Combine.DERIVED:
         assert source.derive is not None
         return source.derive(trials, made)

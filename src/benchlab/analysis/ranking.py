@@ -216,7 +216,8 @@ class PointRanking:
         if not self.order:
             return ()
         found: list[Tier] = []
-        places, within = [self.order[0]], []
+        places = [self.order[0]]
+        within: list[Step] = []
         for step in self.steps:
             if step.call is Call.AHEAD:
                 found.append(Tier(tuple(places), tuple(within), step))

@@ -295,6 +295,8 @@ class ServedBy:
 
 def _typed(enum: type[E], value: object) -> E | None:
     """The member of `enum` stored as `value`; None for none, or one this version lacks."""
+    if not isinstance(value, str):
+        return None
     try:
         return enum(value)
     except ValueError:
@@ -372,6 +374,12 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
             )
         )
     return results
+
+
+def _searched(c: CandidateResult) -> Estimate:
+    """The capacity of a candidate the search measured (its callers kept only those)."""
+    assert c.capacity is not None, c.label
+    return c.capacity
 
 
 def _cost(c: CandidateResult) -> tuple[float, float]:
@@ -467,10 +475,14 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
     searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
     if not searched:
         return _provisional(summary, results)
-    best = max(searched, key=lambda c: c.capacity.median)
+    best = max(searched, key=lambda c: _searched(c).median)
     tolerance = summary.options.target_half_width_pct
     equals = sorted(
-        (c for c in searched if c is not best and _as_good(best.capacity, c.capacity, tolerance)),
+        (
+            c
+            for c in searched
+            if c is not best and _as_good(_searched(best), _searched(c), tolerance)
+        ),
         key=_cost,
     )
     reason = _with_gil_wait(_reason(best, results, tune_rate_unit(summary)), best, results)
@@ -506,7 +518,7 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit
 
 
 def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) -> str:
-    capacity = best.capacity.median
+    capacity = _searched(best).median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
         alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
         return (
@@ -517,7 +529,7 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
     sync = [c for c in results if c.one_at_a_time and c.closed_rps]
     same_workers = [c for c in sync if c.workers == best.workers] or sync
     if not best.one_at_a_time and same_workers:
-        bound = max(c.closed_rps for c in same_workers)
+        bound = max(c.closed_rps or 0.0 for c in same_workers)  # each has one (sync's filter)
         ratio = capacity / bound
         if ratio >= 2:
             what = best.concurrency.value if best.concurrency else "an event loop"
@@ -530,27 +542,29 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
     by_workers: dict[int, CandidateResult] = {}
     for c in results:
         if c.capacity is not None and (
-            c.workers not in by_workers or c.capacity.median > by_workers[c.workers].capacity.median
+            c.workers not in by_workers
+            or c.capacity.median > _searched(by_workers[c.workers]).median
         ):
             by_workers[c.workers] = c
     fewest = by_workers.get(min(by_workers)) if by_workers else None
     if (
         fewest is not None and best.workers == max(by_workers) and best.workers > fewest.workers
-        and best.capacity.n > 1 and fewest.capacity.n > 1
-        and best.capacity.low > fewest.capacity.high
+        and _searched(best).n > 1 and _searched(fewest).n > 1
+        and _searched(best).low > _searched(fewest).high
     ):  # fmt: skip
         return (
             f"the app is bound by CPU more than by waiting: capacity follows the worker "
-            f"processes ({fewest.label}: {fewest.capacity.median:,.0f} {unit}; {best.label}: "
+            f"processes ({fewest.label}: {_searched(fewest).median:,.0f} {unit}; {best.label}: "
             f"{capacity:,.0f})"
         )
     searched = [c for c in results if c.capacity is not None]
-    close = [c for c in searched if c is not best and c.capacity.high >= best.capacity.low]
+    close = [c for c in searched if c is not best and _searched(c).high >= _searched(best).low]
     if close:
         cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
+        lowest = min(_searched(c).median for c in [best, *close])
         return (
             f"{len(close) + 1} candidates hold the same load within the noise "
-            f"({min(c.capacity.median for c in [best, *close]):,.0f}–{capacity:,.0f} {unit}); the "
+            f"({lowest:,.0f}–{capacity:,.0f} {unit}); the "
             f"highest is shown, and {cheapest.label} does it in the least memory "
             f"({cheapest.rss_mb or 0:,.0f} MB)"
         )
@@ -640,14 +654,15 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
 def _memory_per_worker(results: list[CandidateResult]) -> float | None:
     """The RSS added by each worker, from candidates of one kind that differ in workers."""
     slopes = []
-    kinds: dict[tuple[str, str, int | None], list[CandidateResult]] = {}
+    kinds: dict[tuple[str, str, int | None], list[tuple[int, float]]] = {}  # workers, RSS
     for c in results:
         if c.rss_mb:
-            kinds.setdefault((c.server, c.worker_class, c.threads), []).append(c)
-    for group in kinds.values():
-        group = sorted(group, key=lambda c: c.workers)
-        if len(group) > 1 and group[-1].workers > group[0].workers:
-            slopes.append(
-                (group[-1].rss_mb - group[0].rss_mb) / (group[-1].workers - group[0].workers)
+            kinds.setdefault((c.server, c.worker_class, c.threads), []).append(
+                (c.workers, c.rss_mb)
             )
+    for group in kinds.values():
+        group = sorted(group, key=lambda kept: kept[0])
+        (fewest, fewest_mb), (most, most_mb) = group[0], group[-1]
+        if len(group) > 1 and most > fewest:
+            slopes.append((most_mb - fewest_mb) / (most - fewest))
     return statistics.median(slopes) if slopes else None

@@ -50,7 +50,7 @@ def converged(values: Sequence[float], target_half_width_pct: float) -> bool:
 
 def order_statistic_coverage(n: int, k: int) -> float:
     """Coverage of [x(k), x(n-k+1)] for the median of n samples (k counts from 1)."""
-    below = sum(math.comb(n, i) for i in range(k)) / 2**n
+    below: float = sum(math.comb(n, i) for i in range(k)) / 2**n
     return 1.0 - 2.0 * below
 
 

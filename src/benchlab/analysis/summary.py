@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +108,7 @@ class HostShare:
 def host_shares(rounds: dict[int, list[LoadShareRecord]]) -> tuple[HostShare, ...]:
     """Each load host's share of a cell (medians over the trials), and which were bound:
     the generators that share a machine's cores used at least 90 % of them together."""
-    by_host: dict[str, list[tuple[LoadShareRecord, float, float | None]]] = {}
+    by_host: dict[str, list[tuple[LoadShareRecord, float, float]]] = {}
     for shares in rounds.values():
         total = sum(s.requests for s in shares)
         used: dict[tuple[str, str], float] = {}
@@ -167,7 +167,7 @@ class CellSummary:
     # A mix: each part's share of the requests, its errors and latency (MixPart figures).
     mix: tuple[MixFigures, ...] = ()
     # Per trial (or replicate) samples of every figure a cell can be ranked by.
-    samples: dict[str, Sequence[float]] = field(default_factory=dict)
+    samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
     latency_intervals: dict[str, Estimate | None] = field(default_factory=dict)
     percentiles: dict[str, float] = field(default_factory=dict)  # the latency curve
     curve: tuple[CurvePoint, ...] = ()
@@ -621,7 +621,7 @@ def _analyse(
     return verdicts(cell, setting)
 
 
-def websocket_ceilings(cells: list[CellSummary]) -> dict[GridPoint, CellSummary]:
+def websocket_ceilings(cells: list[CellSummary]) -> dict[GridPoint | None, CellSummary]:
     """The Go ceiling's cell at each WebSocket point (its figures are JMeter's limit)."""
     return {
         cell.grid: cell
@@ -692,10 +692,11 @@ def _unflag_decided(cells: list[CellSummary], ranking: Ranking) -> list[CellSumm
     ]
 
 
-def _distance(cell: CellSummary, group: list[CellSummary]) -> float:
-    """How far a cell's throughput is from the median of the others', relatively."""
-    others = statistics.median(o.throughput.median for o in group if o is not cell)
-    return abs(cell.throughput.median - others) / max(others, 1e-9)
+def _distance(index: int, rates: list[Estimate]) -> float:
+    """How far the throughput of a group's `index`th cell is from the median of the others',
+    relatively."""
+    others = statistics.median(r.median for i, r in enumerate(rates) if i != index)
+    return abs(rates[index].median - others) / max(others, 1e-9)
 
 
 @dataclass(frozen=True)
@@ -734,8 +735,8 @@ class ProtocolCost:
 def protocol_costs(cells: list[CellSummary]) -> list[ProtocolCost]:
     """Each closed-loop cell over TLS or HTTP/2 beside the same stack's plain HTTP/1.1 cell
     at the same point (tool aside): the ratio of their throughputs, with its interval."""
-    plain: dict[tuple, list[CellSummary]] = {}
-    others: list[tuple[tuple, CellSummary]] = []
+    plain: dict[tuple[str, GridPoint], list[CellSummary]] = {}
+    others: list[tuple[tuple[str, GridPoint], CellSummary]] = []
     for cell in cells:
         if cell.mode != Mode.CLOSED or cell.grid is None or not cell.samples.get(F.THROUGHPUT.key):
             continue
@@ -765,30 +766,33 @@ def protocol_costs(cells: list[CellSummary]) -> list[ProtocolCost]:
 def tool_agreement(cells: list[CellSummary]) -> list[str]:
     """For each cell measured by several tools: do their throughput intervals overlap? If
     not, the tool farthest from the others is named."""
-    groups: dict[tuple, list[CellSummary]] = {}
+    # Each cell with its throughput, which every cell kept has.
+    groups: dict[tuple[str, GridPoint], list[tuple[CellSummary, Estimate]]] = {}
     for cell in cells:
-        if cell.mode == Mode.CLOSED and cell.throughput is not None and cell.grid is not None:
+        rate = cell.throughput
+        if cell.mode == Mode.CLOSED and rate is not None and cell.grid is not None:
             where = dataclasses.replace(cell.grid, tool="")
-            groups.setdefault((cell.stack_label, where), []).append(cell)
+            groups.setdefault((cell.stack_label, where), []).append((cell, rate))
     lines = []
     for (label, where), group in groups.items():
-        if len({c.tool for c in group}) < 2:
+        if len({c.tool for c, _ in group}) < 2:
             continue
         text = f"{label} {where.text()}: " + ", ".join(
-            f"{c.tool} {F.THROUGHPUT.format(c.throughput.median)}" for c in group
+            f"{c.tool} {F.THROUGHPUT.format(r.median)}" for c, r in group
         )
-        if any(c.throughput.n < 2 for c in group):
+        if any(r.n < 2 for _, r in group):
             lines.append(f"{text} req/s (1 trial: no interval to judge agreement)")
             continue
         apart = [
-            (a, b) for i, a in enumerate(group) for b in group[i + 1 :]
-            if a.throughput.low > b.throughput.high or b.throughput.low > a.throughput.high
+            (a, b) for i, (_, a) in enumerate(group) for _, b in group[i + 1 :]
+            if a.low > b.high or b.low > a.high
         ]  # fmt: skip
         if not apart:
             lines.append(f"{text} req/s: the tools agree within their intervals")
             continue
 
-        outlier = max(group, key=lambda c, group=group: _distance(c, group))
+        rates = [r for _, r in group]
+        outlier = group[max(range(len(group)), key=lambda i: _distance(i, rates))][0]
         lines.append(
             f"{text} req/s: the tools disagree beyond their intervals; {outlier.tool} is the "
             "outlier" + (f" ({outlier.verdicts[0].name})" if outlier.verdicts else "")
@@ -805,9 +809,15 @@ def _trend(trials: list[TrialRecord]) -> tuple[float | None, float | None]:
     return (first.median if first else None, last.median if last else None)
 
 
+def _at(cell: CellSummary) -> GridPoint:
+    """Its grid point: summarise() gives every cell one before the figures that read it."""
+    assert cell.grid is not None, cell.key
+    return cell.grid
+
+
 def _relative(cells: list[CellSummary], baseline: str | None) -> list[CellSummary]:
-    ranked = [Comparable(c.stack, c.grid, c.samples.get(c.ranked_by.key, ())) for c in cells]
-    throughput = [Comparable(c.stack, c.grid, c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
+    ranked = [Comparable(c.stack, _at(c), c.samples.get(c.ranked_by.key, ())) for c in cells]
+    throughput = [Comparable(c.stack, _at(c), c.samples.get(F.THROUGHPUT.key, ())) for c in cells]
     baselines = reference_cells(ranked, baseline)
     usable = [
         view for view, cell in zip(throughput, cells, strict=True)
@@ -829,7 +839,7 @@ def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSum
     per-round ratios (samples, what history judges) and their median with its interval."""
     if sentinel is None:
         return cells
-    references = {
+    references: dict[GridPoint | None, Sequence[float] | None] = {
         c.grid: c.samples.get(c.ranked_by.key)
         for c in cells
         if c.stack == sentinel and not c.is_aa_copy and c.grid is not None
@@ -840,7 +850,7 @@ def _to_sentinel(cells: list[CellSummary], sentinel: str | None) -> list[CellSum
             cell = dataclasses.replace(cell, is_sentinel=True)
         ratios = per_round_ratios(cell.samples.get(cell.ranked_by.key), references.get(cell.grid))
         spread = median_interval(list(ratios)) if ratios else None
-        if spread is None:
+        if ratios is None or spread is None:
             out.append(cell)
             continue
         ratio = Ratio(spread.median, spread.low, spread.high, spread.confidence, spread.n)

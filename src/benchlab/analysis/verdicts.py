@@ -412,7 +412,7 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
         return None
     load_cpu = cell.value(F.LOAD_CPU)
     load = load_cpu / (100 * setting.load_cores) if load_cpu is not None else 1.0
-    if load >= IDLE_SERVER or sum(cell.errors.values()):
+    if load >= IDLE_SERVER or sum(cell.errors.values()) != 0:
         return None
     return BLOCKED.says(
         f"neither the server ({100 * cpu:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "

@@ -80,9 +80,9 @@ def run_selfcheck(
         finally:
             registry.stop_all()
     ratios = [h / b for h, b in zip(harness, bare, strict=True)]
-    estimates = [median_interval(v) for v in (bare, harness, ratios)]
-    assert all(e is not None for e in estimates)
+    bare_rate, harness_rate, ratio = (median_interval(v) for v in (bare, harness, ratios))
+    assert bare_rate is not None and harness_rate is not None and ratio is not None
     cores = ",".join(map(str, load_cores))
-    bare = wrk.bare_command(len(load_cores), connections, duration)
-    command = f"taskset --cpu-list {cores} {bare}"
-    return SelfCheck(*estimates, command=command)  # type: ignore[arg-type]
+    bare_command = wrk.bare_command(len(load_cores), connections, duration)
+    command = f"taskset --cpu-list {cores} {bare_command}"
+    return SelfCheck(bare_rate, harness_rate, ratio, command=command)

@@ -219,9 +219,9 @@ def _requests_per_cpu_second(trials: Sequence[Any], figures: Mapping[str, Any]) 
         figures.get(f.key) for f in (CPU_PER_REQUEST, THROUGHPUT, SERVER_CPU)
     )
     if cpu and cpu.median > 0:
-        return 1e6 / cpu.median
+        return float(1e6 / cpu.median)
     if throughput and server and server.median > 0:
-        return throughput.median / (server.median / 100)
+        return float(throughput.median / (server.median / 100))
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 
 class Provides(StrEnum):
@@ -73,7 +73,7 @@ SERVICES: dict[Service, ServiceTraits] = {
 # tests/test_service_kinds.py checks they are the declared ones.
 DatabaseName = Literal["postgres", "mariadb"]
 ProxyName = Literal["none", "nginx"]
-NO_PROXY = "none"
+NO_PROXY: Final = "none"
 
 DATABASES = tuple(s for s in Service if s.provides is Provides.DATABASE)
 # What tune's --with starts for the app: the services an app reads an address of.

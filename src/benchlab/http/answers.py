@@ -20,10 +20,15 @@ ReadWorlds = Callable[[list[int] | None], Mapping[int, int]]
 
 
 class Expected(Protocol):
-    answer: str
-    body: bytes | None
-    rows: int
-    writes: bool
+    # Read-only (properties), as a frozen dataclass's fields are (scenarios.Expectation).
+    @property
+    def answer(self) -> str: ...
+    @property
+    def body(self) -> bytes | None: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def writes(self) -> bool: ...
 
 
 def judge_body(

@@ -31,8 +31,7 @@ def make_certificates(
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     now = datetime.datetime.now(datetime.UTC)
-    valid = {"not_valid_before": now - datetime.timedelta(minutes=5),
-             "not_valid_after": now + datetime.timedelta(days=1)}  # fmt: skip
+    start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     usages = dict.fromkeys(
         ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
@@ -44,7 +43,9 @@ def make_certificates(
     )
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "benchlab run CA")])
     ca = (
-        x509.CertificateBuilder(subject_name=ca_name, issuer_name=ca_name, **valid)
+        x509.CertificateBuilder(
+            subject_name=ca_name, issuer_name=ca_name, not_valid_before=start, not_valid_after=end
+        )
         .serial_number(x509.random_serial_number())
         .public_key(ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -58,7 +59,8 @@ def make_certificates(
         x509.CertificateBuilder(
             subject_name=x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "benchlab server")]),
             issuer_name=ca_name,
-            **valid,
+            not_valid_before=start,
+            not_valid_after=end,
         )
         .serial_number(x509.random_serial_number())
         .public_key(key.public_key())

@@ -29,7 +29,9 @@ class LoadRequest:
     url: str
     connections: int  # closed loop: connections held open; fixed rate: the most it may open
     threads: int
-    duration_s: int
+    # Whole seconds for a recipe's loads; a tune proof's warm-up may be a fraction (5.6 s),
+    # always at a fixed rate, so given to vegeta, whose Go durations take one.
+    duration_s: float
     timeout_s: int
     cores: tuple[int, ...]
     tool: str
@@ -51,17 +53,45 @@ class LoadRequest:
 class LoadTool(Protocol):
     name: str
     is_default: bool  # the tool of a load profile that names none (one tool says so)
-    install: str  # how to get it: the Debian package, or the benchlab command that builds it
-    package: str | None  # the Debian package it comes from (None: benchlab builds it)
-    build: Callable[[], object] | None  # builds it into benchlab's cache (None: a package)
-    pinned_version: str | None  # the version benchlab builds (None: its package's)
-    version_command: tuple[str, ...]  # prints its version beyond its package's; () none
+
+    # Read-only (properties): a tool gives each as a class attribute of a narrower type (a
+    # Debian tool's package is a str, its build None, wrk's protocols two) or works it out (a
+    # Debian tool's install).
+    @property
+    def install(self) -> str:
+        """How to get it: the Debian package, or the benchlab command that builds it."""
+        ...
+
+    @property
+    def package(self) -> str | None:
+        """The Debian package it comes from (None: benchlab builds it)."""
+        ...
+
+    @property
+    def build(self) -> Callable[[], object] | None:
+        """Builds it into benchlab's cache (None: a package)."""
+        ...
+
+    @property
+    def pinned_version(self) -> str | None:
+        """The version benchlab builds (None: its package's)."""
+        ...
+
+    @property
+    def version_command(self) -> tuple[str, ...]:
+        """Prints its version beyond its package's; () none."""
+        ...
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """The protocols (protocols.PROTOCOLS) it speaks."""
+        ...
+
     can_pace: bool  # sends at a fixed rate (open loop), not only in a closed loop
     # Loads the WebSocket scenarios (and nothing else): runner/websocket.py drives it.
     websocket: bool
     # Sends any method, headers and body (an upload, a gzip request), not only a plain GET.
     sends_any_request: bool
-    protocols: tuple[str, ...]  # protocols.PROTOCOLS it speaks
     # Keeps each request's own latency and status (a mix's parts are told apart).
     records_each_request: bool
     # Opens a new connection when a server closes one after its answer (gunicorn's sync

@@ -29,7 +29,7 @@ def merge_histograms(results: list[LoadResult]) -> LoadResult:
     count = sum(n for _, n in timed)
     mean = stdev = None
     if count and all(r.latency.mean is not None for r, _ in timed):
-        mean = sum(r.latency.mean * n for r, n in timed) / count  # type: ignore[operator]
+        mean = sum(r.latency.mean * n for r, n in timed) / count
         if all(r.latency.stdev is not None for r, _ in timed):
             spread = sum(
                 n * (r.latency.stdev**2 + (r.latency.mean - mean) ** 2)  # type: ignore[operator]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from benchlab.core.text import toml_key
 from benchlab.recipe.schema import Recipe
@@ -90,7 +91,9 @@ def _union_tag(part: object) -> bool:
 def describe_validation_error(path: Path, exc: ValidationError) -> str:
     # A value that may be one thing or a list of them fails once per branch, with the branch
     # named in its location; the deepest location is the one that says what is wrong.
-    errors = [{**e, "loc": tuple(p for p in e["loc"] if not _union_tag(p))} for e in exc.errors()]
+    errors: list[ErrorDetails] = [
+        {**e, "loc": tuple(p for p in e["loc"] if not _union_tag(p))} for e in exc.errors()
+    ]
     error = max(errors, key=lambda e: len(e["loc"]))
     loc = tuple(error["loc"])
     kind = error["type"]

@@ -4,7 +4,7 @@ models, strict), and what a load profile measures."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -56,7 +56,10 @@ def _visible(text: str) -> str:
 Name = Annotated[str, Field(max_length=100), _without_controls(False), AfterValidator(_visible)]
 Prose = Annotated[str, Field(max_length=2000), _without_controls(True)]
 CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
-ToolName = Literal[tuple(TOOLS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    ToolName = str  # a Literal built from TOOLS at run time, which a type checker cannot read
+else:
+    ToolName = Literal[tuple(TOOLS)]
 # A fixed rate in requests per second, or a share of the cell's own closed-loop capacity.
 RateValue = Annotated[float, Field(gt=0, le=10_000_000)] | str
 SHARE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")

@@ -17,8 +17,9 @@ import math
 import re
 import statistics
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 # Figures are made without pyplot: no global state, no display, no backend to choose.
 import matplotlib
@@ -30,15 +31,19 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
-from benchlab.analysis.recommendation import candidate_results, tune_rate_unit
+from benchlab.analysis.recommendation import CandidateResult, candidate_results, tune_rate_unit
 from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
+from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.report.wording import display_names
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 MIN_TEXT = 10.5  # points of SVG text: 10 px or more on a 390 px screen (see the page's CSS)
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: selectable, searchable, small
     "text.parse_math": False,  # a point named "$5" is a name, not mathematics
     "svg.hashsalt": "benchlab",  # the same run gives the same SVG
@@ -109,7 +114,8 @@ def stack_colours(summary: RunSummary) -> dict[str, str]:
         for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
         if label not in ceilings
     ]
-    many = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    tab20 = matplotlib.colormaps["tab20"]
+    many = [to_hex(tab20(i)) for i in range(tab20.N)]  # an index: its colour, as listed
     palette = PALETTE if len(labels) <= len(PALETTE) else many
     colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
     colours |= dict.fromkeys(ceilings, CEILING_COLOUR)
@@ -154,7 +160,9 @@ def short_number(value: float) -> str:
     return f"{value / 1e3:.3g}k" if value >= 1e3 else f"{value:.3g}"
 
 
-def _log_ticks(ax: Axes, axis: str, low: float, high: float, text, snap: bool = False) -> None:
+def _log_ticks(
+    ax: Axes, axis: str, low: float, high: float, text: Callable[[float], str], snap: bool = False
+) -> None:
     """Labelled steps of 1-2-5, 1-3 or 1 per decade, whichever the span leaves room for;
     `snap`: the axis ends on a labelled step at either side."""
     decades = math.log10(high / low)
@@ -191,8 +199,8 @@ def bar_chart(
         return None
     ordered = list(reversed(cells))  # the axis counts up from the bottom
     values = [
-        v for c in measured
-        for v in (c.estimate(figure).low, c.estimate(figure).high, *c.samples.get(figure.key, ()))
+        v for c in measured if (e := c.estimate(figure))
+        for v in (e.low, e.high, *c.samples.get(figure.key, ()))
         if v > 0
     ]  # fmt: skip
     floor = nice_floor(min(values))
@@ -218,7 +226,10 @@ def bar_chart(
         return Chart(key, "bars", title, svg, caption, point)
 
 
-def _bar(ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours, gid: str):
+def _bar(
+    ax: Axes, y: int, cell: CellSummary, figure: F.Figure, floor: float, colours: dict[str, str],
+    gid: str,
+) -> None:  # fmt: skip
     e = cell.estimate(figure)
     if e is None or e.median <= 0:
         why = "failed" if cell.status == "failed" else "not measured" if e is None else "0"
@@ -525,10 +536,9 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
                 for p in cell.curve
                 if p.p99_ms
             ]  # fmt: skip
-        elif cell.value(F.TARGET_RATE) and cell.value(F.P99):
+        elif (rate := cell.value(F.TARGET_RATE)) and (p99 := cell.value(F.P99)):
             delivered = F.RATE_RATIO.reaches(cell.value(F.RATE_RATIO) or 0.0)
-            rate, p50, p99 = (cell.value(f) for f in (F.TARGET_RATE, F.P50, F.P99))
-            line.append((rate, p50, p99, delivered, True))
+            line.append((rate, cell.value(F.P50), p99, delivered, True))
     return {p: {s: sorted(v) for s, v in lines.items() if v} for p, lines in curves.items()}
 
 
@@ -537,9 +547,9 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     curves = {p: lines for p, lines in _curves(summary).items() if lines}
     slo = summary.options.slo
     capacities = {
-        (_curve_point(c), c.stack_label): c
+        (_curve_point(c), c.stack_label): e
         for c in summary.cells
-        if c.mode == Mode.SLO and c.estimate(F.CAPACITY)
+        if c.mode == Mode.SLO and (e := c.estimate(F.CAPACITY))
     }
     labels = dict(zip(curves, short_labels(list(curves)), strict=True))
     charts = []
@@ -553,7 +563,8 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                 stairs = [v for v in points if v[4]]
                 xs = [v[0] for v in stairs]
                 ax.plot(xs, [v[2] for v in stairs], linewidth=1.5, color=colour, label=stack)
-                ax.plot(xs, [v[1] for v in stairs], linestyle=":", linewidth=1.1, color=colour)
+                p50s = [math.nan if v[1] is None else v[1] for v in stairs]  # no p50: no dot
+                ax.plot(xs, p50s, linestyle=":", linewidth=1.1, color=colour)
                 for delivered in (True, False):
                     dots = [v for v in points if v[3] is delivered]
                     ax.scatter(
@@ -561,9 +572,9 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                         color=colour if delivered else "white", edgecolors=colour,
                     )  # fmt: skip
                 values += [v[2] for v in points] + [v[1] for v in points if v[1]]
-                cell = capacities.get((point, stack))
-                if cell is not None:
-                    ax.axvline(cell.value(F.CAPACITY), color=colour, linewidth=0.9, alpha=0.6)
+                capacity = capacities.get((point, stack))
+                if capacity is not None:
+                    ax.axvline(capacity.median, color=colour, linewidth=0.9, alpha=0.6)
             if slo is not None and slo.p99_ms is not None:
                 values.append(slo.p99_ms)
                 ax.axhline(slo.p99_ms, color="#c23b3b", linewidth=1.2, linestyle="--")
@@ -594,30 +605,33 @@ def pareto_chart(summary: RunSummary) -> Chart | None:
     holds more load for less memory)."""
     if summary.options.tune is None:
         return None
+    # Each candidate with its capacity and its memory, both known.
     points = [
-        c for c in candidate_results(summary) if c.capacity is not None and c.rss_mb is not None
+        (c, e, mb)
+        for c in candidate_results(summary)
+        if (e := c.capacity) is not None and (mb := c.rss_mb) is not None
     ]
     if not points:
         return None
-    front = []
-    for c in sorted(points, key=lambda c: (c.rss_mb, -c.capacity.median)):
-        if not front or c.capacity.median > front[-1].capacity.median:
-            front.append(c)
+    front: list[tuple[CandidateResult, Estimate, float]] = []
+    for point in sorted(points, key=lambda p: (p[2], -p[1].median)):
+        if not front or point[1].median > front[-1][1].median:
+            front.append(point)
+    on_the_front = [c for c, _, _ in front]
     with rc_context(STYLE):
         chart = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
         ax = chart.subplots()
-        for c in points:
-            e = c.capacity
-            on_front = c in front
+        for c, e, mb in points:
+            on_front = c in on_the_front
             ax.errorbar(
-                c.rss_mb, e.median,
+                mb, e.median,
                 yerr=[[e.median - e.low], [e.high - e.median]] if e.n > 1 else None,
                 fmt="o", color=PALETTE[0] if on_front else "#9aa5b1", ecolor="#555",
                 capsize=3, markersize=7 if on_front else 5,
             )  # fmt: skip
-            ax.annotate(c.label, (c.rss_mb, e.median), xytext=(6, 4), textcoords="offset points",
+            ax.annotate(c.label, (mb, e.median), xytext=(6, 4), textcoords="offset points",
                         fontsize=MIN_TEXT)  # fmt: skip
-        ax.step([c.rss_mb for c in front], [c.capacity.median for c in front], where="post",
+        ax.step([mb for _, _, mb in front], [e.median for _, e, _ in front], where="post",
                 color=PALETTE[0], linewidth=1.2, alpha=0.7)  # fmt: skip
         ax.set_xlabel("peak memory of the server's processes, MB")
         ax.set_ylabel(f"capacity under the SLO, {tune_rate_unit(summary)}")

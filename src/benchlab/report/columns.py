@@ -279,12 +279,12 @@ def cell_columns(
     ]  # fmt: skip
     several_tools = len({c.tool for c in cells}) > 1
     shown = []
-    for column in candidates:
-        if column is TOOL:
+    for candidate in candidates:
+        if candidate is TOOL:
             if several_tools:
-                shown.append(column)
-        elif column in ALWAYS or any(column.text(c) for c in cells):
-            shown.append(column)
+                shown.append(candidate)
+        elif candidate in ALWAYS or any(candidate.text(c) for c in cells):
+            shown.append(candidate)
     return shown
 
 

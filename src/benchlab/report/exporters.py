@@ -128,7 +128,8 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
             )
         return implied or EXPORTERS["table"]
     if (
-        implied is not None
+        output is not None
+        and implied is not None
         and implied.name != fmt
         and output.suffix.lower() not in (EXPORTERS[fmt].written_as)
     ):

@@ -10,6 +10,7 @@ import base64
 import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -49,7 +50,7 @@ def _columns(summary: RunSummary) -> list[Column]:
     return [*first, verdicts, *facts, *rest]
 
 
-def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
+def _row(cell: CellSummary, columns: list[Column]) -> list[dict[str, Any]]:
     values = []
     for column in columns:
         if column.title == VERDICTS:
@@ -73,7 +74,7 @@ def _row(cell: CellSummary, columns: list[Column]) -> list[dict]:
     return values
 
 
-def _verdict_groups(section: Section | None) -> list[dict]:
+def _verdict_groups(section: Section | None) -> list[dict[str, Any]]:
     """Verdicts by name, so forty sentences read as a few kinds of trouble."""
     groups = section.groups if section else ()
     return [
@@ -85,7 +86,7 @@ def _verdict_groups(section: Section | None) -> list[dict]:
     ]
 
 
-def _versions(machine: dict) -> list[tuple[str, str]]:
+def _versions(machine: dict[str, Any]) -> list[tuple[str, str]]:
     items = [("Python", machine.get("python") or "?")]
     items += sorted((machine.get("packages") or {}).items())
     items += [(name, v) for name, v in sorted((machine.get("tools") or {}).items()) if v]
@@ -93,7 +94,7 @@ def _versions(machine: dict) -> list[tuple[str, str]]:
     return items
 
 
-def _chart(chart: Chart) -> dict:
+def _chart(chart: Chart) -> dict[str, Any]:
     return {
         "key": chart.key,
         "kind": chart.kind,
@@ -103,7 +104,7 @@ def _chart(chart: Chart) -> dict:
     }
 
 
-def _points(summary: RunSummary, charts: list[Chart]) -> list[dict]:
+def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
     """Per grid point: its takeaway, settings, notes and charts (bars, then latency)."""
     cards = []
     for index, takeaway in enumerate(takeaways(summary)):

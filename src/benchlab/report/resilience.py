@@ -85,7 +85,7 @@ def _slow_rows(cell: CellSummary) -> list[tuple[str, ...]]:
         return [
             (cell.stack, NONE, NONE, NONE, NONE, NONE, f"not checked: {one_line(found.problem)}")
         ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for result in found.results:
         ratio = result.p99_ratio
         rows.append((
@@ -115,7 +115,8 @@ def _memory_row(summary: RunSummary, cell: CellSummary) -> tuple[str, ...] | Non
 
 
 # Each table: its title, its columns, and its rows from one stack's cell.
-TABLES: tuple[tuple[str, tuple[str, ...], Callable[[RunSummary, CellSummary], list]], ...] = (
+Rows = Callable[[RunSummary, CellSummary], list[tuple[str, ...]]]
+TABLES: tuple[tuple[str, tuple[str, ...], Rows], ...] = (
     (
         "HTTP/1.1 parsing (each request shape whole and split at every byte)",
         ("stack", "verdict", "what failed"),

@@ -168,8 +168,10 @@ def _wide_table(summary: RunSummary, console: Console) -> None:
     if needed <= console.width:
         console.print(table)
         return
+    # rich's color_system property is one of the names its constructor takes, typed as str.
     wide = Console(
-        file=console.file, width=needed, color_system=console.color_system,
+        file=console.file, width=needed,
+        color_system=console.color_system,  # type: ignore[arg-type]
         force_terminal=console.is_terminal, highlight=False,
     )  # fmt: skip
     wide.print(table)

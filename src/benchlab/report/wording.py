@@ -224,7 +224,7 @@ def run_lines(summary: RunSummary) -> list[str]:
         lines.append(f"SLO: {summary.options.slo.describe()}")
     if summary.partial_note:
         lines.append(f"NOTE: {summary.partial_note}")
-    steals = [c.value(F.STEAL) for c in summary.cells if c.value(F.STEAL) is not None]
+    steals = [s for c in summary.cells if (s := c.value(F.STEAL)) is not None]
     if steals and max(steals) > STEAL_WARNING_PCT:
         lines.append(
             f"WARNING: the hypervisor took up to {max(steals):.0f}% of the server cores' time "

@@ -45,8 +45,8 @@ def run_recipe(plan: Plan, store: Store, reporter: Reporter, options: SessionOpt
         session.cells.add(plan.cells)
         session.prepare(plan.cells)
         checks_s = checks_seconds(plan.cells, recipe, plan.catalogue, session.costs)
-        options = MeasureOptions(launches_fit_deadline=True, then_s=lambda: checks_s)
-        measurer = Measurer(session, options)
+        measuring = MeasureOptions(launches_fit_deadline=True, then_s=lambda: checks_s)
+        measurer = Measurer(session, measuring)
         # Within a budget, the rounds leave the checks their time.
         deadline = session.clock.deadline_s
         if deadline is not None and checks_s:

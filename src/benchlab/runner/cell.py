@@ -217,8 +217,9 @@ class CellRunner:
     def _search(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
-        assert recipe.slo is not None
-        target = capacity.Target.of(recipe.slo)
+        slo = recipe.slo
+        assert slo is not None
+        target = capacity.Target.of(slo)
         cell_id = session.cells.ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)
@@ -246,10 +247,10 @@ class CellRunner:
         def confirm(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
-            sustained = dataclasses.replace(request, duration_s=recipe.slo.sustain_s)
+            sustained = dataclasses.replace(request, duration_s=slo.sustain_s)
             missed = capacity.window_miss(take(at_rate(sustained, rate), kind), target)
             verdict = "held" if missed is None else f"missed: {missed}"
-            seconds = recipe.slo.sustain_s
+            seconds = slo.sustain_s
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")
             return missed is None
 
@@ -257,7 +258,7 @@ class CellRunner:
         try:
             found = capacity.search(
                 launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100,
-                confirm if recipe.slo.sustain_s else None,
+                confirm if slo.sustain_s else None,
             )  # fmt: skip
         except _CellFailed:
             return ""

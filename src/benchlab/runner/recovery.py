@@ -192,7 +192,13 @@ def clean_stale() -> list[Stale]:
         _abandon(data.get("store"), data.get("run_id"), data["pid"])
         unreached = [entry for entry, reached, _ in remote_done if not reached]
         if unreached:  # kept, so that a later doctor tries those hosts again
-            empty = {"processes": [], "cgroups": [], "dirs": [], "namespaces": [], "links": []}
+            empty: dict[str, list[object]] = {
+                "processes": [],
+                "cgroups": [],
+                "dirs": [],
+                "namespaces": [],
+                "links": [],
+            }
             path.write_text(json.dumps({**data, **empty, "remote": unreached}))
         else:
             path.unlink(missing_ok=True)

@@ -141,12 +141,15 @@ def take_trial(
                 f"{name} sampling stopped during {cell.stack} {cell.scenario}: {error}"
             )
         cache_after = _cache_counters(session, scenario.needs_cache)
+        hits = misses = None  # both counted or neither: the same cache, asked the same way
+        if cache_before is not None and cache_after is not None:
+            hits, misses = cache_after[0] - cache_before[0], cache_after[1] - cache_before[1]
         threads = _threads_since(threads_before, _thread_times(session, cell, counters_port))
         extras = TrialExtras(
             db_sessions_peak=monitors.peaks().get("db"),
             pool_active_peak=monitors.peaks().get("pool"),
-            cache_hits=None if cache_before is None else cache_after[0] - cache_before[0],
-            cache_misses=None if cache_before is None else cache_after[1] - cache_before[1],
+            cache_hits=hits,
+            cache_misses=misses,
             gil_wait_us=threads.gil_wait_us if threads else None,
             threads_busy_us=threads.busy_us if threads else None,
         )

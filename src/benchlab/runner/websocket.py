@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchlab.analysis import capacity
 from benchlab.core import figures as F
@@ -309,7 +309,8 @@ def _blank(round_index: int, started_at: str, probe: str | None = None) -> Trial
     )  # fmt: skip
 
 
-def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, object]:
+# TrialRecord's fields by name, for dataclasses.replace (each value of its field's type)
+def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, Any]:
     if tree is None:
         return {}
     return {
@@ -321,7 +322,7 @@ def _usage(tree: TreeUsage | None, steal: CoreSteal | None) -> dict[str, object]
     }  # fmt: skip
 
 
-def _counted(counts: WsCounters | None) -> dict[str, object]:
+def _counted(counts: WsCounters | None) -> dict[str, Any]:
     if counts is None:
         return {}
     return {

@@ -178,11 +178,12 @@ class Services:
             self._closers.append(conn.close)
             return lambda: open_sessions(conn)
         if Service.MARIADB in self.running:
-            from benchlab.services.mariadb import connect, open_sessions
+            from benchlab.services.mariadb import connect
+            from benchlab.services.mariadb import open_sessions as mariadb_sessions
 
             my = connect(self.running[Service.MARIADB])
             self._closers.append(my.close)
-            return lambda: open_sessions(my)
+            return lambda: mariadb_sessions(my)
         return None
 
     def world_reader(self) -> ReadWorlds | None:

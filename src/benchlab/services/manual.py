@@ -47,12 +47,12 @@ def services_up(
 
     path = state_file()
     if path.exists():
-        state = json.loads(path.read_text())
-        if any(_alive(p["pid"], p["create_time"]) for p in state["processes"]):
+        earlier = json.loads(path.read_text())
+        if any(_alive(p["pid"], p["create_time"]) for p in earlier["processes"]):
             raise UserError(
                 f"services are already up (see {path}); run 'benchlab services down' first"
             )
-        _remove(state)
+        _remove(earlier)
     workroot = Path(tempfile.mkdtemp(prefix="bl-services-", dir=tmp_base()))
     workroot.chmod(0o711)
     registry = ProcessRegistry()

@@ -183,8 +183,8 @@ def seed(conn: psycopg.Connection) -> None:
     # reads fortune.
     conn.execute("CREATE TABLE world (id integer PRIMARY KEY, randomnumber integer NOT NULL)")
     with conn.cursor() as cursor, cursor.copy("COPY world (id, randomnumber) FROM STDIN") as copy:
-        for row in worlds():
-            copy.write_row(row)
+        for world in worlds():
+            copy.write_row(world)
     conn.execute("CREATE TABLE fortune (id integer PRIMARY KEY, message text NOT NULL)")
     with conn.cursor() as cursor:
         cursor.executemany("INSERT INTO fortune (id, message) VALUES (%s, %s)", FORTUNES)

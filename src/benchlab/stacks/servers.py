@@ -202,7 +202,11 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def _per_worker(kind: ServerKind, s: Settings, threads: str, greenlets: str) -> list[str]:
-    flag = {PerWorker.THREADS: threads, PerWorker.GREENLETS: greenlets}.get(kind.concurrency)
+    flags: dict[PerWorker | None, str] = {
+        PerWorker.THREADS: threads,
+        PerWorker.GREENLETS: greenlets,
+    }
+    flag = flags.get(kind.concurrency)
     return [flag, str(s.threads)] if flag else []
 
 

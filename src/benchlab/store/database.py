@@ -84,7 +84,9 @@ def lock_timeout_s() -> float:
 SCHEMA_VERSION = 8
 ID_ATTEMPTS = 5
 
-Record = TypeVar("Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord)
+Record = TypeVar(
+    "Record", TrialRecord, CapacityRecord, LoadShareRecord, RunRecord, CellRecord, HostRecord
+)
 
 SQL_TYPES: dict[Any, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bool: "INTEGER"}
 JSON_TYPES = (dict, tuple, list)  # kept as JSON text
@@ -105,7 +107,7 @@ def _kind(base: Any) -> Any:
     return typing.get_origin(base) or base
 
 
-def _sql_type(f: dataclasses.Field, hint: Any) -> str:
+def _sql_type(f: dataclasses.Field[Any], hint: Any) -> str:
     if "sql" in f.metadata:
         return str(f.metadata["sql"])
     base, nullable = _base(hint)
@@ -300,7 +302,7 @@ def _record(kind: type[Record], row: sqlite3.Row, table: str = "") -> Record:
     return kind(**values)
 
 
-def _read(f: dataclasses.Field, hint: Any, stored: Any) -> Any:
+def _read(f: dataclasses.Field[Any], hint: Any, stored: Any) -> Any:
     kind = _kind(_base(hint)[0])
     if stored is None or (kind in JSON_TYPES and stored == ""):
         if f.default_factory is not dataclasses.MISSING:
@@ -387,7 +389,7 @@ class Store:
         return _insert(self.db, "cells", values)
 
     @_writes
-    def set_run_services(self, run_id: str, services: dict, database: str | None) -> None:
+    def set_run_services(self, run_id: str, services: dict[str, Any], database: str | None) -> None:
         self.db.execute(
             "UPDATE runs SET services = ?, database = ? WHERE id = ?",
             (self.masked(json.dumps(services)), database, run_id),

@@ -218,7 +218,7 @@ class ManagedProcess:
     def listens_on(self, port: int) -> bool:
         """Whether the socket listening on `port` (on the host it runs on) is this tree's."""
         listening = self._listeners(port)
-        return bool(listening) and bool(listening & {proc.pid for proc in self.tree()})
+        return bool(listening and listening & {proc.pid for proc in self.tree()})
 
     def oom_kills(self) -> int:
         """Its processes the kernel killed at its memory limit (none without one)."""
@@ -371,8 +371,8 @@ def signals_deferred() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        for sig in caught:
-            os.kill(os.getpid(), sig)  # now, to whatever handler the caller had installed
+        for signum in caught:
+            os.kill(os.getpid(), signum)  # now, to whatever handler the caller had installed
 
 
 class Launcher(Protocol):

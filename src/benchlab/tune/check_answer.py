@@ -17,13 +17,17 @@ from benchlab.tune.proof import Replayed, Searched, replay_at
 
 if TYPE_CHECKING:
     from benchlab.recipe import Cell
-    from benchlab.runner import Measurer, Session
+    from benchlab.runner import Measurer
     from benchlab.tune.candidates import Candidate
+    from benchlab.tune.session import TuneSession
 
 
 class TuneRequestLike(Protocol):
-    connections: int
-    proof_s: int
+    # Read-only (properties), as a frozen dataclass's fields are.
+    @property
+    def connections(self) -> int: ...
+    @property
+    def proof_s(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def read_answer(path: Path) -> StoredAnswer:
 
 
 def prove_stored(
-    session: Session, measurer: Measurer, answer: StoredAnswer, found: list[Candidate],
+    session: TuneSession, measurer: Measurer, answer: StoredAnswer, found: list[Candidate],
     cells: list[Cell], request: TuneRequestLike, say: Callable[[str], None],
 ) -> Replayed | None:  # fmt: skip
     """The stored answer's command replayed at its rate for the proof's length, judged by the

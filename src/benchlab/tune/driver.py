@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import psutil
 
@@ -34,7 +35,7 @@ from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core import figures as F
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
-from benchlab.core.service_kinds import Provides, Service
+from benchlab.core.service_kinds import DatabaseName, Provides, Service
 from benchlab.core.service_kinds import named as service_named
 from benchlab.core.text import MASK, one_line
 from benchlab.hosts import machine
@@ -369,7 +370,8 @@ def _recipe(request: TuneRequest, subject: Subject, found: list[Candidate]) -> R
         trials=REPLICATES,
         warmup=1,
         slo=Slo(p99_ms=request.slo_p99_ms, sustain_s=CONFIRM_S),
-        services=Services(database=database.recipe_name),
+        # A database's recipe name is a DatabaseName (tests/test_service_kinds.py holds it).
+        services=Services(database=cast(DatabaseName, database.recipe_name)),
     )
 
 
