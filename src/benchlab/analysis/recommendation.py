@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from benchlab.analysis import tune_choice
 from benchlab.analysis.capacity import (
     PROOF_HEADROOM,
     PROOF_SPIKE_WINDOWS,
@@ -18,8 +19,10 @@ from benchlab.analysis.capacity import (
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.repeat import Repeat, repeat_of
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.analysis.tune_choice import FIRST_PASS_TIE, Choice, Cost, FirstPass, choose, cost
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
@@ -27,6 +30,9 @@ from benchlab.resilience.facts import ANSWER_CONFORMANCE, NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.stacks.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.store import CELL_CHECKED
+
+# A candidate's cell fact: what it is given (tune_choice.cost), stored with its first pass.
+CANDIDATE_SIZE = "candidate_size"
 
 E = TypeVar("E", IoModel, PerWorker)
 
@@ -65,6 +71,15 @@ class CandidateResult:
     # checked for the answer only (tune/proxy_check.py).
     slow_clients: SlowClients | NotChecked | None = None
     parsing: dict[str, Any] | None = None
+    # What it costs to run, as its first pass measured it (tune_choice.cost: cheapest first).
+    first_cost: Cost = ()
+
+    @property
+    def first_pass(self) -> FirstPass | None:
+        """Its first pass as the screen reads it (None: nothing measured)."""
+        if self.first_key is None or not self.closed_rps or self.status == "failed":
+            return None
+        return FirstPass(self.first_key, self.closed_rps, self.first_cost)
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -133,11 +148,6 @@ class Proof:
     def to_json(self) -> dict[str, Any]:
         return {**self.final.to_json(), "steps": [s.to_json() for s in self.steps]}
 
-
-# Two first-pass throughputs this close are not told apart: one closed-loop trial each, and
-# this VM's trials vary 5–15 % (two tunes of one app: 407 vs 409 req/s one time, 579 vs 463
-# the next). tune searches the cheapest of such ties first, and the answer names the rest.
-FIRST_PASS_TIE = 0.10
 
 # How the rate to run at is chosen (capacity.proof_miss judges it).
 _START = (
@@ -371,9 +381,21 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 or first.slow_clients,
                 parsing=(found.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
                 or first.facts.get(ANSWER_CONFORMANCE),
+                first_cost=cost(
+                    _size(first), first.value(F.SERVER_RSS), first.value(F.CPU_PER_REQUEST)
+                ),
             )
         )
     return results
+
+
+def _size(cell: CellSummary) -> tuple[float, ...]:
+    """What a candidate is given, as tune stored it with its first pass (CANDIDATE_SIZE);
+    a run stored before it did: its workers."""
+    stored = cell.facts.get(CANDIDATE_SIZE)
+    if isinstance(stored, list):
+        return tuple(float(v) for v in stored)
+    return (float(cell.workers),)
 
 
 def _searched(c: CandidateResult) -> Estimate:
@@ -382,22 +404,14 @@ def _searched(c: CandidateResult) -> Estimate:
     return c.capacity
 
 
-def _cost(c: CandidateResult) -> tuple[float, float]:
-    return (c.rss_mb or float("inf"), c.cpu_us_per_request or float("inf"))
-
-
-def _as_good(best: Estimate, other: Estimate, tolerance_pct: float) -> bool:
-    if best.n > 1 and other.n > 1:
-        return other.high >= best.low
-    return other.median >= best.median * (1 - tolerance_pct / 100)
-
-
 def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
     """Without a capacity, the best first pass: what was measured, labelled as such."""
-    measured = [c for c in results if c.status != "failed" and c.closed_rps]
-    if not measured:
+    first = _first_passes(results)
+    order = first_pass_order(list(first), summary.options)
+    if not order:
         return None
-    best = max(measured, key=lambda c: c.closed_rps or 0.0)
+    measured = list(first.values())
+    best = first[order[0]]
     quick = summary.options.tune is not None and summary.options.tune.quick
     held_none = any(c.capacity is not None for c in results)
     missing = (
@@ -470,45 +484,67 @@ def _cheapest_at(
     return Recommendation(best, [], reason, _findings(results), proof=proof, goal_rps=goal)
 
 
+def _first_passes(results: list[CandidateResult]) -> dict[FirstPass, CandidateResult]:
+    return {m: c for c in results if (m := c.first_pass) is not None}
+
+
+def first_pass_order(measured: list[FirstPass], options: RunOptions) -> list[FirstPass]:
+    return tune_choice.first_pass_order(measured, options)
+
+
+def candidate_order(summary: RunSummary, results: list[CandidateResult]) -> list[CandidateResult]:
+    """Every candidate as a table shows them: the searched in the capacity Ranking's order,
+    then the rest in the first pass's, then those that measured nothing."""
+    by_key = {c.key: c for c in results if c.key is not None}
+    searched = [by_key[k] for k in tune_choice.capacity_order(summary.ranking) if k in by_key]
+    first = _first_passes(results)
+    rest = [first[m] for m in first_pass_order(list(first), summary.options)]
+    shown: list[CandidateResult] = []
+    for c in [*searched, *rest, *results]:
+        if not any(c is known for known in shown):
+            shown.append(c)
+    return shown
+
+
+def choice_of(summary: RunSummary, results: list[CandidateResult]) -> Choice | None:
+    """The answer as tune_choice reads it off the run's Ranking (the one the tune's proof
+    replayed while it ran)."""
+    eligible = {
+        c.key for c in results
+        if c.key is not None and c.capacity is not None and c.capacity.median > 0
+    }  # fmt: skip
+    costs = {c.key: c.first_cost for c in results if c.key is not None}
+    return choose(summary.ranking, costs, eligible)
+
+
 def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
-    """The candidate that holds the most load under the SLO."""
-    searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
-    if not searched:
+    """The cheapest candidate of the capacity Ranking's top tier (tune_choice)."""
+    choice = choice_of(summary, results)
+    if choice is None:
         return _provisional(summary, results)
-    best = max(searched, key=lambda c: _searched(c).median)
-    tolerance = summary.options.target_half_width_pct
-    equals = sorted(
-        (
-            c
-            for c in searched
-            if c is not best and _as_good(_searched(best), _searched(c), tolerance)
-        ),
-        key=_cost,
-    )
-    reason = _with_gil_wait(_reason(best, results, tune_rate_unit(summary)), best, results)
-    findings = _findings(results) + _unsearched_ties(best, results, tune_rate_unit(summary))
+    by_key = {c.key: c for c in results if c.key is not None}
+    best = by_key[choice.best]
+    equals = [by_key[k] for k in choice.equals]
+    unit = tune_rate_unit(summary)
+    reason = _with_gil_wait(_reason(best, results, unit, choice, by_key), best, results)
+    findings = _findings(results) + _unsearched_ties(best, results, unit)
     return Recommendation(best, equals, reason, findings, proof=_proof(summary, best))
-
-
-def first_pass_tied(a: float, b: float) -> bool:
-    """Two first-pass closed loops one trial each cannot tell apart (FIRST_PASS_TIE)."""
-    return min(a, b) >= (1 - FIRST_PASS_TIE) * max(a, b)
 
 
 def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit: str) -> list[str]:
     """Candidates the first pass could not tell from the answer that were not searched (the
     budget searched fewer): the answer is one of them, not the only one."""
-    if not best.closed_rps:
+    mine = best.first_pass
+    if mine is None:
         return []
-    ties = [
-        c for c in results if c.capacity is None and c.status != "failed" and c.closed_rps
-        and first_pass_tied(c.closed_rps, best.closed_rps)
-    ]  # fmt: skip
+    first = _first_passes(results)
+    searched = {m.key for m, c in first.items() if c.capacity is not None}
+    ties = [first[m] for m in tune_choice.unsearched_ties(mine, list(first), searched)]
     if not ties:
         return []
     each = ", ".join(
         f"{c.label} ({c.closed_rps:,.0f} {unit}" + (f", {c.rss_mb:,.0f} MB)" if c.rss_mb else ")")
-        for c in sorted(ties, key=_cost)
+        for c in ties
     )
     return [
         f"as fast as {best.label} in the first pass ({best.closed_rps:,.0f} {unit}; within "
@@ -517,7 +553,10 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit
     ]
 
 
-def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) -> str:
+def _reason(
+    best: CandidateResult, results: list[CandidateResult], unit: str, choice: Choice,
+    by_key: dict[str, CandidateResult],
+) -> str:  # fmt: skip
     capacity = _searched(best).median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
         alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
@@ -539,40 +578,46 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
                 f"({best.label}: {capacity:,.0f} {unit}; {same_workers[0].label} serves at most "
                 f"{bound:,.0f} even in a closed loop){cost}"
             )
+    # Each worker count's first in the capacity Ranking's order.
     by_workers: dict[int, CandidateResult] = {}
-    for c in results:
-        if c.capacity is not None and (
-            c.workers not in by_workers
-            or c.capacity.median > _searched(by_workers[c.workers]).median
-        ):
-            by_workers[c.workers] = c
+    for key in (p.key for p in choice.ranked.order):
+        if key in by_key:
+            by_workers.setdefault(by_key[key].workers, by_key[key])
     fewest = by_workers.get(min(by_workers)) if by_workers else None
     if (
-        fewest is not None and best.workers == max(by_workers) and best.workers > fewest.workers
-        and _searched(best).n > 1 and _searched(fewest).n > 1
-        and _searched(best).low > _searched(fewest).high
+        fewest is not None and best.key is not None and fewest.key is not None
+        and best.workers == max(by_workers) and best.workers > fewest.workers
+        and choice.ranked.beats(best.key, fewest.key) is not None
     ):  # fmt: skip
         return (
             f"the app is bound by CPU more than by waiting: capacity follows the worker "
             f"processes ({fewest.label}: {_searched(fewest).median:,.0f} {unit}; {best.label}: "
             f"{capacity:,.0f})"
         )
-    searched = [c for c in results if c.capacity is not None]
-    close = [c for c in searched if c is not best and _searched(c).high >= _searched(best).low]
-    if close:
-        cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
-        lowest = min(_searched(c).median for c in [best, *close])
+    if choice.equals:
+        tier = [best, *(by_key[k] for k in choice.equals)]
+        values = [_searched(c).median for c in tier]
         return (
-            f"{len(close) + 1} candidates hold the same load within the noise "
-            f"({lowest:,.0f}–{capacity:,.0f} {unit}); the "
-            f"highest is shown, and {cheapest.label} does it in the least memory "
-            f"({cheapest.rss_mb or 0:,.0f} MB)"
+            f"{len(tier)} candidates hold the same load within the noise "
+            f"({min(values):,.0f}–{max(values):,.0f} {unit}: the evidence rule cannot separate "
+            f"them); {best.label} is the cheapest of them ({_cost_text(best)})"
         )
-    measured = sum(1 for c in results if c.capacity is not None)
+    measured = len(choice.ranked.order)
+    if measured == 1:
+        return f"the only candidate searched ({capacity:,.0f} {unit} under the SLO)"
     return (
-        f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} {unit} "
-        "under the SLO)"
+        f"it holds more than the other {measured - 1} candidate(s) searched, by the evidence "
+        f"rule ({capacity:,.0f} {unit} under the SLO)"
     )
+
+
+def _cost_text(c: CandidateResult) -> str:
+    parts = [f"{c.workers} worker(s)"] if c.workers > 1 else []
+    if c.rss_mb:
+        parts.append(f"{c.rss_mb:,.0f} MB")
+    if c.cpu_us_per_request:
+        parts.append(f"{c.cpu_us_per_request:,.0f} µs CPU/req")
+    return ", ".join(parts) or "the least it is given"
 
 
 GIL_HIGH = 0.25  # a share of their busy time that threads waiting for the GIL are said to cost

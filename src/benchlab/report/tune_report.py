@@ -10,6 +10,7 @@ from benchlab.analysis.recommendation import (
     Proof,
     ProofStep,
     Recommendation,
+    candidate_order,
     recommend,
     tune_rate_unit,
 )
@@ -269,11 +270,7 @@ def candidate_header(summary: RunSummary) -> list[str]:
 
 def candidate_rows(summary: RunSummary) -> list[list[str]]:
     _, results = recommend(summary)
-    ordered = sorted(
-        results,
-        key=lambda c: (c.capacity.median if c.capacity else -1.0, c.closed_rps or 0.0),
-        reverse=True,
-    )
+    ordered = candidate_order(summary, results)
     return [
         [
             c.label,

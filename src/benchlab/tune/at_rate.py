@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE, RUN_AT_SPARE_PCT
+from benchlab.analysis.tune_choice import Cost, cost
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
@@ -22,14 +23,9 @@ from benchlab.tune.proof import PROOF_S, Searched, held_text, replay_at
 from benchlab.tune.session import TuneSession
 
 
-def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
-    """What a candidate costs to run, as its first pass measured it: workers, then memory,
-    then CPU per request (a figure it lacks costs the most)."""
-    return (
-        candidate.workers,
-        trial.server_rss_mb or float("inf"),
-        trial.cpu_us_per_request or float("inf"),
-    )
+def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> Cost:
+    """What a candidate costs to run, as its first pass measured it (tune_choice.cost)."""
+    return cost(candidate.size, trial.server_rss_mb, trial.cpu_us_per_request)
 
 
 def needed_closed_rps(rate: float) -> float:

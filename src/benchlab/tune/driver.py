@@ -28,9 +28,10 @@ import psutil
 
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.noise_record import noise_facts
-from benchlab.analysis.recommendation import first_pass_tied
+from benchlab.analysis.recommendation import CANDIDATE_SIZE
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.target import Target
+from benchlab.analysis.tune_choice import FirstPass, screen
 from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core import figures as F
 from benchlab.core.errors import UserError
@@ -98,7 +99,6 @@ LATER_REPLICATE_PROBES = 3.5
 CONFIRM_S = 8
 MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
-SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
 DEFAULT_CONNECTIONS = 256
 # A WebSocket echo's load: JMeter runs a thread a connection, and each of its loads starts a
 # JVM and reads its samples back (learnt here: 2.4 s beyond what an echo asks).
@@ -623,6 +623,8 @@ def run_tune(
         planned = 1  # the stored answer's replay, nothing else
     with session.running(0 if request.check_only else planned) as outcome:
         session.cells.add(coarse_cells)
+        for candidate, cell in zip(found, coarse_cells, strict=True):  # what the cheapest reads
+            session.cells.add_facts(cell, {CANDIDATE_SIZE: list(candidate.size)})
         session.prepare(coarse_cells)
         if request.setup and app is not None:
             _setup(request.setup, request, app, session, say)
@@ -716,7 +718,10 @@ def _search_and_prove(
     measurer.measure(search_cells, replicates)
     session.clock.set_deadline(request.budget_min * 60)
     searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
-    proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
+    costs = {c: m.cost for c, m in _first_pass(session, first_pass).items()}
+    proved = prove(
+        session, measurer, searched, cores, request.connections, say, request.proof_s, costs
+    )
     # It says so when the budget has no room left for it; slow clients are HTTP's.
     if proved is not None and request.echo is None and slow_clients:
         check_answer(
@@ -863,27 +868,24 @@ def _refuse_if_every_check_failed(
     )
 
 
-def _survivors(session: TuneSession, first_pass: list[Searched], most: int) -> list[Candidate]:
-    """The candidates within half of the best closed-loop throughput: first those the first
-    pass cannot tell from the best (first_pass_tied), cheapest first, then the
-    rest, best first. Where the budget searches fewer than tie, the cheapest of them is
-    searched, not the one a single noisy trial put ahead (two tunes of one app chose 1 and 3
-    workers on 407 vs 409 req/s)."""
-    measured = []
+def _first_pass(session: TuneSession, first_pass: list[Searched]) -> dict[Candidate, FirstPass]:
+    """Each candidate the first pass measured (its closed loop and cost), by candidate."""
+    measured = {}
     for entry in first_pass:
         trials = session.cells.trials_of(entry.cell)
         if trials and session.cells.failure_of(entry.cell) is None:
             trial = trials[-1]
-            measured.append((trial.throughput_rps, first_pass_cost(entry.candidate, trial), entry))
-    if not measured:
-        return []
-    best = max(rps for rps, _, _ in measured)
-    tied = sorted((m for m in measured if first_pass_tied(m[0], best)), key=lambda m: m[1])
-    rest = sorted(
-        (m for m in measured if m[0] >= SURVIVE * best and not first_pass_tied(m[0], best)),
-        key=lambda m: -m[0],
-    )
-    return [entry.candidate for _, _, entry in (tied + rest)[:most]]
+            measured[entry.candidate] = FirstPass(
+                entry.cell.key, trial.throughput_rps, first_pass_cost(entry.candidate, trial)
+            )
+    return measured
+
+
+def _survivors(session: TuneSession, first_pass: list[Searched], most: int) -> list[Candidate]:
+    """The candidates the first pass's screen keeps for the search (tune_choice.screen)."""
+    measured = _first_pass(session, first_pass)
+    by_key = {m.key: candidate for candidate, m in measured.items()}
+    return [by_key[key] for key in screen(list(measured.values()), most, session.run_options)]
 
 
 def _recipe_text(request: TuneRequest) -> str:
