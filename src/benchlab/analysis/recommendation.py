@@ -60,6 +60,9 @@ class CandidateResult:
     reason: str | None = None
     one_at_a_time: bool = False
     concurrency: PerWorker | None = None
+    # Its server's I/O model is known (a Python app's server kind); not for a command's or
+    # an endpoint's server, of which nothing but its answers is known.
+    served_known: bool = True
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
     key: str | None = None  # its search cell's key (a proof names the cell it replayed)
@@ -373,6 +376,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 reason=(found.reason if found is not None and found.status == "failed" else None)
                 or first.reason,
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
+                served_known=served.io_model is not None,
                 concurrency=served.concurrency,
                 key=found.key if found is not None else None,
                 first_key=first.key,
@@ -691,7 +695,7 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
     """Candidates flagged `blocked` where nothing but the app can block: an event loop,
     greenlets. (Threads left idle behind busy connections say something about the server.)"""
     return [
-        c for c in results if BLOCKED.name in c.verdicts
+        c for c in results if BLOCKED.name in c.verdicts and c.served_known
         and c.concurrency in (None, PerWorker.GREENLETS) and not c.one_at_a_time
     ]  # fmt: skip
 

@@ -193,7 +193,14 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
             f"Recommended for {app}: {best.label} — capacity "
             f"{capacity_text(best)} {unit} with {slo}{at}"
         )
-    lines = [head, f"  deploy: {best.command}", *_target_lines(tune.deploy_target)]
+    deploy = (
+        f"  deploy: {best.command}"
+        if best.command
+        else f"  endpoint: {tune.given}, already running: measured as it runs (nothing deployed)"
+    )
+    lines = [head, deploy, *_target_lines(tune.deploy_target)]
+    if tune.unmeasured:
+        lines.append(f"  CPU and memory: {tune.unmeasured}")
     if recommendation.proof is not None:
         slo_ms = tune.slo_p99_ms
         lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms)}")
@@ -296,7 +303,11 @@ def tune_json(summary: RunSummary) -> dict[str, Any]:
         # versions (benchlab's own are in the machine record).
         "app": {"commit": tune.app_commit, "versions": tune.app_versions},
         "target": _target_json(tune.deploy_target),
-    }
+        "subject": {
+            "kind": tune.subject_kind.value, "given": tune.given, "name": tune.subject,
+            "unmeasured": tune.unmeasured,
+        },
+    }  # fmt: skip
 
 
 def _short_lines(summary: RunSummary, recommendation: Recommendation, slo: str) -> list[str]:
@@ -346,9 +357,11 @@ def tune_markdown(summary: RunSummary) -> list[str]:
     out.append(lines[0])
     if is_check_only(summary):
         return [*out, "", *(f"- {line.strip()}" for line in lines[1:]), ""]
-    if recommendation is not None:
+    if recommendation is not None and recommendation.best.command:
         out += ["", "```sh", recommendation.best.command, "```", ""]
         out += [f"- {line.strip()}" for line in lines[2:]]
+    elif recommendation is not None:
+        out += ["", *(f"- {line.strip()}" for line in lines[1:])]
     out += ["", f"## {CANDIDATES_TITLE}", ""]
     header = candidate_header(summary)
     out += [
@@ -371,7 +384,7 @@ def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
         "title": RECOMMENDATION_TITLE,
         "candidates_title": CANDIDATES_TITLE,
         "lines": recommendation_lines(summary),
-        "command": recommendation.best.command if recommendation else None,
+        "command": (recommendation.best.command or None) if recommendation else None,
         "header": candidate_header(summary),
         "rows": candidate_rows(summary),
     }

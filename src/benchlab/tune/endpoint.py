@@ -81,13 +81,13 @@ def check_answers(url: Url, requests: list[Expectation]) -> None:
     problem = verify(url.host, url.port, requests, timeout=CHECK_TIMEOUT_S)
     if problem is None:
         return
-    fix = (
-        "is it running, and listening there?"
-        if "refused" in problem.lower() or "connect" in problem.lower()
-        else f"it must answer each request alone within {CHECK_TIMEOUT_S:g} s"
-        if "timed out" in problem.lower() or "timeout" in problem.lower()
-        else "fix the request or its check (--check-status, --check-body)"
-    )
+    said = problem.lower()
+    if "refused" in said or "connect" in said:
+        fix = "is it running, and listening there?"
+    elif any(stall in said for stall in ("timed out", "timeout", "did not end")):
+        fix = f"it must answer each request alone within {CHECK_TIMEOUT_S:g} s (it stalls)"
+    else:
+        fix = "fix the request or its check (--check-status, --check-body)"
     raise UserError(f"{url.text}: {problem}; {fix}")
 
 
