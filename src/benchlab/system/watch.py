@@ -9,6 +9,7 @@ report says why.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from benchlab.system.cpu_account import CGROUP_V2_MOUNTS, tree_cpu_seconds
-from benchlab.system.process import descendant_pids
+from benchlab.system.process import descendant_pids, living, resident
 
 SYSTEMCTL_TIMEOUT_S = 10.0
 
@@ -43,13 +44,7 @@ class PidWatch:
                 return [root, *root.children(recursive=True)]
             except psutil.Error:
                 return []
-        found = []
-        for pid in pids:
-            try:
-                found.append(psutil.Process(pid))
-            except psutil.Error:
-                continue
-        return found
+        return living(pids)
 
     def cpu_seconds(self) -> tuple[float, str]:
         return tree_cpu_seconds(self.processes()), self.source
@@ -70,18 +65,11 @@ class CgroupWatch:
         return f"cgroup v2 ({self.named})"
 
     def processes(self) -> list[psutil.Process]:
-        found = []
+        pids = []
         for procs in self.path.rglob("cgroup.procs"):
-            try:
-                pids = [int(pid) for pid in procs.read_text().split()]
-            except OSError:
-                continue
-            for pid in pids:
-                try:
-                    found.append(psutil.Process(pid))
-                except psutil.Error:
-                    continue
-        return found
+            with contextlib.suppress(OSError):
+                pids += [int(pid) for pid in procs.read_text().split()]
+        return living(pids)
 
     def cpu_seconds(self) -> tuple[float, str]:
         for line in (self.path / "cpu.stat").read_text().splitlines():
@@ -99,15 +87,7 @@ Watch = PidWatch | CgroupWatch
 
 def memory_sample(watch: Watch) -> tuple[int, set[tuple[int, float]]]:
     """Resident memory of what is watched now, in bytes, and its processes (pid, start)."""
-    rss, seen = 0, set()
-    for proc in watch.processes():
-        try:
-            with proc.oneshot():
-                seen.add((proc.pid, proc.create_time()))
-                rss += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return rss, seen
+    return resident(watch.processes())
 
 
 def by_pid(pid: int) -> PidWatch:

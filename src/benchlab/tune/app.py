@@ -219,9 +219,14 @@ def app_owner(spec: AppSpec) -> str | None:
     """Who owns the app's files: whom its servers run as when benchlab is root, root
     included — as its owner runs it in production, writing where it writes (a SQLite file,
     uploads, a key beside it). None for an owner this machine has no name for."""
-    owner = spec.directory.stat().st_uid
+    return directory_owner(spec.directory)
+
+
+def directory_owner(directory: Path) -> str | None:
+    """Who owns `directory` (whom what runs from it runs as when benchlab is root: a
+    Python app's, a command's); None for an owner this machine has no name for."""
     try:
-        return pwd.getpwuid(owner).pw_name
+        return pwd.getpwuid(directory.stat().st_uid).pw_name
     except KeyError:
         return None
 

@@ -19,7 +19,6 @@ when the template reads `$PORT`), and the proof replays exactly that, on benchla
 from __future__ import annotations
 
 import itertools
-import pwd
 import shlex
 import string
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from benchlab.hosts import machine
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks import Launch, LaunchContext, Stack
 from benchlab.system.cpu_account import Limits
+from benchlab.tune.app import directory_owner
 from benchlab.tune.candidates import DEPLOY_PORT, SCENARIO, START_CEILING_S, Candidate
 from benchlab.tune.subject import Described
 from benchlab.tune.user_env import deploy_assignments
@@ -130,10 +130,7 @@ class CommandTemplate:
 
     @property
     def owner(self) -> str | None:
-        try:
-            return pwd.getpwuid(self.cwd.stat().st_uid).pw_name
-        except KeyError:
-            return None
+        return directory_owner(self.cwd)
 
     @property
     def address(self) -> str | None:
