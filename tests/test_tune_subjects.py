@@ -291,7 +291,7 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
 
     build("nethttp")
     server = binary_path("nethttp")
-    template = f"BENCHLAB_ADDR=127.0.0.1:{{port}} GOMAXPROCS={{procs}} {server}"
+    template = f"BENCHLAB_ADDR={{host}}:{{port}} GOMAXPROCS={{procs}} {server}"
     report = _tune(
         tmp_path, "--command", template, "--grid", "procs=2,1", "--request",
         "GET /cpu?us=2000", "--budget", "5", "--proof", "10",
@@ -306,7 +306,7 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
     assert best["candidate"] == "procs=1", best
     # The printed command runs: started as printed, on another port, it answers.
     port = _free_port(())
-    command = best["command"].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
     started = subprocess.Popen(["bash", "-c", command], start_new_session=True)
     try:
         assert wait_until_answering("127.0.0.1", port, lambda: started.poll() is None, 20) is None

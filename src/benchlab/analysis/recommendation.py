@@ -601,10 +601,17 @@ def _reason(
     if choice.equals:
         tier = [best, *(by_key[k] for k in choice.equals)]
         values = [_searched(c).median for c in tier]
+        top = choice.ranked.tiers[0]
+        why = (
+            "too few replicates to separate them: the evidence rule needs "
+            f"{choice.ranked.evidence.min_trials} a side"
+            if any(step.too_few for step in top.within)
+            else "the evidence rule cannot separate them"
+        )
         return (
             f"{len(tier)} candidates hold the same load within the noise "
-            f"({min(values):,.0f}–{max(values):,.0f} {unit}: the evidence rule cannot separate "
-            f"them); {best.label} is the cheapest of them ({_cost_text(best)})"
+            f"({min(values):,.0f}–{max(values):,.0f} {unit}: {why}); {best.label} is the "
+            f"cheapest of them ({_cost_text(best)})"
         )
     measured = len(choice.ranked.order)
     if measured == 1:
