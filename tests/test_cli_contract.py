@@ -375,3 +375,144 @@ def test_recipes_gives_every_recipe_a_question(invoke) -> None:
         "How do fastapi+uvicorn, flask+gunicorn-gthread and gin compare on json and db?"
     )
     assert "no question" not in invoke("recipes").out
+
+
+# --- --threshold: the commands whose contract ends with its code take it -------------------
+
+README_RUN = Path(__file__).parent / "data" / "readme-quick.db"
+
+
+def _judging() -> list[str]:
+    return sorted(n for n, c in CONTRACTS.items() if ExitCode.THRESHOLD in c.exit_codes())
+
+
+def test_the_commands_that_judge_a_run_are_run_tune_report_and_history() -> None:
+    assert _judging() == ["history", "report", "run", "tune"]
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_threshold_is_taken_by_every_command_whose_contract_ends_with_its_code(name: str) -> None:
+    taken = _option(COMMANDS[name], "--threshold")
+    assert (taken is not None) == (name in _judging()), name
+    if taken is not None:
+        assert taken.multiple, name  # repeatable
+
+
+def _reaching_thresholds(store: Path) -> dict[str, list[str]]:
+    """What each command that judges needs before its thresholds are read (run: its plan,
+    nothing run; tune: an app, not looked for before them)."""
+    results = ["--results", str(store)]
+    return {
+        "run": ["quick", "--dry-run"],
+        "tune": ["app.py:app"],
+        "report": results,
+        "history": ["quick", *results],
+    }
+
+
+@pytest.mark.parametrize("name", _judging())
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("p98<200ms", "no figure is called 'p98' (did you mean 'p99'?)"),
+        ("p99<abc", "'abc' is not a number"),
+        ("p99<2kg", "p99 is in ms, not 'kg'"),
+    ],
+)
+def test_a_bad_threshold_is_one_line_and_exit_2_before_anything_runs(
+    name: str, bad: str, said: str, invoke, store: Path
+) -> None:
+    done = invoke(name, *_reaching_thresholds(store)[name], "--threshold", bad)
+    assert done.code == ExitCode.BAD_INPUT and done.out == "", done
+    assert done.err == f"error: --threshold '{bad}': {done.err.split(': ', 2)[2]}", done.err
+    assert said in done.err and done.err.count("\n") == 1, done.err
+
+
+def test_a_threshold_no_cell_of_the_run_measures_is_refused_before_it_runs(invoke) -> None:
+    done = invoke("run", "quick", "--dry-run", "--threshold", "capacity>=100")
+    assert done.code == ExitCode.BAD_INPUT and done.out == "", done
+    assert "capacity is measured by capacity-search cells only, and these are closed-loop" in (
+        done.err
+    )
+    refused = invoke("tune", "app.py:app", "--quick", "--threshold", "p99<100ms")
+    assert refused.code == ExitCode.BAD_INPUT
+    assert "--threshold: it judges the replay that proves the answer, which --quick" in refused.err
+
+
+@pytest.mark.parametrize("name", ["report", "history"])
+def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_cells(
+    name: str, invoke
+) -> None:
+    """README's example run: every cell's p99 is over 1 ms, across its whole interval; none
+    is near 1,000 ms. Every format the command writes names the threshold's outcome; the
+    last lines on stderr name the cells."""
+    from benchlab.analysis.summary import summarise
+    from benchlab.report.wording import cell_name
+    from benchlab.store import Store
+
+    lead = [*(["quick"] if name == "history" else []), "--results", str(README_RUN)]
+    broken = invoke(name, *lead, "--threshold", "p99<1ms")
+    assert broken.code == ExitCode.THRESHOLD, broken
+    cells = summarise(Store(README_RUN, create=False), None).cells
+    named = "; ".join(cell_name(c) for c in cells)
+    assert broken.err == f"FAIL: threshold p99<1 ms broken by 12 cells: {named}\n"
+    assert "p99<1 ms: FAILED in 12 of 12 cells" in broken.out
+    kept = invoke(name, *lead, "--threshold", "p99<1000ms", "--threshold", "errors<0.1%")
+    assert kept.code == 0 and kept.err == "", kept
+    assert "p99<1000 ms: kept by all 12 cells measured" in kept.out
+    assert "errors<0.1%: kept by all 12 cells measured" in kept.out
+    # Trackers' formats (Bencher's BMF, github-action-benchmark's) hold numbers in a schema of
+    # the tracker's own: no place for a pass or a fail; the FAIL line on stderr says it.
+    trackers = {"bmf", "gab-bigger", "gab-smaller"}
+    for fmt in (f for f in CONTRACTS[name].formats if f not in trackers):
+        shown = invoke(name, *lead, "-f", fmt, "--threshold", "p99<1ms")
+        assert shown.code == ExitCode.THRESHOLD and shown.err.startswith("FAIL: "), fmt
+        if fmt == "json":
+            check_against_schema(shown.out)
+            judged = json.loads(shown.out)["thresholds"]
+            assert [(t["threshold"], t["outcome"]) for t in judged] == [("p99<1 ms", "failed")]
+            assert {c["outcome"] for c in judged[0]["cells"]} == {"failed"}
+        elif fmt == "csv":  # a row per cell: its outcome of each threshold
+            rows = shown.out.splitlines()[1:]
+            assert len(rows) == 12 and all(r.endswith(",p99<1 ms failed") for r in rows)
+        else:
+            text = shown.out.replace("&lt;", "<")
+            assert "p99<1 ms: FAILED in 12 of 12 cells" in text, fmt
+
+
+def test_tune_judges_its_answers_replay_and_ends_with_the_threshold_code(
+    invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tune's door, its measurement replaced by a stored tune (test_tune_proof's: its proof
+    held 978 req/s, p99 35 ms, over windows of 12, 15, 260 and 14 ms): what it does with the
+    answer it finds. Its real runs: test_tune."""
+    from types import SimpleNamespace
+
+    from benchlab.runner.outcome import RunOutcome
+    from tests.test_tune_proof import _tune_run
+
+    def measured(request: object, store: object, *_: object, **__: object) -> SimpleNamespace:
+        return SimpleNamespace(outcome=RunOutcome(_tune_run(results), "complete"), checked=None)
+
+    command = importlib.import_module("benchlab.cli.tune")  # the module, not the command
+    asked = SimpleNamespace(check_answer=None)
+    monkeypatch.setattr(command, "_tune_request", lambda _: asked)
+    monkeypatch.setattr(command, "_prepare", lambda *_: None)
+    monkeypatch.setattr(command, "make_ready", lambda *_: None)
+    monkeypatch.setattr(command, "claim", lambda _: False)
+    monkeypatch.setattr("benchlab.tune.driver.run_tune", measured)
+    for bound, code in (("p99<10ms", ExitCode.THRESHOLD), ("p99<300ms", 0), ("p99<100ms", 0)):
+        results = tmp_path / f"{code}-{bound[4:]}.db"
+        done = invoke("tune", "app.py:app", "--results", str(results), "--threshold", bound)
+        assert done.code == code, done
+        flat = " ".join(done.out.split())
+        if code:
+            assert done.err.splitlines()[-1] == (
+                f"FAIL: threshold {bound[:3]}<{bound[4:-2]} ms broken by 1 cell: "
+                "gunicorn-gthread w=1 t=16 app vegeta c=64 rate 978/s"
+            ), done.err
+            assert f"{bound[:3]}<{bound[4:-2]} ms: FAILED in 1 of 1 cells" in flat
+        elif bound == "p99<100ms":  # its windows' p99s straddle it: said, not failed
+            assert "p99<100 ms: undecided in 1 of 1 cells" in flat and "FAIL" not in done.err
+        else:
+            assert "p99<300 ms: kept by the cells measured" in flat, flat

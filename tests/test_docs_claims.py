@@ -213,6 +213,21 @@ EVIDENCE = "3+ trials a side, an interval that\n  excludes 1 and an effect over 
 PROOF = "replayed for 60 s, p99 under the target in every ~2-s window, 1.6× under in 29 of 30"
 
 
+def _thresholds_read() -> bool:
+    """The README's thresholds are read as it says: figure, comparison, bound in its unit."""
+    from benchlab.core import figures as F
+    from benchlab.core.thresholds import parse_thresholds
+
+    read = [(t.figure, t.comparison.value, t.bound, t.unit) for t in parse_thresholds(
+        ["p99<200ms", "errors<0.1%", "rps>=500"]
+    )]  # fmt: skip
+    return read == [
+        (F.P99, "<", 200.0, "ms"),
+        (F.ERROR_RATE, "<", 0.1, "%"),
+        (F.THROUGHPUT, ">=", 500, F.REQ_S),
+    ]
+
+
 def _claims() -> dict[str, Callable[[], bool]]:
     from benchlab.analysis import capacity
     from benchlab.analysis.evidence import MIN_TRIALS
@@ -250,7 +265,7 @@ def _claims() -> dict[str, Callable[[], bool]]:
         "`connections = [16, 128]`": lambda: _valid_recipe("[[load]]\nconnections = [16, 128]"),
         "2–5 s is enough": lambda: 2 <= load_fields["duration"].default <= 5,
         "3 rounds are the fewest": lambda: MIN_TRIALS == 3,
-        "6 are the\n  fewest whose interval of the median covers 95 %": lambda: (
+        "6 are the fewest whose\n  interval of the median covers 95 %": lambda: (
             _coverage(6) >= 0.95 > _coverage(5)
         ),
         "(`w=1`); on 2 cores every stack runs one": lambda: len(default_cores((0, 1)).server) == 1,
@@ -279,12 +294,14 @@ def _claims() -> dict[str, Callable[[], bool]]:
         ),
         "`benchlab run RECIPE --budget 5` measures 3\nrounds": lambda: FIRST_DECISIVE_ROUND == 3,
         "`--fail-above PCT` exits 1": lambda: ExitCode.REGRESSION == 1,
+        "`--threshold 'p99<200ms'` (repeatable; `'errors<0.1%'`, `'rps>=500'`": _thresholds_read,
+        "exit 7 names the cells": lambda: ExitCode.THRESHOLD == 7,
         "(exit 5, whatever": lambda: ExitCode.NOT_COMPARABLE == 5,
         "slower` exits 1 on": lambda: ExitCode.REGRESSION == 1,
         "Exit codes: 0 success, 1 a regression, 2 bad input, 3 a harness failure, 4 a partial run,"
         "\n5 not comparable (`--strict`), 6 a stack failed a check (`conform`, `drain`,\n"
-        "`slow-clients`), 130 interrupted": lambda: (
-            [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 130]
+        "`slow-clients`), 7 a failed `--threshold`, 130 interrupted": lambda: (
+            [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 7, 130]
         ),
         "(≤ 85 % of it)": lambda: capacity.RUN_AT_MEDIAN_SHARE == 0.85,
         PROOF: lambda: (

@@ -12,6 +12,8 @@ import pytest
 from rich.console import Console
 
 from benchlab.analysis.summary import RunSummary, summarise
+from benchlab.analysis.thresholds import judged
+from benchlab.core.thresholds import parse_thresholds
 from benchlab.report.html import render_html
 from benchlab.report.markdown import render_markdown
 from benchlab.report.sections import NESTED, UNTITLED, Format, sections, titled
@@ -23,10 +25,21 @@ from tests.stored_runs import write_run
 BOLD = "\x1b[1m"
 
 
-@pytest.fixture(scope="module")
-def summary(tmp_path_factory: pytest.TempPathFactory) -> RunSummary:
+# A run as stored, and the same with thresholds judged (a section of their own everywhere).
+GATES = [(), ("p99<1ms", "rps>=1")]
+
+
+@pytest.fixture(scope="module", params=GATES, ids=["plain", "with-thresholds"])
+def summary(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> RunSummary:
     path = tmp_path_factory.mktemp("sections") / "results.db"
-    return summarise(Store(path), write_run(path))
+    stored = summarise(Store(path), write_run(path))
+    return judged(stored, parse_thresholds(request.param))
+
+
+def test_thresholds_have_a_titled_section_in_every_format(summary) -> None:
+    for fmt in Format:
+        titles = _declared(summary, fmt)
+        assert ("Thresholds" in titles) == bool(summary.thresholds), (fmt, titles)
 
 
 def _declared(summary: RunSummary, fmt: Format) -> list[str]:
@@ -68,7 +81,11 @@ def _html_titles(page: str) -> list[str]:
 
 def test_markdown_titles_come_from_the_declaration_in_its_order(summary) -> None:
     expected = _declared(summary, Format.MARKDOWN)
-    assert expected[:3] == ["In short", "How to read this", "Every cell"]
+    assert [t for t in expected if t != "Thresholds"][:3] == [
+        "In short",
+        "How to read this",
+        "Every cell",
+    ]
     # each point's order is its takeaway: said once, in "In short"
     assert not any(t.startswith("Rankings") for t in expected)
     assert _markdown_titles(render_markdown(summary)) == expected

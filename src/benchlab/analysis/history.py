@@ -192,12 +192,16 @@ class History:
     recipe: str
     runs: int
     series: list[CellSeries]
+    # The newest run, its thresholds judged (`history --threshold`, its recipe's [thresholds]).
+    latest_run: RunSummary | None = None
 
     def as_json(self) -> dict[str, Any]:
+        judged = self.latest_run.thresholds if self.latest_run is not None else ()
         return {
             "recipe": self.recipe,
             "runs": self.runs,
             "series": [s.as_json() for s in self.series],
+            "thresholds": [t.to_json() for t in judged],
         }
 
     def latest_change(self, direction: str) -> list[CellSeries]:

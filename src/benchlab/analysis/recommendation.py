@@ -128,6 +128,7 @@ class ProofStep:
     missed: str | None  # why not, when it did not hold
     duration_s: float
     windows_p99_ms: tuple[float, ...] = ()  # the p99 of each of its consecutive windows
+    cell: str = ""  # the key of its replay's cell
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -293,6 +294,7 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
                     missed=judged.missed,
                     duration_s=cell.duration_s,
                     windows_p99_ms=judged.windows_p99_ms,
+                    cell=cell.key,
                 ),
             )
         )

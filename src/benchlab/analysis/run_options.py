@@ -15,8 +15,9 @@ from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.core.thresholds import Threshold
 from benchlab.http.scenarios import SCENARIOS, rate_unit_of
-from benchlab.recipe import Recipe, WebSocket, sentinel_of
+from benchlab.recipe import Recipe, WebSocket, recipe_thresholds, sentinel_of
 from benchlab.store import RunRecord
 
 DEFAULT_TARGET_HALF_WIDTH_PCT = 5.0
@@ -39,6 +40,7 @@ class RunOptions:
     ratio_method: str = RatioMethod.INDEPENDENT.value
     sentinel: str | None = None  # the stack every cell is also divided by, round by round
     aa: bool = False  # the sentinel was measured twice (its second launch: copy 2)
+    thresholds: tuple[Threshold, ...] = ()  # the recipe's [thresholds], judged on every report
 
     @property
     def practical_threshold_pct(self) -> float:
@@ -82,7 +84,12 @@ class RunOptions:
         return F.RANK_BY_MODE[max(set(modes), key=lambda m: (modes.count(m), order.index(m)))]
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        plain = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {
+            **plain,
+            "slo": dataclasses.asdict(self.slo) if self.slo else None,
+            "thresholds": [t.to_json() for t in self.thresholds],
+        }
 
     @classmethod
     def from_recipe(cls, recipe: Recipe, rounds_move_together: bool = False) -> RunOptions:
@@ -100,6 +107,7 @@ class RunOptions:
             min_effect_pct=recipe.min_effect_pct,
             sentinel=sentinel_of(recipe),
             aa=recipe.aa,
+            thresholds=recipe_thresholds(recipe),
         )
 
     @classmethod
@@ -112,11 +120,13 @@ class RunOptions:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
         slo, tune = data.get("slo"), data.get("tune")
+        thresholds = tuple(Threshold.from_json(t) for t in data.get("thresholds") or ())
         return cls(
             **{
                 **data,
                 "slo": Target(**slo) if slo else None,
                 "tune": TuneOptions.from_json(tune) if tune else None,
+                "thresholds": thresholds,
             }
         )
 

@@ -15,7 +15,7 @@ import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.analysis.capacity import Target, sustained_miss
 from benchlab.analysis.cell_records import measured, own_trials, refused_opens, reported_errors
@@ -65,6 +65,9 @@ from benchlab.store import (
     TrialRecord,
 )
 from benchlab.store.records import plain
+
+if TYPE_CHECKING:
+    from benchlab.analysis.thresholds import ThresholdResult
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,19 @@ class CellSummary:
         found = self.figures.get(figure.key)
         return found if isinstance(found, Ratio) else None
 
+    def interval(self, figure: F.Figure) -> Estimate | None:
+        """The figure as every table shows it, with its interval over the trials: an
+        estimate's own; a latency percentile (of the merged histogram of every trial) with
+        the interval of the median of the trials' own percentile; None where the figure is
+        no median (a peak such as RSS, a sum, a count) or the cell has none."""
+        found = self.figures.get(figure.key)
+        if isinstance(found, Estimate):
+            return found
+        over = self.latency_intervals.get(figure.key)
+        if isinstance(found, int | float) and over is not None:
+            return dataclasses.replace(over, median=float(found))
+        return None
+
     @property
     def throughput(self) -> Estimate | None:
         return self.estimate(F.THROUGHPUT)
@@ -349,6 +365,9 @@ class RunSummary:
     # What TLS and HTTP/2 cost each stack: its throughput over each, ÷ over plain HTTP/1.1.
     protocol_costs: list[ProtocolCost] = field(default_factory=list)
     hosts: list[HostRecord] = field(default_factory=list)  # what ran where ([hosts])
+    # The thresholds judged on it (analysis/thresholds.py, `judged`): the recipe's and the
+    # command line's.
+    thresholds: tuple[ThresholdResult, ...] = ()
 
     @property
     def ranked_by(self) -> F.Figure:
@@ -439,6 +458,7 @@ class RunSummary:
             "hosts": [h.to_json() for h in self.hosts],
             "slo": dataclasses.asdict(self.options.slo) if self.options.slo else None,
             "ranked_by": self.ranked_by.key,
+            "thresholds": [t.to_json() for t in self.thresholds],
             "cells": [c.to_json() for c in self.cells],
             "rankings": [p.as_json() for p in self.ranking.points.values() if p.order],
             "rank_flips": [

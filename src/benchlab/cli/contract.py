@@ -35,6 +35,7 @@ class Contract:
 
 
 _PARTIAL = (ExitCode.PARTIAL, "partial: cells failed or were not measured")
+_THRESHOLD = (ExitCode.THRESHOLD, "--threshold or [thresholds]: a cell broke one")
 _NOT_STARTED = (ExitCode.HARNESS, "a stack could not be started")
 
 CONTRACTS: dict[str, Contract] = {
@@ -47,10 +48,11 @@ CONTRACTS: dict[str, Contract] = {
                 "at most 10 minutes; the results in Markdown too",
             ),
             ("benchlab run --resume", "continue the latest interrupted or killed run"),
+            ("benchlab run --threshold 'p99<200ms'", "exit 7 if a cell's p99 is over 200 ms"),
         ),
         formats.REPORT,
         reads_store=True,
-        exits=(_PARTIAL,),
+        exits=(_PARTIAL, _THRESHOLD),
     ),
     "tune": Contract(
         (
@@ -72,16 +74,21 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.TUNE,
         reads_store=True,
-        exits=((ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),),
+        exits=(
+            (ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),
+            (ExitCode.THRESHOLD, "--threshold: the answer's replay broke one"),
+        ),
     ),
     "report": Contract(
         (
             ("benchlab report", "the latest run's table again"),
             ("benchlab report latest~1 -o before.html", "the run before it, as its page"),
             ("benchlab report -f bmf -o bmf.json", "for Bencher (docs/results.md)"),
+            ("benchlab report --threshold 'errors<0.1%'", "the latest run judged against it"),
         ),
         formats.REPORT,
         reads_store=True,
+        exits=(_THRESHOLD,),
     ),
     "recipes": Contract(
         (
@@ -121,7 +128,10 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.HISTORY,
         reads_store=True,
-        exits=((ExitCode.REGRESSION, "--fail-on-change: the latest change goes that way"),),
+        exits=(
+            (ExitCode.REGRESSION, "--fail-on-change: the latest change goes that way"),
+            (ExitCode.THRESHOLD, "--threshold or [thresholds]: the latest run broke one"),
+        ),
     ),
     "compare": Contract(
         (

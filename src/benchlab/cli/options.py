@@ -33,6 +33,15 @@ AllowConcurrentOption = Annotated[
         help="Run even if another benchlab runs on this machine (results say so).",
     ),
 ]
+ThresholdOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--threshold", metavar="'FIGURE<BOUND'",
+        help="A bound every cell's figure must keep, judged with its interval (repeatable): "
+        "'p99<200ms', 'errors<0.1%', 'rps>=500'; exit 7 when a cell's whole interval breaks "
+        "it (one that straddles it is undecided, and said).",
+    ),
+]  # fmt: skip
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
 
 

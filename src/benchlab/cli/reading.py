@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import formats
+from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console
-from benchlab.cli.options import ResultsOption, RunArgument, store_from_environment
+from benchlab.cli.options import (
+    ResultsOption,
+    RunArgument,
+    ThresholdOption,
+    store_from_environment,
+)
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import load_recipe
 from benchlab.report import json_formats
@@ -21,15 +27,23 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from benchlab.analysis.history import History
+    from benchlab.analysis.summary import RunSummary
     from benchlab.cli.formats import Destination
     from benchlab.report.comparison import Comparison
 
 
 def history_of(stores: list[Path], recipe: str) -> History:
-    """The history of `recipe` from every store: its finished runs, oldest first (by their
-    start, then in the order a store holds them: starts are stored to the second), each once."""
-    from benchlab.analysis.history import FINISHED, history
-    from benchlab.analysis.summary import RunSummary, summarise
+    """The history of `recipe` from every store (finished_runs)."""
+    from benchlab.analysis.history import history
+
+    return history(recipe, finished_runs(stores, recipe))
+
+
+def finished_runs(stores: list[Path], recipe: str) -> list[RunSummary]:
+    """The finished runs of `recipe` in every store, oldest first (by their start, then in
+    the order a store holds them: starts are stored to the second), each once."""
+    from benchlab.analysis.history import FINISHED
+    from benchlab.analysis.summary import summarise
 
     found: dict[str, tuple[tuple[str, int, int], RunSummary]] = {}
     for store_index, path in enumerate(stores):
@@ -43,7 +57,7 @@ def history_of(stores: list[Path], recipe: str) -> History:
             f"--results {shown}: no finished run of recipe '{recipe}'; "
             "`benchlab runs` lists the runs a store holds"
         )
-    return history(recipe, [summary for _, summary in sorted(found.values(), key=lambda f: f[0])])
+    return [summary for _, summary in sorted(found.values(), key=lambda f: f[0])]
 
 
 def report(
@@ -67,6 +81,7 @@ def report(
             " trial, its histogram left out).",
         ),
     ] = False,
+    threshold: ThresholdOption = None,
 ) -> None:
     """Report a stored run (the latest by default): the table, md, html, json or csv."""
     from benchlab.analysis.summary import summarise
@@ -79,11 +94,15 @@ def report(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "
             "add -f json (or -o FILE.json)"
         )
+    bounds = thresholds.given(threshold)
     summary = summarise(Store(results, create=False), run_id, with_trials)
+    summary = thresholds.judged(summary, bounds)
     if where.on_terminal_table:
         render_table(summary, console, wide)
     else:
         where.document(EXPORTERS[where.format].render(summary, wide))
+    if thresholds.say_failed(summary):
+        raise typer.Exit(ExitCode.THRESHOLD)
 
 
 def runs(
@@ -162,9 +181,11 @@ def history(
             "sentinel: only a move of the stack's own, not the machine's).",
         ),
     ] = None,
+    threshold: ThresholdOption = None,
 ) -> None:
     """Every run of RECIPE in the stores, as a series per cell, with the change points the
     evidence confirms (a run on another machine starts a new segment, never a change)."""
+    from benchlab.analysis.history import history as analysis_history
     from benchlab.report import history as report
 
     where = formats.destination(fmt, output, formats.HISTORY)
@@ -172,7 +193,11 @@ def history(
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
         recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
-    found = history_of(results or [store_from_environment()], recipe)
+    bounds = thresholds.given(threshold)
+    runs = finished_runs(results or [store_from_environment()], recipe)
+    # The latest run, judged by its recipe's [thresholds] and --threshold.
+    latest = thresholds.judged(runs[-1], bounds)
+    found = dataclasses.replace(analysis_history(recipe, runs), latest_run=latest)
     if where.format == "html":
         from benchlab.report.history_html import render_history_html
 
@@ -184,12 +209,16 @@ def history(
     else:
         text = "\n".join(report.render_text(found)) + "\n"
         where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
+    broken = thresholds.say_failed(latest)
     if fail_on_change is not None:
         hit = found.latest_change(fail_on_change)
         if hit:
             names = ", ".join(s.label for s in hit)
             print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
-            raise typer.Exit(ExitCode.REGRESSION)
+            if not broken:  # a failed threshold outranks it
+                raise typer.Exit(ExitCode.REGRESSION)
+    if broken:
+        raise typer.Exit(ExitCode.THRESHOLD)
 
 
 def _show_comparison(found: Comparison, where: Destination) -> None:

@@ -8,10 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchlab.cli import completion, formats
+from benchlab.cli import completion, formats, thresholds
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
+from benchlab.cli.options import (
+    AllowConcurrentOption,
+    QuietOption,
+    ResultsOption,
+    ThresholdOption,
+)
 from benchlab.cli.run_checks import check_ready, confirm_long, html_page
 from benchlab.core.errors import ExitCode, UserError
 from benchlab.recipe import (
@@ -29,6 +34,7 @@ from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
     from benchlab.cli.formats import Destination
+    from benchlab.core.thresholds import Threshold
     from benchlab.recipe import Plan, Recipe
     from benchlab.runner import RunOutcome
 
@@ -144,6 +150,7 @@ def run(
     quiet: QuietOption = False,
     fmt: RunFmtOption = None,
     output: RunOutputOption = None,
+    threshold: ThresholdOption = None,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -166,6 +173,8 @@ def run(
             recipe_name or DEFAULT_RECIPE, duration, trials, connections, warmup, point, budget
         )
         run_id = None
+    # Read and checked against the plan's cells before anything runs.
+    bounds = thresholds.given(threshold, {cell.mode for cell in plan.cells})
     budget_min = None if deadline_s is None else deadline_s / 60
     runnable = [c for c in plan.cells if plan.catalogue[c.stack].availability().ok]
     costs = Costs.load()
@@ -190,7 +199,7 @@ def run(
     )
     store = Store(results)
     outcome = run_recipe(plan, store, reporter(), options)
-    _show_run(store, outcome, results, page, where)
+    _show_run(store, outcome, results, page, where, bounds)
 
 
 def _planned(
@@ -233,14 +242,16 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
 
 def _show_run(
-    store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination
-) -> None:
+    store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination,
+    bounds: tuple[Threshold, ...] = (),
+) -> None:  # fmt: skip
     """The results (the table, or -f/-o's format), and the HTML page (written last: the run
-    is stored already). Where stdout holds another format, the run's own lines go to stderr."""
+    is stored already). Where stdout holds another format, the run's own lines go to stderr.
+    It ends interrupted, then with a failed threshold, then partial."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
-    summary = summarise(store, outcome.run_id)
+    summary = thresholds.judged(summarise(store, outcome.run_id), bounds)
 
     def table() -> None:
         render_table(summary, console)
@@ -267,5 +278,7 @@ def _show_run(
     say.print(f"report: {page} ({again})")
     if outcome.status == "interrupted":
         raise typer.Exit(ExitCode.INTERRUPTED)
+    if thresholds.say_failed(summary):
+        raise typer.Exit(ExitCode.THRESHOLD)
     if outcome.status == "partial":
         raise typer.Exit(ExitCode.PARTIAL)

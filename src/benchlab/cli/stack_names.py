@@ -40,7 +40,7 @@ CheckQuietOption = Annotated[
 
 
 def checked_stack_names(names: list[str] | None) -> list[str]:
-    from benchlab.recipe.messages import did_you_mean
+    from benchlab.core.text import did_you_mean
 
     if not names:
         return [name for name, stack in CATALOGUE.items() if stack.availability().ok]

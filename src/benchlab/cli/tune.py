@@ -11,10 +11,15 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.analysis.target import Target, parse_cpus, parse_memory
-from benchlab.cli import formats
+from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
-from benchlab.cli.options import AllowConcurrentOption, QuietOption, ResultsOption
+from benchlab.cli.options import (
+    AllowConcurrentOption,
+    QuietOption,
+    ResultsOption,
+    ThresholdOption,
+)
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
@@ -54,6 +59,7 @@ from benchlab.cli.tune_options import (
     TuneWorkersOption,
 )
 from benchlab.core.errors import ExitCode, UserError
+from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store
@@ -64,7 +70,9 @@ from benchlab.tune.endpoint import is_url, parse_url
 from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
+    from benchlab.analysis.summary import RunSummary
     from benchlab.cli.formats import Destination
+    from benchlab.core.thresholds import Threshold
     from benchlab.runner import RunOutcome
     from benchlab.system.watch import Watch
     from benchlab.tune.driver import PreparedTune, TuneRequest
@@ -111,6 +119,7 @@ def tune(
     fmt: TuneFmtOption = None,
     output: TuneOutputOption = None,
     quiet: QuietOption = False,
+    threshold: ThresholdOption = None,
 ) -> None:
     """Find the server and settings that hold the most load under a latency target, and the
     command that deploys them: for your own ASGI/WSGI app, for any server you start with a
@@ -121,6 +130,13 @@ def tune(
 
     where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
     _refuse_conflicts(interface, quick, rate, check_only, resume)
+    # Judged on the answer: the replay that proved its rate, at that fixed rate.
+    bounds = thresholds.given(threshold, {Mode.RATE})
+    if bounds and (quick or check_only):
+        raise UserError(
+            "--threshold: it judges the replay that proves the answer, which "
+            f"{'--quick' if quick else '--check-only'} does not run; drop one of the two"
+        )
     tune_request = _tune_request(ctx.params)
     # The app found and imported before the machine is claimed or a store made.
     prepared = _prepare(tune_request, verbose)
@@ -135,13 +151,16 @@ def tune(
     answer = tune_request.check_answer
     page = not (check_only or answer is not None)
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
+    summary = _summary(store, done.outcome, bounds)
     if answer is None or not where.on_terminal_table:
-        _show_tune(done.outcome, store, results, where, _page_stem(tune_request), page)
+        _show_tune(summary, done.outcome, results, where, _page_stem(tune_request), page)
     if answer is not None:
         _judge_answer(answer, done.checked)
     if done.outcome.status == "interrupted":
         progress.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(ExitCode.INTERRUPTED)
+    if thresholds.say_failed(summary):
+        raise typer.Exit(ExitCode.THRESHOLD)
 
 
 def _tune_request(given: dict[str, Any]) -> TuneRequest:
@@ -294,20 +313,25 @@ def _refuse_conflicts(
                         "skips; drop --quick")  # fmt: skip
 
 
+def _summary(store: Store, outcome: RunOutcome, bounds: tuple[Threshold, ...]) -> RunSummary:
+    """The tune's stored run, its --threshold judged on its answer."""
+    from benchlab.analysis.summary import summarise
+
+    return thresholds.judged(summarise(store, outcome.run_id), bounds)
+
+
 def _show_tune(
-    outcome: RunOutcome, store: Store, results: Path, where: Destination, stem: str,
+    summary: RunSummary, outcome: RunOutcome, results: Path, where: Destination, stem: str,
     with_page: bool,
 ) -> None:  # fmt: skip
     """The tune's report where it was asked for (the table, or -f/-o's format: cli/formats.py
     decides, as for every command), and its HTML page beside the results (not for a check
     that measured nothing)."""
-    from benchlab.analysis.summary import summarise
     from benchlab.report.exporters import EXPORTERS
     from benchlab.report.html import render_html
     from benchlab.report.terminal import render_table
     from benchlab.system.outputs import write_output
 
-    summary = summarise(store, outcome.run_id)
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{stem}") + ".html")
     if with_page:
         write_output(page, render_html(summary), "the tune's page")

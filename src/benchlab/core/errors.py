@@ -8,13 +8,14 @@ class ExitCode(IntEnum):
     """What a command's exit status tells CI, one meaning each."""
 
     SUCCESS = 0  # it did what was asked (a run: every cell measured)
-    REGRESSION = 1  # a threshold on the figures failed: compare --fail-above, history,
+    REGRESSION = 1  # worse than a reference: compare --fail-above, history --fail-on-change,
     # tune --check-answer
     BAD_INPUT = 2  # a recipe, an argument or a path is wrong: one line names it and the fix
     HARNESS = 3  # benchlab could not measure: a service, a load tool, the store, the machine
     PARTIAL = 4  # a run ended with cells failed or unmeasured (the rest is stored)
     NOT_COMPARABLE = 5  # compare --strict: the two runs' machines or versions differ
     CHECK_FAILED = 6  # conform, drain, slow-clients: a stack failed the check
+    THRESHOLD = 7  # a --threshold (or a recipe's [thresholds]) that a cell's interval broke
     INTERRUPTED = 130  # Ctrl-C or a stop signal; what was measured is kept (--resume)
 
 
@@ -22,7 +23,7 @@ class ExitCode(IntEnum):
 EXIT_MEANINGS = {
     ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured its "
     "planned rounds, even where a `--budget` left pairs undecided: the report names them)",
-    ExitCode.REGRESSION: "a failed threshold on the figures: `compare --fail-above` (a cell "
+    ExitCode.REGRESSION: "a regression against a reference: `compare --fail-above` (a cell "
     "slower beyond it, or failed or missing in the second run), `history --fail-on-change`, "
     "`tune --check-answer` (the stored answer no longer holds)",
     ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
@@ -36,6 +37,11 @@ EXIT_MEANINGS = {
     "machines or versions differ (each difference named); it outranks 1",
     ExitCode.CHECK_FAILED: "a stack failed a check: `conform` (nonconformant), `drain` (drops "
     "or hangs), `slow-clients` (needs a proxy)",
+    ExitCode.THRESHOLD: "a failed threshold: a `--threshold` or the recipe's `[thresholds]` "
+    "(`run`, `report`, `history`: on the latest run, `tune`: on its answer) whose bound a "
+    "cell's whole interval lies beyond; the last line on stderr names it and the cells. It "
+    "outranks 1 and 4; a threshold only undecided (its interval straddles the bound) fails "
+    "nothing",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): what was measured is kept; "
     "`--resume` continues",
 }

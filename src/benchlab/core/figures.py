@@ -137,6 +137,10 @@ class Figure:
     source: Source | None = None
     # Its interval shown in the brief table even where the cells are not ranked by it.
     spread: bool = False
+    # Other names a threshold may call it by (`--threshold 'rps>=500'`), beside its key.
+    names: tuple[str, ...] = ()
+    # A share of 1 shown as a percentage (its text multiplies by 100): a threshold's "%" too.
+    share: bool = False
 
     @property
     def is_rate(self) -> bool:
@@ -187,6 +191,8 @@ def _figure(
     threshold: float | None = None,
     source: Source | None = None,
     spread: bool = False,
+    names: tuple[str, ...] = (),
+    share: bool = False,
 ) -> Figure:
     figure = Figure(
         key,
@@ -201,6 +207,8 @@ def _figure(
         threshold,
         source,
         spread,
+        names,
+        share,
     )
     FIGURES[key] = figure
     return figure
@@ -253,7 +261,7 @@ def _bytes_per_response(trials: Sequence[Any], figures: Mapping[str, Any]) -> fl
 THROUGHPUT = _figure(
     "throughput_rps", "throughput", REQ_S, UP, E,
     "responses per second: median over trials [interval]", rate_text, brief=True,
-    source=_median("throughput_rps"),
+    source=_median("throughput_rps"), names=("rps", "throughput"),
 )  # fmt: skip
 TARGET_RATE = _figure(
     "target_rate", "target", REQ_S, FLAT, V,
@@ -286,6 +294,7 @@ CAPACITY = _figure(
     "the highest fixed rate that held the SLO: median over search replicates [interval]",
     rate_text, brief=True,
     source=Source(Combine.REPLICATES, "capacity_rps", frozenset({Mode.SLO})),
+    names=("capacity",),
 )  # fmt: skip
 CLOSED_CAPACITY = _figure(
     "closed_capacity_rps", "closed-loop", REQ_S, UP, V,
@@ -295,6 +304,11 @@ CLOSED_CAPACITY = _figure(
 REQUESTS = _figure(
     "requests", "requests", "", FLAT, V, "requests completed, all trials",
     source=Source(Combine.SUM, "requests"),
+)  # fmt: skip
+ERROR_RATE = _figure(
+    "error_pct", "error rate", "%", DOWN, E,
+    "failed requests (every kind of error) ÷ requests sent, in %: median over trials "
+    "[interval]", lambda v: f"{v:.2f}", source=_median("error_pct"), names=("errors",),
 )  # fmt: skip
 TRANSFER = _figure(
     "transfer_mb", "transfer", "MB", FLAT, V, "bytes received, all trials", _grouped(1),
@@ -319,20 +333,22 @@ LATENCY_GROUP = "latency_ms"
 
 
 def _latency(
-    key: str, label: str, description: str, brief: bool = False, fallback: Combine = Combine.MEDIAN
-) -> Figure:
+    key: str, label: str, description: str, brief: bool = False,
+    fallback: Combine = Combine.MEDIAN, names: tuple[str, ...] = (),
+) -> Figure:  # fmt: skip
     """A latency figure (ms, lower is better), read from the trials' `latency_<key>_ms`."""
     source = Source(Combine.HISTOGRAM, f"latency_{key}_ms", fallback=fallback)
     return _figure(
-        key, label, "ms", DOWN, V, description, ms_text, LATENCY_GROUP, brief, source=source
-    )
+        key, label, "ms", DOWN, V, description, ms_text, LATENCY_GROUP, brief, source=source,
+        names=names,
+    )  # fmt: skip
 
 
-LAT_MEAN = _latency("mean", "avg", "mean latency")
-P50 = _latency("p50", "p50", "median latency", brief=True)
+LAT_MEAN = _latency("mean", "avg", "mean latency", names=("avg",))
+P50 = _latency("p50", "p50", "median latency", brief=True, names=("median",))
 P90 = _latency("p90", "p90", "90th percentile latency")
 P99 = _latency("p99", "p99", "99th percentile latency", brief=True)
-P999 = _latency("p999", "p99.9", "99.9th percentile latency")
+P999 = _latency("p999", "p99.9", "99.9th percentile latency", names=("p99.9",))
 LAT_MAX = _latency("max", "max", "the slowest request", fallback=Combine.PEAK)
 PERCENTILES = (P50, P90, P99, P999)
 QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
@@ -341,7 +357,7 @@ QUANTILES = {P50.key: 50.0, P90.key: 90.0, P99.key: 99.0, P999.key: 99.9}
 CPU_PER_REQUEST = _figure(
     "cpu_us_per_request", "CPU/req", "µs", DOWN, E,
     "server CPU time per successful response, counted over its whole process tree",
-    WHOLE, brief=True, source=_median("cpu_us_per_request"),
+    WHOLE, brief=True, source=_median("cpu_us_per_request"), names=("cpu",),
 )  # fmt: skip
 SERVER_CPU = _figure(
     "server_cpu_pct", "server CPU", "%", FLAT, E, "100 = one core busy for the whole trial",
@@ -350,7 +366,7 @@ SERVER_CPU = _figure(
 SERVER_RSS = _figure(
     "server_rss_mb", "RSS", "MB", DOWN, V,
     "peak resident memory of the server's whole process tree", _grouped(1),
-    source=_peak("server_rss_mb"),
+    source=_peak("server_rss_mb"), names=("rss",),
 )  # fmt: skip
 RSS_GROWTH = _figure(
     "rss_growth_mb", "RSS growth", "MB", DOWN, E,
@@ -379,7 +395,7 @@ GIL_WAIT = _figure(
     "gil_wait_share", "GIL wait", "%", DOWN, V,
     "the server's own count (granian's metrics): of its threads' time with a request, the "
     "share spent waiting for the GIL", lambda v: f"{100 * v:.0f}",
-    source=Source(Combine.DERIVED, derive=_gil_wait_share),
+    source=Source(Combine.DERIVED, derive=_gil_wait_share), share=True,
 )  # fmt: skip
 RPS_PER_CPU = _figure(
     "rps_per_cpu_s", "req/CPU-s", "", UP, V, "requests served per second of server CPU",
@@ -398,7 +414,7 @@ POOL_ACTIVE = _figure(
 CACHE_HITS = _figure(
     "cache_hit_ratio", "cache hit", "%", UP, V, "Redis hits ÷ lookups",
     lambda v: f"{100 * v:.1f}",
-    source=Source(Combine.DERIVED, derive=_hit_share),
+    source=Source(Combine.DERIVED, derive=_hit_share), share=True,
 )  # fmt: skip
 
 # --- WebSocket (the ws-* scenarios; runner/websocket.py) ---------------------------------
@@ -478,13 +494,13 @@ WS_COUNT_GAP = _figure(
     "the WebSocket tool's counts against the server's own (messages, echoes, posts, "
     "deliveries, open connections), the largest gap over the trials: over 0.1% the figures "
     "are not of the load the server saw", lambda v: f"{100 * v:.2f}", threshold=0.001,
-    source=Source(Combine.DERIVED, derive=_count_gap),
+    source=Source(Combine.DERIVED, derive=_count_gap), share=True,
 )  # fmt: skip
 WS_LATE_SHARE = _figure(
     "ws_late_share", "sent late", "%", DOWN, V,
     "the share of echo messages JMeter sent more than a period after they were due, in the "
     "worst trial: over 0.1% its schedule, not the server, set the pace", lambda v: f"{100 * v:.2f}",
-    threshold=0.001, source=_peak("ws_late_share"),
+    threshold=0.001, source=_peak("ws_late_share"), share=True,
 )  # fmt: skip
 WEBSOCKET_FIGURES = (
     CONNECTIONS_HELD, RSS_PER_1000, ECHO_P50, ECHO_P99, BROADCAST_P99, WS_COUNT_GAP,
@@ -499,6 +515,7 @@ RELATIVE = _figure(
 CEILING = _figure(
     "ceiling_fraction", "of ceiling", "%", FLAT, R,
     "throughput ÷ nginx-static's at the same grid point", lambda v: f"{100 * v:.0f}",
+    share=True,
 )  # fmt: skip
 TO_SENTINEL = _figure(
     "to_sentinel", "÷ sentinel", "", FLAT, R,

@@ -4,6 +4,7 @@ retitle, rewrite the screen or set the clipboard (OSC 52)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import urllib.parse
@@ -34,6 +35,14 @@ def control_character(text: str, allow_newline: bool = False) -> str | None:
     """The first control character of `text`, shown as an escape (\\x1b); None if none."""
     found = (CONTROLS if allow_newline else ANY_CONTROL).search(text)
     return None if found is None else repr(found.group())[1:-1]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'X'?)' for the closest of `choices` to a mistyped `word`, or ''."""
+    options = list(choices)
+    close = [o for o in options if o.startswith(word) or word in o.split("+")]
+    close = close or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def quoted(text: str) -> str:

@@ -30,6 +30,7 @@ from benchlab.recipe.schema import (
     as_list,
     at_point,
     profile_mode,
+    recipe_thresholds,
     sentinel_of,
 )
 
@@ -38,6 +39,6 @@ __all__ = [
     "HostEntry", "HostPlan", "LoadProfile", "Params", "Plan", "Point", "Recipe", "Services",
     "Slo", "StackParams", "WebSocket", "allowed_cores", "apply_overrides", "as_list", "at_point",
     "build_plan", "bundled_recipes", "default_cores", "expand", "load_recipe", "local_only",
-    "profile_mode", "resolve_cores", "resolve_hosts", "resolve_recipe", "sentinel_of",
-    "unserved",
+    "profile_mode", "recipe_thresholds", "resolve_cores", "resolve_hosts", "resolve_recipe",
+    "sentinel_of", "unserved",
 ]  # fmt: skip

@@ -9,17 +9,18 @@ from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
-from benchlab.core.text import quoted, toml_key
+from benchlab.core.text import did_you_mean, quoted, toml_key
+from benchlab.core.thresholds import check_measured
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe.cells import proxied, scenario_names
-from benchlab.recipe.messages import did_you_mean
 from benchlab.recipe.schema import (
     Recipe,
     StackParams,
     as_list,
     profile_mode,
     rate_share,
+    recipe_thresholds,
     sentinel_of,
 )
 from benchlab.stacks import Stack
@@ -51,8 +52,22 @@ def check_names(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
         _check_protocols,
         _check_resilience,
         _check_websocket,
+        _check_thresholds,
     ):
         check(path, recipe, catalogue)
+
+
+def _check_thresholds(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:
+    """Each [thresholds] bound is written as `--threshold` takes it, on a figure the
+    recipe's cells measure."""
+    modes = {
+        SCENARIOS[name].mode_for(profile_mode(recipe, profile))
+        for profile in recipe.load
+        for name in scenario_names(recipe)
+        if name in SCENARIOS
+    }
+    for threshold in recipe_thresholds(recipe, path):
+        check_measured([threshold], modes, f"{path}: key 'thresholds.{threshold.name}'")
 
 
 def _check_websocket(path: Path, recipe: Recipe, catalogue: Catalogue) -> None:

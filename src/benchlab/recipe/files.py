@@ -13,8 +13,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from benchlab.core.errors import UserError
+from benchlab.core.text import did_you_mean
 from benchlab.recipe.checks import Catalogue, check_names
-from benchlab.recipe.messages import describe_validation_error, did_you_mean, what_was_expected
+from benchlab.recipe.messages import describe_validation_error, what_was_expected
 from benchlab.recipe.schema import Recipe
 
 DEFAULT_RECIPE = "quick"

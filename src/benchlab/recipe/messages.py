@@ -3,7 +3,6 @@ what was given, and the closest allowed word."""
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -13,15 +12,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from benchlab.core.text import toml_key
+from benchlab.core.text import did_you_mean, toml_key
 from benchlab.recipe.schema import Recipe
-
-
-def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
-    options = list(choices)
-    close = [o for o in options if o.startswith(word) or word in o.split("+")]
-    close = close or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:

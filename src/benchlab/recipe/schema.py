@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from benchlab.core.errors import UserError
 from benchlab.core.figures import RANKABLE
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import NO_PROXY, DatabaseName, ProxyName, Service
 from benchlab.core.service_kinds import named as service_named
 from benchlab.core.text import control_character
+from benchlab.core.thresholds import Threshold, parse_threshold
 from benchlab.http.protocols import PROTOCOLS
 from benchlab.http.scenarios import SCENARIOS, MixPart, mix_name
 from benchlab.load import DEFAULT_TOOL, TOOLS
@@ -375,6 +377,13 @@ class Recipe(_Strict):
     (docs/hosts.md)."""
     websocket: WebSocket = Field(default_factory=WebSocket)
     """The WebSocket scenarios' loads ([websocket])."""
+    thresholds: dict[str, Annotated[str, Field(max_length=100)] | list[str]] = Field(
+        default_factory=dict
+    )
+    """Bounds every cell's figures must keep, judged with each cell's interval on every report
+    of the run: a figure's name and its bound (`p99 = "<200ms"`, `errors = "<0.1%"`,
+    `rps = ">=500"`, or a list of bounds); a failed one ends `benchlab run` (and `report`)
+    with an exit code of its own (docs/recipes.md)."""
 
     @model_validator(mode="after")
     def _measure_the_sentinel(self) -> Recipe:
@@ -396,6 +405,22 @@ def sentinel_of(recipe: Recipe) -> str | None:
     if recipe.sentinel is True:
         return DEFAULT_SENTINEL
     return recipe.sentinel or None
+
+
+def recipe_thresholds(recipe: Recipe, path: object = "") -> tuple[Threshold, ...]:
+    """The recipe's [thresholds], each as `--threshold` reads it (`path`: the recipe's file,
+    for the one line that names a mistake)."""
+    found = []
+    for name, bounds in recipe.thresholds.items():
+        said = f"{path}: key 'thresholds.{name}'" if path else f"key 'thresholds.{name}'"
+        for bound in as_list(bounds):
+            if not bound.lstrip().startswith(("<", ">")):
+                raise UserError(
+                    f"{said}: {bound!r} has no comparison; write <, <=, > or >= before the "
+                    f'bound, like {name} = "<{bound.strip()}"'
+                )
+            found.append(parse_threshold(f"{name}{bound}", said))
+    return tuple(dict.fromkeys(found))
 
 
 def mix_of(recipe: Recipe, profile: LoadProfile) -> str | None:

@@ -81,6 +81,8 @@ def figure_text(
     hidden = _below_resolution(cell, figure, value)
     if hidden:
         return hidden
+    if interval:  # a latency percentile too: with its interval over the trials
+        value = cell.interval(figure) or value
     if isinstance(value, Estimate):
         at_least = "≥ " if figure.key in cell.lower_bounds else ""
         if brief:
@@ -260,12 +262,12 @@ def cell_columns(
         *([column(F.SCHEDULE_LAG)] if article else []),
         column(F.CAPACITY, interval=True),
         *([column(F.LAT_MEAN)] if article else []),
-        column(F.P50),
-        column(F.P99),
+        column(F.P50, interval=True),
+        column(F.P99, interval=True),
         *([column(F.LAT_MAX)] if article else []),
         ERRORS,
         *([column(F.TRANSFER)] if article else []),
-        column(F.CPU_PER_REQUEST),
+        column(F.CPU_PER_REQUEST, interval=True),
         column(F.SERVER_CPU),
         column(F.SERVER_RSS),
         column(F.STEAL),

@@ -1,6 +1,7 @@
 """The CSV report: one row per cell, its record's shown fields under their shown names (as
 JSON has them: store/records.py, CELL_SHOWN), then every figure of the registry flattened
-(`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`)."""
+(`throughput_rps_median`, `throughput_rps_low`, …, `latency_ms_p99`, and its interval over
+the trials' own p99: `latency_ms_p99_low`, `latency_ms_p99_high`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import io
 from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
+from benchlab.report.thresholds import cell_outcomes
 from benchlab.store import CELL_SHOWN, ERROR_KINDS
 
 
@@ -23,7 +25,8 @@ def csv_fields() -> list[str]:
         name = _csv_name(figure)
         if figure.kind is F.Kind.ESTIMATE:
             names += [f"{name}_median", f"{name}_low", f"{name}_high", f"{name}_confidence"]
-        elif figure.kind is F.Kind.RATIO:
+        elif figure.kind is F.Kind.RATIO or figure in F.PERCENTILES:
+            # a percentile: of the merged histogram, with its interval over the trials
             names += [name, f"{name}_low", f"{name}_high"]
         else:
             names.append(name)
@@ -37,10 +40,11 @@ def csv_fields() -> list[str]:
         "hold_stop",
         "hold_refused",
         "rate_unit",
+        "thresholds",
     ]
 
 
-def _csv_values(cell: CellSummary) -> dict[str, object]:
+def _csv_values(cell: CellSummary, summary: RunSummary) -> dict[str, object]:
     row: dict[str, object] = {**cell.shown(), "trials": cell.trials}
     for figure in F.FIGURES.values():
         name, value = _csv_name(figure), cell.figures.get(figure.key)
@@ -54,6 +58,14 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
             }
         elif isinstance(value, Ratio):
             row |= {name: value.value, f"{name}_low": value.low, f"{name}_high": value.high}
+        elif figure in F.PERCENTILES:
+            over = cell.interval(figure)
+            over = over if over is not None and over.n > 1 else None
+            row |= {
+                name: value,
+                f"{name}_low": over.low if over else None,
+                f"{name}_high": over.high if over else None,
+            }
         elif figure.kind is F.Kind.VALUE:
             row[name] = value
     row |= {"errors": cell.errors["total"], **{f"errors_{k}": v for k, v in cell.errors.items()
@@ -66,6 +78,8 @@ def _csv_values(cell: CellSummary) -> dict[str, object]:
         "hold_stop": cell.hold_stop,  # a WebSocket hold: why its steps ended
         "hold_refused": cell.hold_refused,  # ... the opens refused, when that is why
         "rate_unit": cell.rate_unit,  # what its rates count a second: req/s, msg/s
+        # each threshold's outcome here: "p99<200 ms failed · errors<0.1% kept"
+        "thresholds": cell_outcomes(summary, cell),
     }
     return row
 
@@ -75,5 +89,5 @@ def render_csv(summary: RunSummary) -> str:
     writer = csv.DictWriter(buffer, fieldnames=csv_fields())
     writer.writeheader()
     for cell in summary.cells:
-        writer.writerow(_csv_values(cell))
+        writer.writerow(_csv_values(cell, summary))
     return buffer.getvalue()

@@ -16,6 +16,7 @@ from benchlab.analysis.history import (
 )
 from benchlab.analysis.stats import Ratio
 from benchlab.core import figures as F
+from benchlab.report.thresholds import threshold_lines
 
 # --- how it is written -------------------------------------------------------------------------
 
@@ -125,7 +126,13 @@ def render_text(history: History) -> list[str]:
             f"A/A noise floor of the runs: {floors[0]:.1f}–{floors[-1]:.1f}% "
             "(a smaller change is never called one)"
         )
-    return lines
+    return lines + _thresholds(history)
+
+
+def _thresholds(history: History) -> list[str]:
+    """The newest run's thresholds, judged (the page shows these lines too)."""
+    judged = threshold_lines(history.latest_run) if history.latest_run is not None else []
+    return ["thresholds on the newest run:", *(f"  {line}" for line in judged)] if judged else []
 
 
 def render_markdown(history: History) -> str:
@@ -145,4 +152,7 @@ def render_markdown(history: History) -> str:
         latest = _latest_text(series.latest, series.figure) if series.latest else "–"
         ratio = f" {_ratio_line(series)} |" if sentinel else ""
         out.append(f"| {series.label} | {_series_line(series)} |{ratio} {changes} | {latest} |")
+    judged = _thresholds(history)
+    if judged:
+        out += ["", f"{judged[0].capitalize()}", "", *(f"- {line.strip()}" for line in judged[1:])]
     return "\n".join(out) + "\n"

@@ -232,6 +232,46 @@ class Takeaway(_Closed):
     tiers: list[Tier]
 
 
+Outcome = Literal["kept", "failed", "undecided", "not measured"]
+
+
+class ThresholdCell(_Closed):
+    """One cell against a threshold: its figure, the interval it was judged by, the outcome."""
+
+    cell: str
+    """The cell's key."""
+    outcome: Outcome
+    """kept: the whole interval keeps the bound; failed: the whole interval breaks it;
+    undecided: the interval straddles it."""
+    value: Number
+    """The figure as the cell's tables show it (a percentile: of the merged histogram)."""
+    low: Number
+    high: Number
+    """The interval it was judged by (null: none: a single value, one trial)."""
+    n: int
+    """The trials (a tune's answer: its replay's windows) the interval is over."""
+    sentence: str
+
+
+class ThresholdResult(_Closed):
+    """A threshold (`--threshold`, the recipe's [thresholds]) judged on every cell it
+    applies to (a tune: on its answer's replay)."""
+
+    threshold: str
+    """As `--threshold` takes it: p99<200 ms."""
+    figure: str
+    """The figure's key (a cell's JSON key)."""
+    name: str
+    """The figure's name as it was written (rps, errors, p99)."""
+    comparison: Literal["<", "<=", ">", ">="]
+    bound: float
+    unit: str
+    """The bound's unit: the figure's (a share: %)."""
+    outcome: Outcome
+    """failed in one cell: failed; else undecided in one: undecided; else kept."""
+    cells: list[ThresholdCell]
+
+
 class _RunBody(_Document):
     run: RunInfo
     method: str
@@ -248,6 +288,8 @@ class _RunBody(_Document):
     hosts: list[dict[str, Any]]
     slo: dict[str, Any] | None
     ranked_by: str
+    thresholds: list[ThresholdResult]
+    """Each threshold judged (none given: empty); one failed: the command exited 7."""
     cells: list[Cell]  # type: ignore[valid-type]
     rankings: list[PointRanking]
     rank_flips: list[dict[str, Any]]
@@ -330,6 +372,8 @@ class HistoryDocument(_Document):
     recipe: str
     runs: int
     series: list[Series]
+    thresholds: list[ThresholdResult]
+    """The newest run's thresholds, judged (`history --threshold`, its recipe's)."""
 
 
 class RunsEntry(_Closed):

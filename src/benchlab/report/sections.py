@@ -14,6 +14,7 @@ from enum import Enum
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.report.resilience import check_tables, stack_sentences
 from benchlab.report.takeaways import Takeaway, reading_guide, takeaways
+from benchlab.report.thresholds import threshold_lines
 from benchlab.report.wording import (
     flip_lines,
     host_lines,
@@ -122,6 +123,16 @@ def _relative_tables(summary: RunSummary) -> tuple[Table, ...]:
 # sections (charts, the run's machine) have a title here and their content in the page.
 BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
     "in-short": lambda s: Section("in-short", "In short", takeaways=tuple(takeaways(s))),
+    "thresholds": lambda s: (
+        Section(
+            "thresholds",
+            "Thresholds",
+            gloss="each cell's interval against the bound",
+            lines=tuple(lines),
+        )
+        if (lines := threshold_lines(s))
+        else None
+    ),
     "results": lambda s: Section("results", "Results by grid point"),
     "capacity": lambda s: Section(
         "capacity",
@@ -199,27 +210,28 @@ BUILDERS: dict[str, Callable[[RunSummary], Section | None]] = {
 }
 
 # Each format's sections, in its order. The terminal puts the answer last (under the tables
-# it sums up) and shows every cell's rankings only --wide; the page puts its flips under the
-# grid's charts (`NESTED`) and its load hosts inside its hosts.
+# it sums up), its thresholds' outcome very last (what a CI log shows at its end), and shows
+# every cell's rankings only --wide; the page puts its flips under the grid's charts
+# (`NESTED`) and its load hosts inside its hosts.
 ORDER: dict[Format, tuple[str, ...]] = {
     Format.MARKDOWN: (
-        "in-short", "how-to-read", "cells", "verdicts", "resilience", "protocols", "mixes",
-        "load-hosts", "tools", "relative", "flips", "notes",
+        "in-short", "thresholds", "how-to-read", "cells", "verdicts", "resilience", "protocols",
+        "mixes", "load-hosts", "tools", "relative", "flips", "notes",
     ),
     # Each takeaway is printed under its table: no "In short" to say it again.
     Format.TERMINAL: (
         "cells", "verdicts", "resilience", "protocols", "mixes", "load-hosts", "tools", "flips",
-        "notes",
+        "notes", "thresholds",
     ),
     # One table of every cell: the takeaways (each point's order) after it.
     Format.WIDE: (
         "cells", "in-short", "verdicts", "resilience", "protocols", "mixes", "load-hosts",
-        "tools", "flips", "notes",
+        "tools", "flips", "notes", "thresholds",
     ),
     Format.HTML: (
-        "in-short", "results", "capacity", "sweep", "flips", "how-to-read", "cells", "notes",
-        "verdicts", "resilience", "hosts", "load-hosts", "protocols", "mixes", "tools",
-        "relative", "about",
+        "in-short", "thresholds", "results", "capacity", "sweep", "flips", "how-to-read",
+        "cells", "notes", "verdicts", "resilience", "hosts", "load-hosts", "protocols", "mixes",
+        "tools", "relative", "about",
     ),
 }  # fmt: skip
 

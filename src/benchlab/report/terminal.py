@@ -23,7 +23,7 @@ from benchlab.report.columns import (
     footnotes,
     verdict_column,
 )
-from benchlab.report.sections import Format, Section, sections
+from benchlab.report.sections import BUILDERS, Format, Section, sections
 from benchlab.report.sections import Table as SectionTable
 from benchlab.report.takeaways import takeaways
 from benchlab.report.tune_report import (
@@ -284,3 +284,6 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
         _say(console, line, "bold" if not line.startswith(" ") else None)
     for line in [interval_note(summary), *method_notes(summary)]:
         _say(console, line, "dim")
+    judged = BUILDERS["thresholds"](summary)
+    if judged is not None:  # last, as in a run's table: what a CI log shows at its end
+        _section(summary, judged, console, False)
