@@ -88,6 +88,7 @@ class RunOptions:
         return {
             **plain,
             "slo": dataclasses.asdict(self.slo) if self.slo else None,
+            "tune": self.tune.to_json() if self.tune else None,
             "thresholds": [t.to_json() for t in self.thresholds],
         }
 

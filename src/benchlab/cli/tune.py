@@ -11,6 +11,7 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.analysis.target import Target, parse_cpus, parse_memory
+from benchlab.analysis.tune_options import SubjectKind
 from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import claim, command_line, reporter
@@ -130,13 +131,7 @@ def tune(
 
     where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
     _refuse_conflicts(interface, quick, rate, check_only, resume)
-    # Judged on the answer: the replay that proved its rate, at that fixed rate.
-    bounds = thresholds.given(threshold, {Mode.RATE})
-    if bounds and (quick or check_only):
-        raise UserError(
-            "--threshold: it judges the replay that proves the answer, which "
-            f"{'--quick' if quick else '--check-only'} does not run; drop one of the two"
-        )
+    bounds = _thresholds(threshold, quick, check_only)
     tune_request = _tune_request(ctx.params)
     # The app found and imported before the machine is claimed or a store made.
     prepared = _prepare(tune_request, verbose)
@@ -153,7 +148,7 @@ def tune(
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
     summary = _summary(store, done.outcome, bounds)
     if answer is None or not where.on_terminal_table:
-        _show_tune(summary, done.outcome, results, where, _page_stem(tune_request), page)
+        _show_tune(summary, done.outcome, results, where, _page_stem(summary), page)
     if answer is not None:
         _judge_answer(answer, done.checked)
     if done.outcome.status == "interrupted":
@@ -161,6 +156,17 @@ def tune(
         raise typer.Exit(ExitCode.INTERRUPTED)
     if thresholds.say_failed(summary):
         raise typer.Exit(ExitCode.THRESHOLD)
+
+
+def _thresholds(given: list[str] | None, quick: bool, check_only: bool) -> tuple[Threshold, ...]:
+    """--threshold, judged on the answer: the replay that proved its rate, at that rate."""
+    bounds = thresholds.given(given, {Mode.RATE})
+    if bounds and (quick or check_only):
+        raise UserError(
+            "--threshold: it judges the replay that proves the answer, which "
+            f"{'--quick' if quick else '--check-only'} does not run; drop one of the two"
+        )
+    return bounds
 
 
 def _tune_request(given: dict[str, Any]) -> TuneRequest:
@@ -246,13 +252,12 @@ def _watch(pid: int | None, cgroup: str | None, unit: str | None, app: str) -> W
         raise UserError(f"{name} {value}: {why}") from None
 
 
-def _page_stem(request: TuneRequest) -> str:
-    """What the tune's page is named after: the app's module, the URL's host, the command."""
-    if request.command is not None:
-        return "command"
-    if is_url(request.app):
-        return parse_url(request.app).host
-    return Path(request.app).stem
+def _page_stem(summary: RunSummary) -> str:
+    """What the tune's page is named after: the app's module, the URL's host, `command`."""
+    tune = summary.options.tune
+    if tune is None or tune.subject_kind is SubjectKind.PYTHON_APP:
+        return Path(tune.given if tune is not None else "tune").stem
+    return "command" if tune.subject_kind is SubjectKind.COMMAND else parse_url(tune.given).host
 
 
 def _prepare(request: TuneRequest, verbose: bool) -> PreparedTune:
