@@ -200,14 +200,16 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
 def _known_server(
     where: Path, prefix: tuple[str, ...] = (), address: str = "127.0.0.1"
 ) -> Iterator[tuple[int, int]]:
-    """One gunicorn worker serving BURNS, pinned to the server cores, started as a user
-    starts it (outside benchlab); `prefix` enters a namespace. Its port and main pid."""
+    """One gunicorn worker of one thread serving BURNS (a request at a time, its connections
+    kept alive), pinned to the server cores, started as a user starts it (outside
+    benchlab); `prefix` enters a namespace. Its port and main pid."""
     (where / "burn.py").write_text(BURNS)
     port = _free_port(prefix)
     cores = ",".join(str(c) for c in default_cores().server)
     argv = [
         *prefix, "taskset", "--cpu-list", cores, str(VENV_BIN / "gunicorn"), "-w", "1",
-        "-b", f"{address}:{port}", "--chdir", str(where), "burn:app",
+        "-k", "gthread", "--threads", "1", "-b", f"{address}:{port}", "--chdir", str(where),
+        "burn:app",
     ]  # fmt: skip
     log = (where / "server.log").open("wb")
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -320,12 +322,14 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(tmp_path: Path) 
     (tmp_path / "burn.py").write_text(BURNS)
     tmp_path.chmod(0o755)
     common = ("--check-body", "done", "--budget", "3", "--proof", "10")
+    # One worker of one thread both ways (gunicorn's gthread: connections kept alive).
     by_spec = _tune(
-        tmp_path, "burn.py:app", "--servers", "gunicorn-sync", "--workers", "1", *common
-    )
+        tmp_path, "burn.py:app", "--servers", "gunicorn-gthread", "--workers", "1",
+        "--threads", "1", *common,
+    )  # fmt: skip
     by_command = _tune(
-        tmp_path, "--command", f"{VENV_BIN / 'gunicorn'} -w {{workers}} -b 127.0.0.1:{{port}} "
-        "burn:app", "--grid", "workers=1", *common,
+        tmp_path, "--command", f"{VENV_BIN / 'gunicorn'} -w {{workers}} -k gthread --threads 1 "
+        "-b {host}:{port} burn:app", "--grid", "workers=1", *common,
     )  # fmt: skip
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
