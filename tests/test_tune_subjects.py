@@ -99,8 +99,8 @@ def test_a_commands_candidates_are_its_grid_and_it_prints_what_it_deploys(
     # by name only.
     assert stack.deploy is not None
     assert stack.deploy(1, None) == 'TOKEN="$TOKEN" PORT=8000 GOMAXPROCS=1 ./server'
-    with_port = CommandTemplate("node s.js --port {port}", (), tmp_path)
-    assert with_port.catalogue(None)["command"].deploy(1, None) == "node s.js --port 8000"  # type: ignore[misc]
+    deploy = CommandTemplate("node s.js --port {port}", (), tmp_path).catalogue(None)["command"]
+    assert deploy.deploy is not None and deploy.deploy(1, None) == "node s.js --port 8000"
 
 
 def test_an_endpoints_url_is_read_or_refused() -> None:
