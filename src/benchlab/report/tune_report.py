@@ -17,11 +17,14 @@ from benchlab.analysis.recommendation import (
 from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
-from benchlab.analysis.tune_options import TuneOptions
+from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core import figures as F
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.store import CELL_CHECKED
+
+# What a proof replays: the answer's printed command, started afresh.
+PRINTED = "the command as printed, fresh and warmed up"
 
 # A tune report's two sections, titled once for every format.
 RECOMMENDATION_TITLE = "Recommendation"
@@ -72,20 +75,19 @@ def windows_text(step: ProofStep, slo_ms: float | None) -> str:
     )
 
 
-def proof_text(proof: Proof, unit: str, slo_ms: float | None = None) -> str:
+def proof_text(
+    proof: Proof, unit: str, slo_ms: float | None = None, replayed: str = PRINTED
+) -> str:
     """What the replay of the printed command showed, missed steps first (its rates in
-    `unit`, the recommendation's)."""
+    `unit`, the recommendation's); `replayed`: what was replayed (an endpoint: itself)."""
     final = proof.final
     seconds = f"{final.duration_s:g} s"
     earlier = [s for s in proof.steps if s is not final]  # each missed: a proof stops at a hold
     before = "".join(f"{F.THROUGHPUT.format(s.rate)} {unit} missed ({s.missed}); " for s in earlier)
     if final.held:
-        return (
-            f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-            f"{_step_text(final, unit, slo_ms)} — held"
-        )
+        return f"{replayed}, for {seconds}: {before}{_step_text(final, unit, slo_ms)} — held"
     return (
-        f"the command as printed, fresh and warmed up, for {seconds}: {before}"
+        f"{replayed}, for {seconds}: {before}"
         f"{_step_text(final, unit, slo_ms)} — missed ({final.missed}); no rate tried held: run "
         f"below {F.THROUGHPUT.format(final.rate)} {unit}, or raise --budget for more steps down"
     )
@@ -203,7 +205,12 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         lines.append(f"  CPU and memory: {tune.unmeasured}")
     if recommendation.proof is not None:
         slo_ms = tune.slo_p99_ms
-        lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms)}")
+        replayed = (
+            "the endpoint as it runs, warmed up"
+            if tune.subject_kind is SubjectKind.ENDPOINT
+            else PRINTED
+        )
+        lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms, replayed)}")
         margin = margin_text(recommendation)
         if margin:
             lines.append(f"  margin: {margin}")

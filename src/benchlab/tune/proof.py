@@ -177,7 +177,8 @@ def _held_rate(
         missed = replayed.missed
         if missed is None:
             held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
-            say(f"proof of {label}: its command as printed held {rate:,.0f} {session.unit} for "
+            what = "its command as printed" if entry.candidate.replay else "it, as it runs,"
+            say(f"proof of {label}: {what} held {rate:,.0f} {session.unit} for "
                 f"{proof_s} s ({held})")  # fmt: skip
             return rate
         rate_before, rate = rate, capacity.step_down(rate, step + 1)
