@@ -12,6 +12,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,34 @@ def tmp_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
             break
         directory.chmod(directory.stat().st_mode | 0o011)
     return path
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def invoke(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """benchlab's entry point in this process, as the console script calls it."""
+    from benchlab import cli
+    from benchlab.cli.app import console, progress
+
+    def run(*args: str) -> Ran:
+        monkeypatch.setattr(sys, "argv", ["benchlab", *args])
+        # A command's --quiet or --no-color sets the consoles: never for the next test.
+        for shown in (console, progress):
+            monkeypatch.setattr(shown, "quiet", shown.quiet)
+            monkeypatch.setattr(shown, "no_color", shown.no_color)
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+        captured = capsys.readouterr()
+        return Ran(int(ended.value.code or 0), captured.out, captured.err)
+
+    return run
 
 
 def write_recipe(directory: Path, body: str, name: str = "recipe.toml") -> Path:

@@ -36,13 +36,15 @@ MACHINE = {
 SPREAD = (0.97, 1.0, 1.03)  # each cell's trials around its median
 
 
-def _trial(round_index: int, rps: float, connections: int, load_cpu: float) -> TrialRecord:
+def _trial(
+    round_index: int, rps: float, connections: int, load_cpu: float, duration_s: float = 2.0
+) -> TrialRecord:
     p50 = 1000 * connections / rps  # a closed loop: Little's law
     percentiles = {"50": p50, "75": 1.3 * p50, "90": 1.7 * p50, "99": 3 * p50, "99.9": 6 * p50}
-    requests = int(rps * 2)
+    requests = int(rps * duration_s)
     return TrialRecord(
         round=round_index, started_at="2026-11-23T20:00:00+00:00", requests=requests,
-        duration_s=2.0, throughput_rps=rps, bytes=requests * 150, latency_min_ms=p50 / 4,
+        duration_s=duration_s, throughput_rps=rps, bytes=requests * 150, latency_min_ms=p50 / 4,
         latency_mean_ms=1.1 * p50, latency_stdev_ms=p50 / 2, latency_p50_ms=p50,
         latency_p90_ms=1.7 * p50, latency_p99_ms=3 * p50, latency_p999_ms=6 * p50,
         latency_max_ms=9 * p50, latency_percentiles=json.dumps(percentiles), errors_connect=0,
@@ -64,12 +66,16 @@ def write_run(
     options: RunOptions | None = None,
     own_spread: Mapping[str, tuple[float, ...]] | None = None,
     aa_spread: tuple[float, ...] | None = None,
+    duration: int = 2,
+    plan: Mapping[str, object] | None = None,
 ) -> str:
     """A complete run of `medians` (stack -> scenario -> req/s) in the store at `path`, wrk at
-    64 connections, `trials` trials a cell; the ceiling's load tool at `ceiling_load_cpu` %
-    of its one core (99: client-bound); `own_spread`: a stack's own factors on top of the
-    round's (`spread`, which every stack shares); `aa_spread`: the options' sentinel again,
-    as its A/A copy, with these factors on top of its own. Returns the run id."""
+    64 connections for `duration` s, `trials` trials a cell; the ceiling's load tool at
+    `ceiling_load_cpu` % of its one core (99: client-bound); `own_spread`: a stack's own
+    factors on top of the round's (`spread`, which every stack shares); `aa_spread`: the
+    options' sentinel again, as its A/A copy, with these factors on top of its own; `plan`:
+    what the run stores for `run --resume` (`plan_of`; none by default, as a store older than
+    plans). Returns the run id."""
     store = Store(path)
     options_json = (options or RunOptions(baseline="flask+gunicorn")).to_json()
     recipe = 'name = "quick"\nbaseline = "flask+gunicorn"\n'
@@ -85,6 +91,7 @@ def write_run(
             (1,),
             dict(machine),
             options_json,
+            dict(plan) if plan is not None else None,
         )
     )
     position = 0
@@ -94,7 +101,7 @@ def write_run(
         by_scenario = medians[stack]
         entry = CATALOGUE[stack]
         for scenario, median in by_scenario.items():
-            cell = Cell(stack, scenario, "wrk", 64, 1, 2, 5, 1, copy=copy)
+            cell = Cell(stack, scenario, "wrk", 64, 1, duration, 5, 1, copy=copy)
             label = entry.label(1) + {1: "", 2: " (sentinel's A/A copy)"}[copy]
             cell_id = store.add_cell(
                 CellRecord.of(run_id, position, cell, label, facts=entry.facts(1, None))
@@ -106,11 +113,20 @@ def write_run(
                 own = tuple(a * b for a, b in zip(own * len(aa_spread), aa_spread, strict=False))
             factors = [spread[i % len(spread)] * own[i % len(own)] for i in range(trials)]
             for index, factor in enumerate(factors):
-                store.add_trial(cell_id, _trial(index, median * factor, 64, load_cpu))
+                trial = _trial(index, median * factor, 64, load_cpu, float(duration))
+                store.add_trial(cell_id, trial)
             store.mark_cell(cell_id, "ok")
     store.finish_run(run_id, "complete")
     store.close()
     return run_id
+
+
+def plan_of(trials: int = 3, budget_min: float | None = None) -> dict[str, object]:
+    """The plan a run stores: its recipe's settings as it ran, its budget (--budget)."""
+    return {
+        "recipe": {"name": "quick", "trials": trials, "max_trials": None, "warmup": 1},
+        "deadline_s": None if budget_min is None else budget_min * 60,
+    }
 
 
 def held_trial(round_index: int, rate: float, probe: str | None = None) -> TrialRecord:
@@ -133,4 +149,4 @@ def with_machine(**changes: object) -> dict[str, object]:
     return machine
 
 
-__all__ = ["MACHINE", "QUICK_LIKE", "held_trial", "with_machine", "write_run"]
+__all__ = ["MACHINE", "QUICK_LIKE", "held_trial", "plan_of", "with_machine", "write_run"]

@@ -7,7 +7,12 @@ typer app cli/__init__.py registers), so a command added without one fails here:
   format it does not write are one line and exit 2, before it does anything; what it writes
   to -o is that format, confirmed as `wrote PATH (FORMAT)` on stderr, stdout left empty;
 - a command that reads a results store takes --results, else $BENCHLAB_RESULTS;
-- every command takes --no-color after its name;
+- every command takes --no-color and -q/--quiet after its name; with -q it says nothing on
+  stderr (not even `wrote`), where it answers here;
+- a command with --dry-run writes its plan in every format its contract names (a tracker's
+  refused in one line);
+- a usage error (an unknown or typo'd option, a missing argument, an unknown command) is one
+  line with the closest option or command, exit 2; bare help (`benchlab`) exits 0;
 - the exit codes its code can end with are the ones its contract declares.
 
 In process (benchlab's own entry point, main(), with sys.argv set) wherever the answer needs
@@ -24,8 +29,6 @@ import importlib
 import inspect
 import json
 import shlex
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +41,8 @@ from benchlab.cli.contract import CONTRACTS, EVERY_COMMAND
 from benchlab.cli.formats import extensions
 from benchlab.core import environment
 from benchlab.core.errors import ExitCode
-from benchlab.report.exporters import EXPORTERS
-from tests.conftest import check_against_schema
+from benchlab.report.exporters import EXPORTERS, HISTOGRAMS
+from tests.conftest import REPO, check_against_schema
 from tests.stored_runs import write_run
 
 
@@ -63,32 +66,6 @@ COMMANDS = _commands()
 
 def _option(command: Any, flag: str) -> Any | None:
     return next((p for p in command.params if flag in getattr(p, "opts", ())), None)
-
-
-@dataclass(frozen=True)
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def invoke(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    """benchlab's entry point in this process, as the console script calls it."""
-
-    def run(*args: str) -> Ran:
-        monkeypatch.setattr(sys, "argv", ["benchlab", *args])
-        # A command's --quiet or --no-color sets the consoles: never for the next test.
-        for shown in (console, progress):
-            monkeypatch.setattr(shown, "quiet", shown.quiet)
-            monkeypatch.setattr(shown, "no_color", shown.no_color)
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as ended:
-            cli.main()
-        captured = capsys.readouterr()
-        return Ran(int(ended.value.code or 0), captured.out, captured.err)
-
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -282,9 +259,13 @@ STARTS_PROCESSES = {"doctor"}
 def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
     name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    args, code = _answering(store)[name]
+    answering, code = _answering(store)[name]
     _fake_measurements(monkeypatch)
     for fmt in CONTRACTS[name].formats:
+        args = answering
+        if fmt in HISTOGRAMS:  # one cell's, from a store whose trials kept theirs
+            args = ["--results", str(REPO / "tests" / "data" / "readme-quick.db")]
+            args += ["--histogram", "gin json"]
         for ext in EXPORTERS[fmt].extensions[:1]:
             path = tmp_path / f"answer{ext}"
             done = invoke(*name.split(), *args, "-o", str(path))
@@ -296,9 +277,51 @@ def test_o_writes_the_format_its_extension_names_and_says_so_on_stderr(
             assert printed.code == code and printed.out, (fmt, printed)
             if fmt != "table":
                 assert printed.out == path.read_bytes().decode() or fmt == "html", fmt
-    if _option(COMMANDS[name], "--quiet") is not None:  # --quiet: not a word on stderr
-        quiet = invoke(*name.split(), *args, "-q", "-o", str(tmp_path / "quiet.json"))
-        assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
+    # -q: not a word on stderr, not even the confirmation.
+    quiet = invoke(*name.split(), *answering, "-q", "-o", str(tmp_path / "quiet.json"))
+    assert quiet.code == code and quiet.err == "" and quiet.out == "", quiet
+    assert (tmp_path / "quiet.json").exists()
+
+
+# What a command's dry run needs before its options.
+DRY_RUN_LEADING = {"run": ["quick"]}
+
+
+def _dry_runs() -> list[str]:
+    return sorted(name for name, command in COMMANDS.items() if _option(command, "--dry-run"))
+
+
+@pytest.mark.parametrize("name", _dry_runs())
+def test_a_dry_run_writes_its_plan_in_every_format_its_contract_names(
+    name: str, invoke, tmp_path: Path
+) -> None:
+    """The plan is a dry run's answer: written in -f's format, or to -o's file in its
+    extension's (its cells in all but the text); a tracker's format, which holds measured
+    figures only, is refused in one line, exit 2, nothing written."""
+    assert "run" in _dry_runs()
+    lead = [*name.split(), *DRY_RUN_LEADING.get(name, []), "--dry-run"]
+    for fmt in CONTRACTS[name].formats:
+        if not EXPORTERS[fmt].extensions:  # a tracker's: bmf, gab-*
+            refused = invoke(*lead, "-f", fmt)
+            assert refused.code == ExitCode.BAD_INPUT and refused.out == "", (fmt, refused)
+            assert refused.err.count("\n") == 1 and "holds no measured figure" in refused.err
+            continue
+        path = tmp_path / f"plan{EXPORTERS[fmt].extensions[0]}"
+        written = invoke(*lead, "-o", str(path))
+        assert written.code == 0 and written.out == "", (fmt, written)
+        assert written.err == f"wrote {path} ({fmt})\n", (fmt, written)
+        text = path.read_text()
+        _looks_like(fmt, text)
+        # The plan in words (the CSV: a row per cell, the quick recipe's 12).
+        assert "plan: " in text or (fmt == "csv" and text.count("\n") == 13), fmt
+        if fmt != "table":  # every cell, by its stack and scenario
+            assert text.count("fastapi+uvicorn") >= 2 and "plaintext" in text, fmt
+        printed = invoke(*lead, "-f", fmt)
+        assert printed.code == 0 and printed.out == text, fmt
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"plan{EXPORTERS[f].extensions[0]}" for f in CONTRACTS[name].formats
+        if EXPORTERS[f].extensions
+    )  # fmt: skip
 
 
 def _looks_like(fmt: str, text: str) -> None:
@@ -311,6 +334,10 @@ def _looks_like(fmt: str, text: str) -> None:
         assert text.startswith(("#", "|")), text[:80]
     elif fmt == "csv":
         assert text.count(",") > 3, text[:80]
+    elif fmt == "hgrm":
+        assert text.split()[:4] == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
+    elif fmt == "hlog":
+        assert "#[Histogram log format version 1.3]" in text.splitlines(), text[:80]
     else:
         assert text.strip() and "\x1b[" not in text, text[:80]
 
@@ -338,6 +365,80 @@ def test_a_command_that_reads_a_store_reads_benchlab_results(
     found = invoke(*name.split(), *reading, "-f", "json")
     assert found.code == 0, found
     check_against_schema(found.out)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in STARTS_PROCESSES else name
+        for name in sorted(CONTRACTS)
+    ],
+)
+def test_every_command_takes_q_and_says_nothing_on_stderr_with_it(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-q/--quiet after any command's name (a command with nothing to silence accepts it
+    and says as little as before): parsed by every command, and where the command answers
+    here, its answer on stdout and not a byte on stderr."""
+    command = COMMANDS[name]
+    assert {"-q", "--quiet"} <= set(_option(command, "-q").opts), name
+    monkeypatch.setattr(progress, "quiet", progress.quiet)  # parsing -q sets it: not for later
+    leading = [*LEADING.get(name, [])]
+    command.make_context(name, [*leading, "-q"] if name != "compare" else ["a", "b", "-q"])
+    _fake_measurements(monkeypatch)
+    answering = _answering(store)
+    if name in answering:
+        args, code = answering[name]
+        done = invoke(*name.split(), *args, "-q")
+        assert done.code == code and done.out and done.err == "", (name, done)
+    elif name == "run":  # a dry run's plan: the answer on stdout, nothing beside it
+        done = invoke("run", "quick", "--dry-run", "-q", "-o", str(tmp_path / "plan.json"))
+        assert done.code == 0 and done.out == done.err == "", done
+        assert (tmp_path / "plan.json").exists()
+
+
+def _typo(option: str) -> str:
+    """An option as a hurried hand types it: two letters swapped."""
+    name = option.removeprefix("--")
+    return f"--{name[1]}{name[0]}{name[2:]}"
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_a_usage_error_is_one_line_with_the_closest_option_exit_2(name: str, invoke) -> None:
+    """An unknown option, a typo'd one (did you mean), a missing argument and an unknown
+    command: one line on stderr each (click's were four, the typo's hint "Possible options"),
+    exit 2, nothing on stdout."""
+    leading = ["a", "b"] if name == "compare" else LEADING.get(name, [])
+    longest = max(
+        (o for p in COMMANDS[name].params for o in getattr(p, "opts", ()) if o.startswith("--")),
+        key=len,
+    )  # the longest: no other option is as close to its typo
+    for args, said in (
+        (["--zzz"], "no such option --zzz"),
+        ([_typo(longest)], f"no such option {_typo(longest)} (did you mean {longest}?)"),
+    ):
+        done = invoke(*name.split(), *leading, *args)
+        assert done.code == ExitCode.BAD_INPUT and done.out == "", (name, args, done)
+        assert done.err == f"error: benchlab {name}: {said}; benchlab {name} -h lists its options\n"
+    required = [p for p in COMMANDS[name].params if getattr(p, "required", False)]
+    if required:  # its arguments left out
+        done = invoke(*name.split())
+        assert done.code == ExitCode.BAD_INPUT and done.err.count("\n") == 1, (name, done)
+        assert done.err.startswith(f"error: benchlab {name}: missing argument"), done.err
+        assert "(usage: benchlab " in done.err, done.err
+
+
+def test_an_unknown_command_is_one_line_and_bare_help_exits_0(invoke) -> None:
+    typo = invoke("reprot")
+    assert typo.code == ExitCode.BAD_INPUT and typo.out == "", typo
+    assert typo.err == (
+        "error: benchlab: no such command 'reprot' (did you mean 'report'?); benchlab -h lists "
+        "its commands\n"
+    )
+    for group in ([], ["services"]):  # asking for help is no mistake: stdout, exit 0
+        bare = invoke(*group)
+        assert bare.code == ExitCode.SUCCESS and bare.err == "", bare
+        assert bare.out.startswith(f"Usage: benchlab {' '.join(group)}".rstrip() + " [OPTIONS]")
 
 
 def test_no_color_after_the_command_turns_colours_off(invoke, monkeypatch) -> None:
@@ -463,7 +564,9 @@ def test_a_stored_run_that_breaks_a_threshold_exits_with_its_code_and_names_the_
     assert "errors<0.1%: kept by all 12 cells measured" in kept.out
     # Trackers' formats (Bencher's BMF, github-action-benchmark's) hold numbers in a schema of
     # the tracker's own: no place for a pass or a fail; the FAIL line on stderr says it.
-    trackers = {"bmf", "gab-bigger", "gab-smaller"}
+    # A cell's histogram (report --histogram) is one cell's distribution, not the run's
+    # judgement: --threshold beside it is refused (test_histogram_export).
+    trackers = {"bmf", "gab-bigger", "gab-smaller", *HISTOGRAMS}
     for fmt in (f for f in CONTRACTS[name].formats if f not in trackers):
         shown = invoke(name, *lead, "-f", fmt, "--threshold", "p99<1ms")
         assert shown.code == ExitCode.THRESHOLD and shown.err.startswith("FAIL: "), fmt

@@ -45,7 +45,7 @@ def _runs(
 
 def _flask(path: Path) -> CellSeries:
     history = build_history([path], "quick")
-    return next(s for s in history.series if s.key.startswith("flask+gunicorn|"))
+    return next(s for s in history.series if s.key.stack == "flask+gunicorn")
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def test_a_stack_slower_on_a_faster_machine_is_found_by_its_ratio_and_left_undec
     path = tmp_path / "h.db"
     _runs(path, [GIN] * 4 + [GIN * 1.25] * 4, [FLASK] * 8)
     history = build_history([path], "quick")
-    flask = next(s for s in history.series if s.key.startswith("flask+gunicorn|"))
+    flask = next(s for s in history.series if s.key.stack == "flask+gunicorn")
     (change,) = flask.changes
     assert not change.evidence.own.decided and change.evidence.ratio.decided
     assert change.attribution == "undecided" and change.change.direction == "slower"
@@ -213,7 +213,7 @@ def test_the_history_page_shows_the_ratio_to_the_sentinel_and_whose_change(
         machines=[before] * 4 + [after] * 4,
     )  # fmt: skip
     page = render_history_html(build_history([path], "quick"))
-    flask = next(part for part in page.split("<figure>") if "flask+gunicorn|" in part)
+    flask = next(part for part in page.split("<figure>") if "<figcaption>flask+gunicorn" in part)
     assert "÷ sentinel" in flask and "▼ machine" in flask
     assert "the machine&#x27;s" in page and "memory_mb 24000 → 16000" in page
 

@@ -94,7 +94,7 @@ def test_each_failure_ends_with_its_own_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raised: Exception,
     code: ExitCode,
 ) -> None:  # fmt: skip
-    def app() -> None:
+    def app(**_: object) -> None:  # called as the typer app is: app(standalone_mode=False)
         raise raised
 
     monkeypatch.setattr(cli, "app", app)

@@ -49,7 +49,7 @@ def _history(*stores: Path, fmt: str = "json") -> dict:
 
 
 def _series(history: dict, stack: str) -> dict:
-    return next(s for s in history["series"] if s["key"].startswith(f"{stack}|"))
+    return next(s for s in history["series"] if s["cell"]["stack"].startswith(f"{stack} "))
 
 
 @pytest.mark.slow
@@ -260,7 +260,7 @@ def _eight_real_runs(
     _real_runs(recipe, results, monkeypatch, slow_ms, busy)
     args = ["history", "history-test", "--results", str(results)]
     history = json.loads(benchlab(*args, "-f", "json").stdout)
-    return next(s for s in history["series"] if s["key"].startswith("slowable|"))
+    return next(s for s in history["series"] if s["cell"]["stack"].startswith("slowable "))
 
 
 @pytest.mark.alone

@@ -51,6 +51,7 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
         jf.CONFORM: benchlab("conform", "nginx-static", "-f", "json", "-q").stdout,
         jf.RECIPES: benchlab("recipes", "-f", "json").stdout,
         jf.DOCTOR: benchlab("doctor", "-f", "json").stdout,
+        jf.PLAN: benchlab("run", "quick", "--dry-run", "-f", "json").stdout,
     }
     tune_store, tune_run, _ = _tune_with_a_proof(tmp_path / "tune", 1000.0, [1040.0, 1000.0])
     outputs[jf.TUNE] = render_json(summarise(tune_store, tune_run))
@@ -84,11 +85,10 @@ def _selfcheck() -> SelfCheck:
 
 def _report_cells(results: Path) -> dict[str, dict]:
     """The run's cells in its JSON report, by the name a tracker gives each."""
-    from benchlab.report.trackers import benchmark_name
+    from benchlab.report.trackers import benchmark_names
     from benchlab.store import Store
 
-    summary = summarise(Store(results, create=False), None)
-    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
+    names = benchmark_names(summarise(Store(results, create=False), None))
     report = json.loads(benchlab("report", "--results", str(results), "-f", "json").stdout)
     return {names[c["key"]]: c for c in report["cells"]}
 

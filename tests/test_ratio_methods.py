@@ -157,10 +157,10 @@ def test_the_report_shows_the_noise_the_run_found_measured(tmp_path: Path) -> No
     path = tmp_path / "r.db"
     run_id = write_run(path, machine={**MACHINE, "noise": noise})
     page = render_html(summarise(Store(path), run_id))
-    assert "within a launch ±2.1 %, between launches ±6.4 %, shared by a round ±1.2 %" in page
+    assert "within a launch 2.1 %, between launches 6.4 %, shared by a round 1.2 %" in page
     assert (
-        "(benchlab selfcheck --noise, 6 rounds, 2026-11-25); ratios between stacks: ratio of"
-        in page
+        "(relative standard deviations: benchlab selfcheck --noise, 6 rounds, 2026-11-25); "
+        "ratios between stacks: ratio of" in page
     )
     plain = write_run(tmp_path / "p.db")
     assert "<b>noise</b>" not in render_html(summarise(Store(tmp_path / "p.db"), plain))
@@ -180,7 +180,9 @@ def test_a_lead_the_run_stopped_before_deciding_is_not_called_a_tie(tmp_path: Pa
     assert only.sentence.startswith("By throughput, best first: sanic (unstable) 1.0"), (
         only.sentence
     )
-    assert "more round(s) would decide it) ≈ tornado 9.5× [" in only.sentence, only.sentence
+    assert "more round(s) would decide it) ≈ tornado 9.5× the next [" in only.sentence, (
+        only.sentence
+    )
 
 
 def test_a_budgeted_run_starts_with_the_rounds_a_decision_needs() -> None:

@@ -16,6 +16,7 @@ import pytest
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.core.errors import ExitCode
+from benchlab.report.columns import ratio_text
 from benchlab.report.takeaways import takeaways
 from benchlab.store import Store
 from tests.browser import open_page
@@ -62,7 +63,9 @@ def test_the_terminal_table_fits_100_columns_with_every_number_whole(stored) -> 
         assert word in header, header
     # Settings above each table, the scenario and connections in them; a takeaway below.
     assert "plaintext · wrk · 64 connections · 3 trials of 2 s" in shown.stdout
-    assert "→ By throughput, best first: gin 5.2× [4.9–5.5] > fastapi+uvicorn" in " ".join(lines)
+    assert "→ By throughput, best first: gin 5.2× the next [4.9–5.5] > fastapi+uvicorn" in " ".join(
+        lines
+    )
 
 
 def _in_block(lines: list[str], row: str, scenario: str) -> bool:
@@ -99,9 +102,9 @@ def test_every_format_renders_at_100_columns_and_no_table_row_is_split(stored, t
             assert len(_lines(text)) == 13
         if fmt == "json":
             sentence = json.loads(text)["takeaways"][0]["sentence"]
-            assert sentence.startswith("By throughput, best first: gin 5.2× ["), sentence
+            assert sentence.startswith("By throughput, best first: gin 5.2× the next ["), sentence
         if fmt == "html":
-            assert "<svg" in text and "best first: gin 5.2× [" in text
+            assert "<svg" in text and "best first: gin 5.2× the next [" in text
     wide = benchlab("report", "--results", str(results), "--wide", env=env)
     assert wide.returncode == 0 and "RSS" in wide.stdout and "steal" in wide.stdout
     assert max(len(line) for line in _lines(wide.stdout)) > WIDTH  # every column, unsqueezed
@@ -129,9 +132,9 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     sentences = {t.label: t.sentence for t in takeaways(decided)}
     # One chain, each stack named once with its ratio to the next and the interval.
     assert sentences["json"] == (
-        "By throughput, best first: gin 5.5× [5.1–5.8] > fastapi+uvicorn 1.16× [1.09–1.23] > "
-        "sanic 1.83× [1.72–1.94] > tornado 1.89× [1.78–2.01] > flask+gunicorn "
-        "(sync: no keep-alive)."
+        "By throughput, best first: gin 5.5× the next [5.1–5.8] > fastapi+uvicorn 1.16× the "
+        "next [1.09–1.23] > sanic 1.83× the next [1.72–1.94] > tornado 1.89× the next "
+        "[1.78–2.01] > flask+gunicorn (sync: no keep-alive)."
     )
     # Two trials a side: the same medians, and no winner; a note says why.
     few = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", trials=2))
@@ -144,7 +147,7 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     }
     tied = summarise(Store(tmp_path / "c.db"), write_run(tmp_path / "c.db", close))
     (only,) = takeaways(tied)
-    assert only.sentence.startswith("By throughput, best first: tornado 1.01× [")
+    assert only.sentence.startswith("By throughput, best first: tornado 1.01× the next [")
     assert ">" not in only.sentence and only.sentence.count(" ≈ ") == 2, only.sentence
     # Medians 43% and 2.3× apart whose trials overlap: no adjacent pair is told apart, so
     # the chain says "≈" with each ratio and its interval (which holds 1), never ">".
@@ -154,8 +157,8 @@ def test_takeaways_claim_only_what_the_evidence_rule_declares(tmp_path: Path) ->
     )
     (only,) = takeaways(wide)
     assert only.sentence == (
-        "By throughput, best first: gin (unstable) 1.43× [0.57–3.57] ≈ sanic (unstable) "
-        "2.3× [0.9–5.8] ≈ tornado (unstable)."
+        "By throughput, best first: gin (unstable) 1.43× the next [0.57–3.57] ≈ sanic (unstable) "
+        "2.3× the next [0.9–5.8] ≈ tornado (unstable)."
     ), only.sentence
 
 
@@ -164,14 +167,19 @@ def test_the_ceiling_share_comes_only_from_a_ceiling_that_is_not_client_bound(
 ) -> None:
     bound = summarise(Store(tmp_path / "a.db"), write_run(tmp_path / "a.db"))
     assert all(c.ratio(F.CEILING) is None for c in bound.cells)
-    assert all(
-        t.notes and t.notes[0].startswith("No share of the ceiling: nginx-static was client-bound")
-        for t in takeaways(bound)
-    )
+    # The recipe's "how far below the ceiling" answered at the top all the same: a ceiling
+    # that is the load tool's limit is a lower bound, so each share is at most its median's.
+    for takeaway in takeaways(bound):
+        (note,) = takeaway.notes
+        assert note.startswith("Of this machine's ceiling, at most: gin "), note
+        assert "(nginx-static was client-bound here: its " in note, note
     free = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", ceiling_load_cpu=50.0))
     gin = next(c for c in free.cells if c.stack == "gin" and c.scenario == "json")
     assert gin.ratio(F.CEILING).value == pytest.approx(88_000 / 205_000)
-    assert not any(t.notes for t in takeaways(free))
+    (note,) = next(t for t in takeaways(free) if t.label == "json").notes
+    share = ratio_text(gin.ratio(F.CEILING), percent=True)  # 43% [low–high]
+    assert note.startswith(f"Of this machine's ceiling (nginx-static, 205k req/s): gin {share}, ")
+    assert share.startswith("43% [") and "flask+gunicorn" in note, note
 
 
 TEXT_SIZES = """Array.from(document.querySelectorAll("figure.chart svg")).map(svg => {
@@ -225,7 +233,7 @@ def test_the_page_reads_on_a_laptop_and_a_phone(stored, tmp_path: Path) -> None:
     # The answer before everything else: the question, then one takeaway per grid point.
     answer = html.index('id="answer"')
     assert html.index('id="question"') < answer < html.index('id="results"')
-    first = "best first: gin 5.2× ["
+    first = "best first: gin 5.2× the next ["
     assert html.index(first) < html.index('id="summary-table"')
     # Each takeaway once: in the answer, not again on its point's card.
     assert html.count(first) == 1
@@ -265,6 +273,31 @@ def test_runs_are_named_by_age_and_a_run_too_old_is_refused(tmp_path: Path) -> N
     old = benchlab("compare", "latest~5", "latest", "--results", str(results))
     assert old.returncode == 2 and "Traceback" not in old.stderr
     assert "run 'latest~5'" in old.stderr and "holds 2 runs (latest … latest~1)" in old.stderr
+
+
+@pytest.mark.slow
+def test_runs_and_stacks_at_80_and_60_columns_keep_every_name_and_word_whole(
+    tmp_path: Path,
+) -> None:
+    """A narrow terminal loses columns (runs: machine, commit, started, recipe; stacks: the
+    framework, the scenarios), never a letter of an id, a run's name or a word."""
+    results = tmp_path / "r.db"
+    ids = [write_run(results) for _ in range(3)]
+    for width in (80, 60):
+        shown = benchlab("runs", "--results", str(results), env={"COLUMNS": str(width)})
+        lines = shown.stdout.splitlines()
+        assert shown.returncode == 0 and max(len(line) for line in lines) <= width, lines
+        rows = [line.split() for line in lines[2:]]
+        assert [row[:2] for row in rows] == [
+            [run_id, name] for run_id, name in zip(reversed(ids), ("latest", "latest~1",
+                                                                    "latest~2"), strict=True)
+        ], lines  # fmt: skip
+        stacks = benchlab("stacks", env={"COLUMNS": str(width)}).stdout
+        words = set(stacks.split())
+        assert max(len(line) for line in stacks.splitlines()) <= width
+        for name in ("nginx-static", "fastapi+uvicorn", "available"):
+            assert name in words, (width, name)
+        assert not any(w in words for w in ("reci", "quic", "framewor", "plaintex")), stacks
 
 
 @pytest.mark.slow
@@ -325,7 +358,11 @@ def test_compare_reads_two_stores_in_md_and_json_and_names_what_differs(tmp_path
     assert {d["name"] for d in data["differences"]} == {"cpu", "cores", "fastapi"}
     verdicts = {(c["stack"], c["scenario"]): c["verdict"] for c in data["cells"]}
     assert verdicts[("fastapi+uvicorn w=1", "json")] == "slower"
-    ratio = next(c["ratio"] for c in data["cells"] if c["key"].startswith("fastapi+uvicorn|-|json"))
+    ratio = next(
+        c["ratio"]
+        for c in data["cells"]
+        if c["cell"]["name"] == "fastapi+uvicorn w=1 · json wrk c=64"
+    )
     assert ratio["value"] == pytest.approx(0.7) and ratio["high"] < 0.8
     # --strict fails on the differences alone; the same machine passes.
     same = write_run(branch)
@@ -388,9 +425,9 @@ def test_the_takeaway_gives_the_whole_order_in_tiers(tmp_path: Path) -> None:
     # The whole order in one chain, each stack once; the ceiling stands apart (it is the
     # load tool's limit, not a contender).
     assert only.sentence == (
-        "By throughput, best first: gin 5.0× [4.7–5.3] > sanic 1.64× [1.54–1.74] > "
-        "tornado 1.02× [0.96–1.08] ≈ fastapi+uvicorn 6.0× [5.7–6.4] > flask+gunicorn "
-        "(sync: no keep-alive)."
+        "By throughput, best first: gin 5.0× the next [4.7–5.3] > sanic 1.64× the next "
+        "[1.54–1.74] > tornado 1.02× the next [0.96–1.08] ≈ fastapi+uvicorn 6.0× the next "
+        "[5.7–6.4] > flask+gunicorn (sync: no keep-alive)."
     ), only.sentence
     stacks = [[place.stack for place in tier.places] for tier in only.tiers]
     assert stacks == [["gin"], ["sanic"], ["tornado", "fastapi+uvicorn"], ["flask+gunicorn"]]
@@ -418,6 +455,20 @@ def test_the_readmes_example_output_is_what_the_code_prints_for_its_stored_run()
     start = next(i for i, line in enumerate(printed) if line.startswith("json ·"))
     end = next(i for i in range(start, len(printed)) if not printed[i].strip())
     assert [line.rstrip() for line in printed[start:end]] == block.rstrip("\n").splitlines()
+
+
+def test_a_recipe_that_came_with_benchlab_is_named_so_not_by_a_build_machines_path() -> None:
+    from benchlab.recipe.files import shown_source
+    from benchlab.report.wording import run_lines
+
+    store = Store(REPO / "tests" / "data" / "readme-quick.db", create=False)
+    summary = summarise(store, None)
+    assert summary.run.recipe_path.startswith("/tmp/fresh10/")  # where it ran, stored as is
+    assert run_lines(summary)[0] == (
+        "run 20261126-092001-e794 · recipe quick (benchlab's own) · status complete"
+    )
+    assert shown_source("recipes/my.toml") == "recipes/my.toml"  # the user's own: as given
+    assert shown_source("/srv/benchlab/recipes/mine.toml") == "/srv/benchlab/recipes/mine.toml"
 
 
 def test_the_heat_maps_rows_are_the_rankings_order(tmp_path: Path) -> None:

@@ -158,7 +158,11 @@ BAD_RECIPES = [
         "'scenarios'",
         "no scenario to measure",
     ),
-    (GOOD.replace("trials = 2", "trials = [2"), "not valid TOML", "(at line 7, column 1)"),
+    (
+        GOOD.replace("trials = 2", "trials = [2"),
+        ":7:1: not valid TOML: Unclosed array at line 7 ('",
+        "fix the syntax there, or just above it",
+    ),
     # Strict types: a value of the wrong type is named, never coerced.
     (GOOD.replace("connections = 16", "connections = true"), "load[0].connections", "got True"),
     (GOOD + '[services]\npgbouncer = "yes"\n', "services.pgbouncer", "expected true or false"),

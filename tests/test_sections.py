@@ -132,3 +132,29 @@ def test_a_title_of_a_renderers_own_is_caught(summary) -> None:
     assert "Extra" in _html_titles(page) and "Extra" not in declared
     markdown = render_markdown(summary) + "\n\nExtra:\n\n- x\n"
     assert _markdown_titles(markdown) != _declared(summary, Format.MARKDOWN)
+
+
+def test_the_guide_says_what_each_note_means_and_the_page_reproduces_with_commands_that_run(
+    summary,
+) -> None:
+    """ "How to read this" ends with no bare "nginx-static (ceiling)." (every note a stack
+    carries has its meaning), and "Reproduce this run" gives commands a fresh clone runs:
+    `benchlab` is on no PATH after `./lab setup`, so it is ./lab's own command."""
+    import typer.main
+
+    from benchlab import cli
+    from benchlab.report.takeaways import reading_guide
+    from benchlab.stacks import CATALOGUE
+
+    assert all(stack.note_meaning for stack in CATALOGUE.values() if stack.note)
+    guide = reading_guide(summary)
+    assert not [line for line in guide if re.fullmatch(r"\S+ \([^)]*\)\.", line)], guide
+    assert any(line.startswith("nginx-static (ceiling): nginx answering") for line in guide)
+    page = render_html(summary)
+    block = re.search(r'<details id="reproduce".*?<pre>(.*?)</pre>', page, flags=re.S)
+    assert block is not None
+    steps = unescape(block[1]).splitlines()
+    assert steps[0] == f"git checkout {summary.run.git_commit}", steps
+    commands = typer.main.get_command(cli.app).commands
+    for step in steps[1:]:
+        assert step.split()[0] == "./lab" and step.split()[1] in commands, steps

@@ -60,6 +60,37 @@ def test_a_blocking_call_inside_async_def_is_flagged_and_its_twin_is_not(
     assert ("something blocks" in findings) is blocked
 
 
+@pytest.mark.slow
+def test_a_mistake_in_the_users_files_is_named_where_it_is(tmp_path: Path) -> None:
+    """A syntax error in the app is its file and line (not the importer's frame that
+    compiled it); a typo'd key of the requests file gets "did you mean", as a recipe's does;
+    a TOML error names its line. Each one line, exit 2, before anything starts."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sys\n\ndef hi(:\n    return 'hi'\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text("def app(environ, start_response):\n    return [b'ok']\n")
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[[request]]\npath = "/"\nweigth = 2\n')
+    unclosed = tmp_path / "unclosed.toml"
+    unclosed.write_text('[[request]]\npath = "/\n')
+    cases = [
+        ((f"{bad}:app",), f"SyntaxError: invalid syntax ({bad}:3: 'def hi(:')"),
+        (
+            (f"{plain}:app", "--requests-file", str(typo)),
+            f"{typo}: key 'request[0].weigth': unknown key (did you mean 'weight'?)",
+        ),
+        (
+            (f"{plain}:app", "--requests-file", str(unclosed)),
+            f"{unclosed}:2:10: not valid TOML: Illegal character '\\n' at line 2 ('path = \"/')",
+        ),
+    ]
+    for args, message in cases:
+        result = benchlab("tune", *args, "--check-only", "--results", str(tmp_path / "r.db"))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert "frozen importlib" not in result.stderr and result.stderr.count("\n") == 1
+
+
 @pytest.mark.alone
 @pytest.mark.slow
 def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ mix: right answers after a known mix of waits, by request number: of every 200, 
 ok: right answers at once (a healthy server, a thread per connection).
 sleepy: right answers, each after a 1 s wait (slow but well-behaved).
 leaky: right answers at once, each keeping 20 KB it never frees (a leak of known size).
+pauses: right answers at once, except that every PAUSE_EVERY_S (5 s from its start) it stops
+    for PAUSE_S (300 ms), as a stop-the-world collector does: a request that comes in a pause
+    is answered when it ends.
 stall: the first request of a connection gets a right answer (keep-alive, with its length);
     the next one sent down that connection is read and never answered, and the connection
     closes a second later: a client that reuses connections waits outside the requests it
@@ -29,6 +32,8 @@ if mode == "crash":
     sys.exit(3)
 
 COUNTER = itertools.count()
+STARTED = time.monotonic()
+PAUSE_EVERY_S, PAUSE_S = 5.0, 0.3
 KEPT: list[bytearray] = []  # leaky: what every request leaves behind
 SLOW_S = int(os.environ.get("BENCHLAB_SLOW_MS", "0")) / 1000
 
@@ -66,6 +71,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status, body = 500, b"flaky"
         if mode == "sleepy":
             time.sleep(1.0)
+        if mode == "pauses" and (into := (time.monotonic() - STARTED) % PAUSE_EVERY_S) < PAUSE_S:
+            time.sleep(PAUSE_S - into)
         if mode == "mix":
             n = next(COUNTER) % 200
             time.sleep(0.200 if n == 0 else 0.050 if n <= 7 else 0.005)

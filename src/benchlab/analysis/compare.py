@@ -5,10 +5,12 @@ ratio to it and for the sentinel itself, and whose change it is (analysis/attrib
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from benchlab.analysis.attribution import Attribution, Evidence3
+from benchlab.analysis.environment import Difference
 from benchlab.analysis.evidence import Evidence
+from benchlab.analysis.series_key import Measurement, SeriesKey
 from benchlab.analysis.stats import Ratio
 from benchlab.core.figures import Better, Figure
 
@@ -17,10 +19,8 @@ from benchlab.core.figures import Better, Figure
 class Side:
     """A cell of one run as compare sees it."""
 
-    key: str
-    label: str
-    scenario: str
-    connections: int
+    key: SeriesKey  # what it is matched by
+    measurement: Measurement  # how long and how often it was measured
     samples: Sequence[float]  # of the figure compared
     params: str = ""  # the grid point's parameters, when the recipe has them
     to_sentinel: Sequence[float] = ()  # its ratio to the sentinel, round by round
@@ -29,10 +29,7 @@ class Side:
 
 @dataclass(frozen=True)
 class CellChange:
-    key: str
-    label: str
-    scenario: str
-    connections: int
+    key: SeriesKey
     ratio: Ratio | None  # B / A
     # faster, slower (better, worse, whichever way the figure is better), no significant
     # change; failed in B, missing in B (A measured it); not comparable (A has no trials)
@@ -41,6 +38,20 @@ class CellChange:
     why: str = ""  # for no significant change: too few trials, within the noise, too small
     params: str = ""
     evidence: Evidence3 | None = None  # with a sentinel in both runs: the three series judged
+    measured_otherwise: list[Difference] = field(default_factory=list)  # B's settings, not A's
+
+    @property
+    def label(self) -> str:
+        """The stack as the reports label it (and a twin's duration: see SeriesKey)."""
+        return self.key.label + (f" · {self.key.twin}" if self.key.twin else "")
+
+    @property
+    def scenario(self) -> str:
+        return self.key.point.scenario
+
+    @property
+    def connections(self) -> int:
+        return self.key.point.connections
 
     @property
     def attribution(self) -> Attribution | None:
@@ -69,8 +80,9 @@ LOST = ("failed in B", "missing in B")
 def compare_cells(
     a: Sequence[Side], b: Sequence[Side], figure: Figure, evidence: Evidence
 ) -> list[CellChange]:
-    """Cells are matched by their key (stack, flavour, scenario, load, parameters); a change
-    is declared by the evidence rule (enough trials, an interval, a practical effect)."""
+    """Cells are matched by their series key (the stack, the scenario and its load, however
+    long or often each run measured them: what differs is named); a change is declared by the
+    evidence rule (enough trials, an interval, a practical effect)."""
     after = {side.key: side for side in b}
     changes = []
     for cell in a:
@@ -97,12 +109,10 @@ def compare_cells(
                 evidence.judge(other.to_sentinel, cell.to_sentinel, figure),
                 evidence.judge(other.sentinel, cell.sentinel, figure),
             )
+        otherwise = cell.measurement.differences(other.measurement) if other else []
         changes.append(
-            CellChange(
-                cell.key, cell.label, cell.scenario, cell.connections, ratio, verdict, figure,
-                why, cell.params, judged,
-            )
-        )  # fmt: skip
+            CellChange(cell.key, ratio, verdict, figure, why, cell.params, judged, otherwise)
+        )
     return changes
 
 

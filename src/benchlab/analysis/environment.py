@@ -15,11 +15,14 @@ VERSION_GROUPS = ("packages", "tools", "debian")
 # Steal (CPU time the hypervisor took during the run) is named when it moved this much.
 STEAL_NAMED_PTS = 1.0
 CONDITIONS = "conditions"  # a Difference's kind for the run's conditions (steal)
+# A Difference's kind for how long or how often a cell was measured (series_key.Measurement):
+# the cells are compared all the same, and the difference named.
+SETTINGS = "settings"
 
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str  # machine, versions, or conditions (the run's, not the machine's: steal)
+    kind: str  # machine, versions, conditions (the run's, not the machine's: steal), settings
     name: str
     a: Any
     b: Any
@@ -29,6 +32,12 @@ class Difference:
         """The run's condition (steal), not its machine or versions: it differs on any shared
         machine, so it is named but never warned of or failed on."""
         return self.kind == CONDITIONS
+
+    @property
+    def is_environment(self) -> bool:
+        """The machine or the versions: what makes two runs' figures not alike (`compare`
+        warns of it, `--strict` fails on it)."""
+        return self.kind in ("machine", "versions")
 
     def text(self) -> str:
         return f"{self.name} {_shown(self.a)} → {_shown(self.b)}"
@@ -81,7 +90,7 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Diff
 def describe(found: list[Difference]) -> list[str]:
     """One line per kind: 'machine: cores 2 → 96, cpu …'."""
     lines = []
-    for kind in ("machine", "versions", CONDITIONS):
+    for kind in ("machine", "versions", CONDITIONS, SETTINGS):
         items = [d.text() for d in found if d.kind == kind]
         if items:
             lines.append(f"{kind}: {', '.join(items)}")

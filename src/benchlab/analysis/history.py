@@ -22,8 +22,9 @@ from benchlab.analysis.changepoints import (
 from benchlab.analysis.environment import MACHINE_KEYS, differences
 from benchlab.analysis.evidence import Evidence, Judgement
 from benchlab.analysis.prediction import PREDICTION_CONFIDENCE, predict
+from benchlab.analysis.series_key import Measurement, SeriesKey, series_keys
 from benchlab.analysis.stats import Ratio
-from benchlab.analysis.summary import RunSummary
+from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 
 # The statuses of a run a history takes.
@@ -44,6 +45,7 @@ class HistoryPoint:
     machine: dict[str, Any]  # the facts a segment is made of (cpu, cores, kernel, governor)
     versions: dict[str, Any]  # the whole fingerprint: machine record, steal of the run
     cell_versions: dict[str, str]  # the versions that define the cell (see _cell_versions)
+    measurement: Measurement  # how long and how often this run measured the cell
     # Its ratio to the sentinel round by round, and the sentinel's own figure at its grid
     # point (empty: the run measured no sentinel there).
     to_sentinel: tuple[float, ...] = ()
@@ -60,8 +62,13 @@ class HistoryPoint:
             "median": self.median, "low": self.low, "high": self.high, "machine": self.machine,
             "versions": self.cell_versions, "to_sentinel": self.ratio_median,
             "sentinel": statistics.median(self.sentinel) if self.sentinel else None,
-            "aa_noise_pct": self.aa_noise_pct,
+            "aa_noise_pct": self.aa_noise_pct, "duration_s": self.measurement.duration_s,
         }  # fmt: skip
+
+
+def settings_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:
+    """How `after`'s run measured the cell otherwise than `before`'s: "duration 2 s → 5 s"."""
+    return [d.text() for d in before.measurement.differences(after.measurement)]
 
 
 def _judgement_json(judged: Judgement | None) -> dict[str, Any] | None:
@@ -96,6 +103,7 @@ class FoundChange:
     evidence: Evidence3
     environment_changed: list[str] = field(default_factory=list)  # every fingerprint difference
     threshold_pct: float = 0.0  # the effect it had to beat (the A/A floor raises it)
+    settings_changed: list[str] = field(default_factory=list)  # duration, trials, budget
 
     @property
     def attribution(self) -> Attribution:
@@ -110,6 +118,7 @@ class FoundChange:
             "attribution": self.attribution.value,
             "evidence": _evidence_json(self.evidence),
             "environment_changed": self.environment_changed,
+            "settings_changed": self.settings_changed,
             "threshold_pct": self.threshold_pct,
         }  # fmt: skip
 
@@ -122,6 +131,7 @@ class Latest:
     evidence: Evidence3  # each judged against its prediction interval
     segment_runs: int
     threshold_pct: float
+    settings_changed: list[str] = field(default_factory=list)  # since the run before it
 
     @property
     def in_segment(self) -> bool:
@@ -149,22 +159,25 @@ class Latest:
             "attribution": None if self.attribution is None else self.attribution.value,
             "evidence": _evidence_json(self.evidence),
             "threshold_pct": self.threshold_pct,
+            "settings_changed": self.settings_changed,
         }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class CellSeries:
-    key: str
-    label: str
+    key: SeriesKey  # the cell, whatever each run's duration, trials or budget
     figure: F.Figure
     points: list[HistoryPoint]
     changes: list[FoundChange] = field(default_factory=list)
     latest: Latest | None = None
 
+    @property
+    def name(self) -> str:
+        return self.key.name
+
     def as_json(self) -> dict[str, Any]:
         return {
-            "key": self.key,
-            "label": self.label,
+            "cell": self.key.as_json(),
             "figure": self.figure.key,
             "points": [p.as_json() for p in self.points],
             "change_points": [c.as_json(c.change.index) for c in self.changes],
@@ -196,22 +209,43 @@ class History:
     latest_run: RunSummary | None = None
 
     def as_json(self) -> dict[str, Any]:
-        judged = self.latest_run.thresholds if self.latest_run is not None else ()
         return {
             "recipe": self.recipe,
             "runs": self.runs,
             "series": [s.as_json() for s in self.series],
-            "thresholds": [t.to_json() for t in judged],
+            "thresholds": self._thresholds_json(),
         }
+
+    def _thresholds_json(self) -> list[dict[str, Any]]:
+        """The newest run's thresholds, each cell named as its series is (a run's own key of
+        a cell means nothing across runs)."""
+        run = self.latest_run
+        if run is None:
+            return []
+        keys = series_keys([cell.stored for cell in run.cells], run.options)
+        found = []
+        for result in run.thresholds:
+            data = result.to_json()
+            data["cells"] = [{**c, "cell": keys[c["cell"]].name} for c in data["cells"]]
+            found.append(data)
+        return found
+
+    def moved(self, direction: str) -> list[CellSeries]:
+        """The series whose figure moved `direction` last, whoever's move it was."""
+        return [
+            series
+            for series in self.series
+            if (move := series.latest_move()) is not None and move[0] == direction
+        ]
 
     def latest_change(self, direction: str) -> list[CellSeries]:
         """The series whose figure moved `direction` last: with a sentinel measured on both
-        sides of the move, only when it was the stack's; without, always (it cannot tell)."""
+        sides of the move, only when it was the stack's; without, always (it cannot tell).
+        What `--fail-on-change` fails on, and what the history's last line counts."""
         found = []
-        for series in self.series:
+        for series in self.moved(direction):
             move = series.latest_move()
-            if move is None or move[0] != direction:
-                continue
+            assert move is not None
             evidence = move[1]
             if evidence.ratio is not None and evidence.attribution is not Attribution.STACK:
                 continue
@@ -219,8 +253,7 @@ class History:
         return found
 
 
-def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | None:
-    cell = next((c for c in summary.cells if c.key == key), None)
+def _point(summary: RunSummary, cell: CellSummary | None, figure: F.Figure) -> HistoryPoint | None:
     if cell is None or cell.status == "failed":
         return None
     estimate, samples = cell.estimate(figure), cell.samples.get(figure.key, ())
@@ -243,6 +276,7 @@ def _point(summary: RunSummary, key: str, figure: F.Figure) -> HistoryPoint | No
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,
         cell_versions=_cell_versions(versions.get("packages") or {}, cell.stack, tuned),
+        measurement=Measurement.of(cell.stored, summary.run),
         to_sentinel=tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
         sentinel=tuple(sentinel.samples.get(figure.key, ())) if sentinel else (),
         aa_noise_pct=summary.aa_noise_pct,
@@ -330,7 +364,7 @@ def _changes(points: list[HistoryPoint], figure: F.Figure, evidence: Evidence) -
                 ChangePoint(index, moved.ratio, direction(moved)), first,
                 _versions_changed(previous, first), judged,
                 [d.text() for d in differences(previous.versions, first.versions)],
-                judged_by.min_effect_pct,
+                judged_by.min_effect_pct, settings_changed(previous, first),
             )
         )  # fmt: skip
     return found
@@ -340,19 +374,31 @@ def _versions_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:
     return [d.text() for d in differences(before.versions, after.versions) if d.kind == "versions"]
 
 
+def _by_series(summary: RunSummary) -> dict[SeriesKey, CellSummary]:
+    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
+    return {keys[cell.key]: cell for cell in summary.cells}
+
+
 def history(recipe: str, runs: list[RunSummary]) -> History:
-    """The history of `recipe` from its finished runs (oldest first; at least one)."""
+    """The history of `recipe` from its finished runs (oldest first; at least one): a series
+    per cell of the newest run, its cell in each run found by its series key (the stack, the
+    scenario and its load, however long or often that run measured it)."""
     latest = runs[-1]
     evidence = latest.options.evidence
+    cells = [_by_series(summary) for summary in runs]
     series = []
-    for cell in latest.cells:
+    for key, cell in cells[-1].items():
         figure = cell.ranked_by
-        points = [p for s in runs if (p := _point(s, cell.key, figure)) is not None]
+        points = [
+            p
+            for summary, found in zip(runs, cells, strict=True)
+            if (p := _point(summary, found.get(key), figure)) is not None
+        ]
         if not points:
             continue
         changes = _changes(points, figure, evidence)
         newest = _latest(points, changes, figure, evidence)
-        series.append(CellSeries(cell.key, cell.stack_label, figure, points, changes, newest))
+        series.append(CellSeries(key, figure, points, changes, newest))
     return History(recipe, len(runs), series)
 
 
@@ -405,4 +451,7 @@ def _latest(
     if newest.to_sentinel and measured:
         ratio = _newest_against(measured, newest, "to_sentinel", figure, judged_by)
         sentinel = _newest_against(measured, newest, "sentinel", figure, judged_by)
-    return Latest(Evidence3(own, ratio, sentinel), len(segment), judged_by.min_effect_pct)
+    return Latest(
+        Evidence3(own, ratio, sentinel), len(segment), judged_by.min_effect_pct,
+        settings_changed(segment[-1], newest),
+    )  # fmt: skip

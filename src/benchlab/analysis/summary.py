@@ -35,6 +35,7 @@ from benchlab.analysis.relative import (
 from benchlab.analysis.run_options import RunOptions, websocket_settings
 from benchlab.analysis.samples import per_round_ratios
 from benchlab.analysis.stats import METHOD, Estimate, Ratio, median_interval, ratio_interval
+from benchlab.analysis.timelines import TrialTimeline, trial_timelines
 from benchlab.analysis.verdicts import (
     CLIENT_SATURATED,
     UNSTABLE,
@@ -198,6 +199,8 @@ class CellSummary:
     rate_unit: str = F.REQ_S
     # The run's [websocket] settings, for a WebSocket cell (what its load was).
     websocket: WebSocket | None = None
+    # Its fixed-rate trials (those its figures come from) second by second.
+    timelines: tuple[TrialTimeline, ...] = ()
 
     # --- the stored cell's identity and settings: its record's shown fields, by the names
     # every report shows them by (store/records.py, CELL_SHOWN: cell.stack, cell.point,
@@ -327,6 +330,7 @@ class CellSummary:
                 "hold_stop": self.hold_stop,
                 "hold_refused": self.hold_refused,
                 "rate_unit": self.rate_unit,
+                "timeline": [t.to_json() for t in self.timelines],
             }
         )
         if self.trial_records:
@@ -585,6 +589,7 @@ def _summarise_cell(
         hold_stop=_most_often([t.ws_hold_stop for t in trials if t.ws_hold_stop]),
         hold_refused=round(statistics.median(refused)) if refused else None,
         rate_unit=options.rate_unit_of(cell.scenario),
+        timelines=trial_timelines(trials),
     )
 
 

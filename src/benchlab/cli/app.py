@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,19 +20,28 @@ HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 class Commands(typer.core.TyperGroup):
     """The command table: every command also takes --no-color after its name, as benchlab
-    takes it before (`benchlab report --no-color` as `benchlab --no-color report`). The root
-    gives each command, its sub-groups' too, a copy of its own option."""
+    takes it before (`benchlab report --no-color` as `benchlab --no-color report`), and
+    -q/--quiet: a command with progress of its own declares it; any other is given the root's,
+    which silences what it says on stderr beside its answer (or nothing, where it says
+    nothing). The root gives each command, its sub-groups' too, a copy of its own options."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        own = next((p for p in self.params if p.name == "no_color"), None)
-        if own is None:
-            return  # a sub-group (services): the root adds it to its commands
+        mine = {p.name: p for p in self.params}
+        if "no_color" not in mine:
+            return  # a sub-group (services): the root adds them to its commands
         for command in _leaves(self):
-            option = copy.copy(own)
-            option.expose_value = False
-            option.callback = lambda _ctx, _param, value: _no_colour(value)
-            command.params.append(option)
+            command.params.append(_copied(mine["no_color"], _no_colour))
+            if not any("-q" in getattr(p, "opts", ()) for p in command.params):
+                command.params.append(_copied(mine["quiet"], _quiet))
+
+
+def _copied(option: Any, act: Callable[[bool], None]) -> Any:
+    """The root's option for a command: it acts as it is read, and passes no value."""
+    copied = copy.copy(option)
+    copied.expose_value = False
+    copied.callback = lambda _ctx, _param, value: act(value)
+    return copied
 
 
 def _leaves(group: Any) -> Iterator[Any]:
@@ -97,6 +106,11 @@ def wrote(path: Path, fmt: str) -> None:
     progress.print(f"wrote {path} ({fmt})", markup=False, highlight=False, soft_wrap=True)
 
 
+def _quiet(value: bool) -> None:
+    if value:
+        progress.quiet = True
+
+
 def _no_colour(value: bool) -> None:
     if value:
         console.no_color = True
@@ -120,9 +134,18 @@ def _options(
     no_color: Annotated[
         bool, typer.Option("--no-color", help="No colours (as NO_COLOR=1 in the environment).")
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Nothing on stderr but errors and warnings (no progress, no 'wrote FILE' line).",
+        ),
+    ] = False,
 ) -> None:
     """Benchmark web stacks fairly: real services, verified responses, honest statistics.
 
     Start with `benchlab run` (the quick recipe), then `benchlab report` to see a stored run
     again, `benchlab runs` to list them, `benchlab compare` to compare two."""
     _no_colour(no_color)
+    _quiet(quiet)

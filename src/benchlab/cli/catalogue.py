@@ -63,6 +63,10 @@ def _recipes_table(found: list[tuple[str, Recipe]], out: Console) -> None:
     out.print("run one: benchlab run NAME (a unique prefix is enough: seed-000)")
 
 
+# The stacks table's columns a narrow terminal does without, first to last.
+STACKS_EXPENDABLE = ("worker model", "framework · server", "scenarios")
+
+
 def stacks(
     fmt: Annotated[str | None, formats.option(formats.STACKS)] = None,
     output: Annotated[Path | None, formats.output(formats.STACKS)] = None,
@@ -78,7 +82,7 @@ def stacks(
 
 
 def _stacks_table(out: Console) -> None:
-    from benchlab.report.terminal import Layout, fit_widths, text_table
+    from benchlab.report.terminal import Layout, fitted_table
 
     wide = out.width >= 140
     # A stack's name is what a recipe needs: never wrapped or cut.
@@ -97,7 +101,7 @@ def _stacks_table(out: Console) -> None:
         row += [stack.worker_model] if wide else []
         rows.append([*row, ", ".join(stack.scenarios), status])
         styles.append(None if available.ok else "red")
-    out.print(text_table(layout, rows, fit_widths(layout, rows, out.width), styles))
+    out.print(fitted_table(layout, rows, out.width, STACKS_EXPENDABLE, styles))
     for number, note in enumerate(notes, 1):
         out.print(f"[{number}] {note}", markup=False, highlight=False)
     for line in _unserved_lines():

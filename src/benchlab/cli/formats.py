@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from benchlab.cli.app import console, emit, wrote
-from benchlab.report.exporters import EXPORTERS, choose, file_text
+from benchlab.report.exporters import EXPORTERS, HISTOGRAMS, choose, file_text
 from benchlab.system.outputs import check_output_place, write_output
 
 if TYPE_CHECKING:
@@ -33,7 +33,10 @@ def _exporters(*names: str) -> tuple[str, ...]:
     return names
 
 
-REPORT = tuple(EXPORTERS)
+# A whole run's documents: what `run` writes, and `report`, which also writes one cell's
+# histogram (--histogram CELL).
+REPORT = tuple(name for name in EXPORTERS if name not in HISTOGRAMS)
+REPORT_COMMAND = (*REPORT, *HISTOGRAMS)
 TUNE = _exporters("table", "md", "json", "html")
 HISTORY = _exporters("table", "md", "json", "html")
 COMPARE = _exporters("table", "md", "json", "html")

@@ -63,8 +63,8 @@ def finished_runs(stores: list[Path], recipe: str) -> list[RunSummary]:
 def report(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN", help=RunArgument)] = None,
     results: ResultsOption = DEFAULT_RESULTS,
-    fmt: Annotated[str | None, formats.option(formats.REPORT)] = None,
-    output: Annotated[Path | None, formats.output(formats.REPORT)] = None,
+    fmt: Annotated[str | None, formats.option(formats.REPORT_COMMAND)] = None,
+    output: Annotated[Path | None, formats.output(formats.REPORT_COMMAND)] = None,
     wide: Annotated[
         bool,
         typer.Option(
@@ -81,14 +81,47 @@ def report(
             " trial, its histogram left out).",
         ),
     ] = False,
+    histogram: Annotated[
+        str | None,
+        typer.Option(
+            "--histogram",
+            metavar="CELL",
+            help="One cell's latency histogram, for HdrHistogram's tools: hgrm (its trials'"
+            " merged percentile distribution, the default) or hlog (its interval log, a trial a"
+            " line). CELL: words of its name as the report shows it, e.g. 'gin plaintext'.",
+        ),
+    ] = None,
     threshold: ThresholdOption = None,
 ) -> None:
-    """Report a stored run (the latest by default): the table, md, html, json or csv."""
+    """Report a stored run (the latest by default): the table, md, html, json or csv; or one
+    cell's latency histogram (--histogram)."""
     from benchlab.analysis.summary import summarise
-    from benchlab.report.exporters import EXPORTERS
+    from benchlab.report.exporters import EXPORTERS, HISTOGRAMS
     from benchlab.report.terminal import render_table
 
-    where = formats.destination(fmt, output, formats.REPORT)
+    if histogram is not None and fmt is None and output is None:
+        fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
+    where = formats.destination(fmt, output, formats.REPORT_COMMAND)
+    if histogram is not None and where.format not in HISTOGRAMS:
+        raise UserError(
+            f"--histogram: one cell's histogram is written as {' or '.join(HISTOGRAMS)}, not "
+            f"{where.format}; drop -f, or write to a file ending "
+            f"{' or '.join(EXPORTERS[n].extensions[0] for n in HISTOGRAMS)}"
+        )
+    if where.format in HISTOGRAMS:
+        from benchlab.report.histograms import histogram_document
+
+        given = {"--threshold": threshold, "--trials": with_trials, "--wide": wide}
+        whole = [option for option, value in given.items() if value]
+        if whole:  # refused, never ignored
+            raise UserError(
+                f"{whole[0]} is for a whole run's report, not one cell's histogram: drop it, "
+                "or drop --histogram"
+            )
+
+        store = Store(results, create=False)
+        where.document(histogram_document(store, run_id, histogram, where.format))
+        return
     if with_trials and where.format != "json":
         raise UserError(
             f"--trials: each trial's values are written in the JSON only, not {where.format}; "
@@ -138,11 +171,16 @@ def runs(
     where.table(lambda out: _runs_table(rows, out))
 
 
+# The runs table's columns a narrow terminal does without, first to last: id, name and
+# status always stay, each whole (a name is what `report` and `compare` take).
+RUNS_EXPENDABLE = ("machine", "commit", "started (UTC)", "recipe")
+
+
 def _runs_table(rows: list[dict], out: Console) -> None:
-    from benchlab.report.terminal import Layout, fit_widths, text_table
+    from benchlab.report.terminal import Layout, fitted_table
 
     layout = [
-        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", least=10),
+        Layout("id", wrap=False), Layout("name", wrap=False), Layout("recipe", wrap=False),
         Layout("status", wrap=False), Layout("started (UTC)", wrap=False), Layout("machine"),
         Layout("commit", wrap=False),
     ]  # fmt: skip
@@ -154,7 +192,7 @@ def _runs_table(rows: list[dict], out: Console) -> None:
         lines.append(
             [row["id"], row["name"], row["recipe"], row["status"], started, row["machine"], short]
         )
-    out.print(text_table(layout, lines, fit_widths(layout, lines, out.width)))
+    out.print(fitted_table(layout, lines, out.width, RUNS_EXPENDABLE))
 
 
 def history(
@@ -211,10 +249,9 @@ def history(
         where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
     broken = thresholds.say_failed(latest)
     if fail_on_change is not None:
-        hit = found.latest_change(fail_on_change)
-        if hit:
-            names = ", ".join(s.label for s in hit)
-            print(f"FAIL: the latest change is {fail_on_change}: {names}", file=sys.stderr)
+        failure = report.failure_text(found, fail_on_change)
+        if failure is not None:
+            print(failure, file=sys.stderr)
             if not broken:  # a failed threshold outranks it
                 raise typer.Exit(ExitCode.REGRESSION)
     if broken:
@@ -297,7 +334,7 @@ def compare(
     verdict = report.threshold_line(found)
     if verdict is not None:
         say(verdict, style="red" if found.regressed else None)
-    if strict and any(not d.is_condition for d in found.differences):
+    if strict and any(d.is_environment for d in found.differences):
         say("FAIL: --strict: the runs' machines or versions differ (named above)", style="red")
         raise typer.Exit(ExitCode.NOT_COMPARABLE)
     if found.regressed:

@@ -25,7 +25,6 @@ from benchlab.recipe import (
     build_plan,
     load_recipe,
     resolve_recipe,
-    unserved,
 )
 from benchlab.report.exporters import EXPORTERS
 from benchlab.stacks import CATALOGUE
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from benchlab.cli.formats import Destination
     from benchlab.core.thresholds import Threshold
     from benchlab.recipe import Plan, Recipe
+    from benchlab.report.plan import PlannedRun
     from benchlab.runner import RunOutcome
 
 RunRecipeNameArgument = Annotated[
@@ -154,11 +154,14 @@ def run(
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
+    from benchlab.report.plan import check_format, planned_run
     from benchlab.runner import SessionOptions, run_recipe
-    from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
+    from benchlab.runner.estimates import Costs
 
     progress.quiet = quiet
     where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    if dry_run:
+        check_format(where.format)
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -176,17 +179,13 @@ def run(
     # Read and checked against the plan's cells before anything runs.
     bounds = thresholds.given(threshold, {cell.mode for cell in plan.cells})
     budget_min = None if deadline_s is None else deadline_s / 60
-    runnable = [c for c in plan.cells if plan.catalogue[c.stack].availability().ok]
-    costs = Costs.load()
-    # The plan is a dry run's answer (stdout); before a run, it is progress (stderr).
-    shown = console if dry_run else progress
-    for line in plan_lines(runnable, plan.recipe, plan.catalogue, costs, budget_min):
-        shown.print(line, markup=False, highlight=False)
-    for line in unserved(plan.recipe, plan.catalogue):
-        shown.print(line, markup=False, highlight=False)
-    if dry_run:
+    planned = planned_run(plan, Costs.load(), budget_min)
+    if dry_run:  # the plan is the answer: stdout, or -o's file, in -f's format
+        _show_plan(planned, where)
         return
-    confirm_long(plan_seconds(runnable, plan.recipe, plan.catalogue, costs, budget_min), yes)
+    for line in planned.lines:  # before a run, the plan is progress (stderr)
+        progress.print(line, markup=False, highlight=False)
+    confirm_long(planned.estimate_s, yes)
     check_ready(plan)
     page = html_page(html, results, plan)
     shared = claim(allow_concurrent)
@@ -200,6 +199,16 @@ def run(
     store = Store(results)
     outcome = run_recipe(plan, store, reporter(), options)
     _show_run(store, outcome, results, page, where, bounds)
+
+
+def _show_plan(planned: PlannedRun, where: Destination) -> None:
+    from benchlab.report.plan import RENDERERS
+
+    if where.format != "table":
+        where.document(RENDERERS[where.format](planned))
+        return
+    text = "".join(f"{line}\n" for line in planned.lines)
+    where.table(lambda out: out.print(text, markup=False, highlight=False, end=""))
 
 
 def _planned(

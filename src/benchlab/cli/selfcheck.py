@@ -131,10 +131,11 @@ def _noise_check(
 
 
 def _noise_table(found: NoiseComponents, kept_in: Path, out: Console) -> None:
+    out.print("throughput's relative standard deviation:")
     for name, value in (
         ("within a launch", found.within_launch), ("between launches", found.between_launches),
         ("shared by a round", found.shared_by_round), ("a stack's own drift", found.own_drift),
     ):  # fmt: skip
-        out.print(f"{name:<20}: ±{100 * value:.1f} %")
+        out.print(f"  {name:<20}: {100 * value:.1f} %")
     method = "paired by round" if found.pairing_helps else "independent cells"
     out.print(f"ratios between cells: {method} (kept in {kept_in})", markup=False)

@@ -22,12 +22,13 @@ class ExitCode(IntEnum):
 # What each code means, in the words docs/commands.md's table shows.
 EXIT_MEANINGS = {
     ExitCode.SUCCESS: "success: the command did what was asked (a run: every cell measured its "
-    "planned rounds, even where a `--budget` left pairs undecided: the report names them)",
+    "planned rounds, even where a `--budget` left pairs undecided: the report names them); "
+    "help, asked for or shown by `benchlab` or `./lab` alone",
     ExitCode.REGRESSION: "a regression against a reference: `compare --fail-above` (a cell "
     "slower beyond it, or failed or missing in the second run), `history --fail-on-change`, "
     "`tune --check-answer` (the stored answer no longer holds)",
     ExitCode.BAD_INPUT: "bad input: a recipe, an argument or a path (one line names the file, "
-    "the key and the fix)",
+    "the key and the fix); an unknown command or option (one line, with the closest one)",
     ExitCode.HARNESS: "a harness failure: a service that would not start, a load tool that "
     "failed, a store that could not be written, a machine `doctor` finds not ready, a "
     "set-up by `./lab` that failed",

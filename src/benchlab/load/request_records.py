@@ -3,6 +3,8 @@ writes them), read into a trial's figures without keeping the requests: the reco
 read twice, in chunks, from the tool's file (once for the schedule, once into the
 histograms), so benchlab's memory is the histograms', whatever the rate and the duration.
 
+A fixed-rate trial's latency over time (load/timeline.py) is counted in the second pass too.
+
 Latency is counted from each request's due time: vegeta's constant pacer sends request
 `seq` at start + (seq + 1) / rate; the start is not recorded, and the least-late request
 fixes it (so a lag is a lower bound, off by that one's). The lag between due and sent is
@@ -23,6 +25,7 @@ import numpy
 from benchlab.core.errors import LoadToolError
 from benchlab.load.histogram import LatencyTally
 from benchlab.load.result import Errors, LoadResult
+from benchlab.load.timeline import TimelineTally
 
 CHUNK_ROWS = 65_536
 # vegeta's CSV columns (see `vegeta encode -h`).
@@ -137,6 +140,7 @@ class _Tally:
         default_factory=lambda: [LatencyTally() for _ in range(QUARTERS)]
     )
     windows: list[LatencyTally] = field(default_factory=list)
+    timeline: TimelineTally | None = None  # a fixed-rate trial's: latency over time
     kinds: dict[str, LatencyTally] = field(default_factory=dict)
     failed_kinds: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(
@@ -173,8 +177,12 @@ class _Tally:
             part = (since * parts) // (self.span_ns + 1)
             for index, tally in enumerate(tallies):
                 tally.add(latency_us[kept & (part == index)])
+        failed = ~answered | failed_status
+        if self.timeline is not None:
+            came = chunk.sent + chunk.latency
+            self.timeline.add(chunk.sent, came, latency_us, kept, answered & ~failed, failed)
         if self.mixed:
-            self._add_kinds(chunk, latency_us, kept, ~answered | failed_status)
+            self._add_kinds(chunk, latency_us, kept, failed)
 
     def _add_kinds(
         self, chunk: _Chunk, latency_us: numpy.ndarray, kept: numpy.ndarray, failed: numpy.ndarray
@@ -241,12 +249,18 @@ def _read(generators: Sequence[Generator], mixed: bool) -> LoadResult:
         raise LoadToolError("vegeta sent no request")
     first = min(s.first for s in seen)
     span = max(s.last for s in seen) - first
-    tally = _Tally(first, span, mixed, window_count(span / 1e9, sum(s.count for s in seen)))
+    paced = all(g.rate for g in generators)
+    tally = _Tally(
+        first,
+        span,
+        mixed,
+        window_count(span / 1e9, sum(s.count for s in seen)),
+        timeline=TimelineTally(first, span) if paced else None,
+    )
     for generator, schedule in zip(generators, schedules, strict=True):
         for chunk in _chunks(generator.lines()):
             tally.add(chunk, schedule.lags(chunk))
     latency, encoded = tally.whole.latency()
-    paced = all(g.rate for g in generators)
     return LoadResult(
         tool="vegeta",
         requests=tally.answered,
@@ -262,6 +276,7 @@ def _read(generators: Sequence[Generator], mixed: bool) -> LoadResult:
         latency_last_ms=tally.quarters[-1].quantile_ms(50),
         window_p99_ms=tally.window_p99s(),
         parts=tally.parts(),
+        timeline=tally.timeline.timeline() if tally.timeline is not None else None,
     )
 
 

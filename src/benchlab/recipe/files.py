@@ -7,6 +7,7 @@ right, so `benchlab run` never shows a traceback for a bad recipe.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -26,6 +27,17 @@ BUNDLED_RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 
 def bundled_recipes() -> list[Path]:
     return sorted(BUNDLED_RECIPES.glob("*.toml")) if BUNDLED_RECIPES.is_dir() else []
+
+
+def shown_source(path: str | Path) -> str:
+    """Where a recipe came from, as a report shows it: "benchlab's own" for one that came
+    with benchlab, wherever it ran from (its path in an install or a temporary clone means
+    nothing to a reader), else its path as given."""
+    found = Path(path)
+    bundled = {p.stem for p in bundled_recipes()}
+    if found.parts[-3:-1] == ("benchlab", "recipes") and found.stem in bundled:
+        return "benchlab's own"
+    return str(path)
 
 
 def resolve_recipe(text: str) -> Path:
@@ -65,13 +77,36 @@ def load_recipe(path: Path, catalogue: Catalogue) -> tuple[Recipe, str]:
     return recipe, text
 
 
+# tomllib says where it stopped at the end of its message (Python 3.11 keeps no attribute).
+_TOML_WHERE = re.compile(r" \((?:at line (\d+), column (\d+)|at end of document)\)$")
+SHOWN_LINE = 60  # characters of the line at fault an error quotes
+
+
+def _toml_error(path: Path, text: str, said: str) -> str:
+    """A TOML syntax error as file:line:column, what is wrong, and the line itself (where
+    tomllib stopped: a bracket left open is found on a line after its own)."""
+    found = _TOML_WHERE.search(said)
+    if found is None:
+        return f"{path}: not valid TOML: {said}; fix its syntax"
+    lines = text.splitlines() or [""]
+    line = int(found[1]) if found[1] else len(lines)
+    column = f":{found[2]}" if found[2] else ""
+    shown = lines[line - 1].strip() if line <= len(lines) else ""
+    if len(shown) > SHOWN_LINE:
+        shown = shown[: SHOWN_LINE - 3] + "..."
+    return (
+        f"{path}:{line}{column}: not valid TOML: {said[: found.start()]} at line {line} "
+        f"({shown!r}); fix the syntax there, or just above it (a bracket or quote left open)"
+    )
+
+
 def read_toml(path: Path, text: str) -> dict:
     """The TOML document; a syntax error or a nesting deeper than Python's stack is one
     line naming the file."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+        raise UserError(_toml_error(path, text, str(exc))) from None
     except RecursionError:
         raise UserError(
             f"{path}: not a recipe: its tables or lists are nested hundreds deep; a recipe "

@@ -27,9 +27,10 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The model class that holds the key at `loc` (to list the keys allowed there)."""
-    model: Any = Recipe
+def _model_at(loc: tuple[int | str, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    """The model class that holds the key at `loc` in a `root` document (to list the keys
+    allowed there)."""
+    model: Any = root
     skip_next = False  # the next part is a list index or a dict key, not a field name
     for part in loc:
         if skip_next:
@@ -80,7 +81,12 @@ def _union_tag(part: object) -> bool:
     return isinstance(part, str) and _UNION_TAG.fullmatch(part) is not None
 
 
-def describe_validation_error(path: Path, exc: ValidationError) -> str:
+def describe_validation_error(
+    path: Path, exc: ValidationError, root: type[BaseModel] = Recipe
+) -> str:
+    """A TOML file's first problem in one line: the key (as the TOML names it), what was
+    expected, what was given, the closest allowed key (`root`: the file's model, a recipe's
+    by default)."""
     # A value that may be one thing or a list of them fails once per branch, with the branch
     # named in its location; the deepest location is the one that says what is wrong.
     errors: list[ErrorDetails] = [
@@ -93,7 +99,7 @@ def describe_validation_error(path: Path, exc: ValidationError) -> str:
     others = {e["loc"] for e in errors if loc[: len(e["loc"])] != e["loc"]}
     more = f" (and {len(others)} more problem(s))" if others else ""
     if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent = _model_at(loc[:-1], root)
         allowed = list(parent.model_fields) if parent else []
         name = str(loc[-1])
         hint = did_you_mean(name, allowed) if name.isprintable() else ""

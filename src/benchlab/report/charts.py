@@ -27,7 +27,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap, to_hex
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
@@ -73,7 +73,7 @@ TICK_QUANTILES = ("50", "90", "99", "99.9")
 @dataclass(frozen=True)
 class Chart:
     key: str  # unique on the page
-    kind: str  # throughput, capacity, latency, curve, heatmap, ranks, pareto
+    kind: str  # throughput, capacity, latency, curve, timeline, heatmap, ranks, pareto
     title: str
     svg: str
     caption: str = ""
@@ -600,6 +600,96 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     return charts
 
 
+# --- fixed rates: latency over time -----------------------------------------------------------
+
+TIMELINE_CAPTION = (
+    "Each second of each trial (a line per trial): the p99 (solid) and p50 (dotted) of the "
+    "requests sent in it, from their due time; below, the successful answers that came back "
+    "in it per second (dashed: the rate asked){errors}. A pause shows as a second whose p99 "
+    "stands out; a queue, as a p99 that climbs while the answers stay under the rate asked."
+)
+
+
+def _steps(
+    t_s: Sequence[int], step_s: int, values: Sequence[float | None]
+) -> tuple[list[int], list[float]]:
+    """A step's value held over its whole second (a step plot's points): gaps where none."""
+    xs = [*t_s, t_s[-1] + step_s]
+    ys = [math.nan if v is None else v for v in values]
+    return xs, [*ys, ys[-1]]
+
+
+def timeline_chart(
+    key: str, cell: CellSummary, colour: str, title: str, point: GridPoint | None = None
+) -> Chart | None:
+    """One fixed-rate cell's latency over time (every trial of it, overlaid), and below it
+    the answers per second against the rate asked; failures in red when there are any."""
+    timelines = [t for t in cell.timelines if t.timeline.p99_ms]
+    latencies = [
+        v for t in timelines for v in (*t.timeline.p50_ms, *t.timeline.p99_ms) if v is not None
+    ]
+    if not latencies:
+        return None
+    failed = any(any(t.timeline.errors) for t in timelines)
+    rows = [3.0, 1.3] + ([0.8] if failed else [])
+    with rc_context(STYLE):
+        chart = Figure(figsize=(WIDTH_IN, 1.2 + 0.5 * sum(rows)), layout="constrained")
+        axes = chart.subplots(len(rows), 1, sharex=True, height_ratios=rows)
+        latency_ax, rate_ax = axes[0], axes[1]
+        for trial in timelines:
+            line = trial.timeline
+            xs, p99 = _steps(line.t_s, line.step_s, line.p99_ms)
+            _, p50 = _steps(line.t_s, line.step_s, line.p50_ms)
+            _, answered = _steps(line.t_s, line.step_s, line.achieved_rps)
+            latency_ax.step(xs, p99, where="post", color=colour, linewidth=1.3, alpha=0.85)
+            latency_ax.step(xs, p50, where="post", color=colour, linewidth=1.0, linestyle=":")
+            rate_ax.step(xs, answered, where="post", color=colour, linewidth=1.1, alpha=0.85)
+            if failed:
+                axes[2].bar(
+                    [t + line.step_s / 2 for t in line.t_s], line.errors, width=line.step_s,
+                    color="#c23b3b", alpha=0.6,
+                )  # fmt: skip
+        latency_ax.set_yscale("log")
+        low, high = min(latencies), max(latencies)
+        _log_ticks(latency_ax, "y", low / 1.2, high * 1.2, lambda v: f"{v:g}", snap=True)
+        latency_ax.set_ylabel("ms (log)")
+        latency_ax.grid(which="major", alpha=0.25)
+        asked = {t.target_rate for t in timelines if t.target_rate}
+        for rate in asked:
+            rate_ax.axhline(rate, color="#5f6b78", linewidth=0.9, linestyle="--")
+        top = max([*asked, *(v for t in timelines for v in t.timeline.achieved_rps)])
+        rate_ax.set_ylim(0, top * 1.15 or 1)
+        rate_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
+        if len(asked) == 1:
+            rate_ax.set_yticks([0, *asked])  # the rate asked, labelled
+        else:
+            rate_ax.yaxis.set_major_locator(MaxNLocator(2))
+        rate_ax.set_ylabel(cell.rate_unit)
+        rate_ax.grid(axis="y", alpha=0.25)
+        if failed:
+            axes[2].set_ylabel("failed")
+            axes[2].yaxis.set_major_locator(MaxNLocator(2, integer=True))
+        axes[-1].set_xlabel("seconds into the trial")
+        axes[-1].set_xlim(0, max(t.timeline.t_s[-1] + t.timeline.step_s for t in timelines))
+        svg = _svg(chart, f"{title}: latency, answers and failures per second of each trial")
+    caption = TIMELINE_CAPTION.format(errors="; red, the failures per second" if failed else "")
+    return Chart(key, "timeline", title, svg, caption, point)
+
+
+def timeline_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
+    """Per fixed-rate grid point, one small chart per cell: its latency over time."""
+    charts = []
+    for index, (point, cells) in enumerate(groups(summary, (Mode.RATE,)).items()):
+        names = display_names(cells)
+        for position, cell in enumerate(cells):
+            colour = colours.get(cell.stack_label, CEILING_COLOUR)
+            title = f"{names[cell.key]}: latency over time"
+            chart = timeline_chart(f"timeline-{index}-{position}", cell, colour, title, point)
+            if chart is not None:
+                charts.append(chart)
+    return charts
+
+
 def pareto_chart(summary: RunSummary) -> Chart | None:
     """A tune's candidates: capacity against memory, the Pareto front marked (nothing else
     holds more load for less memory)."""
@@ -655,6 +745,7 @@ def all_charts(summary: RunSummary) -> list[Chart]:
         *point_bar_charts(summary, colours),
         *latency_charts(summary, colours),
         *curve_charts(summary, colours),
+        *timeline_charts(summary, colours),
         heatmap_chart(summary),
         rank_chart(summary, colours),
     ]

@@ -14,10 +14,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.analysis.compare import CellChange, Side, compare_cells
-from benchlab.analysis.environment import Difference, describe, differences
+from benchlab.analysis.environment import SETTINGS, Difference, describe, differences
 from benchlab.analysis.evidence import Judgement
+from benchlab.analysis.series_key import Measurement, measured_otherwise, series_keys
 from benchlab.analysis.stats import RATIO_METHOD
-from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.analysis.summary import RunSummary
 from benchlab.core import figures as F
 from benchlab.report.columns import params_text
 from benchlab.report.json_formats import COMPARE
@@ -32,7 +33,7 @@ class Comparison:
     a_store: Path
     b_store: Path
     changes: list[CellChange]
-    differences: list[Difference]
+    differences: list[Difference]  # the machines', versions', conditions' and settings'
     fail_above: float | None = None
 
     @property
@@ -50,31 +51,44 @@ class Comparison:
         return any(c.evidence is not None for c in self.changes)
 
     def warnings(self) -> list[str]:
-        """The machines or versions differ: the ratios measure that too. (The run's
-        conditions, steal, are named in the footer: they differ on any shared machine.)"""
-        found = [d for d in self.differences if not d.is_condition]
-        if not found:
-            return []
-        return [
-            "the two runs were not measured alike, so the ratios include that difference: "
-            + "; ".join(describe(found))
-        ]
+        """The machines or versions differ: the ratios measure that too; the cells were
+        measured for another duration or number of trials: each is compared all the same.
+        (The run's conditions, steal, are named in the footer: they differ on any shared
+        machine.)"""
+        found = []
+        if environment := [d for d in self.differences if d.is_environment]:
+            found.append(
+                "the two runs were not measured alike, so the ratios include that difference: "
+                + "; ".join(describe(environment))
+            )
+        if settings := [d for d in self.differences if d.kind == SETTINGS]:
+            found.append(
+                "B measured its cells otherwise than A (each cell is compared all the same): "
+                + ", ".join(d.text() for d in settings)
+            )
+        return found
 
     def failure(self) -> str:
-        names = ", ".join(_where(c) for c in self.regressed)
+        names = ", ".join(c.key.name for c in self.regressed)
         return f"slower by more than {self.fail_above:g}% (or failed, or missing): {names}"
 
 
-def _side(summary: RunSummary, cell: CellSummary, figure_key: str) -> Side:
-    """A cell as compare sees it. Its samples lose their rounds: round 3 of one run has
-    nothing to do with round 3 of another, so two runs are compared as independent."""
-    sentinel = summary.sentinel_at(cell.grid)
-    return Side(
-        cell.key, cell.stack_label, cell.scenario, cell.connections,
-        tuple(cell.samples.get(figure_key, ())), params_text(cell),
-        tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
-        tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),
-    )  # fmt: skip
+def _sides(summary: RunSummary, figure_key: str) -> list[Side]:
+    """Its cells as compare sees them. Their samples lose their rounds: round 3 of one run
+    has nothing to do with round 3 of another, so two runs are compared as independent."""
+    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
+    sides = []
+    for cell in summary.cells:
+        sentinel = summary.sentinel_at(cell.grid)
+        sides.append(
+            Side(
+                keys[cell.key], Measurement.of(cell.stored, summary.run),
+                tuple(cell.samples.get(figure_key, ())), params_text(cell),
+                tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
+                tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),
+            )
+        )  # fmt: skip
+    return sides
 
 
 def compare_runs(
@@ -84,18 +98,14 @@ def compare_runs(
     (its threshold raised to either run's A/A noise floor)."""
     figure = a.ranked_by
     changes = compare_cells(
-        [_side(a, c, figure.key) for c in a.cells],
-        [_side(b, c, figure.key) for c in b.cells],
+        _sides(a, figure.key),
+        _sides(b, figure.key),
         figure,
         a.options.evidence.with_noise_floor([a.aa_noise_pct, b.aa_noise_pct]),
     )
     found = differences(a.fingerprint, b.fingerprint)
+    found += measured_otherwise([c.measured_otherwise for c in changes])
     return Comparison(a, b, a_store, b_store, changes, found, fail_above)
-
-
-def _where(change: CellChange) -> str:
-    params = f" {change.params}" if change.params else ""
-    return f"{change.label} {change.scenario} c={change.connections}{params}"
 
 
 def _ratio(change: CellChange) -> tuple[str, str]:
@@ -244,10 +254,9 @@ def render_json(comparison: Comparison) -> str:
             {"kind": d.kind, "name": d.name, "a": d.a, "b": d.b} for d in comparison.differences
         ],
         "fail_above_pct": comparison.fail_above,
-        "regressed": [c.key for c in comparison.regressed],
+        "regressed": [c.key.name for c in comparison.regressed],
         "cells": [
             {
-                "key": c.key,
                 "stack": c.label,
                 "scenario": c.scenario,
                 "connections": c.connections,
@@ -264,6 +273,8 @@ def render_json(comparison: Comparison) -> str:
                 "why": c.why,
                 "to_sentinel": _ratio_json(c.evidence.ratio if c.evidence else None),
                 "attribution": c.attribution.value if c.attribution else None,
+                "cell": c.key.as_json(),
+                "measured_otherwise": [d.text() for d in c.measured_otherwise],
             }
             for c in comparison.changes
         ],

@@ -89,6 +89,11 @@ def _csv(summary: RunSummary, wide: bool) -> str:
     return render_csv(summary)
 
 
+def _one_cell(summary: RunSummary, wide: bool) -> str:
+    # A histogram is one cell's: `report --histogram CELL` writes it (report/histograms.py).
+    raise UserError("a histogram is one cell's: benchlab report --histogram CELL -o FILE")
+
+
 EXPORTERS = {
     e.name: e
     for e in (
@@ -101,9 +106,14 @@ EXPORTERS = {
         Exporter("bmf", (), _bmf, (".json",)),
         Exporter("gab-bigger", (), _bigger, (".json",)),
         Exporter("gab-smaller", (), _smaller, (".json",)),
+        # One cell's latency histogram, for HdrHistogram's tools (report --histogram CELL):
+        # its percentile distribution, its interval log.
+        Exporter("hgrm", (".hgrm",), _one_cell),
+        Exporter("hlog", (".hlog",), _one_cell),
     )
 }
 FORMATS = tuple(EXPORTERS)
+HISTOGRAMS = ("hgrm", "hlog")  # the formats of one cell's histogram, not of a whole run
 
 
 def by_extension(path: Path) -> Exporter | None:

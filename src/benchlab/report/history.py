@@ -84,9 +84,37 @@ def _change_text(series: CellSeries, found: FoundChange) -> str:
 
 
 def _environment_text(found: FoundChange) -> str | None:
-    if not found.environment_changed:
+    """What else changed between the runs either side: how they measured the cell (duration,
+    trials, budget), the machine, the versions."""
+    changed = found.settings_changed + found.environment_changed
+    return f"changed there: {', '.join(changed)}" if changed else None
+
+
+def _settings_text(latest: Latest) -> str | None:
+    if not latest.settings_changed:
         return None
-    return f"changed there: {', '.join(found.environment_changed)}"
+    return f"measured otherwise than the run before: {', '.join(latest.settings_changed)}"
+
+
+def moves_text(history: History) -> str:
+    """How each cell last moved (its newest run out of its segment, else its last change
+    point), counted as `--fail-on-change` judges: only the stack's own moves where a sentinel
+    says whose."""
+    slower, faster = history.latest_change("slower"), history.latest_change("faster")
+    others = len(history.moved("slower")) + len(history.moved("faster")) - len(slower + faster)
+    text = f"{len(slower)} of {len(history.series)} cell(s) last moved slower, {len(faster)} faster"
+    if others:
+        text += f"; {others} other move(s) not the stack's own (the machine's, or undecided)"
+    return text
+
+
+def failure_text(history: History, direction: str) -> str | None:
+    """`--fail-on-change`'s finding: each cell that last moved `direction`, by its name."""
+    hit = history.latest_change(direction)
+    if not hit:
+        return None
+    names = ", ".join(series.name for series in hit)
+    return f"FAIL: {len(hit)} of {len(history.series)} cell(s) last moved {direction}: {names}"
 
 
 def _latest_text(latest: Latest, figure: F.Figure) -> str:
@@ -108,7 +136,7 @@ def render_text(history: History) -> list[str]:
     lines = [f"history of {history.recipe}: {history.runs} run(s), oldest first"]
     for series in history.series:
         unit = f" {series.figure.unit}" if series.figure.unit else ""
-        lines.append(f"{series.label} · {series.key} ({series.figure.label}{unit})")
+        lines.append(f"{series.name} ({series.figure.label}{unit})")
         lines.append(f"  {_series_line(series)}")
         if series.has_sentinel:
             lines.append(f"  ÷ sentinel: {_ratio_line(series)}")
@@ -118,8 +146,9 @@ def render_text(history: History) -> list[str]:
                 lines.append(f"    {environment}")
         if series.latest is not None:
             lines.append(f"  {_latest_text(series.latest, series.figure)}")
-    changed = sum(1 for s in history.series if s.changes)
-    lines.append(f"{changed} of {len(history.series)} cell(s) changed")
+            if (settings := _settings_text(series.latest)) is not None:
+                lines.append(f"    {settings}")
+    lines.append(moves_text(history))
     floors = sorted({p.aa_noise_pct for s in history.series for p in s.points if p.aa_noise_pct})
     if floors:
         lines.append(
@@ -150,8 +179,11 @@ def render_markdown(history: History) -> str:
             texts.append(_change_text(series, found) + (f"; {environment}" if environment else ""))
         changes = "<br>".join(texts) or "none"
         latest = _latest_text(series.latest, series.figure) if series.latest else "–"
+        if series.latest is not None and (settings := _settings_text(series.latest)):
+            latest += f"; {settings}"
         ratio = f" {_ratio_line(series)} |" if sentinel else ""
-        out.append(f"| {series.label} | {_series_line(series)} |{ratio} {changes} | {latest} |")
+        out.append(f"| {series.name} | {_series_line(series)} |{ratio} {changes} | {latest} |")
+    out += ["", moves_text(history)]
     judged = _thresholds(history)
     if judged:
         out += ["", f"{judged[0].capitalize()}", "", *(f"- {line.strip()}" for line in judged[1:])]

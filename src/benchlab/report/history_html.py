@@ -75,8 +75,7 @@ def timeline(series: CellSeries) -> str:
         unit = f" ({series.figure.unit})" if series.figure.unit else ""
         ax.set_ylabel(f"{series.figure.label}{unit}", color=CEILING_COLOUR)
         ax.yaxis.set_major_formatter(lambda v, _: F.compact_number(v))
-        ax.set_title(series.label)
-    return _svg(figure, f"{series.label}: {series.figure.label} run by run")
+    return _svg(figure, f"{series.name}: {series.figure.label} run by run")
 
 
 def _ratio_panel(ax: Axes, series: CellSeries) -> None:
@@ -90,7 +89,7 @@ def _ratio_panel(ax: Axes, series: CellSeries) -> None:
 
 def render_history_html(history: History) -> str:
     charts = "\n".join(
-        f"<figure>{timeline(s)}<figcaption>{html.escape(s.key)}</figcaption></figure>"
+        f"<figure>{timeline(s)}<figcaption>{html.escape(s.name)}</figcaption></figure>"
         for s in history.series
     )
     return PAGE.format(

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from benchlab.analysis.stats import METHOD, RATIO_METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.recipe.files import shown_source
 from benchlab.report.charts import Chart, all_charts, stack_colours
 from benchlab.report.columns import (
     Column,
@@ -109,6 +110,7 @@ def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
     cards = []
     for index, takeaway in enumerate(takeaways(summary)):
         mine = [c for c in charts if c.point == takeaway.point and c.kind != "curve"]
+        over_time = [c for c in mine if c.kind == "timeline"]
         cards.append(
             {
                 "id": f"point-{index + 1}",
@@ -116,7 +118,10 @@ def _points(summary: RunSummary, charts: list[Chart]) -> list[dict[str, Any]]:
                 "sentence": takeaway.sentence,
                 "settings": takeaway.settings,
                 "notes": takeaway.notes,
-                "charts": [_chart(c) for c in mine],
+                "charts": [_chart(c) for c in mine if c not in over_time],
+                # One small chart per fixed-rate cell, under one caption (they share it).
+                "timelines": [_chart(c) for c in over_time],
+                "timeline_caption": over_time[0].caption if over_time else "",
             }
         )
     return cards
@@ -159,8 +164,9 @@ def render_html(summary: RunSummary) -> str:
     }
     commit = run.git_commit or ""
     reproduce = [run.command]
-    if commit:
-        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", "./lab setup", *reproduce]
+    if commit:  # in a clone: ./lab sets up what is missing, then runs the command
+        lab = "./lab " + run.command.removeprefix("benchlab ")
+        reproduce = [f"git checkout {commit.removesuffix('+dirty')}", lab]
     tune = recommendation_context(summary)
     points = [] if tune else _points(summary, charts)
     found = by_id(sections(summary, Format.HTML))
@@ -176,6 +182,7 @@ def render_html(summary: RunSummary) -> str:
             partial_note=summary.partial_note,
             dirty=commit.endswith("+dirty"),
             reproduce=reproduce,
+            recipe_source=shown_source(run.recipe_path),
             versions=_versions(run.machine),
             counts=counts,
             points=points,

@@ -29,8 +29,11 @@ class JsonFormat:
 # is ahead; a flip's ratio is how many times better the winner was.
 RUN = JsonFormat("benchlab-run", 2, "one run: its cells and figures, rankings, flips, takeaways")
 TUNE = JsonFormat("benchlab-tune", 2, "one tune: the recommendation, its proof, every candidate")
-COMPARE = JsonFormat("benchlab-compare", 1, "two runs cell by cell: ratios and verdicts")
-HISTORY = JsonFormat("benchlab-history", 1, "a recipe's runs over time: series, change points")
+# 2 (compare, history): a cell is matched across runs by the stack, the scenario and its
+# load, not by the run's own key (which held the duration and the trials' tool threads): the
+# key is gone, `cell` names it ({name, stack, point, target, twin}).
+COMPARE = JsonFormat("benchlab-compare", 2, "two runs cell by cell: ratios and verdicts")
+HISTORY = JsonFormat("benchlab-history", 2, "a recipe's runs over time: series, change points")
 RUNS = JsonFormat("benchlab-runs", 1, "the runs of a results store, newest first")
 STACKS = JsonFormat("benchlab-stacks", 1, "the catalogue: every stack and whether it runs here")
 CONFORM = JsonFormat(
@@ -49,7 +52,10 @@ DOCTOR = JsonFormat(
 SELFCHECK = JsonFormat(
     "benchlab-selfcheck", 1, "the harness's own cost, or where this machine's noise comes from"
 )
+PLAN = JsonFormat(
+    "benchlab-plan", 1, "a run's plan before it starts (run --dry-run): its cells and its time"
+)
 FORMATS = (
     RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS, RECIPES, DOCTOR,
-    SELFCHECK,
+    SELFCHECK, PLAN,
 )  # fmt: skip

@@ -28,6 +28,7 @@ from benchlab.report.json_formats import (
     DRAIN,
     FORMATS,
     HISTORY,
+    PLAN,
     RECIPES,
     RUN,
     RUNS,
@@ -37,6 +38,7 @@ from benchlab.report.json_formats import (
     TUNE,
     JsonFormat,
 )
+from benchlab.report.plan import PlannedCell
 from benchlab.store import CELL_SHOWN, CellRecord
 
 Number = float | None
@@ -106,6 +108,26 @@ def _shown_fields() -> dict[str, Any]:
     }
 
 
+class TrialTimeline(_Closed):
+    """A fixed-rate trial second by second (what `vegeta plot` draws): step i covers
+    [t_s[i], t_s[i] + step_s) seconds after the trial's first request was sent."""
+
+    round: int
+    target_rate: float | None
+    """The rate the trial was asked for."""
+    step_s: int
+    """1, or more for a trial over 600 s (at most 600 steps)."""
+    t_s: list[int]
+    p50_ms: list[float | None]
+    """The p50 of the requests sent in the step, from their due time; null: none was."""
+    p99_ms: list[float | None]
+    """The p99 of the requests sent in the step, from their due time; null: none was."""
+    achieved_rps: list[float]
+    """Successful answers (2xx, 3xx) that came back in the step, per second."""
+    errors: list[int]
+    """Failed requests (no answer, or 4xx/5xx) whose failure came in the step."""
+
+
 class _CellSummary(_Closed):
     """What the run's summary makes of a cell beside its record's fields."""
 
@@ -139,6 +161,9 @@ class _CellSummary(_Closed):
     count a second: req/s, or msg/s for a WebSocket scenario's messages."""
     trial_values: list[dict[str, Any]] | None = None
     """Each trial's stored values: with `report -f json --trials` only."""
+    timeline: list[TrialTimeline] = Field(default_factory=list)
+    """Each fixed-rate trial the cell's figures come from, second by second; empty for
+    other cells and for trials stored before schema 9 of the results store."""
 
 
 Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
@@ -239,7 +264,8 @@ class ThresholdCell(_Closed):
     """One cell against a threshold: its figure, the interval it was judged by, the outcome."""
 
     cell: str
-    """The cell's key."""
+    """The cell: its key in a run's or a tune's JSON (`cells[].key`); its name in a
+    history's (`series[].cell.name`)."""
     outcome: Outcome
     """kept: the whole interval keeps the bound; failed: the whole interval breaks it;
     undecided: the interval straddles it."""
@@ -328,8 +354,27 @@ class CompareSide(_Closed):
     machine: dict[str, Any]
 
 
+class SeriesCell(_Closed):
+    """A cell as history and compare match it across runs (analysis/series_key.py): the
+    stack, the scenario and its load, not how long or how often it was measured."""
+
+    name: str
+    """The cell in words, its stack once with its scenario: "gin w=1 · json wrk c=64"."""
+    stack: str
+    point: dict[str, Any]
+    """The grid point: the scenario and its load (tool, connections, parameter, rate)."""
+    target: str | None
+    """A capacity's target (its SLO); null otherwise."""
+    twin: str | None
+    """What tells apart two cells of one run that differ only in how long they were
+    measured ("5 s"); null otherwise."""
+
+
 class CompareCell(_Closed):
-    key: str
+    cell: SeriesCell
+    measured_otherwise: list[str]
+    """How B measured the cell otherwise than A ("duration 2 s → 5 s"): compared all the
+    same."""
     stack: str
     scenario: str
     connections: int
@@ -345,7 +390,7 @@ class CompareCell(_Closed):
 
 class CompareDocument(_Document):
     format: Literal["benchlab-compare"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     a: CompareSide
     b: CompareSide
     compared_by: str
@@ -353,13 +398,15 @@ class CompareDocument(_Document):
     evidence: str
     fail_above_pct: Number
     differences: list[Any]
-    regressed: list[Any]
+    """What differs between the runs: kind machine, versions, conditions (steal) or settings
+    (how long or how often the cells were measured)."""
+    regressed: list[str]
+    """The names of the cells --fail-above failed."""
     cells: list[CompareCell]
 
 
 class Series(_Closed):
-    key: str
-    label: str
+    cell: SeriesCell
     figure: str
     points: list[dict[str, Any]]
     change_points: list[dict[str, Any]]
@@ -368,7 +415,7 @@ class Series(_Closed):
 
 class HistoryDocument(_Document):
     format: Literal["benchlab-history"]
-    format_version: Literal[1]
+    format_version: Literal[2]
     recipe: str
     runs: int
     series: list[Series]
@@ -610,7 +657,7 @@ class SelfcheckNoise(_Closed):
     between_launches: float
     shared_by_round: float
     own_drift: float
-    """Each a relative spread (0.03: ±3 %)."""
+    """Each a relative standard deviation of throughput (0.03: 3 %)."""
     pairing_helps: bool
     """true: ratios between cells are paired by round in the runs that follow."""
     kept_in: str
@@ -623,6 +670,21 @@ class SelfcheckDocument(_Document):
     """The harness's cost (`selfcheck`); null with --noise."""
     noise: SelfcheckNoise | None
     """Where the variation comes from (`selfcheck --noise`); null without it."""
+
+
+class PlanDocument(_Document):
+    format: Literal["benchlab-plan"]
+    format_version: Literal[1]
+    recipe: str
+    source: str
+    """Where the recipe came from: its path, or "benchlab's own"."""
+    question: str
+    lines: list[str]
+    """The plan in words, as a run prints it before it starts."""
+    estimate_s: float
+    """The recipe's rounds and checks, in seconds (within --budget)."""
+    cells: list[PlannedCell]
+    """Each cell as the run would measure it, and whether its stack runs here."""
 
 
 MODELS: dict[JsonFormat, type[BaseModel]] = {
@@ -638,6 +700,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     RECIPES: RecipesDocument,
     DOCTOR: DoctorDocument,
     SELFCHECK: SelfcheckDocument,
+    PLAN: PlanDocument,
 }
 assert set(MODELS) == set(FORMATS), "a JSON format without its model"
 

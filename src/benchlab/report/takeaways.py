@@ -2,8 +2,9 @@
 the settings it was measured with, and a short guide to reading the figures.
 
 A takeaway is the point's ranking (`analysis/ranking.py`) as one chain that names each stack
-once, best first, with the ratio of each to the next and its interval: ">" where the evidence
-rule puts it ahead, "≈" where it does not, and "undecided" exactly where the ranking is.
+once, best first, with the ratio of each to the next and its interval ("gin 3.7× the next
+[3.1–4.2] > sanic"): ">" where the evidence rule puts it ahead, "≈" where it does not, and
+"undecided" exactly where the ranking is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.load.ws_requests import AT_LAST_STEP, DROPPED, MEMORY, REFUSED, STALLED
+from benchlab.report.columns import ratio_text
 from benchlab.report.wording import display_names, settings_text
 from benchlab.stacks import CATALOGUE
 
@@ -96,8 +98,9 @@ def interval(ratio: Ratio) -> str:
 
 def chain(ranked: PointRanking, summary: RunSummary) -> str:
     """The point's order in one sentence, each stack named once: 'By throughput, best first:
-    gin 3.7× [3.1–4.2] > sanic 1.70× [1.32–2.03] > fastapi ≈ tornado.' (each ratio: how many
-    times better a stack is than the next). A caution stands beside a stack's name."""
+    gin 3.7× the next [3.1–4.2] > sanic 1.70× the next [1.32–2.03] > fastapi ≈ tornado.'
+    Each ratio says whose it is (a stack's over the next's), so that read aloud, 'sanic 1.70×'
+    is never heard as sanic against gin. A caution stands beside a stack's name."""
     figure, order = ranked.figure, ranked.order
     cells = {place.key: summary.cell(place.key) for place in order}
     if not order:
@@ -109,25 +112,26 @@ def chain(ranked: PointRanking, summary: RunSummary) -> str:
         unit = cells[order[0].key].unit(figure)
         return f"{only}: {value} {unit} (the only stack ranked here)."
     lower = figure.better is F.Better.LOWER
-    lead = f"By {figure.label}, " + (
-        "lowest first (each × how many times lower than the next): " if lower else "best first: "
-    )
+    lead = f"By {figure.label}, " + ("lowest first: " if lower else "best first: ")
     parts = []
     for place, step in zip(order, ranked.steps, strict=False):
         at_least = not lower and step is ranked.steps[0] and _client_bound(cells[place.key])
-        parts.append(f"{_named(cells[place.key], names)} {_step_text(step, at_least, summary)}")
+        said = _step_text(step, at_least, summary, lower)
+        parts.append(f"{_named(cells[place.key], names)} {said}")
     parts.append(_named(cells[order[-1].key], names))
     return lead + " ".join(parts) + "."
 
 
-def _step_text(step: Step, at_least: bool, summary: RunSummary) -> str:
-    """A stack's ratio to the next, its interval, and the sign between them."""
+def _step_text(step: Step, at_least: bool, summary: RunSummary, lower: bool = False) -> str:
+    """A stack's ratio to the next (`lower`: how many times lower), its interval, and the
+    sign between them."""
     r = step.ratio
     if r is None:
         shown = "(nothing to compare)"
     else:
         bounds = interval(r) if r.has_interval else "(1 trial: no interval)"
-        shown = f"{'at least ' if at_least else ''}{times(r.value)}× {bounds}"
+        whose = "lower than the next" if lower else "the next"
+        shown = f"{'at least ' if at_least else ''}{times(r.value)}× {whose} {bounds}"
     if step.call is Call.UNDECIDED:
         return f"{shown} (undecided: {step.would_decide}) ≈"
     if step.call is Call.TIE and step.too_few:
@@ -173,21 +177,33 @@ def _too_few(ranked: PointRanking) -> str:
 
 
 def _ceiling_note(cells: Sequence[CellSummary]) -> str:
-    """Why a grid point shows no share of the ceiling, when its ceiling cell is not one."""
-    for cell in cells:
-        if cell.stack != CEILING_STACK or not cell.measured:
-            continue
-        names = [v.name for v in cell.verdicts]
-        if is_ceiling(cell.stack, names):
-            return ""
-        why = next(v for v in cell.verdicts if not is_ceiling(cell.stack, [v.name]))
-        return (
-            f"No share of the ceiling: {CEILING_STACK} was {why.name} here, so its "
-            f"{F.compact_number(cell.value(F.THROUGHPUT) or 0)} {cell.unit(F.THROUGHPUT)} is the "
-            "load tool's limit, "
-            "not the machine's."
-        )
-    return ""
+    """How far below this machine's ceiling each stack sits (a recipe with nginx-static asks
+    it): its throughput's share of nginx-static's at the point, with its interval. Where the
+    ceiling cell was its load tool's limit, the ceiling is at least that figure, so each share
+    is at most its median's."""
+    ceiling = next((c for c in cells if c.stack == CEILING_STACK and c.measured), None)
+    below = [
+        c for c in cells
+        if c.stack != CEILING_STACK and c.mode == Mode.CLOSED and c.value(F.THROUGHPUT)
+    ]  # fmt: skip
+    if ceiling is None or not below:
+        return ""
+    top = ceiling.value(F.THROUGHPUT) or 0.0
+    shown = f"{F.compact_number(top)} {ceiling.unit(F.THROUGHPUT)}"
+    names = display_names(cells)
+    if is_ceiling(ceiling.stack, [v.name for v in ceiling.verdicts]):
+        shares = ", ".join(
+            f"{names[c.key]} {ratio_text(c.ratio(F.CEILING), percent=True)}"
+            for c in below if c.ratio(F.CEILING) is not None
+        )  # fmt: skip
+        return f"Of this machine's ceiling ({CEILING_STACK}, {shown}): {shares}." if shares else ""
+    why = next(v for v in ceiling.verdicts if not is_ceiling(ceiling.stack, [v.name]))
+    at_most = ", ".join(f"{names[c.key]} {100 * (c.value(F.THROUGHPUT) or 0) / top:.0f}%"
+                        for c in below)  # fmt: skip
+    return (
+        f"Of this machine's ceiling, at most: {at_most} ({CEILING_STACK} was {why.name} here: "
+        f"its {shown} is the load tool's limit, so the machine's is at least that)."
+    )
 
 
 # Why a WebSocket hold's steps ended (runner/ws_load.py's reasons), in words.
@@ -246,10 +262,9 @@ def _stack_notes(summary: RunSummary) -> list[str]:
     notes = []
     for stack in dict.fromkeys(c.stack for c in summary.cells):
         entry = CATALOGUE.get(stack)
-        if entry is None or not entry.note:
+        if entry is None or not entry.note_meaning:  # a note says what it means, or nothing
             continue
-        why = f": {entry.note_meaning}" if entry.note_meaning else ""
-        notes.append(f"{stack} ({entry.note}){why}.")
+        notes.append(f"{stack} ({entry.note}): {entry.note_meaning}.")
     return notes
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.report.columns import (
+    ERRORS,
     Column,
     brief_estimate_text,
     cell_columns,
@@ -85,6 +86,28 @@ def fit_widths(
     return widths
 
 
+def fitted_table(
+    layout: Sequence[Layout],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    expendable: Sequence[str] = (),
+    styles: Sequence[str | None] | None = None,
+) -> Table:
+    """A text table for `width` columns: every column where they fit with no word broken,
+    else without the `expendable` ones (by header), dropped in that order until they do; a
+    name to copy (an id, a run's name) is never cut, nor a word broken mid-letter."""
+    kept = list(range(len(layout)))
+    widths = fit_widths(layout, rows, width)
+    for header in expendable:
+        if widths is not None:
+            break
+        kept = [i for i in kept if layout[i].header != header]
+        widths = fit_widths([layout[i] for i in kept], [[r[i] for i in kept] for r in rows], width)
+    return text_table(
+        [layout[i] for i in kept], [[r[i] for i in kept] for r in rows], widths, styles
+    )
+
+
 def text_table(
     layout: Sequence[Layout],
     rows: Sequence[Sequence[str]],
@@ -130,8 +153,9 @@ def _table(
     return text_table(*_cell_rows(columns, cells), widths, styles)
 
 
-# Dropped in this order when a brief table cannot fit the terminal with every number whole.
-EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title)
+# Dropped in this order when a brief table cannot fit the terminal with every number whole
+# and every word unbroken (errors last: a cell with errors is flagged among its verdicts).
+EXPENDABLE = (F.CPU_PER_REQUEST.title, F.P50.title, ERRORS.title)
 
 
 def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width: int) -> Table:
@@ -197,8 +221,9 @@ def _interval_key(summary: RunSummary) -> str:
         return ""
     shown = brief_estimate_text(summary.ranked_by, example)
     return (
-        f"{shown.split()[-1]} after a figure: the larger side of its interval (so the interval "
-        "lies within it); --wide shows every column and the interval's bounds."
+        f"{shown.split()[-1]} after a figure: half its interval's width, as a share of the median "
+        f"(as the ±{summary.target_half_width_pct:g}% target and unstable measure it); --wide "
+        "shows every column and the bounds."
     )
 
 

@@ -2,29 +2,27 @@
 and github-action-benchmark's custom formats (one file per direction: its
 `customBiggerIsBetter` and `customSmallerIsBetter` tools each read one).
 
-A benchmark is named by what its user means to compare, and by nothing else: the recipe, the
-grid point (the named point, the scenario and its parameter, the load tool and its setting:
-connections, a rate or the capacity under the SLO, the protocol, keep-alive) and the stack as
-the reports label it (its flavour, workers, threads). How long or how often it was measured
-(--duration, --trials, --warmup, --budget, the load tool's threads) is not in the name, so a
-tracker follows the same series when those change. Each cell gives the figure it is ranked by
-(throughput, or capacity under the SLO) and its p99, named as such; an interval, where the
-cell has one, goes with it.
+A benchmark is named by what its user means to compare, and by nothing else: the recipe and
+the cell's series key (analysis/series_key.py, which history and compare match cells by):
+the grid point (the named point, the scenario and its parameter, the load tool and its
+setting: connections, a rate or the capacity under the SLO, the protocol, keep-alive) and the
+stack as the reports label it (its flavour, workers, threads). How long or how often it was
+measured (--duration, --trials, --warmup, --budget, the load tool's threads) is not in the
+name, so a tracker follows the same series when those change. Each cell gives the figure it
+is ranked by (throughput, or capacity under the SLO) and its p99, named as such; an interval,
+where the cell has one, goes with it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchlab.analysis.grid import point_of
+from benchlab.analysis.series_key import SeriesKey, series_keys
 from benchlab.analysis.stats import Estimate
-from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.analysis.summary import RunSummary
 from benchlab.core import figures as F
-from benchlab.core.modes import Mode
 
 NS_PER_MS = 1_000_000
 
@@ -40,32 +38,19 @@ class Measured:
     high: float | None
 
 
-def benchmark_name(summary: RunSummary, cell: CellSummary) -> str:
-    """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`: stable across the
-    options that only change how long or how often a cell is measured."""
-    point = cell.grid or dataclasses.replace(point_of(cell.stored, pool_swept=False), rate="")
-    load = point.text()
-    if cell.mode is Mode.SLO and summary.options.slo is not None:
-        load += f" ({summary.options.slo.describe()})"
-    stack = cell.stack_label
-    if cell.pool_size is not None and point.pool is None:
-        stack += f" pool={cell.pool_size}"
-    return f"{summary.run.recipe_name} · {load} · {stack}"
+def tracker_name(recipe: str, key: SeriesKey) -> str:
+    """`recipe · point · stack`, e.g. `quick · json wrk c=64 · gin w=1`."""
+    return f"{recipe} · {key.load_text} · {key.stack_text}" + (f" · {key.twin}" if key.twin else "")
 
 
-def _names(summary: RunSummary) -> dict[str, str]:
-    """Each cell's benchmark name, by its key; two cells a name would not tell apart (two
-    load profiles that differ only in their duration) have their duration added."""
-    names = {cell.key: benchmark_name(summary, cell) for cell in summary.cells}
-    counts = Counter(names.values())
-    for cell in summary.cells:
-        if counts[names[cell.key]] > 1:
-            names[cell.key] += f" · {cell.duration_s:g} s"
-    return names
+def benchmark_names(summary: RunSummary) -> dict[str, str]:
+    """Each cell's benchmark name, by its key within the run."""
+    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
+    return {key: tracker_name(summary.run.recipe_name, found) for key, found in keys.items()}
 
 
 def _measured(summary: RunSummary) -> Iterator[Measured]:
-    names = _names(summary)
+    names = benchmark_names(summary)
     for cell in summary.cells:
         if not cell.measured:
             continue
@@ -114,7 +99,7 @@ def _github_action_benchmark(summary: RunSummary, better: F.Better) -> str:
             "value": m.value,
         }
         if m.low is not None and m.high is not None:
-            entry["range"] = f"± {max(m.value - m.low, m.high - m.value):.4g}"
+            entry["range"] = f"± {(m.high - m.low) / 2:.4g}"  # the tables' ±: a half-width
             entry["extra"] = f"interval {m.low:.4g}–{m.high:.4g} {m.figure.unit}"
         entries.append(entry)
     return json.dumps(entries, indent=2) + "\n"

@@ -17,6 +17,7 @@ from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
+from benchlab.recipe.files import shown_source
 from benchlab.report.columns import params_text, ratio_text
 from benchlab.system.cpu_account import PROCESS_TREE
 
@@ -203,7 +204,8 @@ def run_lines(summary: RunSummary) -> list[str]:
     run = summary.run
     machine = run.machine
     lines = [
-        f"run {run.id} · recipe {run.recipe_name} ({run.recipe_path}) · status {run.status}",
+        f"run {run.id} · recipe {run.recipe_name} ({shown_source(run.recipe_path)}) · status "
+        f"{run.status}",
         f"{machine.get('cpu')} · {machine.get('cores')} cores · kernel {machine.get('kernel')} · "
         f"server cores {list(run.server_cores)} · load cores {list(run.load_cores)}",
     ]
@@ -347,11 +349,14 @@ def noise_line(machine: dict[str, Any]) -> str | None:
     if not noise:
         return None
     parts = ", ".join(
-        f"{name} ±{100 * noise[key]:.1f} %"
+        f"{name} {100 * noise[key]:.1f} %"
         for name, key in (
             ("within a launch", "within_launch"), ("between launches", "between_launches"),
             ("shared by a round", "shared_by_round"), ("a stack's own drift", "own_drift"),
         )
     )  # fmt: skip
     when = str(noise.get("measured_at") or "")[:10]
-    return f"{parts} (benchlab selfcheck --noise, {noise.get('rounds')} rounds, {when})"
+    return (
+        f"{parts} (relative standard deviations: benchlab selfcheck --noise, "
+        f"{noise.get('rounds')} rounds, {when})"
+    )

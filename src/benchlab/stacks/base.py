@@ -52,6 +52,16 @@ NOTE_MEANINGS = (
         "request, which costs both sides",
     ),
     ("dev server", "the framework's development server, not meant for production"),
+    (
+        "ceiling",
+        "nginx answering from memory: the most this machine and its load tool carry at each "
+        "point, shown and not ranked; each stack's share of it says how far below it sits",
+    ),
+    (
+        "deliberate mistake",
+        "a mistake kept on purpose to show its cost: gevent patches the standard library after "
+        "the app imported it, so its calls still block",
+    ),
 )
 
 

@@ -81,7 +81,8 @@ def lock_timeout_s() -> float:
 # as it ran (overrides applied) and its budget, from which `run --resume` continues it.
 # 6: trials.gil_wait_us and trials.threads_busy_us, the server's own counters (granian's).
 # 7: how the server's RSS moved during a trial. 8: the WebSocket trials' columns (ws_*).
-SCHEMA_VERSION = 8
+# 9: trials.latency_timeline, a fixed-rate trial's latency over time (load/timeline.py).
+SCHEMA_VERSION = 9
 ID_ATTEMPTS = 5
 
 Record = TypeVar(

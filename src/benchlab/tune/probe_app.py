@@ -54,8 +54,12 @@ def chain(exc):
 
 
 def described(exc):
-    """Type: message (file:line where it was raised)."""
+    """Type: message (file:line where it was raised; a syntax error's: the user's file and
+    line with its text, not the importer's frame that compiled it)."""
     text = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        line = (exc.text or "").strip()
+        return f"{text} ({exc.filename}:{exc.lineno}" + (f": {line!r})" if line else ")")
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         text += f" ({frames[-1].filename}:{frames[-1].lineno})"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchlab.core.errors import UserError
 from benchlab.http.scenarios import Expectation
 from benchlab.recipe.files import read_toml
+from benchlab.recipe.messages import describe_validation_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 WS = "WS"  # --request 'WS /path': a WebSocket echo endpoint
@@ -29,7 +30,7 @@ def check_path(path: str, where: str) -> None:
     if PATH.fullmatch(path):
         return
     if not path.startswith("/"):
-        raise UserError(f"{where}: the path '{path}' must start with '/'")
+        raise UserError(f"{where}: the path {path!r} must start with '/'")
     encoded = quote(path, safe="/?#[]@!$&'()*+,;=%:~")
     raise UserError(
         f"{where}: the path {path!r} has characters a request line cannot carry (spaces, "
@@ -53,7 +54,7 @@ class RequestSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     method: str = "GET"
-    path: Annotated[str, Field(pattern=r"^/")]
+    path: str  # checked by check_path, which says what is wrong with it
     headers: dict[str, str] = Field(default_factory=dict)
     body: str | None = None
     weight: Annotated[int, Field(ge=1, le=100)] = 1
@@ -113,9 +114,7 @@ def load_requests(path: Path) -> list[Expectation]:
     try:
         parsed = RequestsFile.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(p) for p in error["loc"])
-        raise UserError(f"{path}: key '{key}': {error['msg'].lower()}") from None
+        raise UserError(describe_validation_error(path, exc, RequestsFile)) from None
     out = []
     for i, spec in enumerate(parsed.request):
         method = spec.method.upper()
