@@ -175,26 +175,7 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
     best, unit = recommendation.best, recommendation.rate_unit
-    if recommendation.holds_goal:
-        head = (
-            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} {unit} for "
-            f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
-            f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
-            f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
-        )
-    elif recommendation.provisional:
-        head = (
-            f"Provisional recommendation for {app}: {best.label} — "
-            f"{F.THROUGHPUT.format(best.closed_rps)} {unit} in a closed loop; no capacity "
-            f"with {slo} measured"
-        )
-    else:
-        run_at = recommendation.run_at
-        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} {unit}" if run_at else ""
-        head = (
-            f"Recommended for {app}: {best.label} — capacity "
-            f"{capacity_text(best)} {unit} with {slo}{at}"
-        )
+    head = _head(recommendation, app, slo)
     deploy = (
         f"  deploy: {best.command}"
         if best.command
@@ -246,6 +227,32 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         )
     lines += [f"  the app: {finding}" for finding in recommendation.findings]
     return lines
+
+
+def _head(recommendation: Recommendation, app: str, slo: str) -> str:
+    """The answer's first line: what to deploy, for what, and what it holds."""
+    best, unit = recommendation.best, recommendation.rate_unit
+    if recommendation.holds_goal:
+        head = (
+            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} {unit} for "
+            f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
+            f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
+            f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
+        )
+    elif recommendation.provisional:
+        head = (
+            f"Provisional recommendation for {app}: {best.label} — "
+            f"{F.THROUGHPUT.format(best.closed_rps)} {unit} in a closed loop; no capacity "
+            f"with {slo} measured"
+        )
+    else:
+        run_at = recommendation.run_at
+        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} {unit}" if run_at else ""
+        head = (
+            f"Recommended for {app}: {best.label} — capacity "
+            f"{capacity_text(best)} {unit} with {slo}{at}"
+        )
+    return head
 
 
 def check_only_lines(target: object, results: list[CandidateResult]) -> list[str]:
