@@ -324,6 +324,49 @@ def test_a_dry_run_writes_its_plan_in_every_format_its_contract_names(
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("name", _writers())
+def test_o_never_writes_over_a_store_nor_into_a_missing_directory(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-o is checked before the command does anything, the same on every command: the store
+    it reads (its own --results) and any other SQLite database are refused, and so is a
+    directory that does not exist (with the mkdir that makes it); nothing is written."""
+    _fake_measurements(monkeypatch)
+    lead = [*name.split(), *LEADING.get(name, [])]
+    database = tmp_path / "other.db"
+    database.write_bytes(store.read_bytes())
+    before = database.read_bytes()
+    targets = [database]
+    if CONTRACTS[name].reads_store:
+        own = tmp_path / "own.db"
+        own.write_bytes(store.read_bytes())
+        targets.append(own)
+    for target in targets:
+        results = ["--results", str(target)] if CONTRACTS[name].reads_store else []
+        refused = invoke(*lead, *results, "-o", str(target))
+        assert refused.code == ExitCode.BAD_INPUT and refused.err.count("\n") == 1, refused
+        assert str(target) in refused.err and ("results store" in refused.err or "SQLite" in (
+            refused.err)), refused.err  # fmt: skip
+        assert target.read_bytes() == before, f"{name} -o wrote over {target}"
+    missing = tmp_path / "no-such-dir" / "answer.json"
+    refused = invoke(*lead, "-o", str(missing))
+    assert refused.code == ExitCode.BAD_INPUT and refused.err.count("\n") == 1, refused
+    assert f"mkdir -p {missing.parent}" in refused.err, refused.err
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize("name", sorted(set(_writers()) - MEASURE_FIRST - STARTS_PROCESSES))
+def test_o_dash_is_stdout(
+    name: str, invoke, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args, code = _answering(store)[name]
+    _fake_measurements(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    printed = invoke(*name.split(), *args, "-f", "json", "-o", "-")
+    assert printed.code == code and printed.out.lstrip().startswith("{"), printed
+    assert "wrote" not in printed.err and not (tmp_path / "-").exists()
+
+
 def _looks_like(fmt: str, text: str) -> None:
     if fmt == "json":
         assert json.loads(text)["format"].startswith("benchlab-")

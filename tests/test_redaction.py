@@ -98,3 +98,29 @@ def test_no_secret_in_the_store_or_any_report_format(store: Path) -> None:
                     assert form not in text, f"the {name} secret ({form!r}) is in {where}"
         assert "setup-pass-77" not in text, where
         assert f"redis://:{SECRETS['short']}@" not in text, where
+
+
+def test_masking_reaches_base64_lower_case_escapes_html_and_fragments() -> None:
+    import base64
+    import html
+
+    secret = "s3cr3t/with space&plus'"
+    setup = "TOKEN=abcdef123456 ./seed.sh"
+    kept = (
+        f"b64 {base64.b64encode(secret.encode()).decode()} "
+        f"url-safe {base64.urlsafe_b64encode(secret.encode()).decode().rstrip('=')} "
+        f"lower {urllib.parse.quote(secret, safe='').lower()} html {html.escape(secret)} "
+        "bash: line 1: TOKEN=abcdef123456: command not found; cut: TOKEN=abcdef1"
+    )
+    masked = redact(kept, [secret, setup], fragments=True)
+    for form in (
+        base64.b64encode(secret.encode()).decode(),
+        urllib.parse.quote(secret, safe="").lower(),
+        html.escape(secret),
+        "abcdef123456",
+        "TOKEN=abcdef1",
+    ):
+        assert form not in masked, (form, masked)
+    assert "command not found" in masked and masked.startswith("b64 ***")
+    # In a record's structure, only whole forms: a word of --setup leaves names alone.
+    assert redact("seed.sh-runner", [setup]) == "seed.sh-runner"

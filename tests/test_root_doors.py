@@ -32,6 +32,8 @@ DOORS = {
     ("hosts/base.py", "stack_user", "stack_user"),
     ("tune/app.py", "_check_reachable", "run"),
     ("tune/app.py", "run_app_python", "run"),
+    ("tune/app.py", "app_owner", "stack_user"),
+    ("hosts/machine.py", "_git", "run"),
     ("tune/setup_step.py", "run_setup", "start"),
     ("stacks/python_env.py", "_serves", "run"),
     ("stacks/python_env.py", "_base_python", "run"),

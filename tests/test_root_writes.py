@@ -226,7 +226,7 @@ def _answer(sides: list[Services]) -> None:
 # Where each write of the source goes, and why root may write there: the one way a command
 # writes what a user asked for (system/outputs.py), files made new (system/safe_files.py),
 # a directory of the run's own that benchlab made new and holds alone, benchlab's cache and
-# state (root's alone: build_cache.usable_cache, journal.own_private_dir), the results store
+# state (root's alone: build_cache.usable_cache, state_files.state_directory), the results store
 # (after outputs.check_store_place), the kernel's control groups, a developer's tool. A new
 # write fails here until it is classified — and so looked at.
 DOOR, MADE_NEW, RUN_DIR, CACHE, STORE, CGROUP, DEVELOPER = (
@@ -236,7 +236,8 @@ DOOR, MADE_NEW, RUN_DIR, CACHE, STORE, CGROUP, DEVELOPER = (
 WRITES = {
     ("system/outputs.py", "_make_parents", "mkdir"): DOOR,
     ("system/outputs.py", "_replace", "os.replace"): DOOR,
-    ("system/outputs.py", "_replace", "tempfile.NamedTemporaryFile"): DOOR,
+    ("system/outputs.py", "_replace", "os.open"): DOOR,
+    ("system/outputs.py", "is_database", "os.open"): DOOR,  # read only: a SQLite header
     ("system/safe_files.py", "new_dir", "os.mkdir"): MADE_NEW,
     ("system/safe_files.py", "new_dir", "os.open"): MADE_NEW,
     ("system/safe_files.py", "new_file", "os.open"): MADE_NEW,
@@ -266,15 +267,10 @@ WRITES = {
     ("services/base.py", "log_dir", "os.mkdir"): RUN_DIR,
     ("services/credentials.py", "passwords_file", "mkdir"): RUN_DIR,
     ("services/credentials.py", "record_password", "os.open"): RUN_DIR,
-    ("services/credentials.py", "write_private", "os.open"): RUN_DIR,
     ("services/nginx_proxy.py", "start_proxy", "mkdir"): RUN_DIR,
     ("stacks/nginx_stacks.py", "nginx_launch", "write_text"): RUN_DIR,
     ("stacks/servers.py", "_hypercorn_config", "write_text"): RUN_DIR,
-    ("runner/estimates.py", "save", "mkdir"): CACHE,
-    ("runner/estimates.py", "save", "write_text"): CACHE,
-    ("runner/recovery.py", "_lock", "os.open"): CACHE,
-    ("runner/recovery.py", "clean_stale", "write_text"): CACHE,
-    ("services/manual.py", "_write_state", "mkdir"): CACHE,
+    ("system/state_files.py", "open_lock", "os.open"): CACHE,
     ("load/vegeta.py", "build", "rename"): CACHE,
     ("load/jmeter.py", "build", "tempfile.TemporaryDirectory"): CACHE,
     ("load/jmeter.py", "build", "rename"): CACHE,
@@ -283,7 +279,6 @@ WRITES = {
     ("stacks/go_stacks.py", "build", "rename"): CACHE,
     ("stacks/python_env.py", "build", "mkdir"): CACHE,
     ("stacks/python_env.py", "build", "shutil.copytree"): CACHE,
-    ("stacks/python_env.py", "build", "write_text"): CACHE,
     ("system/build_cache.py", "usable_cache", "mkdir"): CACHE,
     ("system/go_toolchain.py", "_unpack", "mkdir"): CACHE,
     ("system/go_toolchain.py", "_unpack", "open(wb)"): CACHE,
@@ -291,8 +286,11 @@ WRITES = {
     ("system/go_toolchain.py", "install", "rename"): CACHE,
     ("system/go_toolchain.py", "install", "tempfile.TemporaryDirectory"): CACHE,
     ("system/go_toolchain.py", "_download", "open(wb)"): CACHE,
-    ("system/journal.py", "own_private_dir", "os.mkdir"): CACHE,
-    ("system/journal.py", "own_private_dir", "mkdir"): CACHE,
+    ("system/state_files.py", "state_directory", "os.mkdir"): CACHE,
+    ("system/state_files.py", "read_state", "os.open"): CACHE,
+    ("system/state_files.py", "write_state", "os.open"): CACHE,
+    ("system/state_files.py", "write_state", "os.replace"): CACHE,
+    ("system/trusted_path.py", "open_directory", "os.open"): CACHE,
     ("store/database.py", "__init__", "mkdir"): STORE,
     ("store/database.py", "__init__", "sqlite3.connect"): STORE,
     ("store/database.py", "_open_read_only", "sqlite3.connect"): STORE,

@@ -7,14 +7,32 @@ the attacker got read back. Each ends with nothing gained.
 3. A process of the user other daemons share (nobody) reads a stack's environment.
 4. A server drips its answer a few bytes at a time against benchlab's answer check.
 5. A cached binary others can write is swapped for the attacker's program.
+6. A virtualenv planted in a directory every user can write, above a root-owned app
+   (/tmp/.venv over /tmp/demo), offered to root's tune as the app's interpreter.
+7. A `venv/__main__.py` in the directory root runs benchlab from, imported by the build of
+   the stacks' Python environment (`python -m venv` puts the directory first on its path).
+8. A `uv.toml` there naming the attacker's package index for that build.
+9. A shared cache (BENCHLAB_CACHE another user can write): a link where root keeps its step
+   costs, and a forged services.json naming root's process group and directory for
+   `services down` to kill and remove.
+10. `..` through a root-owned link into the attacker's directory, as an output path.
+11. A process named `pid=N` listening first on a stack's port, N the stack's pid.
+12. A changed JMeter jar where Maven takes it from (a mirror's, or one kept in its
+    repository after a poisoned download).
+
+Issue 65's attacks (6-12) are written against names main had then too, so that the file runs
+on that code as well (PYTHONPATH=<main's src>): each of them passed there, i.e. worked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +41,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from benchlab.http.wire import ExchangeError, exchange
@@ -280,3 +299,261 @@ def test_a_cached_binary_others_can_write_is_not_run(
     (go / "bin" / "gofmt").write_text("")
     (go / "bin" / "gofmt").chmod(0o666)
     assert go_toolchain.building_go(None) is None
+
+
+# --- issue 65: the trusted path ---------------------------------------------------------
+
+WSGI_OK = """
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+
+@pytest.mark.alone
+@pytest.mark.slow
+def test_a_virtualenv_planted_in_a_shared_tmp_above_the_app_never_runs_as_root(
+    second: str, tmp_path: Path
+) -> None:
+    # A directory as /tmp is (root's, sticky, every user's: the real one is shared with the
+    # machine's other tests), a root-owned app in it with no project marker, and the
+    # second user's `.venv` beside the app's directory: its `python` notes who ran it.
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    demo = shared / "demo"
+    demo.mkdir()
+    (demo / "app.py").write_text(WSGI_OK)
+    ran = shared / "planted-ran"
+    planted = shared / ".venv" / "bin" / "python"
+    _as(second, "mkdir", "-p", str(planted.parent))
+    script = f'#!/bin/sh\nid -u >> {ran}\nexec {sys.executable} "$@"\n'
+    _as(second, "sh", "-c", f"printf '%s' '{script}' > {planted} && chmod 755 {planted}")
+    results = tmp_path / "root-results"
+    results.mkdir()
+    tuned = subprocess.run(
+        [BENCHLAB, "tune", "app.py:app", "--check-only", "--servers", "gunicorn-sync",
+         "--workers", "1", "--results", str(results / "r.db")],
+        cwd=demo, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    said = " ".join((tuned.stdout + tuned.stderr).split())  # its lines, unwrapped
+    assert not ran.exists(), f"the planted interpreter ran as uid {ran.read_text().split()}"
+    # benchlab's own interpreter instead, and the plan says why.
+    assert tuned.returncode == 0, said[-3000:]
+    assert f"({sys.executable}: benchlab's own" in said, said[-3000:]
+    assert f"the search stopped at {shared}: other users can write" in said, said[-3000:]
+
+
+def _planted_dir(second: str, tmp_path: Path) -> Path:
+    """The second user's own directory, which root runs benchlab from."""
+    place = tmp_path / "second-dir"
+    place.mkdir()
+    _give(place, second)
+    return place
+
+
+def _build_stacks_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: Path) -> None:
+    """The stacks' Python environment built now, as a root benchlab the stacks' account
+    cannot run builds it, from `where`, into a cache of the test's own."""
+    from benchlab.core.errors import UserError
+    from benchlab.stacks import python_env
+    from benchlab.system.users import STACK_ACCOUNT, ensure_stack_account
+
+    ensure_stack_account()
+    monkeypatch.setenv("BENCHLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(where)
+    with contextlib.suppress(UserError):  # the build cut short by the attack, on main
+        python_env.build(STACK_ACCOUNT)
+
+
+def _stacks_env_complete() -> bool:
+    from benchlab.stacks import python_env
+
+    return (python_env.place() / python_env.COMPLETE).is_file()
+
+
+@pytest.mark.slow
+def test_a_venv_module_in_the_directory_root_runs_from_is_never_imported_by_the_build(
+    second: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    place = _planted_dir(second, tmp_path)
+    ran = place / "planted-ran"
+    module = "import os\nopen(" + repr(str(ran)) + ", 'a').write(str(os.getuid()))\n"
+    _as(second, "mkdir", str(place / "venv"))
+    _as(
+        second, "touch", str(place / "venv" / "__init__.py")
+    )  # a package: found before the stdlib's
+    _as(second, "sh", "-c", f"cat > {place / 'venv' / '__main__.py'} << 'EOF'\n{module}EOF")
+    _build_stacks_env(monkeypatch, tmp_path, place)
+    assert not ran.exists(), f"the planted venv/__main__.py ran as uid {ran.read_text()}"
+    assert _stacks_env_complete()
+
+
+@pytest.fixture
+def planted_index() -> Iterator[tuple[int, list[str]]]:
+    """A package index of the attacker's: every path asked of it, noted."""
+    asked: list[str] = []
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], asked
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.slow
+def test_a_uv_toml_in_the_directory_root_runs_from_does_not_choose_the_index(
+    second: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    planted_index: tuple[int, list[str]],
+) -> None:  # fmt: skip
+    port, asked = planted_index
+    place = _planted_dir(second, tmp_path)
+    index = f'index-url = "http://127.0.0.1:{port}/simple"\n'
+    _as(second, "sh", "-c", f"printf '%s\\n[pip]\\n%s' '{index}' '{index}' > {place / 'uv.toml'}")
+    _build_stacks_env(monkeypatch, tmp_path, place)
+    assert asked == [], f"the build asked the planted index for {asked[:3]}"
+    assert _stacks_env_complete()
+
+
+@pytest.fixture
+def shared_cache(second: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A team's cache every user may write (mode 1777, as a shared directory often is), as
+    root's BENCHLAB_CACHE."""
+    cache = tmp_path / "team-cache"
+    cache.mkdir()
+    cache.chmod(0o1777)
+    monkeypatch.setenv("BENCHLAB_CACHE", str(cache))
+    return cache
+
+
+@pytest.mark.slow
+def test_a_link_in_a_shared_cache_gets_nothing_of_roots_written_through_it(
+    second: str, tmp_path: Path, shared_cache: Path
+) -> None:
+    from benchlab.core.errors import UserError
+    from benchlab.runner.estimates import Costs
+
+    aimed = tmp_path / "root-only" / "authorized_keys"
+    aimed.parent.mkdir(mode=0o700)
+    aimed.write_text("root's own\n")
+    _as(second, "ln", "-s", str(aimed), str(shared_cache / "costs.json"))
+    with contextlib.suppress(UserError):  # refused: the cache is not root's alone
+        Costs({"start": 1.0}).save()
+    assert aimed.read_text() == "root's own\n", "root wrote its step costs through the link"
+
+
+@pytest.mark.slow
+def test_a_forged_services_file_in_a_shared_cache_kills_and_removes_nothing_of_roots(
+    second: str, tmp_path: Path, shared_cache: Path
+) -> None:
+    from benchlab.core.errors import UserError
+    from benchlab.services.manual import services_down
+
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True, cwd="/")  # root's
+    kept = tmp_path / "root-data"
+    kept.mkdir()
+    (kept / "results.db").write_text("root's runs\n")
+    forged = json.dumps({
+        "workroot": str(kept), "services": {},
+        "processes": [{"name": "postgresql", "pid": victim.pid, "stop_signal": 9,
+                       "create_time": psutil.Process(victim.pid).create_time()}],
+    })  # fmt: skip
+    _as(second, "sh", "-c", f"printf '%s' '{forged}' > {shared_cache / 'services.json'}")
+    try:
+        with contextlib.suppress(UserError):  # refused: the cache is not root's alone
+            services_down()
+        time.sleep(0.3)
+        assert victim.poll() is None, "root killed the process group the forged file named"
+        assert (kept / "results.db").exists(), "root removed the directory the forged file named"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+
+
+@pytest.mark.slow
+def test_dot_dot_through_a_root_owned_link_writes_nothing_as_root_in_anothers_directory(
+    second: str, tmp_path: Path
+) -> None:
+    from benchlab.core.errors import UserError
+    from benchlab.system.outputs import write_output
+
+    theirs = _planted_dir(second, tmp_path) / "inner"
+    _as(second, "mkdir", str(theirs))
+    mine = tmp_path / "root-dir"
+    mine.mkdir()
+    (mine / "link").symlink_to(theirs)  # root's own link, into the second user's directory
+    out = mine / "link" / ".." / "out.html"  # read as text: root-dir/out.html, root's
+    with contextlib.suppress(UserError):
+        write_output(out, "<p>report</p>", "-o")
+    landed = theirs.parent / "out.html"
+    assert not (mine / "out.html").exists()
+    if landed.exists():  # written where the path leads: as its owner, never as root
+        assert landed.stat().st_uid == pwd.getpwnam(second).pw_uid, "root wrote it there"
+
+
+NAMED = """
+import ctypes, socket, sys, time
+ctypes.CDLL(None).prctl(15, sys.argv[2].encode(), 0, 0, 0)  # PR_SET_NAME: its name in ss -p
+listener = socket.socket()
+listener.bind(("127.0.0.1", int(sys.argv[1])))
+listener.listen(1)
+print("listening", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_named_after_a_stacks_pid_does_not_pass_for_the_stack(
+    second: str, tmp_path: Path
+) -> None:
+    from benchlab.hosts.base import THIS_MACHINE
+    from benchlab.system.process import free_port
+
+    stack = THIS_MACHINE.start(["sleep", "30"], cores=[0], log_path=tmp_path / "stack.log")
+    port = free_port()
+    squatter = subprocess.Popen(
+        [*become(second), sys.executable, "-I", "-c", NAMED, str(port), f"pid={stack.pid}"],
+        stdout=subprocess.PIPE, text=True, cwd="/",
+    )  # fmt: skip
+    try:
+        assert squatter.stdout is not None and squatter.stdout.readline().strip() == "listening"
+        assert not stack.listens_on(port), "a process named pid=N passed for the stack"
+    finally:
+        squatter.kill()
+        squatter.wait()
+        stack.stop()
+
+
+@pytest.mark.slow
+def test_a_changed_jmeter_jar_is_never_laid_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchlab.core.errors import UserError
+    from benchlab.load import jmeter
+
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        pytest.skip("JMeter is built with Maven and Java")
+    source = Path("/var/cache/benchlab/bin/maven-repository")
+    if not source.is_dir():
+        pytest.skip("no Maven repository of an earlier build to start from (benchlab build)")
+    cache = tmp_path / "cache"
+    repository = cache / "bin" / "maven-repository"
+    shutil.copytree(source, repository, symlinks=True)
+    (jar,) = repository.rglob("jmeter-websocket-samplers-1.3.1.jar")
+    jar.write_bytes(jar.read_bytes() + b"\0")  # what a poisoned copy would be: another jar
+    monkeypatch.setenv("BENCHLAB_CACHE", str(cache))
+    with contextlib.suppress(UserError):
+        jmeter.build()
+    laid = jmeter.home() / "lib" / "ext" / jar.name
+    assert not laid.exists(), "the changed jar was laid out for JMeter to load"

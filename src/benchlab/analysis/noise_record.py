@@ -16,6 +16,8 @@ from benchlab.core import environment
 from benchlab.hosts import machine
 from benchlab.system.build_cache import state_dir
 from benchlab.system.outputs import write_output
+from benchlab.system.state_files import read_state, write_state
+from benchlab.system.trusted_path import Untrusted
 
 NOISE_RECORD_VARIABLE = environment.NOISE_RECORD
 
@@ -34,9 +36,11 @@ def machine_key() -> dict[str, Any]:
 
 
 def _record() -> dict[str, Any] | None:
+    override = os.environ.get(NOISE_RECORD_VARIABLE)
     try:
-        data = json.loads(noise_path().read_text())
-    except (OSError, ValueError):
+        text = Path(override).read_bytes() if override else read_state(noise_path())
+        data = json.loads(text or b"")
+    except (OSError, ValueError, Untrusted):
         return None
     return data if isinstance(data, dict) and data.get("machine") == machine_key() else None
 
@@ -57,17 +61,14 @@ def noise_facts() -> dict[str, Any] | None:
 
 def keep_noise(found: NoiseComponents, design: dict[str, Any]) -> Path:
     path = noise_path()
-    write_output(
-        path,
-        json.dumps(
-            {
-                "machine": machine_key(),
-                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "design": design,
-                "components": found.as_json(),
-            },
-            indent=2,
-        ),
-        "the noise record",
-    )
+    record = {
+        "machine": machine_key(),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "design": design,
+        "components": found.as_json(),
+    }
+    if os.environ.get(NOISE_RECORD_VARIABLE):  # the tests' own file
+        write_output(path, json.dumps(record, indent=2), "the noise record")
+    else:
+        write_state(path, json.dumps(record, indent=2))
     return path

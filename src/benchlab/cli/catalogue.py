@@ -26,7 +26,7 @@ def recipes(
     from benchlab.recipe.cells import scenario_names
     from benchlab.recipe.files import bundled_recipes
 
-    where = formats.destination(fmt, output, formats.RECIPES)
+    where = formats.destination(fmt, output, formats.RECIPES, reads=())
     found = [(path.stem, load_recipe(path, CATALOGUE)[0]) for path in bundled_recipes()]
     if where.format == "json":
         from benchlab.report.json_formats import RECIPES
@@ -72,7 +72,7 @@ def stacks(
     output: Annotated[Path | None, formats.output(formats.STACKS)] = None,
 ) -> None:
     """The catalogue: every stack, its scenarios, and whether it can run here."""
-    where = formats.destination(fmt, output, formats.STACKS)
+    where = formats.destination(fmt, output, formats.STACKS, reads=())
     if where.format == "md":
         where.document(catalogue_markdown())
     elif where.format == "json":

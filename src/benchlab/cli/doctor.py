@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from benchlab.cli import formats
 from benchlab.core.errors import ExitCode, UserError
+from benchlab.core.text import printable
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.stacks import CATALOGUE
 
@@ -41,7 +42,7 @@ def doctor(
     from benchlab.doctor.hosts import host_checks
     from benchlab.runner.recovery import clean_stale, live_runs
 
-    where = formats.destination(fmt, output, formats.DOCTOR)
+    where = formats.destination(fmt, output, formats.DOCTOR, reads=())
     hosts_plan = _hosts_plan(hosts) if hosts is not None else None  # bad input before output
     found = Found(
         cleaned=[stale.describe() for stale in clean_stale()],
@@ -77,11 +78,16 @@ class Found:
 
 def _table(found: Found, install: str | None, out: Console) -> None:
     for line in found.cleaned:
-        out.print(f"[yellow]cleaned[/]  after {escape(line)}")
+        out.print(Text.assemble(("cleaned", "yellow"), printable(f"  after {line}")))
     for other in found.busy:
         out.print(
-            f"[yellow]busy[/]     benchlab {other['kind']} pid {other['pid']} is running "
-            f"(since {other['started_at']})"
+            Text.assemble(
+                ("busy", "yellow"),
+                printable(
+                    f"     benchlab {other['kind']} pid {other['pid']} is running "
+                    f"(since {other['started_at']})"
+                ),
+            )
         )
     for check in found.checks:
         _print_check(out, check, check.required, width=14)
@@ -90,7 +96,7 @@ def _table(found: Found, install: str | None, out: Console) -> None:
     current = None
     for name, check in found.hosts:
         if name != current:
-            out.print(f"host [bold]{escape(name)}[/]", highlight=False)
+            out.print(Text.assemble("host ", (printable(name), "bold")), highlight=False)
             current = name
         _print_check(out, check, True, width=18)
     if found.problems:
@@ -118,10 +124,10 @@ def _json(found: Found, install: str | None) -> str:
 def _print_check(out: Console, check: Check, required: bool, width: int) -> None:
     mark = "[green]ok[/]" if check.ok else ("[red]missing[/]" if required else "[yellow]warn[/]")
     fix_text = f" → {check.fix}" if check.fix else ""
-    out.print(
-        f"{mark:>20}  {check.name:<{width}} {escape(check.detail)}{escape(fix_text)}",
-        highlight=False,
-    )
+    # Markup for benchlab's own mark only: what a check found is shown as it is.
+    shown = Text.from_markup(f"{mark:>20}")
+    shown.append(printable(f"  {check.name:<{width}} {check.detail}{fix_text}"))
+    out.print(shown, highlight=False)
 
 
 def _hosts_plan(path: Path) -> Plan:

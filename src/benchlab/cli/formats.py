@@ -11,7 +11,7 @@ confirmation on stderr (`wrote PATH (FORMAT)`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,10 +112,19 @@ class Destination:
         wrote(self.path, self.format)
 
 
-def destination(fmt: str | None, output: Path | None, allowed: tuple[str, ...]) -> Destination:
+STDOUT = Path("-")
+
+
+def destination(
+    fmt: str | None, output: Path | None, allowed: tuple[str, ...], reads: Sequence[Path]
+) -> Destination:
     """The format and place a command's answer goes to, checked before the command does
-    anything (a long run must not end in a refusal)."""
+    anything (a long run must not end in a refusal): `-o -` is stdout; a file is never the
+    results store the command reads (`reads`: none for a command that reads none), nor any
+    SQLite database, and its directory must exist (every command alike)."""
+    if output == STDOUT:
+        output = None
     exporter = choose(fmt, output, allowed)
     if output is not None:
-        check_output_place(output, "-o")
+        check_output_place(output, "-o", stores=reads)
     return Destination(exporter.name, output)

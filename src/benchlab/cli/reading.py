@@ -101,7 +101,7 @@ def report(
 
     if histogram is not None and fmt is None and output is None:
         fmt = HISTOGRAMS[0]  # a cell's histogram: on stdout as wrk2 --latency prints it
-    where = formats.destination(fmt, output, formats.REPORT_COMMAND)
+    where = formats.destination(fmt, output, formats.REPORT_COMMAND, reads=[results])
     if histogram is not None and where.format not in HISTOGRAMS:
         raise UserError(
             f"--histogram: one cell's histogram is written as {' or '.join(HISTOGRAMS)}, not "
@@ -144,7 +144,7 @@ def runs(
     output: Annotated[Path | None, formats.output(formats.RUNS)] = None,
 ) -> None:
     """The runs in the store, latest first: id, recipe, status, time, machine, commit."""
-    where = formats.destination(fmt, output, formats.RUNS)
+    where = formats.destination(fmt, output, formats.RUNS, reads=[results])
     store = Store(results, create=False)
     rows = []
     for age, run in enumerate(store.runs()):
@@ -226,13 +226,14 @@ def history(
     from benchlab.analysis.history import history as analysis_history
     from benchlab.report import history as report
 
-    where = formats.destination(fmt, output, formats.HISTORY)
+    stores = results or [store_from_environment()]
+    where = formats.destination(fmt, output, formats.HISTORY, reads=stores)
     if fail_on_change not in (None, "slower", "faster"):
         raise UserError(f"--fail-on-change '{fail_on_change}': use slower or faster")
     if recipe.endswith(".toml") and Path(recipe).is_file():
         recipe = load_recipe(Path(recipe), CATALOGUE)[0].name
     bounds = thresholds.given(threshold)
-    runs = finished_runs(results or [store_from_environment()], recipe)
+    runs = finished_runs(stores, recipe)
     # The latest run, judged by its recipe's [thresholds] and --threshold.
     latest = thresholds.judged(runs[-1], bounds)
     found = dataclasses.replace(analysis_history(recipe, runs), latest_run=latest)
@@ -319,7 +320,9 @@ def compare(
     from benchlab.analysis.summary import summarise
     from benchlab.report import comparison as report
 
-    where = formats.destination(fmt, output, formats.COMPARE)
+    where = formats.destination(
+        fmt, output, formats.COMPARE, reads=[results, *([results_b] if results_b else [])]
+    )
     store_b_path = results_b or results
     before = summarise(Store(results, create=False), run_a)
     after = summarise(Store(store_b_path, create=False), run_b)

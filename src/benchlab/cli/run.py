@@ -159,7 +159,8 @@ def run(
     from benchlab.runner.estimates import Costs
 
     progress.quiet = quiet
-    where = formats.destination(fmt, output, formats.REPORT)  # refused before a run, not after
+    # Refused before a run, not after.
+    where = formats.destination(fmt, output, formats.REPORT, reads=[results])
     if dry_run:
         check_format(where.format)
     if resume:

@@ -81,5 +81,5 @@ def html_page(html: Path | None, results: Path, plan: Plan) -> Path:
     page = html or results.parent / (re.sub(r"[^\w.-]+", "-", plan.recipe.name) + ".html")
     from benchlab.system.outputs import check_output_place
 
-    check_output_place(page, "--html")
+    check_output_place(page, "--html", stores=[results], make_directory=html is None)
     return page

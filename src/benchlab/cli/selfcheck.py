@@ -50,7 +50,7 @@ def selfcheck(
     What it measures as it goes is progress, on stderr; the answer is on stdout."""
     from benchlab.checks.selfcheck import run_selfcheck
 
-    where = formats.destination(fmt, output, formats.SELFCHECK)
+    where = formats.destination(fmt, output, formats.SELFCHECK, reads=())
     claim(False)  # it measures: one load at a time on this machine
     cores = default_cores()
     if noise:

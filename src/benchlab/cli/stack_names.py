@@ -62,7 +62,7 @@ def start_checking(
     """The stacks to check, where progress goes and where the answer will, once the
     arguments are right and no other benchlab measures here (the checks start servers and
     load on its cores)."""
-    where = formats.destination(fmt, output, formats.CHECKS)
+    where = formats.destination(fmt, output, formats.CHECKS, reads=())
     names = checked_stack_names(stack_names)
     progress.quiet = quiet
     claim(False)

@@ -129,7 +129,8 @@ def tune(
     progress.quiet = quiet
     from benchlab.tune.driver import run_tune
 
-    where = formats.destination(fmt, output, formats.TUNE)  # refused before a tune, not after
+    # Refused before a tune, not after.
+    where = formats.destination(fmt, output, formats.TUNE, reads=[results])
     _refuse_conflicts(interface, quick, rate, check_only, resume)
     bounds = _thresholds(threshold, quick, check_only)
     tune_request = _tune_request(ctx.params)

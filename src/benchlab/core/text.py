@@ -4,7 +4,9 @@ retitle, rewrite the screen or set the clipboard (OSC 52)."""
 
 from __future__ import annotations
 
+import base64
 import difflib
+import html
 import json
 import re
 import urllib.parse
@@ -69,8 +71,9 @@ SHORT = 6
 
 def secret_forms(secret: str) -> set[str]:
     """Every way a secret may be written in text benchlab keeps: as is, percent-encoded (in
-    a URL or a DSN, `+` for a space too), escaped in JSON, and each password of a URL it
-    holds (`postgres://user:PASSWORD@host`)."""
+    a URL or a DSN, `+` for a space too, its hex digits in either case), escaped in JSON or
+    as HTML entities, in base64 (standard and URL-safe, with and without its padding), and
+    each password of a URL it holds (`postgres://user:PASSWORD@host`)."""
     forms = {
         secret,
         urllib.parse.quote(secret, safe=""),
@@ -78,31 +81,85 @@ def secret_forms(secret: str) -> set[str]:
         urllib.parse.quote(secret),
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
+        *_html_forms(secret),
+        *_base64_forms(secret),
     }
     for password in URL_PASSWORD.findall(secret):
         forms |= {password, urllib.parse.unquote(password)}
+    forms |= {PERCENT.sub(lambda m: m.group().lower(), form) for form in forms}
     return {form for form in forms if form}
 
 
 URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:([^@/\s]+)@")
+PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
+def _html_forms(secret: str) -> set[str]:
+    escaped = html.escape(secret)
+    return {escaped, html.escape(secret, quote=False), escaped.replace("&#x27;", "&#39;"),
+            escaped.replace("&#x27;", "&apos;").replace("&quot;", "&#34;")}  # fmt: skip
+
+
+def _base64_forms(secret: str) -> set[str]:
+    raw = secret.encode()
+    forms = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    return forms | {form.rstrip("=") for form in forms}
+
+
+# A part of a secret this long found in kept text is masked too (a shell's error line
+# quoting one word of --setup, a log line cut in the middle of a value).
+FRAGMENT = 6
+
+
+def redact(text: str, secrets: Iterable[str], fragments: bool = False) -> str:
     """`text` with every secret of `secrets`, in each of its forms, replaced by ***; one
-    under SHORT characters only where it stands alone."""
+    under SHORT characters only where it stands alone. `fragments`: any part of a form at
+    least FRAGMENT characters long is masked too (for prose: a reason, a log's tail; never
+    for a record's structure, whose keys and names a secret's word could match)."""
     forms = {form for secret in secrets for form in secret_forms(secret)}
     for form in sorted(forms, key=len, reverse=True):
         if len(form) >= SHORT:
             text = text.replace(form, MASK)
         else:
             text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", MASK, text)
+    if fragments:
+        text = _without_fragments(text, [form for form in forms if len(form) >= FRAGMENT])
+    return text
+
+
+def _without_fragments(text: str, forms: list[str]) -> str:
+    """`text` with every stretch of FRAGMENT characters or more that is part of a form
+    replaced by ***."""
+    grams = {form[i : i + FRAGMENT] for form in forms for i in range(len(form) - FRAGMENT + 1)}
+    if not grams:
+        return text
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while start <= len(text) - FRAGMENT:
+        if text[start : start + FRAGMENT] not in grams:
+            start += 1
+            continue
+        end = start + FRAGMENT
+        while end < len(text) and any(text[start : end + 1] in form for form in forms):
+            end += 1
+        spans.append((start, end))
+        start = end
+    for begin, end in reversed(spans):
+        text = text[:begin] + MASK + text[end:]
     return text
 
 
 class SafeConsole(Console):
     """A rich Console that drops control characters from every string it is given to show,
     table cells included (rich passes ESC through: a recipe's name, a stored run or a
-    server's log line could otherwise write escape sequences to the terminal)."""
+    server's log line could otherwise write escape sequences to the terminal), and reads no
+    markup in any of them unless a call asks (`markup=True`, for benchlab's own words
+    alone): `[link=…]` in an app's answer or a server's log would be a hyperlink, and a
+    stray `[/]` an exception."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("markup", False)
+        super().__init__(*args, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(printable(text), **kwargs)

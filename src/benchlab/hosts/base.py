@@ -35,6 +35,7 @@ from benchlab.system.process import (
     local_listener_pids,
 )
 from benchlab.system.safe_files import new_dir, new_file
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 COMMAND_TIMEOUT_S = 60.0
 
@@ -191,7 +192,7 @@ class ThisMachine(Host):
         return subprocess.run(
             [*self.prefix, *argv],
             input=input, capture_output=True, timeout=timeout, check=False,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            stdin=None if input is not None else subprocess.DEVNULL, cwd=NEUTRAL_DIR,
         )  # fmt: skip
 
     def make_dir(self, path: Path, mode: int = 0o700, owner: str | None = None) -> None:

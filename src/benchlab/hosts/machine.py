@@ -12,7 +12,9 @@ from pathlib import Path
 
 from benchlab.load import TOOLS
 from benchlab.stacks.servers import distributions
+from benchlab.system import users
 from benchlab.system.go_toolchain import building_go, machine_go
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 # benchlab, the frameworks and what they load, every server (servers.py), the drivers.
 PACKAGES = tuple(dict.fromkeys((
@@ -94,7 +96,10 @@ def tool_version(name: str) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (result.stdout + result.stderr).strip().splitlines()
@@ -107,7 +112,7 @@ def debian_versions() -> dict[str, str]:
     try:
         result = subprocess.run(
             ["dpkg-query", "-W", "-f", "${Package} ${Version}\n", *DEBIAN_PACKAGES],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True, text=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return {}
@@ -115,24 +120,32 @@ def debian_versions() -> dict[str, str]:
     return {name: version for name, version in pairs if version}
 
 
-def git_commit(source: Path | None = None) -> str | None:
+def git_commit(source: Path | None = None, user: str | None = None) -> str | None:
     """The commit of the repository `source` is in (default: benchlab's own), with "+dirty"
-    when tracked files changed since; None outside a repository."""
+    when tracked files changed since; None outside a repository. `user`: whom git runs as
+    (the owner of an app's directory, when benchlab is root: git runs what a repository's
+    configuration names, core.fsmonitor say, and that is its owner's to run, not root's)."""
     source = source or Path(__file__).resolve().parent
     try:
-        head = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
+        head = _git(user, source, "rev-parse", "HEAD")
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(
-            ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
+        dirty = _git(user, source, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _git(user: str | None, source: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = ["git", "-C", str(source), *args]
+    if user is None:
+        return subprocess.run(
+            argv, cwd=source, capture_output=True, text=True, timeout=10, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    done = users.run(user, argv, cwd=source, timeout=10)
+    out, err = (part.decode(errors="replace") for part in (done.stdout, done.stderr))
+    return subprocess.CompletedProcess(done.args, done.returncode, out, err)
 
 
 def built_tool_versions() -> dict[str, str]:

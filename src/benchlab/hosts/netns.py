@@ -24,6 +24,7 @@ from typing import Any
 
 from benchlab.hosts.base import HostError, ThisMachine
 from benchlab.recipe.host_spec import BENCHMARK_NET, CONTROLLER_ADDRESS, HostSpec
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 PREFIX_LENGTH = BENCHMARK_NET.prefixlen
 IP_TIMEOUT_S = 10.0
@@ -31,7 +32,12 @@ IP_TIMEOUT_S = 10.0
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        ["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S, check=False
+        ["ip", *args],
+        capture_output=True,
+        text=True,
+        timeout=IP_TIMEOUT_S,
+        check=False,
+        cwd=NEUTRAL_DIR,
     )
     if check and done.returncode != 0:
         raise HostError(f"'ip {' '.join(args)}' failed: {done.stderr.strip()}")

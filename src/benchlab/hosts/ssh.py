@@ -35,6 +35,7 @@ from benchlab.recipe.host_spec import HostSpec, SpecError, check_service_address
 from benchlab.system.cpu_account import GROUP_PREFIX, PROCESS_TREE, CpuGroup, Limits
 from benchlab.system.process import ManagedProcess, pin
 from benchlab.system.safe_files import new_file, tmp_base
+from benchlab.system.trusted_path import NEUTRAL_DIR
 from benchlab.system.users import (
     NO_HOME,
     NO_SHELL,
@@ -189,7 +190,7 @@ def run_over_ssh(
     return subprocess.run(
         ["ssh", *ssh_options(control_path), *ssh_destination(spec), command],
         input=input, capture_output=True, timeout=timeout, check=False,
-        stdin=None if input is not None else subprocess.DEVNULL,
+        stdin=None if input is not None else subprocess.DEVNULL, cwd=NEUTRAL_DIR,
     )  # fmt: skip
 
 
@@ -222,7 +223,7 @@ class SshHost(Host):
                 subprocess.run(
                     ["ssh", *ssh_options(self.control_path), "-O", "exit",
                      *ssh_destination(self.spec)],
-                    capture_output=True, timeout=10, check=False,
+                    capture_output=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
                 )  # fmt: skip
         if self._control_dir is not None:
             # The master removes its socket as it exits, maybe between a listing and an
@@ -368,13 +369,13 @@ exit 1
         with tempfile.TemporaryFile() as sender_errors:
             sender = subprocess.Popen(
                 sender_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=sender_errors,
+                stderr=sender_errors, cwd=NEUTRAL_DIR,
             )  # fmt: skip
             assert sender.stdout is not None
             try:
                 received = subprocess.run(
                     receiver_argv, stdin=sender.stdout, capture_output=True,
-                    timeout=STREAM_TIMEOUT_S, check=False,
+                    timeout=STREAM_TIMEOUT_S, check=False, cwd=NEUTRAL_DIR,
                 )  # fmt: skip
                 sender.stdout.close()
                 sent = sender.wait(timeout=STREAM_TIMEOUT_S)
@@ -512,7 +513,7 @@ class RemoteProcess(ManagedProcess):
     def _spawn(
         self,
         cores: Sequence[int],
-        cwd: Path | None,
+        cwd: Path,
         env: dict[str, str] | None,
         user: str | None,
         prefix: Sequence[str],
@@ -522,8 +523,7 @@ class RemoteProcess(ManagedProcess):
         if self.cpu_group is not None:
             procs = "cgroup.procs" if self.cpu_group.version == 2 else "tasks"
             lines.append(f"echo $$ > {q(str(self.cpu_group.path / procs))} || exit 97")
-        if cwd is not None:
-            lines.append(f"cd {q(str(cwd))} || exit 97")
+        lines.append(f"cd {q(str(cwd))} || exit 97")
         env_file = None
         if env:
             # In a 0600 file, not on the command line, where any user there could read it.
@@ -537,6 +537,7 @@ class RemoteProcess(ManagedProcess):
         ]
         return subprocess.Popen(
             self.host.process_argv(shlex.join(["sh", "-c", "\n".join(lines)])),
+            cwd=NEUTRAL_DIR,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -578,11 +579,18 @@ class RemoteProcess(ManagedProcess):
         return sum(values[:-1]) / max(values[-1], 1), PROCESS_TREE
 
     def listens_on(self, port: int) -> bool:
+        """Whether a socket listening on `port` there is one of this tree's descriptors, by
+        inode (as process.local_listener_pids: `ss -p` would print each process's own name,
+        and a process named `pid=N` would pass for N)."""
         out = self._remote(
-            f'{self._group_leader()}; ps -o pid= --sid "$pg"; echo --; ss -Hltnp "sport = :{port}"'
+            f'{self._group_leader()}; for p in $(ps -o pid= --sid "$pg"); do '
+            'for f in /proc/$p/fd/*; do readlink "$f"; done; done 2>/dev/null; echo --; '
+            f'ss -Hltne "sport = :{port}"'
         )
-        ours, _, listening = out.partition("--")
-        return bool(set(ours.split()) & set(re.findall(r"pid=(\d+)", listening)))
+        ours, _, listening = out.partition("\n--\n")
+        held = {m[1] for m in (re.fullmatch(r"socket:\[(\d+)\]", line) for line in
+                               ours.splitlines()) if m}  # fmt: skip
+        return bool(held & set(re.findall(r"\bino:(\d+)", listening)))
 
     def tool_cpu_seconds(self) -> float | None:
         try:

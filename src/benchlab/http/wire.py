@@ -14,12 +14,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.core.bounded import TooLate, Unbounded, chunks_of, read_bounded
 from benchlab.http.protocols import PLAIN, Protocol
 
 
 class ExchangeError(Exception):
     """No answer: the connection, the handshake or the framing failed, or the answer did
     not end within its time or its size."""
+
+
+class ExchangeTimeout(ExchangeError):
+    """No answer within the exchange's time, headers and body together."""
 
 
 # The most an answer may hold: the static scenario's largest file (64 MiB) and its headers.
@@ -29,22 +34,19 @@ MAX_BODY_BYTES = 65 * 2**20
 CHUNK_BYTES = 2**16
 
 
-def _bounded(chunks: Iterator[bytes], deadline: float) -> bytes:
-    """The body from its chunks, within the deadline and MAX_BODY_BYTES."""
-    body = bytearray()
-    for chunk in chunks:
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise ExchangeError(f"the answer's body passed {MAX_BODY_BYTES // 2**20} MiB")
-        if time.monotonic() > deadline:
-            raise ExchangeError("the answer did not end within the verification's time")
-    return bytes(body)
+def _bounded(chunks: Iterator[bytes], deadline: float, most: int = MAX_BODY_BYTES) -> bytes:
+    """The body from its chunks, within the deadline and `most` bytes."""
+    try:
+        return read_bounded(chunks, deadline, most)
+    except TooLate:
+        raise ExchangeTimeout("the answer did not end within the verification's time") from None
+    except Unbounded as exc:
+        raise ExchangeError(str(exc)) from None
 
 
 def _read_chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
     # read1: what one receive gives (read(n) would wait for n bytes, or the end).
-    while chunk := response.read1(CHUNK_BYTES):
-        yield chunk
+    return chunks_of(response.read1, CHUNK_BYTES)
 
 
 @contextlib.contextmanager
@@ -66,17 +68,19 @@ def _cut_at(deadline: float, cut: Callable[[], None]) -> Iterator[None]:
         yield
     except Exception as exc:
         if fired.is_set():
-            raise ExchangeError("the answer did not end within the verification's time") from exc
+            raise ExchangeTimeout("the answer did not end within the verification's time") from exc
         raise
     finally:
         timer.cancel()
     if fired.is_set():
-        raise ExchangeError("the answer did not end within the verification's time")
+        raise ExchangeTimeout("the answer did not end within the verification's time")
 
 
-def read_body(response: http.client.HTTPResponse, timeout: float) -> bytes:
-    """A standard-library response's body, within `timeout` in all and MAX_BODY_BYTES."""
-    return _bounded(_read_chunks(response), time.monotonic() + timeout)
+def read_body(
+    response: http.client.HTTPResponse, timeout: float, most: int = MAX_BODY_BYTES
+) -> bytes:
+    """A standard-library response's body, within `timeout` in all and `most` bytes."""
+    return _bounded(_read_chunks(response), time.monotonic() + timeout, most)
 
 
 @dataclass(frozen=True)
@@ -108,11 +112,14 @@ def exchange(
     body: bytes | None = None,
     timeout: float = 10.0,
     wire: Wire | None = None,
+    most: int = MAX_BODY_BYTES,
 ) -> Reply:
+    """One request and its whole answer, within `timeout` in all (headers included) and
+    `most` bytes of body."""
     wire = wire or Wire()
     if wire.protocol is PLAIN:
-        return _plain(host, port, method, path, headers, body, timeout)
-    return _negotiated(host, port, method, path, headers, body, timeout, wire)
+        return _plain(host, port, method, path, headers, body, timeout, most)
+    return _negotiated(host, port, method, path, headers, body, timeout, wire, most)
 
 
 def _plain(
@@ -123,6 +130,7 @@ def _plain(
     headers: tuple[tuple[str, str], ...],
     body: bytes | None,
     timeout: float,
+    most: int = MAX_BODY_BYTES,
 ) -> Reply:
     deadline = time.monotonic() + timeout  # for the whole exchange, not each read
     try:
@@ -133,7 +141,7 @@ def _plain(
             with _cut_at(deadline, lambda: sock.shutdown(socket.SHUT_RDWR)):
                 conn.request(method, path, body=body, headers=dict(headers))
                 response = conn.getresponse()
-                content = _bounded(_read_chunks(response), deadline)
+                content = _bounded(_read_chunks(response), deadline, most)
         finally:
             conn.close()
     except (OSError, http.client.HTTPException) as exc:
@@ -163,6 +171,7 @@ def _negotiated(
     body: bytes | None,
     timeout: float,
     wire: Wire,
+    most: int = MAX_BODY_BYTES,
 ) -> Reply:
     import httpx
 
@@ -187,7 +196,7 @@ def _negotiated(
             stream = response.extensions.get("network_stream")
             ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
             tls_version = ssl_object.version() if ssl_object is not None else None
-            content = _bounded(response.iter_raw(CHUNK_BYTES), deadline)
+            content = _bounded(response.iter_raw(CHUNK_BYTES), deadline, most)
     except httpx.HTTPError as exc:
         raise ExchangeError(f"{exc.__class__.__name__}: {exc}") from exc
     return Reply(

@@ -7,7 +7,6 @@ that a load tool's counts can be checked against them."""
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import secrets
 import time
@@ -16,12 +15,17 @@ from dataclasses import dataclass
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
+from benchlab.http.wire import ExchangeError, exchange
+
 ECHO_PATH = "/ws/echo"
 ROOM_PREFIX = "/ws/room/"
 COUNTERS_PATH = "/ws/counters"
 # Frames the echo must send back: ASCII, a multi-byte text, one of 32 KiB.
 ECHO_FRAMES = ("hello", "ünïcödé ✓ 漢字", "x" * 32 * 1024)
 MEMBERS = 3
+# The most a frame, and the counters' answer, may hold: a frame more is the server's fault.
+FRAME_MOST = 2**20
+COUNTERS_MOST = 2**16
 # How long a member waits for a frame that should come, and for one that should not.
 EXPECT_S = 5.0
 QUIET_S = 0.3
@@ -46,21 +50,18 @@ class ContractBroken(Exception):
 
 
 def read_counters(host: str, port: int, timeout: float = 10.0) -> WsCounters:
-    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    """The server's counters, read within `timeout` in all and COUNTERS_MOST bytes."""
     try:
-        connection.request("GET", COUNTERS_PATH)
-        response = connection.getresponse()
-        body = response.read()
-    except OSError as exc:
+        reply = exchange(host, port, "GET", COUNTERS_PATH, timeout=timeout, most=COUNTERS_MOST)
+    except ExchangeError as exc:
         raise ContractBroken(f"GET {COUNTERS_PATH}: {exc}") from None
-    finally:
-        connection.close()
+    body = reply.body
     try:
         data = json.loads(body)
         return WsCounters(int(data["frames_in"]), int(data["frames_out"]), int(data["deliveries"]))
     except (ValueError, KeyError, TypeError):
         raise ContractBroken(
-            f"GET {COUNTERS_PATH} answered {response.status} {body[:120]!r}, not the counters"
+            f"GET {COUNTERS_PATH} answered {reply.status} {body[:120]!r}, not the counters"
         ) from None
 
 
@@ -101,7 +102,7 @@ def _url(host: str, port: int, path: str) -> str:
 
 
 def _check_echo(host: str, port: int, timeout: float, path: str = ECHO_PATH) -> None:
-    with connect(_url(host, port, path), open_timeout=timeout, max_size=None) as ws:
+    with connect(_url(host, port, path), open_timeout=timeout, max_size=FRAME_MOST) as ws:
         for frame in ECHO_FRAMES:
             ws.send(frame)
         for index, frame in enumerate(ECHO_FRAMES):

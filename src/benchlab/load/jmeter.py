@@ -9,6 +9,7 @@ samplers'). It runs on the machine's Java (Debian's openjdk-17-jre-headless)."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,8 @@ from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 VERSION = "5.6.3"
 SAMPLERS_VERSION = "1.3.1"
 POM = Path(__file__).with_name("jmeter-home.pom.xml")
+# The SHA-256 of every jar the POM brings (sha256sum's format), as the Go toolchain's is pinned.
+JARS = Path(__file__).with_name("jmeter-jars.sha256")
 # The Maven plugin that copies the jars, named with its version: Maven would otherwise take
 # the newest one Maven Central has.
 COPY_GOAL = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
@@ -55,6 +58,11 @@ def home() -> Path:
     return cache_dir() / f"jmeter-{VERSION}-ws-{SAMPLERS_VERSION}"
 
 
+def maven_repository() -> Path:
+    """Where Maven keeps what it downloads for the build."""
+    return cache_dir() / "maven-repository"
+
+
 def launcher() -> Path:
     return home() / "bin" / "ApacheJMeter.jar"
 
@@ -75,20 +83,53 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         jars = Path(scratch) / "jars"
         command = [
-            "mvn", "-B", "-q", f"-Dmaven.repo.local={cache / 'maven-repository'}",
+            "mvn", "-B", "-q", f"-Dmaven.repo.local={maven_repository()}",
             "-f", str(POM), COPY_GOAL, f"-DoutputDirectory={jars}",
         ]  # fmt: skip
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+            done = subprocess.run(
+                command, cwd=scratch, capture_output=True, text=True, timeout=900, check=False,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise UserError("cannot fetch JMeter: Maven took over 15 minutes") from None
         if done.returncode != 0:
             said = (done.stdout + done.stderr).strip()[-1500:]
             raise UserError(f"fetching JMeter {VERSION} with Maven failed:\n{said}")
+        check_jars(jars)
         staged = Path(scratch) / "home"
         _lay_out(jars, staged)
         staged.rename(target)
     return target
+
+
+def pinned_jars() -> dict[str, str]:
+    """Every jar the build copies, by name, and its SHA-256 (JARS, kept in the repository)."""
+    pairs = (line.split() for line in JARS.read_text().splitlines() if not line.startswith("#"))
+    return {name: digest for digest, name in pairs}
+
+
+def check_jars(jars: Path) -> None:
+    """The jars Maven copied are the pinned ones, each by its SHA-256, and no other: one
+    that differs (a mirror's, a poisoned local repository's) is refused in one line, before
+    any of them is laid out."""
+    pinned = pinned_jars()
+    copied = {jar.name: jar for jar in jars.glob("*.jar")}
+    for name in sorted(set(copied) | set(pinned)):
+        if name not in pinned:
+            raise UserError(
+                f"JMeter's build: Maven copied {name}, which benchlab does not pin ({JARS}); "
+                "nothing of it was laid out"
+            )
+        if name not in copied:
+            raise UserError(f"JMeter's build: Maven did not copy {name} (pinned in {JARS})")
+        digest = hashlib.sha256(copied[name].read_bytes()).hexdigest()
+        if digest != pinned[name]:
+            raise UserError(
+                f"JMeter's build: {name} is not the pinned jar (SHA-256 {digest}, pinned "
+                f"{pinned[name]}): nothing of it was laid out; remove {maven_repository()} if "
+                "a bad copy is kept there, and build again"
+            )
 
 
 def _lay_out(jars: Path, staged: Path) -> None:

@@ -26,6 +26,7 @@ from benchlab.load.request_records import Generator, Lines, read_results
 from benchlab.load.result import LoadResult
 from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 from benchlab.system.go_toolchain import build_env, go_command
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 MODULE = "github.com/tsenart/vegeta/v12"
 VERSION = "v12.13.0"
@@ -47,7 +48,7 @@ def build() -> Path:
     try:
         result = subprocess.run(
             [go_command(), "install", f"{MODULE}@{VERSION}"],
-            env=env, capture_output=True, text=True, check=False, timeout=600,
+            env=env, capture_output=True, text=True, check=False, timeout=600, cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise UserError("cannot build vegeta: 'go install' took over 10 minutes") from None
@@ -147,7 +148,7 @@ def _encoded(records: Path) -> Lines:
     def lines() -> Iterator[str]:
         with subprocess.Popen(
             [str(binary()), "encode", "--to", "csv", str(records)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_DIR,
         ) as encode:  # fmt: skip
             assert encode.stdout is not None and encode.stderr is not None
             try:

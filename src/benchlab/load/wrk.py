@@ -12,6 +12,7 @@ from benchlab.core.errors import LoadToolError
 from benchlab.load import histogram
 from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 MARKER = "BENCHLAB_WRK_JSON "
@@ -122,7 +123,7 @@ def bare_throughput(request: LoadRequest) -> float:
         raise LoadToolError("wrk is not installed (apt-get install wrk, or ./lab setup)")
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, check=False,
+            argv, capture_output=True, text=True, check=False, cwd=NEUTRAL_DIR,
             timeout=request.duration_s + request.timeout_s + 15,
         )  # fmt: skip
     except subprocess.TimeoutExpired:

@@ -9,10 +9,14 @@ least): a reading lags the trial by up to a second, so only ratios of counters r
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from dataclasses import dataclass
 
-READ_TIMEOUT_S = 2.0
+from benchlab.core.bounded import Unbounded, chunks_of, read_bounded
+
+READ_TIMEOUT_S = 2.0  # for the whole answer
+MOST_BYTES = 2**20  # a page of counters is a few kilobytes
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy's
 
 
@@ -45,10 +49,11 @@ class CounterSource:
     def read(self, address: str, port: int) -> ThreadTimes | None:
         """The counters now; None when the server does not answer with them (yet)."""
         url = f"http://{address}:{port}{self.path}"
+        deadline = time.monotonic() + READ_TIMEOUT_S
         try:
             with _DIRECT.open(url, timeout=READ_TIMEOUT_S) as answer:
-                text = answer.read().decode()
-        except (OSError, ValueError):
+                text = read_bounded(chunks_of(answer.read1), deadline, MOST_BYTES).decode()
+        except (OSError, ValueError, Unbounded):
             return None
         return self.parse(text)
 

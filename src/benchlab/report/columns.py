@@ -16,6 +16,7 @@ from benchlab.analysis.stats import Estimate, Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
+from benchlab.core.text import one_line
 from benchlab.http.scenarios import SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
 
@@ -175,7 +176,7 @@ def footnote_lines(summary: RunSummary) -> list[str]:
     for number, cells in grouped.items():
         stacks = ", ".join(dict.fromkeys(c.stack_label for c in cells))
         count = f" ({len(cells)} cells)" if len(cells) > 1 else ""
-        lines.append(f"[{number}] {stacks}{count}: {cells[0].reason}")
+        lines.append(f"[{number}] {stacks}{count}: {one_line(cells[0].reason or '')}")
     return lines
 
 

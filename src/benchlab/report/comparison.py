@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from benchlab.analysis.compare import CellChange, Side, compare_cells
@@ -199,7 +198,7 @@ def render_table(comparison: Comparison, console: Console) -> None:
             column, justify="right" if numeric else "left", no_wrap=numeric or column == "interval"
         )
     for row, change in rows(comparison):
-        table.add_row(*(escape(v) for v in row), style=STYLES.get(change.verdict))
+        table.add_row(*row, style=STYLES.get(change.verdict))
     console.print(table)
     for line in footer(comparison):
         console.print(line, style="dim", markup=False, highlight=False)

@@ -84,10 +84,23 @@ def _csv_values(cell: CellSummary, summary: RunSummary) -> dict[str, object]:
     return row
 
 
+# What a spreadsheet reads as the start of a formula (OWASP's list): a text cell starting
+# with one is written after a quote, as text. Numbers are written as numbers.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: object) -> object:
+    """A text cell a spreadsheet shows as text, never runs as a formula (a stored reason,
+    a stack's or a server's name: text from outside benchlab)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def render_csv(summary: RunSummary) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_fields())
     writer.writeheader()
     for cell in summary.cells:
-        writer.writerow(_csv_values(cell, summary))
+        writer.writerow({k: inert(v) for k, v in _csv_values(cell, summary).items()})
     return buffer.getvalue()

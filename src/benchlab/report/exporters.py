@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab.core.errors import UserError
-from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -149,8 +148,3 @@ def choose(fmt: str | None, output: Path | None, allowed: Sequence[str] = FORMAT
             f"--format, or write to {output.with_suffix(wanted)}"
         )
     return EXPORTERS[fmt]
-
-
-def write(text: str, output: Path) -> None:
-    """The report in `output`, written the one way benchlab writes a user's file."""
-    write_output(output, text, "-o")

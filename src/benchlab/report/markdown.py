@@ -14,7 +14,9 @@ from benchlab.report.tune_report import tune_markdown
 
 
 def _row(values: list[str]) -> str:
-    return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+    """A table row: each cell on one line (a stored reason's newline would start a line of
+    Markdown of its own), its pipes escaped."""
+    return "| " + " | ".join(one_line(v).replace("|", "\\|") for v in values) + " |"
 
 
 def table_lines(header: list[str], rows: Iterable[list[str]]) -> list[str]:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from benchlab.analysis.summary import CellSummary, RunSummary
@@ -125,7 +124,7 @@ def text_table(
             overflow="fold", width=widths[index] if widths else None,
         )  # fmt: skip
     for index, row in enumerate(rows):
-        table.add_row(*(escape(v) for v in row), style=styles[index] if styles else None)
+        table.add_row(*row, style=styles[index] if styles else None)
     return table
 
 
@@ -263,13 +262,13 @@ def _section(summary: RunSummary, section: Section, console: Console, wide: bool
 
 def _section_table(shown: SectionTable) -> Table:
     table = Table(
-        title=escape(shown.title), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+        title=shown.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
         pad_edge=False, header_style="bold",
     )  # fmt: skip
     for name in shown.header:
-        table.add_column(escape(name))
+        table.add_column(name)
     for row in shown.rows:
-        table.add_row(*map(escape, row))
+        table.add_row(*row)
     return table
 
 
@@ -301,7 +300,7 @@ def _render_tune(summary: RunSummary, console: Console) -> None:
             overflow="fold", min_width=min(_longest_word(words), 34) if left else None,
         )  # fmt: skip
     for row in rows:
-        table.add_row(*(escape(v) for v in row))
+        table.add_row(*row)
     console.print(table)
     for line in verdict_lines(summary):
         _say(console, line, "yellow")

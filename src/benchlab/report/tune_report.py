@@ -19,6 +19,7 @@ from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
 from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core import figures as F
+from benchlab.core.text import one_line
 from benchlab.resilience.facts import NotChecked, parsing_text
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.store import CELL_CHECKED
@@ -172,7 +173,7 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         return check_only_lines(tune.subject, results)
     if recommendation is None:
         failed = [c for c in results if c.status == "failed"]
-        why = f"; {failed[0].label}: {failed[0].reason}" if failed else ""
+        why = f"; {failed[0].label}: {one_line(failed[0].reason or '')}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
     best, unit = recommendation.best, recommendation.rate_unit
     head = _head(recommendation, app, slo)
@@ -205,7 +206,7 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         lines.append(f"  parsing: {parsing_text(recommendation.best.parsing)}")
     if (proxy := proxy_text(recommendation.best.slow_clients)) is not None:
         lines.append(f"  proxy: {proxy}")
-    lines.append(f"  why: {recommendation.reason}")
+    lines.append(f"  why: {one_line(recommendation.reason)}")
     goal, most = recommendation.goal_rps, recommendation.run_at
     if goal is not None and not recommendation.holds_goal and most is not None and most >= goal:
         lines.append(
@@ -264,7 +265,8 @@ def check_only_lines(target: object, results: list[CandidateResult]) -> list[str
         "nothing was measured (--check-only): run without it for the answer"
     ]
     lines += [f"  {c.label}: {c.command}" for c in checked]
-    lines += [f"  {c.label}: {c.reason}" for c in results if c.status != CELL_CHECKED]
+    lines += [f"  {c.label}: {one_line(c.reason or '')}" for c in results
+              if c.status != CELL_CHECKED]  # fmt: skip
     return lines
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import run_tool
+from benchlab.http.wire import ExchangeError, ExchangeTimeout, exchange
 from benchlab.load import LoadRequest
 from benchlab.load.request_records import CODE, ERROR, SENT, SUCCESS_HIGH, SUCCESS_LOW
 from benchlab.load.vegeta import kept_records
@@ -112,24 +113,34 @@ class Drain:
         return cls(**{**fields, "failures": tuple(fields.get("failures", ()))})
 
 
+# The long request's answer is "ok": anything much longer is not the reference app's.
+LONG_ANSWER_MOST = 2**16
+
+
 def _long_request(address: str, port: int, outcome: list[str | None]) -> None:
-    """GET /sleep?ms=LONG_MS on its own connection; None when answered right."""
-    connection = http.client.HTTPConnection(address, port, timeout=EXIT_LIMIT_S)
+    """GET /sleep?ms=LONG_MS on its own connection, within EXIT_LIMIT_S in all; None when
+    answered right."""
     try:
-        connection.request("GET", f"/sleep?ms={LONG_MS}")
-        response = connection.getresponse()
-        body = response.read()
-        outcome.append(None if response.status == 200 and body == b"ok" else f"{response.status}")
-    except http.client.RemoteDisconnected:
-        outcome.append("closed without an answer")
-    except ConnectionResetError:
-        outcome.append("connection reset")
-    except TimeoutError:
-        outcome.append(f"no answer in {EXIT_LIMIT_S:g} s")
-    except (OSError, http.client.HTTPException) as exc:
-        outcome.append(f"{type(exc).__name__}: {exc}")
-    finally:
-        connection.close()
+        reply = exchange(
+            address, port, "GET", f"/sleep?ms={LONG_MS}", timeout=EXIT_LIMIT_S,
+            most=LONG_ANSWER_MOST,
+        )  # fmt: skip
+    except ExchangeError as exc:
+        outcome.append(_lost(exc))
+        return
+    outcome.append(None if reply.status == 200 and reply.body == b"ok" else f"{reply.status}")
+
+
+def _lost(failed: ExchangeError) -> str:
+    """Why the long request got no answer, in the words the drain's verdict uses."""
+    cause = failed.__cause__
+    if isinstance(cause, http.client.RemoteDisconnected):
+        return "closed without an answer"
+    if isinstance(cause, ConnectionResetError):
+        return "connection reset"
+    if isinstance(failed, ExchangeTimeout) or isinstance(cause, TimeoutError):
+        return f"no answer in {EXIT_LIMIT_S:g} s"
+    return str(failed)
 
 
 def _exit_seconds(server: ManagedProcess, since: float) -> float | None:

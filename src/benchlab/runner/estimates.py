@@ -30,6 +30,8 @@ from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
 from benchlab.stacks import Stack
 from benchlab.system.build_cache import state_dir
+from benchlab.system.state_files import read_state, write_state
+from benchlab.system.trusted_path import Untrusted
 
 SERVICE_START_S = {
     Service.POSTGRESQL: 4.0, Service.PGBOUNCER: 0.5, Service.MARIADB: 8.0, Service.REDIS: 0.5
@@ -66,15 +68,18 @@ class Costs:
 
     @classmethod
     def load(cls) -> Costs:
+        """What earlier runs learnt (nothing, when the file is missing or not benchlab's)."""
         try:
-            return cls(json.loads(_path().read_text()))
-        except (OSError, ValueError):
+            known = json.loads(read_state(_path()) or b"{}")
+        except (OSError, ValueError, Untrusted):
             return cls()
+        if not isinstance(known, dict):
+            return cls()
+        return cls({k: float(v) for k, v in known.items() if isinstance(v, int | float)})
 
     def save(self) -> None:
         with contextlib.suppress(OSError):
-            _path().parent.mkdir(parents=True, exist_ok=True)
-            _path().write_text(json.dumps(self.known, indent=1, sort_keys=True))
+            write_state(_path(), json.dumps(self.known, indent=1, sort_keys=True))
 
     def get(self, key: str, general: str | None = None) -> float:
         """What `key` costs: learnt, else its default (a tool's declared overhead: JMeter's

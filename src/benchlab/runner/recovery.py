@@ -32,8 +32,11 @@ from benchlab.hosts.netns import existing_namespaces, remove_link, remove_namesp
 from benchlab.hosts.ssh import cleanup_script, run_over_ssh
 from benchlab.recipe.host_spec import parse_spec
 from benchlab.system.cpu_account import GROUP_PREFIX, stale_groups
-from benchlab.system.journal import alive, journal_dir, journals, own_private_dir
+from benchlab.system.journal import alive, journal_dir, journals, leads_its_group
 from benchlab.system.outputs import check_store_place
+from benchlab.system.safe_files import made_here
+from benchlab.system.state_files import open_lock, remove_state, state_directory, write_state
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 GRACE_S = 5.0
 
@@ -69,7 +72,9 @@ def live_runs() -> list[dict[str, Any]]:
 
 def _stop(entries: list[dict[str, Any]]) -> int:
     """Stop signal to each process group, one deadline for all, then SIGKILL."""
-    living = [e for e in entries if alive(e["pid"], e.get("create_time"))]
+    living = [
+        e for e in entries if alive(e["pid"], e.get("create_time")) and leads_its_group(e["pid"])
+    ]
     for entry in living:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(entry["pid"], signal.Signals(entry.get("stop_signal", signal.SIGTERM)))
@@ -162,7 +167,7 @@ def _clean_remote(entry: dict[str, Any]) -> tuple[bool, str]:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 ["ssh", "-o", f"ControlPath={control}", "-O", "exit", "--", spec.addr],
-                capture_output=True, timeout=10, check=False,
+                capture_output=True, timeout=10, check=False, cwd=NEUTRAL_DIR,
             )  # fmt: skip
     if reached:
         return True, f"cleaned {entry['dir']} on {spec.text}"
@@ -186,7 +191,7 @@ def clean_stale() -> list[Stale]:
         namespaces = _clean_network(data.get("namespaces", []), data.get("links", []))
         dirs = 0
         for directory in data.get("dirs", []):
-            if Path(directory).exists():
+            if made_here(Path(directory)):
                 shutil.rmtree(directory, ignore_errors=True)
                 dirs += 1
         _abandon(data.get("store"), data.get("run_id"), data["pid"])
@@ -199,9 +204,9 @@ def clean_stale() -> list[Stale]:
                 "namespaces": [],
                 "links": [],
             }
-            path.write_text(json.dumps({**data, **empty, "remote": unreached}))
+            write_state(path, json.dumps({**data, **empty, "remote": unreached}))
         else:
-            path.unlink(missing_ok=True)
+            remove_state(path)
         cleaned.append(Stale(data["pid"], data.get("run_id"), stopped, dirs, namespaces, remote))
     for group in stale_groups():
         owner = group.name.removeprefix(GROUP_PREFIX).split("-")[0]
@@ -223,8 +228,7 @@ def _lock() -> bool:
     another benchlab holds it."""
     if _HELD:
         return True
-    path = own_private_dir(journal_dir()) / RUN_LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    descriptor = open_lock(state_directory(journal_dir(), private=True) / RUN_LOCK_FILE)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

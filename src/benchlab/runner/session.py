@@ -219,5 +219,7 @@ class Session:
         )  # fmt: skip
 
     def redacted(self, text: str) -> str:
-        """`text` as the store may keep it: no secret of the run's in it."""
-        return self.store.masked(text, *self.options.secrets, *self.services.passwords())
+        """`text` (prose: a reason, a log's tail) as the store may keep it: no secret of the
+        run's in it, nor a part of one (store.masked_prose)."""
+        self.store.keep_out(*self.options.secrets, *self.services.passwords())
+        return self.store.masked_prose(text)

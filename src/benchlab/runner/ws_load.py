@@ -33,6 +33,7 @@ from benchlab.load.ws_requests import (
     HoldStep,
 )
 from benchlab.system.process import ManagedProcess, ProcessRegistry
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 START_S = 30.0  # the most the JVM may take before its first sample
 POLL_S = 0.1
@@ -144,7 +145,7 @@ def established(port: int) -> int:
     """Established TCP connections whose local port is the server's (the kernel's count)."""
     done = subprocess.run(
         ["ss", "-Htn", "state", "established", f"( sport = :{port} )"],
-        capture_output=True, text=True, timeout=30, check=False,
+        capture_output=True, text=True, timeout=30, check=False, cwd=NEUTRAL_DIR,
     )  # fmt: skip
     return sum(1 for line in done.stdout.splitlines() if line.strip())
 

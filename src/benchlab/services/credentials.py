@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 from pathlib import Path
 
 SECRETS_DIR = "secrets"
@@ -33,17 +32,4 @@ def record_password(workdir: Path, service: str, user: str, password: str) -> Pa
         os.write(descriptor, f"{service} {user} {password}\n".encode())
     finally:
         os.close(descriptor)
-    return path
-
-
-def write_private(path: Path, text: str, owner: str | None = None) -> Path:
-    """A file only its owner (the daemon's user when given) can read: 0600 from creation."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)
-        os.write(descriptor, text.encode())
-    finally:
-        os.close(descriptor)
-    if owner is not None:
-        shutil.chown(path, owner, owner)
     return path

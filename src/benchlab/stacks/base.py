@@ -16,6 +16,7 @@ from benchlab.http.tls import TlsFiles
 from benchlab.measure.server_counters import CounterSource
 from benchlab.stacks.servers import PerWorker, ServerKind
 from benchlab.system.cpu_account import Limits
+from benchlab.system.trusted_path import NEUTRAL_DIR
 from benchlab.system.watch import Watch
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
@@ -101,7 +102,7 @@ class LaunchContext:
 class Launch:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    cwd: Path | None = None
+    cwd: Path = NEUTRAL_DIR  # where it runs: its apps' directory, else / (root's, empty of use)
 
 
 @dataclass(frozen=True)

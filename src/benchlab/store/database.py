@@ -360,6 +360,21 @@ class Store:
         self.keep_out(*secrets)
         return redact(text, self._secrets) if self._secrets else text
 
+    def masked_prose(self, text: str) -> str:
+        """Prose the store keeps (a reason, a log's tail): no secret it was told of, nor any
+        part of one FRAGMENT characters long (a shell's error line quoting --setup)."""
+        return redact(text, self._secrets, fragments=True) if self._secrets else text
+
+    def _masked_facts(self, facts: Any) -> Any:
+        """Facts with every text in them masked as prose (their keys are benchlab's)."""
+        if isinstance(facts, str):
+            return self.masked_prose(facts)
+        if isinstance(facts, dict):
+            return {k: self._masked_facts(v) for k, v in facts.items()}
+        if isinstance(facts, list):
+            return [self._masked_facts(v) for v in facts]
+        return facts
+
     def _masked_row(self, values: dict[str, Any]) -> dict[str, Any]:
         return {k: self.masked(v) if isinstance(v, str) else v for k, v in values.items()}
 
@@ -399,7 +414,7 @@ class Store:
     @_writes
     def mark_cell(self, cell_id: int, status: str, reason: str | None = None) -> None:
         # A reason quotes a server's log: stored without a control character, whatever reads it.
-        shown = None if reason is None else printable(self.masked(reason))
+        shown = None if reason is None else printable(self.masked_prose(reason))
         self.db.execute(
             "UPDATE cells SET status = ?, reason = ? WHERE id = ?", (status, shown, cell_id)
         )
@@ -411,7 +426,7 @@ class Store:
         facts = json.loads(row["facts"] or "{}") if row is not None else {}
         self.db.execute(
             "UPDATE cells SET facts = ? WHERE id = ?",
-            (self.masked(json.dumps({**facts, **more})), cell_id),
+            (self.masked(json.dumps(self._masked_facts({**facts, **more}))), cell_id),
         )
 
     @_writes
@@ -475,7 +490,12 @@ class Store:
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
-            (status, None if reason is None else printable(self.masked(reason)), now(), run_id),
+            (
+                status,
+                None if reason is None else printable(self.masked_prose(reason)),
+                now(),
+                run_id,
+            ),
         )
 
     # --- reading --------------------------------------------------------------------------

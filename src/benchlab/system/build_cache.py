@@ -6,12 +6,11 @@ the pin change."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from benchlab.core import environment
 from benchlab.core.errors import UserError
-from benchlab.system.safe_files import root_only
+from benchlab.system.trusted_path import is_trusted, trusted_tree
 
 CACHE_VARIABLE = environment.CACHE
 # Root's builds: where the unprivileged user the stacks run as can execute them (root's home
@@ -45,19 +44,9 @@ def trusted(path: Path, tree: bool = False) -> bool:
     can have changed it, its directories, or — a whole toolchain, `tree` — anything in it.
     What is there is trusted on inspection, never on existence: a binary another user could
     replace would run as root (vegeta) or as the stacks."""
-    if not path.exists() or not root_only(path):
-        return False
-    if not tree:
-        return True
-    me = os.geteuid()
-    for directory, names, files in os.walk(path):
-        for name in (*names, *files):
-            info = os.lstat(os.path.join(directory, name))
-            if info.st_uid not in (0, me) or (
-                info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)
-            ):
-                return False
-    return True
+    if tree:
+        return trusted_tree(path)
+    return path.exists() and is_trusted(path)
 
 
 def usable_cache() -> Path:
@@ -65,7 +54,7 @@ def usable_cache() -> Path:
     (a binary built there would then be theirs to swap)."""
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o755)
-    if not root_only(directory):
+    if not is_trusted(directory):
         raise UserError(
             f"{directory}: another user can change it or a directory above it, so benchlab "
             "neither builds nor runs anything there; give it to you alone (chown, chmod go-w) "

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.system.build_cache import cache_dir, trusted, usable_cache
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 VERSION = "1.26.6"
 NEEDED = (1, 26)  # the stacks' go.mod (`go 1.26`); vegeta v12.13.0 needs 1.22
@@ -77,7 +78,7 @@ def version_of(go: str) -> tuple[int, ...] | None:
     try:
         result = subprocess.run(
             [go, "version"], capture_output=True, text=True, check=False,
-            timeout=VERSION_TIMEOUT_S, env=build_env(),
+            timeout=VERSION_TIMEOUT_S, env=build_env(), cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -8,51 +8,27 @@ and its directory on each SSH host, as each starts. A clean end removes it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from benchlab.core.errors import UserError
 from benchlab.system.build_cache import state_dir
-from benchlab.system.safe_files import new_file
+from benchlab.system.state_files import (
+    read_state,
+    remove_state,
+    state_directory,
+    state_names,
+    write_state,
+)
+from benchlab.system.trusted_path import Untrusted
 
 
 def journal_dir() -> Path:
     return state_dir() / "journal"
-
-
-def own_private_dir(path: Path) -> Path:
-    """The journal directory, made 0700; one another user owns or may write is refused:
-    recovery kills process groups, removes directories and reads SSH settings from what is
-    in it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    info = os.lstat(path)
-    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
-        os.chmod(path, 0o700)  # made by an earlier benchlab with the umask's mode
-        info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise UserError(
-            f"{path}: benchlab's journal directory is not its own (another owner, a link, or "
-            "writable by others); remove it, or set BENCHLAB_CACHE to a directory of yours"
-        )
-    return path
-
-
-def trusted(path: Path) -> bool:
-    """A journal file this user wrote: owned by it, written by nobody else, not a link."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 def create_time(pid: int) -> float | None:
@@ -69,6 +45,15 @@ def alive(pid: int, create_time: float | None) -> bool:
             proc.status() != psutil.STATUS_ZOMBIE
         )
     except psutil.Error:
+        return False
+
+
+def leads_its_group(pid: int) -> bool:
+    """Whether `pid` leads a process group of its own, as every child benchlab starts does
+    (a session of its own): only such a group is signalled as a whole."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
         return False
 
 
@@ -96,11 +81,8 @@ class Journal:
         }
 
     def _write(self) -> None:
-        own_private_dir(self.path.parent)
-        partial = self.path.with_suffix(".partial")
-        partial.unlink(missing_ok=True)
-        new_file(partial, json.dumps(self.data))
-        partial.replace(self.path)  # never half a journal, even if killed while writing
+        state_directory(self.path.parent, private=True)
+        write_state(self.path, json.dumps(self.data))  # never half a journal, even if killed
 
     def open(self) -> Journal:
         self._write()
@@ -141,21 +123,26 @@ class Journal:
         return set(self.data["namespaces"])
 
     def close(self) -> None:
-        self.path.unlink(missing_ok=True)
+        remove_state(self.path)
 
 
 def journals() -> list[tuple[Path, dict[str, Any]]]:
-    """Every journal this user's benchlab wrote (a file of anyone else's is not read)."""
+    """Every journal this user's benchlab wrote (a file of anyone else's, or a link, is not
+    read: recovery kills process groups, removes directories and reads SSH settings from
+    what is in it)."""
     directory = journal_dir()
-    if not directory.exists():
-        return []
-    own_private_dir(directory)
     found = []
-    for path in sorted(directory.glob("*.json")):
-        if not trusted(path):
+    for name in state_names(directory, ".json"):
+        path = directory / name
+        try:
+            text = read_state(path)
+        except Untrusted:
             continue
         try:
-            found.append((path, json.loads(path.read_text())))
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)  # unreadable: nothing to act on
+            data = json.loads(text or b"")
+        except ValueError:
+            remove_state(path)  # unreadable: nothing to act on
+            continue
+        if isinstance(data, dict):
+            found.append((path, data))
     return found

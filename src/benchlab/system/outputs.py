@@ -19,94 +19,89 @@ A benchlab that is not root writes as itself: the kernel bounds it.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import pwd
+import secrets
 import stat
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.core.errors import UserError
 from benchlab.system import users
+from benchlab.system.trusted_path import Why, owners, user_name, walk
 
-MOST_LINKS = 40
+# The first bytes of every SQLite database (a results store): never written over.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
 class Owner:
     """Who controls a path: `user` None for root (or benchlab's own user); `open` for a
-    directory anyone may write (no sticky bit), named by `where`."""
+    directory anyone may write (no sticky bit), named by `where`; `uid` the owner's (a uid
+    this machine has no name for has `user` None and `nameless`); `directory` the directory
+    the path resolves to, when root holds it all."""
 
     user: str | None
     where: Path
     open: bool = False
+    uid: int = 0
+    directory: Path | None = None
+
+    @property
+    def nameless(self) -> bool:
+        return self.user is None and self.uid not in owners()
 
 
 def owner_of(path: Path) -> Owner:
-    """Who controls `path`'s directory (and the directories and links leading to it): the
-    first step, from /, that root does not hold alone."""
-    me = os.geteuid()
-    pending = list(Path(os.path.abspath(path)).parent.parts[1:])
-    current, links = Path("/"), 0
-    while True:
-        found = _step_owner(current, me, dir_expected=True)
-        if found is not None:
-            return found
-        if not pending:
-            return Owner(None, current)
-        name = pending.pop(0)
-        candidate = current / name
-        try:
-            info = os.lstat(candidate)
-        except FileNotFoundError:
-            return Owner(None, current)  # what is missing below a held directory is made
-        if stat.S_ISLNK(info.st_mode):
-            if info.st_uid not in (0, me):
-                return Owner(_name(info.st_uid), candidate)
-            links += 1
-            if links > MOST_LINKS:
-                raise UserError(f"{path}: too many links on the way")
-            target = Path(os.readlink(candidate))
-            parts = target.parts[1:] if target.is_absolute() else target.parts
-            pending = [*parts, *pending]
-            current = Path("/") if target.is_absolute() else current
-            continue
-        current = current.parent if name == ".." else candidate
+    """Who controls `path`'s directory (and the directories and links leading to it, as the
+    kernel resolves them: `root-dir/link/../x` is in the link target's parent): the first
+    step, from /, that root does not hold alone."""
+    found = walk(path.parent, owners(), missing_ok=True)
+    step = found.step
+    if step is None:
+        return Owner(None, found.resolved, directory=found.resolved)
+    if step.why is Why.LOOP:
+        raise UserError(f"{path}: too many links on the way")
+    if step.why is Why.OPEN:
+        return Owner(None, step.path, open=True, uid=step.uid)
+    name = user_name(step.uid)
+    return Owner(None if name.startswith("uid ") else name, step.path, uid=step.uid)
 
 
-def _step_owner(directory: Path, me: int, dir_expected: bool) -> Owner | None:
-    info = os.lstat(directory)
-    if info.st_uid not in (0, me):
-        return Owner(_name(info.st_uid), directory)
-    writable_by_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if writable_by_others and not info.st_mode & stat.S_ISVTX:
-        return Owner(None, directory, open=True)
-    return None
-
-
-def _name(uid: int) -> str:
+def is_database(path: Path) -> bool:
+    """Whether a SQLite database is at `path` (a results store, or any other): a regular
+    file that starts as one (a FIFO or a device planted there is neither waited on nor
+    read)."""
     try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        return opened.read(len(SQLITE_HEADER)) == SQLITE_HEADER
 
 
 def write_output(path: Path, data: str | bytes, what: str = "output") -> None:
     """`data` in the file at `path` (its directory made if missing): as root, written as the
     owner of the directory when that is another user (see above); the file replaced whole,
-    never written through a link."""
+    never written through a link, never over a SQLite database."""
     payload = data.encode() if isinstance(data, str) else data
+    if is_database(path):
+        raise _database(path, what)
     if os.geteuid() != 0:
-        _replace(path, payload, what)
+        _make_parents(path, what)
+        _replace(path.parent, path, payload, what)
         return
     owner = owner_of(path)
-    if owner.user is None and not owner.open:
+    if owner.user is None and not owner.open and not owner.nameless:
         _make_parents(path, what)
         owner = owner_of(path)  # again: what root just made, or found made in between
-    if owner.open:
+    if owner.open or owner.nameless:
         raise _refused(path, owner, what)
     if owner.user is None:
-        _replace(path, payload, what)
+        _replace(owner.directory or path.parent, path, payload, what)
         return
     done = users.run(
         owner.user, ["sh", "-c", WRITER, "writer", str(path)], input=payload, timeout=60
@@ -125,22 +120,41 @@ def _make_parents(path: Path, what: str) -> None:
         raise UserError(f"{what} {path}: cannot make its directory ({exc.strerror})") from None
 
 
-def _replace(path: Path, payload: bytes, what: str) -> None:
-    _make_parents(path, what)
-    if path.is_dir():
-        raise UserError(
-            f"{what} {path}: is a directory; give a file name such as {path}/report.html"
-        )
+def _replace(directory: Path, path: Path, payload: bytes, what: str) -> None:
+    """The file named `path.name` in `directory` (the directory `path` resolved to) replaced
+    by a new one, made and moved through the directory's descriptor: a link at the name is
+    replaced, never followed, and the new file's mode is set on its own descriptor."""
     try:
-        with tempfile.NamedTemporaryFile(
-            dir=path.parent, prefix=f".{path.name}.", delete=False
-        ) as out:
-            out.write(payload)
-            temporary = Path(out.name)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)  # a link at `path` is replaced, never followed
+        folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise UserError(f"{what} {path}: cannot write it ({exc.strerror})") from None
+    partial = f".{path.name}.{secrets.token_hex(4)}"
+    try:
+        if _is_directory(folder, path.name):
+            raise UserError(
+                f"{what} {path}: is a directory; give a file name such as {path}/report.html"
+            )
+        descriptor = os.open(
+            partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+            dir_fd=folder,
+        )  # fmt: skip
+        with os.fdopen(descriptor, "wb") as out:
+            os.fchmod(out.fileno(), 0o644)
+            out.write(payload)
+        os.replace(partial, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(partial, dir_fd=folder)
+        raise UserError(f"{what} {path}: cannot write it ({exc.strerror})") from None
+    finally:
+        os.close(folder)
+
+
+def _is_directory(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 # Run as the directory's owner: its directory made, the file replaced by a new one (`mv -T`
@@ -152,18 +166,60 @@ WRITER = (
 )
 
 
-def check_output_place(path: Path, what: str) -> None:
-    """Whether `write_output` will be able to write at `path`, asked before a long run: not a
-    directory, not in one every user may write, its directory makeable."""
+def check_output_place(
+    path: Path, what: str, stores: Sequence[Path] = (), make_directory: bool = False
+) -> None:
+    """Whether `write_output` will be able to write at `path`, asked before a long run: not
+    a directory, not a results store of `stores` the command reads (nor its journal), not any
+    SQLite database, in a directory that exists (or, `make_directory`, can be made: a page
+    benchlab names beside the store) and that no other user controls (as root)."""
     if path.is_dir():
         raise UserError(f"{what} {path}: is a directory; give a file name in it")
-    if os.geteuid() == 0 and (owner := owner_of(path)).open:
-        raise _refused(path, owner, what)
-    existing = next(p for p in (path.parent, *path.parent.parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"{what} {path}: {existing} is not a directory")
-    if os.geteuid() != 0 and not os.access(existing, os.W_OK | os.X_OK):
-        raise UserError(f"{what} {path}: cannot write in {existing}; choose a writable path")
+    for store in stores:
+        if _same_store(path, store):
+            raise UserError(
+                f"{what} {path}: is the results store this command reads ({store}); "
+                "benchlab never writes a report over it: give another file, such as report.md"
+            )
+    if is_database(path):
+        raise _database(path, what)
+    parent = path.parent
+    if make_directory:
+        parent = next(p for p in (parent, *parent.parents) if p.exists())
+        if not parent.is_dir():
+            raise UserError(f"{what} {path}: {parent} is not a directory")
+    if not parent.is_dir():
+        raise UserError(
+            f"{what} {path}: the directory {parent} does not exist; make it (mkdir -p "
+            f"{parent}) or give a file in a directory that does"
+        )
+    if os.geteuid() == 0:
+        owner = owner_of(path)
+        if owner.open or owner.nameless:
+            raise _refused(path, owner, what)
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{what} {path}: cannot write in {parent}; choose a writable path")
+
+
+def _same_store(path: Path, store: Path) -> bool:
+    """`path` is the store, or one of the files SQLite keeps beside it."""
+    names = [store, *(store.with_name(store.name + s) for s in ("-wal", "-shm", "-journal"))]
+    for name in names:
+        if path.absolute() == name.absolute():
+            return True
+        try:
+            if path.exists() and name.exists() and os.path.samefile(path, name):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _database(path: Path, what: str) -> UserError:
+    return UserError(
+        f"{what} {path}: is a SQLite database (a results store?); benchlab never writes a "
+        "report over one: give another file, such as report.md"
+    )
 
 
 def check_store_place(path: Path) -> None:
@@ -172,13 +228,20 @@ def check_store_place(path: Path) -> None:
     if os.geteuid() != 0:
         return
     owner = owner_of(path)
-    if owner.user is not None or owner.open:
+    if owner.user is not None or owner.open or owner.nameless:
         raise _refused(path, owner, "results store")
     if path.is_symlink():
         raise UserError(f"results store {path}: is a link; benchlab writes through none")
 
 
 def _refused(path: Path, owner: Owner, what: str) -> UserError:
+    if owner.nameless:
+        return UserError(
+            f"{what} {path}: {owner.where} belongs to uid {owner.uid}, which has no name on "
+            "this machine, and benchlab, as root, writes only where root alone can or as a "
+            "named user: give a path in a directory of root's, or chown "
+            f"{owner.where} to a user of this machine"
+        )
     whose = "writable by every user" if owner.open else f"{owner.user}'s"
     return UserError(
         f"{what} {path}: {owner.where} is {whose}, and benchlab, as root, writes nothing "

@@ -22,6 +22,7 @@ from benchlab.system import users
 from benchlab.system.cpu_account import PROCESS_TREE, CpuGroup, tree_cpu_seconds
 from benchlab.system.journal import Journal
 from benchlab.system.safe_files import open_log
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 ListenerPids = Callable[[int], "set[int] | None"]
 
@@ -32,17 +33,21 @@ def local_listener_pids(port: int, prefix: Sequence[str] = ()) -> set[int] | Non
 
     From `ss`, which asks the kernel for listening sockets only: psutil reads every socket,
     and a machine that has just served a load without keep-alive holds tens of thousands in
-    TIME_WAIT (0.2-0.4 s a look, at every launch). psutil where there is no `ss` (it sees
-    benchlab's own namespace only)."""
+    TIME_WAIT (0.2-0.4 s a look, at every launch). `ss` names the sockets' inodes (-e), never
+    their processes (-p prints each process's own name unescaped, and a process named
+    `pid=N` would be read as pid N): the processes are those holding one of these inodes
+    among their descriptors (`holding`). psutil where there is no `ss` (it sees benchlab's
+    own namespace only)."""
     try:
         done = subprocess.run(
-            [*prefix, "ss", "-Hltnp", f"sport = :{port}"],
+            [*prefix, "ss", "-Hltne", f"sport = :{port}"],
             capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL,
+            cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         done = None
     if done is not None and done.returncode == 0:
-        return {int(pid) for pid in re.findall(rb"pid=(\d+)", done.stdout)}
+        return holding({int(i) for i in re.findall(rb"\bino:(\d+)", done.stdout)})
     if prefix:
         return None
     with contextlib.suppress(psutil.Error):
@@ -53,6 +58,29 @@ def local_listener_pids(port: int, prefix: Sequence[str] = ()) -> set[int] | Non
             and conn.pid is not None
         }  # fmt: skip
     return None
+
+
+def holding(inodes: set[int]) -> set[int]:
+    """The processes with a descriptor on one of these sockets (by inode), from /proc."""
+    wanted = {f"socket:[{inode}]" for inode in inodes if inode}
+    found: set[int] = set()
+    if not wanted:
+        return found
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            descriptors = os.listdir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        for fd in descriptors:
+            try:
+                if os.readlink(f"/proc/{entry.name}/fd/{fd}") in wanted:
+                    found.add(int(entry.name))
+                    break
+            except OSError:
+                continue
+    return found
 
 
 LOOPBACK = "127.0.0.1"
@@ -91,7 +119,7 @@ class ManagedProcess:
         *,
         cores: Sequence[int],
         log_path: Path,
-        cwd: Path | None = None,
+        cwd: Path = NEUTRAL_DIR,
         env: dict[str, str] | None = None,
         user: str | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
@@ -116,7 +144,7 @@ class ManagedProcess:
     def _spawn(
         self,
         cores: Sequence[int],
-        cwd: Path | None,
+        cwd: Path,
         env: dict[str, str] | None,
         user: str | None,
         prefix: Sequence[str],

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from benchlab.core.errors import BenchlabError, UserError
+from benchlab.system.trusted_path import is_trusted
 
 
 class PathTaken(BenchlabError):
@@ -104,6 +105,16 @@ def open_log(path: Path) -> BinaryIO:
     return os.fdopen(descriptor, "ab")
 
 
+def made_here(directory: Path) -> bool:
+    """Whether `directory` is one benchlab (this user) made and may remove: a directory, not
+    a link to one, owned by this user."""
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
 def traversable_by_others(path: Path) -> bool:
     """Whether every directory from / down to `path` lets other users through."""
     return all(d.stat().st_mode & stat.S_IXOTH for d in (path, *path.parents))
@@ -114,7 +125,7 @@ def tmp_base() -> Path:
     by root or this user alone, but for the sticky bit (nobody else can replace what is
     made there); else one line says so."""
     base = Path(tempfile.gettempdir())
-    if not root_only(base, sticky_last=True):
+    if not is_trusted(base, sticky_last=True):
         raise UserError(
             f"TMPDIR {base}: another user can change it or a directory above it, and "
             "benchlab makes its run directories only where nobody else can; point TMPDIR at "
@@ -133,49 +144,3 @@ def reachable_tmpdir(prefix: str, others_need_it: bool) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     path.chmod(0o711)
     return path
-
-
-def root_only(path: Path, sticky_last: bool = False) -> bool:
-    """Whether only root (or benchlab's own user) can change what is at `path`: every
-    directory from / down to it, and it, owned by root or this user and writable by no one
-    else — but a sticky directory (/tmp: nobody else can replace what root has in it) — and
-    every link on the way root's (or this user's) in such a directory. What benchlab builds
-    and then runs as root, or hands to the stacks, is trusted on that, never on existence."""
-    me = os.geteuid()
-    pending = list(Path(os.path.abspath(path)).parts[1:])
-    current, links = Path("/"), 0
-    if not _held(current, me, last=not pending and not sticky_last):
-        return False
-    while pending:
-        name = pending.pop(0)
-        candidate = current / name
-        try:
-            info = os.lstat(candidate)
-        except OSError:
-            return False
-        if info.st_uid not in (0, me):
-            return False
-        if stat.S_ISLNK(info.st_mode):
-            links += 1
-            if links > 40:
-                return False
-            target = Path(os.readlink(candidate))
-            pending = [*(target.parts[1:] if target.is_absolute() else target.parts), *pending]
-            current = Path("/") if target.is_absolute() else current
-            continue
-        if name == "..":
-            current = current.parent
-            continue
-        if not _held(candidate, me, last=not pending and not sticky_last):
-            return False
-        current = candidate
-    return True
-
-
-def _held(path: Path, me: int, last: bool) -> bool:
-    info = os.lstat(path)
-    if info.st_uid not in (0, me):
-        return False
-    open_to_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
-    return not open_to_others or bool(sticky and not last)

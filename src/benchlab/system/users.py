@@ -28,10 +28,12 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from benchlab.core import environment
 from benchlab.core.errors import UserError
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 SETPRIV = "setpriv"
 # What a dropped child finds its programs on: the system's directories, nobody's own.
@@ -84,7 +86,7 @@ def start(
     *,
     outer: Sequence[str] = (),
     wrap: Callable[[list[str]], list[str]] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] = NEUTRAL_DIR,
     env: Mapping[str, str] | None = None,
     stdout: int | IO[bytes] | None = subprocess.DEVNULL,
     stderr: int | IO[bytes] | None = subprocess.STDOUT,
@@ -106,7 +108,7 @@ def run(
     argv: Sequence[str],
     *,
     outer: Sequence[str] = (),
-    cwd: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] = NEUTRAL_DIR,
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     timeout: float | None = None,
@@ -174,12 +176,22 @@ def running_as(preferred: str | None = None) -> str:
 
 def ensure_stack_account() -> None:
     """The stacks' own system account, made when missing: no home, no shell, a group of its
-    own. Only root can make it, and only root needs it."""
+    own. Only root can make it, and only root needs it. One that exists is used only when it
+    is such an account (`system_account_problem`): a name alone proves nothing."""
     try:
-        pwd.getpwnam(STACK_ACCOUNT)
-        return
+        entry = pwd.getpwnam(STACK_ACCOUNT)
     except KeyError:
-        pass
+        entry = None
+    if entry is not None:
+        problem = system_account_problem(entry)
+        if problem is not None:
+            raise UserError(
+                f"the user {STACK_ACCOUNT}, whom benchlab runs its stacks as when it is root, "
+                f"is not a system account of its own ({problem}): remove it (userdel "
+                f"{STACK_ACCOUNT}) for benchlab to make it again, or set "
+                f"{STACK_USER_VARIABLE}=NAME"
+            )
+        return
     useradd = shutil.which("useradd") or shutil.which("useradd", path="/usr/sbin:/sbin")
     if os.geteuid() != 0 or useradd is None:
         raise UserError(
@@ -192,7 +204,57 @@ def ensure_stack_account() -> None:
         [useradd, "--system", "--no-create-home", "--home-dir", NO_HOME, "--shell", NO_SHELL,
          "--user-group", "--comment", "benchlab's stacks", STACK_ACCOUNT],
         capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
+        cwd=NEUTRAL_DIR,
     )  # fmt: skip
     if made.returncode != 0 and "already exists" not in made.stderr:
         last = (made.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"could not make the system user {STACK_ACCOUNT} for the stacks: {last}")
+
+
+# Shells that start no session: an account with one of these cannot log in.
+NO_LOGIN_SHELLS = ("/usr/sbin/nologin", "/sbin/nologin", "/bin/false", "/usr/bin/false")
+
+
+def system_account_problem(entry: pwd.struct_passwd) -> str | None:
+    """Why an existing account is not the stacks' system account (None: it is one): its uid
+    in the system range and not root's, no login shell, no password to log in with."""
+    low, high = system_uids()
+    if entry.pw_uid == 0:
+        return "its uid is 0, root's"
+    if not low <= entry.pw_uid <= high:
+        return f"its uid {entry.pw_uid} is outside the system range {low}-{high}"
+    if entry.pw_shell not in NO_LOGIN_SHELLS:
+        return f"its shell is {entry.pw_shell}, a login shell"
+    password = _shadow_password(entry.pw_name)
+    if password is None or password == "" or not password.startswith(("!", "*")):
+        return "it has a password (or an empty one) to log in with"
+    return None
+
+
+def system_uids(defs: str = "/etc/login.defs") -> tuple[int, int]:
+    """The range of system accounts' uids (login.defs' SYS_UID_MIN, SYS_UID_MAX; useradd's
+    defaults, 101 and UID_MIN - 1, where it does not say)."""
+    found: dict[str, int] = {}
+    try:
+        lines = Path(defs).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            found[parts[0]] = int(parts[1])
+    return found.get("SYS_UID_MIN", 101), found.get("SYS_UID_MAX", found.get("UID_MIN", 1000) - 1)
+
+
+def _shadow_password(name: str) -> str | None:
+    """The account's password field in /etc/shadow (root reads it), None when it has none
+    there or it cannot be read."""
+    try:
+        lines = Path("/etc/shadow").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split(":")
+        if fields[0] == name and len(fields) > 1:
+            return fields[1]
+    return None

@@ -28,6 +28,7 @@ from benchlab.core.errors import UserError
 from benchlab.stacks.servers import tune_packages, tune_servers
 from benchlab.system import users
 from benchlab.system.process import environment
+from benchlab.system.trusted_path import opened_to_others, owners, refusal, user_name, walk
 from benchlab.system.users import STACK_USER_VARIABLE
 
 PROBE = Path(__file__).with_name("probe_app.py")
@@ -44,6 +45,7 @@ class AppSpec:
     attr: str
     directory: Path  # the app's root: first on its path, the servers' working directory
     call: str | None = None  # a factory's arguments as written: "()", "('prod', debug=False)"
+    file: Path | None = None  # the module's file, when APP names it (path/to/module.py:app)
 
     @property
     def target(self) -> str:
@@ -108,7 +110,7 @@ def parse_app(text: str, cwd: Path, factory: bool = False) -> AppSpec:
         if not path.is_file():
             raise UserError(f"APP '{text}': no file {path}; give the path of the module's .py file")
         directory, module = package_root(path)
-        return AppSpec(text, module, attr, directory, call)
+        return AppSpec(text, module, attr, directory, call, path)
     if not all(part.isidentifier() for part in module_part.split(".")):
         raise UserError(
             f"APP '{text}': '{module_part}' is neither a module path (a.b.c) nor a .py file"
@@ -174,7 +176,12 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 def app_python(app: str, cwd: Path, given: str | None, factory: bool) -> tuple[str, str]:
     """The interpreter of the app's own environment, and why it is the one: --python; the
     active virtualenv; a .venv or venv beside the app or up to its project's root; else
-    benchlab's own (an app of benchlab's examples, or one whose packages benchlab has)."""
+    benchlab's own (an app of benchlab's examples, or one whose packages benchlab has).
+
+    The search upwards stays inside what the app's owner (or root) holds: it stops at a
+    directory of another user's, or one others can write (/tmp: anyone can put a .venv
+    there), and says where it stopped. Whether the interpreter found may run as the user the
+    app runs as is `app_owner`'s to decide."""
     if given:
         return given, "--python"
     active = os.environ.get(VIRTUAL_ENV)
@@ -183,15 +190,32 @@ def app_python(app: str, cwd: Path, given: str | None, factory: bool) -> tuple[s
     try:
         start = parse_app(app, cwd, factory).directory
     except UserError:
-        start = cwd  # the app's own mistake is told by the probe, in its words
+        start = cwd.resolve()  # the app's own mistake is told by the probe, in its words
+    own = "benchlab's own: no virtualenv active or beside the app"
+    holders = frozenset({0, os.geteuid(), _uid(start)})
     for directory in (start, *start.parents):
+        info = os.stat(directory)
+        if info.st_uid not in holders or opened_to_others(info):
+            held = (
+                "other users can write"
+                if opened_to_others(info)
+                else (f"{user_name(info.st_uid)}'s")
+            )
+            return sys.executable, f"{own} (the search stopped at {directory}: {held})"
         for name in (".venv", "venv"):
             python = directory / name / "bin" / "python"
             if python.exists():
                 return str(python), f"the virtualenv {directory / name}, found from the app"
         if any((directory / marker).exists() for marker in PROJECT_MARKERS):
             break
-    return sys.executable, "benchlab's own: no virtualenv active or beside the app"
+    return sys.executable, own
+
+
+def _uid(path: Path) -> int:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return os.geteuid()
 
 
 def app_path(python: str) -> str:
@@ -215,20 +239,72 @@ class ProbeFailed(UserError):
         self.traceback = traceback
 
 
-def app_owner(spec: AppSpec) -> str | None:
-    """Who owns the app's files: whom its servers run as when benchlab is root, root
-    included — as its owner runs it in production, writing where it writes (a SQLite file,
-    uploads, a key beside it). None for an owner this machine has no name for."""
-    return directory_owner(spec.directory)
-
-
 def directory_owner(directory: Path) -> str | None:
-    """Who owns `directory` (whom what runs from it runs as when benchlab is root: a
-    Python app's, a command's); None for an owner this machine has no name for."""
+    """Who owns `directory` when benchlab is root (whom a command run from it runs as);
+    None when benchlab is not root, or for an owner this machine has no name for."""
+    if os.geteuid() != 0:
+        return None
     try:
         return pwd.getpwuid(directory.stat().st_uid).pw_name
     except KeyError:
         return None
+
+
+def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
+    """Whom the app runs as when benchlab is root: the owner of its file and of its
+    directory — as its owner runs it in production, writing where it writes (a SQLite file,
+    uploads, a key beside it) — root included; None when benchlab is not root (it runs as
+    benchlab's own user). Refused in one line when the two owners differ, when a directory
+    on the way to the app, or to the directory tune was typed in (its deploy command and
+    --setup start there), is held by someone else or writable by others (but /tmp's kind:
+    sticky and root's), or when the interpreter is not held by root or that owner alone."""
+    if os.geteuid() != 0:
+        return None
+    fix = f"run benchlab as the app's user, or set {STACK_USER_VARIABLE}=NAME to choose"
+    if os.environ.get(STACK_USER_VARIABLE):
+        owner = users.stack_user() or "root"  # the user named (checked there)
+    else:
+        owner = _one_owner(spec, fix)
+    places = ((spec.directory, "the app's directory"), (cwd, "the directory tune runs in"))
+    for path, what in places:
+        found = walk(path, owners(owner))
+        if found.step is not None:
+            raise refusal(
+                path, found.step, f"APP '{spec.text}': {what}",
+                f"benchlab, as root, runs it as {owner} (the owner of the app's files): "
+                f"move the app where only {owner} and root can change it, or {fix}", owner,
+            )  # fmt: skip
+    found = walk(Path(python), owners(owner))
+    if found.step is not None:
+        raise refusal(
+            Path(python), found.step, "the app's interpreter",
+            f"benchlab, as root, runs the app as {owner} and so runs only an interpreter "
+            f"root or {owner} alone holds: give another with --python (benchlab's own is "
+            f"{sys.executable}), or {fix}", owner,
+        )  # fmt: skip
+    return owner
+
+
+def _one_owner(spec: AppSpec, fix: str) -> str:
+    """The one user who owns the app's directory and its file (a module form: the
+    directory); a uid with no name here, or two owners, refused in one line."""
+    owned = {spec.directory: spec.directory.stat().st_uid}
+    if spec.file is not None:
+        owned[spec.file] = spec.file.stat().st_uid
+    if len(set(owned.values())) > 1:
+        shown = " and ".join(f"{path} is {user_name(uid)}'s" for path, uid in owned.items())
+        raise UserError(
+            f"APP '{spec.text}': {shown}; benchlab, as root, runs an app as the one user who "
+            f"owns its file and its directory: give both to that user (chown), or {fix}"
+        )
+    uid = owned[spec.directory]
+    name = user_name(uid)
+    if name.startswith("uid "):
+        raise UserError(
+            f"APP '{spec.text}': {spec.directory} belongs to {name}, which has no name on this "
+            f"machine, and benchlab, as root, runs an app as its owner: chown it, or {fix}"
+        )
+    return name
 
 
 def _check_reachable(spec: AppSpec, python: str, user: str) -> None:

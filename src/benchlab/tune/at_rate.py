@@ -4,8 +4,8 @@ After the first pass, every candidate whose closed loop reached R with the spare
 rate to run at keeps (R ÷ capacity.RUN_AT_MEDIAN_SHARE: no capacity can pass what a closed
 loop serves) is replayed at R by its printed command, cheapest first (tune_choice.cost:
 fewest workers or smallest knob values, then least memory, then least CPU per request, as
-its first pass measured them) and judged by the proof's rule (every ~2-s window under the target). The first that holds
-is the answer, with that replay as its proof. When none does, the tune goes on as without
+its first pass measured them) and judged by the proof's rule (every ~2-s window under the
+target). The first that holds is the answer, with that replay as its proof. When none does, the tune goes on as without
 --rate, and its answer says how far the most it holds is from R.
 """
 

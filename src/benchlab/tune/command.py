@@ -31,6 +31,7 @@ from benchlab.hosts import machine
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks import Launch, LaunchContext, Stack
 from benchlab.system.cpu_account import Limits
+from benchlab.system.users import stack_user
 from benchlab.tune.app import directory_owner
 from benchlab.tune.candidates import DEPLOY_PORT, SCENARIO, START_CEILING_S, Candidate
 from benchlab.tune.subject import Described
@@ -204,7 +205,7 @@ class CommandTemplate:
     def described(self) -> Described:
         return Described(
             given=self.template, subject=self.template, directory=str(self.cwd),
-            interface="http", app_commit=machine.git_commit(self.cwd),
+            interface="http", app_commit=machine.git_commit(self.cwd, stack_user(self.owner)),
         )  # fmt: skip
 
 

@@ -518,7 +518,7 @@ def _refuse_for_others(request: TuneRequest, kind: SubjectKind) -> None:
 def _prepare_app(request: TuneRequest) -> PreparedTune:
     spec = app_module.parse_app(request.app, request.cwd, request.factory)
     env_file = (request.env_file, request.env_from_file) if request.env_file else None
-    owner = app_module.app_owner(spec)
+    owner = app_module.app_owner(spec, request.python, request.cwd)
     user = stack_user(owner)  # None unless benchlab is root
     # The --with services' addresses, fixed now: the app is imported with them, as its
     # candidates will be (an app that reads REDIS_URL at import must find it).
@@ -541,7 +541,7 @@ def _prepare_app(request: TuneRequest) -> PreparedTune:
     _check_limits(request.target)
     subject = PythonApp(
         spec, info, request.servers, request.workers, request.threads, request.greenlets,
-        request.python_source,
+        request.python_source, owner,
     )  # fmt: skip
     return PreparedTune(subject, reserved)
 

@@ -17,6 +17,7 @@ from benchlab.core.errors import UserError
 from benchlab.hosts import machine
 from benchlab.stacks import Stack
 from benchlab.system.cpu_account import Limits
+from benchlab.system.users import stack_user
 from benchlab.tune import app as app_module
 from benchlab.tune.app import AppInfo, AppSpec
 from benchlab.tune.candidates import Candidate, candidates, catalogue, skipped_servers
@@ -91,6 +92,9 @@ class PythonApp:
     threads: list[int] | None = None
     greenlets: list[int] | None = None
     python_source: str = "--python"  # why `info.python` is the app's interpreter
+    # Whom it runs as when benchlab is root (app.app_owner, checked as it was found); None
+    # when benchlab is not root.
+    runs_as: str | None = None
 
     @property
     def kind(self) -> SubjectKind:
@@ -102,7 +106,7 @@ class PythonApp:
 
     @property
     def owner(self) -> str | None:
-        return app_module.app_owner(self.spec)
+        return self.runs_as
 
     @property
     def address(self) -> str | None:
@@ -145,7 +149,8 @@ class PythonApp:
             python=self.info.python, python_version=self.info.python_version,
             missing_servers=tuple(self.info.missing_servers),
             # The code under test is the app's: its repository's commit and dirty state.
-            app_commit=machine.git_commit(self.spec.directory), app_versions=self.info.versions,
+            app_commit=machine.git_commit(self.spec.directory, stack_user(self.runs_as)),
+            app_versions=self.info.versions,
         )  # fmt: skip
 
     def _no_server(self) -> UserError:
