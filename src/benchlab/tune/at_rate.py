@@ -5,8 +5,9 @@ rate to run at keeps (R ÷ capacity.RUN_AT_MEDIAN_SHARE: no capacity can pass wh
 loop serves) is replayed at R by its printed command, cheapest first (tune_choice.cost:
 fewest workers or smallest knob values, then least memory, then least CPU per request, as
 its first pass measured them) and judged by the proof's rule (every ~2-s window under the
-target). The first that holds is the answer, with that replay as its proof. When none does, the tune goes on as without
---rate, and its answer says how far the most it holds is from R.
+target). The first that holds is the answer, with that replay as its proof. When none
+does, the tune goes on as without --rate, and its answer says how far the most it holds is
+from R.
 """
 
 from __future__ import annotations
