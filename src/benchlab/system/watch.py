@@ -18,6 +18,7 @@ import psutil
 
 from benchlab.system.cpu_account import CGROUP_V2_MOUNTS, tree_cpu_seconds
 from benchlab.system.process import descendant_pids, living, resident
+from benchlab.system.trusted_path import NEUTRAL_DIR
 
 SYSTEMCTL_TIMEOUT_S = 10.0
 
@@ -120,6 +121,7 @@ def by_unit(unit: str) -> CgroupWatch:
         done = subprocess.run(
             ["systemctl", "show", "--property", "ControlGroup", "--value", unit],
             capture_output=True, text=True, timeout=SYSTEMCTL_TIMEOUT_S, check=False,
+            cwd=NEUTRAL_DIR,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WatchUnavailable(f"systemctl could not be asked about {unit} ({exc})") from None
