@@ -27,6 +27,7 @@ from benchlab.analysis.summary import summarise
 from benchlab.conformance.check import Conformance, Failure, ShapeResult
 from benchlab.conformance.shapes import CATALOGUE_SHAPES, ShapeSet
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.hosts.base import Placement
 from benchlab.hosts.generators import Generated
 from benchlab.http.answers import ReadWorlds
@@ -36,7 +37,7 @@ from benchlab.http.ws_verify import WsCounters
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
 from benchlab.load.jmeter_plans import step_timing
-from benchlab.load.result import Errors, Latency, LoadResult, LoadShare
+from benchlab.load.result import Latency, LoadResult, LoadShare
 from benchlab.load.ws_requests import (
     BroadcastRequest,
     BroadcastResult,
@@ -56,7 +57,7 @@ from benchlab.resilience import slow_clients as slow_check
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from benchlab.runner import RunOutcome, SessionOptions, run_recipe
-from benchlab.runner.executor import Answering, Checked, StackLaunch, StackServer, TrialMonitors
+from benchlab.runner.executor import CheckedStack, ServerProcess, Started, StartOrder, TrialMonitors
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import CellRecord, Store, TrialRecord
 from benchlab.system.process import ProcessRegistry
@@ -209,7 +210,7 @@ class FakeExecutor:
         self.launches: list[tuple[str, int]] = []  # (stack, its launch), in order
         self.loads: list[Loaded] = []
         self.resilience_checked: list[tuple[str, int, int]] = []  # stack, launch, port
-        self.checks: list[Checked] = []  # what each resilience check was asked
+        self.checks: list[CheckedStack] = []  # what each resilience check was asked
         self.conformed: list[ShapeSet] = []  # what each conformance check sent
         self.launch = FakeLaunch(self)
         self.measure = FakeMeasure(self)
@@ -224,7 +225,7 @@ class FakeExecutor:
 class FakeLaunch:
     world: FakeExecutor
 
-    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
+    def start(self, registry: ProcessRegistry, launch: StartOrder) -> Started:
         world, name = self.world, launch.stack.name
         count = sum(1 for stack, _ in world.launches if stack == name) + 1
         world.launches.append((name, count))
@@ -238,9 +239,9 @@ class FakeLaunch:
         if problem is not None:
             server.returncode, server.log = 1, ["boom: cannot start"]
         counters_port = COUNTERS_PORT_OFFSET + server.port if launch.stack.counters else None
-        return Answering(server, server.port, problem, START_S, counters_port)
+        return Started(server, server.port, problem, START_S, counters_port)
 
-    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
+    def stop(self, registry: ProcessRegistry, server: ServerProcess, grace: float) -> None:
         assert isinstance(server, FakeServer)
         if server.returncode is None:
             server.returncode = 0
@@ -294,7 +295,7 @@ class FakeMeasure:
     @contextmanager
     def monitors(
         self,
-        server: StackServer,
+        server: ServerProcess,
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> Iterator[TrialMonitors]:
@@ -361,7 +362,7 @@ class FakeMeasure:
         registry: ProcessRegistry,
         request: HoldRequest,
         workdir: Path,
-        server: StackServer,
+        server: ServerProcess,
         rss_limit_mb: float,
     ) -> HoldResult:
         assert isinstance(server, FakeServer)
@@ -380,14 +381,14 @@ class FakeMeasure:
         return HoldResult(steps, stopped, steps[-1].opened, figures.rss_per_1000_mb,
                           figures.load_cpu_pct)  # fmt: skip
 
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+    def drain(self, registry: ProcessRegistry, checked: CheckedStack) -> Drain:
         server = self._checked_server(checked)
         self.world.now += drain_check.expected_s()
         server.returncode = 0
         return self.world.stacks[server.stack].stopped
 
     def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+        self, registry: ProcessRegistry, checked: CheckedStack, modes: list[str], rounds: int
     ) -> SlowClients:
         server = self._checked_server(checked)
         self.world.now += slow_check.expected_s(len(modes), rounds)
@@ -400,7 +401,7 @@ class FakeMeasure:
         results = [SlowResult(m, (calm,) * rounds, (calm,) * rounds) for m in modes]
         return SlowClients(32, 100, tuple(results))
 
-    def _checked_server(self, checked: Checked) -> FakeServer:
+    def _checked_server(self, checked: CheckedStack) -> FakeServer:
         server = checked.server
         assert isinstance(server, FakeServer) and server.alive(), "checked a stopped stack"
         self.world.resilience_checked.append((server.stack, server.launch, checked.port))

@@ -1,5 +1,5 @@
-"""A cell as the verdicts read it (analysis/verdicts.py's `Measured`; a report's cell summary
-is one), made of the figures a test sets."""
+"""A cell as the verdicts read it (analysis/verdicts.py's `JudgedCell`; the summary's
+`CellFigures` is one), made of the figures a test sets: its own record and result."""
 
 from __future__ import annotations
 
@@ -27,6 +27,14 @@ class MeasuredCell:
     drain: None = None
     slow_clients: None = None
     hold_stop: str | None = None  # a WebSocket hold's: why its steps ended
+
+    @property
+    def record(self) -> MeasuredCell:
+        return self
+
+    @property
+    def result(self) -> MeasuredCell:
+        return self
 
     @property
     def rate_unit(self) -> str:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from benchlab.analysis.run_options import RunOptions
 from benchlab.recipe import Cell
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
+from benchlab.store import RunInfo, Store, TrialRecord
 
 # Median req/s per stack and scenario, as recipes/quick.toml measures them on 2 cores.
 QUICK_LIKE: dict[str, dict[str, float]] = {
@@ -104,7 +105,7 @@ def write_run(
             cell = Cell(stack, scenario, "wrk", 64, 1, duration, 5, 1, copy=copy)
             label = entry.label(1) + {1: "", 2: " (sentinel's A/A copy)"}[copy]
             cell_id = store.add_cell(
-                CellRecord.of(run_id, position, cell, label, facts=entry.facts(1, None))
+                cell_record(run_id, position, cell, label, facts=entry.facts(1, None))
             )
             position += 1
             load_cpu = ceiling_load_cpu if stack == "nginx-static" else 55.0

@@ -14,7 +14,8 @@ import pytest
 from benchlab.analysis.run_options import RunOptions
 from benchlab.recipe import Cell
 from benchlab.runner.measurer import Measurer
-from benchlab.store import CellRecord, RunInfo, Store
+from benchlab.runner.records import cell_record
+from benchlab.store import RunInfo, Store
 from tests.stored_runs import _trial
 
 ROUNDS, MAX_ROUNDS = 3, 8
@@ -51,7 +52,7 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
     run_id = store.create_run(_run_info())
     cells = [Cell(stack, "json", "wrk", 64, 1, 2, 5, 1) for stack in THROUGHPUT]
     options = RunOptions(rank_by=rank_by, min_effect_pct=1.0, ratio_method="sequential")
-    ids = {c: store.add_cell(CellRecord.of(run_id, i, c, c.stack)) for i, c in enumerate(cells)}
+    ids = {c: store.add_cell(cell_record(run_id, i, c, c.stack)) for i, c in enumerate(cells)}
     return SimpleNamespace(
         store=store,
         run_id=run_id,

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis import capacity
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
 from benchlab.core import figures as F
 from benchlab.recipe import Cell
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CapacityRecord, CellRecord, RunInfo, Store
+from benchlab.store import CapacityRecord, RunInfo, Store
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
@@ -92,7 +93,7 @@ def test_a_proof_steps_down_further_each_time_it_misses() -> None:
 
 def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
     store = Store(path)
-    options = RunOptions(slo=Target(100.0, None, 1.0)).to_json()
+    options = RunOptions(slo=Objective(100.0, None, 1.0)).to_json()
     run_id = store.create_run(
         RunInfo("r.toml", "capacity", 'name = "capacity"\n', "", "benchlab run r.toml",
                 "0123456789abcdef", (0,), (1,), dict(MACHINE), options)
@@ -101,7 +102,7 @@ def _slo_run(path: Path, replicates: dict[str, list[CapacityRecord]]) -> str:
         cell = Cell(stack, "json", "vegeta", 64, 1, 2, 5, 1, mode="slo")
         entry = CATALOGUE[stack]
         cell_id = store.add_cell(
-            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
         )
         store.set_cell_rates(cell_id, None, 1000.0)
         for record in records:
@@ -123,8 +124,8 @@ def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) ->
         "gin": [CapacityRecord(r, 1200.0, 1200.0, None, 3) for r in range(3)],
         "sanic": [CapacityRecord(r, 690.0 + r, 690.0 + r, 720.0, 5) for r in range(3)],
     })  # fmt: skip
-    cells = {c.stack: c for c in summarise(Store(path), run_id).cells}
-    assert cells["gin"].unbracketed == 3 and cells["sanic"].unbracketed == 0
+    cells = {c.record.stack: c for c in summarise(Store(path), run_id).cells}
+    assert cells["gin"].result.unbracketed == 3 and cells["sanic"].result.unbracketed == 0
     report = json.loads(benchlab("report", "--results", str(path), "-f", "json").stdout)
     by_stack = {c["stack"]: c for c in report["cells"]}
     assert by_stack["gin"]["capacity_rps"]["bracketed"] is False

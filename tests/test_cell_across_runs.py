@@ -237,9 +237,12 @@ def test_historys_last_line_and_its_exit_code_say_the_same(tmp_path: Path) -> No
 
 
 def _record_twins(tmp_path: Path) -> list:
-    """One run with two load profiles that differ only in their duration (2 and 5 s)."""
+    """One run with two load profiles that differ only in their duration (2 and 5 s): their
+    cells' results (nothing measured yet)."""
+    from benchlab.analysis.cell_result import cell_result
     from benchlab.recipe import Cell
-    from benchlab.store import CellRecord, RunInfo
+    from benchlab.runner.records import cell_record
+    from benchlab.store import RunInfo
 
     store = Store(tmp_path / "twins.db")
     run_id = store.create_run(
@@ -247,8 +250,8 @@ def _record_twins(tmp_path: Path) -> list:
     )
     for position, duration in enumerate((2, 5)):
         cell = Cell("gin", "json", "wrk", 64, 1, duration, 5, 1)
-        store.add_cell(CellRecord.of(run_id, position, cell, "gin w=1"))
-    return store.cells(run_id)
+        store.add_cell(cell_record(run_id, position, cell, "gin w=1"))
+    return [cell_result(record, [], [], RunOptions()) for record in store.cells(run_id)]
 
 
 def test_two_cells_of_one_run_that_differ_only_in_duration_stay_two_series(

@@ -655,7 +655,7 @@ def test_tune_judges_its_answers_replay_and_ends_with_the_threshold_code(
         if code:
             assert done.err.splitlines()[-1] == (
                 f"FAIL: threshold {bound[:3]}<{bound[4:-2]} ms broken by 1 cell: "
-                "gunicorn-gthread w=1 t=16 app vegeta c=64 rate 978/s"
+                "gunicorn-gthread w=1 t=16 · app vegeta c=64 rate 978/s"
             ), done.err
             assert f"{bound[:3]}<{bound[4:-2]} ms: FAILED in 1 of 1 cells" in flat
         elif bound == "p99<100ms":  # its windows' p99s straddle it: said, not failed

@@ -188,9 +188,12 @@ def _flask_wide_but_valid() -> bool:
     from benchlab.store import Store
 
     summary = summarise(Store(README_RUN, create=False), None)
-    flask = [c for c in summary.cells if c.stack == "flask+gunicorn" and c.scenario == "json"]
+    flask = [
+        c for c in summary.cells
+        if c.record.stack == "flask+gunicorn" and c.record.scenario == "json"
+    ]  # fmt: skip
     (cell,) = flask
-    wide = cell.estimate(cell.ranked_by).half_width_pct > summary.options.target_half_width_pct
+    wide = cell.estimate(cell.result.figure).half_width_pct > summary.options.target_half_width_pct
     return wide and [v.name for v in cell.verdicts] == []
 
 

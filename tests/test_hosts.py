@@ -518,7 +518,8 @@ def _share(host: str, requests: int, cpu: float | None, cores: str = "[1]") -> o
 
 
 def test_hosts_sharing_a_saturated_core_are_named_in_the_generator_bound_verdict() -> None:
-    from benchlab.analysis.summary import _name_bound_hosts, host_shares
+    from benchlab.analysis.cell_parts import host_shares
+    from benchlab.analysis.summary import _name_bound_hosts
     from benchlab.analysis.verdicts import CLIENT_BOUND
 
     # Two trials: the two generators on one core used 94 % and 96 % of it together.

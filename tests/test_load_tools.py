@@ -9,10 +9,11 @@ import psutil
 import pytest
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.hosts import generators
 from benchlab.hosts.generators import run_load, run_tool
 from benchlab.load import LoadRequest, base
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 from benchlab.runner import HOST
 from benchlab.system.process import ProcessRegistry
 from tests.conftest import benchlab, write_recipe

@@ -4,7 +4,9 @@ or the WebSocket scenarios' with the Go ceiling), the runner's stop decision
 (`Measurer.still_to_decide`, as its adaptive rounds ask it) and the report's words (the
 takeaways, and the JSON's undecided pairs) agree: a run stops exactly when the report says
 "undecided" nowhere, and the pairs the runner would still measure are the pairs the report
-calls undecided.
+calls undecided. And one builder: the runner's ranking and the report's are made of each
+cell's one `CellResult` (analysis/cell_result.py), the report's Ranking holding the very
+results its cells show, and every figure, point and order the JSON states is theirs.
 
 On the code before analysis/ranking.py (05c3a56) a version of this test found four
 disagreements: at `min_effect_pct = 0` the runner never decided a tie the report called one;
@@ -18,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import statistics
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,8 +29,10 @@ from types import SimpleNamespace
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from benchlab.analysis.cell_result import stored_ranking
+from benchlab.analysis.ranking import Ranking
 from benchlab.analysis.run_options import RunOptions
-from benchlab.analysis.summary import summarise
+from benchlab.analysis.summary import RunSummary, summarise
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.http.scenarios import SCENARIOS
@@ -35,8 +40,9 @@ from benchlab.recipe import Cell
 from benchlab.report.jsonfile import render_json
 from benchlab.report.takeaways import takeaways
 from benchlab.runner.measurer import Measurer
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import CellRecord, RunInfo, Store, TrialRecord
+from benchlab.store import RunInfo, Store, TrialRecord
 from tests.stored_runs import MACHINE
 
 CONTENDERS = ("gin", "sanic", "tornado", "fastapi+uvicorn")
@@ -127,7 +133,7 @@ def _filled(
         cell = dataclasses.replace(cell, mode=mode)
         entry = CATALOGUE[name]
         cell_id = store.add_cell(
-            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
         )
         for round_index, row in enumerate(rows):
             store.add_trial(cell_id, _trial(round_index, *row))
@@ -165,9 +171,33 @@ def test_the_runner_stops_where_the_report_says_nothing_is_undecided(
         stops = not pending
         event("the runner stops" if stops else "the runner waits on undecided pairs")
         assert stops == ("undecided" not in words), (stops, words)
+        _one_builder(stored_ranking(session.store, session.run_id, options), summary, report)
         assert named == {(s.ahead.key, s.behind.key) for s in waiting}, (named, words)
         # Every pair the runner waits on is named in its point's sentence, as undecided.
         for step in waiting:
             (sentence,) = [t.sentence for t in takeaways(summary) if t.point == step.point]
             assert f"{step.ahead.label.removesuffix(' w=1')} " in sentence
             assert f"(undecided: {step.would_decide})" in sentence
+
+
+def _one_builder(runner: Ranking, summary: RunSummary, report: dict) -> None:
+    """The runner's ranking and the report's rank the same results: each cell's point,
+    figure and samples as its one CellResult has them; the report's Ranking holds the very
+    results its cells show; the JSON states their figure, order and medians."""
+    assert list(runner.points) == list(summary.ranking.points)
+    for point, ranked in summary.ranking.points.items():
+        theirs = runner.points[point]
+        assert [e.key for e in theirs.entrants] == [e.key for e in ranked.entrants]
+        assert [p.key for p in theirs.order] == [p.key for p in ranked.order]
+        assert [s.call for s in theirs.steps] == [s.call for s in ranked.steps]
+        for entrant in ranked.entrants:
+            result = summary.cell(entrant.key).result
+            assert entrant is result  # a reference to the result the report shows
+            assert result.point == point and result.figure is ranked.figure
+            assert list(theirs.samples[entrant.key]) == list(result.samples[ranked.figure.key])
+    cells = {c["key"]: c for c in report["cells"]}
+    for point in report["rankings"]:
+        for place in point["ranking"]:
+            result = summary.cell(place["key"]).result
+            assert cells[place["key"]]["ranked_by"] == point["figure"] == result.figure.key
+            assert place["value"] == statistics.median(result.samples[result.figure.key])

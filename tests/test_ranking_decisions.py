@@ -13,11 +13,12 @@ import statistics
 import pytest
 
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.ranking import Call, Entrant, PointRanking, Step, build
+from benchlab.analysis.ranking import Call, PointRanking, Step, rank
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.samples import Samples
 from benchlab.analysis.sequential import ALPHA, rounds_to_decide
 from benchlab.core import figures as F
+from tests.entrants import Contender
 
 RUNS = 1_000
 FIRST_ROUNDS, MAX_ROUNDS = 3, 40
@@ -33,11 +34,11 @@ def _ranked(
 ) -> PointRanking:  # fmt: skip
     """The stacks' series at one point, ranked as a run that stops on its data ranks them."""
     entrants = [
-        Entrant(key, key, POINT, figure, Samples(tuple(s.values()), tuple(s)), ranks=True)
+        Contender(key, key, POINT, figure, Samples(tuple(s.values()), tuple(s)), ranks=True)
         for key, s in series.items()
     ]
     options = RunOptions(ratio_method="sequential", min_effect_pct=min_effect_pct)
-    return build(entrants, options).points[POINT]
+    return rank(entrants, options).points[POINT]
 
 
 def _adaptive_run(rng: random.Random, own_sd: float, shared_sd: float):

@@ -174,7 +174,7 @@ def test_the_ceiling_share_comes_only_from_a_ceiling_that_is_not_client_bound(
         assert note.startswith("Of this machine's ceiling, at most: gin "), note
         assert "(nginx-static was client-bound here: its " in note, note
     free = summarise(Store(tmp_path / "b.db"), write_run(tmp_path / "b.db", ceiling_load_cpu=50.0))
-    gin = next(c for c in free.cells if c.stack == "gin" and c.scenario == "json")
+    gin = next(c for c in free.cells if c.record.stack == "gin" and c.record.scenario == "json")
     assert gin.ratio(F.CEILING).value == pytest.approx(88_000 / 205_000)
     (note,) = next(t for t in takeaways(free) if t.label == "json").notes
     share = ratio_text(gin.ratio(F.CEILING), percent=True)  # 43% [low–high]

@@ -19,6 +19,7 @@ from benchlab.report.markdown import render_markdown
 from benchlab.report.sections import NESTED, UNTITLED, Format, sections, titled
 from benchlab.report.takeaways import takeaways
 from benchlab.report.terminal import render_table
+from benchlab.stacks import CATALOGUE
 from benchlab.store import Store
 from tests.stored_runs import write_run
 
@@ -32,7 +33,8 @@ GATES = [(), ("p99<1ms", "rps>=1")]
 @pytest.fixture(scope="module", params=GATES, ids=["plain", "with-thresholds"])
 def summary(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> RunSummary:
     path = tmp_path_factory.mktemp("sections") / "results.db"
-    stored = summarise(Store(path), write_run(path))
+    # as the CLI summarises a run: with the catalogue's notes, given as data
+    stored = summarise(Store(path), write_run(path), catalogue=CATALOGUE)
     return judged(stored, parse_thresholds(request.param))
 
 

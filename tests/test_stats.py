@@ -80,16 +80,16 @@ def test_ratio_interval_covers_the_true_ratio_and_says_when_it_is_significant() 
 
 
 def test_adaptive_stopping_on_synthetic_trials() -> None:
-    from benchlab.analysis.stats import converged
+    from benchlab.analysis.stats import median_interval, settled
 
     steady = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
-    assert not converged(steady[:5], 5.0), "5 trials cannot reach 95 %: keep going"
-    assert converged(steady, 5.0), "6 tight trials reach 95 % within ±5 %: stop"
+    assert not settled(median_interval(steady[:5]), 5.0), "5 trials cannot reach 95 %: keep going"
+    assert settled(median_interval(steady), 5.0), "6 tight trials reach 95 % within ±5 %: stop"
     noisy = [1000.0, 1400.0, 700.0, 1300.0, 800.0, 1200.0, 900.0, 1100.0]
-    assert not converged(noisy, 5.0)
-    assert converged(noisy, 40.0)
+    assert not settled(median_interval(noisy), 5.0)
+    assert settled(median_interval(noisy), 40.0)
     # A run adds trials until converged or max_trials: simulate it on a stream of values.
     rng = random.Random(3)
     stream = [rng.gauss(1000, 10) for _ in range(20)]
-    taken = next(n for n in range(1, 21) if converged(stream[:n], 5.0))
+    taken = next(n for n in range(1, 21) if settled(median_interval(stream[:n]), 5.0))
     assert taken == 6

@@ -13,10 +13,12 @@ import pytest
 
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
+from benchlab.core.request_errors import Errors
 from benchlab.load import histogram
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 from benchlab.measure.monitor import CoreSteal, TreeUsage
 from benchlab.recipe import Cell
+from benchlab.runner.records import TrialExtras, cell_record, trial_record
 from benchlab.store import (
     SCHEMA_VERSION,
     TABLES,
@@ -24,8 +26,6 @@ from benchlab.store import (
     RunInfo,
     RunRecord,
     Store,
-    TrialExtras,
-    trial_record,
 )
 
 # The columns of schema 1 (before fixed-rate load and the capacities table) that later
@@ -87,7 +87,7 @@ def test_an_older_store_gains_the_new_columns_and_keeps_its_runs(tmp_path: Path)
         RunInfo("r.toml", "r", "", "", "benchlab run", None, (0,), (1,), {"cpu": "x"})
     )
     cell_id = store.add_cell(
-        CellRecord.of(run_id, 0, Cell("gin", "json", "siege", 8, 1, 1, 5, 1), "gin w=1")
+        cell_record(run_id, 0, Cell("gin", "json", "siege", 8, 1, 1, 5, 1), "gin w=1")
     )
     _add_trial(store, cell_id, [1000, 2000])
     (trial,) = store.trials(cell_id)
@@ -168,11 +168,13 @@ def test_an_old_stores_rows_read_as_records_with_every_default(tmp_path: Path) -
     store.close()
 
     from benchlab.analysis.summary import summarise
+    from benchlab.stacks import CATALOGUE
 
-    summary = summarise(Store(path, create=False), "old-run")
+    summary = summarise(Store(path, create=False), "old-run", catalogue=CATALOGUE)
     (found,) = summary.cells
-    assert found.protocol == "h1" and found.keepalive and found.mode == Mode.CLOSED
-    assert found.facts["server"]  # a cell stored before its facts: read from the catalogue
+    record = found.record
+    assert record.protocol == "h1" and record.keepalive and record.mode == Mode.CLOSED
+    assert found.result.facts["server"]  # a cell stored before its facts: read from the catalogue
     assert (
         summary.run.to_json()["server_cores"] == [0, 1]
         and "options" not in summary.to_json()["run"]
@@ -191,9 +193,9 @@ def test_a_cell_and_a_run_read_back_as_they_were_written(tmp_path: Path) -> None
         keepalive=False, protocol="h2",
     )  # fmt: skip
     facts = {"framework": "gin", "server": "net/http"}
-    cell_id = store.add_cell(CellRecord.of(run_id, 0, cell, "gin w=1", 64, 4, facts))
+    cell_id = store.add_cell(cell_record(run_id, 0, cell, "gin w=1", 64, 4, facts))
     (back,) = store.cells(run_id)
-    written = CellRecord.of(run_id, 0, cell, "gin w=1", 64, 4, facts)
+    written = cell_record(run_id, 0, cell, "gin w=1", 64, 4, facts)
     assert back == dataclasses.replace(written, id=cell_id)
     assert (back.mode, back.keepalive, back.facts) == (Mode.RATE, False, facts)
     run = store.run(run_id)
@@ -250,7 +252,7 @@ def test_a_histogram_round_trips_through_the_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "h.db")
     run_id = store.create_run(RunInfo("r.toml", "r", "", "", "b", None, (0,), (1,), {}))
     cell_id = store.add_cell(
-        CellRecord.of(run_id, 0, Cell("gin", "json", "vegeta", 8, 1, 1, 5, 1), "gin")
+        cell_record(run_id, 0, Cell("gin", "json", "vegeta", 8, 1, 1, 5, 1), "gin")
     )
     latencies = [100 + 37 * i for i in range(5000)]
     _add_trial(store, cell_id, latencies)

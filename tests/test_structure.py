@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,21 @@ def test_each_layer_imports_only_from_below_it() -> None:
         cwd=SOURCE.parent.parent, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+
+
+def test_what_must_never_be_imported_is_forbidden_not_only_ordered() -> None:
+    # Besides the layers' order, pyproject.toml forbids a report the runner and the live
+    # catalogue (what it needs of the catalogue comes as data), and the store what makes its
+    # records (recipes, load tools, monitors): lint-imports above holds them.
+    declared = tomllib.loads((SOURCE.parent.parent / "pyproject.toml").read_text())
+    contracts = {c["id"]: c for c in declared["tool"]["importlinter"]["contracts"]}
+    report, store = contracts["report-reads-the-run"], contracts["store-keeps-records"]
+    assert report["type"] == store["type"] == "forbidden"
+    assert set(report["source_modules"]) >= {"benchlab.report", "benchlab.report.**"}
+    assert set(report["forbidden_modules"]) >= {"benchlab.runner", "benchlab.stacks"}
+    assert store["source_modules"] == ["benchlab.store"]
+    assert set(store["forbidden_modules"]) == {
+        "benchlab.recipe",
+        "benchlab.load",
+        "benchlab.measure",
+    }

@@ -138,11 +138,15 @@ def readme_run() -> RunSummary:
     return summarise(Store(README_RUN, create=False), None)
 
 
-def test_a_percentiles_interval_is_the_trials_own_beside_the_merged_figure(readme_run) -> None:
+def test_a_percentiles_interval_is_the_trials_own_beside_the_merged_figure(
+    readme_run: RunSummary,
+) -> None:
     """p50 and p99 (of the merged histogram) carry the interval of the trials' own p50 and
     p99; CPU/req its own; RSS, a peak, none."""
-    gin = next(c for c in readme_run.cells if c.stack == "gin" and c.scenario == "json")
-    p99, over = gin.value(F.P99), gin.latency_intervals[F.P99.key]
+    gin = next(
+        c for c in readme_run.cells if c.record.stack == "gin" and c.record.scenario == "json"
+    )
+    p99, over = gin.value(F.P99), gin.result.latency_intervals[F.P99.key]
     assert p99 is not None and over is not None and over.n == 3
     spread = spread_of(gin, F.P99)
     assert spread == Spread(p99, over.low, over.high, 3)
@@ -154,9 +158,11 @@ def test_a_percentiles_interval_is_the_trials_own_beside_the_merged_figure(readm
 
 
 def test_the_wide_markdown_and_csv_tables_show_the_intervals_of_p50_p99_and_cpu(
-    readme_run,
+    readme_run: RunSummary,
 ) -> None:
-    gin = next(c for c in readme_run.cells if c.stack == "gin" and c.scenario == "json")
+    gin = next(
+        c for c in readme_run.cells if c.record.stack == "gin" and c.record.scenario == "json"
+    )
     p99 = gin.interval(F.P99)
     assert p99 is not None
     shown = f"{F.P99.format(gin.value(F.P99))} [{F.P99.format(p99.low)}–{F.P99.format(p99.high)}]"
@@ -166,19 +172,21 @@ def test_the_wide_markdown_and_csv_tables_show_the_intervals_of_p50_p99_and_cpu(
     cpu = gin.estimate(F.CPU_PER_REQUEST)
     assert cpu is not None and f"{cpu.median:,.0f} [{cpu.low:,.0f}–{cpu.high:,.0f}]" in row
     rows = list(csv.DictReader(io.StringIO(render_csv(readme_run))))
-    mine = next(r for r in rows if r["key"] == gin.key)
+    mine = next(r for r in rows if r["key"] == gin.record.key)
     assert float(mine["latency_ms_p99_low"]) == p99.low
     assert float(mine["latency_ms_p99_high"]) == p99.high
 
 
-def test_every_format_names_each_threshold_and_its_outcome(readme_run) -> None:
+def test_every_format_names_each_threshold_and_its_outcome(readme_run: RunSummary) -> None:
     given = parse_thresholds(["p99<1ms", "p99<1000ms", "rps>=5000"])
     summary = judged(readme_run, given)
     failed, kept, mixed = summary.thresholds
     assert failed.outcome is Outcome.FAILED and len(failed.judged) == len(readme_run.cells)
     assert kept.outcome is Outcome.KEPT and not kept.failed
     # fastapi's throughput interval straddles 5,000 req/s in both scenarios: undecided.
-    undecided = {readme_run.cell(j.cell).stack for j in mixed.with_outcome(Outcome.UNDECIDED)}
+    undecided = {
+        readme_run.cell(j.cell).record.stack for j in mixed.with_outcome(Outcome.UNDECIDED)
+    }
     assert undecided == {"fastapi+uvicorn"}
     lines = threshold_lines(summary)
     assert "p99<1 ms: FAILED in 12 of 12 cells" in lines

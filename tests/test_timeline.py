@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.core.latency_timeline import Timeline
 from benchlab.core.modes import Mode
 from benchlab.load import timeline as timeline_module
 from benchlab.load.request_records import Generator, csv_lines, read_results
-from benchlab.load.result import LoadResult, Timeline
+from benchlab.load.result import LoadResult
 from benchlab.recipe import Cell
+from benchlab.runner.records import cell_record
 from benchlab.stacks import CATALOGUE
-from benchlab.store import TABLES, CellRecord, RunInfo, Store
+from benchlab.store import TABLES, RunInfo, Store
 from tests.browser import open_page
 from tests.conftest import REPO, benchlab, run_and_report, write_recipe
 from tests.stored_runs import MACHINE, held_trial
@@ -115,7 +117,7 @@ def _fixed_rate_run(path: Path, with_timeline: bool = True) -> str:
         cell = Cell(stack, "json", "vegeta", 64, 1, 10, 5, 1, mode=Mode.RATE, rate=500.0)
         entry = CATALOGUE[stack]
         cell_id = store.add_cell(
-            CellRecord.of(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
+            cell_record(run_id, position, cell, entry.label(1), facts=entry.facts(1, None))
         )
         for round_index in range(2):
             pause = {4.0: 0.3} if (stack, round_index) == ("gin", 1) else {}

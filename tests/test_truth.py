@@ -14,7 +14,7 @@ from rich.console import Console
 from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.flips import flips
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.ranking import Call, Entrant, Ranking, build
+from benchlab.analysis.ranking import Call, Ranking, rank
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import ratio_interval
 from benchlab.core import figures as F
@@ -24,6 +24,7 @@ from benchlab.runner import SessionOptions, run_recipe
 from benchlab.stacks import CATALOGUE, Stack
 from benchlab.store import Store
 from tests.conftest import benchlab, write_recipe
+from tests.entrants import Contender
 from tests.html_table import ReportPage
 from tests.measured import MeasuredCell as _Measured
 from tests.test_failures import _misbehaving_stack
@@ -78,12 +79,12 @@ def _point(name: str) -> GridPoint:
     return GridPoint(name, "db-delay", "wrk", 64)
 
 
-def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Entrant:
-    return Entrant(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
+def _contender(label: str, point: str, samples: list[float], figure: F.Figure) -> Contender:
+    return Contender(f"{label}|{point}", label, _point(point), figure, samples, ranks=True)
 
 
-def _ranking(grid: list[Entrant]) -> Ranking:
-    return build(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
+def _ranking(grid: list[Contender]) -> Ranking:
+    return rank(grid, RunOptions(min_effect_pct=EVIDENCE.min_effect_pct))
 
 
 def _order(ranking: Ranking, point: str) -> list[str]:
@@ -91,7 +92,7 @@ def _order(ranking: Ranking, point: str) -> list[str]:
 
 
 def test_flips_on_a_synthetic_grid() -> None:
-    def c(label: str, point: str, value: float) -> Entrant:
+    def c(label: str, point: str, value: float) -> Contender:
         factors = (0.98, 1.0, 1.02, 0.99, 1.01, 1.0)
         return _contender(label, point, [value * f for f in factors], F.THROUGHPUT)
 
@@ -487,9 +488,9 @@ def test_a_cell_that_never_reaches_95_percent_is_reported() -> None:
 
 
 def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
-    from benchlab.analysis.verdicts import RATE_NOT_DELIVERED, Setting, Side, verdicts
+    from benchlab.analysis.verdicts import RATE_NOT_DELIVERED, Bound, Setting, verdicts
 
-    def shortfall(sent_rate: float) -> tuple[str, Side | None]:
+    def shortfall(sent_rate: float) -> tuple[str, Bound | None]:
         cell = _Measured(
             {F.THROUGHPUT.key: 200.0, F.REQUESTS.key: 400, F.SERVER_CPU.key: 5.0,
              F.LOAD_CPU.key: 40.0, F.TARGET_RATE.key: 500.0, F.SENT_RATE.key: sent_rate,
@@ -505,10 +506,10 @@ def test_an_undelivered_rate_is_blamed_on_whoever_fell_behind() -> None:
 
     # Sent on time at 40 % CPU, answered at 200 of 500: the server did not keep up.
     sentence, bound = shortfall(sent_rate=499.0)
-    assert "server-bound" in sentence and bound is Side.SERVER
+    assert "server-bound" in sentence and bound is Bound.SERVER
     # Sent late at 40 % CPU (a generator whose core the VM gave away): the generator's.
     sentence, bound = shortfall(sent_rate=220.0)
-    assert "generator-bound" in sentence and bound is Side.GENERATOR
+    assert "generator-bound" in sentence and bound is Bound.GENERATOR
 
 
 def test_a_server_starved_by_the_hypervisor_is_not_called_blocked() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.ranking import Call
 from benchlab.analysis.recommendation import CANDIDATE_SIZE, recommend
 from benchlab.analysis.run_options import RunOptions
@@ -28,10 +28,11 @@ from benchlab.analysis.tune_choice import capacity_point, cost
 from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core.modes import Mode
 from benchlab.recipe import Cell
-from benchlab.store import CapacityRecord, CellRecord, RunInfo, Store
+from benchlab.runner.records import cell_record
+from benchlab.store import CapacityRecord, RunInfo, Store
 from tests.stored_runs import MACHINE, held_trial
 
-SLO = Target(100.0, None, 1.0)
+SLO = Objective(100.0, None, 1.0)
 STACK = "gunicorn-gthread"
 
 
@@ -80,7 +81,7 @@ def _stored(store: Store, drawn: list[Drawn], tune: TuneOptions | None) -> RunSu
         facts = {"command": label, CANDIDATE_SIZE: [float(candidate.workers)]}
         if tune is not None:  # a tune's first pass: its closed loop and its cost
             first = store.add_cell(
-                CellRecord.of(run_id, position, _cell(index, candidate, Mode.CLOSED), label,
+                cell_record(run_id, position, _cell(index, candidate, Mode.CLOSED), label,
                               facts=facts)
             )  # fmt: skip
             position += 1
@@ -90,7 +91,7 @@ def _stored(store: Store, drawn: list[Drawn], tune: TuneOptions | None) -> RunSu
             store.add_trial(first, trial)
             store.mark_cell(first, "ok")
         search = store.add_cell(
-            CellRecord.of(run_id, position, _cell(index, candidate, Mode.SLO), label, facts=facts)
+            cell_record(run_id, position, _cell(index, candidate, Mode.SLO), label, facts=facts)
         )
         position += 1
         for r, found in enumerate(candidate.replicates):

@@ -11,20 +11,21 @@ from pathlib import Path
 import pytest
 
 from benchlab.analysis import capacity
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
 from benchlab.analysis.tune_options import TuneOptions
 from benchlab.recipe import Cell
-from benchlab.store import CapacityRecord, CellRecord, RunInfo, Store
+from benchlab.runner.records import cell_record
+from benchlab.store import CapacityRecord, RunInfo, Store
 from benchlab.tune.driver import TunePlan, fit_search, replicate_overrun_s, search_cost
 from benchlab.tune.proof import proof_cost_s
 from benchlab.tune.proxy_check import check_cost_s
 from tests.conftest import benchlab
 from tests.stored_runs import MACHINE, held_trial
 
-SLO = Target(100.0, None, 1.0)
+SLO = Objective(100.0, None, 1.0)
 LABEL = "gunicorn-gthread w=1 t=16"
 COMMAND = "gunicorn app:app --bind 0.0.0.0:8000 --workers 1 --worker-class gthread --threads 16"
 
@@ -93,12 +94,12 @@ def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SE
         "worker_model": "a thread per request, N threads per process", "command": COMMAND,
     }  # fmt: skip
     closed = Cell("gunicorn-gthread", "app", "vegeta", 64, 1, 2, 5, 1, server_threads=16)
-    cell_id = store.add_cell(CellRecord.of(run_id, 0, closed, LABEL, facts=facts))
+    cell_id = store.add_cell(cell_record(run_id, 0, closed, LABEL, facts=facts))
     for r in range(2):
         store.add_trial(cell_id, dataclasses.replace(held_trial(r, 2000.0), target_rate=None))
     store.mark_cell(cell_id, "ok")
     search = dataclasses.replace(closed, mode="slo")
-    cell_id = store.add_cell(CellRecord.of(run_id, 1, search, LABEL, facts=facts))
+    cell_id = store.add_cell(cell_record(run_id, 1, search, LABEL, facts=facts))
     store.set_cell_rates(cell_id, None, 2000.0)
     for r, found in enumerate((1205.0, 1150.0, 1260.0, 1190.0, 1230.0, 1175.0)):
         store.add_capacity(cell_id, CapacityRecord(r, found, found, found * 1.05, 5))
@@ -107,7 +108,7 @@ def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SE
     for step, (rate, p99, held) in enumerate(steps):
         cell = Cell("gunicorn-gthread-as-printed", "app", "vegeta", 64, 1, 20, 2, 1,
                     server_threads=16, mode="rate", rate=rate)  # fmt: skip
-        cell_id = store.add_cell(CellRecord.of(run_id, 2 + step, cell, LABEL, facts=facts))
+        cell_id = store.add_cell(cell_record(run_id, 2 + step, cell, LABEL, facts=facts))
         trial = dataclasses.replace(held_trial(0, rate), latency_p99_ms=p99, duration_s=20.0)
         store.add_trial(cell_id, trial)
         missed = None if held else f"p99 {p99:.1f} ms > 100 ms"

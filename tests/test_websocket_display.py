@@ -68,7 +68,9 @@ def _table(summary: RunSummary, wide: bool = False) -> str:
 
 
 def _cell(summary: RunSummary, stack: str, scenario: str) -> CellSummary:
-    return next(c for c in summary.cells if c.stack == stack and c.scenario == scenario)
+    return next(
+        c for c in summary.cells if c.record.stack == stack and c.record.scenario == scenario
+    )
 
 
 def test_a_websocket_cell_rates_are_messages_a_second_an_http_cell_requests(
@@ -110,19 +112,19 @@ def test_a_hold_that_stopped_refused_counts_no_errors_and_says_how_many_it_refus
     run = _ws_run(tmp_path, _recipe('"ws-hold"'))
     summary = summarise(run.store, run.run_id)
     hold = _cell(summary, UVICORN, "ws-hold")
-    stored = run.store.trials(hold.stored.id)
+    stored = run.store.trials(hold.record.id)
     assert {t.ws_hold_stop for t in stored} == {REFUSED}
     assert all(t.errors_connect > 0 for t in stored)  # the store keeps them as connect errors
-    assert hold.errors["total"] == 0 and ERRORS.text(hold) == "0"
-    assert hold.hold_refused == stored[0].errors_connect
+    assert hold.result.errors["total"] == 0 and ERRORS.text(hold) == "0"
+    assert hold.result.hold_refused == stored[0].errors_connect
     assert "errors" not in [v.name for v in hold.verdicts]
     note = next(n for t in takeaways(summary) for n in t.notes if "refused an upgrade" in n)
-    assert f"{UVICORN}[async] w=1 ({hold.hold_refused:,} refused)" in note, note
+    assert f"{UVICORN}[async] w=1 ({hold.result.hold_refused:,} refused)" in note, note
     row = next(
         r for r in csv.DictReader(io.StringIO(render_csv(summary)))
         if r["stack"] == UVICORN
     )  # fmt: skip
-    assert row["errors"] == "0" and row["hold_refused"] == str(hold.hold_refused)
+    assert row["errors"] == "0" and row["hold_refused"] == str(hold.result.hold_refused)
     # A hold that stopped otherwise: its refused opens are errors still.
     stalled = dataclasses.replace(stored[0], ws_hold_stop=STALLED)
     assert refused_opens(stalled) is None
@@ -156,4 +158,4 @@ def test_a_tune_says_the_rate_unit_its_options_store(tmp_path: Path) -> None:
     table = _table(summary)
     assert "closed-loop" in table and "msg/s" in table and "req/s" not in table, table
     # Its cells too (their scenario is the tune's own, in no catalogue): JSON and verdicts.
-    assert {cell.rate_unit for cell in summary.cells} == {F.MSG_S}
+    assert {cell.result.rate_unit for cell in summary.cells} == {F.MSG_S}

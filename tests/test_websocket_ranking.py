@@ -93,7 +93,7 @@ def test_each_websocket_scenario_is_ranked_by_its_own_figure_the_ceiling_not_at_
     }  # fmt: skip
     for point in by_scenario.values():  # the ceiling is at every point, ranked at none
         assert [p.stack for p in point.order] != [] and GO not in [p.stack for p in point.order]
-        assert any(key.startswith(GO) for key in point.cells)
+        assert any(e.key.startswith(GO) for e in point.entrants)
     echo = _sentence(summary, "ws-echo")
     assert re.fullmatch(
         r"By echo p99, lowest first: "
@@ -108,8 +108,10 @@ def test_each_websocket_scenario_is_ranked_by_its_own_figure_the_ceiling_not_at_
     ), hold
     assert "≈" in _sentence(summary, "ws-broadcast")  # 5.0 ms each: a tie
     assert by_scenario["ws-broadcast"].steps[0].call is Call.TIE
-    hold_cell = next(c for c in summary.cells if c.stack == UVICORN and c.scenario == "ws-hold")
-    assert hold_cell.mode == Mode.CLOSED and hold_cell.value(F.CONNECTIONS_HELD) == 250
+    hold_cell = next(
+        c for c in summary.cells if c.record.stack == UVICORN and c.record.scenario == "ws-hold"
+    )
+    assert hold_cell.record.mode == Mode.CLOSED and hold_cell.value(F.CONNECTIONS_HELD) == 250
     rss = hold_cell.estimate(F.RSS_PER_1000)
     assert rss is not None and rss.low < rss.median < rss.high  # RSS per 1,000 with its interval
 
@@ -169,7 +171,7 @@ def test_adaptive_rounds_decide_the_websocket_pairs_the_report_calls_undecided(
         said = _sentence(summary, point.point.scenario)
         assert ("undecided" in said) == bool(point.undecided), said
     echo = next(p for p in summary.ranking.points.values() if p.point.scenario == "ws-echo")
-    assert echo.undecided and not summary.ranking.decided
+    assert echo.undecided and summary.ranking.still_to_decide().entrants
 
 
 def test_counts_that_do_not_match_the_servers_are_a_verdict(tmp_path: Path) -> None:
@@ -178,7 +180,7 @@ def test_counts_that_do_not_match_the_servers_are_a_verdict(tmp_path: Path) -> N
         scenarios='"ws-echo"'
     ))  # fmt: skip
     summary = summarise(run.store, run.run_id)
-    verdicts = {c.stack: [v.name for v in c.verdicts] for c in summary.cells}
+    verdicts = {c.record.stack: [v.name for v in c.verdicts] for c in summary.cells}
     assert "ws-counts" in verdicts[HYPERCORN]
     assert "ws-counts" not in verdicts[UVICORN]
 

@@ -49,7 +49,7 @@ CONFIRM_STEP_DOWN = 0.8
 
 
 @dataclass(frozen=True)
-class Target:
+class Objective:
     """What a rate must hold: the recipe's [slo]."""
 
     p99_ms: float | None
@@ -57,8 +57,8 @@ class Target:
     max_error_pct: float
 
     @classmethod
-    def of(cls, slo: Slo) -> Target:
-        """The target a recipe's [slo] sets."""
+    def of(cls, slo: Slo) -> Objective:
+        """The objective a recipe's [slo] sets."""
         return cls(slo.p99_ms, slo.p50_ms, slo.max_error_pct)
 
     def describe(self) -> str:
@@ -68,25 +68,25 @@ class Target:
         return ", ".join(parts)
 
 
-def _undelivered(trial: TrialRecord, target: Target) -> str | None:
+def _undelivered(trial: TrialRecord, objective: Objective) -> str | None:
     """Why a fixed-rate trial did not get its load through: too little delivered, or errors."""
     ratio = trial.rate_ratio
     if ratio is None or not F.RATE_RATIO.reaches(ratio):
         shown = "nothing" if ratio is None else f"{100 * ratio:.0f}%"
         return f"delivered {shown} of the target rate"
-    if trial.error_pct > target.max_error_pct:
+    if trial.error_pct > objective.max_error_pct:
         return f"{trial.error_pct:.2f}% errors"
     return None
 
 
-def misses(trial: TrialRecord, target: Target) -> str | None:
+def misses(trial: TrialRecord, objective: Objective) -> str | None:
     """Why a fixed-rate trial did not hold the target; None when it held."""
-    undelivered = _undelivered(trial, target)
+    undelivered = _undelivered(trial, objective)
     if undelivered is not None:
         return undelivered
     checks = (
-        ("p99", trial.latency_p99_ms, target.p99_ms),
-        ("p50", trial.latency_p50_ms, target.p50_ms),
+        ("p99", trial.latency_p99_ms, objective.p99_ms),
+        ("p50", trial.latency_p50_ms, objective.p50_ms),
     )
     for name, value, limit in checks:
         if limit is None:
@@ -96,13 +96,13 @@ def misses(trial: TrialRecord, target: Target) -> str | None:
     return None
 
 
-def needs_a_second_window(trial: TrialRecord, target: Target) -> bool:
+def needs_a_second_window(trial: TrialRecord, objective: Objective) -> bool:
     """Whether a window's miss counts only when a second window misses too: a miss on
     latency alone (the rate delivered, the errors within the target: its p99, or its latency
     trend), or any miss while the hypervisor took STOLEN_PCT of the server's cores. One
     short window's p99 is a few samples, and one stall of the machine (a VM's neighbour, a
     GC pass) moves it past any target."""
-    if sustained_miss(trial, target) is None:
+    if sustained_miss(trial, objective) is None:
         return False
     if (trial.server_steal_pct or 0.0) >= STOLEN_PCT:
         return True
@@ -110,16 +110,16 @@ def needs_a_second_window(trial: TrialRecord, target: Target) -> bool:
     return (
         ratio is not None
         and F.RATE_RATIO.reaches(ratio)
-        and trial.error_pct <= target.max_error_pct
+        and trial.error_pct <= objective.max_error_pct
     )
 
 
-def sustained_miss(trial: TrialRecord, target: Target) -> str | None:
+def sustained_miss(trial: TrialRecord, objective: Objective) -> str | None:
     """Why a window at a fixed rate did not hold: what `misses` finds, or a queue that grew
     through the window — its p99 may still be under the target after a 2-s search step, but
     not after the 20 s of a proof, nor in production (DESIGN: a Django site held 378 req/s in
     a search and gave p99 190 ms over 10 s). The search and the proof both judge by this."""
-    missed = misses(trial, target)
+    missed = misses(trial, objective)
     if missed is not None:
         return missed
     first, last = trial.latency_first_ms, trial.latency_last_ms
@@ -177,44 +177,44 @@ def windows_over(windows: Sequence[float], p99_ms: float) -> list[float]:
     return [w for w in windows if w > p99_ms]
 
 
-def proof_miss(trial: TrialRecord, target: Target) -> str | None:
+def proof_miss(trial: TrialRecord, objective: Objective) -> str | None:
     """Why a proof's replay did not hold: the sustained rule's miss (window_miss), or its
     windows without the headroom a longer run needs. The capacity search's confirmation
     judges by window_miss alone: a capacity is where p99 crosses the target; the headroom is
     the rate to run at's."""
-    return window_miss(trial, target) or _headroom_miss(trial, target)
+    return window_miss(trial, objective) or _headroom_miss(trial, objective)
 
 
-def window_miss(trial: TrialRecord, target: Target) -> str | None:
+def window_miss(trial: TrialRecord, objective: Objective) -> str | None:
     """Why a sustained window did not hold: its load not delivered, a queue that grew through
     it, p50 over its target, any of its windows with a p99 over the target (the whole
     replay's p99 when it has no windows), or a tail rising through it."""
-    undelivered = _undelivered(trial, target)
+    undelivered = _undelivered(trial, objective)
     if undelivered is not None:
         return undelivered
     first, last = trial.latency_first_ms, trial.latency_last_ms
     if queue_grew(first, last):
         return f"latency grew from {first:,.1f} to {last:,.1f} ms through the window: a queue"
-    if target.p50_ms is not None and (trial.latency_p50_ms or 0.0) > target.p50_ms:
-        return f"p50 {trial.latency_p50_ms or 0:.1f} ms > {target.p50_ms:g} ms"
+    if objective.p50_ms is not None and (trial.latency_p50_ms or 0.0) > objective.p50_ms:
+        return f"p50 {trial.latency_p50_ms or 0:.1f} ms > {objective.p50_ms:g} ms"
     windows = trial.windows_p99
-    if not windows or target.p99_ms is None:
-        return misses(trial, target)
-    over = windows_over(windows, target.p99_ms)
+    if not windows or objective.p99_ms is None:
+        return misses(trial, objective)
+    over = windows_over(windows, objective.p99_ms)
     if len(over) > PROOF_WINDOWS_MISSED:
         seconds = trial.duration_s / len(windows)
         return (
-            f"p99 over {target.p99_ms:g} ms in {len(over)} of its {len(windows)} {seconds:.0f}-s "
-            f"windows (worst {max(over):,.0f} ms)"
+            f"p99 over {objective.p99_ms:g} ms in {len(over)} of its {len(windows)} "
+            f"{seconds:.0f}-s windows (worst {max(over):,.0f} ms)"
         )
     return tail_rose(windows)
 
 
-def _headroom_miss(trial: TrialRecord, target: Target) -> str | None:
+def _headroom_miss(trial: TrialRecord, objective: Objective) -> str | None:
     windows = trial.windows_p99
-    if not windows or target.p99_ms is None:
+    if not windows or objective.p99_ms is None:
         return None
-    line = headroom_line(target.p99_ms)
+    line = headroom_line(objective.p99_ms)
     near = windows_over(windows, line)
     if len(near) <= len(windows) // PROOF_SPIKE_WINDOWS:
         return None
@@ -222,7 +222,7 @@ def _headroom_miss(trial: TrialRecord, target: Target) -> str | None:
     return (
         f"p99 over {line:g} ms in {len(near)} of its {len(windows)} {seconds:.0f}-s windows "
         f"(worst {max(near):,.0f} ms): without the {PROOF_HEADROOM:g}× headroom under the "
-        f"{target.p99_ms:g}-ms target that a longer run's worst window needs"
+        f"{objective.p99_ms:g}-ms target that a longer run's worst window needs"
     )
 
 

@@ -1,6 +1,6 @@
-"""The records a cell's figures are made of, chosen once for the report and the runner: a
-closed-loop or fixed-rate cell's own trials (not its probes); a capacity search's sustained
-replicates, with each one's trial at the capacity it found."""
+"""The records a cell's figures are made of, chosen once (`counted`, which the one builder of
+a cell's result calls): a closed-loop or fixed-rate cell's own trials (not its probes); a
+capacity search's sustained replicates, with each one's trial at the capacity it found."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchlab.analysis.capacity import sustained
-from benchlab.analysis.combine import samples
-from benchlab.core import figures as F
 from benchlab.core.modes import Mode
-from benchlab.load.result import Errors
+from benchlab.core.request_errors import Errors
 from benchlab.load.ws_requests import REFUSED
 from benchlab.store import CapacityRecord, TrialRecord
 
 
 @dataclass(frozen=True)
 class CellRecords:
+    """The trials and replicates a cell counts."""
+
     trials: list[TrialRecord]
     capacities: list[CapacityRecord]  # a search's sustained replicates; none otherwise
 
@@ -43,18 +43,14 @@ def reported_errors(trial: TrialRecord) -> Errors:
     return trial.errors
 
 
-def measured(
+def counted(
     mode: Mode, trials: Sequence[TrialRecord], capacities: Sequence[CapacityRecord]
 ) -> CellRecords:
+    """The trials and replicates a cell of `mode` counts, of those stored."""
     if mode == Mode.SLO:
         found = sustained(capacities)
         return CellRecords(_at_capacity(trials, found), found)
     return CellRecords(own_trials(trials), [])
-
-
-def by_round(figure: F.Figure, records: CellRecords) -> dict[int, float]:
-    """The figure a cell is ranked by, round by round: what the adaptive rounds decide."""
-    return samples(figure, records.trials, records.capacities).by_round()
 
 
 def _at_capacity(

@@ -44,6 +44,18 @@ class GridPoint:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def stack_words(label: str, pool_size: int | None, point: GridPoint) -> str:
+    """A stack as the reports label it, with its pool when its point does not say it."""
+    pool = pool_size is not None and point.pool is None
+    return label + (f" pool={pool_size}" if pool else "")
+
+
+def cell_words(label: str, pool_size: int | None, point: GridPoint) -> str:
+    """A cell in words, its stack once with the point it was loaded at: "gin w=1 · json wrk
+    c=64". Every report that names a cell (a run's, history's, compare's) says it so."""
+    return f"{stack_words(label, pool_size, point)} · {point.text()}"
+
+
 def rate_text(record: CellRecord) -> str:
     """A rate cell's load in words: its share of its own closed-loop figure ("60%"), or the
     rate asked for ("2,000/s"); empty for a closed loop."""

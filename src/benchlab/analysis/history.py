@@ -222,7 +222,7 @@ class History:
         run = self.latest_run
         if run is None:
             return []
-        keys = series_keys([cell.stored for cell in run.cells], run.options)
+        keys = series_keys(run.results, run.options)
         found = []
         for result in run.thresholds:
             data = result.to_json()
@@ -254,7 +254,7 @@ class History:
 
 
 def _point(summary: RunSummary, cell: CellSummary | None, figure: F.Figure) -> HistoryPoint | None:
-    if cell is None or cell.status == "failed":
+    if cell is None or cell.result.status == "failed":
         return None
     estimate, samples = cell.estimate(figure), cell.samples.get(figure.key, ())
     if estimate is None or not samples:
@@ -269,14 +269,14 @@ def _point(summary: RunSummary, cell: CellSummary | None, figure: F.Figure) -> H
         own = (machine.get("packages") or {}).get("benchlab")
         packages = {**({"benchlab": own} if own else {}), **tune.app_versions}
         versions = {**versions, "packages": packages}
-    sentinel = summary.sentinel_at(cell.grid)
+    sentinel = summary.sentinel_at(cell.result.point)
     return HistoryPoint(
         run=summary.run.id, started_at=summary.run.started_at,
         commit=commit, median=estimate.median, low=estimate.low,
         high=estimate.high, samples=tuple(samples),
         machine={k: machine.get(k) for k in MACHINE_KEYS}, versions=versions,
-        cell_versions=_cell_versions(versions.get("packages") or {}, cell.stack, tuned),
-        measurement=Measurement.of(cell.stored, summary.run),
+        cell_versions=_cell_versions(versions.get("packages") or {}, cell.record.stack, tuned),
+        measurement=Measurement.of(cell.record, summary.run),
         to_sentinel=tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
         sentinel=tuple(sentinel.samples.get(figure.key, ())) if sentinel else (),
         aa_noise_pct=summary.aa_noise_pct,
@@ -375,8 +375,8 @@ def _versions_changed(before: HistoryPoint, after: HistoryPoint) -> list[str]:
 
 
 def _by_series(summary: RunSummary) -> dict[SeriesKey, CellSummary]:
-    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
-    return {keys[cell.key]: cell for cell in summary.cells}
+    keys = series_keys(summary.results, summary.options)
+    return {keys[cell.record.key]: cell for cell in summary.cells}
 
 
 def history(recipe: str, runs: list[RunSummary]) -> History:
@@ -388,7 +388,7 @@ def history(recipe: str, runs: list[RunSummary]) -> History:
     cells = [_by_series(summary) for summary in runs]
     series = []
     for key, cell in cells[-1].items():
-        figure = cell.ranked_by
+        figure = cell.result.figure
         points = [
             p
             for summary, found in zip(runs, cells, strict=True)

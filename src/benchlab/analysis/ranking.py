@@ -1,15 +1,21 @@
-"""A run's ranking, built once: who is ranked, at which grid points, in what order (best
-first), each adjacent pair's evidence, the tiers, and what is still undecided with the rounds
-that would decide it. The runner asks it what to measure next (a run stops when it says
-decided); the run's summary stores it; every report reads it and says "undecided" exactly
-where it does.
+"""A run's ranking, built once from its cells' results: who is ranked, at which grid points, in
+what order (best first), each adjacent pair's evidence, the tiers, and what is still undecided
+with the rounds that would decide it. It holds references to the results it ranks (any
+`Entrant`: a run's `CellResult`, as tune's candidates will be). The runner asks it what to
+measure next (a run stops when nothing is left to decide); the run's summary stores it; every
+report reads it and says "undecided" exactly where it does.
 
-The rule (docs/verdicts.md): at each point the ranked stacks are put in order of the median
-of the figure they are ranked by, and each *adjacent* pair is judged by the evidence rule
-(`analysis/evidence.py`). A pair is `AHEAD` (the first is better), a `TIE`, or `UNDECIDED`
-(a run that stops on its data has not decided it yet). Tiers are cut where a pair is ahead,
-so a tier is what the adjacent pairs could not separate: the runner decides exactly the pairs
-the tiers are made of.
+The rule (docs/verdicts.md): at each point the ranked cells are put in order of the median of
+the figure they are ranked by, and each *adjacent* pair is judged by the evidence rule
+(`analysis/evidence.py`). A pair is `AHEAD` (the first is better), a `TIE`, or `UNDECIDED` (a
+run that stops on its data has not decided it yet). Tiers are cut where a pair is ahead, so a
+tier is what the adjacent pairs could not separate: the runner decides exactly the pairs the
+tiers are made of.
+
+What a ranking writes in a run's JSON is declared once, as the records at the end of this
+module (`RankingStep`, `RankingPlace`, `UndecidedPair`, `PointRankingJson`, `TierJson`): the
+writer writes their fields (`dataclasses.asdict`), and report/json_schemas.py makes the
+published schema of them.
 """
 
 from __future__ import annotations
@@ -20,32 +26,35 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from benchlab.analysis.cell_records import measured
-from benchlab.analysis.combine import samples
 from benchlab.analysis.evidence import Evidence
-from benchlab.analysis.grid import GridPoint, point_of
-from benchlab.analysis.relative import is_ceiling_cell
+from benchlab.analysis.grid import GridPoint
 from benchlab.analysis.run_options import RunOptions
-from benchlab.analysis.stats import Ratio, converged
+from benchlab.analysis.stats import Ratio, median_interval, settled
 from benchlab.core import figures as F
-from benchlab.store import CapacityRecord, CellRecord, Store, TrialRecord
 
 T = TypeVar("T")
 
 
-def is_ranked(
-    stack: str, scenario: str, facts: Mapping[str, Any] | None, sentinel: str | None
-) -> bool:
-    """Who is ranked: every stack but the run's sentinel (a reference measured in every round,
-    and its A/A copy: the noise), the ceiling (the load tool's limit at its point, not a
-    contender: nginx-static, or a WebSocket scenario's Go server) and a stack found
-    nonconformant (measured and shown, not ranked: a server that gets a client's requests
-    wrong can look fast by doing less)."""
-    unranking = ((facts or {}).get("conformance") or {}).get("unranking")
-    ceiling = is_ceiling_cell(stack, scenario, facts)
-    return stack != sentinel and not ceiling and not unranking
+class Entrant(Protocol):
+    """A cell as the ranking reads it: where it is ranked, by what, its samples of every figure
+    it can be ranked by (each knowing its round), and whether it competes."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def label(self) -> str: ...  # the stack with its launch's settings, as reports name it
+    @property
+    def stack(self) -> str: ...  # the catalogue's name
+    @property
+    def point(self) -> GridPoint: ...
+    @property
+    def figure(self) -> F.Figure: ...  # what it is ranked by
+    @property
+    def samples(self) -> Mapping[str, Sequence[float]]: ...  # by figure key
+    @property
+    def ranks(self) -> bool: ...  # not the sentinel, a ceiling or a nonconformant stack
 
 
 def best_first(items: Iterable[T], value: Callable[[T], float | None], figure: F.Figure) -> list[T]:
@@ -67,46 +76,6 @@ def by_point(items: Iterable[T], point: Callable[[T], GridPoint]) -> dict[GridPo
     return grouped
 
 
-@dataclass(frozen=True)
-class Entrant:
-    """A cell as the ranking sees it: where it is ranked, by what, its samples of that figure
-    (each knowing its round), whether it competes, and whether rounds can still measure it."""
-
-    key: str
-    label: str  # the stack with its launch's settings, as reports name it
-    point: GridPoint
-    figure: F.Figure
-    samples: Sequence[float]
-    ranks: bool
-    failed: bool = False
-    stack: str = ""  # the catalogue's name (the label when not given)
-
-    @property
-    def value(self) -> float | None:
-        return statistics.median(self.samples) if self.samples else None
-
-
-def entrant(
-    record: CellRecord,
-    trials: Sequence[TrialRecord],
-    capacities: Sequence[CapacityRecord],
-    options: RunOptions,
-) -> Entrant:
-    """The cell of a stored run as the ranking sees it (the runner's and the report's alike)."""
-    figure = options.figure_for(record.mode, record.scenario)
-    records = measured(record.mode, trials, capacities)
-    return Entrant(
-        key=record.key,
-        label=record.stack_label,
-        point=point_of(record, options.pool_swept),
-        figure=figure,
-        samples=samples(figure, records.trials, records.capacities),
-        ranks=is_ranked(record.stack, record.scenario, record.facts, options.sentinel),
-        failed=record.status == "failed",
-        stack=record.stack,
-    )
-
-
 class Call(StrEnum):
     """What the evidence says of two neighbours in the order."""
 
@@ -115,14 +84,25 @@ class Call(StrEnum):
     UNDECIDED = "undecided"  # a run that stops on its data has not decided it yet
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Place:
-    """A ranked cell's place: its key, its stack's label (and name) and its median figure."""
+    """A ranked entrant's place: the entrant and its median of the point's figure (one
+    place is one object: compared by identity, as the entrant it holds)."""
 
-    key: str
-    label: str
+    entrant: Entrant
     value: float
-    stack: str
+
+    @property
+    def key(self) -> str:
+        return self.entrant.key
+
+    @property
+    def label(self) -> str:
+        return self.entrant.label
+
+    @property
+    def stack(self) -> str:
+        return self.entrant.stack
 
 
 def better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
@@ -133,14 +113,6 @@ def better_by(ratio: Ratio, figure: F.Figure) -> Ratio:
             ratio.fewest,
         )  # fmt: skip
     return ratio
-
-
-def _ratio_json(ratio: Ratio | None) -> dict[str, float | None] | None:
-    if ratio is None:
-        return None
-    # A bound a confidence sequence has not reached yet (0 or ∞) is null.
-    low, high = (ratio.low or None), (ratio.high if math.isfinite(ratio.high) else None)
-    return {"value": ratio.value, "low": low, "high": high}
 
 
 def _inverse(x: float) -> float:
@@ -161,20 +133,15 @@ class Step:
     more_rounds: int | None = None  # undecided: rounds more it is expected to need
     too_few: bool = False  # a tie only for want of trials (or paired rounds) to judge by
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "call": self.call.value,
-            "ratio": _ratio_json(self.ratio),
-            "why": self.why,
-            "more_rounds": self.more_rounds,
-        }
-
     @property
     def would_decide(self) -> str:
         """What would decide an undecided pair, in words."""
         if self.more_rounds is None:
             return "more rounds than a run would spend would decide it, at this noise"
         return f"about {self.more_rounds} more round(s) would decide it"
+
+    def as_json(self) -> RankingStep:
+        return RankingStep(self.call, OpenRatio.of(self.ratio), self.why, self.more_rounds)
 
 
 @dataclass(frozen=True)
@@ -189,22 +156,33 @@ class Tier:
     def undecided(self) -> tuple[Step, ...]:
         return tuple(step for step in self.within if step.call is Call.UNDECIDED)
 
+    def as_json(self) -> TierJson:
+        return TierJson(
+            [place.key for place in self.places],
+            OpenRatio.of(self.after.ratio if self.after else None),
+            [step.would_decide for step in self.undecided],
+        )
+
 
 @dataclass(frozen=True)
 class PointRanking:
-    """One grid point: every cell there (`cells`, best first, the unmeasured last), the
-    ranked ones in order and the evidence between neighbours."""
+    """One grid point: every entrant there (best first, the unmeasured last), the ranked ones
+    in order and the evidence between neighbours."""
 
     point: GridPoint
     figure: F.Figure
-    cells: tuple[str, ...]  # every cell's key: ranked or not (the ceiling, the sentinel)
+    entrants: tuple[Entrant, ...]  # every one here: ranked or not (the ceiling, the sentinel)
     order: tuple[Place, ...]
     steps: tuple[Step, ...]  # order[i] against order[i + 1]
-    samples: Mapping[str, Sequence[float]]  # every cell's, of `figure`, by key
     evidence: Evidence
-    # A ranked cell alone at its point whose interval is not yet within the target: the
+    # A ranked entrant alone at its point whose interval is not yet within the target: the
     # runner's adaptive rounds measure it until it is.
     unsettled: tuple[Place, ...] = ()
+
+    @property
+    def samples(self) -> dict[str, Sequence[float]]:
+        """Every entrant's samples of the point's figure, by key."""
+        return {e.key: e.samples.get(self.figure.key, ()) for e in self.entrants}
 
     @property
     def undecided(self) -> tuple[Step, ...]:
@@ -216,7 +194,7 @@ class PointRanking:
         if not self.order:
             return ()
         found: list[Tier] = []
-        places = [self.order[0]]
+        places: list[Place] = [self.order[0]]
         within: list[Step] = []
         for step in self.steps:
             if step.call is Call.AHEAD:
@@ -227,31 +205,24 @@ class PointRanking:
             places.append(step.behind)
         return (*found, Tier(tuple(places), tuple(within), None))
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> PointRankingJson:
         """The point's order, each place with the evidence against the one before it."""
         before: list[Step | None] = [None, *self.steps]
-        return {
-            "point": self.point.as_json(),
-            "figure": self.figure.key,
-            "ranking": [
-                {
-                    "stack": place.label,
-                    "key": place.key,
-                    "value": place.value,
-                    "tied_with_previous": step is not None and step.call is not Call.AHEAD,
-                    "from_previous": None if step is None else step.as_json(),
-                }
+        return PointRankingJson(
+            self.point.as_json(),
+            self.figure.key,
+            [
+                RankingPlace(
+                    place.label,
+                    place.key,
+                    place.value,
+                    step is not None and step.call is not Call.AHEAD,
+                    None if step is None else step.as_json(),
+                )
                 for place, step in zip(self.order, before, strict=True)
             ],
-            "undecided": [
-                {"ahead": s.ahead.key, "behind": s.behind.key, "would_decide": s.would_decide}
-                for s in self.undecided
-            ],
-        }
-
-    def rank_of(self, key: str) -> int | None:
-        """The cell's place in the order, 1 for the best; None when it is not ranked here."""
-        return next((i + 1 for i, p in enumerate(self.order) if p.key == key), None)
+            [UndecidedPair(s.ahead.key, s.behind.key, s.would_decide) for s in self.undecided],
+        )
 
     def tier_of(self, key: str) -> int | None:
         return next((i for i, t in enumerate(self.tiers) if key in {p.key for p in t.places}), None)
@@ -262,10 +233,32 @@ class PointRanking:
         tier_a, tier_b = self.tier_of(a), self.tier_of(b)
         if tier_a is None or tier_b is None or tier_a >= tier_b:
             return None
-        judged = self.evidence.judge(self.samples[a], self.samples[b], self.figure)
+        samples = self.samples
+        judged = self.evidence.judge(samples[a], samples[b], self.figure)
         if judged.verdict != "a" or judged.ratio is None:
             return None
         return better_by(judged.ratio, self.figure)
+
+    def separated(self) -> frozenset[str]:
+        """The ranked entrants the evidence puts ahead of the one after them and behind the
+        one before them: their place is decided whatever their own spread."""
+        if len(self.order) < 2:
+            return frozenset()
+        calls = [Call.AHEAD, *(step.call for step in self.steps), Call.AHEAD]
+        return frozenset(
+            place.key
+            for i, place in enumerate(self.order)
+            if calls[i] is Call.AHEAD and calls[i + 1] is Call.AHEAD
+        )
+
+
+@dataclass(frozen=True)
+class StillToDecide:
+    """What more rounds could settle: the entrants a next round should measure, and the
+    undecided pairs that want them."""
+
+    entrants: frozenset[str]
+    pairs: tuple[Step, ...]
 
 
 @dataclass(frozen=True)
@@ -279,53 +272,66 @@ class Ranking:
     def undecided(self) -> tuple[Step, ...]:
         return tuple(step for point in self.points.values() for step in point.undecided)
 
-    @property
-    def decided(self) -> bool:
-        """Nothing more rounds could settle: every adjacent pair decided, every cell alone at
-        its point within its target. A run that stops on its data stops here."""
-        return not self.undecided and not any(p.unsettled for p in self.points.values())
-
-    def to_measure(self, failed: Iterable[str] = ()) -> frozenset[str]:
-        """The cells a next round should measure: both sides of every undecided pair, and
-        every unsettled cell, but no pair with a side that failed (no round can measure it)."""
+    def still_to_decide(self, failed: Iterable[str] = ()) -> StillToDecide:
+        """Both sides of every undecided pair and every unsettled entrant, but no pair with a
+        side that failed (no round can measure it): empty when a run that stops on its data
+        is done."""
         gone = set(failed)
         wanted: set[str] = set()
+        pairs: list[Step] = []
         for point in self.points.values():
             for step in point.undecided:
                 pair = {step.ahead.key, step.behind.key}
                 if not pair & gone:
                     wanted |= pair
+                    pairs.append(step)
             wanted |= {p.key for p in point.unsettled if p.key not in gone}
-        return frozenset(wanted)
+        return StillToDecide(frozenset(wanted), tuple(pairs))
+
+    def separated(self) -> frozenset[str]:
+        """Every point's entrants the evidence puts apart from both neighbours."""
+        return frozenset(key for point in self.points.values() for key in point.separated())
 
     def at(self, point: GridPoint) -> PointRanking | None:
         return self.points.get(point)
 
 
-def build(entrants: Sequence[Entrant], options: RunOptions) -> Ranking:
-    """The ranking of these cells, by the run's options (rank_by, the practical threshold,
-    how ratios get their intervals)."""
+def rank(
+    entrants: Sequence[Entrant], options: RunOptions, figure: F.Figure | None = None
+) -> Ranking:
+    """The ranking of these entrants by the run's options (the practical threshold, how ratios
+    get their intervals, the target a lone entrant's interval must reach): each by the figure
+    it is ranked by, or by `figure` when given (tune ranks its candidates by capacity)."""
     evidence = options.evidence
     points = {
-        point: _point(point, group, evidence, options.target_half_width_pct)
+        point: _point(point, group, figure or group[0].figure, evidence, options)
         for point, group in by_point(entrants, lambda e: e.point).items()
     }
-    figure = options.run_figure([point.mode for point in points])
-    return Ranking(points, figure)
+    run_figure = figure or options.run_figure([point.mode for point in points])
+    return Ranking(points, run_figure)
+
+
+def _median(entrant: Entrant, figure: F.Figure) -> float | None:
+    samples = entrant.samples.get(figure.key)
+    return statistics.median(samples) if samples else None
 
 
 def _point(
-    point: GridPoint, group: list[Entrant], evidence: Evidence, target_pct: float
-) -> PointRanking:
-    figure = group[0].figure
-    shown = best_first(group, lambda e: e.value, figure)
-    ranked = [e for e in shown if e.ranks and e.samples]
-    places = {e.key: Place(e.key, e.label, e.value or 0.0, e.stack or e.label) for e in ranked}
-    steps = tuple(_step(a, b, places, figure, evidence) for a, b in itertools.pairwise(ranked))
-    alone = len(ranked) == 1 and not converged(list(ranked[0].samples), target_pct)
+    point: GridPoint, group: list[Entrant], figure: F.Figure, evidence: Evidence,
+    options: RunOptions,
+) -> PointRanking:  # fmt: skip
+    shown = best_first(group, lambda e: _median(e, figure), figure)
+    ranked = [e for e in shown if e.ranks and e.samples.get(figure.key)]
+    places = {e.key: Place(e, _median(e, figure) or 0.0) for e in ranked}
+    steps = tuple(
+        _step(a, b, places, figure, evidence) for a, b in itertools.pairwise(ranked)
+    )  # fmt: skip
+    alone = len(ranked) == 1 and not settled(
+        median_interval(list(ranked[0].samples[figure.key])), options.target_half_width_pct
+    )
     return PointRanking(
-        point, figure, tuple(e.key for e in shown), tuple(places.values()), steps,
-        {e.key: e.samples for e in group}, evidence, (places[ranked[0].key],) if alone else (),
+        point, figure, tuple(shown), tuple(places.values()), steps, evidence,
+        (places[ranked[0].key],) if alone else (),
     )  # fmt: skip
 
 
@@ -333,7 +339,7 @@ def _step(
     ahead: Entrant, behind: Entrant, places: dict[str, Place], figure: F.Figure,
     evidence: Evidence,
 ) -> Step:  # fmt: skip
-    judged = evidence.judge(ahead.samples, behind.samples, figure)
+    judged = evidence.judge(ahead.samples[figure.key], behind.samples[figure.key], figure)
     if judged.undecided:
         call = Call.UNDECIDED
     elif judged.verdict == "a":
@@ -348,10 +354,71 @@ def _step(
     )  # fmt: skip
 
 
-def stored_ranking(store: Store, run_id: str, options: RunOptions) -> Ranking:
-    """The ranking of a stored run as it stands (the runner asks it between rounds)."""
-    entrants = [
-        entrant(cell, store.trials(cell.id), store.capacities(cell.id), options)
-        for cell in store.cells(run_id)
-    ]
-    return build(entrants, options)
+# --- what a ranking writes in a run's JSON, declared once --------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenRatio:
+    """A ratio with its interval; a bound a confidence sequence has not reached yet is null."""
+
+    value: float
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, ratio: Ratio | None) -> OpenRatio | None:
+        if ratio is None:
+            return None
+        return cls(
+            ratio.value, ratio.low or None, ratio.high if math.isfinite(ratio.high) else None
+        )
+
+
+@dataclass(frozen=True)
+class RankingStep:
+    """What the evidence says of a stack against the one before it in the order."""
+
+    call: Call
+    ratio: OpenRatio | None  # how many times better the one before is (above 1: ahead)
+    why: str
+    more_rounds: int | None  # undecided: the rounds more it is expected to need (null: none)
+
+
+@dataclass(frozen=True)
+class RankingPlace:
+    """A ranked stack and the evidence against the one before it."""
+
+    stack: str  # the stack's label
+    key: str
+    value: float  # its median of the point's figure
+    tied_with_previous: bool
+    from_previous: RankingStep | None
+
+
+@dataclass(frozen=True)
+class UndecidedPair:
+    """A pair a run that stops on its data left undecided, and what would decide it."""
+
+    ahead: str
+    behind: str
+    would_decide: str
+
+
+@dataclass(frozen=True)
+class PointRankingJson:
+    """One grid point's order, best first: only the ranked stacks (not the ceiling, the
+    sentinel or a nonconformant stack)."""
+
+    point: dict[str, Any]
+    figure: str
+    ranking: list[RankingPlace]
+    undecided: list[UndecidedPair]
+
+
+@dataclass(frozen=True)
+class TierJson:
+    """Neighbours no adjacent pair separates, and what separates them from the next tier."""
+
+    stacks: list[str]  # cell keys, best first: neighbours no adjacent pair separates
+    ratio_to_next: OpenRatio | None  # its last over the next tier's first
+    undecided: list[str]  # what would decide each pair inside it the run left undecided

@@ -16,6 +16,7 @@ from benchlab.analysis.capacity import (
     RUN_AT_MEDIAN_SHARE,
     rate_to_run_at,
 )
+from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.repeat import Repeat, repeat_of
@@ -279,8 +280,8 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
     steps = []
     key = best.first_key if of_first else best.key
     for cell in summary.cells:
-        judged = ProofJudgement.of_facts(cell.facts)
-        if cell.mode != Mode.RATE or judged is None or not judged.proves(key, best.label):
+        judged = ProofJudgement.of_facts(cell.result.facts)
+        if cell.record.mode != Mode.RATE or judged is None or not judged.proves(key, best.label):
             continue
         steps.append(
             (
@@ -288,13 +289,13 @@ def _proof(summary: RunSummary, best: CandidateResult, of_first: bool = False) -
                 ProofStep(
                     rate=cell.value(F.TARGET_RATE) or 0.0,
                     p99_ms=cell.value(F.P99),
-                    errors=sum(cell.errors.values()),
+                    errors=sum(cell.result.errors.values()),
                     delivered=cell.value(F.RATE_RATIO),
                     held=judged.held,
                     missed=judged.missed,
-                    duration_s=cell.duration_s,
+                    duration_s=cell.record.duration_s,
                     windows_p99_ms=judged.windows_p99_ms,
-                    cell=cell.key,
+                    cell=cell.record.key,
                 ),
             )
         )
@@ -318,75 +319,79 @@ def _typed(enum: type[E], value: object) -> E | None:
         return None
 
 
-def served_by(cell: CellSummary) -> ServedBy:
+def served_by(result: CellResult) -> ServedBy:
     """A candidate's server, I/O model and concurrency per worker, as stored with its cell;
     for a run stored before they were, those of the server kind its stack is named after."""
-    facts = cell.facts
+    facts = result.facts
     if "server_name" in facts:
         return ServedBy(
             str(facts["server_name"]),
             _typed(IoModel, facts.get("io_model")),
             _typed(PerWorker, facts.get("per_worker")),
         )
-    kind = KIND_BY_NAME.get(cell.stack)
+    kind = KIND_BY_NAME.get(result.stack)
     if kind is None:
         return ServedBy("?", None, None)
     return ServedBy(kind.server.name, kind.io_model, kind.concurrency)
 
 
 def _key(cell: CellSummary) -> tuple[str, int, int | None]:
-    return (cell.stack, cell.workers, cell.server_threads)
+    return (cell.record.stack, cell.record.workers, cell.record.server_threads)
 
 
 def candidate_results(summary: RunSummary) -> list[CandidateResult]:
     """Every candidate, from its first-pass cell and (if it survived) its search cell."""
-    coarse = {_key(c): c for c in summary.cells if c.mode == Mode.CLOSED}
-    search = {_key(c): c for c in summary.cells if c.mode == Mode.SLO}
+    coarse = {_key(c): c for c in summary.cells if c.record.mode == Mode.CLOSED}
+    search = {_key(c): c for c in summary.cells if c.record.mode == Mode.SLO}
     results = []
     for key, first in coarse.items():
         found = search.get(key)
         measured = found if found is not None and found.estimate(F.CAPACITY) else None
-        if first.status in ("failed", CELL_CHECKED):
-            status = first.status
+        if first.result.status in ("failed", CELL_CHECKED):
+            status = first.result.status
         elif measured is not None:
             status = "searched"
         else:
             status = "dropped" if found is None else "not finished"
         shown = measured or first
-        facts = first.facts
-        served = served_by(first)
+        facts = first.result.facts
+        served = served_by(first.result)
         results.append(
             CandidateResult(
-                label=first.stack_label,
-                candidate=first.stack,
+                label=first.record.stack_label,
+                candidate=first.record.stack,
                 server=served.server,
                 worker_class=str(facts.get("worker_class", "?")),
-                workers=first.workers,
-                threads=first.server_threads,
+                workers=first.record.workers,
+                threads=first.record.server_threads,
                 command=str(facts.get("command", "")),
                 status=status,
                 closed_rps=first.value(F.THROUGHPUT),
                 capacity=measured.estimate(F.CAPACITY) if measured else None,
-                bracketed=not (measured and measured.unbracketed),
+                bracketed=not (measured and measured.result.unbracketed),
                 replicates=tuple(measured.samples.get(F.CAPACITY.key, ())) if measured else (),
                 p99_ms=measured.value(F.P99) if measured else None,
                 cpu_us_per_request=shown.value(F.CPU_PER_REQUEST),
                 rss_mb=shown.value(F.SERVER_RSS),
-                alone_ms=first.alone_ms,
+                alone_ms=first.result.alone_ms,
                 verdicts={v.name: v.sentence for c in (first, found) if c for v in c.verdicts},
                 at_capacity={v.name: v.sentence for v in measured.verdicts} if measured else {},
-                reason=(found.reason if found is not None and found.status == "failed" else None)
-                or first.reason,
+                reason=(
+                    found.record.reason
+                    if found is not None and found.result.status == "failed"
+                    else None
+                )
+                or first.record.reason,
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
                 served_known=served.io_model is not None,
                 concurrency=served.concurrency,
-                key=found.key if found is not None else None,
-                first_key=first.key,
+                key=found.record.key if found is not None else None,
+                first_key=first.record.key,
                 gil_wait_share=first.value(F.GIL_WAIT),
-                slow_clients=(found.slow_clients if found is not None else None)
-                or first.slow_clients,
-                parsing=(found.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
-                or first.facts.get(ANSWER_CONFORMANCE),
+                slow_clients=(found.result.slow_clients if found is not None else None)
+                or first.result.slow_clients,
+                parsing=(found.result.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
+                or first.result.facts.get(ANSWER_CONFORMANCE),
                 first_cost=cost(
                     _size(first), first.value(F.SERVER_RSS), first.value(F.CPU_PER_REQUEST)
                 ),
@@ -398,10 +403,10 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
 def _size(cell: CellSummary) -> tuple[float, ...]:
     """What a candidate is given, as tune stored it with its first pass (CANDIDATE_SIZE);
     a run stored before it did: its workers."""
-    stored = cell.facts.get(CANDIDATE_SIZE)
+    stored = cell.result.facts.get(CANDIDATE_SIZE)
     if isinstance(stored, list):
         return tuple(float(v) for v in stored)
-    return (float(cell.workers),)
+    return (float(cell.record.workers),)
 
 
 def _searched(c: CandidateResult) -> Estimate:

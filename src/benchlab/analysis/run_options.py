@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchlab.analysis.capacity import Target
+from benchlab.analysis.capacity import Objective
 from benchlab.analysis.evidence import Evidence, RatioMethod
 from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core import figures as F
@@ -30,7 +30,7 @@ class RunOptions:
     baseline: str | None = None
     target_half_width_pct: float = DEFAULT_TARGET_HALF_WIDTH_PCT
     adaptive: bool = False  # max_trials was set
-    slo: Target | None = None
+    slo: Objective | None = None
     rank_by: str | None = None
     pool_swept: bool = False
     tune: TuneOptions | None = None  # a benchlab tune run: its subject, requests, target
@@ -102,7 +102,7 @@ class RunOptions:
             baseline=recipe.baseline,
             target_half_width_pct=recipe.target_half_width_pct,
             adaptive=recipe.max_trials is not None,
-            slo=Target.of(slo) if slo else None,
+            slo=Objective.of(slo) if slo else None,
             rank_by=recipe.rank_by,
             pool_swept=isinstance(recipe.params.pool_size, list),
             min_effect_pct=recipe.min_effect_pct,
@@ -125,7 +125,7 @@ class RunOptions:
         return cls(
             **{
                 **data,
-                "slo": Target(**slo) if slo else None,
+                "slo": Objective(**slo) if slo else None,
                 "tune": TuneOptions.from_json(tune) if tune else None,
                 "thresholds": thresholds,
             }
@@ -145,7 +145,7 @@ class RunOptions:
                 options.get("target_half_width_pct", DEFAULT_TARGET_HALF_WIDTH_PCT)
             ),
             adaptive=options.get("max_trials") is not None,
-            slo=Target(slo.get("p99_ms"), slo.get("p50_ms"), slo.get("max_error_pct", 0.1))
+            slo=Objective(slo.get("p99_ms"), slo.get("p50_ms"), slo.get("max_error_pct", 0.1))
             if isinstance(slo, dict)
             else None,
             rank_by=options.get("rank_by"),

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.environment import SETTINGS, Difference
-from benchlab.analysis.grid import GridPoint, point_of
+from benchlab.analysis.grid import GridPoint, cell_words, stack_words
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core.modes import Mode
 from benchlab.store import CellRecord, RunRecord
@@ -47,20 +48,22 @@ class SeriesKey:
     label: str = field(default="", compare=False)
 
     @classmethod
-    def of(cls, record: CellRecord, options: RunOptions) -> SeriesKey:
+    def of(cls, result: CellResult, options: RunOptions) -> SeriesKey:
+        """The key of a cell's result: its record's stack and the grid point it was built
+        with (analysis/cell_result.py)."""
+        record = result.record
         slo = options.slo if record.mode is Mode.SLO else None
         return cls(
             stack=record.stack, flavour=record.flavour, workers=record.workers,
             server_threads=record.server_threads, pool_size=record.pool_size, copy=record.copy,
-            point=point_of(record, options.pool_swept),
-            target=slo.describe() if slo is not None else "", label=record.stack_label,
+            point=result.point, target=slo.describe() if slo is not None else "",
+            label=record.stack_label,
         )  # fmt: skip
 
     @property
     def stack_text(self) -> str:
         """The stack as shown, with its pool when the point does not say it."""
-        pool = self.pool_size is not None and self.point.pool is None
-        return self.label + (f" pool={self.pool_size}" if pool else "")
+        return stack_words(self.label, self.pool_size, self.point)
 
     @property
     def load_text(self) -> str:
@@ -71,7 +74,9 @@ class SeriesKey:
     @property
     def name(self) -> str:
         """The cell in words, each stack once with its scenario: "gin w=1 · json wrk c=64"."""
-        return f"{self.stack_text} · {self.load_text}" + (f" · {self.twin}" if self.twin else "")
+        target = f" ({self.target})" if self.target else ""
+        twin = f" · {self.twin}" if self.twin else ""
+        return cell_words(self.label, self.pool_size, self.point) + target + twin
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -83,11 +88,12 @@ class SeriesKey:
         }
 
 
-def series_keys(records: Sequence[CellRecord], options: RunOptions) -> dict[str, SeriesKey]:
+def series_keys(results: Sequence[CellResult], options: RunOptions) -> dict[str, SeriesKey]:
     """Each cell's series key, by its key within the run. Cells of one run that the key would
     not tell apart (load profiles that differ only in how long or with how many tool threads
     they load) each get what tells them apart (`twin`)."""
-    keys = {record.key: SeriesKey.of(record, options) for record in records}
+    keys = {result.key: SeriesKey.of(result, options) for result in results}
+    records = [result.record for result in results]
     groups: dict[SeriesKey, list[CellRecord]] = defaultdict(list)
     for record in records:
         groups[keys[record.key]].append(record)

@@ -37,14 +37,24 @@ class Estimate:
         return 100.0 * (self.high - self.low) / 2.0 / abs(self.median)
 
 
-def converged(values: Sequence[float], target_half_width_pct: float) -> bool:
-    """Whether a cell needs no more trials: its interval reaches 95 % (6 trials at least)
-    and is no wider than the target around the median."""
-    estimate = median_interval(values)
+def reaches_confidence(confidence: float) -> bool:
+    """Whether an interval covers the median with 95 %: 6 trials at least."""
+    return confidence >= TARGET_CONFIDENCE
+
+
+def within_target(half_width_pct: float, target_half_width_pct: float) -> bool:
+    """Whether an interval is no wider than the target around its median."""
+    return half_width_pct <= target_half_width_pct
+
+
+def settled(estimate: Estimate | None, target_half_width_pct: float) -> bool:
+    """Whether a cell needs no more trials: its interval reaches 95 % and is within the
+    target (the Ranking's rule for a cell alone at its point; the `unstable` verdict names
+    which half failed)."""
     return (
         estimate is not None
-        and estimate.confidence >= TARGET_CONFIDENCE
-        and estimate.half_width_pct <= target_half_width_pct
+        and reaches_confidence(estimate.confidence)
+        and within_target(estimate.half_width_pct, target_half_width_pct)
     )
 
 

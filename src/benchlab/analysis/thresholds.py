@@ -160,17 +160,21 @@ def judge_cells(
     for threshold in thresholds:
         judged = []
         for cell in cells:
-            if cell.is_aa_copy or not applies(threshold.figure, cell.mode):
+            if cell.result.is_aa_copy or not applies(threshold.figure, cell.record.mode):
                 continue
-            spread = (spreads or {}).get((cell.key, threshold.figure.key))
+            spread = (spreads or {}).get((cell.record.key, threshold.figure.key))
             spread = spread or spread_of(cell, threshold.figure)
-            if spread is None and cell.measured:
+            if spread is None and cell.result.has_figure:
                 continue  # measured, but its scenario or tool gives no such figure
             if spread is None:
-                why = "the cell failed" if cell.status == "failed" else "the run stopped first"
-                judged.append(Judged(cell.key, Outcome.NOT_MEASURED, f"not measured: {why}", None))
+                why = (
+                    "the cell failed" if cell.result.status == "failed" else "the run stopped first"
+                )
+                judged.append(
+                    Judged(cell.record.key, Outcome.NOT_MEASURED, f"not measured: {why}", None)
+                )
                 continue
-            judged.append(Judged(cell.key, *judge(threshold, spread), spread))
+            judged.append(Judged(cell.record.key, *judge(threshold, spread), spread))
         results.append(ThresholdResult(threshold, tuple(judged)))
     return tuple(results)
 
@@ -199,7 +203,7 @@ def _on_the_answer(
         return tuple(ThresholdResult(t, ()) for t in thresholds)
     cell = summary.cell(final.cell)
     windows = windows_spread(cell, final.windows_p99_ms)
-    spreads = {(cell.key, F.P99.key): windows} if windows is not None else {}
+    spreads = {(cell.record.key, F.P99.key): windows} if windows is not None else {}
     return judge_cells(thresholds, [cell], spreads)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.ranking import Call, Entrant, PointRanking, Ranking, build
+from benchlab.analysis.ranking import Call, PointRanking, Ranking, rank
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
@@ -108,21 +108,42 @@ FIRST_PASS_POINT = GridPoint(None, "app", "first pass", 0)
 
 @dataclass(frozen=True)
 class FirstPass:
-    """A candidate's first pass: its cell's key, its closed-loop throughput, its cost."""
+    """A candidate's first pass: its cell's key, its closed-loop throughput, its cost. It is
+    the first pass's Ranking's entrant (analysis/ranking.Entrant), ranked by its throughput."""
 
     key: str
     closed_rps: float
     cost: Cost
 
+    @property
+    def label(self) -> str:
+        return self.key
+
+    @property
+    def stack(self) -> str:
+        return self.key
+
+    @property
+    def point(self) -> GridPoint:
+        return FIRST_PASS_POINT
+
+    @property
+    def figure(self) -> F.Figure:
+        return F.THROUGHPUT
+
+    @property
+    def samples(self) -> Mapping[str, Sequence[float]]:
+        return {F.THROUGHPUT.key: (self.closed_rps,)}
+
+    @property
+    def ranks(self) -> bool:
+        return True
+
 
 def first_pass_order(measured: Sequence[FirstPass], options: RunOptions) -> list[FirstPass]:
     """The first pass in the Ranking's order (one trial each: by the medians, one tier)."""
     by_key = {m.key: m for m in measured}
-    entrants = [
-        Entrant(m.key, m.key, FIRST_PASS_POINT, F.THROUGHPUT, (m.closed_rps,), True)
-        for m in measured
-    ]
-    point = build(entrants, options).at(FIRST_PASS_POINT)
+    point = rank(measured, options, figure=F.THROUGHPUT).at(FIRST_PASS_POINT)
     return [by_key[p.key] for p in point.order] if point is not None else []
 
 

@@ -6,7 +6,7 @@ that writes its sentence. Reports, takeaways, relative figures and `tune` read t
 declarations, never a verdict's name or sentence spelled out again.
 
 A check reads the cell's figures through the registry in `benchlab.core.figures` (any object with
-the `Measured` shape: a report's cell summary) and what the run adds (`Setting`).
+the `JudgedCell` shape: the summary's `CellFigures`) and what the run adds (`Setting`).
 Thresholds are deliberately coarse: a verdict flags a figure to look at, it does not grade it.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from benchlab.analysis.stats import reaches_confidence, within_target
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.load.ws_requests import STALLED
@@ -41,7 +42,7 @@ WAITING_SCENARIOS = ("sleep", "db-delay")
 SERVER_ONLY_SCENARIOS = ("plaintext", "json")
 
 
-class Side(Enum):
+class Bound(Enum):
     """Whose limit a verdict says was reached."""
 
     SERVER = "server"
@@ -52,11 +53,11 @@ class Side(Enum):
 class Verdict:
     name: str
     sentence: str
-    bound: Side | None = None  # whose limit it found, when it names one
+    bound: Bound | None = None  # whose limit it found, when it names one
 
 
-class Measured(Protocol):
-    """A cell as the verdicts read it: its identity and its figures (by the registry)."""
+class StoredCell(Protocol):
+    """A cell's identity and settings as its record has them."""
 
     @property
     def scenario(self) -> str: ...
@@ -69,11 +70,16 @@ class Measured(Protocol):
     @property
     def tool(self) -> str: ...
     @property
-    def errors(self) -> Mapping[str, int]: ...
-    @property
     def concurrency_limit(self) -> int | None: ...  # None: no limit of its own
     @property
     def db_pool_limit(self) -> int | None: ...
+
+
+class CountedCell(Protocol):
+    """What a cell's trials made of it beside its figures."""
+
+    @property
+    def errors(self) -> Mapping[str, int]: ...
     # How long a request waits when it is alone (a user's app: its latency at one
     # connection); the contract's sleep and db-delay wait their `ms`.
     @property
@@ -86,7 +92,6 @@ class Measured(Protocol):
     # lower bound, not a capacity.
     @property
     def unbracketed(self) -> int: ...
-
     # What a conformance check found (recipe key `conform`), by whether each failure keeps
     # the stack out of the ranking: {"unranking": [...], "cautions": [...]}; None: unchecked.
     @property
@@ -96,12 +101,21 @@ class Measured(Protocol):
     def drain(self) -> Drain | NotChecked | None: ...
     @property
     def slow_clients(self) -> SlowClients | NotChecked | None: ...
-
     # Why a WebSocket hold's steps ended in most of its trials ("refused", "stalled", ...);
     # None: no hold.
     @property
     def hold_stop(self) -> str | None: ...
 
+
+class JudgedCell(Protocol):
+    """A cell as the verdicts read it: its record, what its trials made of it, and every
+    figure it has by the registry (its own and those against the run's other cells: the
+    summary's `CellFigures`)."""
+
+    @property
+    def record(self) -> StoredCell: ...
+    @property
+    def result(self) -> CountedCell: ...
     def value(self, figure: F.Figure) -> float | None: ...
 
 
@@ -120,35 +134,39 @@ class Setting:
     latency_resolution_ms: float = 0.0  # the tool's: a mean below it cannot be checked
     # At a WebSocket point: the Go ceiling's cell there (what JMeter reaches against it is
     # JMeter's limit), and whether this cell is that ceiling.
-    ceiling: Measured | None = None
+    ceiling: JudgedCell | None = None
     is_ceiling: bool = False
+    # Ahead of the cell after it and behind the one before it in its point's ranking (an
+    # interval wider than the target, yet clear of theirs): `unstable` changes nothing a
+    # reader may conclude there, and is not said (its interval is still shown).
+    separated: bool = False
 
 
-def _throughput(cell: Measured) -> float:
+def _throughput(cell: JudgedCell) -> float:
     return cell.value(F.THROUGHPUT) or 0.0
 
 
-def _wait_ms(cell: Measured) -> float | None:
-    if cell.scenario in WAITING_SCENARIOS:
-        return float(cell.ms) if cell.ms else None
-    return cell.alone_ms
+def _wait_ms(cell: JudgedCell) -> float | None:
+    if cell.record.scenario in WAITING_SCENARIOS:
+        return float(cell.record.ms) if cell.record.ms else None
+    return cell.result.alone_ms
 
 
-def verdicts(cell: Measured, setting: Setting) -> list[Verdict]:
+def verdicts(cell: JudgedCell, setting: Setting) -> list[Verdict]:
     """Every verdict that applies, in the registry's order."""
     found = [kind.check(cell, setting) for kind in VERDICTS.values()]
     return [v for v in found if v is not None]
 
 
-def _errors(cell: Measured, setting: Setting) -> Verdict | None:
-    if cell.hold_stop is not None:
+def _errors(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    if cell.result.hold_stop is not None:
         return None  # a hold's refused opens are where it stopped (hold_stop), not failures
-    socket = sum(v for k, v in cell.errors.items() if k not in ("total", "non_2xx"))
-    failed = socket + cell.errors.get("non_2xx", 0)
+    socket = sum(v for k, v in cell.result.errors.items() if k not in ("total", "non_2xx"))
+    failed = socket + cell.result.errors.get("non_2xx", 0)
     attempts = int(cell.value(F.REQUESTS) or 0) + socket
     if attempts == 0 or failed / attempts <= ERROR_RATE:
         return None
-    kinds = ", ".join(f"{k} {v:,}" for k, v in cell.errors.items() if k != "total" and v)
+    kinds = ", ".join(f"{k} {v:,}" for k, v in cell.result.errors.items() if k != "total" and v)
     return ERRORS.says(
         f"{100 * failed / attempts:.1f}% of requests failed ({kinds}): the figure "
         "counts failures as answers"
@@ -158,38 +176,40 @@ def _errors(cell: Measured, setting: Setting) -> Verdict | None:
 TOOL_BUSY = 0.5  # in a closed loop, under half the connections busy with a request
 
 
-def consistency_checkable(cell: Measured, setting: Setting) -> bool:
+def consistency_checkable(cell: JudgedCell, setting: Setting) -> bool:
     """Whether the tool reported a mean latency fine enough to check its figures with."""
     mean = cell.value(F.LAT_MEAN)
-    return mean is not None and mean >= setting.latency_resolution_ms and cell.connections >= 1
+    return (
+        mean is not None and mean >= setting.latency_resolution_ms and cell.record.connections >= 1
+    )
 
 
-def _tool_stalled(cell: Measured, setting: Setting) -> Verdict | None:
+def _tool_stalled(cell: JudgedCell, setting: Setting) -> Verdict | None:
     """Little's law on the client side: in a closed loop every connection always has one
     request in flight, so throughput × mean latency is close to the connections held open.
     Far below, the tool spent its time somewhere other than in requests."""
-    if cell.mode != Mode.CLOSED or not consistency_checkable(cell, setting):
+    if cell.record.mode != Mode.CLOSED or not consistency_checkable(cell, setting):
         return None
     throughput, mean = _throughput(cell), cell.value(F.LAT_MEAN) or 0.0
     in_flight = throughput * mean / 1000
-    if in_flight >= TOOL_BUSY * cell.connections:
+    if in_flight >= TOOL_BUSY * cell.record.connections:
         return None
-    idle = 100 * (1 - in_flight / cell.connections)
+    idle = 100 * (1 - in_flight / cell.record.connections)
     return TOOL_STALLED.says(
-        f"{throughput:,.1f} {cell.rate_unit} × {mean:,.1f} ms mean latency = "
-        f"{in_flight:,.2f} requests in flight, against {cell.connections:,} connections held "
-        f"open: {cell.tool or 'the load tool'} spent {idle:.0f}% "
+        f"{throughput:,.1f} {cell.result.rate_unit} × {mean:,.1f} ms mean latency = "
+        f"{in_flight:,.2f} requests in flight, against {cell.record.connections:,} connections "
+        f"held open: {cell.record.tool or 'the load tool'} spent {idle:.0f}% "
         "of its time outside the requests it timed (waiting on a socket, reconnecting), so "
         "this throughput is the tool's, not the server's",
     )
 
 
-def _load_saturated(cell: Measured, setting: Setting) -> bool:
+def _load_saturated(cell: JudgedCell, setting: Setting) -> bool:
     load_cpu = cell.value(F.LOAD_CPU)
     return load_cpu is not None and load_cpu >= CLIENT_SATURATED * 100 * setting.load_cores
 
 
-def _client_bound(cell: Measured, setting: Setting) -> Verdict | None:
+def _client_bound(cell: JudgedCell, setting: Setting) -> Verdict | None:
     if not _load_saturated(cell, setting) or _undelivered(cell):
         at_ceiling = _at_the_ceiling(cell, setting)  # an undelivered rate: its own verdict
         return None if at_ceiling is None else CLIENT_BOUND.says(at_ceiling)
@@ -206,7 +226,7 @@ CEILING_SHARE = 0.8
 FLOOR_FACTOR = 1.5  # a broadcast p99 within this of the ceiling's is at the tool's floor
 
 
-def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
+def _at_the_ceiling(cell: JudgedCell, setting: Setting) -> str | None:
     """Where a WebSocket figure shows JMeter's limit, by the Go ceiling's at its point: a
     hold that stalled where the ceiling's stalled too (its pace of opening, a thread a
     connection); an echo capacity at CEILING_SHARE of the ceiling's or more; a broadcast
@@ -214,15 +234,15 @@ def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
     ceiling = setting.ceiling
     if ceiling is None:
         return None
-    if cell.hold_stop == STALLED and ceiling.hold_stop == STALLED:
+    if cell.result.hold_stop == STALLED and ceiling.result.hold_stop == STALLED:
         return "its opens stalled, and so did the Go ceiling's: JMeter's pace, not the server's"
     if setting.is_ceiling:
         return None
     mine, top = cell.value(F.CAPACITY), ceiling.value(F.CAPACITY)
     if mine is not None and top and mine >= CEILING_SHARE * top:
         return (
-            f"its capacity of {F.rate_text(mine)} {cell.rate_unit} is {100 * mine / top:.0f}% of "
-            "the Go "
+            f"its capacity of {F.rate_text(mine)} {cell.result.rate_unit} is "
+            f"{100 * mine / top:.0f}% of the Go "
             f"ceiling's ({F.rate_text(top)}): JMeter's paced limit, not the server's"
         )
     mine, floor = cell.value(F.BROADCAST_P99), ceiling.value(F.BROADCAST_P99)
@@ -234,7 +254,7 @@ def _at_the_ceiling(cell: Measured, setting: Setting) -> str | None:
     return None
 
 
-def _ws_counts(cell: Measured, setting: Setting) -> Verdict | None:
+def _ws_counts(cell: JudgedCell, setting: Setting) -> Verdict | None:
     gap = cell.value(F.WS_COUNT_GAP)
     if gap is None or F.WS_COUNT_GAP.within(gap):
         return None
@@ -250,12 +270,12 @@ def _ws_counts(cell: Measured, setting: Setting) -> Verdict | None:
 IN_FLIGHT_SHARE = 0.1
 
 
-def _sent_late(cell: Measured, setting: Setting) -> Verdict | None:
+def _sent_late(cell: JudgedCell, setting: Setting) -> Verdict | None:
     late = cell.value(F.WS_LATE_SHARE)
     if late is None:  # no echo
         return None
     rate, mean = cell.value(F.ACHIEVED), cell.value(F.LAT_MEAN)
-    busy = (rate or 0.0) * (mean or 0.0) / 1000 / max(cell.connections, 1)
+    busy = (rate or 0.0) * (mean or 0.0) / 1000 / max(cell.record.connections, 1)
     if F.WS_LATE_SHARE.within(late) and busy <= IN_FLIGHT_SHARE:
         return None
     return SENT_LATE.says(
@@ -266,8 +286,8 @@ def _sent_late(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _hold_stalled(cell: Measured, setting: Setting) -> Verdict | None:
-    if cell.hold_stop != STALLED or _at_the_ceiling(cell, setting) is not None:
+def _hold_stalled(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    if cell.result.hold_stop != STALLED or _at_the_ceiling(cell, setting) is not None:
         return None  # the ceiling's stalled too: client-bound says it
     return HOLD_STALLED.says(
         "its opens stopped completing before it refused one or reached the memory limit: "
@@ -276,18 +296,18 @@ def _hold_stalled(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _undelivered(cell: Measured) -> bool:
+def _undelivered(cell: JudgedCell) -> bool:
     ratio = cell.value(F.RATE_RATIO)
-    return cell.mode == Mode.RATE and ratio is not None and not F.RATE_RATIO.reaches(ratio)
+    return cell.record.mode == Mode.RATE and ratio is not None and not F.RATE_RATIO.reaches(ratio)
 
 
-def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
+def _rate_not_delivered(cell: JudgedCell, setting: Setting) -> Verdict | None:
     target, ratio = cell.value(F.TARGET_RATE), cell.value(F.RATE_RATIO)
     if not _undelivered(cell) or target is None or ratio is None:
         return None
     load_cpu = cell.value(F.LOAD_CPU)
     shortfall = (
-        f"{ratio * target:,.0f} successful {cell.rate_unit} of the {target:,.0f} asked "
+        f"{ratio * target:,.0f} successful {cell.result.rate_unit} of the {target:,.0f} asked "
         f"({100 * ratio:.0f}%)"
     )
     if _load_saturated(cell, setting):
@@ -295,24 +315,25 @@ def _rate_not_delivered(cell: Measured, setting: Setting) -> Verdict | None:
             f"{shortfall}: generator-bound — the load generator used {load_cpu:.0f}% "
             f"CPU of its {setting.load_cores} core(s) and could not send faster; this says "
             "nothing about the server",
-            Side.GENERATOR,
+            Bound.GENERATOR,
         )
     if _unsent(cell):
         # A generator starved of its cores (a VM's neighbours, steal) uses less than
         # 90 % CPU and still sends late: when it sent, not its CPU, says whose the shortfall is.
         return RATE_NOT_DELIVERED.says(
             f"{shortfall}: generator-bound — the load generator sent only "
-            f"{cell.value(F.SENT_RATE):,.0f} {cell.rate_unit} (its CPU at {load_cpu or 0:.0f}%): "
-            "it fell behind its own schedule; this says nothing about the server",
-            Side.GENERATOR,
+            f"{cell.value(F.SENT_RATE):,.0f} {cell.result.rate_unit} (its CPU at "
+            f"{load_cpu or 0:.0f}%): it fell behind its own schedule; this says nothing about the "
+            "server",
+            Bound.GENERATOR,
         )
     return RATE_NOT_DELIVERED.says(
         f"{shortfall}: server-bound — the generator sent on time, the server did not keep up",
-        Side.SERVER,
+        Bound.SERVER,
     )
 
 
-def _unsent(cell: Measured) -> bool:
+def _unsent(cell: JudgedCell) -> bool:
     """The generator sent under the delivered share of the rate asked (a tool that keeps its
     schedule and waits for a connection records the send when it was due, so a slow server
     does not show here)."""
@@ -320,9 +341,9 @@ def _unsent(cell: Measured) -> bool:
     return sent is not None and target is not None and not F.RATE_RATIO.reaches(sent, of=target)
 
 
-def _generator_lag(cell: Measured, setting: Setting) -> Verdict | None:
+def _generator_lag(cell: JudgedCell, setting: Setting) -> Verdict | None:
     lag, p99 = cell.value(F.SCHEDULE_LAG), cell.value(F.P99)
-    if cell.mode != Mode.RATE or lag is None or p99 is None or _undelivered(cell):
+    if cell.record.mode != Mode.RATE or lag is None or p99 is None or _undelivered(cell):
         return None
     if lag < LAG_MS or lag < LAG_SHARE * p99:
         return None
@@ -344,9 +365,14 @@ def queue_grew(first_ms: float | None, last_ms: float | None) -> bool:
     return last_ms >= GREW * first_ms and last_ms - first_ms >= GREW_MS
 
 
-def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
+def _falling_behind(cell: JudgedCell, setting: Setting) -> Verdict | None:
     first, last = setting.latency_first_ms, setting.latency_last_ms
-    if cell.mode != Mode.RATE or first is None or last is None or not queue_grew(first, last):
+    if (
+        cell.record.mode != Mode.RATE
+        or first is None
+        or last is None
+        or not queue_grew(first, last)
+    ):
         return None
     return FALLING_BEHIND.says(
         f"latency grew through each trial, from {first:,.1f} ms (median of its first quarter) to "
@@ -355,9 +381,9 @@ def _falling_behind(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
+def _server_saturated(cell: JudgedCell, setting: Setting) -> Verdict | None:
     share = _server_share(cell, setting)
-    if cell.mode == Mode.CLOSED or share is None or share < SERVER_FULL:
+    if cell.record.mode == Mode.CLOSED or share is None or share < SERVER_FULL:
         return None
     return SERVER_SATURATED.says(
         f"the server used {100 * share:.0f}% of its {setting.server_cores} core(s): at this "
@@ -365,54 +391,54 @@ def _server_saturated(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _server_share(cell: Measured, setting: Setting) -> float | None:
+def _server_share(cell: JudgedCell, setting: Setting) -> float | None:
     server_cpu = cell.value(F.SERVER_CPU)
     if server_cpu is None:
         return None
     return server_cpu / (100 * setting.server_cores)
 
 
-def _busy_or_starved(cell: Measured, setting: Setting) -> float | None:
+def _busy_or_starved(cell: JudgedCell, setting: Setting) -> float | None:
     """The share of its cores the server was busy on, or had taken from it by the
     hypervisor (steal): a server starved by a VM's neighbours is not idle, it waits."""
     share = _server_share(cell, setting)
     return None if share is None else share + (cell.value(F.STEAL) or 0.0) / 100
 
 
-def _littles_bound(cell: Measured, concurrency: int) -> float | None:
+def _littles_bound(cell: JudgedCell, concurrency: int) -> float | None:
     wait = _wait_ms(cell)
     return None if not wait else concurrency / (wait / 1000)
 
 
-def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
+def _blocked(cell: JudgedCell, setting: Setting) -> Verdict | None:
     share = _busy_or_starved(cell, setting)
-    if cell.mode != Mode.CLOSED or share is None or share >= IDLE_SERVER:
+    if cell.record.mode != Mode.CLOSED or share is None or share >= IDLE_SERVER:
         return None
     cpu = _server_share(cell, setting) or 0.0
     wait, throughput = _wait_ms(cell), _throughput(cell)
     if wait is not None:
         # What the launch could hold at once: its own limit, the clients, and (db-delay) the
         # database pool — a pool that caps the figure is pool-exhausted, not blocked.
-        limits = [cell.connections]
-        if cell.concurrency_limit is not None:
-            limits.append(cell.concurrency_limit)
-        if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
-            limits.append(cell.db_pool_limit)
+        limits = [cell.record.connections]
+        if cell.record.concurrency_limit is not None:
+            limits.append(cell.record.concurrency_limit)
+        if cell.record.scenario == "db-delay" and cell.record.db_pool_limit is not None:
+            limits.append(cell.record.db_pool_limit)
         bound = _littles_bound(cell, min(limits))
         if bound is None or throughput >= FAR_BELOW * bound:
             return None
         holding = throughput * wait / 1000
         return BLOCKED.says(
             f"it could hold {min(limits):,} requests waiting at once but held about {holding:,.1f} "
-            f"({throughput:,.0f} {cell.rate_unit} of a possible {bound:,.0f}) with its CPU at "
-            f"{100 * cpu:.0f}%: something blocks (a blocking call in an event loop, a late "
+            f"({throughput:,.0f} {cell.result.rate_unit} of a possible {bound:,.0f}) with its CPU "
+            f"at {100 * cpu:.0f}%: something blocks (a blocking call in an event loop, a late "
             "gevent patch)",
         )
-    if cell.scenario not in SERVER_ONLY_SCENARIOS:
+    if cell.record.scenario not in SERVER_ONLY_SCENARIOS:
         return None
     load_cpu = cell.value(F.LOAD_CPU)
     load = load_cpu / (100 * setting.load_cores) if load_cpu is not None else 1.0
-    if load >= IDLE_SERVER or sum(cell.errors.values()) != 0:
+    if load >= IDLE_SERVER or sum(cell.result.errors.values()) != 0:
         return None
     return BLOCKED.says(
         f"neither the server ({100 * cpu:.0f}% CPU) nor the load tool ({100 * load:.0f}%) was "
@@ -420,37 +446,42 @@ def _blocked(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _binding_limit(cell: Measured) -> tuple[str, int]:
+def _binding_limit(cell: JudgedCell) -> tuple[str, int]:
     """The limit on requests in progress that is reached first: the clients, the server's
     own concurrency (workers × threads), or the database pool (db-delay)."""
-    limits = [(f"the {cell.connections:,} clients", cell.connections)]
-    own = cell.concurrency_limit
+    limits = [(f"the {cell.record.connections:,} clients", cell.record.connections)]
+    own = cell.record.concurrency_limit
     if own is not None:
         limits.append((f"its own concurrency ({own:,} requests at once)", own))
-    if cell.scenario == "db-delay" and cell.db_pool_limit is not None:
-        limits.append((f"its database pool ({cell.db_pool_limit:,} sessions)", cell.db_pool_limit))
+    if cell.record.scenario == "db-delay" and cell.record.db_pool_limit is not None:
+        limits.append(
+            (
+                f"its database pool ({cell.record.db_pool_limit:,} sessions)",
+                cell.record.db_pool_limit,
+            )
+        )
     return min(limits, key=lambda limit: limit[1])
 
 
-def _littles_law(cell: Measured, setting: Setting) -> Verdict | None:
-    bound = _littles_bound(cell, cell.connections)
+def _littles_law(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    bound = _littles_bound(cell, cell.record.connections)
     share = _server_share(cell, setting)
-    if cell.mode != Mode.CLOSED or bound is None or share is None or share >= CPU_BOUND:
+    if cell.record.mode != Mode.CLOSED or bound is None or share is None or share >= CPU_BOUND:
         return None
     fraction = _throughput(cell) / bound
     if fraction >= FAR_BELOW:
         return None
     name, value = _binding_limit(cell)
-    if value == cell.connections:
+    if value == cell.record.connections:
         return None  # no limit of its own explains it: that is `blocked`, if anything
     if "pool" in name and _pool_exhausted(cell, setting) is not None:
         return None  # pool-exhausted says it
     most = _littles_bound(cell, value) or 0.0
     return LITTLES_LAW.says(
-        f"{_throughput(cell):,.0f} {cell.rate_unit} is {100 * fraction:.0f}% of what "
-        f"{cell.connections:,} connections could carry ({bound:,.0f}: connections ÷ "
+        f"{_throughput(cell):,.0f} {cell.result.rate_unit} is {100 * fraction:.0f}% of what "
+        f"{cell.record.connections:,} connections could carry ({bound:,.0f}: connections ÷ "
         f"{_wait_ms(cell):,.3g} ms) while the server's CPU was at {100 * share:.0f}%: the limit "
-        f"reached first is {name}, {most:,.0f} {cell.rate_unit} at most",
+        f"reached first is {name}, {most:,.0f} {cell.result.rate_unit} at most",
     )
 
 
@@ -458,7 +489,7 @@ LEAK_MB = 5.0  # growth over a trial that counts: at least this much ...
 LEAK_SHARE = 0.10  # ... and this share of what the server held at its start
 
 
-def _leaks(cell: Measured, setting: Setting) -> Verdict | None:
+def _leaks(cell: JudgedCell, setting: Setting) -> Verdict | None:
     """Resident memory that grew through the trials: the low end of its slope's interval
     above zero in the median trial, and a growth that is material."""
     growth, low = cell.value(F.RSS_GROWTH), cell.value(F.RSS_SLOPE_LOW)
@@ -474,27 +505,29 @@ def _leaks(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _pool_exhausted(cell: Measured, setting: Setting) -> Verdict | None:
+def _pool_exhausted(cell: JudgedCell, setting: Setting) -> Verdict | None:
     peak = cell.value(F.DB_SESSIONS)
-    if peak is None or not cell.db_pool_limit:
+    if peak is None or not cell.record.db_pool_limit:
         return None
-    if peak < cell.db_pool_limit:
+    if peak < cell.record.db_pool_limit:
         return None
     return POOL_EXHAUSTED.says(
-        f"the stack's pools grew to their limit of {cell.db_pool_limit} database sessions "
+        f"the stack's pools grew to their limit of {cell.record.db_pool_limit} database sessions "
         f"({peak} open at the peak): they grow only when every session is "
         "busy, so requests waited for one",
     )
 
 
-def _unstable(cell: Measured, setting: Setting) -> Verdict | None:
-    if setting.adaptive and setting.confidence < 0.95:
+def _unstable(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    if setting.separated:
+        return None  # clear of both neighbours in its ranking: its width changes nothing read
+    if setting.adaptive and not reaches_confidence(setting.confidence):
         return UNSTABLE.says(
             f"never converged: max_trials ran out before its interval reached 95% "
             f"({100 * setting.confidence:.0f}% now; it takes 6 trials)",
         )
     half_width, target = setting.half_width_pct, setting.target_half_width_pct
-    if half_width is None or half_width <= target:
+    if half_width is None or within_target(half_width, target):
         return None
     return UNSTABLE.says(
         f"trials disagree: the interval spans ±{half_width:.0f}% of the median "
@@ -504,7 +537,7 @@ def _unstable(cell: Measured, setting: Setting) -> Verdict | None:
 
 # --- the registry -----------------------------------------------------------------------------
 
-Check = Callable[[Measured, Setting], Verdict | None]
+Check = Callable[[JudgedCell, Setting], Verdict | None]
 
 
 @dataclass(frozen=True)
@@ -518,12 +551,12 @@ class VerdictKind:
     caution: bool = False  # a comparison that rests on the figure gets a caution beside it
     # The figure is the load tool's limit, not the server's: a ceiling cell with it is none.
     tool_figure: bool = False
-    bound: Side | None = None  # whose limit it says was reached, when always the same side
+    bound: Bound | None = None  # whose limit it says was reached, when always the same side
     unranked: bool = False  # a cell with it is measured and shown, but not ranked
     # It tells of the server's robustness, beside its figures: it casts doubt on none.
     robustness: bool = False
 
-    def says(self, sentence: str, bound: Side | None = None) -> Verdict:
+    def says(self, sentence: str, bound: Bound | None = None) -> Verdict:
         return Verdict(self.name, sentence, bound or self.bound)
 
 
@@ -534,8 +567,8 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
     """The verdict `verdict` on what the conformance check found under `key` (unranking,
     cautions)."""
 
-    def check(cell: Measured, setting: Setting) -> Verdict | None:
-        found = (cell.conformance or {}).get(key) or []
+    def check(cell: JudgedCell, setting: Setting) -> Verdict | None:
+        found = (cell.result.conformance or {}).get(key) or []
         if not found:
             return None
         return VERDICTS[verdict].says(f"{lead} ({'; '.join(found)}): {why}")
@@ -546,8 +579,8 @@ def _conformance_check(verdict: str, key: str, lead: str, why: str) -> Check:
 def _stop_verdict(verdict: str, consequence: str) -> Check:
     """The verdict `verdict` (drops, hangs) on what the run's drain check found."""
 
-    def check(cell: Measured, setting: Setting) -> Verdict | None:
-        stop = cell.drain
+    def check(cell: JudgedCell, setting: Setting) -> Verdict | None:
+        stop = cell.result.drain
         if not isinstance(stop, Drain) or stop.verdict != verdict:
             return None
         return VERDICTS[verdict].says(f"stopped under load, it {stop.sentence()}: {consequence}")
@@ -555,8 +588,8 @@ def _stop_verdict(verdict: str, consequence: str) -> Check:
     return check
 
 
-def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
-    found = cell.slow_clients
+def _slow_clients(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    found = cell.result.slow_clients
     if not isinstance(found, SlowClients) or not found.needs_proxy:
         return None
     harmed = [r for r in found.results if r.harmed]
@@ -566,20 +599,21 @@ def _slow_clients(cell: Measured, setting: Setting) -> Verdict | None:
     )
 
 
-def _unbracketed(cell: Measured, setting: Setting) -> Verdict | None:
-    if cell.mode != Mode.SLO or not cell.unbracketed:
+def _unbracketed(cell: JudgedCell, setting: Setting) -> Verdict | None:
+    if cell.record.mode != Mode.SLO or not cell.result.unbracketed:
         return None
     found, closed = cell.value(F.CAPACITY) or 0.0, cell.value(F.CLOSED_CAPACITY)
     lead = (
-        f"no rate the search tried missed the target in {cell.unbracketed} of {cell.trials} "
-        f"replicate(s): ≥ {F.rate_text(found)} {cell.rate_unit} is a lower bound, not the "
-        "capacity; "
+        f"no rate the search tried missed the target in {cell.result.unbracketed} of "
+        f"{cell.result.trials} replicate(s): ≥ {F.rate_text(found)} {cell.result.rate_unit} is a "
+        "lower bound, not the capacity; "
     )
     if closed and found >= NEAR_CLOSED * closed:
         return UNBRACKETED.says(
-            lead + f"it held up to what {cell.connections} connections carry in a closed loop "
-            f"({F.rate_text(closed)} {cell.rate_unit}): more connections would let the search go "
-            "higher"
+            lead
+            + f"it held up to what {cell.record.connections} connections carry in a closed loop "
+            f"({F.rate_text(closed)} {cell.result.rate_unit}): more connections would let the "
+            "search go higher"
         )
     return UNBRACKETED.says(
         lead + "the search ran out of probes first: more replicates (max_trials, or a longer "
@@ -602,7 +636,7 @@ TOOL_STALLED = _declare(VerdictKind(
 ))  # fmt: skip
 CLIENT_BOUND = _declare(VerdictKind(
     "client-bound", "a load tool out of CPU", _client_bound, F.THROUGHPUT, caution=True,
-    tool_figure=True, bound=Side.GENERATOR,
+    tool_figure=True, bound=Bound.GENERATOR,
 ))  # fmt: skip
 RATE_NOT_DELIVERED = _declare(VerdictKind(
     "rate-not-delivered", "a fixed rate that was not delivered, and whose fault",
@@ -616,7 +650,7 @@ FALLING_BEHIND = _declare(VerdictKind(
 ))  # fmt: skip
 SERVER_SATURATED = _declare(VerdictKind(
     "server-saturated", "a server out of CPU at a fixed rate", _server_saturated, F.P99,
-    bound=Side.SERVER,
+    bound=Bound.SERVER,
 ))  # fmt: skip
 BLOCKED = _declare(VerdictKind(
     "blocked", "a server that waited with its CPU idle", _blocked, F.THROUGHPUT, caution=True,
@@ -671,11 +705,11 @@ WS_COUNTS = _declare(VerdictKind(
 ))  # fmt: skip
 SENT_LATE = _declare(VerdictKind(
     "sent-late", "WebSocket messages sent late, or connections too busy to be open-loop",
-    _sent_late, F.ECHO_P99, caution=True, bound=Side.GENERATOR,
+    _sent_late, F.ECHO_P99, caution=True, bound=Bound.GENERATOR,
 ))  # fmt: skip
 HOLD_STALLED = _declare(VerdictKind(
     "hold-stalled", "a hold whose opens stopped completing (not refused)", _hold_stalled,
-    F.CONNECTIONS_HELD, bound=Side.SERVER,
+    F.CONNECTIONS_HELD, bound=Bound.SERVER,
 ))  # fmt: skip
 UNSTABLE = _declare(VerdictKind(
     "unstable", "trials that disagree more than the target allows", _unstable, None,

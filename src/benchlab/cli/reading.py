@@ -50,7 +50,8 @@ def finished_runs(stores: list[Path], recipe: str) -> list[RunSummary]:
         store = Store(path, create=False)
         for position, run in enumerate(reversed(store.runs())):
             if run.recipe_name == recipe and run.status in FINISHED and run.id not in found:
-                found[run.id] = ((run.started_at, store_index, position), summarise(store, run.id))
+                summary = summarise(store, run.id, catalogue=CATALOGUE)
+                found[run.id] = ((run.started_at, store_index, position), summary)
     if not found:
         shown = ", ".join(str(p) for p in stores)
         raise UserError(
@@ -128,7 +129,7 @@ def report(
             "add -f json (or -o FILE.json)"
         )
     bounds = thresholds.given(threshold)
-    summary = summarise(Store(results, create=False), run_id, with_trials)
+    summary = summarise(Store(results, create=False), run_id, with_trials, CATALOGUE)
     summary = thresholds.judged(summary, bounds)
     if where.on_terminal_table:
         render_table(summary, console, wide)
@@ -324,8 +325,8 @@ def compare(
         fmt, output, formats.COMPARE, reads=[results, *([results_b] if results_b else [])]
     )
     store_b_path = results_b or results
-    before = summarise(Store(results, create=False), run_a)
-    after = summarise(Store(store_b_path, create=False), run_b)
+    before = summarise(Store(results, create=False), run_a, catalogue=CATALOGUE)
+    after = summarise(Store(store_b_path, create=False), run_b, catalogue=CATALOGUE)
     found = report.compare_runs(before, after, results, store_b_path, fail_above)
     if not found.changes:
         raise UserError(

@@ -156,7 +156,7 @@ def run(
     and write the HTML report."""
     from benchlab.report.plan import check_format, planned_run
     from benchlab.runner import SessionOptions, run_recipe
-    from benchlab.runner.estimates import Costs
+    from benchlab.runner.estimates import Costs, plan_estimate
 
     progress.quiet = quiet
     # Refused before a run, not after.
@@ -180,7 +180,7 @@ def run(
     # Read and checked against the plan's cells before anything runs.
     bounds = thresholds.given(threshold, {cell.mode for cell in plan.cells})
     budget_min = None if deadline_s is None else deadline_s / 60
-    planned = planned_run(plan, Costs.load(), budget_min)
+    planned = planned_run(plan, *plan_estimate(plan, Costs.load(), budget_min))
     if dry_run:  # the plan is the answer: stdout, or -o's file, in -f's format
         _show_plan(planned, where)
         return
@@ -261,7 +261,7 @@ def _show_run(
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
 
-    summary = thresholds.judged(summarise(store, outcome.run_id), bounds)
+    summary = thresholds.judged(summarise(store, outcome.run_id, catalogue=CATALOGUE), bounds)
 
     def table() -> None:
         render_table(summary, console)

@@ -27,7 +27,7 @@ CONFIRM_ABOVE_S = 3600
 
 def confirm_long(seconds: float, yes: bool) -> None:
     """A plan over an hour runs on --yes, or on a 'y' typed at a terminal."""
-    from benchlab.runner.estimates import minutes
+    from benchlab.core.text import minutes
 
     if seconds <= CONFIRM_ABOVE_S or yes:
         return

@@ -30,7 +30,7 @@ def judged(summary: RunSummary, thresholds: tuple[Threshold, ...]) -> RunSummary
     from benchlab.analysis.thresholds import judged as judge_run
 
     if summary.options.tune is None:
-        check_measured(thresholds, {cell.mode for cell in summary.cells})
+        check_measured(thresholds, {cell.record.mode for cell in summary.cells})
     return judge_run(summary, thresholds)
 
 

@@ -322,8 +322,9 @@ def _refuse_conflicts(
 def _summary(store: Store, outcome: RunOutcome, bounds: tuple[Threshold, ...]) -> RunSummary:
     """The tune's stored run, its --threshold judged on its answer."""
     from benchlab.analysis.summary import summarise
+    from benchlab.stacks import CATALOGUE
 
-    return thresholds.judged(summarise(store, outcome.run_id), bounds)
+    return thresholds.judged(summarise(store, outcome.run_id, catalogue=CATALOGUE), bounds)
 
 
 def _show_tune(

@@ -163,3 +163,11 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(printable(text), **kwargs)
+
+
+def minutes(seconds: float) -> str:
+    """A duration as a run's estimates and progress write it: 12m05s, 1h02m."""
+    seconds = max(0, round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"

@@ -15,7 +15,7 @@ from benchlab.load.base import LoadRequest, LoadTool
 from benchlab.load.h2load import H2load
 from benchlab.load.hey import Hey
 from benchlab.load.jmeter import JMeter
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 from benchlab.load.siege import Siege
 from benchlab.load.vegeta import Vegeta
 from benchlab.load.wrk import Wrk
@@ -53,7 +53,7 @@ def finer_than_timed(tool: str | None, latency_ms: float | None) -> bool:
 
 
 __all__ = [
-    "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "WEBSOCKET_TOOL", "Errors",
-    "Latency", "LoadRequest", "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed",
+    "DEFAULT_TOOL", "MERGEABLE_TOOLS", "RATE_TOOL", "TOOLS", "WEBSOCKET_TOOL", "Latency",
+    "LoadRequest", "LoadResult", "LoadTool", "LoadToolError", "finer_than_timed",
     "make_ready",
 ]  # fmt: skip

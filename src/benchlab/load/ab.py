@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load.base import DebianTool, LoadRequest
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 
 # -t alone caps ab at 50 000 requests; -n after -t lifts that cap. ab allocates 32 bytes per
 # allowed request up front, so -n is sized to the duration: 250 000 req/s is beyond what ab,

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load.base import DebianTool, LoadRequest
 from benchlab.load.histogram import LatencyTally
-from benchlab.load.result import Errors, LoadResult
+from benchlab.load.result import LoadResult
 
 LOG = "h2load.tsv"
 CHUNK_ROWS = 65_536

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load.base import DebianTool, LoadRequest
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 
 
 def _seconds_ms(pattern: str, text: str) -> float | None:

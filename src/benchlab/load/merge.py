@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load import histogram
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 
 
 def merge_histograms(results: list[LoadResult]) -> LoadResult:

@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 import numpy
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load.histogram import LatencyTally
-from benchlab.load.result import Errors, LoadResult
+from benchlab.load.result import LoadResult
 from benchlab.load.timeline import TimelineTally
 
 CHUNK_ROWS = 65_536

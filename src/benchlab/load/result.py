@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-
-@dataclass(frozen=True)
-class Errors:
-    connect: int = 0
-    read: int = 0
-    write: int = 0
-    timeout: int = 0
-    non_2xx: int = 0
-    other: int = 0  # failures the tool does not classify (siege's failed transactions)
-
-    @property
-    def total(self) -> int:
-        return self.connect + self.read + self.write + self.timeout + self.non_2xx + self.other
-
-    @property
-    def socket(self) -> int:
-        """Requests that got no answer at all."""
-        return self.total - self.non_2xx
+from benchlab.core.latency_timeline import Timeline
+from benchlab.core.request_errors import Errors
 
 
 @dataclass(frozen=True)
@@ -41,51 +22,6 @@ class Latency:
     p999: float | None
     max: float | None
     percentiles: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """A fixed-rate trial's latency over time (load/timeline.py counts it), step by step:
-    step i covers [i × step_s, (i + 1) × step_s) seconds after its first request was sent."""
-
-    step_s: int
-    # The requests sent in the step; None: none was (or none was answered or timed out).
-    p50_ms: tuple[float | None, ...]
-    p99_ms: tuple[float | None, ...]
-    # Successful answers (2xx, 3xx) that came back in the step, per second.
-    achieved_rps: tuple[float, ...]
-    # Failed requests (no answer, or a status of 400 or more) whose failure came in the step.
-    errors: tuple[int, ...]
-
-    @property
-    def t_s(self) -> tuple[int, ...]:
-        """Each step's start, seconds after the trial's first request."""
-        return tuple(index * self.step_s for index in range(len(self.p99_ms)))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step_s": self.step_s,
-            "t_s": list(self.t_s),
-            "p50_ms": list(self.p50_ms),
-            "p99_ms": list(self.p99_ms),
-            "achieved_rps": list(self.achieved_rps),
-            "errors": list(self.errors),
-        }
-
-    def stored(self) -> str:
-        """As the store keeps it: compact JSON, the steps' starts left out (they follow)."""
-        data = {k: v for k, v in self.to_json().items() if k != "t_s"}
-        return json.dumps(data, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Timeline:
-        return cls(
-            step_s=int(data["step_s"]),
-            p50_ms=tuple(data["p50_ms"]),
-            p99_ms=tuple(data["p99_ms"]),
-            achieved_rps=tuple(data["achieved_rps"]),
-            errors=tuple(data["errors"]),
-        )
 
 
 @dataclass(frozen=True)

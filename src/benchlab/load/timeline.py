@@ -18,8 +18,8 @@ import math
 import numpy
 from hdrh.histogram import HdrHistogram
 
+from benchlab.core.latency_timeline import Timeline
 from benchlab.load import histogram
-from benchlab.load.result import Timeline
 
 MAX_STEPS = 600
 SIGNIFICANT = 3  # digits a latency keeps in the series (its histogram keeps two or three)

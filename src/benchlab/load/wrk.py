@@ -9,9 +9,10 @@ import subprocess
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError
+from benchlab.core.request_errors import Errors
 from benchlab.load import histogram
 from benchlab.load.base import DebianTool, LoadRequest
-from benchlab.load.result import Errors, Latency, LoadResult
+from benchlab.load.result import Latency, LoadResult
 from benchlab.system.trusted_path import NEUTRAL_DIR
 
 REPORT_SCRIPT = Path(__file__).with_name("wrk_report.lua")

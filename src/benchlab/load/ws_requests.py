@@ -72,9 +72,6 @@ class HoldRequest:
     settle_s: float
     path: str = ECHO_PATH
 
-    def step_seconds(self) -> float:
-        return self.step / self.open_rate + self.settle_s
-
 
 @dataclass(frozen=True)
 class BroadcastRequest:

@@ -24,7 +24,7 @@ from benchlab.recipe.schema import (
     rate_share,
     sentinel_of,
 )
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 
 # After the labels of the sentinel's launches: a reference, not a contender.
 SENTINEL_MARK = "(sentinel)"

@@ -23,7 +23,7 @@ from benchlab.recipe.schema import (
     recipe_thresholds,
     sentinel_of,
 )
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 
 Catalogue = Mapping[str, Stack]
 

@@ -12,7 +12,7 @@ from benchlab.recipe.cells import MAX_CELLS, Cell, MatrixTooLarge, expand
 from benchlab.recipe.cores import CoreAssignment, allowed_cores, resolve_cores
 from benchlab.recipe.hosts import HostPlan, local_only, resolve_hosts
 from benchlab.recipe.schema import Recipe, StackParams
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import PointRanking
 from benchlab.analysis.recommendation import CandidateResult, candidate_results, tune_rate_unit
-from benchlab.analysis.relative import CEILING_STACK, is_ceiling_cell
+from benchlab.analysis.relative import CEILING_STACK
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -106,12 +106,12 @@ def _attr(text: str) -> str:
 
 def stack_colours(summary: RunSummary) -> dict[str, str]:
     """Each stack label's colour, the same on every chart of the page (the ceiling grey)."""
-    ceilings = {
-        c.stack_label for c in summary.cells if is_ceiling_cell(c.stack, c.scenario, c.facts)
-    }
+    ceilings = {c.record.stack_label for c in summary.cells if c.result.ceiling is not None}
     labels = [
         label
-        for label in dict.fromkeys(c.stack_label for c in summary.cells if c.measured)
+        for label in dict.fromkeys(
+            c.record.stack_label for c in summary.cells if c.result.has_figure
+        )
         if label not in ceilings
     ]
     tab20 = matplotlib.colormaps["tab20"]
@@ -206,7 +206,7 @@ def bar_chart(
     floor = nice_floor(min(values))
     right = max(values) * 5
     names = display_names(ordered)
-    labels = [_wrapped(names[c.key]) for c in ordered]
+    labels = [_wrapped(names[c.record.key]) for c in ordered]
     lines = max(label.count("\n") + 1 for label in labels)
     with rc_context(STYLE):
         row = 0.14 + 0.18 * lines  # inches: room for the longest label's lines
@@ -232,10 +232,10 @@ def _bar(
 ) -> None:  # fmt: skip
     e = cell.estimate(figure)
     if e is None or e.median <= 0:
-        why = "failed" if cell.status == "failed" else "not measured" if e is None else "0"
+        why = "failed" if cell.result.status == "failed" else "not measured" if e is None else "0"
         ax.text(floor, y, f" {why}", va="center", color="#c23b3b", fontsize=MIN_TEXT)
         return
-    colour = colours.get(cell.stack_label, CEILING_COLOUR)
+    colour = colours.get(cell.record.stack_label, CEILING_COLOUR)
     (bar,) = ax.barh(y, e.median - floor, left=floor, color=colour, height=0.62)
     bar.set_gid(gid)
     if e.n > 1:
@@ -310,7 +310,11 @@ def point_bar_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart
 
 
 def _curve(cell: CellSummary) -> list[tuple[str, float]]:
-    return [(q, cell.percentiles[q]) for q in CURVE_QUANTILES if cell.percentiles.get(q, 0) > 0]
+    return [
+        (q, cell.result.percentiles[q])
+        for q in CURVE_QUANTILES
+        if cell.result.percentiles.get(q, 0) > 0
+    ]
 
 
 def _nines(quantile: str) -> float:
@@ -334,7 +338,8 @@ def latency_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
                 qs, ys = zip(*_curve(cell), strict=True)
                 ax.plot(
                     [_nines(q) for q in qs], ys, marker="o", markersize=3.5, linewidth=1.5,
-                    color=colours.get(cell.stack_label, CEILING_COLOUR), label=cell.stack_label,
+                    color=colours.get(cell.record.stack_label, CEILING_COLOUR),
+                    label=cell.record.stack_label,
                 )  # fmt: skip
             ax.set_yscale("log")
             _log_ticks(ax, "y", min(values) / 1.1, max(values) * 1.1, lambda v: f"{v:g}", snap=True)
@@ -380,7 +385,7 @@ def _rows(summary: RunSummary, points: list[PointRanking]) -> list[str]:
         for rank, place in enumerate(point.order, start=1):
             places.setdefault(place.label, []).append(rank)
     ranked = sorted(places, key=lambda label: statistics.fmean(places[label]))
-    rest = [c.stack_label for p in points for c in summary.cells_at(p.point)]
+    rest = [c.record.stack_label for p in points for c in summary.cells_at(p.point)]
     return ranked + [label for label in dict.fromkeys(rest) if label not in places]
 
 
@@ -390,7 +395,7 @@ def heatmap_chart(summary: RunSummary) -> Chart | None:
         return None
     points = [point.point for point in ranked]
     stacks = _rows(summary, ranked)
-    by_key = {(c.stack_label, c.grid): c for c in summary.cells}
+    by_key = {(c.record.stack_label, c.result.point): c for c in summary.cells}
     best = {p.point: p.order[0].value for p in ranked}  # the order is best first
     shade = LinearSegmentedColormap.from_list("share", ["#f4f1e8", "#9cc59a", "#21663a"])
     figure = summary.ranked_by
@@ -456,7 +461,7 @@ def _heat_text(cell: CellSummary | None, share: float | None, figure: F.Figure) 
         return "–", "#777"
     value = cell.value(figure)
     if value is None:
-        return ("failed" if cell.status == "failed" else "not run"), "#c23b3b"
+        return ("failed" if cell.result.status == "failed" else "not run"), "#c23b3b"
     text = short_number(value) if figure.is_rate else figure.format(value)
     return text, "white" if share is not None and share > 0.6 else "#111"
 
@@ -514,9 +519,9 @@ def rank_chart(summary: RunSummary, colours: dict[str, str]) -> Chart | None:
 CurveLine = list[tuple[float, float | None, float, bool, bool]]
 
 
-def _curve_point(cell: CellSummary) -> GridPoint | None:
+def _curve_point(cell: CellSummary) -> GridPoint:
     """The grid point a cell's curve belongs to: its load, the rate set aside."""
-    return None if cell.grid is None else dataclasses.replace(cell.grid, rate="", mode=Mode.CLOSED)
+    return dataclasses.replace(cell.result.point, rate="", mode=Mode.CLOSED)
 
 
 def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
@@ -524,16 +529,16 @@ def _curves(summary: RunSummary) -> dict[GridPoint, dict[str, CurveLine]]:
     curves: dict[GridPoint, dict[str, CurveLine]] = {}
     for cell in summary.cells:
         point = _curve_point(cell)
-        if point is None or cell.mode == Mode.CLOSED:
+        if cell.record.mode == Mode.CLOSED:
             continue
-        line = curves.setdefault(point, {}).setdefault(cell.stack_label, [])
-        if cell.mode == Mode.SLO:
+        line = curves.setdefault(point, {}).setdefault(cell.record.stack_label, [])
+        if cell.record.mode == Mode.SLO:
             line += [
                 (
                     p.target_rps, p.p50_ms, p.p99_ms,
                     F.RATE_RATIO.reaches(p.achieved_rps, of=p.target_rps), p.probe == "step",
                 )
-                for p in cell.curve
+                for p in cell.result.curve
                 if p.p99_ms
             ]  # fmt: skip
         elif (rate := cell.value(F.TARGET_RATE)) and (p99 := cell.value(F.P99)):
@@ -547,9 +552,9 @@ def curve_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]:
     curves = {p: lines for p, lines in _curves(summary).items() if lines}
     slo = summary.options.slo
     capacities = {
-        (_curve_point(c), c.stack_label): e
+        (_curve_point(c), c.record.stack_label): e
         for c in summary.cells
-        if c.mode == Mode.SLO and (e := c.estimate(F.CAPACITY))
+        if c.record.mode == Mode.SLO and (e := c.estimate(F.CAPACITY))
     }
     labels = dict(zip(curves, short_labels(list(curves)), strict=True))
     charts = []
@@ -624,7 +629,7 @@ def timeline_chart(
 ) -> Chart | None:
     """One fixed-rate cell's latency over time (every trial of it, overlaid), and below it
     the answers per second against the rate asked; failures in red when there are any."""
-    timelines = [t for t in cell.timelines if t.timeline.p99_ms]
+    timelines = [t for t in cell.result.timelines if t.timeline.p99_ms]
     latencies = [
         v for t in timelines for v in (*t.timeline.p50_ms, *t.timeline.p99_ms) if v is not None
     ]
@@ -664,7 +669,7 @@ def timeline_chart(
             rate_ax.set_yticks([0, *asked])  # the rate asked, labelled
         else:
             rate_ax.yaxis.set_major_locator(MaxNLocator(2))
-        rate_ax.set_ylabel(cell.rate_unit)
+        rate_ax.set_ylabel(cell.result.rate_unit)
         rate_ax.grid(axis="y", alpha=0.25)
         if failed:
             axes[2].set_ylabel("failed")
@@ -682,8 +687,8 @@ def timeline_charts(summary: RunSummary, colours: dict[str, str]) -> list[Chart]
     for index, (point, cells) in enumerate(groups(summary, (Mode.RATE,)).items()):
         names = display_names(cells)
         for position, cell in enumerate(cells):
-            colour = colours.get(cell.stack_label, CEILING_COLOUR)
-            title = f"{names[cell.key]}: latency over time"
+            colour = colours.get(cell.record.stack_label, CEILING_COLOUR)
+            title = f"{names[cell.record.key]}: latency over time"
             chart = timeline_chart(f"timeline-{index}-{position}", cell, colour, title, point)
             if chart is not None:
                 charts.append(chart)

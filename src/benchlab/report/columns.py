@@ -85,7 +85,7 @@ def figure_text(
     if interval:  # a latency percentile too: with its interval over the trials
         value = cell.interval(figure) or value
     if isinstance(value, Estimate):
-        at_least = "≥ " if figure.key in cell.lower_bounds else ""
+        at_least = "≥ " if figure.key in cell.result.lower_bounds else ""
         if brief:
             shown = brief_estimate_text(figure, value) if interval else figure.format(value.median)
         else:
@@ -102,9 +102,9 @@ def _below_resolution(cell: CellSummary, figure: F.Figure, value: object) -> str
     number = value.median if isinstance(value, Estimate) else value
     if figure.group != F.LATENCY_GROUP or not isinstance(number, int | float):
         return ""
-    if not finer_than_timed(cell.tool, number):
+    if not finer_than_timed(cell.record.tool, number):
         return ""
-    return f"<{TOOLS[cell.tool].latency_resolution_ms:g}"
+    return f"<{TOOLS[cell.record.tool].latency_resolution_ms:g}"
 
 
 def figure_column(
@@ -128,29 +128,29 @@ def figure_column(
 
 
 def params_text(cell: CellSummary) -> str:
-    parts = [f"[{cell.point}]"] if cell.point else []
-    if cell.pool_size is not None:
-        parts.append(f"pool={cell.pool_size}")
-    scenario = SCENARIOS.get(cell.scenario)
-    if scenario is not None and cell.ms is not None:
-        parts.append(scenario.param_text(cell.ms))
+    parts = [f"[{cell.record.point}]"] if cell.record.point else []
+    if cell.record.pool_size is not None:
+        parts.append(f"pool={cell.record.pool_size}")
+    scenario = SCENARIOS.get(cell.record.scenario)
+    if scenario is not None and cell.record.ms is not None:
+        parts.append(scenario.param_text(cell.record.ms))
     return " ".join(parts)
 
 
 def load_text(cell: CellSummary) -> str:
     """How the cell was loaded: a fixed rate, a capacity search, or nothing (closed loop)."""
-    if cell.mode == Mode.SLO:
+    if cell.record.mode == Mode.SLO:
         return "capacity search"
-    return f"rate {cell.rate_text}" if cell.mode == Mode.RATE else ""
+    return f"rate {cell.result.rate_text}" if cell.record.mode == Mode.RATE else ""
 
 
 def note_text(cell: CellSummary, footnote: int | None = None) -> str:
     ref = f" [{footnote}]" if footnote is not None else ""
-    if cell.status == "failed":
+    if cell.result.status == "failed":
         return f"failed{ref}"
-    if cell.status == "pending":
+    if cell.result.status == "pending":
         return "not measured: run stopped first"
-    if cell.status == "incomplete":
+    if cell.result.status == "incomplete":
         return "incomplete: run stopped early"
     return ""
 
@@ -161,8 +161,8 @@ def footnotes(summary: RunSummary) -> list[tuple[int, CellSummary]]:
     numbers: dict[str, int] = {}
     found = []
     for cell in summary.cells:
-        if cell.status == "failed":
-            number = numbers.setdefault(cell.reason or "", len(numbers) + 1)
+        if cell.result.status == "failed":
+            number = numbers.setdefault(cell.record.reason or "", len(numbers) + 1)
             found.append((number, cell))
     return found
 
@@ -174,9 +174,9 @@ def footnote_lines(summary: RunSummary) -> list[str]:
         grouped.setdefault(number, []).append(cell)
     lines = []
     for number, cells in grouped.items():
-        stacks = ", ".join(dict.fromkeys(c.stack_label for c in cells))
+        stacks = ", ".join(dict.fromkeys(c.record.stack_label for c in cells))
         count = f" ({len(cells)} cells)" if len(cells) > 1 else ""
-        lines.append(f"[{number}] {stacks}{count}: {one_line(cells[0].reason or '')}")
+        lines.append(f"[{number}] {stacks}{count}: {one_line(cells[0].record.reason or '')}")
     return lines
 
 
@@ -189,9 +189,9 @@ class Badge:
 
 def badges(cell: CellSummary, footnote: int | None = None) -> list[Badge]:
     """A cell's verdicts as short names; the sentence goes in a tooltip or a line below."""
-    if cell.status == "failed":
-        return [Badge(note_text(cell, footnote), "bad", cell.reason or "failed")]
-    if not cell.measured:
+    if cell.result.status == "failed":
+        return [Badge(note_text(cell, footnote), "bad", cell.record.reason or "failed")]
+    if not cell.result.has_figure:
         return [Badge("not measured", "warn", note_text(cell) or "not measured")]
     if not cell.verdicts:
         return [Badge("valid", "good", "No verdict against this figure.")]
@@ -202,7 +202,7 @@ def verdict_column(numbers: Mapping[str, int] | None = None) -> Column:
     """The verdict badges as words; `numbers`: footnote numbers of failed cells, by key."""
 
     def text(cell: CellSummary) -> str:
-        found = (numbers or {}).get(cell.key)
+        found = (numbers or {}).get(cell.record.key)
         return ", ".join(b.name for b in badges(cell, found))
 
     return Column("verdicts", text, text, numeric=False, hint="hover or read below for why")
@@ -212,24 +212,26 @@ def _identity(title: str, text: Callable[[CellSummary], str], numeric: bool = Fa
     return Column(title, text, text, numeric=numeric, identity=True)
 
 
-STACK = Column("stack", lambda c: c.stack_label, lambda c: c.stack_label, numeric=False)
-SCENARIO = _identity("scenario", lambda c: c.scenario)
-TOOL = _identity("tool", lambda c: c.tool)
+STACK = Column(
+    "stack", lambda c: c.record.stack_label, lambda c: c.record.stack_label, numeric=False
+)
+SCENARIO = _identity("scenario", lambda c: c.record.scenario)
+TOOL = _identity("tool", lambda c: c.record.tool)
 PARAMS = _identity("params", params_text)
 LOAD = Column(
     "load", load_text, load_text, numeric=False, hint="fixed rate or capacity search",
     identity=True,
 )  # fmt: skip
 CONNS = Column(
-    "conns", lambda c: str(c.connections), lambda c: c.connections, identity=True,
+    "conns", lambda c: str(c.record.connections), lambda c: c.record.connections, identity=True,
     hint="connections the load tool held open (a fixed rate: the most it could open)",
 )  # fmt: skip
 TRIALS = Column(
-    "trials", lambda c: str(c.trials), lambda c: c.trials,
+    "trials", lambda c: str(c.result.trials), lambda c: c.result.trials,
     hint="trials measured (a capacity search: its replicates)",
 )  # fmt: skip
 ERRORS = Column(
-    "errors", lambda c: f"{c.errors['total']:,}", lambda c: c.errors["total"],
+    "errors", lambda c: f"{c.result.errors['total']:,}", lambda c: c.result.errors["total"],
     hint="connect, read, write, timeout, non-2xx and unclassified, summed (a hold's refused "
     "opens, where refusing ended it, are its finding: the note under its table)",
 )  # fmt: skip
@@ -280,7 +282,7 @@ def cell_columns(
         column(F.CACHE_HITS),
         *(column(f, interval=f.kind is F.Kind.ESTIMATE) for f in F.WEBSOCKET_FIGURES),
     ]  # fmt: skip
-    several_tools = len({c.tool for c in cells}) > 1
+    several_tools = len({c.record.tool for c in cells}) > 1
     shown = []
     for candidate in candidates:
         if candidate is TOOL:
@@ -291,12 +293,16 @@ def cell_columns(
     return shown
 
 
-POINT = _identity("point", lambda c: c.point or "")
+POINT = _identity("point", lambda c: c.record.point or "")
 PARAM = _identity(
     "param",
-    lambda c: SCENARIOS[c.scenario].param_text(c.ms) if c.scenario in SCENARIOS else "",
+    lambda c: (
+        SCENARIOS[c.record.scenario].param_text(c.record.ms)
+        if c.record.scenario in SCENARIOS
+        else ""
+    ),
 )
-POOL = _identity("pool", lambda c: "" if c.pool_size is None else str(c.pool_size))
+POOL = _identity("pool", lambda c: "" if c.record.pool_size is None else str(c.record.pool_size))
 # What tells cells apart, part by part: a brief table shows only the parts that vary.
 IDENTITY = (SCENARIO, TOOL, POINT, PARAM, POOL, LOAD, CONNS)
 
@@ -309,7 +315,7 @@ def _brief_columns(cells: Sequence[CellSummary]) -> list[Column]:
     """Figures in registry order: the brief ones and the one the cells are ranked by (a
     WebSocket scenario's own), that one with its short interval; a figure no cell has, or
     that is 0 in every cell (a hold's throughput), is left out."""
-    ranked = {c.ranked_by.key for c in cells}
+    ranked = {c.result.figure.key for c in cells}
     figures = [
         figure_column(f, cells, interval=f.key in ranked or f.spread, brief=True)
         for f in F.FIGURES.values()

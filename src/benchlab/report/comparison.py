@@ -75,13 +75,13 @@ class Comparison:
 def _sides(summary: RunSummary, figure_key: str) -> list[Side]:
     """Its cells as compare sees them. Their samples lose their rounds: round 3 of one run
     has nothing to do with round 3 of another, so two runs are compared as independent."""
-    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
+    keys = series_keys(summary.results, summary.options)
     sides = []
     for cell in summary.cells:
-        sentinel = summary.sentinel_at(cell.grid)
+        sentinel = summary.sentinel_at(cell.result.point)
         sides.append(
             Side(
-                keys[cell.key], Measurement.of(cell.stored, summary.run),
+                keys[cell.record.key], Measurement.of(cell.record, summary.run),
                 tuple(cell.samples.get(figure_key, ())), params_text(cell),
                 tuple(cell.samples.get(F.TO_SENTINEL.key, ())),
                 tuple(sentinel.samples.get(figure_key, ())) if sentinel else (),

@@ -1,8 +1,9 @@
 """One cell's latency histogram in HdrHistogram's own formats (`report --histogram CELL`): the
 percentile distribution (.hgrm) of its trials' histograms merged, and the interval log
-(.hlog) with a line per trial. The trials are the ones the cell's figures are made of
-(cell_records.measured), so the .hgrm's p99 is the report's. A cell is named by the words
-the report shows it by: its stack and its grid point ('gin plaintext')."""
+(.hlog) with a line per trial. The trials are the ones the cell's figures are made of (its
+result's, analysis/cell_result.py: the one builder), so the .hgrm's p99 is the report's. A
+cell is named by the words the report shows it by: its stack and its grid point ('gin
+plaintext')."""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from benchlab.analysis.cell_records import measured
-from benchlab.analysis.grid import point_of
+from benchlab.analysis.cell_result import CellResult, stored_results
 from benchlab.analysis.run_options import RunOptions
 from benchlab.core.errors import UserError
 from benchlab.load import histogram
 from benchlab.report.exporters import HISTOGRAMS
-from benchlab.store import CellRecord, RunRecord, Store, TrialRecord
+from benchlab.store import RunRecord, Store, TrialRecord
 
 # The formats, by the names -f takes (report/exporters.py registers them and their extensions).
 PERCENTILES, INTERVAL_LOG = HISTOGRAMS
@@ -27,16 +27,13 @@ SHOWN_NAMES = 6  # cells an error names before it says how many more
 @dataclass(frozen=True)
 class Named:
     name: str  # the stack's label and the grid point, as the report shows them
-    record: CellRecord
+    result: CellResult
 
 
 def cell_names(store: Store, run: RunRecord) -> list[Named]:
     """Every cell of the run by its name, in the run's order."""
-    swept = RunOptions.of_run(run).pool_swept
-    return [
-        Named(f"{cell.stack_label} {point_of(cell, swept).text()}", cell)
-        for cell in store.cells(run.id)
-    ]
+    results = stored_results(store, run, RunOptions.of_run(run))
+    return [Named(f"{r.label} {r.point.text()}", r) for r in results]
 
 
 def _words(name: str) -> set[str]:
@@ -93,10 +90,10 @@ def find_cell(cells: list[Named], query: str | None, run: RunRecord) -> Named:
     )
 
 
-def _trials(store: Store, cell: Named) -> list[TrialRecord]:
+def _trials(cell: Named) -> list[TrialRecord]:
     """The trials the cell's figures are made of, each with its histogram."""
-    record = cell.record
-    trials = measured(record.mode, store.trials(record.id), store.capacities(record.id)).trials
+    record = cell.result.record
+    trials = cell.result.counted.trials
     if not trials:
         raise UserError(f"--histogram: cell '{cell.name}' has no measured trial")
     if not all(t.latency_histogram for t in trials):
@@ -115,7 +112,7 @@ def histogram_document(store: Store, run_id: str | None, query: str | None, fmt:
     """The named cell's histogram as `fmt` (PERCENTILES or INTERVAL_LOG)."""
     run = store.run(run_id)
     cell = find_cell(cell_names(store, run), query, run)
-    trials = _trials(store, cell)
+    trials = _trials(cell)
     if fmt == PERCENTILES:
         merged = histogram.merge(t.latency_histogram for t in trials)
         assert merged is not None  # every trial has one (_trials)

@@ -155,10 +155,10 @@ def render_html(summary: RunSummary) -> str:
     run = summary.run
     columns = _columns(summary)
     charts = all_charts(summary)
-    failed = [c for c in summary.cells if c.status == "failed"]
+    failed = [c for c in summary.cells if c.result.status == "failed"]
     counts = {
         "cells": len(summary.cells),
-        "measured": sum(1 for c in summary.cells if c.measured),
+        "measured": sum(1 for c in summary.cells if c.result.has_figure),
         "failed": len(failed),
         "flagged": sum(1 for c in summary.cells if c.verdicts),
     }
@@ -201,7 +201,7 @@ def render_html(summary: RunSummary) -> str:
             ],
             failed=failed,
             verdict_groups=_verdict_groups(found.get("verdicts")),
-            recipe_text=summary.recipe_text,
+            recipe_text=summary.run.recipe_text,
             s=found,
             baseline=summary.baseline,
             noise=noise_line(run.machine),

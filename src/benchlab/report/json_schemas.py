@@ -12,13 +12,18 @@ parts whose keys are data (a machine's tools, a mix's parts by request) are open
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import operator
+import types
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from benchlab.analysis import ranking
+from benchlab.analysis.cell_fields import CELL_FIELDS
 from benchlab.core import figures as F
 from benchlab.recipe.schema import SlowClientMode
 from benchlab.report.json_formats import (
@@ -108,65 +113,46 @@ def _shown_fields() -> dict[str, Any]:
     }
 
 
-class TrialTimeline(_Closed):
-    """A fixed-rate trial second by second (what `vegeta plot` draws): step i covers
-    [t_s[i], t_s[i] + step_s) seconds after the trial's first request was sent."""
-
-    round: int
-    target_rate: float | None
-    """The rate the trial was asked for."""
-    step_s: int
-    """1, or more for a trial over 600 s (at most 600 steps)."""
-    t_s: list[int]
-    p50_ms: list[float | None]
-    """The p50 of the requests sent in the step, from their due time; null: none was."""
-    p99_ms: list[float | None]
-    """The p99 of the requests sent in the step, from their due time; null: none was."""
-    achieved_rps: list[float]
-    """Successful answers (2xx, 3xx) that came back in the step, per second."""
-    errors: list[int]
-    """Failed requests (no answer, or 4xx/5xx) whose failure came in the step."""
+@functools.cache
+def _model(record: type) -> type[BaseModel]:
+    """A closed model of a record declared as a dataclass (a ranking's JSON, a trial's
+    timeline), its nested records' models made too (once each): the record's fields are
+    what its writer writes; its title is its name without "Json" ("PointRanking")."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {
+        f.name: (_nested(hints[f.name]), ...) for f in dataclasses.fields(record)
+    }
+    title = record.__name__.removesuffix("Json")
+    return create_model(title, __base__=_Closed, __doc__=record.__doc__, **fields)
 
 
-class _CellSummary(_Closed):
-    """What the run's summary makes of a cell beside its record's fields."""
-
-    sentinel: bool = False
-    """The run's sentinel (either launch): a reference measured in every round, not ranked."""
-    aa_copy: bool = False
-    """The sentinel's second launch (an A/A pair): not ranked, it measures the noise."""
-    mix: list[dict[str, Any]] | None
-    trials: int
-    ranked_by: str
-    errors: dict[str, int]
-    latency_source: str | None
-    latency_interval_ms: dict[str, Any]
-    latency_percentiles_ms: dict[str, Any] | None
-    curve: list[dict[str, Any]]
-    cpu_source: str | None
-    facts: dict[str, Any] | None
-    verdicts: list[str]
-    verdict_sentences: dict[str, str]
-    status: str
-    load_hosts: list[dict[str, Any]]
-    replicates: list[dict[str, Any]]
-    hold_stop: str | None = None
-    """A WebSocket hold: why its steps ended in most trials (refused, stalled, dropped,
-    memory, steps: its last step reached, the server still holding); null otherwise."""
-    hold_refused: int | None = None
-    """A WebSocket hold whose server refused an upgrade: the opens it refused by then,
-    median over the trials that stopped so (the hold's finding: not in `errors`)."""
-    rate_unit: str = "req/s"
-    """What the cell's rates (throughput, target, achieved, sent, capacity, closed-loop)
-    count a second: req/s, or msg/s for a WebSocket scenario's messages."""
-    trial_values: list[dict[str, Any]] | None = None
-    """Each trial's stored values: with `report -f json --trials` only."""
-    timeline: list[TrialTimeline] = Field(default_factory=list)
-    """Each fixed-rate trial the cell's figures come from, second by second; empty for
-    other cells and for trials stored before schema 9 of the results store."""
+def _nested(hint: Any) -> Any:
+    """A field's type with each record in it (a dataclass) replaced by its model."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _model(hint)
+    args = typing.get_args(hint)
+    if not args:
+        return hint
+    origin = typing.get_origin(hint)
+    replaced = tuple(_nested(arg) for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, replaced)
+    return origin[replaced] if len(replaced) > 1 else origin[replaced[0]]
 
 
-Cell = create_model("Cell", __base__=_CellSummary, **_shown_fields(), **_figure_fields())
+def _summary_fields() -> dict[str, Any]:
+    """What the summary says of a cell beside its record (analysis/cell_fields.py, CELL_FIELDS),
+    each typed and described as declared there; a key with a default is one older documents
+    lack."""
+    return {
+        f.name: (_nested(f.json_type), Field(f.default, description=f.doc or None))
+        for f in CELL_FIELDS
+    }
+
+
+Cell = create_model(
+    "Cell", __base__=_Closed, **_summary_fields(), **_shown_fields(), **_figure_fields()
+)
 
 
 class RunInfo(_Closed):
@@ -192,60 +178,8 @@ class _Document(_Closed):
     format_version: int
 
 
-class OpenRatio(_Closed):
-    """A ratio with its interval; a bound a confidence sequence has not reached yet is null."""
-
-    value: float
-    low: Number
-    high: Number
-
-
-class RankingStep(_Closed):
-    """What the evidence says of a stack against the one before it in the order."""
-
-    call: Literal["ahead", "tie", "undecided"]
-    """ahead: the one before is better by the evidence rule; tie: not told apart; undecided:
-    a run that stops on its data has not decided it yet."""
-    ratio: OpenRatio | None
-    """How many times better the one before is (above 1: ahead), with its interval."""
-    why: str
-    more_rounds: int | None
-    """Undecided: the rounds more it is expected to need (null: out of reach)."""
-
-
-class RankingPlace(_Closed):
-    stack: str
-    """The stack's label."""
-    key: str
-    value: float
-    """Its median of the point's figure."""
-    tied_with_previous: bool
-    from_previous: RankingStep | None
-
-
-class UndecidedPair(_Closed):
-    ahead: str
-    behind: str
-    would_decide: str
-
-
-class PointRanking(_Closed):
-    """One grid point's order, best first: only the ranked stacks (not the ceiling, the
-    sentinel or a nonconformant stack)."""
-
-    point: dict[str, Any]
-    figure: str
-    ranking: list[RankingPlace]
-    undecided: list[UndecidedPair]
-
-
-class Tier(_Closed):
-    stacks: list[str]
-    """Cell keys, best first: neighbours no adjacent pair separates."""
-    ratio_to_next: OpenRatio | None
-    """The pair that separates it from the next tier: its last over the next one's first."""
-    undecided: list[str]
-    """What would decide each pair inside it the run left undecided."""
+PointRanking = _model(ranking.PointRankingJson)
+Tier = _model(ranking.TierJson)
 
 
 class Takeaway(_Closed):
@@ -254,7 +188,7 @@ class Takeaway(_Closed):
     sentence: str
     settings: str
     notes: list[str]
-    tiers: list[Tier]
+    tiers: list[Tier]  # type: ignore[valid-type]
 
 
 Outcome = Literal["kept", "failed", "undecided", "not measured"]
@@ -317,7 +251,7 @@ class _RunBody(_Document):
     thresholds: list[ThresholdResult]
     """Each threshold judged (none given: empty); one failed: the command exited 7."""
     cells: list[Cell]  # type: ignore[valid-type]
-    rankings: list[PointRanking]
+    rankings: list[PointRanking]  # type: ignore[valid-type]
     rank_flips: list[dict[str, Any]]
     """Each win's ratio: how many times better the winner was (version 1: winner ÷ loser)."""
 

@@ -24,11 +24,12 @@ def table_lines(header: list[str], rows: Iterable[list[str]]) -> list[str]:
 
 
 def cell_table(summary: RunSummary) -> list[str]:
-    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    numbers = {cell.record.key: n for n, cell in footnotes(summary)}
     columns = cell_columns(summary.cells, article=True, baseline=summary.baseline)
     header = [c.title for c in columns] + ["note"]
     rows = [
-        [column.text(cell) or "–" for column in columns] + [note_text(cell, numbers.get(cell.key))]
+        [column.text(cell) or "–" for column in columns]
+        + [note_text(cell, numbers.get(cell.record.key))]
         for cell in summary.cells
     ]
     return table_lines(header, rows)

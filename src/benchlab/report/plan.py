@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -18,8 +18,7 @@ from benchlab.core.errors import UserError
 from benchlab.recipe import Cell, Plan, unserved
 from benchlab.recipe.files import shown_source
 from benchlab.report.json_formats import PLAN
-from benchlab.runner.estimates import Costs, plan_lines, plan_seconds
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 
 # The formats a plan is written in, of a run's (cli/formats.py's REPORT).
 FORMATS = ("table", "md", "json", "csv", "html")
@@ -72,19 +71,17 @@ def _cell(cell: Cell, stack: Stack) -> PlannedCell:
     )  # fmt: skip
 
 
-def planned_run(plan: Plan, costs: Costs, budget_min: float | None) -> PlannedRun:
-    """What `plan` will do and how long it will take: its cells whose stacks run here are
-    estimated (the others are named with why not)."""
+def planned_run(plan: Plan, lines: Sequence[str], estimate_s: float) -> PlannedRun:
+    """What `plan` will do: `lines`, what a run prints before it starts, and `estimate_s`, how
+    long it will take, as the runner estimates them for its cells whose stacks run here (the
+    caller gives them: a report reads no runner); the others are named with why not."""
     catalogue: Mapping[str, Stack] = plan.catalogue
-    runnable = [c for c in plan.cells if catalogue[c.stack].availability().ok]
-    lines = plan_lines(runnable, plan.recipe, catalogue, costs, budget_min)
-    lines += unserved(plan.recipe, catalogue)
     return PlannedRun(
         recipe=plan.recipe.name,
         source=shown_source(plan.path),
         question=plan.recipe.question,
-        lines=tuple(lines),
-        estimate_s=round(plan_seconds(runnable, plan.recipe, catalogue, costs, budget_min), 1),
+        lines=(*lines, *unserved(plan.recipe, catalogue)),
+        estimate_s=round(estimate_s, 1),
         cells=tuple(_cell(c, catalogue[c.stack]) for c in plan.cells),
     )
 

@@ -9,9 +9,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from benchlab.core.modes import Mode
-from benchlab.core.text import one_line
+from benchlab.core.text import minutes, one_line
 from benchlab.recipe import Cell, Plan
-from benchlab.runner.estimates import minutes
 
 
 def _field(text: str) -> str:

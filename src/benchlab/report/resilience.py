@@ -31,43 +31,45 @@ def checked_stacks(summary: RunSummary) -> list[CellSummary]:
     """Each stack's first cell, for the stacks the run checked beyond speed."""
     firsts: dict[str, CellSummary] = {}
     for cell in summary.cells:
-        if not cell.is_aa_copy:
-            firsts.setdefault(cell.stack, cell)
+        if not cell.result.is_aa_copy:
+            firsts.setdefault(cell.record.stack, cell)
     return [
         c
         for c in firsts.values()
-        if c.conformance is not None or c.drain is not None or c.slow_clients is not None
+        if c.result.conformance is not None
+        or c.result.drain is not None
+        or c.result.slow_clients is not None
     ]
 
 
 def _longest(summary: RunSummary, stack: str) -> CellSummary:
     """The stack's cell with the longest trials: a soak, where the recipe has one."""
-    cells = [c for c in summary.cells if c.stack == stack and not c.is_aa_copy]
-    return max(cells, key=lambda c: c.duration_s)
+    cells = [c for c in summary.cells if c.record.stack == stack and not c.result.is_aa_copy]
+    return max(cells, key=lambda c: c.record.duration_s)
 
 
 def _conformance_row(cell: CellSummary) -> tuple[str, ...] | None:
-    found = cell.conformance
+    found = cell.result.conformance
     if found is None:
         return None
     unranking, cautions = found.get("unranking") or [], found.get("cautions") or []
     verdict = "nonconformant" if unranking else "input-limits" if cautions else "conformant"
-    return (cell.stack, verdict, "; ".join([*unranking, *cautions]) or NONE)
+    return (cell.record.stack, verdict, "; ".join([*unranking, *cautions]) or NONE)
 
 
 def _not_checked(cell: CellSummary, why: NotChecked, columns: int) -> tuple[str, ...]:
-    return (cell.stack, *[NONE] * (columns - 2), f"not checked: {one_line(why.problem)}")
+    return (cell.record.stack, *[NONE] * (columns - 2), f"not checked: {one_line(why.problem)}")
 
 
 def _drain_row(cell: CellSummary) -> tuple[str, ...] | None:
-    stop = cell.drain
+    stop = cell.result.drain
     if stop is None:
         return None
     if isinstance(stop, NotChecked):
         return _not_checked(cell, stop, 7)
     in_flight = "none sent" if not stop.long_sent else stop.in_flight or "answered"
     return (
-        cell.stack, stop.signal, in_flight, f"{stop.failed_before} of {stop.sent_before}",
+        cell.record.stack, stop.signal, in_flight, f"{stop.failed_before} of {stop.sent_before}",
         f"{stop.answered_after}/{stop.refused_after}/{stop.failed_after}",
         "killed" if stop.exit_s is None else f"{stop.exit_s:.2f} s", stop.verdict,
     )  # fmt: skip
@@ -78,30 +80,38 @@ def _p99_text(value: float | None) -> str:
 
 
 def _slow_rows(cell: CellSummary) -> list[tuple[str, ...]]:
-    found = cell.slow_clients
+    found = cell.result.slow_clients
     if found is None:
         return []
     if isinstance(found, NotChecked):
         return [
-            (cell.stack, NONE, NONE, NONE, NONE, NONE, f"not checked: {one_line(found.problem)}")
+            (
+                cell.record.stack,
+                NONE,
+                NONE,
+                NONE,
+                NONE,
+                NONE,
+                f"not checked: {one_line(found.problem)}",
+            )
         ]
     rows: list[tuple[str, ...]] = []
     for result in found.results:
         ratio = result.p99_ratio
         rows.append((
-            cell.stack, f"{result.mode} to {result.slow_path}",
+            cell.record.stack, f"{result.mode} to {result.slow_path}",
             f"{_p99_text(result.p99_ms(False))} → {_p99_text(result.p99_ms(True))}",
             NONE if ratio is None else f"×{ratio.text()}",
             f"×{result.throughput_ratio.text()}", f"{result.failed_added.median:+.1%}",
             "harmed" if result.harmed else "unaffected",
         ))  # fmt: skip
-    rows += [(cell.stack, mode, NONE, NONE, NONE, NONE, f"not checked: {why}")
+    rows += [(cell.record.stack, mode, NONE, NONE, NONE, NONE, f"not checked: {why}")
              for mode, why in found.skipped]  # fmt: skip
     return rows
 
 
 def _memory_row(summary: RunSummary, cell: CellSummary) -> tuple[str, ...] | None:
-    longest = _longest(summary, cell.stack)
+    longest = _longest(summary, cell.record.stack)
     slope, low = longest.value(F.RSS_SLOPE), longest.value(F.RSS_SLOPE_LOW)
     rss, growth = longest.value(F.SERVER_RSS), longest.value(F.RSS_GROWTH)
     if slope is None or low is None or rss is None or growth is None:
@@ -109,7 +119,7 @@ def _memory_row(summary: RunSummary, cell: CellSummary) -> tuple[str, ...] | Non
     high = 2 * slope - low  # the interval is symmetric about the slope (memory_trend.py)
     leaks = any(v.name == LEAKS.name for v in longest.verdicts)
     return (
-        cell.stack, f"{longest.duration_s:g} s", f"{rss:,.1f}", f"{growth:+,.2f}",
+        cell.record.stack, f"{longest.record.duration_s:g} s", f"{rss:,.1f}", f"{growth:+,.2f}",
         f"{slope:+,.2f} [{low:+,.2f} to {high:+,.2f}]", "leaks" if leaks else "flat",
     )  # fmt: skip
 
@@ -160,7 +170,7 @@ def stack_sentences(summary: RunSummary) -> list[str]:
         parts = []
         if (row := _conformance_row(cell)) is not None:
             parts.append(row[1] if row[2] == NONE else f"{row[1]} ({row[2]})")
-        found, stop = cell.slow_clients, cell.drain
+        found, stop = cell.result.slow_clients, cell.result.drain
         if isinstance(found, SlowClients):
             proxy = " — it needs a buffering proxy in front" if found.needs_proxy else ""
             parts.append(found.sentence() + proxy)
@@ -173,5 +183,5 @@ def stack_sentences(summary: RunSummary) -> list[str]:
         if (memory := _memory_row(summary, cell)) is not None:
             parts.append(f"memory {memory[-1]} ({memory[3]} MB over {memory[1]})")
         if parts:
-            lines.append(f"{cell.stack}: {'; '.join(parts)}")
+            lines.append(f"{cell.record.stack}: {'; '.join(parts)}")
     return lines

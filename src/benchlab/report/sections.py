@@ -88,7 +88,7 @@ def _verdict_groups(summary: RunSummary) -> tuple[VerdictGroup, ...]:
 def _verdicts(summary: RunSummary) -> Section | None:
     """Every verdict (one line each, and by kind), and the failed cells, which have none."""
     lines = tuple(verdict_lines(summary))
-    failed = tuple(c for c in summary.cells if c.status == "failed")
+    failed = tuple(c for c in summary.cells if c.result.status == "failed")
     if not lines and not failed:
         return None
     groups = _verdict_groups(summary)

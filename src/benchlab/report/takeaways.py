@@ -9,6 +9,7 @@ once, best first, with the ratio of each to the next and its interval ("gin 3.7�
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 from benchlab.analysis.evidence import MIN_TRIALS
 from benchlab.analysis.grid import GridPoint, short_labels
 from benchlab.analysis.ranking import Call, PointRanking, Step, Tier
-from benchlab.analysis.relative import CEILING_STACK, is_ceiling
+from benchlab.analysis.relative import CEILING_STACK, Ceiling, tool_limited
 from benchlab.analysis.stats import Ratio
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.analysis.verdicts import BLOCKED, CAUTIONS, CLIENT_BOUND, ERRORS
@@ -26,7 +27,6 @@ from benchlab.core.modes import Mode
 from benchlab.load.ws_requests import AT_LAST_STEP, DROPPED, MEMORY, REFUSED, STALLED
 from benchlab.report.columns import ratio_text
 from benchlab.report.wording import display_names, settings_text
-from benchlab.stacks import CATALOGUE
 
 
 @dataclass(frozen=True)
@@ -39,22 +39,7 @@ class Takeaway:
     tiers: tuple[Tier, ...] = ()  # the point's order in tiers (JSON)
 
     def tiers_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "stacks": [place.key for place in tier.places],
-                "ratio_to_next": _ratio_json(tier.after.ratio if tier.after else None),
-                "undecided": [step.would_decide for step in tier.undecided],
-            }
-            for tier in self.tiers
-        ]
-
-
-def _ratio_json(ratio: Ratio | None) -> dict[str, float | None] | None:
-    if ratio is None:
-        return None
-    # A bound a confidence sequence has not reached yet (0 or ∞) is null.
-    low, high = (ratio.low or None), (ratio.high if math.isfinite(ratio.high) else None)
-    return {"value": ratio.value, "low": low, "high": high}
+        return [dataclasses.asdict(tier.as_json()) for tier in self.tiers]
 
 
 def takeaways(summary: RunSummary) -> list[Takeaway]:
@@ -144,7 +129,7 @@ def _step_text(step: Step, at_least: bool, summary: RunSummary, lower: bool = Fa
 
 def _named(cell: CellSummary, names: dict[str, str]) -> str:
     flagged = [v.name for v in cell.verdicts if v.name in CAUTIONS]
-    return names[cell.key] + (f" ({', '.join(flagged)})" if flagged else "")
+    return names[cell.record.key] + (f" ({', '.join(flagged)})" if flagged else "")
 
 
 def _client_bound(cell: CellSummary) -> bool:
@@ -157,10 +142,10 @@ def _nothing_ranked(cells: Sequence[CellSummary], figure: F.Figure) -> str:
     shown = [c for c in cells if c.value(figure) is not None]
     if shown:
         listed = ", ".join(
-            f"{c.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
+            f"{c.record.stack_label} {F.compact_number(c.value(figure) or 0.0)}" for c in shown
         )
         return f"No stack ranked here; measured: {listed} {shown[0].unit(figure)}."
-    failed = [c for c in cells if c.status == "failed"]
+    failed = [c for c in cells if c.result.status == "failed"]
     return f"Nothing measured here ({len(failed)} failed)." if failed else "Nothing measured."
 
 
@@ -181,24 +166,27 @@ def _ceiling_note(cells: Sequence[CellSummary]) -> str:
     it): its throughput's share of nginx-static's at the point, with its interval. Where the
     ceiling cell was its load tool's limit, the ceiling is at least that figure, so each share
     is at most its median's."""
-    ceiling = next((c for c in cells if c.stack == CEILING_STACK and c.measured), None)
+    ceiling = next(
+        (c for c in cells if c.result.ceiling is Ceiling.MACHINE and c.result.has_figure), None
+    )
     below = [
         c for c in cells
-        if c.stack != CEILING_STACK and c.mode == Mode.CLOSED and c.value(F.THROUGHPUT)
+        if c.result.ceiling is not Ceiling.MACHINE and c.record.mode == Mode.CLOSED
+        and c.value(F.THROUGHPUT)
     ]  # fmt: skip
     if ceiling is None or not below:
         return ""
     top = ceiling.value(F.THROUGHPUT) or 0.0
     shown = f"{F.compact_number(top)} {ceiling.unit(F.THROUGHPUT)}"
     names = display_names(cells)
-    if is_ceiling(ceiling.stack, [v.name for v in ceiling.verdicts]):
+    why = tool_limited(ceiling.verdicts)
+    if why is None:
         shares = ", ".join(
-            f"{names[c.key]} {ratio_text(c.ratio(F.CEILING), percent=True)}"
+            f"{names[c.record.key]} {ratio_text(c.ratio(F.CEILING), percent=True)}"
             for c in below if c.ratio(F.CEILING) is not None
         )  # fmt: skip
         return f"Of this machine's ceiling ({CEILING_STACK}, {shown}): {shares}." if shares else ""
-    why = next(v for v in ceiling.verdicts if not is_ceiling(ceiling.stack, [v.name]))
-    at_most = ", ".join(f"{names[c.key]} {100 * (c.value(F.THROUGHPUT) or 0) / top:.0f}%"
+    at_most = ", ".join(f"{names[c.record.key]} {100 * (c.value(F.THROUGHPUT) or 0) / top:.0f}%"
                         for c in below)  # fmt: skip
     return (
         f"Of this machine's ceiling, at most: {at_most} ({CEILING_STACK} was {why.name} here: "
@@ -221,9 +209,13 @@ def _held(cells: Sequence[CellSummary]) -> list[str]:
     a server that refused: the opens it refused by then (its finding, not errors)."""
     by_stop: dict[str, list[str]] = {}
     for cell in cells:
-        if cell.hold_stop is not None:
-            refused = "" if cell.hold_refused is None else f" ({cell.hold_refused:,} refused)"
-            by_stop.setdefault(cell.hold_stop, []).append(cell.stack_label + refused)
+        if cell.result.hold_stop is not None:
+            refused = (
+                ""
+                if cell.result.hold_refused is None
+                else f" ({cell.result.hold_refused:,} refused)"
+            )
+            by_stop.setdefault(cell.result.hold_stop, []).append(cell.record.stack_label + refused)
     return [
         f"{HOLD_STOPS.get(stop, stop)}: {', '.join(labels)}" for stop, labels in by_stop.items()
     ]
@@ -236,41 +228,36 @@ def _closed_example(summary: RunSummary) -> str:
     """Little's law on one of the run's own cells: p50 against connections ÷ throughput."""
     cells = [
         c for c in summary.cells
-        if c.mode == Mode.CLOSED and c.value(F.THROUGHPUT) and c.value(F.P50)
-        and c.stack != CEILING_STACK
+        if c.record.mode == Mode.CLOSED and c.value(F.THROUGHPUT) and c.value(F.P50)
+        and c.result.ceiling is not Ceiling.MACHINE
     ]  # fmt: skip
     if not cells:
         return ""
-    cell = next((c for c in cells if c.stack == summary.baseline), cells[0])
+    cell = next((c for c in cells if c.record.stack == summary.baseline), cells[0])
     throughput = cell.value(F.THROUGHPUT) or 1.0
-    expected = 1000 * cell.connections / throughput
+    expected = 1000 * cell.record.connections / throughput
     return (
-        f" Here {cell.stack_label}: {cell.connections} ÷ {throughput:,.0f} "
+        f" Here {cell.record.stack_label}: {cell.record.connections} ÷ {throughput:,.0f} "
         f"{cell.unit(F.THROUGHPUT)} = "
         f"{F.ms_text(expected)} ms; its measured p50: {F.P50.format(cell.value(F.P50))} ms."
     )
 
 
 def _workers(cells: Sequence[CellSummary]) -> str:
-    workers = sorted({c.workers for c in cells})
+    workers = sorted({c.record.workers for c in cells})
     if workers == [1]:
         return "one worker process"
     return f"{workers[0]}–{workers[-1]} worker processes (w=N in its label)"
 
 
 def _stack_notes(summary: RunSummary) -> list[str]:
-    notes = []
-    for stack in dict.fromkeys(c.stack for c in summary.cells):
-        entry = CATALOGUE.get(stack)
-        if entry is None or not entry.note_meaning:  # a note says what it means, or nothing
-            continue
-        notes.append(f"{stack} ({entry.note}): {entry.note_meaning}.")
-    return notes
+    # a note says what it means, or nothing
+    return [f"{n.stack} ({n.note}): {n.meaning}." for n in summary.stack_notes if n.meaning]
 
 
 def reading_guide(summary: RunSummary) -> list[str]:
     """A few sentences on what the figures of this run mean and how far they can be trusted."""
-    modes = {c.mode for c in summary.cells}
+    modes = {c.record.mode for c in summary.cells}
     run = summary.run
     lines = []
     if Mode.CLOSED in modes:
@@ -299,7 +286,7 @@ def reading_guide(summary: RunSummary) -> list[str]:
             f"ran on core{'s' if len(load) != 1 else ''} {', '.join(map(str, load))}. These are "
             "this machine's figures: more cores or workers change them, and not in proportion."
         )
-    estimates = [c.estimate(c.ranked_by) for c in summary.cells]
+    estimates = [c.estimate(c.result.figure) for c in summary.cells]
     coverage = sorted({round(100 * e.confidence) for e in estimates if e and e.n > 1})
     if coverage:
         lines.append(

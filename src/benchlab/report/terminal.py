@@ -146,7 +146,11 @@ def _table(
     columns: Sequence[Column], cells: Sequence[CellSummary], widths: Sequence[int] | None = None
 ) -> Table:
     styles = [
-        "red" if cell.status == "failed" else "yellow" if not cell.measured else None
+        "red"
+        if cell.result.status == "failed"
+        else "yellow"
+        if not cell.result.has_figure
+        else None
         for cell in cells
     ]
     return text_table(*_cell_rows(columns, cells), widths, styles)
@@ -171,7 +175,7 @@ def _fitting_table(cells: Sequence[CellSummary], numbers: dict[str, int], width:
 
 
 def _point_tables(summary: RunSummary, console: Console) -> None:
-    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    numbers = {cell.record.key: n for n, cell in footnotes(summary)}
     for takeaway in takeaways(summary):
         cells = summary.cells_at(takeaway.point)  # best first, as the ranking shows them
         console.print()
@@ -183,7 +187,7 @@ def _point_tables(summary: RunSummary, console: Console) -> None:
 
 
 def _wide_table(summary: RunSummary, console: Console) -> None:
-    numbers = {cell.key: n for n, cell in footnotes(summary)}
+    numbers = {cell.record.key: n for n, cell in footnotes(summary)}
     columns = [*cell_columns(summary.cells, baseline=summary.baseline), verdict_column(numbers)]
     table = _table(columns, summary.cells)
     table.title, table.title_justify = f"benchlab · {summary.run.recipe_name}", "left"
@@ -207,15 +211,19 @@ def grouped_verdicts(section: Section) -> list[str]:
     for group in section.groups:
         example, sentence = group.flagged[0]
         count = f"{len(group.flagged)} cell{'s' if len(group.flagged) > 1 else ''}"
-        where = example.grid.text() if example.grid else example.scenario
-        lines.append(f"{group.name} ({count}), e.g. {example.stack_label} at {where}: {sentence}")
+        where = example.result.point.text() if example.result.point else example.record.scenario
+        lines.append(
+            f"{group.name} ({count}), e.g. {example.record.stack_label} at {where}: {sentence}"
+        )
     if lines:
         lines.append("Every cell's verdicts in words: --wide, or benchlab report -f md.")
     return lines
 
 
 def _interval_key(summary: RunSummary) -> str:
-    example = next((e for c in summary.cells if (e := c.estimate(c.ranked_by)) and e.n > 1), None)
+    example = next(
+        (e for c in summary.cells if (e := c.estimate(c.result.figure)) and e.n > 1), None
+    )
     if example is None:
         return ""
     shown = brief_estimate_text(summary.ranked_by, example)

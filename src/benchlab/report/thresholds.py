@@ -52,7 +52,7 @@ def cell_outcomes(summary: RunSummary, cell: CellSummary) -> str:
         f"{result.threshold.text} {judged.outcome.value}"
         for result in summary.thresholds
         for judged in result.judged
-        if judged.cell == cell.key
+        if judged.cell == cell.record.key
     ]
     return " · ".join(found)
 

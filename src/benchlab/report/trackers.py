@@ -28,7 +28,7 @@ NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
-class Measured:
+class TrackedFigure:
     """One figure of one cell, as a tracker takes it."""
 
     benchmark: str
@@ -45,24 +45,24 @@ def tracker_name(recipe: str, key: SeriesKey) -> str:
 
 def benchmark_names(summary: RunSummary) -> dict[str, str]:
     """Each cell's benchmark name, by its key within the run."""
-    keys = series_keys([cell.stored for cell in summary.cells], summary.options)
+    keys = series_keys(summary.results, summary.options)
     return {key: tracker_name(summary.run.recipe_name, found) for key, found in keys.items()}
 
 
-def _measured(summary: RunSummary) -> Iterator[Measured]:
+def _tracked(summary: RunSummary) -> Iterator[TrackedFigure]:
     names = benchmark_names(summary)
     for cell in summary.cells:
-        if not cell.measured:
+        if not cell.result.has_figure:
             continue
-        for figure in (cell.ranked_by, F.P99):
+        for figure in (cell.result.figure, F.P99):
             # A percentile's interval is over the trials' own (its value: the merged histogram's).
-            estimate = cell.estimate(figure) or cell.latency_intervals.get(figure.key)
+            estimate = cell.estimate(figure) or cell.result.latency_intervals.get(figure.key)
             value = cell.value(figure)
             if value is None:
                 continue
             interval = estimate if isinstance(estimate, Estimate) and estimate.n > 1 else None
-            yield Measured(
-                names[cell.key], figure, value,
+            yield TrackedFigure(
+                names[cell.record.key], figure, value,
                 interval.low if interval else None, interval.high if interval else None,
             )  # fmt: skip
 
@@ -78,7 +78,7 @@ def render_bmf(summary: RunSummary) -> str:
     reference/bencher-metric-format): throughput as Bencher's `throughput` (req/s), p99 as
     `latency_p99` (ns), any other figure under its own key (capacity_rps)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for m in _measured(summary):
+    for m in _tracked(summary):
         measure, scale = _BMF_MEASURE.get(m.figure.key, (m.figure.key, 1.0))
         metric = {"value": m.value * scale}
         if m.low is not None and m.high is not None:
@@ -90,7 +90,7 @@ def render_bmf(summary: RunSummary) -> str:
 def _github_action_benchmark(summary: RunSummary, better: F.Better) -> str:
     """[{name, unit, value, range, extra}] (github-action-benchmark's custom tools)."""
     entries = []
-    for m in _measured(summary):
+    for m in _tracked(summary):
         if m.figure.better is not better:
             continue
         entry: dict[str, object] = {

@@ -8,8 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchlab.analysis.grid import GridPoint
-from benchlab.analysis.ranking import best_first
+from benchlab.analysis.grid import GridPoint, cell_words
 from benchlab.analysis.stats import METHOD
 from benchlab.analysis.summary import CellSummary, RunSummary
 from benchlab.core import figures as F
@@ -18,14 +17,14 @@ from benchlab.core.service_kinds import Service
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS
 from benchlab.load import TOOLS, finer_than_timed
 from benchlab.recipe.files import shown_source
-from benchlab.report.columns import params_text, ratio_text
+from benchlab.report.columns import ratio_text
 from benchlab.system.cpu_account import PROCESS_TREE
 
 STEAL_WARNING_PCT = 5.0
 
 
 def interval_note(summary: RunSummary) -> str:
-    estimates = [c.estimate(c.ranked_by) for c in summary.cells]
+    estimates = [c.estimate(c.result.figure) for c in summary.cells]
     measured = [e for e in estimates if e is not None and e.n > 1]
     rule = f" Rankings and flips: {summary.options.evidence.describe()}."
     if not measured:
@@ -57,7 +56,7 @@ def _sentinel_note(summary: RunSummary) -> str:
 def method_notes(summary: RunSummary) -> list[str]:
     """How the figures of this run were made, when it is not the plain closed loop."""
     notes = []
-    modes = {c.mode for c in summary.cells}
+    modes = {c.record.mode for c in summary.cells}
     if Mode.RATE in modes or Mode.SLO in modes:
         notes.append(
             "Fixed-rate latency counts from each request's due time (coordinated omission "
@@ -70,8 +69,8 @@ def method_notes(summary: RunSummary) -> list[str]:
         )
     coarse = sorted(
         {
-            c.tool for c in summary.cells
-            if c.mode == Mode.CLOSED and finer_than_timed(c.tool, c.value(F.LAT_MEAN))
+            c.record.tool for c in summary.cells
+            if c.record.mode == Mode.CLOSED and finer_than_timed(c.record.tool, c.value(F.LAT_MEAN))
         }
     )  # fmt: skip
     if coarse:
@@ -79,7 +78,7 @@ def method_notes(summary: RunSummary) -> list[str]:
             f"Not checked for tool-stalled: {', '.join(coarse)} cells whose mean latency is under "
             f"the tool's resolution ({_coarse_resolutions()})."
         )
-    sources = {c.cpu_source for c in summary.cells if c.cpu_source}
+    sources = {c.result.cpu_source for c in summary.cells if c.result.cpu_source}
     if sources:
         notes.append(f"Server CPU counted per trial ({', '.join(sorted(sources))}).")
     if summary.options.sentinel is not None:
@@ -109,13 +108,9 @@ def _coarse_resolutions() -> str:
 
 
 def cell_name(cell: CellSummary) -> str:
-    """The cell in words: stack, scenario, tool, connections, load and parameters."""
-    params = params_text(cell)
-    load = {Mode.SLO: " capacity", Mode.RATE: f" rate {cell.rate_text}"}.get(cell.mode, "")
-    return (
-        f"{cell.stack_label} {cell.scenario} {cell.tool} c={cell.connections}{load}"
-        f"{' ' + params if params else ''}"
-    )
+    """The cell in words (analysis/grid.py's cell_words: the one way a report names a cell)."""
+    record = cell.record
+    return cell_words(record.stack_label, record.pool_size, cell.result.point)
 
 
 def verdict_lines(summary: RunSummary) -> list[str]:
@@ -147,10 +142,10 @@ def stack_type(worker_model: str, flavour: str | None) -> str:
 
 def stack_facts(cell: CellSummary) -> tuple[str, str, str]:
     """Framework, server and type of a cell's stack, as stored with it ('?' if unknown)."""
-    facts = cell.facts
+    facts = cell.result.facts
     if not facts:
-        return cell.stack, "?", "?"
-    kind = stack_type(str(facts.get("worker_model", "")), cell.flavour)
+        return cell.record.stack, "?", "?"
+    kind = stack_type(str(facts.get("worker_model", "")), cell.record.flavour)
     return str(facts.get("framework", "?")), str(facts.get("server", "?")), kind
 
 
@@ -159,14 +154,11 @@ def relative_groups(summary: RunSummary) -> list[tuple[GridPoint, list[CellSumma
     best first."""
     groups = []
     for point in summary.ranking.points.values():
+        # best first already: the ranking's order, by the figure each is divided by
         cells = [c for c in summary.cells_at(point.point) if c.ratio(F.RELATIVE) is not None]
         if cells:
-            groups.append((point.point, best_first(cells, _relative, point.figure)))
+            groups.append((point.point, cells))
     return groups
-
-
-def _relative(cell: CellSummary) -> float | None:
-    return cell.value(F.RELATIVE)
 
 
 def relative_rows(
@@ -182,8 +174,9 @@ def relative_rows(
         rows = []
         for cell in cells:
             framework, server, kind = stack_facts(cell)
-            row = [framework, server, kind, str(cell.workers), ratio_text(cell.ratio(F.RELATIVE)),
-                   F.P50.format(cell.value(F.P50)), F.P99.format(cell.value(F.P99))]  # fmt: skip
+            row = [framework, server, kind, str(cell.record.workers),
+                   ratio_text(cell.ratio(F.RELATIVE)), F.P50.format(cell.value(F.P50)),
+                   F.P99.format(cell.value(F.P99))]  # fmt: skip
             row += [F.DB_SESSIONS.format(cell.value(F.DB_SESSIONS))] if show_db else []
             rows.append(row)
         tables.append((point.text(), figure, header, rows))
@@ -239,11 +232,11 @@ def run_lines(summary: RunSummary) -> list[str]:
 def display_names(cells: Sequence[CellSummary]) -> dict[str, str]:
     """Stack labels by cell key, without the worker count when every cell shown has the same
     (the settings beside them say it)."""
-    workers = {c.workers for c in cells}
+    workers = {c.record.workers for c in cells}
     if len(workers) != 1:
-        return {c.key: c.stack_label for c in cells}
+        return {c.record.key: c.record.stack_label for c in cells}
     pattern = re.compile(rf" w={workers.pop()}\b")
-    return {c.key: pattern.sub("", c.stack_label, count=1) for c in cells}
+    return {c.record.key: pattern.sub("", c.record.stack_label, count=1) for c in cells}
 
 
 def _span(values: Sequence[float], unit: str) -> str:
@@ -256,24 +249,25 @@ def load_words(cell: CellSummary) -> str:
     """What loaded a cell, in words: its connections; a WebSocket cell's own load, from the
     run's [websocket]: a hold's steps, a broadcast's receivers and rounds, an echo's
     connections and its fixed rate."""
-    ws, scenario = cell.websocket, SCENARIOS.get(cell.scenario)
+    ws, scenario = cell.result.websocket, SCENARIOS.get(cell.record.scenario)
     kind = scenario.websocket if scenario is not None else None
     if ws is None or kind is None:
-        return f"{cell.connections} connections"
+        return f"{cell.record.connections} connections"
     if kind == HOLD:
         return f"{ws.hold_steps} steps of {ws.hold_step:,} connections"
     if kind == BROADCAST:
         return f"{ws.receivers:,} receivers · {ws.rounds:,} rounds"
     # the echo's fixed rate: its cells' own, or (an [slo]'s) the trial each round beside
     # the search
-    return f"{cell.connections} connections · fixed rate {F.rate_text(ws.rate)} {cell.rate_unit}"
+    rate = f"{F.rate_text(ws.rate)} {cell.result.rate_unit}"
+    return f"{cell.record.connections} connections · fixed rate {rate}"
 
 
 def _loads_text(cells: Sequence[CellSummary]) -> str:
     """The cells' loads in words: their connections, as a span where they differ (a
     WebSocket cell's own words, each once)."""
-    if all(c.websocket is None for c in cells):
-        connections = sorted({c.connections for c in cells})
+    if all(c.result.websocket is None for c in cells):
+        connections = sorted({c.record.connections for c in cells})
         low, high = connections[0], connections[-1]
         return f"{low} connections" if low == high else f"{low}–{high} connections"
     return "; ".join(dict.fromkeys(load_words(c) for c in cells))
@@ -287,17 +281,17 @@ def settings_text(
     a table of them needs beside it."""
     if not cells:
         return ""
-    tools = sorted({c.tool for c in cells})
-    trials = [c.trials for c in cells if c.trials]
-    workers = sorted({c.workers for c in cells})
+    tools = sorted({c.record.tool for c in cells})
+    trials = [c.result.trials for c in cells if c.result.trials]
+    workers = sorted({c.record.workers for c in cells})
     parts = []
     if load:
         parts.append(", ".join(tools))
         parts.append(_loads_text(cells))
     if trials:
-        unit = "replicate" if any(c.mode == Mode.SLO for c in cells) else "trial"
+        unit = "replicate" if any(c.record.mode == Mode.SLO for c in cells) else "trial"
         unit += "s" if max(trials) > 1 else ""
-        parts.append(f"{_span(trials, unit)} of {_span([c.duration_s for c in cells], 's')}")
+        parts.append(f"{_span(trials, unit)} of {_span([c.record.duration_s for c in cells], 's')}")
     parts.append(
         f"{workers[0]} worker{'s' if workers[0] > 1 else ''} per stack"
         if len(workers) == 1
@@ -327,9 +321,9 @@ def host_lines(summary: RunSummary) -> list[str]:
 def mix_lines(summary: RunSummary) -> list[str]:
     """Each mixed cell's parts on their own, beside the whole the table shows."""
     return [
-        f"{cell_name(cell)}: " + " · ".join(m.text() for m in cell.mix)
+        f"{cell_name(cell)}: " + " · ".join(m.text() for m in cell.result.mix)
         for cell in summary.cells
-        if cell.mix
+        if cell.result.mix
     ]
 
 
@@ -337,9 +331,9 @@ def load_host_lines(summary: RunSummary) -> list[str]:
     """Each load host's share of every cell loaded from several: the merged figures are the
     whole; these are the parts, with each generator's own CPU."""
     return [
-        f"{cell_name(cell)}: " + " · ".join(h.text() for h in cell.load_hosts)
+        f"{cell_name(cell)}: " + " · ".join(h.text() for h in cell.result.load_hosts)
         for cell in summary.cells
-        if cell.load_hosts
+        if cell.result.load_hosts
     ]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchlab.http.scenarios import Expectation
 from benchlab.load.base import HttpTarget
-from benchlab.stacks import Stack
+from benchlab.stacks.base import Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 

@@ -16,7 +16,7 @@ from benchlab.http.wire import ExchangeError, Wire
 from benchlab.load import LoadRequest
 from benchlab.load.base import HttpTarget
 from benchlab.recipe import Cell
-from benchlab.runner.executor import StackServer
+from benchlab.runner.executor import Started
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.session import Session
 from benchlab.runner.trial import at_rate, check_alive, flush_cache, generate, take_trial
@@ -34,15 +34,13 @@ class _CellFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Launched:
-    """A server answering for one launch of a stack, in one round."""
+class LaunchRound:
+    """A started stack answering for one launch, in one round: where its cells are measured."""
 
-    server: StackServer
-    port: int
+    started: Started
     workdir: Path
     round_index: int
     keep_alive: bool  # whether it keeps connections open (learnt before its first cell)
-    counters_port: int | None = None  # where it serves its own counters (Stack.counters)
 
 
 def answer_problem(session: Session, cell: Cell, port: int) -> str | None:
@@ -67,7 +65,7 @@ class CellRunner:
         self.negotiated: dict[Cell, tuple[str, float | None]] = {}
         self.websocket = WebSocketCells(session)
 
-    def run(self, launched: Launched, cell: Cell, warm: bool) -> str | None:
+    def run(self, launched: LaunchRound, cell: Cell, warm: bool) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
         session = self.session
         scenario = session.scenarios[cell.scenario]
@@ -89,7 +87,7 @@ class CellRunner:
                 known = cell.rate if cell.mode == Mode.RATE else None
                 warming = dataclasses.replace(at_rate(request, known), duration_s=warmup)
                 generate(session, warming, launched.workdir)
-                check_alive(session, launched.server, cell)
+                check_alive(session, launched.started.server, cell)
                 # The warm-up leaves requests queued in the listen backlog whose clients are
                 # gone; a sync worker serves them all before anything new. One request that
                 # waits its turn (the accept queue is first in, first out) lets the trial start
@@ -98,15 +96,15 @@ class CellRunner:
                     return None
             figure = self._trial(launched, cell, request)
         except LoadToolError as exc:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
             return None
         return None if cell in session.cells.failed else figure
 
-    def _request(self, launched: Launched, cell: Cell) -> LoadRequest:
+    def _request(self, launched: LaunchRound, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
         wire = self.session.files.wire(cell)
-        base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.port}"
+        base = f"{wire.protocol.scheme}://{self.session.server_address}:{launched.started.port}"
         mix = scenario.load_mix(cell.ms)
         targets = tuple(
             HttpTarget(r.method, f"{base}{r.path}", r.headers, r.request_body, r.weight)
@@ -128,7 +126,7 @@ class CellRunner:
             ca=str(wire.ca) if wire.ca else None,
         )
 
-    def _trial(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+    def _trial(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> str | None:
         if cell.mode == Mode.SLO:
             return self._search(launched, cell, request)
         rate = None
@@ -144,22 +142,22 @@ class CellRunner:
             return f"{record.throughput_rps:,.0f} req/s"
         return f"p99 {record.latency_p99_ms or 0:,.1f} ms at {rate:,.0f} req/s"
 
-    def _taker(self, launched: Launched, cell: Cell) -> Taker:
+    def _taker(self, launched: LaunchRound, cell: Cell) -> Taker:
         def take(request: LoadRequest, probe: str | None) -> TrialRecord:
             return take_trial(
-                self.session, launched.server, cell, launched.round_index, request,
-                launched.workdir, probe, launched.counters_port,
+                self.session, launched.started.server, cell, launched.round_index, request,
+                launched.workdir, probe, launched.started.counters_port,
             )  # fmt: skip
 
         return take
 
-    def verified(self, launched: Launched, cell: Cell, what: FailureKind) -> bool:
+    def verified(self, launched: LaunchRound, cell: Cell, what: FailureKind) -> bool:
         session = self.session
         expectations = session.scenarios[cell.scenario].expectations(cell.ms)
         wire = session.files.wire(cell)
-        problem = answer_problem(session, cell, launched.port)
+        problem = answer_problem(session, cell, launched.started.port)
         if problem:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, what, problem)
             return False
         if cell not in self.negotiated:
@@ -168,7 +166,7 @@ class CellRunner:
         return True
 
     def _negotiated(
-        self, launched: Launched, expectations: list[Expectation], wire: Wire
+        self, launched: LaunchRound, expectations: list[Expectation], wire: Wire
     ) -> tuple[str, float | None]:
         """What a client asking over the cell's protocol got ("HTTP/2 over TLSv1.3"), and
         for a compressed answer, the document's size ÷ the size that came."""
@@ -176,7 +174,7 @@ class CellRunner:
         asked = compressed or expectations[0]
         try:
             reply = self.session.executor.observe.exchange(
-                self.session.server_address, launched.port, asked, wire, SETTLE_TIMEOUT_S
+                self.session.server_address, launched.started.port, asked, wire, SETTLE_TIMEOUT_S
             )
         except ExchangeError as exc:
             return f"unknown ({exc})", None
@@ -185,7 +183,7 @@ class CellRunner:
             ratio = len(compressed.body) / len(reply.body)
         return reply.negotiated, ratio
 
-    def _closed_capacity(self, launched: Launched, cell: Cell, request: LoadRequest) -> float:
+    def _closed_capacity(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> float:
         """Successful responses per second in a closed loop at the cell's connections (its
         own capacity, for a share of it or as the top of a search); measured once a cell."""
         known = self.closed.get(cell)
@@ -195,7 +193,7 @@ class CellRunner:
             self.closed[cell] = known
         return known
 
-    def _target_rate(self, launched: Launched, cell: Cell, request: LoadRequest) -> float | None:
+    def _target_rate(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> float | None:
         if cell.rate is not None:
             return cell.rate
         assert cell.rate_share is not None
@@ -214,12 +212,12 @@ class CellRunner:
             return None
         return target
 
-    def _search(self, launched: Launched, cell: Cell, request: LoadRequest) -> str | None:
+    def _search(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> str | None:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
         slo = recipe.slo
         assert slo is not None
-        target = capacity.Target.of(slo)
+        objective = capacity.Objective.of(slo)
         cell_id = session.cells.ids[cell]
         first = cell not in self.closed
         closed = self._closed_capacity(launched, cell, request)
@@ -234,12 +232,12 @@ class CellRunner:
 
         def probe(rate: float, kind: str) -> bool:
             first = window(rate, kind)
-            missed = capacity.sustained_miss(first, target)
-            if capacity.needs_a_second_window(first, target):
+            missed = capacity.sustained_miss(first, objective)
+            if capacity.needs_a_second_window(first, objective):
                 # A latency miss, or one under the hypervisor's steal, counts when a second
                 # window misses too.
                 session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {missed}: again")
-                missed = capacity.sustained_miss(window(rate, kind), target) and missed
+                missed = capacity.sustained_miss(window(rate, kind), objective) and missed
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s {verdict}")
             return missed is None
@@ -248,7 +246,7 @@ class CellRunner:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _CellFailed
             sustained = dataclasses.replace(request, duration_s=slo.sustain_s)
-            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), target)
+            missed = capacity.window_miss(take(at_rate(sustained, rate), kind), objective)
             verdict = "held" if missed is None else f"missed: {missed}"
             seconds = slo.sustain_s
             session.reporter.status(f"{cell.stack}: {rate:,.0f} req/s for {seconds} s {verdict}")

@@ -20,11 +20,12 @@ from pathlib import Path
 from benchlab.analysis.capacity import STEP_SHARES
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
+from benchlab.core.text import minutes
 from benchlab.http.scenarios import BROADCAST, HOLD, SCENARIOS, WEBSOCKET_SCENARIOS
 from benchlab.load import TOOLS
 from benchlab.load.jmeter_plans import step_timing
 from benchlab.load.ws_requests import BroadcastRequest, Endpoint, HoldRequest
-from benchlab.recipe import Cell
+from benchlab.recipe import Cell, Plan
 from benchlab.recipe.schema import WebSocket
 from benchlab.resilience import drain, slow_clients
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS
@@ -124,13 +125,6 @@ class Estimate:
             f"{minutes(self.services_s)} starting services, {minutes(self.other_s)} warm-ups, "
             "checks and tool overheads)"
         )
-
-
-def minutes(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def websocket_load_s(cell: Cell, kind: str | None, settings: WebSocket, warmup_s: float) -> float:
@@ -282,6 +276,19 @@ def plan_seconds(
     )  # fmt: skip
     total = base.total_s + checks_seconds(cells, recipe, catalogue, costs)
     return total if budget_min is None else min(total, budget_min * 60)
+
+
+def plan_estimate(
+    plan: Plan, costs: Costs, budget_min: float | None = None
+) -> tuple[list[str], float]:
+    """What a run of `plan` will print before it starts and how long it will take (within a
+    budget), of its cells whose stacks run here."""
+    catalogue = plan.catalogue
+    runnable = [c for c in plan.cells if catalogue[c.stack].availability().ok]
+    return (
+        plan_lines(runnable, plan.recipe, catalogue, costs, budget_min),
+        plan_seconds(runnable, plan.recipe, catalogue, costs, budget_min),
+    )
 
 
 def plan_lines(

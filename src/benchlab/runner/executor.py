@@ -48,12 +48,13 @@ from benchlab.resilience.drain import Drain, stop_under_load
 from benchlab.resilience.slow_clients import SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
 from benchlab.runner import ws_load
+from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import Attached, ServerPlace, start_answering
 from benchlab.stacks import Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
 
-class StackServer(Protocol):
+class ServerProcess(Protocol):
     """A launched stack, as the runner sees it."""
 
     @property
@@ -64,7 +65,7 @@ class StackServer(Protocol):
 
 
 @dataclass(frozen=True)
-class StackLaunch:
+class StartOrder:
     """One start of a stack: what it runs, where, and how a client reaches it."""
 
     stack: Stack
@@ -80,23 +81,35 @@ class StackLaunch:
 
 
 @dataclass(frozen=True)
-class Answering:
-    """A started stack: the port it answers on, or why it does not."""
+class Started:
+    """A started stack: its process, where clients reach it (`port`: nginx's when nginx is in
+    front of it), its own port and its counters' port, or why it does not answer."""
 
-    server: StackServer
+    server: ServerProcess
     port: int
-    problem: str | None  # why it does not answer; None: it does
-    seconds: float  # from its start until it answered
+    problem: str | None = None  # why it does not answer; None: it does
+    seconds: float = 0.0  # from its start until it answered
     counters_port: int | None = None  # where it serves its own counters (Stack.counters)
+    own_port: int | None = None  # nginx in front of it: the stack's own port
+    failed_as: FailureKind = FailureKind.START  # the problem: it did not start, or not fit
+
+    @property
+    def proxied(self) -> bool:
+        return self.own_port is not None
+
+    @property
+    def stack_port(self) -> int:
+        """The stack's own port (nginx's in front of it aside)."""
+        return self.port if self.own_port is None else self.own_port
 
 
 @dataclass(frozen=True)
-class Checked:
+class CheckedStack:
     """A started stack a resilience check loads (and, for drain, stops): the check's files
     go in `workdir`, its load on `load_cores`."""
 
     stack: Stack
-    server: StackServer
+    server: ServerProcess
     address: str
     port: int  # the stack's own, or nginx's in front of it
     workdir: Path
@@ -123,8 +136,8 @@ class TrialMonitors(Protocol):
 class Launching(Protocol):
     """Starting and stopping a stack."""
 
-    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering: ...
-    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None: ...
+    def start(self, registry: ProcessRegistry, launch: StartOrder) -> Started: ...
+    def stop(self, registry: ProcessRegistry, server: ServerProcess, grace: float) -> None: ...
 
 
 class Measuring(Protocol):
@@ -140,7 +153,7 @@ class Measuring(Protocol):
     ) -> Generated: ...
     def monitors(
         self,
-        server: StackServer,
+        server: ServerProcess,
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> AbstractContextManager[TrialMonitors]: ...
@@ -160,16 +173,16 @@ class Measuring(Protocol):
         registry: ProcessRegistry,
         request: HoldRequest,
         workdir: Path,
-        server: StackServer,
+        server: ServerProcess,
         rss_limit_mb: float,
     ) -> HoldResult: ...
 
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+    def drain(self, registry: ProcessRegistry, checked: CheckedStack) -> Drain:
         """Stop the stack under load (one that hangs is still running when this returns)."""
         ...
 
     def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+        self, registry: ProcessRegistry, checked: CheckedStack, modes: list[str], rounds: int
     ) -> SlowClients: ...
 
 
@@ -241,17 +254,17 @@ class _Samplers:
         return self.peak_sampler.errors
 
 
-def _process(server: StackServer) -> ManagedProcess:
+def _process(server: ServerProcess) -> ManagedProcess:
     assert isinstance(server, ManagedProcess), "the real executor started it"
     return server
 
 
-def _counted(server: StackServer) -> ManagedProcess | Attached:
+def _counted(server: ServerProcess) -> ManagedProcess | Attached:
     assert isinstance(server, ManagedProcess | Attached), "the real executor started it"
     return server
 
 
-def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
+def _target(registry: ProcessRegistry, checked: CheckedStack) -> CheckTarget:
     return CheckTarget(
         checked.stack, _process(checked.server), checked.address, checked.port, registry,
         checked.workdir, checked.load_cores, checked.requests, checked.rate,
@@ -262,20 +275,20 @@ def _target(registry: ProcessRegistry, checked: Checked) -> CheckTarget:
 class RealLaunch:
     """Real processes, started pinned as their user."""
 
-    def start(self, registry: ProcessRegistry, launch: StackLaunch) -> Answering:
+    def start(self, registry: ProcessRegistry, launch: StartOrder) -> Started:
         running = launch.stack.running
         if running is not None:  # already running: nothing to start
-            return Answering(Attached(running), running.port, None, 0.0)
+            return Started(Attached(running), running.port, None, 0.0)
         started = start_answering(
             registry, launch.stack, launch.place, launch.launch, launch.workdir, launch.env,
             launch.timeout, launch.on_port_taken, launch.wire, launch.tls, launch.user,
         )  # fmt: skip
-        return Answering(
+        return Started(
             started.server, started.ctx.port, started.problem, started.seconds,
             started.ctx.counters_port,
         )  # fmt: skip
 
-    def stop(self, registry: ProcessRegistry, server: StackServer, grace: float) -> None:
+    def stop(self, registry: ProcessRegistry, server: ServerProcess, grace: float) -> None:
         if isinstance(server, Attached):
             return  # not benchlab's to stop
         registry.stop(_process(server), grace=grace)
@@ -297,7 +310,7 @@ class RealMeasure:
     @contextlib.contextmanager
     def monitors(
         self,
-        server: StackServer,
+        server: ServerProcess,
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> Iterator[TrialMonitors]:
@@ -326,16 +339,16 @@ class RealMeasure:
         registry: ProcessRegistry,
         request: HoldRequest,
         workdir: Path,
-        server: StackServer,
+        server: ServerProcess,
         rss_limit_mb: float,
     ) -> HoldResult:
         return ws_load.run_hold(registry, request, workdir, _process(server), rss_limit_mb)
 
-    def drain(self, registry: ProcessRegistry, checked: Checked) -> Drain:
+    def drain(self, registry: ProcessRegistry, checked: CheckedStack) -> Drain:
         return stop_under_load(_target(registry, checked))
 
     def slow_clients(
-        self, registry: ProcessRegistry, checked: Checked, modes: list[str], rounds: int
+        self, registry: ProcessRegistry, checked: CheckedStack, modes: list[str], rounds: int
     ) -> SlowClients:
         return with_and_without(_target(registry, checked), modes, rounds)
 

@@ -108,7 +108,11 @@ def start_stack(
 
 
 @dataclass(frozen=True)
-class Started:
+class StartedProcess:
+    """A stack's process started on this machine (or a host of its), with its launch
+    context (port, counters' port), or why it does not answer; the executor gives the runner
+    a `Started` made of it."""
+
     server: ManagedProcess
     ctx: LaunchContext
     problem: str | None  # why it does not answer; None: it does
@@ -136,7 +140,7 @@ def start_answering(
     wire: Wire | None = None,
     tls: TlsFiles | None = None,
     user: str | None = None,
-) -> Started:
+) -> StartedProcess:
     """Start the stack on a free port and wait until it answers from its own socket. A port
     taken in between (by another program: ports are chosen, released, then bound) is given up
     for a fresh one, twice at most; `on_port_taken(port)` hears of it."""
@@ -162,7 +166,7 @@ def start_answering(
             PORT_TAKEN in problem or "address already in use" in server.log_tail(20).lower()
         )
         if not taken or attempt == PORT_ATTEMPTS - 1:
-            return Started(server, ctx, problem, time.monotonic() - began)
+            return StartedProcess(server, ctx, problem, time.monotonic() - began)
         if on_port_taken is not None:
             on_port_taken(ctx.port)
         registry.stop(server)

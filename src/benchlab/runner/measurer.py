@@ -9,18 +9,20 @@ spread over trials includes process-to-process variation (as pyperf's worker pro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.analysis.ranking import Step, stored_ranking
+from benchlab.analysis.cell_result import stored_ranking
+from benchlab.analysis.ranking import Step
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.wire import Wire
 from benchlab.recipe import Cell
-from benchlab.runner.cell import CellRunner, Launched
+from benchlab.runner.cell import CellRunner, LaunchRound
 from benchlab.runner.estimates import estimate
-from benchlab.runner.executor import StackLaunch, StackServer
+from benchlab.runner.executor import Started, StartOrder
 from benchlab.runner.failure import FailureKind
 from benchlab.runner.launch import STATIC, start_timeout
 from benchlab.runner.run_services import ServiceDied
@@ -33,20 +35,6 @@ from benchlab.system.safe_files import new_dir
 DEFAULT_POOL_SIZE = 10
 
 OOM = FailureKind.OUT_OF_MEMORY
-
-
-@dataclass(frozen=True)
-class Up:
-    """A started stack: where clients reach it (`port`: nginx's when it is in front), its
-    own port, or why it does not answer."""
-
-    server: StackServer
-    port: int
-    own_port: int
-    counters_port: int | None
-    proxied: bool  # nginx in front of it
-    problem: str | None = None
-    failed_as: FailureKind = FailureKind.START  # what the problem is: it did not start, or fit
 
 
 # A launch's measurements are stored before it stops, so nothing its graceful shutdown does
@@ -145,16 +133,14 @@ class Measurer:
         undecided pairs that want them."""
         session = self.session
         ranking = stored_ranking(session.store, session.run_id, session.run_options)
-        failed = {c.key for c in session.cells.failed}
-        wanted = ranking.to_measure(failed)
-        pending = {c for c in cells if c.key in wanted and c not in session.cells.failed}
+        wanted = ranking.still_to_decide(c.key for c in session.cells.failed)
+        pending = {c for c in cells if c.key in wanted.entrants and c not in session.cells.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
         # cell's ratio to it is taken within rounds.
         sentinel = session.run_options.sentinel
         if pending and sentinel is not None:
             pending |= {c for c in cells if c.stack == sentinel and c not in session.cells.failed}
-        waiting = [s for s in ranking.undecided if not {s.ahead.key, s.behind.key} & failed]
-        return [c for c in cells if c in pending], waiting
+        return [c for c in cells if c in pending], list(wanted.pairs)
 
     def _run_round(self, round_index: int, cells: Sequence[Cell], adaptive: bool = False) -> None:
         failed = self.session.cells.failed
@@ -219,10 +205,8 @@ class Measurer:
             try:
                 alive = self._keeps_alive(first, up.port)
                 if self._conforms_here(first, up.proxied):
-                    self._conform(stack, up.own_port)
-                launched = Launched(
-                    up.server, up.port, load_dir, round_index, alive, up.counters_port
-                )
+                    self._conform(stack, up.stack_port)
+                launched = LaunchRound(up, load_dir, round_index, alive)
                 self._run_cells(launched, cells, positions)
             except StackDied as died:
                 session.cells.fail_launch(first, str(died), died.kind)
@@ -238,17 +222,17 @@ class Measurer:
         return self.session.executor.observe.keeps_alive(self.session.server_address, port, path)
 
     @contextlib.contextmanager
-    def started(self, first: Cell, workdir: Path) -> Iterator[Up]:
+    def started(self, first: Cell, workdir: Path) -> Iterator[Started]:
         """`first`'s stack started as its launch starts it (its workers and threads, pinned,
         its own user), behind nginx when the recipe puts it there; stopped afterwards,
-        whatever happened. When it does not answer, `Up.problem` says why and nothing else
-        is started."""
+        whatever happened. When it does not answer, `Started.problem` says why and nothing
+        else is started."""
         session = self.session
         stack = session.catalogue[first.stack]
         proxied = session.plan.recipe.services.proxy_service is Service.NGINX
         # Behind nginx the stack speaks plain HTTP/1.1; nginx speaks the cell's protocol.
         own_wire = Wire() if proxied else session.files.wire(first)
-        started = session.executor.launch.start(session.registry, StackLaunch(
+        started = session.executor.launch.start(session.registry, StartOrder(
             stack, session.server_place,
             (first.workers, first.server_threads), workdir, self._launch_env(stack, first),
             start_timeout(stack, session.costs.known.get(f"start:{stack.name}")),
@@ -264,9 +248,9 @@ class Measurer:
                 problem = f"{stack.name} {started.problem}; last log lines: {tail}"
                 # Killed at its memory limit as it began: it does not fit in it.
                 if (unfit := does_not_fit(server, stack)) is not None:
-                    yield Up(server, started.port, started.port, None, proxied, unfit, OOM)
+                    yield dataclasses.replace(started, problem=unfit, failed_as=OOM)
                     return
-                yield Up(server, started.port, started.port, None, proxied, problem)
+                yield dataclasses.replace(started, problem=problem)
                 return
             session.costs.record(f"start:{stack.name}", started.seconds)
             port = started.port
@@ -276,7 +260,11 @@ class Measurer:
                     session.registry, workdir, place.cores, started.port, place.host,
                     first.protocol, session.files.tls_for(first),
                 )  # fmt: skip
-            yield Up(server, port, started.port, started.counters_port, proxied)
+            yield (
+                dataclasses.replace(started, port=port, own_port=started.port)
+                if proxied
+                else (started)
+            )
         finally:
             if proxy is not None:
                 session.registry.stop(proxy)
@@ -315,7 +303,9 @@ class Measurer:
                 "measured, but kept out of the ranking"
             )
 
-    def _run_cells(self, launched: Launched, cells: list[Cell], positions: dict[Cell, int]) -> None:
+    def _run_cells(
+        self, launched: LaunchRound, cells: list[Cell], positions: dict[Cell, int]
+    ) -> None:
         # One warm-up per launch and scenario: its later cells find the server warm, and
         # the pools of a scenario that uses them grown to what its load needs.
         session, warmed = self.session, set[str]()
@@ -350,15 +340,10 @@ def _waiting_text(waiting: Sequence[Step], cells: int) -> str:
     pair = max(waiting, key=lambda p: p.more_rounds if p.more_rounds is not None else 10**6)
     r = pair.ratio
     where = "" if r is None else f": {r.value:.2f}× [{r.low:.2f}–{_bound(r.high)}]"
-    more = (
-        f"about {pair.more_rounds} more round(s) expected"
-        if pair.more_rounds is not None
-        else "more rounds than a run would spend, at this noise"
-    )
     others = f"; {len(waiting) - 1} other pair(s) undecided" if len(waiting) > 1 else ""
     return (
-        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}, "
-        f"{more}{others}"
+        f"deciding {pair.ahead.stack} vs {pair.behind.stack} ({pair.point.scenario}){where}: "
+        f"{pair.would_decide}{others}"
     )
 
 

@@ -14,7 +14,7 @@ from benchlab.recipe import Cell, Recipe
 from benchlab.resilience.facts import CHECK_WORDS, DRAIN, SLOW_CLIENTS, NotChecked, attempted
 from benchlab.resilience.slow_clients import READ_KB
 from benchlab.runner.estimates import resilience_seconds
-from benchlab.runner.executor import Checked
+from benchlab.runner.executor import CheckedStack
 from benchlab.runner.measurer import Measurer
 from benchlab.runner.session import Session
 from benchlab.system.safe_files import new_dir
@@ -85,11 +85,11 @@ def _check_stack(session: Session, measurer: Measurer, first: Cell, index: int) 
             return dict.fromkeys(_asked(recipe), problem)
         stack = session.catalogue[first.stack]
 
-        def checked(name: str) -> Checked:
+        def checked(name: str) -> CheckedStack:
             files = new_dir(workdir / name, 0o700)
             load_cores = session.plan.cores.load
             serves = READ_KB in session.files.static_kb
-            return Checked(
+            return CheckedStack(
                 stack, up.server, session.server_address, up.port, files, load_cores,
                 serves_read_file=serves,
             )  # fmt: skip

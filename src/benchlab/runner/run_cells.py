@@ -15,8 +15,9 @@ from benchlab.recipe import Cell, Recipe, sentinel_of
 from benchlab.recipe.cells import AA_COPY_MARK, CEILING_MARK, SENTINEL_MARK
 from benchlab.runner.failure import Failure, FailureKind
 from benchlab.runner.outcome import Reporter
+from benchlab.runner.records import cell_record
 from benchlab.stacks import Stack
-from benchlab.store import CELL_CHECKED, CapacityRecord, CellRecord, Store, TrialRecord
+from benchlab.store import CELL_CHECKED, CapacityRecord, Store, TrialRecord
 
 
 def db_pool_limit(recipe: Recipe, cell: Cell) -> int | None:
@@ -74,7 +75,7 @@ class RunCells(Sequence[Cell]):
                 continue
             stack = self.catalogue[cell.stack]
             limit = stack.concurrency_limit(cell.workers, cell.server_threads, cell.flavour)
-            record = CellRecord.of(
+            record = cell_record(
                 self.run_id, len(self._cells) - 1, cell, self.label_of(cell), limit,
                 db_pool_limit(self.recipe, cell), stack.facts(cell.workers, cell.server_threads),
             )  # fmt: skip

@@ -11,12 +11,13 @@ from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
-from benchlab.runner.executor import StackServer
+from benchlab.runner.executor import ServerProcess
 from benchlab.runner.failure import FailureKind
+from benchlab.runner.records import TrialExtras, share_record, trial_record
 from benchlab.runner.session import Session
 from benchlab.services.redis_service import hit_counters
 from benchlab.stacks import Stack
-from benchlab.store import TrialExtras, TrialRecord, now, trial_record
+from benchlab.store import TrialRecord, now
 from benchlab.system.process import signals_deferred
 
 
@@ -26,7 +27,7 @@ class StackDied(Exception):
         self.kind = kind
 
 
-def does_not_fit(server: StackServer, stack: Stack) -> str | None:
+def does_not_fit(server: ServerProcess, stack: Stack) -> str | None:
     """Why a stack under a memory limit (tune --memory) does not fit in it: the kernel killed
     some of its processes there; None when it fits, or has no limit."""
     killed = server.oom_kills()
@@ -38,7 +39,7 @@ def does_not_fit(server: StackServer, stack: Stack) -> str | None:
     )
 
 
-def check_alive(session: Session, server: StackServer, cell: Cell) -> None:
+def check_alive(session: Session, server: ServerProcess, cell: Cell) -> None:
     """Raise ServiceDied for a dead service, StackDied for a dead server, or one that lost a
     process to its memory limit (it does not fit in it, whether or not it carried on)."""
     session.services.check()
@@ -98,7 +99,7 @@ def _threads_since(before: ThreadTimes | None, after: ThreadTimes | None) -> Thr
 
 def take_trial(
     session: Session,
-    server: StackServer,
+    server: ServerProcess,
     cell: Cell,
     round_index: int,
     request: LoadRequest,
@@ -156,7 +157,9 @@ def take_trial(
         record = trial_record(
             round_index, started_at, result, monitors.usage(), monitors.steal(), extras, probe
         )
-        session.store.add_trial(session.cells.ids[cell], record, generated.shares)
+        session.store.add_trial(
+            session.cells.ids[cell], record, [share_record(s) for s in generated.shares]
+        )
         session.cells.measured.add(cell)
     return record
 

@@ -39,7 +39,7 @@ from benchlab.runner.trial import check_alive
 from benchlab.store import TrialRecord, now
 
 if TYPE_CHECKING:
-    from benchlab.runner.cell import Launched
+    from benchlab.runner.cell import LaunchRound
 
 CLOSED = "closed"  # the probe name of the search's closed loop (its upper bound)
 
@@ -52,7 +52,7 @@ class WebSocketCells:
         self.session = session
         self.closed: dict[Cell, float] = {}
 
-    def run(self, launched: Launched, cell: Cell) -> str | None:
+    def run(self, launched: LaunchRound, cell: Cell) -> str | None:
         """The cell's trial of this round; what it found, in words (None: it failed)."""
         session = self.session
         if not self.verified(launched, cell, FailureKind.VERIFICATION):
@@ -66,19 +66,19 @@ class WebSocketCells:
             if kind == BROADCAST:
                 return self._broadcast(launched, cell)
         except LoadToolError as exc:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
             return None
         raise ValueError(f"{cell.scenario} is no WebSocket scenario")
 
-    def verified(self, launched: Launched, cell: Cell, what: FailureKind) -> bool:
+    def verified(self, launched: LaunchRound, cell: Cell, what: FailureKind) -> bool:
         session = self.session
         with session.costs.timed("verify"):
             problem = session.executor.observe.verify_websocket(
-                session.server_address, launched.port, self._own_path(cell)
+                session.server_address, launched.started.port, self._own_path(cell)
             )
         if problem:
-            check_alive(session, launched.server, cell)
+            check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, what, problem)
             return False
         return True
@@ -87,12 +87,14 @@ class WebSocketCells:
         """The user's own echo endpoint (benchlab tune); None: the contract's."""
         return self.session.scenarios[cell.scenario].echo_path
 
-    def _endpoint(self, launched: Launched) -> Endpoint:
-        return Endpoint(self.session.server_address, launched.port, self.session.plan.cores.load)
+    def _endpoint(self, launched: LaunchRound) -> Endpoint:
+        return Endpoint(
+            self.session.server_address, launched.started.port, self.session.plan.cores.load
+        )
 
     # --- the three loads ------------------------------------------------------------------
 
-    def _hold(self, launched: Launched, cell: Cell) -> str:
+    def _hold(self, launched: LaunchRound, cell: Cell) -> str:
         settings = self.session.plan.recipe.websocket
         request = HoldRequest(
             self._endpoint(launched), settings.hold_step, settings.hold_steps,
@@ -100,17 +102,17 @@ class WebSocketCells:
         )  # fmt: skip
         started_at, began = now(), self.session.executor.observe.monotonic()
         result = self.session.executor.measure.ws_hold(
-            self.session.registry, request, launched.workdir / "ws-hold", launched.server,
+            self.session.registry, request, launched.workdir / "ws-hold", launched.started.server,
             settings.rss_limit_mb,
         )  # fmt: skip
         if result.stopped == AT_LAST_STEP:  # one that stopped early took less
             self._learn(cell, self.session.executor.observe.monotonic() - began)
-        check_alive(self.session, launched.server, cell)
+        check_alive(self.session, launched.started.server, cell)
         self._store(launched, cell, hold_record(launched.round_index, started_at, request, result))
         slope = "–" if result.rss_per_1000_mb is None else f"{result.rss_per_1000_mb:.1f}"
         return f"held {result.held:,} ({result.stopped}), {slope} MB per 1,000"
 
-    def _echo_request(self, launched: Launched, cell: Cell, rate: float | None) -> EchoRequest:
+    def _echo_request(self, launched: LaunchRound, cell: Cell, rate: float | None) -> EchoRequest:
         settings = self.session.plan.recipe.websocket
         return EchoRequest(
             self._endpoint(launched), cell.connections, rate or settings.rate, cell.duration,
@@ -123,7 +125,7 @@ class WebSocketCells:
         return float(recipe.warmup if cell.warmup_s is None else cell.warmup_s)
 
     def _echo_trial(
-        self, launched: Launched, cell: Cell, rate: float | None, probe: str | None
+        self, launched: LaunchRound, cell: Cell, rate: float | None, probe: str | None
     ) -> TrialRecord:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
@@ -134,7 +136,7 @@ class WebSocketCells:
             result = self.session.executor.measure.ws_echo(
                 self.session.registry, request, launched.workdir / "ws-echo"
             )
-        check_alive(self.session, launched.server, cell)
+        check_alive(self.session, launched.started.server, cell)
         record = echo_record(
             launched.round_index, started_at, result, usage.tree, usage.steal, counts.value,
             probe, closed=rate is None, asked=request.rate,
@@ -142,7 +144,7 @@ class WebSocketCells:
         self._store(launched, cell, record)
         return record
 
-    def _echo_cell(self, launched: Launched, cell: Cell) -> str:
+    def _echo_cell(self, launched: LaunchRound, cell: Cell) -> str:
         """A ws-echo cell's trial by its mode: a closed loop (tune's first pass), a fixed
         rate (the recipe's, or the cell's own: a tune's proof), or the fixed rate and a
         replicate of the capacity search (a user's own endpoint: the search alone)."""
@@ -157,18 +159,18 @@ class WebSocketCells:
             found.append(self._search(launched, cell))
         return "; ".join(found)
 
-    def _echo(self, launched: Launched, cell: Cell) -> str:
+    def _echo(self, launched: LaunchRound, cell: Cell) -> str:
         record = self._echo_trial(launched, cell, self.session.plan.recipe.websocket.rate, None)
         p99, rate = record.ws_echo_p99_ms or 0, record.target_rate or 0
         return f"echo p99 {p99:,.0f} ms at {rate:,.0f} {F.MSG_S}"
 
-    def _search(self, launched: Launched, cell: Cell) -> str:
+    def _search(self, launched: LaunchRound, cell: Cell) -> str:
         """One replicate of the capacity search under the [slo], as HTTP's (analysis/
         capacity.py): fixed-rate echo loads judged by their p99 from due time, delivery and
         errors; the top from a closed loop at the cell's connections."""
         session, recipe = self.session, self.session.plan.recipe
         assert recipe.slo is not None
-        target = capacity.Target.of(recipe.slo)
+        objective = capacity.Objective.of(recipe.slo)
         if cell not in self.closed:
             record = self._echo_trial(launched, cell, None, CLOSED)
             self.closed[cell] = record.achieved_rps or 0.0
@@ -177,7 +179,9 @@ class WebSocketCells:
         def probe(rate: float, kind: str) -> bool:
             if not self.verified(launched, cell, FailureKind.VERIFICATION_BETWEEN_PROBES):
                 raise _Failed
-            missed = capacity.sustained_miss(self._echo_trial(launched, cell, rate, kind), target)
+            missed = capacity.sustained_miss(
+                self._echo_trial(launched, cell, rate, kind), objective
+            )
             verdict = "held" if missed is None else f"missed: {missed}"
             session.reporter.status(f"{cell.stack}: {rate:,.0f} {F.MSG_S} {verdict}")
             return missed is None
@@ -194,7 +198,7 @@ class WebSocketCells:
         session.store.add_capacity(cell_id, found)
         return f"capacity {found.capacity_rps:,.0f} {F.MSG_S} ({found.probes} probes)"
 
-    def _broadcast(self, launched: Launched, cell: Cell) -> str:
+    def _broadcast(self, launched: LaunchRound, cell: Cell) -> str:
         settings = self.session.plan.recipe.websocket
         request = BroadcastRequest(
             self._endpoint(launched), settings.receivers, settings.rounds,
@@ -206,7 +210,7 @@ class WebSocketCells:
             result = self.session.executor.measure.ws_broadcast(
                 self.session.registry, request, launched.workdir / "ws-broadcast"
             )
-        check_alive(self.session, launched.server, cell)
+        check_alive(self.session, launched.started.server, cell)
         record = broadcast_record(
             launched.round_index, started_at, request, result, usage.tree, usage.steal,
             counts.value,
@@ -218,7 +222,7 @@ class WebSocketCells:
 
     @contextlib.contextmanager
     def _watched(
-        self, launched: Launched, cell: Cell, counted: bool = True
+        self, launched: LaunchRound, cell: Cell, counted: bool = True
     ) -> Iterator[tuple[_Counts, str, _Usage]]:
         """What watches a paced load: the server's own counts (`counted`: the contract's
         app has them, a user's has not), its CPU and memory, and what the load cost beyond
@@ -231,19 +235,19 @@ class WebSocketCells:
             yield counts, started_at, usage
 
     @contextlib.contextmanager
-    def _counted(self, launched: Launched, counted: bool) -> Iterator[tuple[_Counts, str]]:
+    def _counted(self, launched: LaunchRound, counted: bool) -> Iterator[tuple[_Counts, str]]:
         """The server's own counters before and after the load (what the load added)."""
         if not counted:
             yield _Counts(), now()
             return
         address = self.session.server_address
-        before = self.session.executor.observe.ws_counters(address, launched.port)
+        before = self.session.executor.observe.ws_counters(address, launched.started.port)
         counts = _Counts()
         yield counts, now()
         try:
-            counts.value = self.session.executor.observe.ws_counters(address, launched.port).since(
-                before
-            )
+            counts.value = self.session.executor.observe.ws_counters(
+                address, launched.started.port
+            ).since(before)
         except ContractBroken:
             counts.value = None
 
@@ -265,16 +269,16 @@ class WebSocketCells:
         self.session.costs.record(websocket_cost_key(cell), took_s - asked)
 
     @contextlib.contextmanager
-    def _monitored(self, launched: Launched) -> Iterator[_Usage]:
+    def _monitored(self, launched: LaunchRound) -> Iterator[_Usage]:
         session = self.session
         usage = _Usage()
         with session.executor.measure.monitors(
-            launched.server, session.hosts.steal_cores(), {}
+            launched.started.server, session.hosts.steal_cores(), {}
         ) as m:
             yield usage
         usage.tree, usage.steal = m.usage(), m.steal()
 
-    def _store(self, launched: Launched, cell: Cell, record: TrialRecord) -> None:
+    def _store(self, launched: LaunchRound, cell: Cell, record: TrialRecord) -> None:
         self.session.store.add_trial(self.session.cells.ids[cell], record)
         self.session.cells.measured.add(cell)
 

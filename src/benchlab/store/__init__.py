@@ -12,20 +12,18 @@ from benchlab.store.database import (
 from benchlab.store.records import (
     CELL_CHECKED,
     CELL_SHOWN,
-    ERROR_KINDS,
+    LATENCY_KEYS,
     CapacityRecord,
     CellRecord,
     HostRecord,
     LoadShareRecord,
     RunInfo,
     RunRecord,
-    TrialExtras,
     TrialRecord,
-    trial_record,
 )
 
 __all__ = [
-    "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "ERROR_KINDS", "SCHEMA_VERSION", "TABLES",
+    "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "LATENCY_KEYS", "SCHEMA_VERSION", "TABLES",
     "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RunInfo", "RunRecord",
-    "Store", "TrialExtras", "TrialRecord", "now", "trial_record",
+    "Store", "TrialRecord", "now",
 ]  # fmt: skip

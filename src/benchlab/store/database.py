@@ -30,7 +30,6 @@ from benchlab.core import environment
 from benchlab.core.errors import StoreError, UserError
 from benchlab.core.modes import Mode, mode_of
 from benchlab.core.text import printable, redact
-from benchlab.load.result import LoadShare
 from benchlab.store.records import (
     CapacityRecord,
     CellRecord,
@@ -40,7 +39,6 @@ from benchlab.store.records import (
     RunRecord,
     TrialRecord,
     plain,
-    share_record,
 )
 from benchlab.system.outputs import check_store_place
 
@@ -399,7 +397,7 @@ class Store:
 
     @_writes
     def add_cell(self, record: CellRecord) -> int:
-        """A planned cell (`CellRecord.of`), stored; its id."""
+        """A planned cell (`runner/records.py`, `cell_record`), stored; its id."""
         values = self._masked_row(_row(record))
         del values["id"]  # SQLite gives the row its id
         return _insert(self.db, "cells", values)
@@ -453,7 +451,7 @@ class Store:
 
     @_writes
     def add_trial(
-        self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShare] = ()
+        self, cell_id: int, record: TrialRecord, shares: Sequence[LoadShareRecord] = ()
     ) -> None:
         """The trial, then each load host's share of it."""
         with _transaction(self.db):
@@ -461,7 +459,7 @@ class Store:
                 self.db, "trials", {"cell_id": cell_id, **dataclasses.asdict(record)}
             )
             for share in shares:
-                values = dataclasses.asdict(share_record(share))
+                values = dataclasses.asdict(share)
                 _insert(self.db, "trial_loads", {"trial_id": trial_id, **values})
 
     @_writes

@@ -188,6 +188,8 @@ def check_output_place(
         parent = next(p for p in (parent, *parent.parents) if p.exists())
         if not parent.is_dir():
             raise UserError(f"{what} {path}: {parent} is not a directory")
+    if parent.exists() and not parent.is_dir():
+        raise UserError(f"{what} {path}: {parent} is not a directory")
     if not parent.is_dir():
         raise UserError(
             f"{what} {path}: the directory {parent} does not exist; make it (mkdir -p "

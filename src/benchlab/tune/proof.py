@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from benchlab.analysis import capacity
+from benchlab.analysis.cell_result import stored_ranking
 from benchlab.analysis.proof_record import ProofJudgement
-from benchlab.analysis.ranking import stored_ranking
 from benchlab.analysis.tune_choice import Cost, choose
 from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS
@@ -124,7 +124,7 @@ def replay_at(
     trials, failure = session.cells.trials_of(cell), session.cells.failure_of(cell)
     if failure is not None or not trials:
         return Replayed(None, problem=failure.reason if failure else "no trial")
-    missed = capacity.proof_miss(trials[-1], session.slo_target())
+    missed = capacity.proof_miss(trials[-1], session.objective())
     judged = ProofJudgement(
         of_cell=entry.cell.key, of=session.cells.label_of(entry.cell), step=step,
         held=missed is None, missed=missed, windows_p99_ms=tuple(trials[-1].windows_p99 or ()),

@@ -27,7 +27,7 @@ from benchlab.resilience.facts import (
     slow_client_check,
 )
 from benchlab.runner import Measurer
-from benchlab.runner.executor import Checked
+from benchlab.runner.executor import CheckedStack
 from benchlab.system.safe_files import new_dir
 from benchlab.tune.candidates import SCENARIO
 from benchlab.tune.proof import Searched, proof_cell
@@ -83,8 +83,8 @@ def check_answer(
         if up.problem is not None:
             found, parsing = NotChecked(session.redacted(up.problem)).to_json(), None
         else:
-            parsing = _parsing(session, up.own_port, requests)
-            checked = Checked(
+            parsing = _parsing(session, up.stack_port, requests)
+            checked = CheckedStack(
                 session.catalogue[cell.stack], up.server, session.server_address, up.port,
                 new_dir(workdir / "slow", 0o700), cores.load, requests, rate,
             )  # fmt: skip

@@ -33,10 +33,10 @@ class TuneSession(Session):
     def describe(self) -> RunInfo:
         return self._run_info
 
-    def slo_target(self) -> capacity.Target:
+    def objective(self) -> capacity.Objective:
         """The tune's SLO, as the capacity search and the proof judge a rate by it."""
         assert self.plan.recipe.slo is not None
-        return capacity.Target.of(self.plan.recipe.slo)
+        return capacity.Objective.of(self.plan.recipe.slo)
 
     def extend_plan(self, trials: int) -> None:
         """The run takes `trials` more trials than it announced."""
