@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import pwd
 import subprocess
 import sys
 import time
@@ -237,17 +236,6 @@ class ProbeFailed(UserError):
     def __init__(self, message: str, traceback: str) -> None:
         super().__init__(message)
         self.traceback = traceback
-
-
-def directory_owner(directory: Path) -> str | None:
-    """Who owns `directory` when benchlab is root (whom a command run from it runs as);
-    None when benchlab is not root, or for an owner this machine has no name for."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        return pwd.getpwuid(directory.stat().st_uid).pw_name
-    except KeyError:
-        return None
 
 
 def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:

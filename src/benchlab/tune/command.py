@@ -9,7 +9,8 @@ Node's, Go's and most platforms' servers), so a template without `{port}` must r
 written twice (`{{`, `}}`), as in Python's str.format.
 
 Each candidate runs as a Python app's does: `bash -c` its command in the directory tune was
-typed in, its own session, as the owner of that directory when benchlab is root, pinned to
+typed in, its own session, as the owner of that directory when benchlab is root (checked as
+an app's owner is: `command_owner`), pinned to
 the server cores in a control group of its own (its CPU and memory counted there, and
 `--cpus`/`--memory` enforced there), stopped with its whole session. What is printed is
 the command that deploys it: the template with its knobs and port 8000 (`PORT=8000` first
@@ -19,6 +20,7 @@ when the template reads `$PORT`), and the proof replays exactly that, on benchla
 from __future__ import annotations
 
 import itertools
+import os
 import shlex
 import string
 from collections.abc import Callable
@@ -30,9 +32,10 @@ from benchlab.core.errors import UserError
 from benchlab.hosts import machine
 from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks import Launch, LaunchContext, Stack
+from benchlab.system import users
 from benchlab.system.cpu_account import Limits
-from benchlab.system.users import stack_user
-from benchlab.tune.app import directory_owner
+from benchlab.system.trusted_path import owners, refusal, user_name, walk
+from benchlab.system.users import STACK_USER_VARIABLE, stack_user
 from benchlab.tune.candidates import DEPLOY_PORT, SCENARIO, START_CEILING_S, Candidate
 from benchlab.tune.subject import Described
 from benchlab.tune.user_env import deploy_assignments
@@ -120,6 +123,9 @@ class CommandTemplate:
     env: dict[str, str] = field(default_factory=dict)  # --env
     env_file: Path | None = None  # --env-file: the deploy command reads it too ...
     env_from_file: dict[str, str] = field(default_factory=dict)  # ... and what it holds
+    # Whom it runs as when benchlab is root (command_owner, checked as it was prepared); None
+    # when benchlab is not root.
+    runs_as: str | None = None
 
     @property
     def kind(self) -> SubjectKind:
@@ -131,7 +137,7 @@ class CommandTemplate:
 
     @property
     def owner(self) -> str | None:
-        return directory_owner(self.cwd)
+        return self.runs_as
 
     @property
     def address(self) -> str | None:
@@ -207,6 +213,77 @@ class CommandTemplate:
             given=self.template, subject=self.template, directory=str(self.cwd),
             interface="http", app_commit=machine.git_commit(self.cwd, stack_user(self.owner)),
         )  # fmt: skip
+
+
+def named_files(
+    template: str, grid: tuple[tuple[str, tuple[str, ...]], ...], cwd: Path
+) -> list[Path]:
+    """The files a template names, as every point of its grid fills it: each word of the
+    shell's (and each value of a `KEY=VALUE` word) that is a file, from `cwd` or absolute
+    (`./server`, `bin/app.js`, `/opt/app/server`)."""
+    found: dict[Path, None] = {}
+    points = [dict(zip([k for k, _ in grid], values, strict=True))
+              for values in itertools.product(*(v for _, v in grid))]  # fmt: skip
+    for knobs in points:
+        try:
+            words = shlex.split(template.format(**knobs, host="127.0.0.1", port=DEPLOY_PORT))
+        except ValueError:  # an unbalanced quote: bash will say so when it starts
+            continue
+        for word in words:
+            for text in (word, word.partition("=")[2]):
+                if text and (cwd / text).is_file():
+                    found[Path(os.path.normpath(cwd / text))] = None
+    return list(found)
+
+
+def command_owner(
+    template: str, grid: tuple[tuple[str, tuple[str, ...]], ...], cwd: Path,
+    env_file: Path | None = None,
+) -> str | None:  # fmt: skip
+    """Whom a command runs as when benchlab is root, decided as an app's owner is
+    (tune/app.app_owner): the owner of the directory tune was typed in and of every file
+    the template names in it (the env file too), root included; None when benchlab is not
+    root. Refused in one line when those files have another owner, or when a step from /
+    to that directory or to any file the template names (its own, or one it runs from
+    elsewhere) is held by someone else or writable by others (but /tmp's kind): as root, a
+    file someone else could have written is never run."""
+    if os.geteuid() != 0:
+        return None
+    fix = f"run benchlab as the server's user, or set {STACK_USER_VARIABLE}=NAME to choose"
+    named = named_files(template, grid, cwd) + ([env_file] if env_file is not None else [])
+    if os.environ.get(STACK_USER_VARIABLE):
+        owner = users.stack_user() or "root"  # the user named (checked there)
+    else:
+        owner = _one_owner(cwd, [p for p in named if p.is_relative_to(cwd)], fix)
+    for path in (cwd, *named):
+        found = walk(path, owners(owner))
+        if found.step is not None:
+            what = "--command: the directory tune runs in" if path == cwd else "--command: the file"
+            raise refusal(
+                path, found.step, what,
+                f"benchlab, as root, runs your command as {owner} (the owner of that directory): "
+                f"give it to {owner} and root alone, or {fix}", owner,
+            )  # fmt: skip
+    return owner
+
+
+def _one_owner(cwd: Path, inside: list[Path], fix: str) -> str:
+    """The one user who owns the directory and the files of it the command names."""
+    owned = {cwd: cwd.stat().st_uid} | {path: path.stat().st_uid for path in inside}
+    if len(set(owned.values())) > 1:
+        shown = " and ".join(f"{path} is {user_name(uid)}'s" for path, uid in owned.items())
+        raise UserError(
+            f"--command: {shown}; benchlab, as root, runs a command as the one user who owns "
+            f"its directory and the files it names there: give them to that user (chown), or "
+            f"{fix}"
+        )
+    name = user_name(owned[cwd])
+    if name.startswith("uid "):
+        raise UserError(
+            f"--command: {cwd} belongs to {name}, which has no name on this machine, and "
+            f"benchlab, as root, runs a command as its directory's owner: chown it, or {fix}"
+        )
+    return name
 
 
 def _name(knobs: tuple[tuple[str, str], ...]) -> str:

@@ -74,7 +74,7 @@ from benchlab.tune.at_rate import cheapest_at, first_pass_cost
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.check_answer import StoredAnswer, prove_stored
 from benchlab.tune.check_only import check_candidates
-from benchlab.tune.command import CommandTemplate, check_template
+from benchlab.tune.command import CommandTemplate, check_template, command_owner
 from benchlab.tune.endpoint import Endpoint, check_answers, is_url, parse_url
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Replayed, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
@@ -477,9 +477,11 @@ def prepare_tune(request: TuneRequest) -> PreparedTune:
         assert request.command is not None
         check_template(request.command, request.grid)
         _check_limits(request.target)
+        cwd = request.cwd.resolve()
+        owner = command_owner(request.command, request.grid, cwd, request.env_file)
         subject = CommandTemplate(
-            request.command, request.grid, request.cwd.resolve(), request.env,
-            request.env_file, request.env_from_file,
+            request.command, request.grid, cwd, request.env, request.env_file,
+            request.env_from_file, owner,
         )  # fmt: skip
         return PreparedTune(subject, {})
     return _prepare_app(request)
