@@ -537,7 +537,9 @@ def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation
     best = by_key[choice.best]
     equals = [by_key[k] for k in choice.equals]
     unit = tune_rate_unit(summary)
-    reason = _with_gil_wait(_reason(best, results, unit, choice, by_key), best, results)
+    reason = _with_gil_wait(
+        _reason(best, results, unit, choice, by_key, summary.options), best, results
+    )
     findings = _findings(results) + _unsearched_ties(best, results, unit)
     return Recommendation(best, equals, reason, findings, proof=_proof(summary, best))
 
@@ -566,7 +568,7 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit
 
 def _reason(
     best: CandidateResult, results: list[CandidateResult], unit: str, choice: Choice,
-    by_key: dict[str, CandidateResult],
+    by_key: dict[str, CandidateResult], options: RunOptions,
 ) -> str:  # fmt: skip
     capacity = _searched(best).median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
@@ -576,19 +578,9 @@ def _reason(
             f"{best.label} holds {capacity:,.0f} {unit}; remove the blocking call (await it, or "
             "run it in a thread) to hold far more"
         )
-    sync = [c for c in results if c.one_at_a_time and c.closed_rps]
-    same_workers = [c for c in sync if c.workers == best.workers] or sync
-    if not best.one_at_a_time and same_workers:
-        bound = max(c.closed_rps or 0.0 for c in same_workers)  # each has one (sync's filter)
-        ratio = capacity / bound
-        if ratio >= 2:
-            what = best.concurrency.value if best.concurrency else "an event loop"
-            cost = _cpu_compare(best, same_workers)
-            return (
-                f"the app waits on I/O: {what} raise capacity {ratio:.0f}× over sync workers "
-                f"({best.label}: {capacity:,.0f} {unit}; {same_workers[0].label} serves at most "
-                f"{bound:,.0f} even in a closed loop){cost}"
-            )
+    waits = _waits_on_io(best, results, unit, choice, options)
+    if waits is not None:
+        return waits
     # Each worker count's first in the capacity Ranking's order.
     by_workers: dict[int, CandidateResult] = {}
     for key in (p.key for p in choice.ranked.order):
@@ -675,14 +667,49 @@ def _gil_wait(best: CandidateResult, results: list[CandidateResult]) -> str | No
     return f"its threads waited on the GIL for part of their busy time ({counted})"
 
 
-def _cpu_compare(best: CandidateResult, others: list[CandidateResult]) -> str:
-    costs = [c.cpu_us_per_request for c in others if c.cpu_us_per_request]
-    if not best.cpu_us_per_request or not costs:
+def _waits_on_io(
+    best: CandidateResult, results: list[CandidateResult], unit: str, choice: Choice,
+    options: RunOptions,
+) -> str | None:  # fmt: skip
+    """The app waits on I/O when threads, greenlets or an event loop hold more than sync
+    workers of as many processes: said where the capacity Ranking's evidence puts the answer
+    ahead of a searched sync candidate (its ratio), or where the first pass's screen left
+    them behind (tune_choice.left_behind); each figure is one candidate's own."""
+    if best.one_at_a_time or best.key is None:
+        return None
+    sync = [c for c in results if c.one_at_a_time and c.closed_rps]
+    same_workers = [c for c in sync if c.workers == best.workers] or sync
+    if not same_workers:
+        return None
+    what = best.concurrency.value if best.concurrency else "an event loop"
+    capacity = _searched(best).median
+    own = f"{best.label}: {capacity:,.0f} {unit}{_cpu_text(best)}"
+    for other in same_workers:
+        ratio = choice.ranked.beats(best.key, other.key) if other.key is not None else None
+        if ratio is not None and ratio.low >= 2:
+            return (
+                f"the app waits on I/O: {what} hold {ratio.value:.0f}× (at least "
+                f"{ratio.low:.1f}×) the capacity of sync workers, by the evidence rule ({own}; "
+                f"{other.label}: {_searched(other).median:,.0f})"
+            )
+    measured = [m for c in results if (m := c.first_pass) is not None]
+    behind = tune_choice.left_behind(measured, options)
+    dropped = [c for c in same_workers if c.first_key in behind and c.capacity is None]
+    if not dropped:
+        return None
+    other = dropped[0]
+    return (
+        f"the app waits on I/O: {what} hold what sync workers cannot ({own}; {other.label}, a "
+        f"request at a time, served {other.closed_rps or 0:,.0f} even in a closed loop, under "
+        f"{tune_choice.SURVIVE:.0%} of the first pass's best: not searched)"
+    )
+
+
+def _cpu_text(c: CandidateResult) -> str:
+    """A candidate's own CPU per request, as its first pass measured it."""
+    if not c.cpu_us_per_request:
         return ""
-    ratio = best.cpu_us_per_request / statistics.median(costs)
-    if 0.8 <= ratio <= 1.25:
-        return ", at about the same CPU per request"
-    return f", at {ratio:.1f}× the CPU per request"
+    return f", {c.cpu_us_per_request:,.0f} µs of CPU a request"
 
 
 def _findings(results: list[CandidateResult]) -> list[str]:

@@ -14,6 +14,10 @@ disagree (tests/test_tune_choice.py draws candidates' replicates and checks it).
   place is dropped (its capacity cannot come close), and those within FIRST_PASS_TIE of
   the first place — what two closed-loop trials of one candidate differ by here — are
   searched cheapest first, then the rest in the Ranking's order.
+- What the reports say of two candidates reads these rules too: a first-pass candidate the
+  screen left behind (`left_behind`), the capacity Ranking's evidence between two searched
+  ones (`Choice.ranked.beats`), and whether more workers of one kind carried more in the
+  first pass (`more_workers_carry_more`).
 - Cheapest: what a candidate is given (its workers, or a command's knob values), then its
   memory, then its CPU per request, as its first pass measured them (`cost`).
 """
@@ -31,6 +35,10 @@ from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 
 SURVIVE = 0.5  # a candidate under half of the first place's closed loop is dropped
+# More workers of one kind "carry more" in the first pass when their closed loop is this much
+# over one worker's: past what one closed-loop trial each varies by (FIRST_PASS_TIE) with room
+# for a server's own overhead of more processes on the same cores.
+WORKERS_CARRY_MORE = 1.3
 # Two first-pass closed loops this close are not told apart: one closed-loop trial each, and
 # this VM's trials vary 5–15 % (two tunes of one app: 407 vs 409 req/s one time, 579 vs 463
 # the next). tune searches the cheapest of such ties first, and the answer names the rest.
@@ -163,6 +171,21 @@ def screen(measured: Sequence[FirstPass], most: int, options: RunOptions) -> lis
     rest = [m for m in order if m.closed_rps >= SURVIVE * first and m not in tied]
     tied.sort(key=lambda m: m.cost)
     return [m.key for m in (tied + rest)[:most]]
+
+
+def left_behind(measured: Sequence[FirstPass], options: RunOptions) -> set[str]:
+    """The candidates the screen drops whatever the budget: under SURVIVE of the first
+    pass's first place (their capacity cannot come close to its)."""
+    order = first_pass_order(measured, options)
+    if not order:
+        return set()
+    return {m.key for m in order if m.closed_rps < SURVIVE * order[0].closed_rps}
+
+
+def more_workers_carry_more(one: FirstPass, most: FirstPass) -> bool:
+    """Whether `most` (more workers of one kind) carried more than `one` in the first pass
+    (WORKERS_CARRY_MORE): the app waits more than it computes; else it is bound by CPU."""
+    return most.closed_rps >= WORKERS_CARRY_MORE * one.closed_rps
 
 
 def unsearched_ties(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlab.analysis import tune_choice
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import (
     CandidateResult,
@@ -134,31 +135,36 @@ def repeat_text(recommendation: Recommendation) -> str | None:
 
 
 def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
-    """What another core might add, from how the best kind scaled from 1 to 3 workers on
-    the server's cores in the first pass."""
+    """What another core might add, from how the best kind's first pass went from 1 worker to
+    more than the server has cores (tune_choice.more_workers_carry_more); each figure is one
+    candidate's own."""
     _, results = recommend(summary)
     best = recommendation.best
     same = [
         c for c in results
         if c.server == best.server and c.worker_class == best.worker_class
-        and c.threads == best.threads and c.closed_rps
+        and c.threads == best.threads and c.first_pass is not None
     ]  # fmt: skip
     one = next((c for c in same if c.workers == 1), None)
     most = max(same, key=lambda c: c.workers, default=None)
     cores = len(summary.run.server_cores)
-    if one is None or most is None or most.workers <= cores or not one.closed_rps:
+    if one is None or most is None or most.workers <= cores:
         return ""
-    gain = (most.closed_rps or 0.0) / one.closed_rps
-    if gain < 1.3:
+    one_pass, most_pass = one.first_pass, most.first_pass
+    assert one_pass is not None and most_pass is not None  # `same` kept those with one
+    unit = recommendation.rate_unit
+    served = (
+        f"; on {cores} core(s), {most.workers} workers served {most_pass.closed_rps:,.0f} {unit} "
+        f"in a closed loop and 1 worker {one_pass.closed_rps:,.0f}"
+    )
+    if not tune_choice.more_workers_carry_more(one_pass, most_pass):
         return (
-            f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s), so the app "
-            f"is bound by CPU: another core would add up to about "
-            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} "
-            f"{recommendation.rate_unit}"
+            f"{served}, so the app is bound by CPU: another core would add up to about "
+            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} {unit}"
         )
     return (
-        f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s): the app waits "
-        "more than it computes, so more workers or threads come before more cores"
+        f"{served}: the app waits more than it computes, so more workers or threads come "
+        "before more cores"
     )
 
 
