@@ -55,6 +55,30 @@ def test_the_search_brackets_a_known_capacity_and_calls_an_unbracketed_one_a_bou
     assert climbed.bracket_high_rps is None and climbed.capacity_rps >= 2282, later
 
 
+def test_a_closed_loop_that_carried_less_than_fewer_connections_bounds_no_search() -> None:
+    """Issue 66: under a quota of half a CPU one sync worker carried 118 req/s at 2
+    connections and 58 at 256 (each request queued past the tool's timeout); the search
+    topped out at 68, '≥ 68 … what 256 connections carry', a capacity it held 110 req/s
+    above. Now the higher figure is its top, and it climbs past it until a rate misses."""
+    assert capacity.search_top(58.2, 118.0) == (118.0, False)
+    assert capacity.search_top(300.0, 118.0) == (300.0, True)  # many carried more: a bound
+    assert capacity.search_top(58.2, None) == (58.2, True)
+    tried: list[float] = []
+    found = capacity.search(0, 118.0, [], _held_below(150, tried), 0.05, bounded=False)
+    assert found.stop == "bracketed" and 142 <= found.capacity_rps <= 150, (found, tried)
+    assert max(tried) > 118 * 1.2, tried  # past what a bounded search may try
+    # Later replicates too: a bracket around the capacities found, not capped by the loop.
+    again = capacity.search(1, 118.0, [148.0], _held_below(150, []), 0.05, bounded=False)
+    assert again.stop == "bracketed" and 142 <= again.capacity_rps <= 150, again
+    # Held at every rate it tried: no bracket, and out of probes rather than "at what the
+    # connections carry".
+    endless = capacity.search(0, 118.0, [], _held_below(1e9, []), 0.05, bounded=False)
+    assert endless.bracket_high_rps is None and endless.stop == "probes", endless
+    # The same search bounded stops at the closed loop's 1.2× as before.
+    bounded = capacity.search(0, 118.0, [], _held_below(150, []), 0.05)
+    assert bounded.stop == "ceiling" and bounded.capacity_rps <= 118 * 1.2, bounded
+
+
 def test_a_rate_held_for_a_step_but_not_sustained_is_not_the_capacity() -> None:
     # A server whose queue builds slowly: a 2-s step holds up to 700 req/s, a sustained
     # window only up to 520 (a Django site held 378 in its search and missed over 10 s).
@@ -123,6 +147,9 @@ def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) ->
     run_id = _slo_run(path, {
         "gin": [CapacityRecord(r, 1200.0, 1200.0, None, 3) for r in range(3)],
         "sanic": [CapacityRecord(r, 690.0 + r, 690.0 + r, 720.0, 5) for r in range(3)],
+        # Past 1.2 × its closed loop's 1,000: a search that loop did not bound (it carried
+        # more at fewer connections), out of probes with nothing missed.
+        "tornado": [CapacityRecord(r, 1500.0, 1500.0, None, 8, stop="probes") for r in range(3)],
     })  # fmt: skip
     cells = {c.record.stack: c for c in summarise(Store(path), run_id).cells}
     assert cells["gin"].result.unbracketed == 3 and cells["sanic"].result.unbracketed == 0
@@ -133,6 +160,8 @@ def test_a_capacity_without_a_bracket_is_reported_as_at_least(tmp_path: Path) ->
     sentence = by_stack["gin"]["verdict_sentences"]["capacity-unbracketed"]
     assert "≥ 1,200 req/s is a lower bound, not the capacity" in sentence
     assert "more connections" in sentence  # it held up to what the connections carry
+    unbound = by_stack["tornado"]["verdict_sentences"]["capacity-unbracketed"]
+    assert "ran out of probes" in unbound and "closed loop" not in unbound, unbound
     assert "capacity-unbracketed" not in by_stack["sanic"]["verdicts"]
     table = benchlab("report", "--results", str(path), env={"COLUMNS": "100"}).stdout
     gin_row = next(line for line in table.splitlines() if line.startswith("gin"))

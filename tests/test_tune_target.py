@@ -255,6 +255,60 @@ def test_a_candidate_past_its_memory_limit_does_not_fit(tmp_path: Path) -> None:
     assert "does not fit in 96 MB" in done.stderr, done.stderr
 
 
+FIXED_CPU_S = 0.004  # the CPU an answer of BURNS_FIXED costs the app itself
+
+BURNS_FIXED = f"""
+import time
+
+def app(environ, start_response):
+    end = time.process_time() + {FIXED_CPU_S}  # this process's CPU, whatever the machine
+    while time.process_time() < end:
+        pass
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "4")])
+    return [b"done"]
+"""
+
+
+def _tuned(where: Path, cpus: str, p99_ms: int) -> dict:
+    done = benchlab(
+        "tune", "app.py:app", "--servers", "gunicorn-sync", "--workers", "1", "--cpus", cpus,
+        "--slo-p99-ms", str(p99_ms), "--check-body", "done", "--budget", "3", "--proof", "10",
+        "--results", "r.db", "-f", "json", cwd=where, timeout=420,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+@alone
+@pytest.mark.skipif(os.geteuid() != 0, reason="a CPU quota is set on a control group by root")
+# p99 100 ms: under half a CPU the kernel lets the app run 50 ms of every 100, and a request
+# that meets the quota spent waits up to 50 ms, so a target of 50 ms sits on that gap (here:
+# 8-s windows of 50.2 and 51.0 ms at 72 and 90 req/s); at 1 CPU a 50-ms target is met near
+# the known answer on a quiet core (233 of 231 req/s) but one stall of the core's other
+# processes misses a sustained window there (75 ms at 185 req/s).
+@pytest.mark.parametrize(("cpus", "share"), [("500m", 0.5), ("1", 1.0)])
+def test_a_fixed_cpu_app_is_searched_up_to_what_its_quota_holds(
+    tmp_path: Path, cpus: str, share: float
+) -> None:
+    """Issue 66: one sync worker under half a CPU carried 118 req/s at 2 connections and 58
+    at 256 (its queue past the load tool's timeout), and the search stopped at '≥ 68'. The
+    capacity of an app of fixed CPU a request is its quota's share of 1 ÷ (its CPU a
+    request: the app's own 4 ms and the server's work, counted by the control group), within
+    15 %; bracketed by a rate that missed; and a second tune's rate to run at is within the
+    range the first said a second tune would find."""
+    _app(tmp_path, {"app.py": BURNS_FIXED})
+    first, second = _tuned(tmp_path, cpus, 100), _tuned(tmp_path, cpus, 100)
+    for report in (first, second):
+        (candidate,) = report["candidates"]
+        capacity, cpu_s = candidate["capacity_rps"], candidate["cpu_us_per_request"] / 1e6
+        assert FIXED_CPU_S <= cpu_s <= 1.5 * FIXED_CPU_S, candidate
+        known = share / cpu_s
+        assert capacity["bracketed"] is True, capacity
+        assert abs(capacity["median"] - known) <= 0.15 * known, (capacity, known)
+    repeat, again = first["recommendation"]["repeat"], second["recommendation"]["run_at_rps"]
+    assert repeat["low_rps"] <= again <= repeat["high_rps"], (repeat, again)
+
+
 # --- a stored answer, proved again ---------------------------------------------------------
 
 ANSWER_SERVICE_S = 0.005  # one sync worker then serves at most 200 req/s

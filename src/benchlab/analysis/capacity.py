@@ -19,13 +19,14 @@ the report says so rather than call it a capacity.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from benchlab.analysis.stats import median_interval
-from benchlab.analysis.verdicts import queue_grew
+from benchlab.analysis.verdicts import CLOSED_HEADROOM, queue_grew
 from benchlab.core import figures as F
 from benchlab.store import CapacityRecord, TrialRecord
 
@@ -42,10 +43,13 @@ STOLEN_PCT = 10.0  # a window in which the hypervisor took this share of the ser
 PROOF_STEP_DOWN = 0.85  # a proof that missed tries again 15 % lower, then 28 %, then 39 %
 # A replicate's highest held rate is confirmed over one longer window when the [slo] asks
 # (sustain_s): a queue that builds over 10-20 s passes a 2-s step. A miss makes that rate the
-# bracket's top and the next confirmation CONFIRM_STEP_DOWN lower (short steps, which held
-# there already, cannot tell), at most MAX_CONFIRMS windows: 1, 0.8, 0.64 of the step's rate.
-MAX_CONFIRMS = 3
-CONFIRM_STEP_DOWN = 0.8
+# bracket's top and the next confirmation lower (short steps, which held there already,
+# cannot tell), at these shares of the step's rate. The first step down is 10 %: a server
+# of fixed CPU a request (1 ÷ its CPU a request: 239 req/s) held every 2-s step up to 237-242
+# and missed 8 s there, and 20 % lower (the step before issue 66) it held 190 with p99 5.7
+# ms, a fifth of its capacity thrown away; the last still reaches Radicale's 72 %.
+CONFIRM_SHARES = (1.0, 0.9, 0.72)
+MAX_CONFIRMS = len(CONFIRM_SHARES)
 
 
 @dataclass(frozen=True)
@@ -373,25 +377,42 @@ def search(
     probe: Probe,
     resolution: float,
     confirm: Probe | None = None,
+    bounded: bool = True,
 ) -> CapacityRecord:
     """One replicate (see `_search`); with `confirm`, its highest held rate must also hold
     over a sustained window, or lower rates are tried (MAX_CONFIRMS windows at most); when
-    none held, the replicate has no capacity and says so (stop "unconfirmed")."""
-    found = _search(round_index, closed_rps, previous, probe, resolution)
+    none held, the replicate has no capacity and says so (stop "unconfirmed"). `bounded`:
+    see `search_top`."""
+    found = _search(round_index, closed_rps, previous, probe, resolution, bounded)
     if confirm is None or found.capacity_rps <= 0:
         return found
-    rate, high, probes = found.capacity_rps, found.bracket_high_rps, found.probes
-    for _ in range(MAX_CONFIRMS):
+    high, probes = found.bracket_high_rps, found.probes
+    for share in CONFIRM_SHARES:
+        rate = _rate(found.capacity_rps * share)
         probes += 1
         if confirm(rate, "confirm"):
             return replace(found, capacity_rps=rate, bracket_low_rps=rate,
                            bracket_high_rps=high, probes=probes)  # fmt: skip
         high = rate  # a rate that missed sustained bounds the capacity from above
-        rate = _rate(rate * CONFIRM_STEP_DOWN)
     return replace(
         found, capacity_rps=0.0, bracket_low_rps=None, bracket_high_rps=high, probes=probes,
         stop="unconfirmed",
     )  # fmt: skip
+
+
+def search_top(closed_rps: float | None, carried: float | None) -> tuple[float | None, bool]:
+    """Where a search starts, and whether that figure bounds it. The closed loop's throughput
+    at the search's connections bounds what they can carry at a fixed rate, unless a closed
+    loop at fewer connections carried more (`carried`: tune's first pass, at the candidate's
+    own concurrency). Then many connections carried less than few: each request queued
+    behind the others past the load tool's timeout, and the server spent its CPU on answers
+    no client waited for any more (measured, issue 66: one sync worker under a quota of half
+    a CPU answered 93-113 req/s to 2-128 connections and 32 to 256, of which 4 in 5 timed
+    out; 16.4 ms of CPU per answer received for an app of 4.5). That figure bounds nothing:
+    the search starts from the higher one and climbs until a rate misses."""
+    if closed_rps is None or carried is None or carried <= closed_rps:
+        return closed_rps, True
+    return carried, False
 
 
 def _search(
@@ -400,12 +421,14 @@ def _search(
     previous: Sequence[float],
     probe: Probe,
     resolution: float,
+    bounded: bool = True,
 ) -> CapacityRecord:
     """One replicate: the first from the closed-loop throughput, later ones around the
-    capacities of earlier ones."""
+    capacities of earlier ones; `bounded`: no rate above the closed loop's (CLOSED_HEADROOM
+    over it) is tried."""
     if closed_rps is None or closed_rps <= 0:
         return CapacityRecord(round_index, 0.0, None, None, 0, stop="no-closed-loop")
-    ceiling = _rate(closed_rps * 1.2)
+    ceiling = _rate(closed_rps * CLOSED_HEADROOM) if bounded else math.inf
     floor = _rate(max(closed_rps * LOWEST_SHARE, 0.5))
     held = [c for c in previous if c > 0]
     if held:

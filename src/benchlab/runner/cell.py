@@ -61,6 +61,10 @@ class CellRunner:
         self.session = session
         self.measure_alone = measure_alone
         self.closed: dict[Cell, float] = {}
+        # The most a search cell's stack carried in another closed loop (tune's first pass,
+        # at the candidate's own concurrency): the search's top where its own closed loop
+        # carried less (capacity.search_top).
+        self.carried: dict[Cell, float] = {}
         # what verification saw (protocol, compression), stored once a cell
         self.negotiated: dict[Cell, tuple[str, float | None]] = {}
         self.websocket = WebSocketCells(session)
@@ -253,10 +257,17 @@ class CellRunner:
             return missed is None
 
         previous = [c.capacity_rps for c in session.store.capacities(cell_id)]
+        top, bounded = capacity.search_top(closed, self.carried.get(cell))
+        if first and not bounded:
+            session.reporter.status(
+                f"{cell.stack}: {closed:,.0f} req/s in a closed loop at {cell.connections} "
+                f"connections, less than the {top:,.0f} it carried at fewer: the search starts "
+                "from that and climbs until a rate misses"
+            )
         try:
             found = capacity.search(
-                launched.round_index, closed, previous, probe, recipe.target_half_width_pct / 100,
-                confirm if slo.sustain_s else None,
+                launched.round_index, top, previous, probe, recipe.target_half_width_pct / 100,
+                confirm if slo.sustain_s else None, bounded,
             )  # fmt: skip
         except _CellFailed:
             return ""

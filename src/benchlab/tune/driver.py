@@ -709,6 +709,8 @@ def _search_and_prove(
     ]
     session.cells.add(search_cells)
     session.prepare(search_cells)
+    searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
+    measurer.cells.carried.update(_carried(session, first_pass, searched))
     # The search stops launching where the proof's time begins, less what a replicate
     # launched just before that takes (measured: 13 s over, and no room left for a step down).
     session.clock.set_deadline(
@@ -719,7 +721,6 @@ def _search_and_prove(
     )
     measurer.measure(search_cells, replicates)
     session.clock.set_deadline(request.budget_min * 60)
-    searched = [Searched(c, cell) for c, cell in zip(survivors, search_cells, strict=True)]
     costs = {c: m.cost for c, m in _first_pass(session, first_pass).items()}
     proved = prove(
         session, measurer, searched, cores, request.connections, say, request.proof_s, costs
@@ -731,6 +732,22 @@ def _search_and_prove(
             _answer_s(session, first_pass, proved[0].candidate), say,
         )  # fmt: skip
     return survivors
+
+
+def _carried(
+    session: TuneSession, first_pass: list[Searched], searched: list[Searched]
+) -> dict[Cell, float]:
+    """What each searched candidate carried in its first pass's closed loop, at its own
+    concurrency: its search's top where a closed loop at the search's connections carries
+    less (capacity.search_top)."""
+    coarse = {entry.candidate: entry.cell for entry in first_pass}
+    carried = {}
+    for entry in searched:
+        trials = session.cells.trials_of(coarse[entry.candidate])
+        rates = [t.successes / t.duration_s for t in trials if t.duration_s > 0]
+        if rates:
+            carried[entry.cell] = max(rates)
+    return carried
 
 
 def _answer_s(session: TuneSession, first_pass: list[Searched], candidate: Candidate) -> float:
