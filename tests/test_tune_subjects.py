@@ -274,12 +274,16 @@ def test_an_endpoint_of_known_capacity_by_its_url(tmp_path: Path) -> None:
         )  # fmt: skip
     best = report["recommendation"]
     assert report["subject"]["kind"] == "endpoint" and report["subject"]["unmeasured"] is None
-    capacity = best["capacity_rps"]["median"]
-    assert 0.9 * MOST <= capacity <= 1.1 * MOST, _shown(report)
-    assert best["proof"]["held"] and best["run_at_rps"] > 0, best["proof"]
     # Its CPU, counted over its pid: 5 ms a request, and what gunicorn adds to it.
     (candidate,) = report["candidates"]
-    assert 1e6 * SERVICE_S <= candidate["cpu_us_per_request"] <= 1.5e6 * SERVICE_S, candidate
+    cpu_us = candidate["cpu_us_per_request"]
+    assert 1e6 * SERVICE_S <= cpu_us <= 1.5e6 * SERVICE_S, candidate
+    # Its capacity within 10 % of the 200 req/s its app's 5 ms allow, or (below) of what one
+    # worker serves with gunicorn's own CPU a request added, as this test counted it (5.15
+    # ms here: 194 req/s).
+    capacity = best["capacity_rps"]["median"]
+    assert 0.9 * min(MOST, 1e6 / cpu_us) <= capacity <= 1.1 * MOST, _shown(report)
+    assert best["proof"]["held"] and best["run_at_rps"] > 0, best["proof"]
 
 
 @alone
