@@ -273,6 +273,7 @@ def test_an_endpoint_of_known_capacity_by_its_url(tmp_path: Path) -> None:
             "--proof", "10", "--pid", str(pid),
         )  # fmt: skip
     best = report["recommendation"]
+    print("figures:", _shown(report))  # shown with -rP: the known answer's figures
     assert report["subject"]["kind"] == "endpoint" and report["subject"]["unmeasured"] is None
     # Its CPU, counted over its pid: 5 ms a request, and what gunicorn adds to it.
     (candidate,) = report["candidates"]
@@ -324,6 +325,7 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
         "GET /cpu?us=2000", "--budget", "5", "--proof", "10",
     )  # fmt: skip
     best = report["recommendation"]
+    print("figures:", _shown(report))
     searched = {c["label"]: c for c in report["candidates"] if c["capacity_rps"]}
     assert set(searched) == {"procs=1", "procs=2"}, report["candidates"]
     one, two = (searched[k]["capacity_rps"] for k in ("procs=1", "procs=2"))
@@ -358,6 +360,7 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(tmp_path: Path) 
     )  # fmt: skip
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
+    print("figures: by spec", _shown(by_spec), "by command", _shown(by_command))
     assert _the_same(a, b), (a, b)
     for found in (a, b):  # and each interval reaches the known answer's 15 %
         assert found["low"] <= 1.1 * MOST and found["high"] >= 0.85 * MOST, found
