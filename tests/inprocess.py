@@ -37,6 +37,7 @@ from benchlab.http.ws_verify import WsCounters
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
 from benchlab.load.jmeter_plans import step_timing
+from benchlab.load.live import Follow
 from benchlab.load.result import Latency, LoadResult, LoadShare
 from benchlab.load.ws_requests import (
     BroadcastRequest,
@@ -52,6 +53,7 @@ from benchlab.measure.server_counters import CounterSource, ThreadTimes
 from benchlab.recipe import build_plan, load_recipe
 from benchlab.report.jsonfile import render_json
 from benchlab.report.progress import LineReporter
+from benchlab.report.stream import Reporters
 from benchlab.resilience import drain as drain_check
 from benchlab.resilience import slow_clients as slow_check
 from benchlab.resilience.drain import Drain
@@ -258,6 +260,7 @@ class FakeMeasure:
         places: list[Placement],
         registry: ProcessRegistry,
         workdir: Path,
+        live: Follow | None = None,
     ) -> Generated:
         world = self.world
         server = world.servers[urlsplit(request.url).port or 0]
@@ -536,6 +539,7 @@ def run_inprocess(
     catalogue: Mapping[str, Stack] | None = None,
     command: str = "benchlab run recipe.toml",
     resume: str | None = None,
+    reporter: Any = None,
 ) -> InProcessRun:
     """The recipe (TOML text) run by the real runner on `executor`, stored in `directory`.
     Its stacks may be names of the test's own (made from gin's entry)."""
@@ -545,7 +549,8 @@ def run_inprocess(
     store = Store(directory / "results.db")
     output = io.StringIO()
     options = SessionOptions(command, deadline_s=deadline_s, executor=executor, resume=resume)
-    reporter = LineReporter(Console(file=output, width=200))
+    lines = LineReporter(Console(file=output, width=200))
+    reporter = lines if reporter is None else Reporters(lines, reporter)
     recipe, text = load_recipe(path, catalogue)
     outcome = run_recipe(build_plan(path, recipe, text, catalogue), store, reporter, options)
     return InProcessRun(outcome, store, output.getvalue())

@@ -61,7 +61,9 @@ def _session(tmp_path: Path, rank_by: str | None) -> SimpleNamespace:
         plan=SimpleNamespace(recipe=SimpleNamespace(warmup=0)),
         costs=None,
         clock=SimpleNamespace(deadline_s=None, time_left=lambda needs_s=0.0, planned=True: True),
-        reporter=SimpleNamespace(status=lambda text: None, extend=lambda n: None),
+        reporter=SimpleNamespace(
+            status=lambda text: None, extend=lambda n: None, ranking=lambda r, cells: None
+        ),
     )
 
 

@@ -662,3 +662,68 @@ def test_tune_judges_its_answers_replay_and_ends_with_the_threshold_code(
             assert "p99<100 ms: undecided in 1 of 1 cells" in flat and "FAIL" not in done.err
         else:
             assert "p99<300 ms: kept by the cells measured" in flat, flat
+
+
+# --- the stream of a run's events (--progress json, --progress-file) ---------------------------
+
+
+def _measuring_modules() -> set[str]:
+    """The command modules that take this machine for a load (call cli/measuring.py's
+    claim), and those that measure through one (import from it)."""
+    folder = Path(cli.__file__).parent
+    sources = {f"benchlab.cli.{p.stem}": p.read_text() for p in folder.glob("*.py")}
+    claiming = {
+        module for module, text in sources.items()
+        if "claim(" in text and not module.endswith(".measuring")
+    }  # fmt: skip
+    return claiming | {
+        module
+        for module, text in sources.items()
+        if any(f"from {c} import" in text for c in claiming)
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACTS))
+def test_a_command_that_measures_streams_its_events_or_says_why_not(name: str) -> None:
+    """Every command that puts load on this machine takes --progress json and --progress-file,
+    or its contract says why it takes no stream; no other command takes them."""
+    command, contract = COMMANDS[name], CONTRACTS[name]
+    takes = _option(command, "--progress") is not None
+    assert takes == (_option(command, "--progress-file") is not None) == contract.streams, name
+    measures = command.callback.__module__ in _measuring_modules()
+    if measures:
+        assert contract.streams != bool(contract.no_stream), (
+            f"{name} measures: stream its events (--progress) or say why not (no_stream)"
+        )
+    else:
+        assert not contract.streams and not contract.no_stream, name
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CONTRACTS.items() if c.streams))
+def test_the_stream_and_a_document_never_share_stdout(name: str, invoke, tmp_path: Path) -> None:
+    """--progress json holds stdout: a document there too, an unknown style, a stream file in
+    a directory that is a file are one line and exit 2, before anything runs."""
+    lead = [*name.split(), *LEADING.get(name, [])]
+    shared = invoke(*lead, "--progress", "json", "-f", "json")
+    assert shared.code == ExitCode.BAD_INPUT and shared.out == "", shared
+    assert shared.err.count("\n") == 1 and "--progress-file" in shared.err, shared.err
+    unknown = invoke(*lead, "--progress", "xml")
+    assert unknown.code == ExitCode.BAD_INPUT and unknown.err.count("\n") == 1, unknown
+    assert "auto, lines, json" in unknown.err
+    (tmp_path / "file").write_text("")
+    nowhere = invoke(*lead, "--progress-file", str(tmp_path / "file" / "events.ndjson"))
+    assert nowhere.code == ExitCode.BAD_INPUT and nowhere.err.count("\n") == 1, nowhere
+    assert "--progress-file" in nowhere.err
+    store = tmp_path / "r.db"
+    write_run(store)
+    kept = store.read_bytes()
+    over = invoke(*lead, "--results", str(store), "--progress-file", str(store))
+    assert over.code == ExitCode.BAD_INPUT and over.err.count("\n") == 1, over
+    assert "results store" in over.err and store.read_bytes() == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "r.db"]
+
+
+def test_a_dry_run_refuses_a_stream_it_would_never_write(invoke) -> None:
+    refused = invoke("run", "quick", "--dry-run", "--progress", "json")
+    assert refused.code == ExitCode.BAD_INPUT and refused.err.count("\n") == 1, refused
+    assert "dry run" in refused.err

@@ -238,6 +238,10 @@ WRITES = {
     ("system/outputs.py", "_replace", "os.replace"): DOOR,
     ("system/outputs.py", "_replace", "os.open"): DOOR,
     ("system/outputs.py", "is_database", "os.open"): DOOR,  # read only: a SQLite header
+    ("system/outputs.py", "open_stream", "os.open"): DOOR,
+    ("system/outputs.py", "open_stream", "os.replace"): DOOR,
+    # /dev/null over stdout once the stream's reader is gone (`| head`).
+    ("cli/measuring.py", "write", "os.open"): MADE_NEW,
     ("system/safe_files.py", "new_dir", "os.mkdir"): MADE_NEW,
     ("system/safe_files.py", "new_dir", "os.open"): MADE_NEW,
     ("system/safe_files.py", "new_file", "os.open"): MADE_NEW,
@@ -255,6 +259,7 @@ WRITES = {
     ("load/h2load.py", "command", "write_bytes"): RUN_DIR,
     ("load/siege.py", "command", "write_text"): RUN_DIR,
     ("load/vegeta.py", "command", "write_text"): RUN_DIR,
+    ("load/vegeta_live.py", "_opened", "os.open"): RUN_DIR,  # read only, as vegeta writes it
     ("load/jmeter.py", "command", "write_text"): RUN_DIR,
     ("runner/ws_load.py", "_jmeter", "mkdir"): RUN_DIR,
     ("runner/ws_load.py", "_jmeter", "write_text"): RUN_DIR,

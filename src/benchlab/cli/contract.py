@@ -29,6 +29,9 @@ class Contract:
     no_document: str = ""  # why it takes no -o/-f: it writes no document
     reads_store: bool = False
     exits: tuple[tuple[ExitCode, str], ...] = ()  # its own codes, and when
+    # It measures, and streams its events (--progress json, --progress-file).
+    streams: bool = False
+    no_stream: str = ""  # why a command that measures takes no stream
 
     def exit_codes(self) -> dict[ExitCode, str]:
         return dict(sorted({**EVERY_COMMAND, **dict(self.exits)}.items()))
@@ -53,6 +56,7 @@ CONTRACTS: dict[str, Contract] = {
         formats.REPORT,
         reads_store=True,
         exits=(_PARTIAL, _THRESHOLD),
+        streams=True,
     ),
     "tune": Contract(
         (
@@ -86,6 +90,7 @@ CONTRACTS: dict[str, Contract] = {
             (ExitCode.REGRESSION, "--check-answer: the stored answer no longer holds"),
             (ExitCode.THRESHOLD, "--threshold: the answer's replay broke one"),
         ),
+        streams=True,
     ),
     "report": Contract(
         (
@@ -168,6 +173,7 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack does not conform"), _NOT_STARTED),
+        no_stream="it sends request shapes one at a time, no load: a stack's answer is its row",
     ),
     "drain": Contract(
         (
@@ -176,6 +182,7 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack drops a request or hangs"), _NOT_STARTED),
+        no_stream="one stop under load a stack, no trials: what the stop did is its row",
     ),
     "slow-clients": Contract(
         (
@@ -187,6 +194,8 @@ CONTRACTS: dict[str, Contract] = {
         ),
         formats.CHECKS,
         exits=((ExitCode.CHECK_FAILED, "a stack needs a proxy in front"), _NOT_STARTED),
+        no_stream="its rounds are pairs of loads on one stack, no run's cells: their spread "
+        "is its row",
     ),
     "selfcheck": Contract(
         (
@@ -194,6 +203,8 @@ CONTRACTS: dict[str, Contract] = {
             ("benchlab selfcheck --noise -f json", "where this machine's variation comes from"),
         ),
         formats.SELFCHECK,
+        no_stream="bare wrk against benchlab's own measurement in pairs, no run's cells: its "
+        "answer is their ratio (its progress lines say each pair)",
     ),
     "build": Contract(
         (("benchlab build", "build the Go stacks and the pinned load tools ahead of a run"),),

@@ -42,6 +42,25 @@ ThresholdOption = Annotated[
         "it (one that straddles it is undecided, and said).",
     ),
 ]  # fmt: skip
+PROGRESS_STYLES = ("auto", "lines", "json")
+ProgressOption = Annotated[
+    str,
+    typer.Option(
+        "--progress", metavar="|".join(PROGRESS_STYLES),
+        help="How the run shows itself going: auto (a bar on a terminal, else a line per "
+        "trial, on stderr), lines, or json (one JSON line per event on stdout, for a "
+        "program; the table then goes to stderr: docs/results.md#the-stream).",
+        autocompletion=lambda incomplete: [s for s in PROGRESS_STYLES if s.startswith(incomplete)],
+    ),
+]  # fmt: skip
+ProgressFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--progress-file", metavar="FILE",
+        help="Also write the run's events to FILE as they happen, one JSON line each (the "
+        "stream --progress json writes), beside the progress shown.",
+    ),
+]  # fmt: skip
 RunArgument = "a run id (or its first characters), latest, or latest~N (N runs before it)"
 
 

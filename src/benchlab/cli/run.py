@@ -10,9 +10,11 @@ import typer
 
 from benchlab.cli import completion, formats, thresholds
 from benchlab.cli.app import console, progress
-from benchlab.cli.measuring import claim, command_line, reporter
+from benchlab.cli.measuring import Progress, claim, command_line
 from benchlab.cli.options import (
     AllowConcurrentOption,
+    ProgressFileOption,
+    ProgressOption,
     QuietOption,
     ResultsOption,
     ThresholdOption,
@@ -32,6 +34,8 @@ from benchlab.store import DEFAULT_RESULTS, Store
 from benchlab.system.outputs import write_output
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.cli.formats import Destination
     from benchlab.core.thresholds import Threshold
     from benchlab.recipe import Plan, Recipe
@@ -151,6 +155,8 @@ def run(
     fmt: RunFmtOption = None,
     output: RunOutputOption = None,
     threshold: ThresholdOption = None,
+    progress_style: ProgressOption = "auto",
+    progress_file: ProgressFileOption = None,
 ) -> None:
     """Run a recipe: verify every cell, measure interleaved trials, store them, show the table
     and write the HTML report."""
@@ -161,8 +167,13 @@ def run(
     progress.quiet = quiet
     # Refused before a run, not after.
     where = formats.destination(fmt, output, formats.REPORT, reads=[results])
+    shown = Progress(progress_style, progress_file)
     if dry_run:
         check_format(where.format)
+        if shown != Progress():
+            raise UserError("--progress, --progress-file: a dry run measures nothing to show")
+    else:
+        shown.checked(where, results)
     if resume:
         given = {"--duration": duration, "--trials": trials, "--connections": connections,
                  "--warmup": warmup, "--point": point, "--budget": budget}  # fmt: skip
@@ -198,8 +209,8 @@ def run(
         command=command_line(), shared_machine=shared, deadline_s=deadline_s, resume=run_id
     )
     store = Store(results)
-    outcome = run_recipe(plan, store, reporter(), options)
-    _show_run(store, outcome, results, page, where, bounds)
+    outcome = run_recipe(plan, store, shown.reporter(), options)
+    _show_run(store, outcome, results, page, where, bounds, shown.screen)
 
 
 def _show_plan(planned: PlannedRun, where: Destination) -> None:
@@ -253,10 +264,11 @@ def _resumed_plan(wanted: str | None, results: Path) -> tuple[Plan, str, float |
 
 def _show_run(
     store: Store, outcome: RunOutcome, results: Path, page: Path, where: Destination,
-    bounds: tuple[Threshold, ...] = (),
+    bounds: tuple[Threshold, ...] = (), screen: Console = console,
 ) -> None:  # fmt: skip
     """The results (the table, or -f/-o's format), and the HTML page (written last: the run
-    is stored already). Where stdout holds another format, the run's own lines go to stderr.
+    is stored already). Where stdout holds another format, the run's own lines go to stderr;
+    where it holds the stream (--progress json), the table and its lines (`screen`) too.
     It ends interrupted, then with a failed threshold, then partial."""
     from benchlab.analysis.summary import summarise
     from benchlab.report.terminal import render_table
@@ -264,9 +276,9 @@ def _show_run(
     summary = thresholds.judged(summarise(store, outcome.run_id, catalogue=CATALOGUE), bounds)
 
     def table() -> None:
-        render_table(summary, console)
+        render_table(summary, screen)
 
-    say = console
+    say = screen
     if where.on_terminal_table:
         table()
     else:

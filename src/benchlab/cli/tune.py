@@ -14,9 +14,11 @@ from benchlab.analysis.target import Target, parse_cpus, parse_memory
 from benchlab.analysis.tune_options import SubjectKind
 from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console, progress
-from benchlab.cli.measuring import claim, command_line, reporter
+from benchlab.cli.measuring import Progress, claim, command_line
 from benchlab.cli.options import (
     AllowConcurrentOption,
+    ProgressFileOption,
+    ProgressOption,
     QuietOption,
     ResultsOption,
     ThresholdOption,
@@ -71,6 +73,8 @@ from benchlab.tune.endpoint import is_url, parse_url
 from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from benchlab.analysis.summary import RunSummary
     from benchlab.cli.formats import Destination
     from benchlab.core.thresholds import Threshold
@@ -121,6 +125,8 @@ def tune(
     output: TuneOutputOption = None,
     quiet: QuietOption = False,
     threshold: ThresholdOption = None,
+    progress_style: ProgressOption = "auto",
+    progress_file: ProgressFileOption = None,
 ) -> None:
     """Find the server and settings that hold the most load under a latency target, and the
     command that deploys them: for your own ASGI/WSGI app, for any server you start with a
@@ -131,6 +137,7 @@ def tune(
 
     # Refused before a tune, not after.
     where = formats.destination(fmt, output, formats.TUNE, reads=[results])
+    shown = Progress(progress_style, progress_file).checked(where, results)
     _refuse_conflicts(interface, quick, rate, check_only, resume)
     bounds = _thresholds(threshold, quick, check_only)
     tune_request = _tune_request(ctx.params)
@@ -141,7 +148,7 @@ def tune(
     shared = claim(allow_concurrent)
     store = Store(results)
     done = run_tune(
-        tune_request, store, reporter(), command_line(), progress.print, resume=resume,
+        tune_request, store, shown.reporter(), command_line(), progress.print, resume=resume,
         shared=shared, prepared=prepared,
     )  # fmt: skip
     answer = tune_request.check_answer
@@ -149,10 +156,15 @@ def tune(
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
     summary = _summary(store, done.outcome, bounds)
     if answer is None or not where.on_terminal_table:
-        _show_tune(summary, done.outcome, results, where, _page_stem(summary), page)
+        _show_tune(summary, done.outcome, results, where, _page_stem(summary), page, shown.screen)
     if answer is not None:
         _judge_answer(answer, done.checked)
-    if done.outcome.status == "interrupted":
+    _exit_as(done.outcome, summary)
+
+
+def _exit_as(outcome: RunOutcome, summary: RunSummary) -> None:
+    """An interrupted tune's exit (continue with --resume), or a failed threshold's."""
+    if outcome.status == "interrupted":
         progress.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(ExitCode.INTERRUPTED)
     if thresholds.say_failed(summary):
@@ -329,7 +341,7 @@ def _summary(store: Store, outcome: RunOutcome, bounds: tuple[Threshold, ...]) -
 
 def _show_tune(
     summary: RunSummary, outcome: RunOutcome, results: Path, where: Destination, stem: str,
-    with_page: bool,
+    with_page: bool, screen: Console = console,
 ) -> None:  # fmt: skip
     """The tune's report where it was asked for (the table, or -f/-o's format: cli/formats.py
     decides, as for every command), and its HTML page beside the results (not for a check
@@ -342,9 +354,9 @@ def _show_tune(
     page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{stem}") + ".html")
     if with_page:
         write_output(page, render_html(summary), "the tune's page")
-    say = console
+    say = screen  # stdout, or stderr when it holds the stream (--progress json)
     if where.on_terminal_table:
-        render_table(summary, console)
+        render_table(summary, screen)
     else:
         where.document(EXPORTERS[where.format].render(summary, False))
         if where.path is None:  # stdout holds the document alone; the run's line on stderr

@@ -532,6 +532,24 @@ RANKABLE = (THROUGHPUT, CAPACITY, P99, CPU_PER_REQUEST)
 RANKED = (*RANKABLE, CONNECTIONS_HELD, ECHO_P99, BROADCAST_P99)
 
 
+def of_record(record: Any, mode: Mode, replicate: bool = False) -> dict[Figure, float | None]:
+    """The figures one stored record of a cell of `mode` holds, by this registry: a trial's
+    (each figure whose source reads a trial attribute: a median's, a peak's, a percentile's,
+    a sum's) or, `replicate`, a capacity search replicate's; in the registry's order."""
+    held: dict[Figure, float | None] = {}
+    for figure in FIGURES.values():
+        source = figure.source
+        if source is None or source.attr is None or not source.applies(mode):
+            continue
+        if source.combine in (Combine.CELL, Combine.DERIVED):
+            continue
+        if (source.combine is Combine.REPLICATES) is not replicate:
+            continue
+        value = getattr(record, source.attr)
+        held[figure] = value / source.per if source.per and value is not None else value
+    return held
+
+
 def rank_figure(mode: Mode, override: str | None = None) -> Figure:
     if override is not None:
         return FIGURES[override]

@@ -6,16 +6,19 @@ each host's share and its own CPU beside it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError
-from benchlab.hosts.base import THIS_MACHINE, Placement
+from benchlab.hosts.base import THIS_MACHINE, Placement, ThisMachine
 from benchlab.load import TOOLS
 from benchlab.load.base import LoadRequest, LoadTool
+from benchlab.load.live import Follow, NoLive
 from benchlab.load.result import LoadResult, LoadShare, busiest_machine
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
@@ -59,9 +62,11 @@ def run_generators(
     registry: ProcessRegistry,
     workdir: Path,
     keep: Path | None = None,
+    live: Follow | None = None,
 ) -> Generated:
     """`keep`: a directory to move each generator's raw results to (by host) rather than
-    remove them, to look at them again."""
+    remove them, to look at them again; `live`: where a fixed-rate load's figures go while
+    it runs (or why there are none)."""
     if tool.executable() is None:
         raise LoadToolError(f"{tool.name} is not installed ({tool.install})")
     if len(request.targets) > 1 and not tool.can_pace:
@@ -81,7 +86,8 @@ def run_generators(
     for attempt in range(tool.hang_retries + 1):
         processes = _start_all(tool, requests, placements, registry, dirs)
         try:
-            codes = _wait_all(processes, request.duration_s + request.timeout_s + HANG_MARGIN_S)
+            with _followed(tool, requests, placements, dirs, live):
+                codes = _wait_all(processes, request.duration_s + request.timeout_s + HANG_MARGIN_S)
         finally:
             for process in processes:
                 registry.stop(process)
@@ -168,6 +174,31 @@ def _start_all(
             registry.stop(process)
         raise
     return started
+
+
+def _followed(
+    tool: LoadTool,
+    requests: list[LoadRequest],
+    placements: list[Placement],
+    dirs: list[Path],
+    live: Follow | None,
+) -> AbstractContextManager[object]:
+    """A fixed-rate load followed while it runs, where its tool and place allow: one
+    generator on this machine (its files are ours as it writes them); otherwise `live` is
+    told why it gets no figure until the load ends."""
+    if live is None or requests[0].rate is None:
+        return contextlib.nullcontext()
+    host = placements[0].host
+    if len(placements) > 1:
+        why = f"its load comes from {len(placements)} generators, merged when they end"
+    elif not isinstance(host, ThisMachine):
+        why = f"{tool.name} runs on {host.where}: its results come back when it ends"
+    elif (follower := tool.follower(requests[0], dirs[0], live)) is not None:
+        return follower
+    else:
+        why = f"{tool.name} gives its figures only when it ends"
+    live(NoLive(why))
+    return contextlib.nullcontext()
 
 
 def _result(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from benchlab.load.live import Follow
 from benchlab.load.merge import merge_histograms
 from benchlab.load.result import LoadResult
 
@@ -128,6 +130,13 @@ class LoadTool(Protocol):
         """One result from several generators' (each with its request and directory)."""
         ...
 
+    def follower(
+        self, request: LoadRequest, workdir: Path, follow: Follow
+    ) -> AbstractContextManager[object] | None:
+        """Around its running process: its figures so far, to `follow`, as it goes (None:
+        it gives none until it ends)."""
+        ...
+
 
 class DebianTool:
     """A load tool installed from a Debian package: found on PATH."""
@@ -165,3 +174,8 @@ class DebianTool:
 
     def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
         return merge_histograms(results)
+
+    def follower(
+        self, request: LoadRequest, workdir: Path, follow: Follow
+    ) -> AbstractContextManager[object] | None:
+        return None  # its figures come when it ends

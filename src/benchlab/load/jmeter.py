@@ -14,10 +14,12 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError, UserError
 from benchlab.load.base import LoadRequest
+from benchlab.load.live import Follow
 from benchlab.load.result import LoadResult
 from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 
@@ -212,3 +214,8 @@ class JMeter:
 
     def merge(self, parts: list[tuple[LoadRequest, Path]], results: list[LoadResult]) -> LoadResult:
         raise LoadToolError("jmeter runs from one load host")
+
+    def follower(
+        self, request: LoadRequest, workdir: Path, follow: Follow
+    ) -> AbstractContextManager[object] | None:
+        return None  # never a LoadRequest's tool

@@ -18,12 +18,15 @@ import base64
 import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from benchlab.core.errors import LoadToolError, UserError
 from benchlab.load.base import HttpTarget, LoadRequest
+from benchlab.load.live import Follow
 from benchlab.load.request_records import Generator, Lines, read_results
 from benchlab.load.result import LoadResult
+from benchlab.load.vegeta_live import VegetaFollower
 from benchlab.system.build_cache import cache_dir, trusted, usable_cache
 from benchlab.system.go_toolchain import build_env, go_command
 from benchlab.system.trusted_path import NEUTRAL_DIR
@@ -130,6 +133,12 @@ class Vegeta:
             for request, directory in parts
         ]
         return read_results(generators, _mixed(parts[0][0]))
+
+    def follower(
+        self, request: LoadRequest, workdir: Path, follow: Follow
+    ) -> AbstractContextManager[object] | None:
+        """Its results file as it writes it, counted by its own report once a second."""
+        return VegetaFollower(str(binary()), workdir / "vegeta.bin", request.duration_s, follow)
 
 
 def _mixed(request: LoadRequest) -> bool:

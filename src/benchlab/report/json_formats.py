@@ -55,7 +55,11 @@ SELFCHECK = JsonFormat(
 PLAN = JsonFormat(
     "benchlab-plan", 1, "a run's plan before it starts (run --dry-run): its cells and its time"
 )
+# A stream, not one document: every line of it is one event, stamped with this format.
+STREAM = JsonFormat(
+    "benchlab-stream", 1, "a run as it goes (--progress json): one JSON line per event"
+)
 FORMATS = (
     RUN, TUNE, COMPARE, HISTORY, RUNS, STACKS, CONFORM, DRAIN, SLOW_CLIENTS, RECIPES, DOCTOR,
-    SELFCHECK, PLAN,
+    SELFCHECK, PLAN, STREAM,
 )  # fmt: skip

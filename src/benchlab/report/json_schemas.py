@@ -40,6 +40,7 @@ from benchlab.report.json_formats import (
     SELFCHECK,
     SLOW_CLIENTS,
     STACKS,
+    STREAM,
     TUNE,
     JsonFormat,
 )
@@ -636,7 +637,7 @@ MODELS: dict[JsonFormat, type[BaseModel]] = {
     SELFCHECK: SelfcheckDocument,
     PLAN: PlanDocument,
 }
-assert set(MODELS) == set(FORMATS), "a JSON format without its model"
+assert set(MODELS) | {STREAM} == set(FORMATS), "a JSON format without its model"
 
 
 def schema_file(fmt: JsonFormat) -> str:
@@ -650,11 +651,21 @@ def json_schema(fmt: JsonFormat, closed: bool = False) -> dict[str, Any]:
     tests' check that the schema names every key benchlab writes)."""
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **MODELS[fmt].model_json_schema(),
+        **_model_schema(fmt),
         "title": f"{fmt.name} {fmt.version}",
         "description": fmt.holds,
     }
     return schema if closed else _opened(schema)
+
+
+def _model_schema(fmt: JsonFormat) -> dict[str, Any]:
+    """The format's own schema: its document's model's, or for the stream, one line's (any
+    of its events, told apart by `event`; every key written is required)."""
+    if fmt is STREAM:
+        from benchlab.report.stream_events import STREAM_LINE  # it reads this module's models
+
+        return STREAM_LINE.json_schema(mode="serialization")
+    return MODELS[fmt].model_json_schema()
 
 
 def _opened(node: Any) -> Any:

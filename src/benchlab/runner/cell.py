@@ -69,8 +69,8 @@ class CellRunner:
         self.negotiated: dict[Cell, tuple[str, float | None]] = {}
         self.websocket = WebSocketCells(session)
 
-    def run(self, launched: LaunchRound, cell: Cell, warm: bool) -> str | None:
-        """The cell's trial of this round; what it found, in words (None: it failed)."""
+    def run(self, launched: LaunchRound, cell: Cell, warm: bool) -> bool:
+        """The cell's trial of this round, stored; whether it was measured (not: it failed)."""
         session = self.session
         scenario = session.scenarios[cell.scenario]
         if scenario.websocket:
@@ -80,7 +80,7 @@ class CellRunner:
         flush_cache(session, cold)
         # Generous timeout: this request may wait behind what the previous cell left queued.
         if not self.verified(launched, cell, FailureKind.VERIFICATION):
-            return None
+            return False
         flush_cache(session, cold)  # the load of every cell starts on a cold cache
         request = self._request(launched, cell)
         try:
@@ -97,13 +97,13 @@ class CellRunner:
                 # waits its turn (the accept queue is first in, first out) lets the trial start
                 # on a drained server — and checks it still answers right.
                 if not self.verified(launched, cell, FailureKind.VERIFICATION_AFTER_WARMUP):
-                    return None
-            figure = self._trial(launched, cell, request)
+                    return False
+            measured = self._trial(launched, cell, request)
         except LoadToolError as exc:
             check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
-            return None
-        return None if cell in session.cells.failed else figure
+            return False
+        return measured and cell not in session.cells.failed
 
     def _request(self, launched: LaunchRound, cell: Cell) -> LoadRequest:
         scenario = self.session.scenarios[cell.scenario]
@@ -130,21 +130,19 @@ class CellRunner:
             ca=str(wire.ca) if wire.ca else None,
         )
 
-    def _trial(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> str | None:
+    def _trial(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> bool:
         if cell.mode == Mode.SLO:
             return self._search(launched, cell, request)
         rate = None
         if cell.mode == Mode.RATE:
             rate = self._target_rate(launched, cell, request)
             if rate is None:
-                return None
+                return False
         take = self._taker(launched, cell)
         if self.measure_alone and rate is None:
             take(dataclasses.replace(request, connections=1, duration_s=1), "alone")
-        record = take(at_rate(request, rate), None)
-        if rate is None:
-            return f"{record.throughput_rps:,.0f} req/s"
-        return f"p99 {record.latency_p99_ms or 0:,.1f} ms at {rate:,.0f} req/s"
+        take(at_rate(request, rate), None)
+        return True
 
     def _taker(self, launched: LaunchRound, cell: Cell) -> Taker:
         def take(request: LoadRequest, probe: str | None) -> TrialRecord:
@@ -167,6 +165,7 @@ class CellRunner:
         if cell not in self.negotiated:
             self.negotiated[cell] = self._negotiated(launched, expectations, wire)
             session.store.set_cell_wire(session.cells.ids[cell], *self.negotiated[cell])
+            session.reporter.verified(cell, self.negotiated[cell][0])
         return True
 
     def _negotiated(
@@ -216,7 +215,7 @@ class CellRunner:
             return None
         return target
 
-    def _search(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> str | None:
+    def _search(self, launched: LaunchRound, cell: Cell, request: LoadRequest) -> bool:
         """One replicate of the capacity search (see analysis.capacity)."""
         session, recipe = self.session, self.session.plan.recipe
         slo = recipe.slo
@@ -270,6 +269,6 @@ class CellRunner:
                 confirm if slo.sustain_s else None, bounded,
             )  # fmt: skip
         except _CellFailed:
-            return ""
+            return False
         session.store.add_capacity(cell_id, found)
-        return f"capacity {found.capacity_rps:,.0f} req/s ({found.probes} probes)"
+        return True

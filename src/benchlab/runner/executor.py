@@ -28,6 +28,7 @@ from benchlab.http.wire import Reply, Wire, exchange
 from benchlab.http.ws_verify import WsCounters, read_counters, verify_websocket
 from benchlab.load import LoadRequest
 from benchlab.load.base import LoadTool
+from benchlab.load.live import Follow
 from benchlab.load.ws_requests import (
     BroadcastRequest,
     BroadcastResult,
@@ -150,6 +151,7 @@ class Measuring(Protocol):
         places: list[Placement],
         registry: ProcessRegistry,
         workdir: Path,
+        live: Follow | None = None,
     ) -> Generated: ...
     def monitors(
         self,
@@ -304,8 +306,9 @@ class RealMeasure:
         places: list[Placement],
         registry: ProcessRegistry,
         workdir: Path,
+        live: Follow | None = None,
     ) -> Generated:
-        return run_generators(tool, request, places, registry, workdir)
+        return run_generators(tool, request, places, registry, workdir, live=live)
 
     @contextlib.contextmanager
     def monitors(

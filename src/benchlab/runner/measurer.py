@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.analysis.cell_result import stored_ranking
-from benchlab.analysis.ranking import Step
+from benchlab.analysis.ranking import Ranking, Step
 from benchlab.core.modes import Mode
 from benchlab.core.service_kinds import Service
 from benchlab.http.wire import Wire
@@ -30,6 +30,7 @@ from benchlab.runner.session import Session
 from benchlab.runner.trial import StackDied, does_not_fit
 from benchlab.services.nginx_proxy import start_proxy
 from benchlab.stacks import Stack
+from benchlab.store import RoundMeasured
 from benchlab.system.safe_files import new_dir
 
 DEFAULT_POOL_SIZE = 10
@@ -113,12 +114,15 @@ class Measurer:
         target. The run stops when the ranking says decided."""
         session = self.session
         for round_index in range(rounds, max_rounds):
-            pending, waiting = self.still_to_decide(cells)
+            ranking = self._ranking()
+            pending, waiting = self.still_to_decide(cells, ranking)
             # The whole round or none: a pair is compared only in rounds that measured both.
             if not pending or not session.clock.time_left(
                 self._launch_seconds(pending), planned=False
             ):
+                session.reporter.ranking(ranking, ())
                 return
+            session.reporter.ranking(ranking, [c.key for c in pending])
             session.reporter.status(
                 f"adaptive round {round_index + 1}: {_waiting_text(waiting, len(pending))}"
             )
@@ -127,12 +131,19 @@ class Measurer:
             for cell in pending:
                 self.rounds_planned[cell] = round_index + expected.get(cell.key, 1)
             self._run_round(round_index, pending, adaptive=True)
+        session.reporter.ranking(self._ranking(), ())  # the rounds it may take are done
 
-    def still_to_decide(self, cells: Sequence[Cell]) -> tuple[list[Cell], list[Step]]:
+    def _ranking(self) -> Ranking:
+        session = self.session
+        return stored_ranking(session.store, session.run_id, session.run_options)
+
+    def still_to_decide(
+        self, cells: Sequence[Cell], ranking: Ranking | None = None
+    ) -> tuple[list[Cell], list[Step]]:
         """The cells the next round should measure, as the run's ranking says, and the
         undecided pairs that want them."""
         session = self.session
-        ranking = stored_ranking(session.store, session.run_id, session.run_options)
+        ranking = ranking or self._ranking()
         wanted = ranking.still_to_decide(c.key for c in session.cells.failed)
         pending = {c for c in cells if c.key in wanted.entrants and c not in session.cells.failed}
         # Every round that measures a cell measures the sentinel (and its A/A copy) too: a
@@ -313,17 +324,30 @@ class Measurer:
             if cell in session.cells.failed:
                 continue
             try:
-                figure = self.cells.run(launched, cell, warm=cell.scenario in warmed)
+                measured = self.cells.run(launched, cell, warm=cell.scenario in warmed)
                 warmed.add(cell.scenario)
             except ServiceDied as died:
                 # Its cells fail; this launch's cells that do not need it go on.
                 session.services.died(died.service)
                 continue
-            if figure is not None:
+            if measured:
                 session.reporter.trial(
-                    positions[cell], len(session.cells), launched.round_index, cell, figure,
-                    self.seconds_left(),
+                    positions[cell], len(session.cells), launched.round_index, cell,
+                    self.round_measured(cell, launched.round_index), self.seconds_left(),
                 )  # fmt: skip
+
+    def round_measured(self, cell: Cell, round_index: int) -> RoundMeasured:
+        """What the cell's round stored, read back from the store."""
+        session = self.session
+        store, cell_id, options = session.store, session.cells.ids[cell], session.run_options
+        return RoundMeasured(
+            trials=tuple(
+                t for t in store.trials(cell_id) if t.round == round_index and t.probe is None
+            ),
+            replicate=next((c for c in store.capacities(cell_id) if c.round == round_index), None),
+            ranked_by=options.figure_for(cell.mode, cell.scenario).key,
+            rate_unit=options.rate_unit_of(cell.scenario),
+        )
 
 
 def _round_text(round_index: int, trials: int) -> str:

@@ -181,7 +181,7 @@ class Session:
         self.hosts.close()
         shutil.rmtree(self.workroot, ignore_errors=True)
         self.costs.save()
-        self.reporter.finish()
+        self.reporter.finish(outcome.status, outcome.reason)
         try:
             self.cells.mark_measured()
             self.store.finish_run(self.run_id, outcome.status, outcome.reason)

@@ -9,6 +9,7 @@ from pathlib import Path
 from benchlab.core.errors import LoadToolError
 from benchlab.hosts.generators import Generated
 from benchlab.load import TOOLS, LoadRequest
+from benchlab.load.live import Follow, LiveFigure
 from benchlab.measure.server_counters import ThreadTimes
 from benchlab.recipe import Cell
 from benchlab.runner.executor import ServerProcess
@@ -54,11 +55,14 @@ def check_alive(session: Session, server: ServerProcess, cell: Cell) -> None:
     )
 
 
-def generate(session: Session, request: LoadRequest, workdir: Path) -> Generated:
-    """The request's load from every load host at once, merged."""
+def generate(
+    session: Session, request: LoadRequest, workdir: Path, live: Follow | None = None
+) -> Generated:
+    """The request's load from every load host at once, merged; `live`: where its figures
+    go while it runs (a fixed-rate trial's)."""
     tool = TOOLS[request.tool]
     return session.executor.measure.generate(
-        tool, request, session.hosts.load, session.registry, workdir
+        tool, request, session.hosts.load, session.registry, workdir, live
     )
 
 
@@ -123,7 +127,7 @@ def take_trial(
         ) as monitors:
             started_at, began = now(), clock()
             monitors.count_until(began + request.duration_s)
-            generated = generate(session, request, workdir)
+            generated = generate(session, request, workdir, _live(session, cell))
             result = generated.result
             finished.enter_context(signals_deferred())
             if result.requests == 0 and request.rate is None:
@@ -162,6 +166,13 @@ def take_trial(
         )
         session.cells.measured.add(cell)
     return record
+
+
+def _live(session: Session, cell: Cell) -> Follow:
+    def follow(figure: LiveFigure) -> None:
+        session.reporter.live(cell, figure)
+
+    return follow
 
 
 def at_rate(request: LoadRequest, rate: float | None) -> LoadRequest:

@@ -19,6 +19,7 @@ from benchlab.core.modes import Mode
 from benchlab.http.scenarios import BROADCAST, ECHO, HOLD
 from benchlab.http.ws_verify import ContractBroken, WsCounters
 from benchlab.load.jmeter_plans import step_timing
+from benchlab.load.live import NoLive
 from benchlab.load.ws_requests import (
     AT_LAST_STEP,
     ECHO_PATH,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from benchlab.runner.cell import LaunchRound
 
 CLOSED = "closed"  # the probe name of the search's closed loop (its upper bound)
+# Why a fixed-rate echo shows no figure while it runs (said where an HTTP one shows its own).
+ECHO_NOT_LIVE = "JMeter's echo samples are read when it ends"
 
 
 class WebSocketCells:
@@ -51,25 +54,24 @@ class WebSocketCells:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.closed: dict[Cell, float] = {}
+        self.verified_cells: set[Cell] = set()  # checked right once in this run
 
-    def run(self, launched: LaunchRound, cell: Cell) -> str | None:
-        """The cell's trial of this round; what it found, in words (None: it failed)."""
+    def run(self, launched: LaunchRound, cell: Cell) -> bool:
+        """The cell's trial of this round, stored; whether it was measured (not: it failed)."""
         session = self.session
         if not self.verified(launched, cell, FailureKind.VERIFICATION):
-            return None
+            return False
         kind = session.scenarios[cell.scenario].websocket
+        loads = {HOLD: self._hold, ECHO: self._echo_cell, BROADCAST: self._broadcast}
+        if kind not in loads:
+            raise ValueError(f"{cell.scenario} is no WebSocket scenario")
         try:
-            if kind == HOLD:
-                return self._hold(launched, cell)
-            if kind == ECHO:
-                return self._echo_cell(launched, cell)
-            if kind == BROADCAST:
-                return self._broadcast(launched, cell)
+            loads[kind](launched, cell)
         except LoadToolError as exc:
             check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, FailureKind.LOAD_TOOL, str(exc))
-            return None
-        raise ValueError(f"{cell.scenario} is no WebSocket scenario")
+            return False
+        return cell not in session.cells.failed
 
     def verified(self, launched: LaunchRound, cell: Cell, what: FailureKind) -> bool:
         session = self.session
@@ -81,6 +83,9 @@ class WebSocketCells:
             check_alive(session, launched.started.server, cell)
             session.cells.fail(cell, what, problem)
             return False
+        if cell not in self.verified_cells:
+            self.verified_cells.add(cell)
+            session.reporter.verified(cell, "WebSocket")
         return True
 
     def _own_path(self, cell: Cell) -> str | None:
@@ -94,7 +99,7 @@ class WebSocketCells:
 
     # --- the three loads ------------------------------------------------------------------
 
-    def _hold(self, launched: LaunchRound, cell: Cell) -> str:
+    def _hold(self, launched: LaunchRound, cell: Cell) -> None:
         settings = self.session.plan.recipe.websocket
         request = HoldRequest(
             self._endpoint(launched), settings.hold_step, settings.hold_steps,
@@ -109,8 +114,6 @@ class WebSocketCells:
             self._learn(cell, self.session.executor.observe.monotonic() - began)
         check_alive(self.session, launched.started.server, cell)
         self._store(launched, cell, hold_record(launched.round_index, started_at, request, result))
-        slope = "–" if result.rss_per_1000_mb is None else f"{result.rss_per_1000_mb:.1f}"
-        return f"held {result.held:,} ({result.stopped}), {slope} MB per 1,000"
 
     def _echo_request(self, launched: LaunchRound, cell: Cell, rate: float | None) -> EchoRequest:
         settings = self.session.plan.recipe.websocket
@@ -130,6 +133,8 @@ class WebSocketCells:
         """One echo load (at `rate`; None: a closed loop), stored; `probe` names a step of
         the search (None: the cell's fixed-rate trial)."""
         request = self._echo_request(launched, cell, rate)
+        if rate is not None:
+            self.session.reporter.live(cell, NoLive(ECHO_NOT_LIVE))
         with self._watched(launched, cell, counted=self._own_path(cell) is None) as (
             counts, started_at, usage,
         ):  # fmt: skip
@@ -144,27 +149,22 @@ class WebSocketCells:
         self._store(launched, cell, record)
         return record
 
-    def _echo_cell(self, launched: LaunchRound, cell: Cell) -> str:
+    def _echo_cell(self, launched: LaunchRound, cell: Cell) -> None:
         """A ws-echo cell's trial by its mode: a closed loop (tune's first pass), a fixed
         rate (the recipe's, or the cell's own: a tune's proof), or the fixed rate and a
         replicate of the capacity search (a user's own endpoint: the search alone)."""
         if cell.mode == Mode.CLOSED:
-            record = self._echo_trial(launched, cell, None, None)
-            return f"closed loop {record.throughput_rps:,.0f} {F.MSG_S}"
+            self._echo_trial(launched, cell, None, None)
+            return
         if cell.mode == Mode.RATE and cell.rate is not None:
-            record = self._echo_trial(launched, cell, cell.rate, None)
-            return f"echo p99 {record.latency_p99_ms or 0:,.0f} ms at {cell.rate:,.0f} {F.MSG_S}"
-        found = [] if self._own_path(cell) else [self._echo(launched, cell)]
+            self._echo_trial(launched, cell, cell.rate, None)
+            return
+        if not self._own_path(cell):
+            self._echo_trial(launched, cell, self.session.plan.recipe.websocket.rate, None)
         if cell.mode == Mode.SLO and cell not in self.session.cells.failed:
-            found.append(self._search(launched, cell))
-        return "; ".join(found)
+            self._search(launched, cell)
 
-    def _echo(self, launched: LaunchRound, cell: Cell) -> str:
-        record = self._echo_trial(launched, cell, self.session.plan.recipe.websocket.rate, None)
-        p99, rate = record.ws_echo_p99_ms or 0, record.target_rate or 0
-        return f"echo p99 {p99:,.0f} ms at {rate:,.0f} {F.MSG_S}"
-
-    def _search(self, launched: LaunchRound, cell: Cell) -> str:
+    def _search(self, launched: LaunchRound, cell: Cell) -> None:
         """One replicate of the capacity search under the [slo], as HTTP's (analysis/
         capacity.py): fixed-rate echo loads judged by their p99 from due time, delivery and
         errors; the top from a closed loop at the cell's connections."""
@@ -194,11 +194,10 @@ class WebSocketCells:
                 recipe.target_half_width_pct / 100,
             )  # fmt: skip
         except _Failed:
-            return "search stopped"
+            return
         session.store.add_capacity(cell_id, found)
-        return f"capacity {found.capacity_rps:,.0f} {F.MSG_S} ({found.probes} probes)"
 
-    def _broadcast(self, launched: LaunchRound, cell: Cell) -> str:
+    def _broadcast(self, launched: LaunchRound, cell: Cell) -> None:
         settings = self.session.plan.recipe.websocket
         request = BroadcastRequest(
             self._endpoint(launched), settings.receivers, settings.rounds,
@@ -216,7 +215,6 @@ class WebSocketCells:
             counts.value,
         )  # fmt: skip
         self._store(launched, cell, record)
-        return f"broadcast p99 {result.p99_ms or 0:,.0f} ms to {request.receivers} receivers"
 
     # --- around each load -----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from benchlab.store.records import (
     CellRecord,
     HostRecord,
     LoadShareRecord,
+    RoundMeasured,
     RunInfo,
     RunRecord,
     TrialRecord,
@@ -24,6 +25,6 @@ from benchlab.store.records import (
 
 __all__ = [
     "CELL_CHECKED", "CELL_SHOWN", "DEFAULT_RESULTS", "LATENCY_KEYS", "SCHEMA_VERSION", "TABLES",
-    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RunInfo", "RunRecord",
-    "Store", "TrialRecord", "now",
+    "CapacityRecord", "CellRecord", "HostRecord", "LoadShareRecord", "RoundMeasured", "RunInfo",
+    "RunRecord", "Store", "TrialRecord", "now",
 ]  # fmt: skip

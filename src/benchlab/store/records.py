@@ -168,6 +168,19 @@ class CapacityRecord:
 
 
 @dataclass(frozen=True)
+class RoundMeasured:
+    """What one round of a cell stored, as the store keeps it: its trials that are no step
+    of something else (a WebSocket echo's fixed-rate trial beside its search), a capacity
+    search's replicate; with the figure the cell is ranked by (a registry key) and what its
+    rates count (req/s, msg/s), for whoever shows the round."""
+
+    trials: tuple[TrialRecord, ...]
+    replicate: CapacityRecord | None
+    ranked_by: str
+    rate_unit: str
+
+
+@dataclass(frozen=True)
 class LoadShareRecord:
     """One load host's part of a trial: a row of `trial_loads`."""
 

@@ -26,6 +26,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from benchlab.core.errors import UserError
 from benchlab.system import users
@@ -234,6 +235,44 @@ def check_store_place(path: Path) -> None:
         raise _refused(path, owner, "results store")
     if path.is_symlink():
         raise UserError(f"results store {path}: is a link; benchlab writes through none")
+
+
+def check_stream_place(path: Path, what: str, stores: Sequence[Path] = ()) -> None:
+    """Whether `open_stream` will write at `path`, asked before a run: where `write_output`
+    would (never over a results store of `stores`, nor any SQLite database; in a directory
+    that exists), and, as root, only where root alone holds the path: a file benchlab keeps
+    open and writes as it goes is no file a writer as another user can take line by line
+    (a results store neither)."""
+    check_output_place(path, what, stores)
+    if os.geteuid() == 0 and (owner := owner_of(path)).user is not None:
+        raise _refused(path, owner, what)
+
+
+def open_stream(path: Path, what: str) -> BinaryIO:
+    """A new file at `path` to write as benchlab goes (a run's stream): made beside it in
+    the directory `path` resolves to and renamed over what was there at once (a link
+    replaced, never followed), so a reader following `path` reads its lines from the first."""
+    check_stream_place(path, what)  # again: the place checked before the run may have moved
+    directory = (owner_of(path).directory if os.geteuid() == 0 else None) or path.parent
+    try:
+        folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot write it ({exc.strerror})") from None
+    partial = f".{path.name}.{secrets.token_hex(4)}"
+    try:
+        descriptor = os.open(
+            partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+            dir_fd=folder,
+        )  # fmt: skip
+        os.fchmod(descriptor, 0o644)
+        os.replace(partial, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(partial, dir_fd=folder)
+        raise UserError(f"{what} {path}: cannot write it ({exc.strerror})") from None
+    finally:
+        os.close(folder)
+    return os.fdopen(descriptor, "wb", buffering=0)
 
 
 def _refused(path: Path, owner: Owner, what: str) -> UserError:
