@@ -34,8 +34,9 @@ from benchlab.runner.launch import bounded_start_s
 from benchlab.stacks import Launch, LaunchContext, Stack
 from benchlab.system import users
 from benchlab.system.cpu_account import Limits
-from benchlab.system.trusted_path import owners, refusal, user_name, walk
+from benchlab.system.trusted_path import owners, refusal, walk
 from benchlab.system.users import STACK_USER_VARIABLE, stack_user
+from benchlab.tune.app import one_owner
 from benchlab.tune.candidates import DEPLOY_PORT, SCENARIO, START_CEILING_S, Candidate
 from benchlab.tune.subject import Described
 from benchlab.tune.user_env import deploy_assignments
@@ -254,7 +255,9 @@ def command_owner(
     if os.environ.get(STACK_USER_VARIABLE):
         owner = users.stack_user() or "root"  # the user named (checked there)
     else:
-        owner = _one_owner(cwd, [p for p in named if p.is_relative_to(cwd)], fix)
+        inside = [p for p in named if p.is_relative_to(cwd)]
+        runs = "a command as the one user who owns its directory and the files it names there"
+        owner = one_owner(cwd, inside, "--command", runs, fix)
     for path in (cwd, *named):
         found = walk(path, owners(owner))
         if found.step is not None:
@@ -265,25 +268,6 @@ def command_owner(
                 f"give it to {owner} and root alone, or {fix}", owner,
             )  # fmt: skip
     return owner
-
-
-def _one_owner(cwd: Path, inside: list[Path], fix: str) -> str:
-    """The one user who owns the directory and the files of it the command names."""
-    owned = {cwd: cwd.stat().st_uid} | {path: path.stat().st_uid for path in inside}
-    if len(set(owned.values())) > 1:
-        shown = " and ".join(f"{path} is {user_name(uid)}'s" for path, uid in owned.items())
-        raise UserError(
-            f"--command: {shown}; benchlab, as root, runs a command as the one user who owns "
-            f"its directory and the files it names there: give them to that user (chown), or "
-            f"{fix}"
-        )
-    name = user_name(owned[cwd])
-    if name.startswith("uid "):
-        raise UserError(
-            f"--command: {cwd} belongs to {name}, which has no name on this machine, and "
-            f"benchlab, as root, runs a command as its directory's owner: chown it, or {fix}"
-        )
-    return name
 
 
 def _name(knobs: tuple[tuple[str, str], ...]) -> str:
