@@ -34,7 +34,7 @@ def test_the_replay_sends_tunes_requests_each_as_often_as_its_weight(tmp_path: P
         'headers = { "Content-Type" = "application/json" }\nweight = 3\n'
     )
     asked = argparse.Namespace(request=["GET /items?page=2"], requests_file=requests_file)
-    first = replay.vegeta_targets(asked, 8123, tmp_path / "targets.json")
+    first = replay.vegeta_targets(asked, "http://127.0.0.1:8123", tmp_path / "targets.json")
     targets = [json.loads(line) for line in (tmp_path / "targets.json").read_text().splitlines()]
     assert first == "/items?page=2"
     assert [(t["method"], t["url"]) for t in targets] == [
@@ -49,7 +49,7 @@ def test_the_replay_sends_tunes_requests_each_as_often_as_its_weight(tmp_path: P
 def test_the_replay_refuses_a_websocket_echo_it_cannot_send(tmp_path: Path) -> None:
     asked = argparse.Namespace(request=["WS /echo"], requests_file=None)
     with pytest.raises(SystemExit, match="vegeta replays HTTP requests only"):
-        _replay().vegeta_targets(asked, 8123, tmp_path / "targets.json")
+        _replay().vegeta_targets(asked, "http://127.0.0.1:8123", tmp_path / "targets.json")
 
 
 def test_the_printed_command_is_moved_to_loopback_and_nothing_else() -> None:
@@ -62,3 +62,9 @@ def test_the_printed_command_is_moved_to_loopback_and_nothing_else() -> None:
     assert replay.on_loopback(uvicorn, 9001) == (
         "uvicorn app:app --host 127.0.0.1 --port 9001 --workers 1"
     )
+    # A command's answer: the port it is told by $PORT, or its {port} filled with 8000.
+    go = "PORT=8000 GOMAXPROCS=1 ./server"
+    assert replay.on_loopback(go, 9001) == "PORT=9001 GOMAXPROCS=1 ./server"
+    addr = "BENCHLAB_ADDR=0.0.0.0:8000 GOMAXPROCS=1 ./server"
+    assert replay.on_loopback(addr, 9001) == "BENCHLAB_ADDR=127.0.0.1:9001 GOMAXPROCS=1 ./server"
+    assert replay.on_loopback("SUPPORT=80001 x", 9001) == "SUPPORT=80001 x"

@@ -18,6 +18,7 @@ from rich.console import Console
 from benchlab.analysis import capacity
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.summary import summarise
+from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core.modes import Mode
 from benchlab.http.scenarios import Expectation, Scenario
 from benchlab.load import LoadRequest
@@ -102,7 +103,9 @@ def _tune_session(
     )  # fmt: skip
     tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": SLO_MS,
             **tune_options}  # fmt: skip
-    options = dataclasses.replace(RunOptions.from_recipe(recipe), tune=tune).to_json()
+    options = dataclasses.replace(
+        RunOptions.from_recipe(recipe), tune=TuneOptions.from_json(tune)
+    ).to_json()
     catalogue = _runnable(tune_candidates.catalogue(_info()))
     return TuneSession(
         Plan(recipe, Path("app.py"), "", CORES, (), catalogue, local_only(CORES)), store,
@@ -126,7 +129,7 @@ def _tune_with_a_proof(
     (given an executor) its check beside slow clients, which find `slowed`, for an app that
     answers one request alone in `answer_s`."""
     kind = KIND_BY_NAME["gunicorn-gthread"]
-    candidate = Candidate(kind, 1, 16)
+    candidate = Candidate.of_kind(kind, 1, 16)
     check = executor is not None
     executor = executor or FakeExecutor({})
     executor.stacks = {
@@ -228,7 +231,7 @@ def _tune_at_rate(
             )
             store.add_trial(session.cells.ids[cell], trial)
             store.mark_cell(session.cells.ids[cell], "ok")
-            first_pass.append(Searched(Candidate(kind, 1, 16), cell))
+            first_pass.append(Searched(Candidate.of_kind(kind, 1, 16), cell))
         measurer = Measurer(session, MeasureOptions())
         cheapest_at(session, measurer, first_pass, CORES, 64, goal, said.append)
     return store, session.run_id, said
@@ -375,7 +378,7 @@ def test_first_pass_ties_search_the_cheapest_and_the_answer_names_the_others(
             )
             store.add_trial(session.cells.ids[cell], trial)
             store.mark_cell(session.cells.ids[cell], "ok")
-            first_pass.append(Searched(Candidate(kind, workers, 16), cell))
+            first_pass.append(Searched(Candidate.of_kind(kind, workers, 16), cell))
         order = [[c.workers for c in driver._survivors(session, first_pass, n)] for n in (1, 3)]
         # The budget's one search goes to the cheaper of the tie, not to the trial ahead.
         assert order == [[1], [1, 3, 2]]

@@ -33,6 +33,7 @@ DOORS = {
     ("tune/app.py", "_check_reachable", "run"),
     ("tune/app.py", "run_app_python", "run"),
     ("tune/app.py", "app_owner", "stack_user"),
+    ("tune/command.py", "command_owner", "stack_user"),
     ("hosts/machine.py", "_git", "run"),
     ("tune/setup_step.py", "run_setup", "start"),
     ("stacks/python_env.py", "_serves", "run"),

@@ -31,7 +31,8 @@ WAITS = {4: 0.02, 16: 0.30, 64: 0.55}
 
 def _first_pass_and_search(tmp_path: Path, kind_name: str) -> dict:
     """A first pass (closed loop, counters read around each trial) of `kind_name` at each
-    thread count of WAITS, and a search that found t=16 the best; the tune's JSON."""
+    thread count of WAITS, and a search whose three replicates each put t=16 ahead of the
+    others by the evidence rule; the tune's JSON."""
     kind = KIND_BY_NAME[kind_name]
     executor = FakeExecutor({kind.name: FakeStack({
         SCENARIO: [Figures(1000.0 * (1 + t / 64), 5.0, gil_wait_share=WAITS[t]) for t in WAITS]
@@ -49,8 +50,11 @@ def _first_pass_and_search(tmp_path: Path, kind_name: str) -> dict:
             search = dataclasses.replace(closed[0], server_threads=threads, mode=Mode.SLO)
             session.cells.add([search])
             searched = session.cells.ids[search]
-            store.add_capacity(searched, CapacityRecord(0, found, found, found * 1.05, 5))
-            store.add_trial(searched, held_trial(0, found, probe="search"))
+            # Three replicates each: enough for the evidence rule to put t=16 ahead.
+            for replicate in range(3):
+                held = found * (1 + 0.01 * replicate)
+                store.add_capacity(searched, CapacityRecord(replicate, held, held, held * 1.05, 5))
+                store.add_trial(searched, held_trial(replicate, held, probe="search"))
             store.mark_cell(searched, "ok")
         trials = [store.trials(session.cells.ids[c]) for c in closed]
         report = json.loads(render_json(summarise(store, session.run_id)))

@@ -508,3 +508,88 @@ def test_a_directory_its_owners_private_group_may_write_is_held(tmp_path: Path) 
     if others and ROOT:
         os.chown(mine, -1, others[0].gr_gid)
         assert opened_to_others(os.stat(mine)), f"group {others[0].gr_name} has other members"
+
+
+# --- a user's own command -------------------------------------------------------------------
+
+# Every argv that runs a shell over what the user gave (`bash -c`: tune's --command, a
+# candidate's printed deploy command, --setup), and the function that decides, through the
+# trusted path, whom it runs as when benchlab is root. A new one fails below until it is
+# listed here, with its check.
+USER_SHELLS = {
+    ("tune/command.py", "launch"): ("tune/command.py", "command_owner"),
+    ("tune/candidates.py", "launch"): ("tune/app.py", "app_owner"),
+    ("tune/setup_step.py", "run_setup"): ("tune/app.py", "app_owner"),
+}
+
+
+def test_every_shell_over_a_users_command_runs_as_an_owner_the_trusted_path_decided() -> None:
+    trees = dict(_sources())
+    functions = {(module, f.name): f for module, tree in trees.items() for f in _functions(tree)}
+    found = set()
+    for module, tree in trees.items():
+        within = _innermost(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.List) and [
+                e.value for e in node.elts[:2] if isinstance(e, ast.Constant)
+            ] == ["bash", "-c"]:
+                function = within.get(node)
+                found.add((module, function.name if function else ""))
+    assert found == set(USER_SHELLS), (
+        f"new (list each with its check): {sorted(found - set(USER_SHELLS))}; "
+        f"gone: {sorted(set(USER_SHELLS) - found)}"
+    )
+    for checker in set(USER_SHELLS.values()):
+        assert _calls(functions[checker]) & CHECKS, f"{checker} calls no trusted-path check"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root runs a command as another user")
+def test_a_command_runs_as_its_directorys_owner_and_never_over_a_file_another_could_write(
+    tmp_path: Path, other_uid: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root, tune's --command runs as the owner of the directory it was typed in and of
+    the files its template names there (trust's app_owner, for a command), and is refused in
+    one line where someone else could have changed what it runs."""
+    from benchlab.tune.command import command_owner
+
+    monkeypatch.delenv("BENCHLAB_STACK_USER", raising=False)
+    grid = (("procs", ("1", "2")),)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "server").write_text("#!/bin/sh\n")
+    assert command_owner("GOMAXPROCS={procs} ./server --port {port}", grid, mine) == "root"
+    # The directory another user's: the command runs as that user.
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "server").write_text("#!/bin/sh\n")
+    for path in (theirs, theirs / "server"):
+        os.chown(path, other_uid, -1)
+    assert command_owner("./server {procs}", grid, theirs) == "nobody"
+
+    def refused(template: str, directory: Path) -> str:
+        with pytest.raises(UserError) as refusal:
+            command_owner(template, grid, directory)
+        said = str(refusal.value)
+        assert "\n" not in said and said.startswith("--command"), said
+        return said
+
+    # Root's directory, a file in it another user wrote: never run as root, nor as them.
+    os.chown(mine / "server", other_uid, -1)
+    assert "is nobody's" in refused("./server {procs}", mine)
+    os.chown(mine / "server", 0, -1)
+    # A file the template names elsewhere, held by another user (as the value of a variable).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chown(elsewhere, other_uid, -1)
+    (elsewhere / "tool").write_text("#!/bin/sh\n")
+    assert "belongs to nobody" in refused(f"RUN={elsewhere}/tool ./server {{procs}}", mine)
+    # The directory itself writable by others (no sticky bit).
+    opened = tmp_path / "opened"
+    opened.mkdir()
+    opened.chmod(0o777)
+    assert "writable by users other" in refused("node server.js --workers {procs}", opened)
+    # Named by BENCHLAB_STACK_USER, the user must still hold the whole chain.
+    monkeypatch.setenv("BENCHLAB_STACK_USER", "nobody")
+    assert command_owner("./server {procs}", grid, theirs) == "nobody"
+    with pytest.raises(UserError):
+        command_owner(f"{elsewhere}/missing ./server {{procs}}", grid, opened)

@@ -15,6 +15,7 @@ from benchlab.analysis.capacity import Objective
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import median_interval
+from benchlab.analysis.tune_options import TuneOptions
 from benchlab.recipe import Cell
 from benchlab.runner.records import cell_record
 from benchlab.store import CapacityRecord, RunInfo, Store
@@ -83,7 +84,7 @@ def _tune_run(path: Path, steps: tuple[tuple[float, float, bool], ...] = HELD_SE
     missed over the proof's 20 s at 1,150 and held at 978."""
     store = Store(path)
     tune = {"key": "k", "app": "app.py:app", "target": "app:app", "slo_p99_ms": 100.0}
-    options = dataclasses.replace(RunOptions(slo=SLO), tune=tune).to_json()
+    options = dataclasses.replace(RunOptions(slo=SLO), tune=TuneOptions.from_json(tune)).to_json()
     run_id = store.create_run(
         RunInfo("app.py:app", "tune app:app", "", "", "benchlab tune app.py:app",
                 "0123456789abcdef", (0,), (1,), dict(MACHINE), options)

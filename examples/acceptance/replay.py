@@ -2,7 +2,10 @@
 run as printed (from where tune ran, with the app's environment first on PATH; only its
 address moves to loopback), pinned to core 0, warmed up for 5 s at the rate, then vegeta on
 core 1 at the rate to run at for three attacks of 10 s and one of 60 s. Prints each 10-s
-window's p99 (the 60-s attack cut in six) and whether every one held the target.
+window's p99 (the 60-s attack cut in six) and whether every one held the target. An answer
+for a command (`tune --command`) is replayed the same way (its `PORT=8000` or `{port}`
+moved to a free port); an answer for an endpoint already running is replayed at its URL,
+nothing started.
 
     .venv/bin/python examples/acceptance/replay.py results/acceptance/httpbin.json \
         --cwd /work/acceptance/httpbin --python /work/acceptance/httpbin/bin/python \
@@ -52,18 +55,20 @@ def free_port() -> int:
 def on_loopback(command: str, port: int) -> str:
     """The printed command, listening on 127.0.0.1:PORT instead of 0.0.0.0:8000."""
     command = command.replace("0.0.0.0:8000", f"127.0.0.1:{port}")
+    command = re.sub(r"\bPORT=8000\b", f"PORT={port}", command)  # a command that reads $PORT
     command = re.sub(r"--host([ =])0\.0\.0\.0", r"--host\g<1>127.0.0.1", command)
     return re.sub(r"--port([ =])8000\b", rf"--port\g<1>{port}", command)
 
 
-def vegeta_targets(args: argparse.Namespace, port: int, path: Path) -> str:
-    """The tune's requests as vegeta's JSON targets, each repeated by its weight."""
+def vegeta_targets(args: argparse.Namespace, origin: str, path: Path) -> str:
+    """The tune's requests as vegeta's JSON targets at `origin`, each repeated by its
+    weight."""
     requests, echo = tune_requests(args.request or [], args.requests_file, 200, None)
     if echo is not None:
         raise SystemExit(f"replay.py: '{echo.describe()}': vegeta replays HTTP requests only")
     lines = []
     for r in requests:
-        target = {"method": r.method, "url": f"http://127.0.0.1:{port}{r.path}",
+        target = {"method": r.method, "url": f"{origin}{r.path}",
                   "header": {name: [value] for name, value in r.headers}}  # fmt: skip
         if r.request_body:
             target["body"] = base64.b64encode(r.request_body).decode()
@@ -113,50 +118,58 @@ def windows(rows: list[tuple[int, int, int]], seconds: int) -> list[tuple[float,
     return out
 
 
-def wait_answering(port: int, path: str, server: subprocess.Popen, seconds: float = 60) -> None:
+def wait_answering(
+    origin: str, path: str, server: subprocess.Popen | None, seconds: float = 60
+) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if server.poll() is not None:
+        if server is not None and server.poll() is not None:
             sys.exit(f"the command exited with {server.returncode} before answering")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2):
+            with urllib.request.urlopen(f"{origin}{path}", timeout=2):
                 return
         except urllib.error.HTTPError:
             return  # it answered (a redirect's target, an auth challenge): it is up
         except OSError:
             time.sleep(0.2)
-    sys.exit(f"nothing answered on 127.0.0.1:{port} in {seconds:.0f} s")
+    sys.exit(f"nothing answered at {origin} in {seconds:.0f} s")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("result", type=Path, help="tune's JSON (-f json -o FILE)")
     parser.add_argument("--cwd", type=Path, required=True, help="where tune ran")
-    parser.add_argument("--python", type=Path, required=True, help="the app's interpreter")
+    parser.add_argument("--python", type=Path, help="the app's interpreter (a Python app's)")
     parser.add_argument("--request", action="append", help="as tune's --request")
     parser.add_argument("--requests-file", type=Path, help="as tune's --requests-file")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE, as tune's")
     parser.add_argument("--slo-ms", type=float, default=100.0)
     parser.add_argument("--json", type=Path, help="also write the windows here, for summarise.py")
     args = parser.parse_args()
-    best = json.loads(args.result.read_text()).get("recommendation") or {}
+    result = json.loads(args.result.read_text())
+    best = result.get("recommendation") or {}
+    subject = result.get("subject") or {}
+    endpoint = subject.get("kind") == "endpoint"
     rate, command = best.get("run_at_rps"), best.get("command")
-    if not rate or not command:
+    if not rate or not (command or endpoint):
         print(f"{args.result.stem}: no rate to run at to replay")
         return 2
     port = free_port()
-    env = {**os.environ, "PATH": f"{args.python.parent}:{os.environ['PATH']}"}
+    origin = subject["name"] if endpoint else f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    if args.python is not None:
+        env["PATH"] = f"{args.python.parent}:{os.environ['PATH']}"
     env.update(pair.split("=", 1) for pair in args.env)
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
         work = Path(tmp)
-        path = vegeta_targets(args, port, work / "targets.json")
-        server = subprocess.Popen(
+        path = vegeta_targets(args, origin, work / "targets.json")
+        server = None if endpoint else subprocess.Popen(
             ["taskset", "-c", SERVER_CORE, "bash", "-c", on_loopback(command, port)],
             cwd=args.cwd, env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=(work / "server.log").open("wb"),
         )  # fmt: skip
         try:
-            wait_answering(port, path, server)
+            wait_answering(origin, path, server)
             attack(work / "targets.json", rate, WARM_UP_S, work / "warm.bin")
             seen: list[tuple[float, int, int]] = []
             for i, seconds in enumerate(ATTACKS_S):
@@ -166,12 +179,13 @@ def main() -> int:
             long_rows = records(work / "long.bin")
             long_windows = windows(long_rows, LONG_S)
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+            if server is not None:
+                os.killpg(server.pid, signal.SIGTERM)
+                try:
+                    server.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
+                    server.wait()
     whole = p99_ms([r[2] for r in long_rows])
     failed = sum(w[2] for w in (*seen, *long_windows))
     every = [*seen, *long_windows]

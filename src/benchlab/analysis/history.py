@@ -260,14 +260,14 @@ def _point(summary: RunSummary, cell: CellSummary | None, figure: F.Figure) -> H
     if estimate is None or not samples:
         return None
     machine = summary.run.machine
-    tune = summary.options.tune or {}
+    tune = summary.options.tune
     # The code under test: the app's for a tune (its commit, its environment's servers and
     # framework), benchlab's for its own stacks.
-    commit = tune.get("app_commit") or summary.run.git_commit
-    versions, tuned = summary.fingerprint, "app_versions" in tune
-    if tuned:
+    commit = (tune.app_commit if tune is not None else None) or summary.run.git_commit
+    versions, tuned = summary.fingerprint, tune is not None
+    if tune is not None:
         own = (machine.get("packages") or {}).get("benchlab")
-        packages = {**({"benchlab": own} if own else {}), **tune["app_versions"]}
+        packages = {**({"benchlab": own} if own else {}), **tune.app_versions}
         versions = {**versions, "packages": packages}
     sentinel = summary.sentinel_at(cell.result.point)
     return HistoryPoint(

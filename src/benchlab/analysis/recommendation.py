@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from benchlab.analysis import tune_choice
 from benchlab.analysis.capacity import (
     PROOF_HEADROOM,
     PROOF_SPIKE_WINDOWS,
@@ -19,8 +20,10 @@ from benchlab.analysis.cell_result import CellResult
 from benchlab.analysis.noise import NoiseComponents
 from benchlab.analysis.proof_record import ProofJudgement
 from benchlab.analysis.repeat import Repeat, repeat_of
+from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.stats import Estimate
 from benchlab.analysis.summary import CellSummary, RunSummary
+from benchlab.analysis.tune_choice import FIRST_PASS_TIE, Choice, Cost, FirstPass, choose, cost
 from benchlab.analysis.verdicts import BLOCKED, ERRORS
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
@@ -28,6 +31,9 @@ from benchlab.resilience.facts import ANSWER_CONFORMANCE, NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.stacks.servers import KIND_BY_NAME, IoModel, PerWorker
 from benchlab.store import CELL_CHECKED
+
+# A candidate's cell fact: what it is given (tune_choice.cost), stored with its first pass.
+CANDIDATE_SIZE = "candidate_size"
 
 E = TypeVar("E", IoModel, PerWorker)
 
@@ -55,6 +61,9 @@ class CandidateResult:
     reason: str | None = None
     one_at_a_time: bool = False
     concurrency: PerWorker | None = None
+    # Its server's I/O model is known (a Python app's server kind); not for a command's or
+    # an endpoint's server, of which nothing but its answers is known.
+    served_known: bool = True
     bracketed: bool = True  # False: no rate the search tried missed; the capacity is a bound
     replicates: tuple[float, ...] = ()  # each search replicate's capacity
     key: str | None = None  # its search cell's key (a proof names the cell it replayed)
@@ -66,6 +75,15 @@ class CandidateResult:
     # checked for the answer only (tune/proxy_check.py).
     slow_clients: SlowClients | NotChecked | None = None
     parsing: dict[str, Any] | None = None
+    # What it costs to run, as its first pass measured it (tune_choice.cost: cheapest first).
+    first_cost: Cost = ()
+
+    @property
+    def first_pass(self) -> FirstPass | None:
+        """Its first pass as the screen reads it (None: nothing measured)."""
+        if self.first_key is None or not self.closed_rps or self.status == "failed":
+            return None
+        return FirstPass(self.first_key, self.closed_rps, self.first_cost)
 
     def to_json(self) -> dict[str, Any]:
         capacity = self.capacity
@@ -135,11 +153,6 @@ class Proof:
     def to_json(self) -> dict[str, Any]:
         return {**self.final.to_json(), "steps": [s.to_json() for s in self.steps]}
 
-
-# Two first-pass throughputs this close are not told apart: one closed-loop trial each, and
-# this VM's trials vary 5–15 % (two tunes of one app: 407 vs 409 req/s one time, 579 vs 463
-# the next). tune searches the cheapest of such ties first, and the answer names the rest.
-FIRST_PASS_TIE = 0.10
 
 # How the rate to run at is chosen (capacity.proof_miss judges it).
 _START = (
@@ -370,6 +383,7 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 )
                 or first.record.reason,
                 one_at_a_time=served.io_model is IoModel.PROCESSES,
+                served_known=served.io_model is not None,
                 concurrency=served.concurrency,
                 key=found.record.key if found is not None else None,
                 first_key=first.record.key,
@@ -378,9 +392,21 @@ def candidate_results(summary: RunSummary) -> list[CandidateResult]:
                 or first.result.slow_clients,
                 parsing=(found.result.facts.get(ANSWER_CONFORMANCE) if found is not None else None)
                 or first.result.facts.get(ANSWER_CONFORMANCE),
+                first_cost=cost(
+                    _size(first), first.value(F.SERVER_RSS), first.value(F.CPU_PER_REQUEST)
+                ),
             )
         )
     return results
+
+
+def _size(cell: CellSummary) -> tuple[float, ...]:
+    """What a candidate is given, as tune stored it with its first pass (CANDIDATE_SIZE);
+    a run stored before it did: its workers."""
+    stored = cell.result.facts.get(CANDIDATE_SIZE)
+    if isinstance(stored, list):
+        return tuple(float(v) for v in stored)
+    return (float(cell.record.workers),)
 
 
 def _searched(c: CandidateResult) -> Estimate:
@@ -389,23 +415,15 @@ def _searched(c: CandidateResult) -> Estimate:
     return c.capacity
 
 
-def _cost(c: CandidateResult) -> tuple[float, float]:
-    return (c.rss_mb or float("inf"), c.cpu_us_per_request or float("inf"))
-
-
-def _as_good(best: Estimate, other: Estimate, tolerance_pct: float) -> bool:
-    if best.n > 1 and other.n > 1:
-        return other.high >= best.low
-    return other.median >= best.median * (1 - tolerance_pct / 100)
-
-
 def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
     """Without a capacity, the best first pass: what was measured, labelled as such."""
-    measured = [c for c in results if c.status != "failed" and c.closed_rps]
-    if not measured:
+    first = _first_passes(results)
+    order = first_pass_order(list(first), summary.options)
+    if not order:
         return None
-    best = max(measured, key=lambda c: c.closed_rps or 0.0)
-    quick = bool((summary.options.tune or {}).get("quick"))
+    measured = list(first.values())
+    best = first[order[0]]
+    quick = summary.options.tune is not None and summary.options.tune.quick
     held_none = any(c.capacity is not None for c in results)
     missing = (
         "no capacity search (--quick): ranked by the first pass's closed-loop throughput; "
@@ -430,7 +448,7 @@ def _provisional(summary: RunSummary, results: list[CandidateResult]) -> Recomme
 
 def recommend(summary: RunSummary) -> tuple[Recommendation | None, list[CandidateResult]]:
     results = candidate_results(summary)
-    goal = (summary.options.tune or {}).get("rate")
+    goal = summary.options.tune.rate if summary.options.tune is not None else None
     if goal:
         cheapest = _cheapest_at(summary, results, float(goal))
         if cheapest is not None:
@@ -477,45 +495,69 @@ def _cheapest_at(
     return Recommendation(best, [], reason, _findings(results), proof=proof, goal_rps=goal)
 
 
+def _first_passes(results: list[CandidateResult]) -> dict[FirstPass, CandidateResult]:
+    return {m: c for c in results if (m := c.first_pass) is not None}
+
+
+def first_pass_order(measured: list[FirstPass], options: RunOptions) -> list[FirstPass]:
+    return tune_choice.first_pass_order(measured, options)
+
+
+def candidate_order(summary: RunSummary, results: list[CandidateResult]) -> list[CandidateResult]:
+    """Every candidate as a table shows them: the searched in the capacity Ranking's order,
+    then the rest in the first pass's, then those that measured nothing."""
+    by_key = {c.key: c for c in results if c.key is not None}
+    searched = [by_key[k] for k in tune_choice.capacity_order(summary.ranking) if k in by_key]
+    first = _first_passes(results)
+    rest = [first[m] for m in first_pass_order(list(first), summary.options)]
+    shown: list[CandidateResult] = []
+    for c in [*searched, *rest, *results]:
+        if not any(c is known for known in shown):
+            shown.append(c)
+    return shown
+
+
+def choice_of(summary: RunSummary, results: list[CandidateResult]) -> Choice | None:
+    """The answer as tune_choice reads it off the run's Ranking (the one the tune's proof
+    replayed while it ran)."""
+    eligible = {
+        c.key for c in results
+        if c.key is not None and c.capacity is not None and c.capacity.median > 0
+    }  # fmt: skip
+    costs = {c.key: c.first_cost for c in results if c.key is not None}
+    return choose(summary.ranking, costs, eligible)
+
+
 def _most(summary: RunSummary, results: list[CandidateResult]) -> Recommendation | None:
-    """The candidate that holds the most load under the SLO."""
-    searched = [c for c in results if c.capacity is not None and c.capacity.median > 0]
-    if not searched:
+    """The cheapest candidate of the capacity Ranking's top tier (tune_choice)."""
+    choice = choice_of(summary, results)
+    if choice is None:
         return _provisional(summary, results)
-    best = max(searched, key=lambda c: _searched(c).median)
-    tolerance = summary.options.target_half_width_pct
-    equals = sorted(
-        (
-            c
-            for c in searched
-            if c is not best and _as_good(_searched(best), _searched(c), tolerance)
-        ),
-        key=_cost,
+    by_key = {c.key: c for c in results if c.key is not None}
+    best = by_key[choice.best]
+    equals = [by_key[k] for k in choice.equals]
+    unit = tune_rate_unit(summary)
+    reason = _with_gil_wait(
+        _reason(best, results, unit, choice, by_key, summary.options), best, results
     )
-    reason = _with_gil_wait(_reason(best, results, tune_rate_unit(summary)), best, results)
-    findings = _findings(results) + _unsearched_ties(best, results, tune_rate_unit(summary))
+    findings = _findings(results) + _unsearched_ties(best, results, unit)
     return Recommendation(best, equals, reason, findings, proof=_proof(summary, best))
-
-
-def first_pass_tied(a: float, b: float) -> bool:
-    """Two first-pass closed loops one trial each cannot tell apart (FIRST_PASS_TIE)."""
-    return min(a, b) >= (1 - FIRST_PASS_TIE) * max(a, b)
 
 
 def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit: str) -> list[str]:
     """Candidates the first pass could not tell from the answer that were not searched (the
     budget searched fewer): the answer is one of them, not the only one."""
-    if not best.closed_rps:
+    mine = best.first_pass
+    if mine is None:
         return []
-    ties = [
-        c for c in results if c.capacity is None and c.status != "failed" and c.closed_rps
-        and first_pass_tied(c.closed_rps, best.closed_rps)
-    ]  # fmt: skip
+    first = _first_passes(results)
+    searched = {m.key for m, c in first.items() if c.capacity is not None}
+    ties = [first[m] for m in tune_choice.unsearched_ties(mine, list(first), searched)]
     if not ties:
         return []
     each = ", ".join(
         f"{c.label} ({c.closed_rps:,.0f} {unit}" + (f", {c.rss_mb:,.0f} MB)" if c.rss_mb else ")")
-        for c in sorted(ties, key=_cost)
+        for c in ties
     )
     return [
         f"as fast as {best.label} in the first pass ({best.closed_rps:,.0f} {unit}; within "
@@ -524,7 +566,10 @@ def _unsearched_ties(best: CandidateResult, results: list[CandidateResult], unit
     ]
 
 
-def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) -> str:
+def _reason(
+    best: CandidateResult, results: list[CandidateResult], unit: str, choice: Choice,
+    by_key: dict[str, CandidateResult], options: RunOptions,
+) -> str:  # fmt: skip
     capacity = _searched(best).median
     if _blocked(results) and best.concurrency is None and not best.one_at_a_time:
         alone = f" (each request takes {best.alone_ms:,.0f} ms alone)" if best.alone_ms else ""
@@ -533,53 +578,56 @@ def _reason(best: CandidateResult, results: list[CandidateResult], unit: str) ->
             f"{best.label} holds {capacity:,.0f} {unit}; remove the blocking call (await it, or "
             "run it in a thread) to hold far more"
         )
-    sync = [c for c in results if c.one_at_a_time and c.closed_rps]
-    same_workers = [c for c in sync if c.workers == best.workers] or sync
-    if not best.one_at_a_time and same_workers:
-        bound = max(c.closed_rps or 0.0 for c in same_workers)  # each has one (sync's filter)
-        ratio = capacity / bound
-        if ratio >= 2:
-            what = best.concurrency.value if best.concurrency else "an event loop"
-            cost = _cpu_compare(best, same_workers)
-            return (
-                f"the app waits on I/O: {what} raise capacity {ratio:.0f}× over sync workers "
-                f"({best.label}: {capacity:,.0f} {unit}; {same_workers[0].label} serves at most "
-                f"{bound:,.0f} even in a closed loop){cost}"
-            )
+    waits = _waits_on_io(best, results, unit, choice, options)
+    if waits is not None:
+        return waits
+    # Each worker count's first in the capacity Ranking's order.
     by_workers: dict[int, CandidateResult] = {}
-    for c in results:
-        if c.capacity is not None and (
-            c.workers not in by_workers
-            or c.capacity.median > _searched(by_workers[c.workers]).median
-        ):
-            by_workers[c.workers] = c
+    for key in (p.key for p in choice.ranked.order):
+        if key in by_key:
+            by_workers.setdefault(by_key[key].workers, by_key[key])
     fewest = by_workers.get(min(by_workers)) if by_workers else None
     if (
-        fewest is not None and best.workers == max(by_workers) and best.workers > fewest.workers
-        and _searched(best).n > 1 and _searched(fewest).n > 1
-        and _searched(best).low > _searched(fewest).high
+        fewest is not None and best.key is not None and fewest.key is not None
+        and best.workers == max(by_workers) and best.workers > fewest.workers
+        and choice.ranked.beats(best.key, fewest.key) is not None
     ):  # fmt: skip
         return (
             f"the app is bound by CPU more than by waiting: capacity follows the worker "
             f"processes ({fewest.label}: {_searched(fewest).median:,.0f} {unit}; {best.label}: "
             f"{capacity:,.0f})"
         )
-    searched = [c for c in results if c.capacity is not None]
-    close = [c for c in searched if c is not best and _searched(c).high >= _searched(best).low]
-    if close:
-        cheapest = min([best, *close], key=lambda c: c.rss_mb or float("inf"))
-        lowest = min(_searched(c).median for c in [best, *close])
-        return (
-            f"{len(close) + 1} candidates hold the same load within the noise "
-            f"({lowest:,.0f}–{capacity:,.0f} {unit}); the "
-            f"highest is shown, and {cheapest.label} does it in the least memory "
-            f"({cheapest.rss_mb or 0:,.0f} MB)"
+    if choice.equals:
+        tier = [best, *(by_key[k] for k in choice.equals)]
+        values = [_searched(c).median for c in tier]
+        top = choice.ranked.tiers[0]
+        why = (
+            "too few replicates to separate them: the evidence rule needs "
+            f"{choice.ranked.evidence.min_trials} a side"
+            if any(step.too_few for step in top.within)
+            else "the evidence rule cannot separate them"
         )
-    measured = sum(1 for c in results if c.capacity is not None)
+        return (
+            f"{len(tier)} candidates hold the same load within the noise "
+            f"({min(values):,.0f}–{max(values):,.0f} {unit}: {why}); {best.label} is the "
+            f"cheapest of them ({_cost_text(best)})"
+        )
+    measured = len(choice.ranked.order)
+    if measured == 1:
+        return f"the only candidate searched ({capacity:,.0f} {unit} under the SLO)"
     return (
-        f"the highest capacity of the {measured} candidate(s) searched ({capacity:,.0f} {unit} "
-        "under the SLO)"
+        f"it holds more than the other {measured - 1} candidate(s) searched, by the evidence "
+        f"rule ({capacity:,.0f} {unit} under the SLO)"
     )
+
+
+def _cost_text(c: CandidateResult) -> str:
+    parts = [f"{c.workers} worker(s)"] if c.workers > 1 else []
+    if c.rss_mb:
+        parts.append(f"{c.rss_mb:,.0f} MB")
+    if c.cpu_us_per_request:
+        parts.append(f"{c.cpu_us_per_request:,.0f} µs CPU/req")
+    return ", ".join(parts) or "the least it is given"
 
 
 GIL_HIGH = 0.25  # a share of their busy time that threads waiting for the GIL are said to cost
@@ -619,14 +667,49 @@ def _gil_wait(best: CandidateResult, results: list[CandidateResult]) -> str | No
     return f"its threads waited on the GIL for part of their busy time ({counted})"
 
 
-def _cpu_compare(best: CandidateResult, others: list[CandidateResult]) -> str:
-    costs = [c.cpu_us_per_request for c in others if c.cpu_us_per_request]
-    if not best.cpu_us_per_request or not costs:
+def _waits_on_io(
+    best: CandidateResult, results: list[CandidateResult], unit: str, choice: Choice,
+    options: RunOptions,
+) -> str | None:  # fmt: skip
+    """The app waits on I/O when threads, greenlets or an event loop hold more than sync
+    workers of as many processes: said where the capacity Ranking's evidence puts the answer
+    ahead of a searched sync candidate (its ratio), or where the first pass's screen left
+    them behind (tune_choice.left_behind); each figure is one candidate's own."""
+    if best.one_at_a_time or best.key is None:
+        return None
+    sync = [c for c in results if c.one_at_a_time and c.closed_rps]
+    same_workers = [c for c in sync if c.workers == best.workers] or sync
+    if not same_workers:
+        return None
+    what = best.concurrency.value if best.concurrency else "an event loop"
+    capacity = _searched(best).median
+    own = f"{best.label}: {capacity:,.0f} {unit}{_cpu_text(best)}"
+    for other in same_workers:
+        ratio = choice.ranked.beats(best.key, other.key) if other.key is not None else None
+        if ratio is not None and ratio.low >= 2:
+            return (
+                f"the app waits on I/O: {what} hold {ratio.value:.0f}× (at least "
+                f"{ratio.low:.1f}×) the capacity of sync workers, by the evidence rule ({own}; "
+                f"{other.label}: {_searched(other).median:,.0f})"
+            )
+    measured = [m for c in results if (m := c.first_pass) is not None]
+    behind = tune_choice.left_behind(measured, options)
+    dropped = [c for c in same_workers if c.first_key in behind and c.capacity is None]
+    if not dropped:
+        return None
+    other = dropped[0]
+    return (
+        f"the app waits on I/O: {what} hold what sync workers cannot ({own}; {other.label}, a "
+        f"request at a time, served {other.closed_rps or 0:,.0f} even in a closed loop, under "
+        f"{tune_choice.SURVIVE:.0%} of the first pass's best: not searched)"
+    )
+
+
+def _cpu_text(c: CandidateResult) -> str:
+    """A candidate's own CPU per request, as its first pass measured it."""
+    if not c.cpu_us_per_request:
         return ""
-    ratio = best.cpu_us_per_request / statistics.median(costs)
-    if 0.8 <= ratio <= 1.25:
-        return ", at about the same CPU per request"
-    return f", at {ratio:.1f}× the CPU per request"
+    return f", {c.cpu_us_per_request:,.0f} µs of CPU a request"
 
 
 def _findings(results: list[CandidateResult]) -> list[str]:
@@ -653,7 +736,7 @@ def _blocked(results: list[CandidateResult]) -> list[CandidateResult]:
     """Candidates flagged `blocked` where nothing but the app can block: an event loop,
     greenlets. (Threads left idle behind busy connections say something about the server.)"""
     return [
-        c for c in results if BLOCKED.name in c.verdicts
+        c for c in results if BLOCKED.name in c.verdicts and c.served_known
         and c.concurrency in (None, PerWorker.GREENLETS) and not c.one_at_a_time
     ]  # fmt: skip
 

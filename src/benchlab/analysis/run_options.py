@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from benchlab.analysis.capacity import Objective
 from benchlab.analysis.evidence import Evidence, RatioMethod
+from benchlab.analysis.tune_options import TuneOptions
 from benchlab.core import figures as F
 from benchlab.core.modes import Mode
 from benchlab.core.thresholds import Threshold
@@ -32,7 +33,7 @@ class RunOptions:
     slo: Objective | None = None
     rank_by: str | None = None
     pool_swept: bool = False
-    tune: dict[str, Any] | None = None  # a benchlab tune run: its app, interface, requests
+    tune: TuneOptions | None = None  # a benchlab tune run: its subject, requests, target
     min_effect_pct: float | None = None  # the practical threshold; None: the target
     # How ratios between this run's cells get their intervals, declared when the run started
     # (runs stored before it: independent cells).
@@ -65,8 +66,7 @@ class RunOptions:
     def tune_rate_unit(self) -> str | None:
         """What a tune's own load counts a second, as its run stored it (a WebSocket echo's
         messages); None: not a tune, or one stored before it said."""
-        own = (self.tune or {}).get("rate_unit")
-        return str(own) if own else None
+        return (self.tune.rate_unit or None) if self.tune is not None else None
 
     def rate_unit_of(self, scenario: str) -> str:
         """What a cell of `scenario` counts a second: a tune's own load's, else the
@@ -88,6 +88,7 @@ class RunOptions:
         return {
             **plain,
             "slo": dataclasses.asdict(self.slo) if self.slo else None,
+            "tune": self.tune.to_json() if self.tune else None,
             "thresholds": [t.to_json() for t in self.thresholds],
         }
 
@@ -119,9 +120,16 @@ class RunOptions:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
-        slo = data.get("slo")
+        slo, tune = data.get("slo"), data.get("tune")
         thresholds = tuple(Threshold.from_json(t) for t in data.get("thresholds") or ())
-        return cls(**{**data, "slo": Objective(**slo) if slo else None, "thresholds": thresholds})
+        return cls(
+            **{
+                **data,
+                "slo": Objective(**slo) if slo else None,
+                "tune": TuneOptions.from_json(tune) if tune else None,
+                "thresholds": thresholds,
+            }
+        )
 
     @classmethod
     def from_recipe_text(cls, text: str) -> RunOptions:

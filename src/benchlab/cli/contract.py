@@ -70,6 +70,14 @@ CONTRACTS: dict[str, Contract] = {
                 "a Django project, one request, a 50-ms target",
             ),
             ("benchlab tune app.py:app --cpus 1.5 --memory 512M", "for a container's limits"),
+            (
+                "benchlab tune --command 'node server.js --workers {workers}' --grid workers=1,2",
+                "any server, started by its command, over a grid of its knobs",
+            ),
+            (
+                "benchlab tune http://127.0.0.1:8080/orders --rate 300",
+                "an endpoint already running: does it hold 300 req/s?",
+            ),
             ("benchlab tune app.py:app --check-only", "each candidate started and checked once"),
             (
                 "benchlab tune app.py:app --check-answer answer.json",

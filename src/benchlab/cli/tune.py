@@ -11,6 +11,7 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_S
 from benchlab.analysis.target import Target, parse_cpus, parse_memory
+from benchlab.analysis.tune_options import SubjectKind
 from benchlab.cli import formats, thresholds
 from benchlab.cli.app import console, progress
 from benchlab.cli.measuring import Progress, claim, command_line
@@ -25,10 +26,12 @@ from benchlab.cli.options import (
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
     TuneBudgetOption,
+    TuneCgroupOption,
     TuneCheckAnswerOption,
     TuneCheckBodyOption,
     TuneCheckOnlyOption,
     TuneCheckStatusOption,
+    TuneCommandOption,
     TuneConnectionsOption,
     TuneCpusOption,
     TuneEnvFileOption,
@@ -36,9 +39,11 @@ from benchlab.cli.tune_options import (
     TuneFactoryOption,
     TuneFmtOption,
     TuneGreenletsOption,
+    TuneGridOption,
     TuneInterfaceOption,
     TuneMemoryOption,
     TuneOutputOption,
+    TunePidOption,
     TuneProofOption,
     TunePythonOption,
     TuneQuickOption,
@@ -51,6 +56,7 @@ from benchlab.cli.tune_options import (
     TuneSetupOption,
     TuneSloP99MsOption,
     TuneThreadsOption,
+    TuneUnitOption,
     TuneVerboseOption,
     TuneWithServicesOption,
     TuneWorkersOption,
@@ -60,7 +66,10 @@ from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS, make_ready
 from benchlab.recipe import allowed_cores
 from benchlab.store import DEFAULT_RESULTS, Store
+from benchlab.system.watch import WatchUnavailable, by_cgroup, by_pid, by_unit
 from benchlab.tune.check_answer import StoredAnswer, read_answer
+from benchlab.tune.command import parse_grid
+from benchlab.tune.endpoint import is_url, parse_url
 from benchlab.tune.proof import Replayed, held_text
 
 if TYPE_CHECKING:
@@ -70,12 +79,18 @@ if TYPE_CHECKING:
     from benchlab.cli.formats import Destination
     from benchlab.core.thresholds import Threshold
     from benchlab.runner import RunOutcome
+    from benchlab.system.watch import Watch
     from benchlab.tune.driver import PreparedTune, TuneRequest
 
 
 def tune(
     ctx: typer.Context,
-    app_spec: TuneAppSpecArgument,
+    app_spec: TuneAppSpecArgument = None,
+    command: TuneCommandOption = None,
+    grid: TuneGridOption = None,
+    pid: TunePidOption = None,
+    cgroup: TuneCgroupOption = None,
+    unit: TuneUnitOption = None,
     factory: TuneFactoryOption = False,
     quick: TuneQuickOption = False,
     check_only: TuneCheckOnlyOption = False,
@@ -113,8 +128,10 @@ def tune(
     progress_style: ProgressOption = "auto",
     progress_file: ProgressFileOption = None,
 ) -> None:
-    """Find the server and settings that hold the most load for your own ASGI/WSGI app
-    under a latency target, and the command that deploys them."""
+    """Find the server and settings that hold the most load under a latency target, and the
+    command that deploys them: for your own ASGI/WSGI app, for any server you start with a
+    command (--command, over a --grid of its knobs), or for an endpoint already running (a
+    URL)."""
     progress.quiet = quiet
     from benchlab.tune.driver import run_tune
 
@@ -122,13 +139,7 @@ def tune(
     where = formats.destination(fmt, output, formats.TUNE, reads=[results])
     shown = Progress(progress_style, progress_file).checked(where, results)
     _refuse_conflicts(interface, quick, rate, check_only, resume)
-    # Judged on the answer: the replay that proved its rate, at that fixed rate.
-    bounds = thresholds.given(threshold, {Mode.RATE})
-    if bounds and (quick or check_only):
-        raise UserError(
-            "--threshold: it judges the replay that proves the answer, which "
-            f"{'--quick' if quick else '--check-only'} does not run; drop one of the two"
-        )
+    bounds = _thresholds(threshold, quick, check_only)
     tune_request = _tune_request(ctx.params)
     # The app found and imported before the machine is claimed or a store made.
     prepared = _prepare(tune_request, verbose)
@@ -145,14 +156,30 @@ def tune(
     # A stored answer's check is its verdict alone, unless a report was asked for (-o, -f).
     summary = _summary(store, done.outcome, bounds)
     if answer is None or not where.on_terminal_table:
-        _show_tune(summary, done.outcome, results, where, app_spec, page, shown.screen)
+        _show_tune(summary, done.outcome, results, where, _page_stem(summary), page, shown.screen)
     if answer is not None:
         _judge_answer(answer, done.checked)
-    if done.outcome.status == "interrupted":
+    _exit_as(done.outcome, summary)
+
+
+def _exit_as(outcome: RunOutcome, summary: RunSummary) -> None:
+    """An interrupted tune's exit (continue with --resume), or a failed threshold's."""
+    if outcome.status == "interrupted":
         progress.print("interrupted: what was measured is kept; continue with --resume")
         raise typer.Exit(ExitCode.INTERRUPTED)
     if thresholds.say_failed(summary):
         raise typer.Exit(ExitCode.THRESHOLD)
+
+
+def _thresholds(given: list[str] | None, quick: bool, check_only: bool) -> tuple[Threshold, ...]:
+    """--threshold, judged on the answer: the replay that proved its rate, at that rate."""
+    bounds = thresholds.given(given, {Mode.RATE})
+    if bounds and (quick or check_only):
+        raise UserError(
+            "--threshold: it judges the replay that proves the answer, which "
+            f"{'--quick' if quick else '--check-only'} does not run; drop one of the two"
+        )
+    return bounds
 
 
 def _tune_request(given: dict[str, Any]) -> TuneRequest:
@@ -167,6 +194,9 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     g = dict(given)
+    g["app_spec"] = _subject_given(g["app_spec"], g["command"])
+    if is_url(g["app_spec"]) and not g["request"] and g["requests_file"] is None:
+        g["request"] = [f"GET {parse_url(g['app_spec']).target}"]  # the URL's own request
     answer = _stored_answer(g["check_answer"], g["quick"] or g["check_only"] or g["rate"])
     target = Target(parse_cpus(g["cpus"]), parse_memory(g["memory"]))
     if answer is not None:
@@ -178,6 +208,9 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         g["request"] or [], g["requests_file"], g["check_status"], g["check_body"]
     )
     python, why = app_python(g["app_spec"], Path.cwd(), g["python"], g["factory"])
+    grid = parse_grid(g["grid"] or [])
+    if grid and g["command"] is None:
+        raise UserError("--grid: it sets the knobs of --command; give the command too")
     env_file = g["env_file"]
     return TuneRequest(
         app=g["app_spec"], python=python, python_source=why, interface=g["interface"],
@@ -194,8 +227,50 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         connections=g["connections"] or default_connections(echo), factory=g["factory"],
         quick=g["quick"], setup=g["setup"],
         reset_between=g["reset_between"], check_only=g["check_only"], target=target,
-        check_answer=answer,
+        check_answer=answer, command=g["command"], grid=grid,
+        watch=_watch(g["pid"], g["cgroup"], g["unit"], g["app_spec"]),
     )  # fmt: skip
+
+
+def _subject_given(app: str | None, command: str | None) -> str:
+    """APP (or URL), or --command: one of them."""
+    if app is not None and command is not None:
+        raise UserError(
+            f"{app}: give either APP (or URL) or --command, not both; a command that serves "
+            "a Python app tunes it by its command"
+        )
+    if app is None and command is None:
+        raise UserError(
+            "give what to tune: APP (path/to/app.py:app), a URL (http://127.0.0.1:8080/) or "
+            "--command 'TEMPLATE' (see benchlab tune --help)"
+        )
+    return app if app is not None else "command"
+
+
+def _watch(pid: int | None, cgroup: str | None, unit: str | None, app: str) -> Watch | None:
+    """An endpoint's processes on this machine, as --pid, --cgroup or --unit names them."""
+    given = [(n, v) for n, v in (("--pid", pid), ("--cgroup", cgroup), ("--unit", unit)) if v]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise UserError(f"{given[1][0]}: give one of --pid, --cgroup and --unit, not several")
+    ((name, value),) = given
+    if not is_url(app):
+        raise UserError(f"{name}: it names an endpoint's processes; give its URL as well")
+    try:
+        if name == "--pid":
+            return by_pid(int(value))
+        return by_cgroup(str(value)) if name == "--cgroup" else by_unit(str(value))
+    except WatchUnavailable as why:
+        raise UserError(f"{name} {value}: {why}") from None
+
+
+def _page_stem(summary: RunSummary) -> str:
+    """What the tune's page is named after: the app's module, the URL's host, `command`."""
+    tune = summary.options.tune
+    if tune is None or tune.subject_kind is SubjectKind.PYTHON_APP:
+        return Path(tune.given if tune is not None else "tune").stem
+    return "command" if tune.subject_kind is SubjectKind.COMMAND else parse_url(tune.given).host
 
 
 def _prepare(request: TuneRequest, verbose: bool) -> PreparedTune:
@@ -265,7 +340,7 @@ def _summary(store: Store, outcome: RunOutcome, bounds: tuple[Threshold, ...]) -
 
 
 def _show_tune(
-    summary: RunSummary, outcome: RunOutcome, results: Path, where: Destination, app_spec: str,
+    summary: RunSummary, outcome: RunOutcome, results: Path, where: Destination, stem: str,
     with_page: bool, screen: Console = console,
 ) -> None:  # fmt: skip
     """The tune's report where it was asked for (the table, or -f/-o's format: cli/formats.py
@@ -276,7 +351,7 @@ def _show_tune(
     from benchlab.report.terminal import render_table
     from benchlab.system.outputs import write_output
 
-    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{Path(app_spec).stem}") + ".html")
+    page = results.parent / (re.sub(r"[^\w.-]+", "-", f"tune-{stem}") + ".html")
     if with_page:
         write_output(page, render_html(summary), "the tune's page")
     say = screen  # stdout, or stderr when it holds the stream (--progress json)

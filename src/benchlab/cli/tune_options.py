@@ -11,13 +11,60 @@ from benchlab.analysis.capacity import PROOF_HEADROOM, PROOF_SPIKE_WINDOWS, SHOR
 from benchlab.cli import completion, formats
 
 TuneAppSpecArgument = Annotated[
-    str,
+    str | None,
     typer.Argument(
-        metavar="APP",
-        help="path/to/module.py:app, package.module:app, or a factory: "
-        "package.module:create_app() (literal arguments allowed).",
+        metavar="APP|URL",
+        help="What to tune: a Python app (path/to/module.py:app, package.module:app, or a "
+        "factory: package.module:create_app(), literal arguments allowed), or the URL of an "
+        "endpoint already running (http://127.0.0.1:8080/orders). Or give --command instead.",
+        show_default=False,
     ),
 ]
+
+TuneCommandOption = Annotated[
+    str | None,
+    typer.Option(
+        "--command", metavar="'TEMPLATE'",
+        help="Tune a server started by this shell command (any language), one candidate per "
+        "point of --grid: its {knob} placeholders get the grid's values, {port} (and $PORT) "
+        "the port to answer on, e.g. 'GOMAXPROCS={procs} ./server --port {port}'.",
+    ),
+]  # fmt: skip
+
+TuneGridOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--grid", metavar="KNOB=V1,V2",
+        help="A knob of --command and the values to try (repeatable: every combination is a "
+        "candidate), e.g. --grid procs=1,2.",
+    ),
+]  # fmt: skip
+
+TunePidOption = Annotated[
+    int | None,
+    typer.Option(
+        "--pid", metavar="PID", min=1,
+        help="An endpoint's main process on this machine: its CPU per request and memory are "
+        "counted over it and everything it forks.",
+    ),
+]  # fmt: skip
+
+TuneCgroupOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cgroup", metavar="PATH",
+        help="An endpoint's control group (cgroup v2, e.g. system.slice/app.service): its CPU "
+        "and memory are counted there.",
+    ),
+]  # fmt: skip
+
+TuneUnitOption = Annotated[
+    str | None,
+    typer.Option(
+        "--unit", metavar="NAME",
+        help="An endpoint's systemd unit: its CPU and memory are counted in its control group.",
+    ),
+]  # fmt: skip
 
 TuneFactoryOption = Annotated[
     bool,

@@ -6,11 +6,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import psutil
 
 from benchlab.measure.memory_trend import MemoryTrend, memory_trend
-from benchlab.system.process import ManagedProcess
 
 SAMPLE_INTERVAL_S = 0.2
 MAX_RSS_SAMPLES = 2_000  # kept a trial (memory bounded however long it runs)
@@ -66,11 +66,19 @@ class TreeUsage:
     memory: MemoryTrend | None = None  # how its RSS moved during the trial
 
 
+class CountedTree(Protocol):
+    """A server's processes as a trial counts them: a launch's (system/process.py), or a
+    running server's watched by its pid or control group (system/watch.py)."""
+
+    def cpu_seconds(self) -> tuple[float, str]: ...
+    def memory_sample(self) -> tuple[int, set[tuple[int, float]]]: ...
+
+
 class ProcessTreeSampler:
     """Counts the tree's CPU time between enter and exit (its control group's counter where
     there is one) and samples its resident memory in a background thread."""
 
-    def __init__(self, process: ManagedProcess, interval: float = SAMPLE_INTERVAL_S) -> None:
+    def __init__(self, process: CountedTree, interval: float = SAMPLE_INTERVAL_S) -> None:
         self._process = process
         self._interval = interval
         self._seen: set[tuple[int, float]] = set()

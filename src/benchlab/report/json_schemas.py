@@ -274,6 +274,10 @@ class TuneDocument(_RunBody):
     """What the answer is for (tune --cpus, --memory): cpus, memory_mb (null: this machine's
     server cores, no memory limit), and how to deploy there: docker's flags, a Kubernetes
     resources block."""
+    subject: dict[str, Any] | None = None
+    """What was tuned: kind (python-app, command, endpoint), given (as typed: the app, the
+    command template, the URL), name (as the answer names it), unmeasured (why its CPU and
+    memory were not measured, an endpoint nothing watched; null: they were)."""
 
 
 class CompareSide(_Closed):

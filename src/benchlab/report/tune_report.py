@@ -4,24 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlab.analysis import tune_choice
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.recommendation import (
     CandidateResult,
     Proof,
     ProofStep,
     Recommendation,
+    candidate_order,
     recommend,
     tune_rate_unit,
 )
 from benchlab.analysis.repeat import MACHINE
 from benchlab.analysis.summary import RunSummary
 from benchlab.analysis.target import Target
+from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.conformance.findings import parsing_text
 from benchlab.core import figures as F
 from benchlab.core.text import one_line
 from benchlab.resilience.facts import NotChecked
 from benchlab.resilience.slow_clients import SlowClients
 from benchlab.store import CELL_CHECKED
+
+# What a proof replays: the answer's printed command, started afresh.
+PRINTED = "the command as printed, fresh and warmed up"
 
 # A tune report's two sections, titled once for every format.
 RECOMMENDATION_TITLE = "Recommendation"
@@ -34,7 +40,7 @@ def is_tune(summary: RunSummary) -> bool:
 
 def is_check_only(summary: RunSummary) -> bool:
     """A tune --check-only: candidates started and checked, nothing measured."""
-    return bool((summary.options.tune or {}).get("check_only"))
+    return summary.options.tune is not None and summary.options.tune.check_only
 
 
 def capacity_text(c: CandidateResult) -> str:
@@ -72,20 +78,19 @@ def windows_text(step: ProofStep, slo_ms: float | None) -> str:
     )
 
 
-def proof_text(proof: Proof, unit: str, slo_ms: float | None = None) -> str:
+def proof_text(
+    proof: Proof, unit: str, slo_ms: float | None = None, replayed: str = PRINTED
+) -> str:
     """What the replay of the printed command showed, missed steps first (its rates in
-    `unit`, the recommendation's)."""
+    `unit`, the recommendation's); `replayed`: what was replayed (an endpoint: itself)."""
     final = proof.final
     seconds = f"{final.duration_s:g} s"
     earlier = [s for s in proof.steps if s is not final]  # each missed: a proof stops at a hold
     before = "".join(f"{F.THROUGHPUT.format(s.rate)} {unit} missed ({s.missed}); " for s in earlier)
     if final.held:
-        return (
-            f"the command as printed, fresh and warmed up, for {seconds}: {before}"
-            f"{_step_text(final, unit, slo_ms)} — held"
-        )
+        return f"{replayed}, for {seconds}: {before}{_step_text(final, unit, slo_ms)} — held"
     return (
-        f"the command as printed, fresh and warmed up, for {seconds}: {before}"
+        f"{replayed}, for {seconds}: {before}"
         f"{_step_text(final, unit, slo_ms)} — missed ({final.missed}); no rate tried held: run "
         f"below {F.THROUGHPUT.format(final.rate)} {unit}, or raise --budget for more steps down"
     )
@@ -131,72 +136,70 @@ def repeat_text(recommendation: Recommendation) -> str | None:
 
 
 def scaling_text(summary: RunSummary, recommendation: Recommendation) -> str:
-    """What another core might add, from how the best kind scaled from 1 to 3 workers on
-    the server's cores in the first pass."""
+    """What another core might add, from how the best kind's first pass went from 1 worker to
+    more than the server has cores (tune_choice.more_workers_carry_more); each figure is one
+    candidate's own."""
     _, results = recommend(summary)
     best = recommendation.best
     same = [
         c for c in results
         if c.server == best.server and c.worker_class == best.worker_class
-        and c.threads == best.threads and c.closed_rps
+        and c.threads == best.threads and c.first_pass is not None
     ]  # fmt: skip
     one = next((c for c in same if c.workers == 1), None)
     most = max(same, key=lambda c: c.workers, default=None)
     cores = len(summary.run.server_cores)
-    if one is None or most is None or most.workers <= cores or not one.closed_rps:
+    if one is None or most is None or most.workers <= cores:
         return ""
-    gain = (most.closed_rps or 0.0) / one.closed_rps
-    if gain < 1.3:
+    one_pass, most_pass = one.first_pass, most.first_pass
+    assert one_pass is not None and most_pass is not None  # `same` kept those with one
+    unit = recommendation.rate_unit
+    served = (
+        f"; on {cores} core(s), {most.workers} workers served {most_pass.closed_rps:,.0f} {unit} "
+        f"in a closed loop and 1 worker {one_pass.closed_rps:,.0f}"
+    )
+    if not tune_choice.more_workers_carry_more(one_pass, most_pass):
         return (
-            f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s), so the app "
-            f"is bound by CPU: another core would add up to about "
-            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} "
-            f"{recommendation.rate_unit}"
+            f"{served}, so the app is bound by CPU: another core would add up to about "
+            f"{F.THROUGHPUT.format((recommendation.run_at or 0) / cores)} {unit}"
         )
     return (
-        f"; {most.workers} workers served {gain:.1f}× of one on {cores} core(s): the app waits "
-        "more than it computes, so more workers or threads come before more cores"
+        f"{served}: the app waits more than it computes, so more workers or threads come "
+        "before more cores"
     )
 
 
 def recommendation_lines(summary: RunSummary) -> list[str]:
     """Plain lines: what to deploy and why."""
-    tune = summary.options.tune or {}
+    tune = _options(summary)
     recommendation, results = recommend(summary)
-    slo = f"p99 ≤ {tune.get('slo_p99_ms', 0):g} ms"
+    slo = f"p99 ≤ {tune.slo_p99_ms:g} ms"
     # The app, and the machine it is answered for when that is a container's limits.
-    app = " ".join(filter(None, (str(tune.get("target")), _target(tune).describe())))
+    app = " ".join(filter(None, (tune.subject, tune.deploy_target.describe())))
     if is_check_only(summary):
-        return check_only_lines(tune.get("target"), results)
+        return check_only_lines(tune.subject, results)
     if recommendation is None:
         failed = [c for c in results if c.status == "failed"]
         why = f"; {failed[0].label}: {one_line(failed[0].reason or '')}" if failed else ""
         return [f"No candidate held {slo} at any rate searched{why}."]
     best, unit = recommendation.best, recommendation.rate_unit
-    if recommendation.holds_goal:
-        head = (
-            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} {unit} for "
-            f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
-            f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
-            f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
-        )
-    elif recommendation.provisional:
-        head = (
-            f"Provisional recommendation for {app}: {best.label} — "
-            f"{F.THROUGHPUT.format(best.closed_rps)} {unit} in a closed loop; no capacity "
-            f"with {slo} measured"
-        )
-    else:
-        run_at = recommendation.run_at
-        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} {unit}" if run_at else ""
-        head = (
-            f"Recommended for {app}: {best.label} — capacity "
-            f"{capacity_text(best)} {unit} with {slo}{at}"
-        )
-    lines = [head, f"  deploy: {best.command}", *_target_lines(_target(tune))]
+    head = _head(recommendation, app, slo)
+    deploy = (
+        f"  deploy: {best.command}"
+        if best.command
+        else f"  endpoint: {tune.given}, already running: measured as it runs (nothing deployed)"
+    )
+    lines = [head, deploy, *_target_lines(tune.deploy_target)]
+    if tune.unmeasured:
+        lines.append(f"  CPU and memory: {tune.unmeasured}")
     if recommendation.proof is not None:
-        slo_ms = tune.get("slo_p99_ms")
-        lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms)}")
+        slo_ms = tune.slo_p99_ms
+        replayed = (
+            "the endpoint as it runs, warmed up"
+            if tune.subject_kind is SubjectKind.ENDPOINT
+            else PRINTED
+        )
+        lines.append(f"  proof: {proof_text(recommendation.proof, unit, slo_ms, replayed)}")
         margin = margin_text(recommendation)
         if margin:
             lines.append(f"  margin: {margin}")
@@ -232,6 +235,32 @@ def recommendation_lines(summary: RunSummary) -> list[str]:
         )
     lines += [f"  the app: {finding}" for finding in recommendation.findings]
     return lines
+
+
+def _head(recommendation: Recommendation, app: str, slo: str) -> str:
+    """The answer's first line: what to deploy, for what, and what it holds."""
+    best, unit = recommendation.best, recommendation.rate_unit
+    if recommendation.holds_goal:
+        head = (
+            f"Cheapest that holds {F.THROUGHPUT.format(recommendation.goal_rps)} {unit} for "
+            f"{app} with {slo}: {best.label} ({best.workers} worker(s), "
+            f"{F.SERVER_RSS.format(best.rss_mb)} MB, "
+            f"{F.CPU_PER_REQUEST.format(best.cpu_us_per_request)} µs CPU/req)"
+        )
+    elif recommendation.provisional:
+        head = (
+            f"Provisional recommendation for {app}: {best.label} — "
+            f"{F.THROUGHPUT.format(best.closed_rps)} {unit} in a closed loop; no capacity "
+            f"with {slo} measured"
+        )
+    else:
+        run_at = recommendation.run_at
+        at = f"; run it at up to {F.THROUGHPUT.format(run_at)} {unit}" if run_at else ""
+        head = (
+            f"Recommended for {app}: {best.label} — capacity "
+            f"{capacity_text(best)} {unit} with {slo}{at}"
+        )
+    return head
 
 
 def check_only_lines(target: object, results: list[CandidateResult]) -> list[str]:
@@ -271,11 +300,7 @@ def candidate_header(summary: RunSummary) -> list[str]:
 
 def candidate_rows(summary: RunSummary) -> list[list[str]]:
     _, results = recommend(summary)
-    ordered = sorted(
-        results,
-        key=lambda c: (c.capacity.median if c.capacity else -1.0, c.closed_rps or 0.0),
-        reverse=True,
-    )
+    ordered = candidate_order(summary, results)
     return [
         [
             c.label,
@@ -293,15 +318,19 @@ def candidate_rows(summary: RunSummary) -> list[list[str]]:
 
 def tune_json(summary: RunSummary) -> dict[str, Any]:
     recommendation, results = recommend(summary)
-    tune = summary.options.tune or {}
+    tune = _options(summary)
     return {
         "recommendation": recommendation.to_json() if recommendation else None,
         "candidates": [c.to_json() for c in results],
         # The code under test: the app's commit, and its environment's server and framework
         # versions (benchlab's own are in the machine record).
-        "app": {"commit": tune.get("app_commit"), "versions": tune.get("app_versions") or {}},
-        "target": _target_json(tune),
-    }
+        "app": {"commit": tune.app_commit, "versions": tune.app_versions},
+        "target": _target_json(tune.deploy_target),
+        "subject": {
+            "kind": tune.subject_kind.value, "given": tune.given, "name": tune.subject,
+            "unmeasured": tune.unmeasured,
+        },
+    }  # fmt: skip
 
 
 def _short_lines(summary: RunSummary, recommendation: Recommendation, slo: str) -> list[str]:
@@ -332,12 +361,13 @@ def _target_lines(target: Target) -> list[str]:
     ]
 
 
-def _target(tune: dict[str, Any]) -> Target:
-    return Target(**(tune.get("deploy_target") or {}))
+def _options(summary: RunSummary) -> TuneOptions:
+    """The tune's options (a tune's report is asked only of a tune)."""
+    assert summary.options.tune is not None, "a tune's run"
+    return summary.options.tune
 
 
-def _target_json(tune: dict[str, Any]) -> dict[str, Any] | None:
-    target = _target(tune)
+def _target_json(target: Target) -> dict[str, Any] | None:
     if not target.limited:
         return None
     return {**target.as_json(), "docker": target.docker_flags(), "kubernetes": target.kubernetes()}
@@ -350,9 +380,11 @@ def tune_markdown(summary: RunSummary) -> list[str]:
     out.append(lines[0])
     if is_check_only(summary):
         return [*out, "", *(f"- {line.strip()}" for line in lines[1:]), ""]
-    if recommendation is not None:
+    if recommendation is not None and recommendation.best.command:
         out += ["", "```sh", recommendation.best.command, "```", ""]
         out += [f"- {line.strip()}" for line in lines[2:]]
+    elif recommendation is not None:
+        out += ["", *(f"- {line.strip()}" for line in lines[1:])]
     out += ["", f"## {CANDIDATES_TITLE}", ""]
     header = candidate_header(summary)
     out += [
@@ -375,7 +407,7 @@ def recommendation_context(summary: RunSummary) -> dict[str, Any] | None:
         "title": RECOMMENDATION_TITLE,
         "candidates_title": CANDIDATES_TITLE,
         "lines": recommendation_lines(summary),
-        "command": recommendation.best.command if recommendation else None,
+        "command": (recommendation.best.command or None) if recommendation else None,
         "header": candidate_header(summary),
         "rows": candidate_rows(summary),
     }

@@ -50,7 +50,7 @@ from benchlab.resilience.slow_clients import SlowClients, with_and_without
 from benchlab.resilience.target import CheckTarget
 from benchlab.runner import ws_load
 from benchlab.runner.failure import FailureKind
-from benchlab.runner.launch import ServerPlace, start_answering
+from benchlab.runner.launch import Attached, ServerPlace, start_answering
 from benchlab.stacks import Stack
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 
@@ -124,7 +124,11 @@ class TrialMonitors(Protocol):
     """What watches the server during one trial; read once the trial's load has ended."""
 
     def count_until(self, deadline: float) -> None: ...
-    def usage(self) -> TreeUsage: ...
+    def usage(self) -> TreeUsage | None:
+        """The server's CPU and memory in the trial; None: not counted (a running server
+        benchlab did not start and was given no pid or control group of)."""
+        ...
+
     def steal(self) -> CoreSteal: ...
     def peaks(self) -> Mapping[str, int | None]: ...
     def errors(self) -> Mapping[str, str]: ...
@@ -232,15 +236,15 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class _Samplers:
-    tree: ProcessTreeSampler
+    tree: ProcessTreeSampler | None
     steal_sampler: StealSampler
     peak_sampler: PeakSampler
 
     def count_until(self, deadline: float) -> None:
         self.peak_sampler.count_until(deadline)
 
-    def usage(self) -> TreeUsage:
-        return self.tree.usage()
+    def usage(self) -> TreeUsage | None:
+        return self.tree.usage() if self.tree is not None else None
 
     def steal(self) -> CoreSteal:
         return self.steal_sampler.result
@@ -257,6 +261,11 @@ def _process(server: ServerProcess) -> ManagedProcess:
     return server
 
 
+def _counted(server: ServerProcess) -> ManagedProcess | Attached:
+    assert isinstance(server, ManagedProcess | Attached), "the real executor started it"
+    return server
+
+
 def _target(registry: ProcessRegistry, checked: CheckedStack) -> CheckTarget:
     return CheckTarget(
         checked.stack, _process(checked.server), checked.address, checked.port, registry,
@@ -269,6 +278,9 @@ class RealLaunch:
     """Real processes, started pinned as their user."""
 
     def start(self, registry: ProcessRegistry, launch: StartOrder) -> Started:
+        running = launch.stack.running
+        if running is not None:  # already running: nothing to start
+            return Started(Attached(running), running.port, None, 0.0)
         started = start_answering(
             registry, launch.stack, launch.place, launch.launch, launch.workdir, launch.env,
             launch.timeout, launch.on_port_taken, launch.wire, launch.tls, launch.user,
@@ -279,6 +291,8 @@ class RealLaunch:
         )  # fmt: skip
 
     def stop(self, registry: ProcessRegistry, server: ServerProcess, grace: float) -> None:
+        if isinstance(server, Attached):
+            return  # not benchlab's to stop
         registry.stop(_process(server), grace=grace)
 
 
@@ -303,8 +317,10 @@ class RealMeasure:
         steal_cores: tuple[tuple[int, ...], tuple[int, ...]],
         probes: dict[str, Callable[[], int] | None],
     ) -> Iterator[TrialMonitors]:
+        counted = not isinstance(server, Attached) or server.counted
+        tree_sampler = ProcessTreeSampler(_counted(server)) if counted else None
         with (
-            ProcessTreeSampler(_process(server)) as tree,
+            tree_sampler or contextlib.nullcontext() as tree,
             StealSampler(*steal_cores) as steal,
             PeakSampler(probes) as peaks,
         ):

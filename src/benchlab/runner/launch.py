@@ -16,8 +16,10 @@ from benchlab.http.verify import PORT_TAKEN, wait_until_answering
 from benchlab.http.wire import Wire
 from benchlab.services.ports import free_port
 from benchlab.stacks import LaunchContext, Stack, python_env
+from benchlab.stacks.base import Running
 from benchlab.system.process import ManagedProcess, ProcessRegistry
 from benchlab.system.safe_files import new_dir, new_owner
+from benchlab.system.watch import memory_sample
 
 HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3
@@ -169,3 +171,37 @@ def start_answering(
             on_port_taken(ctx.port)
         registry.stop(server)
     raise AssertionError("unreachable")
+
+
+class Attached:
+    """A server already running (Stack.running), as the runner sees a started one: alive
+    while its watched processes are (always, when nothing watches it), no log of benchlab's,
+    and its CPU and memory counted by its watch, if it has one."""
+
+    def __init__(self, running: Running) -> None:
+        self.running = running
+
+    @property
+    def returncode(self) -> int | None:
+        return None
+
+    @property
+    def counted(self) -> bool:
+        return self.running.watch is not None
+
+    def alive(self) -> bool:
+        return self.running.watch is None or self.running.watch.alive()
+
+    def log_tail(self, lines: int = 5) -> str:
+        return f"(not started by benchlab: {self.running.address}:{self.running.port})"
+
+    def oom_kills(self) -> int:
+        return 0
+
+    def cpu_seconds(self) -> tuple[float, str]:
+        assert self.running.watch is not None, "counted only when watched"
+        return self.running.watch.cpu_seconds()
+
+    def memory_sample(self) -> tuple[int, set[tuple[int, float]]]:
+        assert self.running.watch is not None, "counted only when watched"
+        return memory_sample(self.running.watch)

@@ -17,6 +17,7 @@ from benchlab.measure.server_counters import CounterSource
 from benchlab.stacks.servers import PerWorker, ServerKind
 from benchlab.system.cpu_account import Limits
 from benchlab.system.trusted_path import NEUTRAL_DIR
+from benchlab.system.watch import Watch
 
 APPS_DIR = Path(__file__).resolve().parent.parent / "apps"
 ALL_SCENARIOS = ("plaintext", "json", "db", "db-delay", "cache", "sleep")
@@ -105,6 +106,19 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Running:
+    """A server already running that a launch attaches to instead of starting (tune's
+    endpoint): benchlab starts, pins and stops nothing of it. Its CPU and memory are counted
+    by `watch` (its pid or control group on this machine); without one they are not
+    measured, for the reason `unwatched` gives."""
+
+    address: str  # as the user named it: an address or a host name
+    port: int
+    watch: Watch | None = None
+    unwatched: str = ""
+
+
+@dataclass(frozen=True)
 class Stack:
     name: str
     framework: str
@@ -152,6 +166,11 @@ class Stack:
     # The WebSocket ceiling (go-nethttp): what the WebSocket tool reaches against it is the
     # tool's limit, as nginx-static's throughput is for HTTP.
     websocket_ceiling: bool = False
+    # A server already running, attached to (tune's endpoint): nothing is started.
+    running: Running | None = None
+    # Its label whatever the launch (a command's candidate: its knobs, as the user's grid
+    # names them; an endpoint: its URL); None: the name and the launch's settings.
+    shown_as: str | None = None
 
     def why_not_protocol(self, protocol: str, proxied: bool = False) -> str | None:
         """None when it can be measured over `protocol` (its own server, or nginx in front
@@ -242,6 +261,8 @@ class Stack:
         return facts
 
     def label(self, workers: int, flavour: str | None = None, threads: int | None = None) -> str:
+        if self.shown_as is not None:
+            return self.shown_as
         note = f" ({self.note})" if self.note else ""
         shown = f"[{flavour}]" if flavour else ""
         per_worker = ""

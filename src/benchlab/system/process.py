@@ -233,15 +233,7 @@ class ManagedProcess:
 
     def memory_sample(self) -> tuple[int, set[tuple[int, float]]]:
         """Resident memory of the tree now, in bytes, and its processes (pid, start time)."""
-        rss, seen = 0, set()
-        for proc in self.tree():
-            try:
-                with proc.oneshot():
-                    seen.add((proc.pid, proc.create_time()))
-                    rss += proc.memory_info().rss
-            except psutil.Error:
-                continue
-        return rss, seen
+        return resident(self.tree())
 
     def listens_on(self, port: int) -> bool:
         """Whether the socket listening on `port` (on the host it runs on) is this tree's."""
@@ -318,6 +310,30 @@ class ManagedProcess:
 
     def _survivors(self) -> list[psutil.Process]:
         return [proc for proc in self._known.values() if _running(proc)]
+
+
+def resident(processes: Sequence[psutil.Process]) -> tuple[int, set[tuple[int, float]]]:
+    """Their resident memory now, in bytes, and which they are (pid, start time)."""
+    rss, seen = 0, set()
+    for proc in processes:
+        try:
+            with proc.oneshot():
+                seen.add((proc.pid, proc.create_time()))
+                rss += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return rss, seen
+
+
+def living(pids: Sequence[int]) -> list[psutil.Process]:
+    """The processes of these pids that still run."""
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
 
 
 def _running(proc: psutil.Process) -> bool:

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,7 +252,9 @@ def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
     if os.environ.get(STACK_USER_VARIABLE):
         owner = users.stack_user() or "root"  # the user named (checked there)
     else:
-        owner = _one_owner(spec, fix)
+        files = [spec.file] if spec.file is not None else []
+        runs = "an app as the one user who owns its file and its directory"
+        owner = one_owner(spec.directory, files, f"APP '{spec.text}'", runs, fix)
     places = ((spec.directory, "the app's directory"), (cwd, "the directory tune runs in"))
     for path, what in places:
         found = walk(path, owners(owner))
@@ -273,24 +275,22 @@ def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
     return owner
 
 
-def _one_owner(spec: AppSpec, fix: str) -> str:
-    """The one user who owns the app's directory and its file (a module form: the
-    directory); a uid with no name here, or two owners, refused in one line."""
-    owned = {spec.directory: spec.directory.stat().st_uid}
-    if spec.file is not None:
-        owned[spec.file] = spec.file.stat().st_uid
+def one_owner(directory: Path, files: Sequence[Path], what: str, runs: str, fix: str) -> str:
+    """The one user who owns `directory` and `files` (whom root runs `runs` as: "an app as
+    the one user who owns its file and its directory"); a uid with no name here, or two
+    owners, refused in one line that starts with `what`."""
+    owned = {directory: directory.stat().st_uid} | {path: path.stat().st_uid for path in files}
     if len(set(owned.values())) > 1:
         shown = " and ".join(f"{path} is {user_name(uid)}'s" for path, uid in owned.items())
         raise UserError(
-            f"APP '{spec.text}': {shown}; benchlab, as root, runs an app as the one user who "
-            f"owns its file and its directory: give both to that user (chown), or {fix}"
+            f"{what}: {shown}; benchlab, as root, runs {runs}: give them to that user (chown), "
+            f"or {fix}"
         )
-    uid = owned[spec.directory]
-    name = user_name(uid)
+    name = user_name(owned[directory])
     if name.startswith("uid "):
         raise UserError(
-            f"APP '{spec.text}': {spec.directory} belongs to {name}, which has no name on this "
-            f"machine, and benchlab, as root, runs an app as its owner: chown it, or {fix}"
+            f"{what}: {directory} belongs to {name}, which has no name on this machine, and "
+            f"benchlab, as root, runs {runs}: chown it, or {fix}"
         )
     return name
 

@@ -2,11 +2,12 @@
 
 After the first pass, every candidate whose closed loop reached R with the spare capacity a
 rate to run at keeps (R ÷ capacity.RUN_AT_MEDIAN_SHARE: no capacity can pass what a closed
-loop serves) is replayed at R by its printed command, cheapest first — fewest
-workers, then least memory, then least CPU per request, as its first pass measured them —
-and judged by the proof's rule (every ~2-s window under the target). The first that holds
-is the answer, with that replay as its proof. When none does, the tune goes on as without
---rate, and its answer says how far the most it holds is from R.
+loop serves) is replayed at R by its printed command, cheapest first (tune_choice.cost:
+fewest workers or smallest knob values, then least memory, then least CPU per request, as
+its first pass measured them) and judged by the proof's rule (every ~2-s window under the
+target). The first that holds is the answer, with that replay as its proof. When none
+does, the tune goes on as without --rate, and its answer says how far the most it holds is
+from R.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchlab.analysis.capacity import RUN_AT_MEDIAN_SHARE, RUN_AT_SPARE_PCT
+from benchlab.analysis.tune_choice import Cost, cost
 from benchlab.recipe import CoreAssignment
 from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
@@ -22,14 +24,9 @@ from benchlab.tune.proof import PROOF_S, Searched, held_text, replay_at
 from benchlab.tune.session import TuneSession
 
 
-def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> tuple[int, float, float]:
-    """What a candidate costs to run, as its first pass measured it: workers, then memory,
-    then CPU per request (a figure it lacks costs the most)."""
-    return (
-        candidate.workers,
-        trial.server_rss_mb or float("inf"),
-        trial.cpu_us_per_request or float("inf"),
-    )
+def first_pass_cost(candidate: Candidate, trial: TrialRecord) -> Cost:
+    """What a candidate costs to run, as its first pass measured it (tune_choice.cost)."""
+    return cost(candidate.size, trial.server_rss_mb, trial.cpu_us_per_request)
 
 
 def needed_closed_rps(rate: float) -> float:

@@ -145,18 +145,37 @@ def replay_stack_for(kind: Kind, info: AppInfo) -> Stack:
 
 @dataclass(frozen=True)
 class Candidate:
-    kind: Kind
-    workers: int
-    threads: int | None
+    """One way to serve the subject: its stack in the tune's catalogue, its launch's workers
+    and threads, and what it is given before anything is measured (`size`: its workers, or
+    a command's knob values; smaller is cheaper)."""
 
-    @property
-    def label(self) -> str:
+    stack: str
+    label: str
+    workers: int = 1
+    threads: int | None = None
+    concurrency: PerWorker | None = None  # threads or greenlets per worker
+    one_at_a_time: bool = False  # each worker serves one request at a time
+    size: tuple[float, ...] = ()
+    # The stack that runs its printed command as printed (the proof's); None: its own (an
+    # endpoint already running: nothing is printed, nothing started).
+    replay: str | None = None
+    kind: Kind | None = None  # a Python app's server kind
+
+    @classmethod
+    def of_kind(cls, kind: Kind, workers: int, threads: int | None) -> Candidate:
         per = (
             ""
-            if self.threads is None
-            else f" {'c' if self.kind.concurrency is PerWorker.GREENLETS else 't'}={self.threads}"
+            if threads is None
+            else f" {'c' if kind.concurrency is PerWorker.GREENLETS else 't'}={threads}"
         )
-        return f"{self.kind.name} w={self.workers}{per}"
+        return cls(
+            kind.name, f"{kind.name} w={workers}{per}", workers, threads, kind.concurrency,
+            kind.one_at_a_time, (float(workers),), f"{kind.name}{REPLAY}", kind,
+        )  # fmt: skip
+
+    @property
+    def replay_stack(self) -> str:
+        return self.replay or self.stack
 
 
 def worker_counts(cores: int) -> list[int]:
@@ -196,7 +215,7 @@ def candidates(
         for w in counts:
             if memory_mb is not None and w * per_worker > memory_mb / 2:
                 continue
-            found += [Candidate(kind, w, t) for t in per]
+            found += [Candidate.of_kind(kind, w, t) for t in per]
     return found
 
 

@@ -89,7 +89,7 @@ def prove_stored(
     proof's rule; None when it could not run (the reason is the run's)."""
     entry = next(
         (Searched(c, cell) for c, cell in zip(found, cells, strict=True)
-         if (c.kind.name, c.workers, c.threads) == (answer.candidate, answer.workers,
+         if (c.stack, c.workers, c.threads) == (answer.candidate, answer.workers,
                                                     answer.threads)),
         None,
     )  # fmt: skip

@@ -28,9 +28,11 @@ import psutil
 
 from benchlab.analysis.capacity import RUN_AT_SPARE_PCT
 from benchlab.analysis.noise_record import noise_facts
-from benchlab.analysis.recommendation import first_pass_tied
+from benchlab.analysis.recommendation import CANDIDATE_SIZE
 from benchlab.analysis.run_options import RunOptions
 from benchlab.analysis.target import Target
+from benchlab.analysis.tune_choice import FirstPass, screen
+from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core import figures as F
 from benchlab.core.errors import UserError
 from benchlab.core.modes import Mode
@@ -65,23 +67,21 @@ from benchlab.store import RunInfo, Store
 from benchlab.system.cpu_account import LimitsUnavailable, create_group
 from benchlab.system.process import free_port
 from benchlab.system.users import running_as, stack_user
+from benchlab.system.watch import Watch
 from benchlab.tune import app as app_module
-from benchlab.tune.app import AppInfo, AppSpec
+from benchlab.tune.app import AppInfo
 from benchlab.tune.at_rate import cheapest_at, first_pass_cost
-from benchlab.tune.candidates import (
-    SCENARIO,
-    Candidate,
-    candidates,
-    catalogue,
-    skipped_servers,
-)
+from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.check_answer import StoredAnswer, prove_stored
 from benchlab.tune.check_only import check_candidates
+from benchlab.tune.command import CommandTemplate, check_template, command_owner
+from benchlab.tune.endpoint import Endpoint, check_answers, is_url, parse_url
 from benchlab.tune.proof import PROOF_REPLAYS, PROOF_S, Replayed, Searched, proof_cost_s, prove
 from benchlab.tune.proxy_check import check_answer, check_cost_s
 from benchlab.tune.requests import EchoEndpoint
 from benchlab.tune.session import TuneSession
 from benchlab.tune.setup_step import run_setup
+from benchlab.tune.subject import PythonApp, Subject
 
 # What each step costs here, from runs of the examples (seconds): a launch and its
 # verification, the coarse pass of one candidate (latency alone 1 s, warm-up 1 s, closed
@@ -99,7 +99,6 @@ LATER_REPLICATE_PROBES = 3.5
 CONFIRM_S = 8
 MAX_SURVIVORS = 4
 REPLICATES = 6  # the fewest whose interval of the median reaches 95 %
-SURVIVE = 0.5  # a candidate under half of the best closed-loop throughput is dropped
 DEFAULT_CONNECTIONS = 256
 # A WebSocket echo's load: JMeter runs a thread a connection, and each of its loads starts a
 # JVM and reads its samples back (learnt here: 2.4 s beyond what an echo asks).
@@ -150,6 +149,16 @@ class TuneRequest:
     check_answer: StoredAnswer | None = None  # --check-answer: a stored answer proved again
     python_source: str = "--python"  # why `python` is the app's interpreter (tune.app_python)
     echo: EchoEndpoint | None = None  # --request 'WS /path': a WebSocket echo, tuned alone
+    command: str | None = None  # --command: a server started from this template ...
+    grid: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ... over --grid's knobs
+    watch: Watch | None = None  # --pid, --cgroup, --unit: an endpoint's processes here
+
+    @property
+    def subject_kind(self) -> SubjectKind:
+        """What is tuned: a URL is an endpoint, --command a command, else a Python app."""
+        if self.command is not None:
+            return SubjectKind.COMMAND
+        return SubjectKind.ENDPOINT if is_url(self.app) else SubjectKind.PYTHON_APP
 
     def shown_requests(self) -> list[str]:
         """What is sent, as the user wrote it."""
@@ -174,6 +183,8 @@ class TuneRequest:
             "check_answer": str(self.check_answer.path) if self.check_answer else None,
             "rate": self.rate, "check_only": self.check_only,
             "echo": self.echo.path if self.echo else None,
+            "command": self.command, "grid": self.grid,
+            "watch": self.watch.source if self.watch else None,
         }  # fmt: skip
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -339,15 +350,17 @@ def plan(
     )
 
 
-def _recipe(request: TuneRequest, info: app_module.AppInfo) -> Recipe:
+def _recipe(request: TuneRequest, subject: Subject, found: list[Candidate]) -> Recipe:
+    """What the runner reads of a run (its load, trials, SLO, services), for the tune's own
+    candidates: the stacks of its catalogue."""
     database = next(iter(request.services(Provides.DATABASE)), Service.POSTGRESQL)
     return Recipe(
-        name=f"tune {info.spec.factory_target}",
+        name=f"tune {subject.shown}",
         question=(
-            f"Which server and settings hold the most load for {info.spec.factory_target} with p99 "
-            f"under {request.slo_p99_ms:g} ms?"
+            f"Which candidate holds the most load for {subject.shown} with p99 under "
+            f"{request.slo_p99_ms:g} ms?"
         ),
-        stacks=["tune"],
+        stacks=list(dict.fromkeys(c.stack for c in found)),
         scenarios=[SCENARIO],
         load=[
             LoadProfile(
@@ -389,10 +402,10 @@ def coarse_connections(candidate: Candidate, most: int) -> int:
     each keep-alive connection a thread or greenlet of its own (uWSGI, gevent), so more
     would wait unserved and time out. Sync workers, which close every connection, get two
     each (one waits while the other reconnects); an event loop gets the most allowed."""
-    kind, workers, threads = candidate.kind, candidate.workers, candidate.threads
-    if kind.concurrency and threads:
+    workers, threads = candidate.workers, candidate.threads
+    if candidate.concurrency and threads:
         return min(most, workers * threads)
-    if kind.one_at_a_time:
+    if candidate.one_at_a_time:
         return min(most, 2 * workers)
     return most
 
@@ -404,7 +417,7 @@ def _cell(
         connections = coarse_connections(candidate, connections)
     threads = TOOLS[tool].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=candidate.kind.name, scenario=SCENARIO, tool=tool, connections=connections,
+        stack=candidate.stack, scenario=SCENARIO, tool=tool, connections=connections,
         threads=threads, duration=COARSE_S if mode == Mode.CLOSED else PROBE_S,
         timeout=5 if mode == Mode.CLOSED else 2, workers=candidate.workers,
         server_threads=candidate.threads, mode=mode,
@@ -413,7 +426,8 @@ def _cell(
 
 def _resumable(store: Store, key: str) -> str | None:
     for run in store.runs():
-        if ((run.options or {}).get("tune") or {}).get("key") == key:
+        tune = RunOptions.of_run(run).tune
+        if tune is not None and tune.key == key:
             return None if run.status == "complete" else run.id
     return None
 
@@ -443,16 +457,67 @@ class TuneResult:
 
 @dataclass(frozen=True)
 class PreparedTune:
-    """The app found, checked and imported, before the machine is claimed or a store made:
-    a mistyped path or a missing module costs neither."""
+    """The subject found and checked (a Python app imported, a command's template read, an
+    endpoint's answers checked), before the machine is claimed or a store made: a mistyped
+    path or a missing module costs neither."""
 
-    spec: AppSpec
-    info: AppInfo
-    owner: str | None  # whom its files belong to: whom it runs as when benchlab is root
+    subject: Subject
     reserved: dict[Service, Reserved]  # the --with services' addresses, fixed
 
 
 def prepare_tune(request: TuneRequest) -> PreparedTune:
+    kind = request.subject_kind
+    if kind is not SubjectKind.PYTHON_APP:
+        _refuse_for_others(request, kind)
+    if kind is SubjectKind.ENDPOINT:
+        url = parse_url(request.app)
+        check_answers(url, list(request.requests))
+        return PreparedTune(Endpoint(url, request.watch), {})
+    if kind is SubjectKind.COMMAND:
+        assert request.command is not None
+        check_template(request.command, request.grid)
+        _check_limits(request.target)
+        cwd = request.cwd.resolve()
+        owner = command_owner(request.command, request.grid, cwd, request.env_file)
+        subject = CommandTemplate(
+            request.command, request.grid, cwd, request.env, request.env_file,
+            request.env_from_file, owner,
+        )  # fmt: skip
+        return PreparedTune(subject, {})
+    return _prepare_app(request)
+
+
+def _refuse_for_others(request: TuneRequest, kind: SubjectKind) -> None:
+    """What only a Python app takes, refused for a command or an endpoint (one line)."""
+    python_only = {
+        "--with": bool(request.with_services), "--setup": bool(request.setup),
+        "--reset-between": bool(request.reset_between), "--factory": request.factory,
+        "--interface": request.interface is not None,
+        "--servers": request.servers is not None, "--workers": request.workers is not None,
+        "--threads": request.threads is not None, "--greenlets": request.greenlets is not None,
+        "--check-answer": request.check_answer is not None,
+        "--request 'WS …'": request.echo is not None,
+    }  # fmt: skip
+    if kind is SubjectKind.ENDPOINT:
+        python_only |= {
+            "--cpus/--memory": request.target.limited,
+            "--env": bool(request.env),
+            "--env-file": request.env_file is not None,
+        }
+    if kind is SubjectKind.COMMAND:
+        python_only["--pid/--cgroup/--unit"] = request.watch is not None
+    given = [name for name, set_ in python_only.items() if set_]
+    if given:
+        what = kind.words
+        fix = (
+            "its knobs go in --grid"
+            if kind is SubjectKind.COMMAND
+            else "it is measured as it runs, with the settings it was started with"
+        )
+        raise UserError(f"{given[0]}: not for {what} ({fix}); drop it")
+
+
+def _prepare_app(request: TuneRequest) -> PreparedTune:
     spec = app_module.parse_app(request.app, request.cwd, request.factory)
     env_file = (request.env_file, request.env_from_file) if request.env_file else None
     owner = app_module.app_owner(spec, request.python, request.cwd)
@@ -476,7 +541,11 @@ def prepare_tune(request: TuneRequest) -> PreparedTune:
             "(--interface asgi if it is one), or drop the WS request"
         )
     _check_limits(request.target)
-    return PreparedTune(spec, info, owner, reserved)
+    subject = PythonApp(
+        spec, info, request.servers, request.workers, request.threads, request.greenlets,
+        request.python_source, owner,
+    )  # fmt: skip
+    return PreparedTune(subject, reserved)
 
 
 def _check_limits(target: Target) -> None:
@@ -505,24 +574,20 @@ def run_tune(
     prepared: PreparedTune | None = None,
 ) -> TuneResult:
     prepared = prepared or prepare_tune(request)
-    spec, info, owner, reserved = prepared.spec, prepared.info, prepared.owner, prepared.reserved
+    subject, reserved = prepared.subject, prepared.reserved
     target = request.target
     cores = target.cores(request.cores or default_cores())
     # The machine's free memory bounds the workers tried; a target's limit is the kernel's
     # to enforce, on every candidate: one that does not fit is told, not skipped.
     memory_mb = None if target.memory_mb else psutil.virtual_memory().available / 2**20
-    found = candidates(
-        info, target.worker_cores(len(cores.server)), memory_mb, request.servers,
-        request.workers, request.threads, request.greenlets,
-    )  # fmt: skip
-    if not found:
-        raise _no_server(spec, info, request)
+    found = subject.candidates(target.worker_cores(len(cores.server)), memory_mb)
     tune_plan = plan(
         found, request.budget_min, request.quick, request.proof_s, request.rate,
         request.check_only, request.check_answer, _scenario(request),
     )  # fmt: skip
-    _announce(say, spec, info, request, tune_plan, running_as(owner))
-    recipe = _recipe(request, info)
+    subject.announce(say, running_as(subject.owner))
+    say(tune_plan.describe(request.budget_min))
+    recipe = _recipe(request, subject, found)
     previous = _resumable(store, request.key()) if resume else None
     if resume and previous is None:
         say("nothing to resume for this tune in the store: starting afresh")
@@ -530,8 +595,9 @@ def run_tune(
         _cell(c, cores, Mode.CLOSED, request.connections, _tool(request)) for c in found
     ]
     runner_plan = Plan(
-        recipe=recipe, path=Path(spec.text), text="", cores=cores, cells=tuple(coarse_cells),
-        catalogue=catalogue(info, target.limits), hosts=local_only(cores),
+        recipe=recipe, path=Path(subject.described().given), text="", cores=cores,
+        cells=tuple(coarse_cells), catalogue=subject.catalogue(target.limits),
+        hosts=local_only(cores),
     )  # fmt: skip
     # From the run's first row: the user's secrets and the services' passwords.
     store.keep_out(*secrets_of(request), *(r.password for r in reserved.values()))
@@ -540,15 +606,16 @@ def run_tune(
         SessionOptions(
             command, resume=previous, deadline_s=request.budget_min * 60,
             scenarios={SCENARIO: _scenario(request)},
-            secrets=secrets_of(request), run_as=owner, reserved=reserved,
+            secrets=secrets_of(request), run_as=subject.owner, reserved=reserved,
         ),
-        _run_info(request, spec, info, recipe, cores, command, shared, owner),
+        _run_info(request, subject, recipe, cores, command, shared), subject.address,
     )  # fmt: skip
+    app = subject.info if isinstance(subject, PythonApp) else None
     measurer = Measurer(
         session,
         MeasureOptions(
             measure_alone=True, extra_env=lambda: service_env(request, session),
-            before_launch=lambda: _reset(request, info, session, say),
+            before_launch=lambda: _reset(request, app, session, say),
         ),
     )  # fmt: skip
     survivors: list[Candidate] = []  # an interrupted tune returns what it kept
@@ -558,21 +625,27 @@ def run_tune(
         planned = 1  # the stored answer's replay, nothing else
     with session.running(0 if request.check_only else planned) as outcome:
         session.cells.add(coarse_cells)
+        for candidate, cell in zip(found, coarse_cells, strict=True):  # what the cheapest reads
+            session.cells.add_facts(cell, {CANDIDATE_SIZE: list(candidate.size)})
         session.prepare(coarse_cells)
-        if request.setup:
-            _setup(request.setup, request, info, session, say)
+        if request.setup and app is not None:
+            _setup(request.setup, request, app, session, say)
         if request.check_answer is not None:
             checked = prove_stored(
                 session, measurer, request.check_answer, found, coarse_cells, request, say
             )
         else:
-            survivors = _measure(session, measurer, request, tune_plan, found, coarse_cells, say)
+            survivors = _measure(
+                session, measurer, request, tune_plan, found, coarse_cells, say,
+                subject.checks_slow_clients,
+            )  # fmt: skip
     return TuneResult(outcome, tune_plan, survivors, checked)
 
 
 def _measure(
     session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     found: list[Candidate], coarse_cells: list[Cell], say: Callable[[str], None],
+    slow_clients: bool = True,
 ) -> list[Candidate]:  # fmt: skip
     """The first pass (with --check-only, each candidate's answer checked instead), then the
     cheapest that holds --rate, or the capacity search and its proof; the candidates kept.
@@ -599,7 +672,7 @@ def _measure(
             request.proof_s,
         )  # fmt: skip
         if held is not None:
-            if request.echo is None:  # slow clients are HTTP's
+            if request.echo is None and slow_clients:  # slow clients are HTTP's
                 check_answer(
                     session, measurer, held, cores, request.connections, request.rate,
                     _answer_s(session, first_pass, held.candidate), say,
@@ -608,12 +681,15 @@ def _measure(
     fitted = _replan(session, tune_plan, request, first_pass_s, say)
     if fitted is None:
         return []
-    return _search_and_prove(session, measurer, request, tune_plan, first_pass, fitted, say)
+    return _search_and_prove(
+        session, measurer, request, tune_plan, first_pass, fitted, say, slow_clients
+    )
 
 
 def _search_and_prove(
     session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     first_pass: list[Searched], fitted: tuple[int, int, int, bool], say: Callable[[str], None],
+    slow_clients: bool = True,
 ) -> list[Candidate]:  # fmt: skip
     """The capacity search of the survivors of the first pass, then the proof of the best
     and its check beside slow clients."""
@@ -645,9 +721,12 @@ def _search_and_prove(
     )
     measurer.measure(search_cells, replicates)
     session.clock.set_deadline(request.budget_min * 60)
-    proved = prove(session, measurer, searched, cores, request.connections, say, request.proof_s)
+    costs = {c: m.cost for c, m in _first_pass(session, first_pass).items()}
+    proved = prove(
+        session, measurer, searched, cores, request.connections, say, request.proof_s, costs
+    )
     # It says so when the budget has no room left for it; slow clients are HTTP's.
-    if proved is not None and request.echo is None:
+    if proved is not None and request.echo is None and slow_clients:
         check_answer(
             session, measurer, proved[0], cores, request.connections, proved[1],
             _answer_s(session, first_pass, proved[0].candidate), say,
@@ -690,10 +769,10 @@ def _setup(
 
 
 def _reset(
-    request: TuneRequest, info: AppInfo, session: TuneSession, say: Callable[[str], None]
+    request: TuneRequest, info: AppInfo | None, session: TuneSession, say: Callable[[str], None]
 ) -> None:
     """--reset-between, before each candidate starts: as --setup runs, each time."""
-    if request.reset_between:
+    if request.reset_between and info is not None:
         run_setup(
             request.reset_between, info, service_env(request, session),
             session.work_file("reset.log"), lambda _: None, session.journal,
@@ -748,72 +827,39 @@ def _replan(
     return survivors, replicates, proofs, check
 
 
-def _no_server(spec: AppSpec, info: AppInfo, request: TuneRequest) -> UserError:
-    wanted = app_module.WSGI_SERVERS if info.interface == "wsgi" else app_module.ASGI_SERVERS
-    narrowed = f"; --servers {','.join(request.servers)}" if request.servers else ""
-    skipped = "".join(f"; not tried: {s} ({why})" for s, why in skipped_servers(info).items())
-    return UserError(
-        f"--python {request.python}: no {info.interface.upper()} server to run "
-        f"{spec.factory_target} in that environment (looked for {', '.join(wanted)}{narrowed}"
-        f"{skipped}); add one: "
-        f"{app_module.install_hint(request.python, info.missing_servers[:2] or ['gunicorn'])}"
-    )
-
-
-def _announce(
-    say: Callable[[str], None], spec: AppSpec, info: AppInfo, request: TuneRequest,
-    tune_plan: TunePlan, runs_as: str,
-) -> None:  # fmt: skip
-    """What was found in the app's environment, who the app runs as, and the plan."""
-    missing = info.missing_servers
-    say(
-        f"{spec.factory_target}: {info.interface.upper()} app, Python {info.python_version} "
-        f"({request.python}: {request.python_source}), imported from {spec.directory}, run as "
-        f"{runs_as}; servers "
-        "here: " + ", ".join(n for n, ok in info.servers.items() if ok and n != "uvloop")
-    )
-    if missing:
-        say(f"not in that environment (not tried): {', '.join(missing)}; to add them: "
-            f"{app_module.install_hint(request.python, missing)}")  # fmt: skip
-    for server, why in skipped_servers(info).items():
-        say(f"not tried: {server}: {why}")
-    say(tune_plan.describe(request.budget_min))
-
-
 def _run_info(
-    request: TuneRequest, spec: AppSpec, info: AppInfo, recipe: Recipe, cores: CoreAssignment,
-    command: str, shared: bool, owner: str | None,
+    request: TuneRequest, subject: Subject, recipe: Recipe, cores: CoreAssignment,
+    command: str, shared: bool,
 ) -> RunInfo:  # fmt: skip
-    """The tune's row in the store: what it tried, on which app, as a run's options."""
+    """The tune's row in the store: what it tried, on which subject, with its own options."""
+    described = subject.described()
     options = dataclasses.replace(
         RunOptions.from_recipe(recipe),
-        tune={
-            "key": request.key(), "app": spec.text, "target": spec.factory_target,
-            "directory": str(spec.directory),
-            "interface": info.interface, "python": request.python,
-            "python_version": info.python_version, "slo_p99_ms": request.slo_p99_ms,
-            "requests": request.shown_requests(), "budget_min": request.budget_min,
-            "rate_unit": _scenario(request).rate_unit,
-            "missing_servers": info.missing_servers, "quick": request.quick,
-            "check_only": request.check_only,
+        tune=TuneOptions(
+            key=request.key(), subject_kind=subject.kind, given=described.given,
+            subject=described.subject, directory=described.directory,
+            interface=described.interface, python=described.python,
+            python_version=described.python_version, slo_p99_ms=request.slo_p99_ms,
+            requests=tuple(request.shown_requests()), budget_min=request.budget_min,
+            rate_unit=_scenario(request).rate_unit,
+            missing_servers=described.missing_servers, quick=request.quick,
+            check_only=request.check_only,
             # Whether a --setup command ran; the command itself may hold secrets.
-            "setup": MASK if request.setup else None,
-            "deploy_target": request.target.as_json(),  # what the answer is for
-            "reset_between": MASK if request.reset_between else None,
-            "rate": request.rate,  # --rate: the load to hold at the least cost
-            "env": sorted(request.env), "env_file_keys": sorted(request.env_from_file),
-            # The code under test is the app's: its repository's commit and dirty state.
-            "app_commit": machine.git_commit(spec.directory, stack_user(owner)),
-            "app_versions": info.versions,
-        },
+            setup=MASK if request.setup else None,
+            reset_between=MASK if request.reset_between else None,
+            deploy_target=request.target, rate=request.rate,
+            env=tuple(sorted(request.env)), env_file_keys=tuple(sorted(request.env_from_file)),
+            app_commit=described.app_commit, app_versions=dict(described.app_versions),
+            unmeasured=described.unmeasured,
+        ),
     )  # fmt: skip
     return RunInfo(
-        recipe_path=spec.text, recipe_name=recipe.name, recipe_text=_recipe_text(request),
+        recipe_path=described.given, recipe_name=recipe.name, recipe_text=_recipe_text(request),
         question=recipe.question, command=command, git_commit=machine.git_commit(),
         server_cores=cores.server, load_cores=cores.load,
         machine={
             **machine.describe(), "shared_with_another_run": shared,
-            "stacks_run_as": running_as(owner),
+            "stacks_run_as": running_as(subject.owner),
             # How far a second tune may move its answer reads this (selfcheck --noise).
             "noise": noise_facts(),
         },
@@ -841,32 +887,30 @@ def _refuse_if_every_check_failed(
     )
 
 
-def _survivors(session: TuneSession, first_pass: list[Searched], most: int) -> list[Candidate]:
-    """The candidates within half of the best closed-loop throughput: first those the first
-    pass cannot tell from the best (first_pass_tied), cheapest first, then the
-    rest, best first. Where the budget searches fewer than tie, the cheapest of them is
-    searched, not the one a single noisy trial put ahead (two tunes of one app chose 1 and 3
-    workers on 407 vs 409 req/s)."""
-    measured = []
+def _first_pass(session: TuneSession, first_pass: list[Searched]) -> dict[Candidate, FirstPass]:
+    """Each candidate the first pass measured (its closed loop and cost), by candidate."""
+    measured = {}
     for entry in first_pass:
         trials = session.cells.trials_of(entry.cell)
         if trials and session.cells.failure_of(entry.cell) is None:
             trial = trials[-1]
-            measured.append((trial.throughput_rps, first_pass_cost(entry.candidate, trial), entry))
-    if not measured:
-        return []
-    best = max(rps for rps, _, _ in measured)
-    tied = sorted((m for m in measured if first_pass_tied(m[0], best)), key=lambda m: m[1])
-    rest = sorted(
-        (m for m in measured if m[0] >= SURVIVE * best and not first_pass_tied(m[0], best)),
-        key=lambda m: -m[0],
-    )
-    return [entry.candidate for _, _, entry in (tied + rest)[:most]]
+            measured[entry.candidate] = FirstPass(
+                entry.cell.key, trial.throughput_rps, first_pass_cost(entry.candidate, trial)
+            )
+    return measured
+
+
+def _survivors(session: TuneSession, first_pass: list[Searched], most: int) -> list[Candidate]:
+    """The candidates the first pass's screen keeps for the search (tune_choice.screen)."""
+    measured = _first_pass(session, first_pass)
+    by_key = {m.key: candidate for candidate, m in measured.items()}
+    return [by_key[key] for key in screen(list(measured.values()), most, session.run_options)]
 
 
 def _recipe_text(request: TuneRequest) -> str:
     """The tune as a reader would redo it (shown where a run shows its recipe)."""
-    lines = [f"# benchlab tune {request.app}", f"slo_p99_ms = {request.slo_p99_ms:g}"]
+    what = f"--command {request.command!r}" if request.command is not None else request.app
+    lines = [f"# benchlab tune {what}", f"slo_p99_ms = {request.slo_p99_ms:g}"]
     lines += [
         f"request = {r.describe()!r}  # status {r.status}, weight {r.weight}"
         for r in request.requests

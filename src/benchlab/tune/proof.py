@@ -13,18 +13,19 @@ down (capacity.PROOF_WINDOWS_MISSED and PROOF_HEADROOM, and why, there).
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from benchlab.analysis import capacity
+from benchlab.analysis.cell_result import stored_ranking
 from benchlab.analysis.proof_record import ProofJudgement
+from benchlab.analysis.tune_choice import Cost, choose
 from benchlab.core.modes import Mode
 from benchlab.load import RATE_TOOL, TOOLS
 from benchlab.recipe import Cell, CoreAssignment
 from benchlab.runner import Measurer
 from benchlab.store import TrialRecord
-from benchlab.tune.candidates import REPLAY, SCENARIO, Candidate
+from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.session import TuneSession
 
 PROOF_S = capacity.PROOF_S
@@ -60,22 +61,25 @@ class Searched:
 
 
 def best_searched(
-    session: TuneSession, searched: list[Searched]
+    session: TuneSession, searched: list[Searched], costs: Mapping[Candidate, Cost]
 ) -> tuple[Searched, list[float]] | None:
-    """The candidate with the highest median capacity (the recommendation's rule), and its
-    replicates' capacities."""
-    found = []
-    for entry in searched:
+    """The answer as the run stands (tune_choice.choose: the cheapest candidate of the
+    capacity Ranking's top tier), and its replicates' capacities."""
+    by_key = {entry.cell.key: entry for entry in searched}
+    held = {}
+    for key, entry in by_key.items():
         if session.cells.failure_of(entry.cell) is not None:
             continue
         records = capacity.sustained(session.cells.capacities_of(entry.cell))
         values = [c.capacity_rps for c in records]
         if any(v > 0 for v in values):
-            found.append((statistics.median(values), entry, values))
-    if not found:
+            held[key] = values
+    ranking = stored_ranking(session.store, session.run_id, session.run_options)
+    cheapest = {key: costs.get(entry.candidate, ()) for key, entry in by_key.items()}
+    choice = choose(ranking, cheapest, set(held))
+    if choice is None:
         return None
-    _, entry, values = max(found, key=lambda f: f[0])
-    return entry, values
+    return by_key[choice.best], held[choice.best]
 
 
 def proof_cell(
@@ -86,7 +90,7 @@ def proof_cell(
     WebSocket echo) and connections."""
     threads = TOOLS[tool].threads_for(None, connections, len(cores.load))
     return Cell(
-        stack=f"{candidate.kind.name}{REPLAY}", scenario=SCENARIO, tool=tool,
+        stack=candidate.replay_stack, scenario=SCENARIO, tool=tool,
         connections=connections, threads=threads, duration=proof_s, timeout=2,
         workers=candidate.workers, server_threads=candidate.threads, mode=Mode.RATE, rate=rate,
         warmup_s=proof_warmup_s(rate, candidate.workers),
@@ -137,12 +141,13 @@ def prove(
     connections: int,
     say: Callable[[str], None],
     proof_s: int = PROOF_S,
+    costs: Mapping[Candidate, Cost] | None = None,
 ) -> tuple[Searched, float | None] | None:
     """Replay the best candidate's printed command at the rate to run at; step down while
     it misses, within the budget. Each step's judgement is stored in its cell's facts.
     The best candidate and a rate it serves: the one its replay held, or (none held) the
     search's rate to run at; None: no candidate found a capacity."""
-    best = best_searched(session, searched)
+    best = best_searched(session, searched, costs or {})
     if best is None:
         return None
     entry, capacities = best
@@ -172,7 +177,8 @@ def _held_rate(
         missed = replayed.missed
         if missed is None:
             held = held_text(replayed.trial.windows_p99, replayed.trial.latency_p99_ms)
-            say(f"proof of {label}: its command as printed held {rate:,.0f} {session.unit} for "
+            what = "its command as printed" if entry.candidate.replay else "it, as it runs,"
+            say(f"proof of {label}: {what} held {rate:,.0f} {session.unit} for "
                 f"{proof_s} s ({held})")  # fmt: skip
             return rate
         rate_before, rate = rate, capacity.step_down(rate, step + 1)

@@ -19,10 +19,16 @@ class TuneSession(Session):
 
     def __init__(
         self, plan: Plan, store: Store, reporter: Reporter, options: SessionOptions,
-        run_info: RunInfo,
+        run_info: RunInfo, address: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__(plan, store, reporter, options)
         self._run_info = run_info
+        self._address = address  # an endpoint's host: where the load goes
+
+    @property
+    def server_address(self) -> str:
+        """Where the subject answers: an endpoint's host, else where benchlab starts it."""
+        return self._address or super().server_address
 
     def describe(self) -> RunInfo:
         return self._run_info
