@@ -317,7 +317,11 @@ def test_a_dry_run_writes_its_plan_in_every_format_its_contract_names(
         if fmt != "table":  # every cell, by its stack and scenario
             assert text.count("fastapi+uvicorn") >= 2 and "plaintext" in text, fmt
         printed = invoke(*lead, "-f", fmt)
-        assert printed.code == 0 and printed.out == text, fmt
+        assert printed.code == 0, fmt
+        if fmt == "table":  # wrapped at the terminal's width on stdout, a file's 100 in -o's
+            assert printed.out.split() == text.split(), fmt
+        else:
+            assert printed.out == text, fmt
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"plan{EXPORTERS[f].extensions[0]}" for f in CONTRACTS[name].formats
         if EXPORTERS[f].extensions

@@ -20,6 +20,7 @@ from benchlab.cli.selfcheck import cost_json, noise_json
 from benchlab.cli.slow_clients import _json as slow_json
 from benchlab.report import json_formats as jf
 from benchlab.report.jsonfile import render_json
+from benchlab.report.stream_events import STREAM_LINE, CellFailed
 from benchlab.resilience.drain import Drain
 from benchlab.resilience.slow_clients import SlowClients, SlowResult, Trial
 from tests.conftest import REPO, benchlab, check_against_schema
@@ -65,6 +66,10 @@ def test_every_json_output_says_its_format_and_version(tmp_path: Path) -> None:
     # selfcheck's documents as its command writes them, of figures the test sets (a real
     # selfcheck is test_cli's; its noise check, test_noise's).
     outputs[jf.SELFCHECK] = cost_json(_selfcheck())
+    # A stream is a line per event; one line of it here (a real run's whole stream, every
+    # kind of event, is test_stream's).
+    failed = CellFailed(at="2026-11-29T00:00:00Z", run_id=first, cell="k", reason="why")
+    outputs[jf.STREAM] = STREAM_LINE.dump_json(failed).decode()
     noise = noise_json(NoiseComponents(0.03, 0.08, 0.01, 0.02, 6), tmp_path / "noise.json")
     check_against_schema(noise)
     assert set(outputs) == set(jf.FORMATS), "a JSON format no output is checked for"

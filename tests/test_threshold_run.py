@@ -1,8 +1,9 @@
 """A real run gated by a threshold, as CI would: `benchlab run quick --threshold 'p99<1ms'`
-(no stack answers 64 connections in under a millisecond at the 99th percentile: each cell's
-whole interval breaks it) exits with the threshold's own code and names the cells; the same
-run with `'p99<1000ms'` (a second is a hundred times what the slowest of them takes) exits 0.
-Each run is shortened to 1-s trials; a threshold on a stored run: test_cli_contract."""
+(no Python stack answers 64 connections in under a millisecond at the 99th percentile: each
+such cell's whole interval breaks it; nginx's and gin's may not, on a fast machine) exits
+with the threshold's own code and names the cells; the same run with `'p99<1000ms'` (a
+second is a hundred times what the slowest of them takes) exits 0. Each run is shortened to
+1-s trials; a threshold on a stored run: test_cli_contract."""
 
 from __future__ import annotations
 
@@ -36,18 +37,26 @@ def test_run_quick_gated_by_a_threshold_exits_7_naming_the_cells_and_0_when_kept
     assert len(fail) == 1 and err.rstrip().endswith(fail[0]), err
     found = re.fullmatch(r"FAIL: threshold p99<1 ms broken by (\d+) cells: (.*)", fail[0])
     assert found is not None, fail
-    # The cells named are those the stored run's JSON judges failed, and they are every cell.
+    # The cells named are those the stored run's JSON judges failed: each cell whose whole
+    # interval is over the bound, kept where it is under, undecided where it holds 1 ms.
     stored = benchlab("report", "--results", str(results), "-f", "json", "--threshold", "p99<1ms")
     assert stored.returncode == ExitCode.THRESHOLD
     document = json.loads(stored.stdout)
     (judged,) = document["thresholds"]
-    failed = [c["cell"] for c in judged["cells"] if c["outcome"] == "failed"]
-    assert len(failed) == int(found.group(1)) == len(document["cells"]) == 12
+    outcomes = {c["cell"]: c["outcome"] for c in judged["cells"]}
+    failed = [cell for cell, outcome in outcomes.items() if outcome == "failed"]
+    assert len(failed) == int(found.group(1)) and len(document["cells"]) == 12
     for cell in document["cells"]:
-        assert f"{cell['stack_label']} {cell['scenario']} wrk c=64" in found.group(2)
         p99 = cell["latency_interval_ms"]["p99"]
-        assert p99["low"] > 1.0, cell["key"]  # the whole interval over the bound
-    assert "p99<1 ms: FAILED in 12 of 12 cells" in " ".join(out.split())
+        expected = "failed" if p99["low"] > 1.0 else "kept" if p99["high"] < 1.0 else "undecided"
+        assert outcomes[cell["key"]] == expected, (cell["key"], p99)
+        named = f"{cell['stack_label']} {cell['scenario']} wrk c=64" in found.group(2)
+        assert named == (expected == "failed"), cell["key"]
+        # One Python worker cannot answer 64 connections in under a millisecond: by Little's
+        # law that is 64,000 answers a second, ten times what the fastest of them carries.
+        if cell["stack"] not in ("nginx-static", "gin"):
+            assert expected == "failed", (cell["key"], p99)
+    assert f"p99<1 ms: FAILED in {len(failed)} of 12 cells" in " ".join(out.split())
     assert "p99<1 ms" in (tmp_path / "broken.html").read_text().replace("&lt;", "<")
 
     code, out, err = _run(results, tmp_path / "kept.html", "p99<1000ms", isolated_tmp)

@@ -264,6 +264,7 @@ def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
                 f"benchlab, as root, runs it as {owner} (the owner of the app's files): "
                 f"move the app where only {owner} and root can change it, or {fix}", owner,
             )  # fmt: skip
+    check_interpreter(python)  # one that is missing is said as such, not as untrusted
     found = walk(Path(python), owners(owner))
     if found.step is not None:
         raise refusal(
@@ -273,6 +274,13 @@ def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
             f"{sys.executable}), or {fix}", owner,
         )  # fmt: skip
     return owner
+
+
+def check_interpreter(python: str) -> None:
+    """An interpreter that is not there, or not executable, refused in one line."""
+    executable = Path(python)
+    if not executable.exists() or not os.access(executable, os.X_OK):
+        raise UserError(f"--python {python}: no such interpreter; give the path of a python")
 
 
 def one_owner(directory: Path, files: Sequence[Path], what: str, runs: str, fix: str) -> str:
@@ -358,9 +366,7 @@ def probe(
     `env`: --env; `env_file`: --env-file's path and values (--env wins over them);
     `services`: the --with services' addresses, fixed before they start."""
     from_file = env_file[1] if env_file else {}
-    executable = Path(python)
-    if not executable.exists() or not os.access(executable, os.X_OK):
-        raise UserError(f"--python {python}: no such interpreter; give the path of a python")
+    check_interpreter(python)
     if user is not None:
         _check_reachable(spec, python, user)
     request = json.dumps(
