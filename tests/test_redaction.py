@@ -124,3 +124,31 @@ def test_masking_reaches_base64_lower_case_escapes_html_and_fragments() -> None:
     assert "command not found" in masked and masked.startswith("b64 ***")
     # In a record's structure, only whole forms: a word of --setup leaves names alone.
     assert redact("seed.sh-runner", [setup]) == "seed.sh-runner"
+
+
+def test_a_cells_command_keeps_the_paths_it_shares_with_setup_when_facts_are_added(
+    tmp_path: Path,
+) -> None:
+    """A tune's deploy command (a planned cell's fact) and its --setup may name one directory:
+    the command is structure, masked by the secret's whole forms only, and a fact learnt later
+    (its proof, a log tail: prose, masked in parts too) leaves it as planned. It printed
+    `set -a && .***app.env` once the proof's facts were added."""
+    directory = "/srv/shop-orders/deploy"
+    setup = f'printf %s "$REDIS_URL" > {directory}/redis-url # s3cr3t-of-setup-7a60'
+    command = f"set -a && . {directory}/app.env && set +a && gunicorn app:app"
+    path = tmp_path / "results.db"
+    shutil.copy(REPO / "tests" / "data" / "readme-quick.db", path)
+    writer = Store(path)
+    writer.keep_out(setup)
+    run = writer.run("latest")
+    cell = writer.cells(run.id)[0]
+    writer.db.execute(
+        "UPDATE cells SET facts = ? WHERE id = ?", (json.dumps({"command": command}), cell.id)
+    )
+    writer.add_cell_facts(cell.id, {"log_tail": f"sh: {directory}/redis-url: s3cr3t-of-setup"})
+    writer.close()
+    reader = Store(path, create=False)
+    (kept,) = [c for c in reader.cells(run.id) if c.id == cell.id]
+    reader.close()
+    assert kept.facts["command"] == command
+    assert "s3cr3t" not in kept.facts["log_tail"] and MASK in kept.facts["log_tail"]

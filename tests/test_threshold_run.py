@@ -46,12 +46,14 @@ def test_run_quick_gated_by_a_threshold_exits_7_naming_the_cells_and_0_when_kept
     outcomes = {c["cell"]: c["outcome"] for c in judged["cells"]}
     failed = [cell for cell, outcome in outcomes.items() if outcome == "failed"]
     assert len(failed) == int(found.group(1)) and len(document["cells"]) == 12
+    names = found.group(2).split("; ")  # each cell as every report names it (grid.cell_words)
+    assert len(names) == len(failed), names
     for cell in document["cells"]:
         p99 = cell["latency_interval_ms"]["p99"]
         expected = "failed" if p99["low"] > 1.0 else "kept" if p99["high"] < 1.0 else "undecided"
         assert outcomes[cell["key"]] == expected, (cell["key"], p99)
-        named = f"{cell['stack_label']} {cell['scenario']} wrk c=64" in found.group(2)
-        assert named == (expected == "failed"), cell["key"]
+        named = f"{cell['stack_label']} · {cell['scenario']} wrk c=64" in names
+        assert named == (expected == "failed"), (cell["key"], names)
         # One Python worker cannot answer 64 connections in under a millisecond: by Little's
         # law that is 64,000 answers a second, ten times what the fastest of them carries.
         if cell["stack"] not in ("nginx-static", "gin"):

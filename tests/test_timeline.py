@@ -12,9 +12,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hdrh.log import HistogramLogReader
 
 from benchlab.core.latency_timeline import Timeline
 from benchlab.core.modes import Mode
+from benchlab.load import histogram
 from benchlab.load import timeline as timeline_module
 from benchlab.load.request_records import Generator, csv_lines, read_results
 from benchlab.load.result import LoadResult
@@ -251,6 +253,23 @@ def test_a_server_that_pauses_every_5_s_shows_its_pauses_in_the_series(
     assert quiet and max(quiet) < PAUSE_MS / 3, p99
     # The answers kept up with the rate asked (a pause delays them by under a second).
     assert sum(trial["achieved_rps"]) >= 0.95 * 100 * 15 and sum(trial["errors"]) == 0, trial
+    # Its histogram, exported as HdrHistogram's log and read back by HdrHistogram's own
+    # Python reader: the run's p99 within one bucket (the pauses are in it).
+    log = tmp_path / "pauses.hlog"
+    done = benchlab(
+        "report", "--results", str(results), "--histogram", "pauses json", "-o", str(log)
+    )
+    assert done.returncode == 0, done.stderr
+    reader = HistogramLogReader(str(log), histogram.new())
+    merged = histogram.new()
+    while (interval := reader.get_next_interval_histogram()) is not None:
+        merged.add(interval)
+    reader.close()
+    p99_us, report_us = merged.get_value_at_percentile(99), round(cell["latency_ms"]["p99"] * 1000)
+    assert merged.values_are_equivalent(p99_us, report_us), (p99_us, report_us)
+    # 30 of each 5 s's 500 requests come due in a pause and wait 300 ms down to nothing: the
+    # 99th percentile is one of them, far above a quiet second's answers.
+    assert p99_us >= PAUSE_MS / 2 * 1000, p99_us
     page = tmp_path / "pauses.html"
     done = benchlab("report", "--results", str(results), "-o", str(page))
     assert done.returncode == 0, done.stderr

@@ -179,6 +179,8 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
                 f"http://127.0.0.1:{port}/": ("--check-body", "not what it says", "body"),
                 f"http://127.0.0.1:{closed_port}/": ("--check-status", "200", "refused"),
                 f"http://127.0.0.1:{stalls.port}/": ("--check-status", "200", "stalls"),
+                # .invalid never resolves (RFC 2606): the name is said, not the connection.
+                "http://benchlab-no-such-host.invalid/": ("--check-status", "200", "not known"),
             }
             for url, (option, value, said) in cases.items():
                 done = benchlab(

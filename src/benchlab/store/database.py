@@ -419,12 +419,15 @@ class Store:
 
     @_writes
     def add_cell_facts(self, cell_id: int, more: dict[str, Any]) -> None:
-        """Facts learnt once the cell was measured (a tune's proof: whether it held)."""
+        """Facts learnt once the cell was measured (a tune's proof: whether it held). Only
+        the new facts' texts are masked as prose: the facts already kept were masked as they
+        came, and a planned cell's (its deploy command) are its structure, whose paths a
+        part of --setup may share."""
         row = self.db.execute("SELECT facts FROM cells WHERE id = ?", (cell_id,)).fetchone()
         facts = json.loads(row["facts"] or "{}") if row is not None else {}
         self.db.execute(
             "UPDATE cells SET facts = ? WHERE id = ?",
-            (self.masked(json.dumps(self._masked_facts({**facts, **more}))), cell_id),
+            (self.masked(json.dumps({**facts, **self._masked_facts(more)})), cell_id),
         )
 
     @_writes

@@ -14,6 +14,8 @@ load tool shares this machine's cores with it when it runs here.
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,6 +24,7 @@ from benchlab.analysis.tune_options import SubjectKind
 from benchlab.core.errors import UserError
 from benchlab.http.scenarios import Expectation
 from benchlab.http.verify import verify
+from benchlab.http.wire import ExchangeError, ExchangeTimeout, exchange
 from benchlab.stacks import Launch, LaunchContext, Stack
 from benchlab.stacks.base import Running
 from benchlab.system.cpu_account import Limits
@@ -76,19 +79,35 @@ def parse_url(text: str) -> Url:
 
 
 def check_answers(url: Url, requests: list[Expectation]) -> None:
-    """Each request asked once, before any load: a refused connection, a stall or a wrong
-    answer is one line, and no figure."""
+    """Each request asked once, before any load: a host that is not known, a refused
+    connection, a stall or a wrong answer is one line, and no figure."""
+    if requests:
+        _reach(url, requests[0])
     problem = verify(url.host, url.port, requests, timeout=CHECK_TIMEOUT_S)
-    if problem is None:
-        return
-    said = problem.lower()
-    if "refused" in said or "connect" in said:
-        fix = "is it running, and listening there?"
-    elif any(stall in said for stall in ("timed out", "timeout", "did not end")):
-        fix = f"it must answer each request alone within {CHECK_TIMEOUT_S:g} s (it stalls)"
-    else:
-        fix = "fix the request or its check (--check-status, --check-body)"
-    raise UserError(f"{url.text}: {problem}; {fix}")
+    if problem is not None:
+        raise UserError(
+            f"{url.text}: {problem}; fix the request or its check (--check-status, --check-body)"
+        )
+
+
+def _reach(url: Url, first: Expectation) -> None:
+    """The first request answered at all, whatever its answer: why not, told by what failed
+    (the name's lookup, the connection, the time), never by reading the error's words."""
+    began = time.monotonic()
+    try:
+        exchange(
+            url.host, url.port, first.method, first.path, headers=first.headers,
+            body=first.request_body, timeout=CHECK_TIMEOUT_S,
+        )  # fmt: skip
+    except ExchangeError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, socket.gaierror):
+            fix = f"is the host name right? {url.host} is not known here"
+        elif isinstance(exc, ExchangeTimeout) or time.monotonic() - began >= CHECK_TIMEOUT_S:
+            fix = f"it must answer each request alone within {CHECK_TIMEOUT_S:g} s (it stalls)"
+        else:
+            fix = "is it running, and listening there?"
+        raise UserError(f"{url.text}: {first.describe()} failed: {exc}; {fix}") from None
 
 
 @dataclass(frozen=True)
