@@ -28,7 +28,8 @@ from benchlab.recipe import Cell
 from benchlab.recipe.schema import LoadProfile, Recipe, Services
 from benchlab.runner.estimates import services_needed
 from benchlab.tune.arguments import with_services
-from benchlab.tune.driver import TuneRequest, service_env
+from benchlab.tune.driver import service_env
+from benchlab.tune.plan import TuneRequest
 
 
 def test_every_service_is_declared_once_and_found_by_its_recipe_name() -> None:

@@ -19,7 +19,7 @@ from benchlab.analysis.tune_options import TuneOptions
 from benchlab.recipe import Cell
 from benchlab.runner.records import cell_record
 from benchlab.store import CapacityRecord, RunInfo, Store
-from benchlab.tune.driver import TunePlan, fit_search, replicate_overrun_s, search_cost
+from benchlab.tune.plan import TunePlan, fit_search, replicate_overrun_s, search_cost
 from benchlab.tune.proof import proof_cost_s
 from benchlab.tune.proxy_check import check_cost_s
 from tests.conftest import benchlab

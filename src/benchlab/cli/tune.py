@@ -80,7 +80,8 @@ if TYPE_CHECKING:
     from benchlab.core.thresholds import Threshold
     from benchlab.runner import RunOutcome
     from benchlab.system.watch import Watch
-    from benchlab.tune.driver import PreparedTune, TuneRequest
+    from benchlab.tune.plan import TuneRequest
+    from benchlab.tune.prepare import PreparedTune
 
 
 def tune(
@@ -190,7 +191,7 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
     from benchlab.recipe.schema import MAX_THREADS
     from benchlab.tune import arguments
     from benchlab.tune.app import app_python
-    from benchlab.tune.driver import TuneRequest, default_connections
+    from benchlab.tune.plan import TuneRequest, default_connections
     from benchlab.tune.user_env import env_pairs, read_env_file
 
     g = dict(given)
@@ -275,7 +276,7 @@ def _page_stem(summary: RunSummary) -> str:
 
 def _prepare(request: TuneRequest, verbose: bool) -> PreparedTune:
     from benchlab.tune.app import ProbeFailed
-    from benchlab.tune.driver import prepare_tune
+    from benchlab.tune.prepare import prepare_tune
 
     try:
         return prepare_tune(request)
