@@ -19,16 +19,11 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
+from tests import process_watch
 from tests.alone import (  # noqa: F401 (fixtures)
     _load_watch,
     _no_load_beside_other_tests,
     sharing_the_machine,
-)
-from tests.process_watch import (  # noqa: F401 (hooks: the slow mark kept honest)
-    pytest_fixture_setup,
-    pytest_runtest_call,
-    pytest_runtest_makereport,
-    pytest_runtest_setup,
 )
 from tests.temp_watch import (  # noqa: F401 (hooks: no temporary directory left)
     pytest_sessionfinish,
@@ -41,6 +36,14 @@ if TYPE_CHECKING:
     from tests.killed_tunes import KilledTune
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The watch that keeps the slow mark honest, as a plugin: a conftest's hooks see only
+    # the fixtures of nodes below its directory, so a session fixture's processes (made for
+    # the session, above tests/) would go unseen and its later tests called not slow.
+    config.pluginmanager.register(process_watch, "benchlab-process-watch")
+
 
 # A shell that starts the tests in the background (`cmd &` without job control, as some CI
 # runners do) ignores SIGINT for them, and every benchlab they start inherits that: the
