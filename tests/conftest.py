@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
-from tests.alone import _load_watch, _no_load_beside_other_tests  # noqa: F401 (fixtures)
-from tests.process_watch import (  # noqa: F401 (hooks: the slow mark kept honest)
-    pytest_fixture_setup,
-    pytest_runtest_call,
-    pytest_runtest_makereport,
-    pytest_runtest_setup,
+from tests import process_watch
+from tests.alone import (  # noqa: F401 (fixtures)
+    _load_watch,
+    _no_load_beside_other_tests,
+    sharing_the_machine,
 )
 from tests.temp_watch import (  # noqa: F401 (hooks: no temporary directory left)
     pytest_sessionfinish,
@@ -34,8 +33,17 @@ from tests.temp_watch import (  # noqa: F401 (hooks: no temporary directory left
 
 if TYPE_CHECKING:
     from benchlab.stacks import Stack
+    from tests.killed_tunes import KilledTune
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The watch that keeps the slow mark honest, as a plugin: a conftest's hooks see only
+    # the fixtures of nodes below its directory, so a session fixture's processes (made for
+    # the session, above tests/) would go unseen and its later tests called not slow.
+    config.pluginmanager.register(process_watch, "benchlab-process-watch")
+
 
 # A shell that starts the tests in the background (`cmd &` without job control, as some CI
 # runners do) ignores SIGINT for them, and every benchlab they start inherits that: the
@@ -70,13 +78,44 @@ def tmp_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
     """pytest's own, traversable by others (pytest makes them 0700): as root, benchlab runs
     a tune's app found there as nobody (its files are root's), as on a machine where the
     app is in a directory others can read."""
-    path = tmp_path_factory.mktemp(re.sub(r"\W", "_", request.node.name)[:30], numbered=True)
+    return traversable_dir(tmp_path_factory, re.sub(r"\W", "_", request.node.name)[:30])
+
+
+def traversable_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A new directory of pytest's, which others can read and reach (as tmp_path is)."""
+    path = tmp_path_factory.mktemp(name, numbered=True)
     path.chmod(0o755)  # readable: Python lists a directory it imports from
     for directory in path.parents:
         if directory == directory.parent or directory.stat().st_mode & 0o001:
             break
         directory.chmod(directory.stat().st_mode | 0o011)
     return path
+
+
+# Tunes measured once a session and judged by tests of two files (tests/killed_tunes.py):
+# each is two minutes or more of the suite. Only `alone` tests use them, and a session
+# fixture is made before the check that fails an `alone` test run beside others: it checks.
+def _not_beside_other_tests(fixture: str) -> None:
+    if sharing_the_machine():
+        pytest.fail(f"{fixture} measures: its tests are marked alone (run them without -n)")
+
+
+@pytest.fixture(scope="session")
+def endpoint_tune_killed(tmp_path_factory: pytest.TempPathFactory) -> KilledTune:
+    """The known server tuned by its URL: killed, resumed, then tuned again with --quick."""
+    from tests.killed_tunes import endpoint_tune
+
+    _not_beside_other_tests("endpoint_tune_killed")
+    return endpoint_tune(traversable_dir(tmp_path_factory, "endpoint_tune"))
+
+
+@pytest.fixture(scope="session")
+def command_tune_killed(tmp_path_factory: pytest.TempPathFactory) -> KilledTune:
+    """The known server's app tuned by --command: killed, resumed, then tuned with --quick."""
+    from tests.killed_tunes import command_tune
+
+    _not_beside_other_tests("command_tune_killed")
+    return command_tune(traversable_dir(tmp_path_factory, "command_tune"))
 
 
 @dataclass(frozen=True)

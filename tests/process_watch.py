@@ -69,8 +69,8 @@ def _recording() -> Iterator[list[str]]:
     try:
         yield seen
     finally:
-        with _lock:
-            _recorders.remove(seen)
+        with _lock:  # this recording, not an equal one nested in it (list.remove compares)
+            del _recorders[next(i for i, r in enumerate(_recorders) if r is seen)]
 
 
 @pytest.hookimpl(hookwrapper=True)

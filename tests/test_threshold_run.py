@@ -3,7 +3,8 @@
 such cell's whole interval breaks it; nginx's and gin's may not, on a fast machine) exits
 with the threshold's own code and names the cells; the same run with `'p99<1000ms'` (a
 second is a hundred times what the slowest of them takes) exits 0. Each run is shortened to
-1-s trials; a threshold on a stored run: test_cli_contract."""
+1-s trials, and the second to two rounds without a warm-up (an interval of two trials a
+cell, each a hundred times under its bound); a threshold on a stored run: test_cli_contract."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from benchlab.core.errors import ExitCode
 from tests.conftest import benchlab
 
 
-def _run(results: Path, page: Path, threshold: str, tmp: Path) -> tuple[int, str, str]:
+def _run(
+    results: Path, page: Path, threshold: str, tmp: Path, *shorter: str
+) -> tuple[int, str, str]:
     done = benchlab(
-        "run", "quick", "--duration", "1", "--results", str(results), "--html", str(page),
-        "--threshold", threshold, env={"TMPDIR": str(tmp)}, timeout=900,
+        "run", "quick", "--duration", "1", *shorter, "--results", str(results), "--html",
+        str(page), "--threshold", threshold, env={"TMPDIR": str(tmp)}, timeout=900,
     )  # fmt: skip
     return done.returncode, done.stdout, done.stderr
 
@@ -61,7 +64,17 @@ def test_run_quick_gated_by_a_threshold_exits_7_naming_the_cells_and_0_when_kept
     assert f"p99<1 ms: FAILED in {len(failed)} of 12 cells" in " ".join(out.split())
     assert "p99<1 ms" in (tmp_path / "broken.html").read_text().replace("&lt;", "<")
 
-    code, out, err = _run(results, tmp_path / "kept.html", "p99<1000ms", isolated_tmp)
+    code, out, err = _run(
+        results, tmp_path / "kept.html", "p99<1000ms", isolated_tmp, "--trials", "2",
+        "--warmup", "0",
+    )  # fmt: skip
     assert code == ExitCode.SUCCESS, out + err
+    # Each cell kept by its whole interval (of its two trials), not by a single value.
+    stored = benchlab(
+        "report", "--results", str(results), "-f", "json", "--threshold", "p99<1000ms"
+    )
+    assert stored.returncode == ExitCode.SUCCESS, stored.stdout + stored.stderr
+    (judged,) = json.loads(stored.stdout)["thresholds"]
+    assert {(c["outcome"], c["n"]) for c in judged["cells"]} == {("kept", 2)}, judged
     assert "FAIL" not in err
     assert "p99<1000 ms: kept by all 12 cells measured" in " ".join(out.split())

@@ -8,73 +8,41 @@ key of a cell."""
 from __future__ import annotations
 
 import json
-import sqlite3
-import time
 from pathlib import Path
 
 import jsonschema
-import psutil
 import pytest
 
-from tests.conftest import benchlab, benchlab_process, living
-from tests.test_tune_subjects import BURNS, VENV_BIN, _known_server
+from tests.conftest import benchlab
+from tests.killed_tunes import KilledTune, connect
 
 SCHEMAS = Path(__file__).parent / "schemas"
 
 
-def _db(results: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(results)
-    db.row_factory = sqlite3.Row
-    return db
-
-
-def _first_pass_trials(results: Path) -> dict[str, int]:
-    """The first pass's trials stored, by cell key (its load's, not its probes')."""
-    try:
-        rows = _db(results).execute(
-            "SELECT cells.key, COUNT(trials.id) FROM cells JOIN trials ON trials.cell_id ="
-            " cells.id AND trials.probe IS NULL WHERE cells.mode = 'closed' GROUP BY cells.key"
-        )
-        return {key: n for key, n in rows}
-    except sqlite3.OperationalError:  # its tables not made yet
-        return {}
-
-
-def _killed_and_resumed(args: list[str], cwd: Path, results: Path) -> dict:
-    """The tune started, SIGKILLed once a first-pass trial is stored, and resumed to its
-    end: the same run, complete, its finished trials not measured again, nothing it started
-    left running. The resumed tune's JSON."""
-    with benchlab_process(*args, env={}, cwd=cwd) as run:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not _first_pass_trials(results):
-            time.sleep(0.3)
-        assert _first_pass_trials(results), "no first-pass trial stored in 180 s"
-        left = psutil.Process(run.pid).children(recursive=True)
-        run.kill()
-        run.wait(10)
-    kept = _first_pass_trials(results)
-    (run_id, status), *_ = _db(results).execute("SELECT id, status FROM runs").fetchall()
-    assert status == "running"  # no handler ran
-    out = cwd / "resumed.json"
-    resumed = benchlab(*args, "--resume", "-f", "json", "-o", str(out), cwd=cwd, timeout=600)
+def _killed_and_resumed(tune: KilledTune) -> dict:
+    """The tune, SIGKILLed once a first-pass trial was stored and resumed to its end: the
+    same run, complete, its finished trials not measured again, nothing it started left
+    running. The resumed tune's JSON."""
+    assert tune.status_when_killed == "running"  # no handler ran
+    resumed = tune.resumed
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     said = " ".join(resumed.stderr.split())
     assert "cleaned up after a benchlab killed while running" in said, said
-    report = json.loads(out.read_text())
-    assert report["run"]["id"] == run_id and report["run"]["status"] == "complete"
-    after = _first_pass_trials(results)
-    assert all(after[key] == n for key, n in kept.items()), (kept, after)
+    report = tune.report
+    assert report is not None
+    assert report["run"]["id"] == tune.run_id and report["run"]["status"] == "complete"
+    assert all(tune.after[key] == n for key, n in tune.kept.items()), (tune.kept, tune.after)
     assert report["recommendation"] is not None, report["candidates"]
-    assert living(left) == [], "what the killed tune started still runs"
+    assert tune.left_living == [], "what the killed tune started still runs"
     return report
 
 
-def _kept_like_every_run(args: list[str], cwd: Path, results: Path) -> None:
+def _kept_like_every_run(tune: KilledTune) -> None:
     """A second tune of the same subject (--quick: its first pass), then history, compare
     and the trackers' exports of the two."""
-    again = benchlab(*args, "--quick", cwd=cwd, timeout=300)
+    again, cwd, results = tune.again, tune.cwd, tune.results
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    db = _db(results)
+    db = connect(results)
     runs = [tuple(r) for r in db.execute("SELECT id, recipe_name FROM runs ORDER BY started_at")]
     assert len(runs) == 2 and runs[0][1] == runs[1][1], runs
     (first, recipe), (second, _) = runs
@@ -113,33 +81,20 @@ def _kept_like_every_run(args: list[str], cwd: Path, results: Path) -> None:
 
 @pytest.mark.alone
 @pytest.mark.slow
-def test_a_command_tune_killed_resumes_and_is_kept_like_every_run(tmp_path: Path) -> None:
-    (tmp_path / "burn.py").write_text(BURNS)
-    tmp_path.chmod(0o755)
-    results = tmp_path / "r.db"
-    template = (
-        f"{VENV_BIN / 'gunicorn'} -w {{workers}} -k gthread --threads 1 -b {{host}}:{{port}} "
-        "burn:app"
-    )
-    args = [
-        "tune", "--command", template, "--grid", "workers=1,2", "--check-body", "done",
-        "--budget", "2", "--proof", "10", "--results", str(results),
-    ]  # fmt: skip
-    report = _killed_and_resumed(args, tmp_path, results)
+def test_a_command_tune_killed_resumes_and_is_kept_like_every_run(
+    command_tune_killed: KilledTune,
+) -> None:
+    report = _killed_and_resumed(command_tune_killed)
     assert report["subject"]["kind"] == "command"
-    _kept_like_every_run(args, tmp_path, results)
+    _kept_like_every_run(command_tune_killed)
 
 
 @pytest.mark.alone
 @pytest.mark.slow
-def test_an_endpoint_tune_killed_resumes_and_is_kept_like_every_run(tmp_path: Path) -> None:
-    results = tmp_path / "r.db"
-    with _known_server(tmp_path) as (port, pid):
-        args = [
-            "tune", f"http://127.0.0.1:{port}/", "--check-body", "done", "--pid", str(pid),
-            "--budget", "2", "--proof", "10", "--results", str(results),
-        ]  # fmt: skip
-        report = _killed_and_resumed(args, tmp_path, results)
-        assert report["subject"]["kind"] == "endpoint"
-        assert psutil.pid_exists(pid), "the endpoint is not benchlab's to stop"
-        _kept_like_every_run(args, tmp_path, results)
+def test_an_endpoint_tune_killed_resumes_and_is_kept_like_every_run(
+    endpoint_tune_killed: KilledTune,
+) -> None:
+    report = _killed_and_resumed(endpoint_tune_killed)
+    assert report["subject"]["kind"] == "endpoint"
+    assert endpoint_tune_killed.endpoint_alive, "the endpoint is not benchlab's to stop"
+    _kept_like_every_run(endpoint_tune_killed)

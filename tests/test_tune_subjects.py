@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,27 +28,11 @@ from benchlab.analysis.run_options import DEFAULT_TARGET_HALF_WIDTH_PCT
 from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core.errors import UserError
 from benchlab.http.verify import wait_until_answering
-from benchlab.recipe import default_cores
 from benchlab.tune.command import CommandTemplate, check_template, parse_grid
 from benchlab.tune.endpoint import parse_url
-from tests.conftest import benchlab, error_line
-
-VENV_BIN = Path(sys.executable).parent
-SERVICE_S = 0.005  # CPU a request: one worker serves at most 200 a second
-MOST = 1 / SERVICE_S
-
-BURNS = f"""
-import time
-
-
-def app(environ, start_response):
-    # {SERVICE_S * 1000:g} ms of this process's CPU a request, whatever the machine.
-    end = time.process_time() + {SERVICE_S}
-    while time.process_time() < end:
-        pass
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "4")])
-    return [b"done"]
-"""
+from tests.conftest import benchlab, check_against_schema, error_line
+from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune
+from tests.known_server import BURNS, MOST, SERVICE_S, free_port, known_server
 
 ALONE = (pytest.mark.alone, pytest.mark.slow)
 
@@ -174,7 +157,7 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
     closed_port = refused.getsockname()[1]
     refused.close()
     try:
-        with _known_server(tmp_path) as (port, _):
+        with known_server(tmp_path) as (port, _):
             cases = {
                 f"http://127.0.0.1:{port}/": ("--check-body", "not what it says", "body"),
                 f"http://127.0.0.1:{closed_port}/": ("--check-status", "200", "refused"),
@@ -197,45 +180,6 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
 
 
 # --- known answers -----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _known_server(
-    where: Path, prefix: tuple[str, ...] = (), address: str = "127.0.0.1"
-) -> Iterator[tuple[int, int]]:
-    """One gunicorn worker of one thread serving BURNS (a request at a time, its connections
-    kept alive), pinned to the server cores, started as a user starts it (outside
-    benchlab); `prefix` enters a namespace. Its port and main pid."""
-    (where / "burn.py").write_text(BURNS)
-    port = _free_port(prefix)
-    cores = ",".join(str(c) for c in default_cores().server)
-    argv = [
-        *prefix, "taskset", "--cpu-list", cores, str(VENV_BIN / "gunicorn"), "-w", "1",
-        "-k", "gthread", "--threads", "1", "-b", f"{address}:{port}", "--chdir", str(where),
-        "burn:app",
-    ]  # fmt: skip
-    log = (where / "server.log").open("wb")
-    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        problem = wait_until_answering(address, port, lambda: server.poll() is None, 20)
-        assert problem is None, (problem, (where / "server.log").read_text())
-        yield port, server.pid
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
-
-
-def _free_port(prefix: tuple[str, ...]) -> int:
-    program = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
-    done = subprocess.run([*prefix, sys.executable, "-c", program], capture_output=True,
-                          text=True, check=True)  # fmt: skip
-    return int(done.stdout)
 
 
 def _the_same(a: dict, b: dict) -> bool:
@@ -267,13 +211,22 @@ def _tune(where: Path, *args: str, timeout: float = 420) -> dict:
     return json.loads(done.stdout)
 
 
+def _resumed(tune: KilledTune) -> dict:
+    """A killed and resumed tune's answer, as _tune reads one: it ended well, and its JSON
+    is the published format's."""
+    done = tune.resumed
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert tune.report is not None
+    check_against_schema((tune.cwd / "resumed.json").read_text())
+    return tune.report
+
+
 @alone
-def test_an_endpoint_of_known_capacity_by_its_url(tmp_path: Path) -> None:
-    with _known_server(tmp_path) as (port, pid):
-        report = _tune(
-            tmp_path, f"http://127.0.0.1:{port}/", "--check-body", "done", "--budget", "3",
-            "--proof", "10", "--pid", str(pid),
-        )  # fmt: skip
+def test_an_endpoint_of_known_capacity_by_its_url(endpoint_tune_killed: KilledTune) -> None:
+    # The tune tests/test_tune_kept.py kills and resumes: its answer, once resumed, is the
+    # answer a tune of this URL gives (its first pass kept, its search and proof measured
+    # after the resume).
+    report = _resumed(endpoint_tune_killed)
     best = report["recommendation"]
     print("figures:", _shown(report))  # shown with -rP: the known answer's figures
     assert report["subject"]["kind"] == "endpoint" and report["subject"]["unmeasured"] is None
@@ -299,7 +252,7 @@ def test_the_same_endpoint_in_a_namespace_host_by_its_address_there(tmp_path: Pa
     try:
         network.up([host])
         tmp_path.chmod(0o755)
-        with _known_server(tmp_path, host.prefix, host.address) as (port, _):
+        with known_server(tmp_path, host.prefix, host.address) as (port, _):
             rate = MOST / 2
             report = _tune(
                 tmp_path, f"http://{host.address}:{port}/", "--check-body", "done", "--rate",
@@ -336,7 +289,7 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
     # ... and the answer names the cheaper.
     assert best["candidate"] == "procs=1", best
     # The printed command runs: started as printed, on another port, it answers.
-    port = _free_port(())
+    port = free_port(())
     command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
     started = subprocess.Popen(["bash", "-c", command], start_new_session=True)
     try:
@@ -347,19 +300,20 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
 
 
 @alone
-def test_a_python_app_by_command_and_by_app_spec_holds_the_same(tmp_path: Path) -> None:
+def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
+    tmp_path: Path, command_tune_killed: KilledTune
+) -> None:
     (tmp_path / "burn.py").write_text(BURNS)
     tmp_path.chmod(0o755)
-    common = ("--check-body", "done", "--budget", "3", "--proof", "10")
-    # One worker of one thread both ways (gunicorn's gthread: connections kept alive).
+    # One worker of one thread by its app spec (gunicorn's gthread: connections kept alive);
+    # by --command, the tune tests/test_tune_kept.py kills and resumes: one such worker, of
+    # one thread or two (they share its interpreter lock: two carry what one does).
     by_spec = _tune(
         tmp_path, "burn.py:app", "--python", sys.executable, "--servers", "gunicorn-gthread",
-        "--workers", "1", "--threads", "1", *common,
+        "--workers", "1", "--threads", "1", "--check-body", "done", "--budget", BUDGET_MIN,
+        "--proof", PROOF_S,
     )  # fmt: skip
-    by_command = _tune(
-        tmp_path, "--command", f"{VENV_BIN / 'gunicorn'} -w {{workers}} -k gthread --threads 1 "
-        "-b {host}:{port} burn:app", "--grid", "workers=1", *common,
-    )  # fmt: skip
+    by_command = _resumed(command_tune_killed)
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
     print("figures: by spec", _shown(by_spec), "by command", _shown(by_command))
