@@ -183,12 +183,14 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
 
 
 def _the_same(a: dict, b: dict) -> bool:
-    """Two capacities the same within their intervals: each interval holds the other's
-    median, or (a few replicates can agree to the req/s, leaving no width) they differ by
-    less than the evidence rule's practical threshold (RunOptions' default target)."""
+    """Two capacities not told apart by the evidence rule a run and a tune decide by: that
+    takes 3+ replicates a side, intervals that exclude each other's median, and an effect over
+    the practical threshold (RunOptions' default target). Fewer replicates are a tie, as tune
+    says of its candidates; each capacity must still reach the known answer (the caller)."""
     within = a["low"] <= b["median"] <= a["high"] or b["low"] <= a["median"] <= b["high"]
     apart = abs(a["median"] - b["median"]) / max(a["median"], b["median"])
-    return within or apart * 100 < DEFAULT_TARGET_HALF_WIDTH_PCT
+    enough = min(a["n"], b["n"]) >= 3
+    return not enough or within or apart * 100 < DEFAULT_TARGET_HALF_WIDTH_PCT
 
 
 def _shown(report: dict) -> str:
