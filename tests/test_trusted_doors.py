@@ -593,3 +593,29 @@ def test_a_command_runs_as_its_directorys_owner_and_never_over_a_file_another_co
     assert command_owner("./server {procs}", grid, theirs) == "nobody"
     with pytest.raises(UserError):
         command_owner(f"{elsewhere}/missing ./server {{procs}}", grid, opened)
+
+
+def test_a_venv_whose_python_leads_nowhere_reachable_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .venv beside the app whose python is a link this user cannot follow (into another
+    user's home; here a loop, which fails as that does, for root too): found and named as the
+    app's, then refused in one line by check_interpreter, never a traceback from Path.exists."""
+    from benchlab.tune.app import app_python, check_interpreter
+
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    (tmp_path / "app.py").write_text("app = None\n")
+    (tmp_path / "pyproject.toml").write_text("")  # the project's root: the search ends here
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(bin_dir / "python3")
+    (bin_dir / "python3").symlink_to(bin_dir / "python")
+    python, why = app_python("app.py:app", tmp_path, None, False)
+    assert python == str(bin_dir / "python") and "found from the app" in why, (python, why)
+    with pytest.raises(UserError) as refused:
+        check_interpreter(python)
+    said = str(refused.value)
+    assert said.startswith(f"{python}: the app's interpreter cannot be reached"), said
+    assert "\n" not in said
+    with pytest.raises(UserError, match="no such interpreter"):
+        check_interpreter(str(tmp_path / "nope"))

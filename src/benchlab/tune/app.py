@@ -183,8 +183,10 @@ def app_python(app: str, cwd: Path, given: str | None, factory: bool) -> tuple[s
     app runs as is `app_owner`'s to decide."""
     if given:
         return given, "--python"
+    # A venv is there when its python is, even where it leads this user may not go (a link
+    # into another's home): check_interpreter says so. Path.exists would raise there.
     active = os.environ.get(VIRTUAL_ENV)
-    if active and (Path(active) / "bin" / "python").exists():
+    if active and os.path.lexists(Path(active) / "bin" / "python"):
         return str(Path(active) / "bin" / "python"), "the active virtualenv, $VIRTUAL_ENV"
     try:
         start = parse_app(app, cwd, factory).directory
@@ -203,9 +205,9 @@ def app_python(app: str, cwd: Path, given: str | None, factory: bool) -> tuple[s
             return sys.executable, f"{own} (the search stopped at {directory}: {held})"
         for name in (".venv", "venv"):
             python = directory / name / "bin" / "python"
-            if python.exists():
+            if os.path.lexists(python):
                 return str(python), f"the virtualenv {directory / name}, found from the app"
-        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
+        if any(os.path.lexists(directory / marker) for marker in PROJECT_MARKERS):
             break
     return sys.executable, own
 
@@ -277,10 +279,20 @@ def app_owner(spec: AppSpec, python: str, cwd: Path) -> str | None:
 
 
 def check_interpreter(python: str) -> None:
-    """An interpreter that is not there, or not executable, refused in one line."""
-    executable = Path(python)
-    if not executable.exists() or not os.access(executable, os.X_OK):
-        raise UserError(f"--python {python}: no such interpreter; give the path of a python")
+    """An interpreter that is not there, not executable, or that this user cannot reach
+    (it, or where its links lead), refused in one line."""
+    missing = f"--python {python}: no such interpreter; give the path of a python"
+    try:
+        Path(python).stat()  # through its links, as running it would go
+    except FileNotFoundError:
+        raise UserError(missing) from None
+    except OSError as exc:
+        raise UserError(
+            f"{python}: the app's interpreter cannot be reached ({exc.strerror}): it or a "
+            "link of it leads where this user may not go; give one it can run with --python"
+        ) from None
+    if not os.access(python, os.X_OK):
+        raise UserError(missing)
 
 
 def one_owner(directory: Path, files: Sequence[Path], what: str, runs: str, fix: str) -> str:
