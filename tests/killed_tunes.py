@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,10 +71,16 @@ def killed_and_resumed(
     """The tune started, SIGKILLed once a first-pass trial is stored, resumed to its end
     (its JSON written with -o), then tuned again with --quick."""
     with benchlab_process(*args, env={}, cwd=cwd) as run:
+        said: list[str] = []  # read as it comes: a full pipe would stop the tune mid-line
+        reader = threading.Thread(target=said.extend, args=(run.stdout,), daemon=True)
+        reader.start()
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not first_pass_trials(results):
+        while time.monotonic() < deadline and run.poll() is None and not first_pass_trials(results):
             time.sleep(0.3)
-        assert first_pass_trials(results), "no first-pass trial stored in 180 s"
+        ended = "in 180 s" if run.poll() is None else f"it ended, exit {run.returncode}"
+        assert first_pass_trials(results), (
+            f"no first-pass trial stored ({ended}); the tune said:\n{''.join(said)[-4000:]}"
+        )
         left = psutil.Process(run.pid).children(recursive=True)
         run.kill()
         run.wait(10)
