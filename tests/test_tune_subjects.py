@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,12 +25,16 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.analysis.evidence import Evidence
 from benchlab.analysis.run_options import DEFAULT_TARGET_HALF_WIDTH_PCT
 from benchlab.analysis.tune_options import SubjectKind, TuneOptions
 from benchlab.core.errors import UserError
+from benchlab.core.figures import CAPACITY
 from benchlab.http.verify import wait_until_answering
+from benchlab.recipe.schema import NAME_MAX
 from benchlab.tune.command import CommandTemplate, check_template, parse_grid
-from benchlab.tune.endpoint import parse_url
+from benchlab.tune.endpoint import Endpoint, parse_url
+from benchlab.tune.plan import TuneRequest, tune_recipe
 from tests.conftest import benchlab, check_against_schema, error_line
 from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune
 from tests.known_server import BURNS, MOST, SERVICE_S, free_port, known_server
@@ -67,6 +72,36 @@ def test_a_grid_and_its_template_are_read_or_refused_in_one_line() -> None:
             parse_grid(given)
     with pytest.raises(UserError, match="at most 32"):
         check_template("{a}{b}", (("a", tuple("123456")), ("b", tuple("123456"))))
+
+
+def test_every_subject_names_its_run_as_every_recipe_is_named(tmp_path: Path) -> None:
+    """A recipe's name is one line of at most NAME_MAX characters: a long command (a venv's
+    path deep in a CI checkout made this 101 and the tune a traceback), a command over
+    several lines, or a long host name still makes a run, named by its head and a digest
+    of the whole (two such names differ, one subject's is the same each time: --resume)."""
+    deep = "/check/work/main/.venv/bin/gunicorn -w 1 -k gthread --threads {threads} -b "
+    commands = [
+        deep + "{host}:{port} burn:app",
+        deep + "{host}:{port} other:app",
+        "cd srv &&\n\tGOMAXPROCS={threads} ./server " + "--flag " * 400,
+    ]
+    subjects: list[object] = [
+        CommandTemplate(text, (("threads", ("1",)),), tmp_path) for text in commands
+    ]
+    subjects.append(Endpoint(parse_url(f"http://{'a' * 63}.{'b' * 63}.example:8080/")))
+    names = []
+    for subject in subjects:
+        found = subject.candidates(1, None)  # type: ignore[attr-defined]
+        request = TuneRequest(
+            app=subject.shown, python="python3", interface=None, requests=(),  # type: ignore[attr-defined]
+            slo_p99_ms=100, budget_min=3, cwd=tmp_path,
+        )  # fmt: skip
+        recipe = tune_recipe(request, subject, found)  # type: ignore[arg-type]
+        assert len(recipe.name) <= NAME_MAX and "\n" not in recipe.name, recipe.name
+        assert recipe.name == tune_recipe(request, subject, found).name  # type: ignore[arg-type]
+        names.append(recipe.name)
+    assert len(set(names)) == len(names), names
+    assert names[0].startswith("tune /check/work/main/.venv/bin/gunicorn")
 
 
 def test_a_commands_candidates_are_its_grid_and_it_prints_what_it_deploys(
@@ -182,15 +217,26 @@ def test_a_url_that_answers_wrong_refuses_or_stalls_is_one_line_and_no_figure(
 # --- known answers -----------------------------------------------------------------------
 
 
-def _the_same(a: dict, b: dict) -> bool:
-    """Two capacities not told apart by the evidence rule a run and a tune decide by: that
-    takes 3+ replicates a side, intervals that exclude each other's median, and an effect over
-    the practical threshold (RunOptions' default target). Fewer replicates are a tie, as tune
-    says of its candidates; each capacity must still reach the known answer (the caller)."""
-    within = a["low"] <= b["median"] <= a["high"] or b["low"] <= a["median"] <= b["high"]
-    apart = abs(a["median"] - b["median"]) / max(a["median"], b["median"])
-    enough = min(a["n"], b["n"]) >= 3
-    return not enough or within or apart * 100 < DEFAULT_TARGET_HALF_WIDTH_PCT
+def _told_apart(a: list[float], b: list[float]) -> bool:
+    """Two tunes' capacity replicates told apart by the evidence rule every run and tune
+    decides by (analysis/evidence.py: 3+ replicates a side, a ratio interval that excludes 1,
+    an effect over the practical threshold); otherwise a tie."""
+    return Evidence(DEFAULT_TARGET_HALF_WIDTH_PCT).judge(a, b, CAPACITY).decided
+
+
+def _answer_replicates(results: Path, candidate: str) -> list[float]:
+    """The capacity replicates of the answer's search, as the tune stored them."""
+    rows = (
+        sqlite3.connect(results)
+        .execute(
+            "SELECT cells.stack, capacities.capacity_rps FROM capacities JOIN cells ON cells.id ="
+            " capacities.cell_id WHERE cells.mode = 'slo' ORDER BY capacities.round"
+        )
+        .fetchall()
+    )
+    searched = {stack for stack, _ in rows}
+    wanted = candidate if candidate in searched or len(searched) != 1 else searched.pop()
+    return [rate for stack, rate in rows if stack == wanted]
 
 
 def _shown(report: dict) -> str:
@@ -285,11 +331,10 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
     print("figures:", _shown(report))
     searched = {c["label"]: c for c in report["candidates"] if c["capacity_rps"]}
     assert set(searched) == {"procs=1", "procs=2"}, report["candidates"]
-    one, two = (searched[k]["capacity_rps"] for k in ("procs=1", "procs=2"))
-    # One core is one core: each holds the same within their intervals ...
-    assert _the_same(one, two), (one, two)
-    # ... and the answer names the cheaper.
+    # One core is one core: the tune's own ranking (the evidence rule every run decides by)
+    # cannot tell the two apart, and its answer names the cheaper.
     assert best["candidate"] == "procs=1", best
+    assert [c["candidate"] for c in best["equally_good"]] == ["procs=2"], _shown(report)
     # The printed command runs: started as printed, on another port, it answers.
     port = free_port(())
     command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
@@ -319,6 +364,13 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
     print("figures: by spec", _shown(by_spec), "by command", _shown(by_command))
-    assert _the_same(a, b), (a, b)
+    replicates = [
+        _answer_replicates(where, tuned["recommendation"]["candidate"])
+        for where, tuned in (
+            (tmp_path / "r.db", by_spec),
+            (command_tune_killed.results, by_command),
+        )
+    ]
+    assert all(replicates) and not _told_apart(*replicates), replicates
     for found in (a, b):  # and each interval reaches the known answer's 15 %
         assert found["low"] <= 1.1 * MOST and found["high"] >= 0.85 * MOST, found

@@ -55,8 +55,12 @@ def _visible(text: str) -> str:
 
 # Text a terminal, a file name or a report shows: no control character (an escape sequence
 # would reach the terminal), and a name is not blank.
-Name = Annotated[str, Field(max_length=100), _without_controls(False), AfterValidator(_visible)]
-Prose = Annotated[str, Field(max_length=2000), _without_controls(True)]
+NAME_MAX = 100
+PROSE_MAX = 2000
+Name = Annotated[
+    str, Field(max_length=NAME_MAX), _without_controls(False), AfterValidator(_visible)
+]
+Prose = Annotated[str, Field(max_length=PROSE_MAX), _without_controls(True)]
 CoreList = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 if TYPE_CHECKING:
     ToolName = str  # a Literal built from TOOLS at run time, which a type checker cannot read

@@ -25,6 +25,7 @@ from benchlab.core.service_kinds import named as service_named
 from benchlab.http.scenarios import ECHO, Expectation, Scenario
 from benchlab.load import RATE_TOOL, TOOLS, WEBSOCKET_TOOL
 from benchlab.recipe import Cell, CoreAssignment, LoadProfile, Recipe, Services, Slo
+from benchlab.recipe.schema import NAME_MAX
 from benchlab.system.watch import Watch
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.check_answer import StoredAnswer
@@ -301,15 +302,30 @@ def plan(
     )
 
 
+def recipe_name(shown: str) -> str:
+    """`tune SUBJECT`, a name as every recipe's is (one line of at most NAME_MAX): a subject
+    too long for it (a command, a URL) keeps its head and a digest of the whole, so that
+    `--resume` and history still tell two apart."""
+    return "tune " + _bounded(shown, NAME_MAX - len("tune "))
+
+
+def _bounded(shown: str, most: int) -> str:
+    text = " ".join(shown.split())  # a command's tabs and newlines: one line
+    if len(text) <= most:
+        return text
+    digest = hashlib.sha256(shown.encode()).hexdigest()[:8]
+    return f"{text[: most - len(digest) - 3]}… #{digest}"
+
+
 def tune_recipe(request: TuneRequest, subject: Subject, found: list[Candidate]) -> Recipe:
     """What the runner reads of a run (its load, trials, SLO, services), for the tune's own
     candidates: the stacks of its catalogue."""
     database = next(iter(request.services(Provides.DATABASE)), Service.POSTGRESQL)
     return Recipe(
-        name=f"tune {subject.shown}",
+        name=recipe_name(subject.shown),
         question=(
-            f"Which candidate holds the most load for {subject.shown} with p99 under "
-            f"{request.slo_p99_ms:g} ms?"
+            f"Which candidate holds the most load for {_bounded(subject.shown, 1_000)} with "
+            f"p99 under {request.slo_p99_ms:g} ms?"
         ),
         stacks=list(dict.fromkeys(c.stack for c in found)),
         scenarios=[SCENARIO],
