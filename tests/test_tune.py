@@ -119,6 +119,7 @@ def test_mistakes_end_with_one_line_and_exit_2(tmp_path: Path) -> None:
         ((f"{plain}:app", "--request", "FETCH /"), "is not a method"),
         ((f"{plain}:app", "--budget", "1", "--workers", "1,2,3"), "--budget 1: too small"),
         ((f"{plain}:app", "--with", "mongodb"), "benchlab starts postgres"),
+        ((f"{plain}:app", "--slo-p99-ms", "700000"), "less than or equal to 600000"),
         ((f"{plain}:app", "--check-only", "--quick"), "--quick: --check-only measures nothing"),
         ((f"{plain}:app", "--request", "WS /echo"), "WSGI has no WebSockets"),
         ((f"{plain}:app", "--request", "WS /echo", "--request", "GET /"), "is tuned alone"),
