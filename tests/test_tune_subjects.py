@@ -76,7 +76,7 @@ def test_a_grid_and_its_template_are_read_or_refused_in_one_line() -> None:
 
 def test_every_subject_names_its_run_as_every_recipe_is_named(tmp_path: Path) -> None:
     """A recipe's name is one line of at most NAME_MAX characters: a long command (a venv's
-    path deep in a CI checkout made this 101 and the tune a traceback), a command over
+    path deep in a CI checkout made this 102 and the tune a traceback), a command over
     several lines, or a long host name still makes a run, named by its head and a digest
     of the whole (two such names differ, one subject's is the same each time: --resume)."""
     deep = "/check/work/main/.venv/bin/gunicorn -w 1 -k gthread --threads {threads} -b "
