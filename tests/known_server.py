@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -51,11 +52,8 @@ def known_server(
     (where / "burn.py").write_text(BURNS)
     port = free_port(prefix)
     cores = ",".join(str(c) for c in default_cores().server)
-    argv = [
-        *prefix, "taskset", "--cpu-list", cores, str(VENV_BIN / "gunicorn"), "-w", "1",
-        "-k", "gthread", "--threads", "1", "-b", f"{address}:{port}", "--chdir", str(where),
-        "burn:app",
-    ]  # fmt: skip
+    served = shlex.split(BURNS_COMMAND.format(threads=1, host=address, port=port))
+    argv = [*prefix, "taskset", "--cpu-list", cores, *served, "--chdir", str(where)]
     log = (where / "server.log").open("wb")
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -36,7 +35,7 @@ from benchlab.tune.command import CommandTemplate, check_template, parse_grid
 from benchlab.tune.endpoint import Endpoint, parse_url
 from benchlab.tune.plan import TuneRequest, tune_recipe
 from tests.conftest import benchlab, check_against_schema, error_line
-from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune
+from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune, connect
 from tests.known_server import BURNS, MOST, SERVICE_S, free_port, known_server
 
 ALONE = (pytest.mark.alone, pytest.mark.slow)
@@ -85,20 +84,20 @@ def test_every_subject_names_its_run_as_every_recipe_is_named(tmp_path: Path) ->
         deep + "{host}:{port} other:app",
         "cd srv &&\n\tGOMAXPROCS={threads} ./server " + "--flag " * 400,
     ]
-    subjects: list[object] = [
+    subjects: list[CommandTemplate | Endpoint] = [
         CommandTemplate(text, (("threads", ("1",)),), tmp_path) for text in commands
     ]
     subjects.append(Endpoint(parse_url(f"http://{'a' * 63}.{'b' * 63}.example:8080/")))
     names = []
     for subject in subjects:
-        found = subject.candidates(1, None)  # type: ignore[attr-defined]
+        found = subject.candidates(1, None)
         request = TuneRequest(
-            app=subject.shown, python="python3", interface=None, requests=(),  # type: ignore[attr-defined]
+            app=subject.shown, python="python3", interface=None, requests=(),
             slo_p99_ms=100, budget_min=3, cwd=tmp_path,
         )  # fmt: skip
-        recipe = tune_recipe(request, subject, found)  # type: ignore[arg-type]
+        recipe = tune_recipe(request, subject, found)
         assert len(recipe.name) <= NAME_MAX and "\n" not in recipe.name, recipe.name
-        assert recipe.name == tune_recipe(request, subject, found).name  # type: ignore[arg-type]
+        assert recipe.name == tune_recipe(request, subject, found).name
         names.append(recipe.name)
     assert len(set(names)) == len(names), names
     assert names[0].startswith("tune /check/work/main/.venv/bin/gunicorn")
@@ -226,14 +225,11 @@ def _told_apart(a: list[float], b: list[float]) -> bool:
 
 def _answer_replicates(results: Path, candidate: str) -> list[float]:
     """The capacity replicates of the answer's search, as the tune stored them."""
-    rows = (
-        sqlite3.connect(results)
-        .execute(
-            "SELECT cells.stack, capacities.capacity_rps FROM capacities JOIN cells ON cells.id ="
-            " capacities.cell_id WHERE cells.mode = 'slo' ORDER BY capacities.round"
-        )
-        .fetchall()
+    rows = connect(results).execute(
+        "SELECT cells.stack, capacities.capacity_rps FROM capacities JOIN cells ON cells.id ="
+        " capacities.cell_id WHERE cells.mode = 'slo' ORDER BY capacities.round"
     )
+    rows = [tuple(row) for row in rows]
     searched = {stack for stack, _ in rows}
     wanted = candidate if candidate in searched or len(searched) != 1 else searched.pop()
     return [rate for stack, rate in rows if stack == wanted]

@@ -9,7 +9,7 @@ import typer
 
 from benchlab.analysis.capacity import PROOF_HEADROOM, PROOF_SPIKE_WINDOWS, SHORTEST_PROOF_S
 from benchlab.cli import completion, formats
-from benchlab.recipe.schema import MAX_P99_MS
+from benchlab.recipe.schema import MAX_LATENCY_MS
 
 TuneAppSpecArgument = Annotated[
     str | None,
@@ -138,7 +138,7 @@ TuneCheckBodyOption = Annotated[
 
 TuneSloP99MsOption = Annotated[
     float,
-    typer.Option(metavar="MS", min=0.1, max=MAX_P99_MS, help="The latency target: p99, ms."),
+    typer.Option(metavar="MS", min=0.1, max=MAX_LATENCY_MS, help="The latency target: p99, ms."),
 ]
 
 TuneBudgetOption = Annotated[

@@ -31,7 +31,7 @@ MAX_CONNECTIONS = 1_000_000  # the most sockets one machine's ports and file tab
 MAX_THREADS = 10_000  # threads or greenlets per worker; load tool threads
 MAX_WORKERS = 1_024  # a recipe's worker count; the plan also bounds it by this machine's cores
 MAX_POOL = 10_000  # database sessions of a pool
-MAX_P99_MS = 600_000  # a latency target: ten minutes is none
+MAX_LATENCY_MS = 600_000  # a latency target: ten minutes is none
 Connections = Annotated[int, Field(ge=1, le=MAX_CONNECTIONS)]
 Threads = Annotated[int, Field(ge=1, le=MAX_THREADS)]
 Workers = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
@@ -113,9 +113,9 @@ class LoadProfile(_Strict):
 class Slo(_Strict):
     """The latency target a stack must hold; a recipe with it searches each cell's capacity."""
 
-    p99_ms: Annotated[float, Field(gt=0, le=MAX_P99_MS)] | None = None
+    p99_ms: Annotated[float, Field(gt=0, le=MAX_LATENCY_MS)] | None = None
     """The 99th percentile latency a held rate stays under, in milliseconds."""
-    p50_ms: Annotated[float, Field(gt=0, le=600_000)] | None = None
+    p50_ms: Annotated[float, Field(gt=0, le=MAX_LATENCY_MS)] | None = None
     """The median latency a held rate stays under, in milliseconds."""
     max_error_pct: Annotated[float, Field(ge=0, le=100)] = 0.1
     """The share of failed requests (in %) a held rate may have."""

@@ -25,7 +25,7 @@ from benchlab.core.service_kinds import named as service_named
 from benchlab.http.scenarios import ECHO, Expectation, Scenario
 from benchlab.load import RATE_TOOL, TOOLS, WEBSOCKET_TOOL
 from benchlab.recipe import Cell, CoreAssignment, LoadProfile, Recipe, Services, Slo
-from benchlab.recipe.schema import NAME_MAX
+from benchlab.recipe.schema import NAME_MAX, PROSE_MAX
 from benchlab.system.watch import Watch
 from benchlab.tune.candidates import SCENARIO, Candidate
 from benchlab.tune.check_answer import StoredAnswer
@@ -324,8 +324,8 @@ def tune_recipe(request: TuneRequest, subject: Subject, found: list[Candidate]) 
     return Recipe(
         name=recipe_name(subject.shown),
         question=(
-            f"Which candidate holds the most load for {_bounded(subject.shown, 1_000)} with "
-            f"p99 under {request.slo_p99_ms:g} ms?"
+            f"Which candidate holds the most load for "
+            f"{_bounded(subject.shown, PROSE_MAX // 2)} with p99 under {request.slo_p99_ms:g} ms?"
         ),
         stacks=list(dict.fromkeys(c.stack for c in found)),
         scenarios=[SCENARIO],
