@@ -36,7 +36,7 @@ from benchlab.tune.endpoint import Endpoint, parse_url
 from benchlab.tune.plan import TuneRequest, tune_recipe
 from tests.conftest import benchlab, check_against_schema, error_line
 from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune, connect
-from tests.known_server import BURNS, MOST, SERVICE_S, free_port, known_server
+from tests.known_server import BURNS, BURNS_COMMAND, MOST, SERVICE_S, free_port, known_server
 
 ALONE = (pytest.mark.alone, pytest.mark.slow)
 
@@ -263,6 +263,26 @@ def _resumed(tune: KilledTune) -> dict:
     assert tune.report is not None
     check_against_schema((tune.cwd / "resumed.json").read_text())
     return tune.report
+
+
+@alone
+def test_a_secret_the_command_names_itself_is_said_masked_from_its_first_line(
+    tmp_path: Path,
+) -> None:
+    """An --env value the template also writes out: masked in every line tune says, its
+    first ("your command: …") included, as in the store and every report."""
+    (tmp_path / "burn.py").write_text(BURNS)
+    tmp_path.chmod(0o755)
+    secret = "Zq8s3cretVALUE"
+    done = benchlab(
+        "tune", "--command", f"SECRET_ECHO={secret} " + BURNS_COMMAND, "--grid", "threads=1",
+        "--env", f"API_KEY={secret}", "--check-only", "--results", str(tmp_path / "r.db"),
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert secret not in said, said
+    assert "your command: SECRET_ECHO=***" in " ".join(said.split()), said
 
 
 @alone

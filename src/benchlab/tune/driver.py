@@ -127,7 +127,10 @@ def run_tune(
         found, request.budget_min, request.quick, request.proof_s, request.rate,
         request.check_only, request.check_answer, tune_scenario(request),
     )  # fmt: skip
-    subject.announce(say, running_as(subject.owner))
+    # From the first line said and the run's first row: the user's secrets and the services'
+    # passwords (a command may name an --env value itself).
+    store.keep_out(*secrets_of(request), *(r.password for r in reserved.values()))
+    subject.announce(lambda text: say(store.masked(text)), running_as(subject.owner))
     say(tune_plan.describe(request.budget_min))
     recipe = tune_recipe(request, subject, found)
     previous = _resumable(store, request.key()) if resume else None
@@ -142,8 +145,6 @@ def run_tune(
         cells=tuple(coarse_cells), catalogue=subject.catalogue(target.limits),
         hosts=local_only(cores),
     )  # fmt: skip
-    # From the run's first row: the user's secrets and the services' passwords.
-    store.keep_out(*secrets_of(request), *(r.password for r in reserved.values()))
     session = TuneSession(
         runner_plan, store, reporter,
         SessionOptions(
