@@ -63,6 +63,10 @@ def test_a_closed_loop_that_carried_less_than_fewer_connections_bounds_no_search
     assert capacity.search_top(58.2, 118.0) == (118.0, False)
     assert capacity.search_top(300.0, 118.0) == (300.0, True)  # many carried more: a bound
     assert capacity.search_top(58.2, None) == (58.2, True)
+    # Two loops within the bounded search's headroom tie: the closed loop bounds it, whose
+    # ceiling (1.2 × 248) is past the 249 fewer connections carried.
+    assert capacity.search_top(248.0, 249.0) == (248.0, True)
+    assert capacity.search_top(100.0, 121.0) == (121.0, False)
     tried: list[float] = []
     found = capacity.search(0, 118.0, [], _held_below(150, tried), 0.05, bounded=False)
     assert found.stop == "bracketed" and 142 <= found.capacity_rps <= 150, (found, tried)

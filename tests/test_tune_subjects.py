@@ -34,6 +34,7 @@ from benchlab.recipe.schema import NAME_MAX
 from benchlab.tune.command import CommandTemplate, check_template, parse_grid
 from benchlab.tune.endpoint import Endpoint, parse_url
 from benchlab.tune.plan import TuneRequest, tune_recipe
+from benchlab.tune.proxy_check import BEHIND_PROXY
 from tests.conftest import benchlab, check_against_schema, error_line
 from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune, connect
 from tests.known_server import BURNS, BURNS_COMMAND, MOST, SERVICE_S, free_port, known_server
@@ -351,6 +352,12 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
     # cannot tell the two apart, and its answer names the cheaper.
     assert best["candidate"] == "procs=1", best
     assert [c["candidate"] for c in best["equally_good"]] == ["procs=2"], _shown(report)
+    # The answer is checked for needing a proxy (the one tune here that is: the others are
+    # told --behind-proxy): Go's HTTP/1.1 parsing gets every shape right, and its goroutine a
+    # connection is not held by 32 slow clients.
+    parsing, slow = best["parsing"], best["slow_clients"]
+    assert parsing["requests"] > 0 and parsing["faults"] == parsing["unranking"] == [], parsing
+    assert slow["checked"] and slow["needs_proxy"] is False, slow
     # The printed command runs: started as printed, on another port, it answers.
     port = free_port(())
     command = best["command"].replace("0.0.0.0:8000", f"127.0.0.1:{port}")
@@ -374,7 +381,7 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
     by_spec = _tune(
         tmp_path, "burn.py:app", "--python", sys.executable, "--servers", "gunicorn-gthread",
         "--workers", "1", "--threads", "1", "--check-body", "done", "--budget", BUDGET_MIN,
-        "--proof", PROOF_S,
+        "--proof", PROOF_S, "--behind-proxy",
     )  # fmt: skip
     by_command = _resumed(command_tune_killed)
     a = by_spec["recommendation"]["capacity_rps"]
@@ -390,3 +397,7 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
     assert all(replicates) and not _told_apart(*replicates), replicates
     for found in (a, b):  # and each interval reaches the known answer's 15 %
         assert found["low"] <= 1.1 * MOST and found["high"] >= 0.85 * MOST, found
+    # Served behind a proxy (--behind-proxy): not checked for needing one, and said so.
+    for tuned in (by_spec, by_command):
+        slow = tuned["recommendation"]["slow_clients"]
+        assert slow == {"checked": False, "problem": BEHIND_PROXY, "needs_proxy": None}, slow

@@ -25,6 +25,7 @@ from benchlab.cli.options import (
 )
 from benchlab.cli.tune_options import (
     TuneAppSpecArgument,
+    TuneBehindProxyOption,
     TuneBudgetOption,
     TuneCgroupOption,
     TuneCheckAnswerOption,
@@ -95,6 +96,7 @@ def tune(
     factory: TuneFactoryOption = False,
     quick: TuneQuickOption = False,
     check_only: TuneCheckOnlyOption = False,
+    behind_proxy: TuneBehindProxyOption = False,
     verbose: TuneVerboseOption = False,
     python: TunePythonOption = None,
     interface: TuneInterfaceOption = None,
@@ -228,6 +230,7 @@ def _tune_request(given: dict[str, Any]) -> TuneRequest:
         connections=g["connections"] or default_connections(echo), factory=g["factory"],
         quick=g["quick"], setup=g["setup"],
         reset_between=g["reset_between"], check_only=g["check_only"], target=target,
+        behind_proxy=g["behind_proxy"],
         check_answer=answer, command=g["command"], grid=grid,
         watch=_watch(g["pid"], g["cgroup"], g["unit"], g["app_spec"]),
     )  # fmt: skip

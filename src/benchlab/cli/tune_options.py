@@ -91,6 +91,16 @@ TuneCheckOnlyOption = Annotated[
     ),
 ]
 
+TuneBehindProxyOption = Annotated[
+    bool,
+    typer.Option(
+        "--behind-proxy",
+        help="Your app is served behind a proxy that parses and buffers requests (nginx, a "
+        "load balancer): the answer is not checked for HTTP parsing and slow clients, the "
+        "check that says whether it needs one (about 40 s).",
+    ),
+]
+
 TuneVerboseOption = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show the traceback when the app fails to load.")
 ]

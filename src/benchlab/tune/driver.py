@@ -68,7 +68,7 @@ from benchlab.tune.plan import (
 )
 from benchlab.tune.prepare import PreparedTune, prepare_tune
 from benchlab.tune.proof import Replayed, Searched, proof_cost_s, prove
-from benchlab.tune.proxy_check import check_answer, check_cost_s
+from benchlab.tune.proxy_check import check_answer, check_cost_s, not_asked
 from benchlab.tune.session import TuneSession
 from benchlab.tune.setup_step import run_setup
 from benchlab.tune.subject import PythonApp, Subject
@@ -126,6 +126,7 @@ def run_tune(
     tune_plan = plan(
         found, request.budget_min, request.quick, request.proof_s, request.rate,
         request.check_only, request.check_answer, tune_scenario(request),
+        checks_for_a_proxy(request, subject),
     )  # fmt: skip
     # From the first line said and the run's first row: the user's secrets and the services'
     # passwords (a command may name an --env value itself).
@@ -181,7 +182,7 @@ def run_tune(
         else:
             survivors = _measure(
                 session, measurer, request, tune_plan, found, coarse_cells, say,
-                subject.checks_slow_clients,
+                checks_for_a_proxy(request, subject),
             )  # fmt: skip
     return TuneResult(outcome, tune_plan, survivors, checked)
 
@@ -216,11 +217,10 @@ def _measure(
             request.proof_s,
         )  # fmt: skip
         if held is not None:
-            if request.echo is None and slow_clients:  # slow clients are HTTP's
-                check_answer(
-                    session, measurer, held, cores, request.connections, request.rate,
-                    _answer_s(session, first_pass, held.candidate), say,
-                )  # fmt: skip
+            _check_for_a_proxy(
+                session, measurer, request, held, request.rate,
+                _answer_s(session, first_pass, held.candidate), say, slow_clients,
+            )  # fmt: skip
             return [held.candidate]
     fitted = _replan(session, tune_plan, request, first_pass_s, say)
     if fitted is None:
@@ -270,13 +270,34 @@ def _search_and_prove(
     proved = prove(
         session, measurer, searched, cores, request.connections, say, request.proof_s, costs
     )
-    # It says so when the budget has no room left for it; slow clients are HTTP's.
-    if proved is not None and request.echo is None and slow_clients:
-        check_answer(
-            session, measurer, proved[0], cores, request.connections, proved[1],
-            _answer_s(session, first_pass, proved[0].candidate), say,
+    if proved is not None:
+        _check_for_a_proxy(
+            session, measurer, request, proved[0], proved[1],
+            _answer_s(session, first_pass, proved[0].candidate), say, slow_clients,
         )  # fmt: skip
     return survivors
+
+
+def checks_for_a_proxy(request: TuneRequest, subject: Subject) -> bool:
+    """Whether the answer is checked for needing a proxy in front (HTTP parsing, slow
+    clients): a server benchlab starts, over HTTP (slow clients are HTTP's), unless it is
+    served behind one (--behind-proxy)."""
+    return subject.checks_slow_clients and request.echo is None and not request.behind_proxy
+
+
+def _check_for_a_proxy(
+    session: TuneSession, measurer: Measurer, request: TuneRequest, answer: Searched,
+    run_at: float | None, answer_s: float, say: Callable[[str], None], checks: bool,
+) -> None:  # fmt: skip
+    """The answer's check beside slow clients (it says so when the budget has no room left
+    for it), or, behind a proxy, why there is none."""
+    if checks:
+        check_answer(
+            session, measurer, answer, session.plan.cores, request.connections, run_at,
+            answer_s, say,
+        )  # fmt: skip
+    elif request.behind_proxy:
+        not_asked(session, answer, say)
 
 
 def _carried(

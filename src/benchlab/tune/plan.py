@@ -97,6 +97,8 @@ class TuneRequest:
     proof_s: int = PROOF_S  # --proof: how long the answer's replay runs
     rate: float | None = None  # --rate: the load to hold at the least cost (None: the most)
     check_only: bool = False  # --check-only: each candidate started and its answer checked
+    # --behind-proxy: served behind a proxy, so the answer is not checked for needing one
+    behind_proxy: bool = False
     target: Target = field(default_factory=Target)  # --cpus, --memory: what it answers for
     check_answer: StoredAnswer | None = None  # --check-answer: a stored answer proved again
     python_source: str = "--python"  # why `python` is the app's interpreter (tune.app_python)
@@ -138,6 +140,8 @@ class TuneRequest:
             "command": self.command, "grid": self.grid,
             "watch": self.watch.source if self.watch else None,
         }  # fmt: skip
+        if self.behind_proxy:  # only when given: the keys of earlier tunes stay as they were
+            data["behind_proxy"] = True
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
             :16
         ]
@@ -242,12 +246,13 @@ def fit_search(
 def plan(
     found: list[Candidate], budget_min: float, quick: bool = False, proof_s: int = PROOF_S,
     rate: float | None = None, check_only: bool = False, answer: StoredAnswer | None = None,
-    load: Scenario | None = None,
+    load: Scenario | None = None, checks: bool = True,
 ) -> TunePlan:  # fmt: skip
     """As many survivors and replicates as the budget allows after the first pass and the
     proof (without the proof when only that fits); none with --quick or --check-only; the
     stored answer's proof alone with --check-answer. `load`: the tune's scenario (a
-    WebSocket echo's loads cost more to start, and have no check beside slow clients)."""
+    WebSocket echo's loads cost more to start); `checks`: whether the answer is checked
+    beside slow clients (driver.checks_for_a_proxy), kept room for only then."""
     websocket = load is not None and load.websocket is not None
     overhead = WS_PROBE_OVERHEAD_S if websocket else PROBE_OVERHEAD_S
     unit = load.rate_unit if load is not None else F.REQ_S
@@ -268,7 +273,7 @@ def plan(
     # proof that misses needs to step down.
     for proofs, check in ((PROOF_REPLAYS, True), (PROOF_REPLAYS, False), (1, True), (1, False),
                           (0, False)):  # fmt: skip
-        if check and websocket:
+        if check and not checks:
             continue
         fitted = fit_search(
             most, budget - coarse, proofs, proof_s=proof_s, check=check, overhead_s=overhead

@@ -106,6 +106,15 @@ def check_answer(
         say(f"slow clients: {label} {need}: {result.sentence()}")
 
 
+BEHIND_PROXY = "served behind a proxy: --behind-proxy"
+
+
+def not_asked(session: TuneSession, entry: Searched, say: Callable[[str], None]) -> None:
+    """The answer served behind a proxy (--behind-proxy): not checked, and kept so."""
+    session.cells.add_facts(entry.cell, {SLOW_CLIENTS: NotChecked(BEHIND_PROXY).to_json()})
+    say(f"slow clients: {session.cells.label_of(entry.cell)} not checked ({BEHIND_PROXY})")
+
+
 def _first_get(requests: tuple[Expectation, ...]) -> Expectation | None:
     return next((r for r in requests if r.method == "GET" and r.request_body is None), None)
 
