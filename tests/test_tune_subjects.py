@@ -32,9 +32,11 @@ from benchlab.core.figures import CAPACITY
 from benchlab.http.verify import wait_until_answering
 from benchlab.recipe.schema import NAME_MAX
 from benchlab.tune.command import CommandTemplate, check_template, parse_grid
+from benchlab.tune.driver import checks_for_a_proxy
 from benchlab.tune.endpoint import Endpoint, parse_url
-from benchlab.tune.plan import TuneRequest, tune_recipe
+from benchlab.tune.plan import TuneRequest, plan, tune_recipe
 from benchlab.tune.proxy_check import BEHIND_PROXY
+from benchlab.tune.requests import EchoEndpoint
 from tests.conftest import benchlab, check_against_schema, error_line
 from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune, connect
 from tests.known_server import BURNS, BURNS_COMMAND, MOST, SERVICE_S, free_port, known_server
@@ -102,6 +104,34 @@ def test_every_subject_names_its_run_as_every_recipe_is_named(tmp_path: Path) ->
         names.append(recipe.name)
     assert len(set(names)) == len(names), names
     assert names[0].startswith("tune /check/work/main/.venv/bin/gunicorn")
+
+
+def test_only_a_server_benchlab_starts_over_http_is_checked_for_a_proxy(tmp_path: Path) -> None:
+    """The answer's check beside slow clients (HTTP parsing, slow clients) restarts the
+    printed command: an endpoint is measured, not restarted; a WebSocket echo's clients are
+    not HTTP's; --behind-proxy says a proxy is there. Only a checked tune's plan keeps room
+    for it and says it will run (an endpoint's said so, and never ran it)."""
+    command = CommandTemplate(BURNS_COMMAND, (("threads", ("1",)),), tmp_path)
+    endpoint = Endpoint(parse_url("http://127.0.0.1:8080/"))
+
+    def request(behind_proxy: bool = False, echo: EchoEndpoint | None = None) -> TuneRequest:
+        return TuneRequest(
+            app="x", python="python3", interface=None, requests=(), slo_p99_ms=100,
+            budget_min=5, cwd=tmp_path, behind_proxy=behind_proxy, echo=echo,
+        )  # fmt: skip
+
+    assert checks_for_a_proxy(request(), command)
+    assert not checks_for_a_proxy(request(behind_proxy=True), command)
+    assert not checks_for_a_proxy(request(echo=EchoEndpoint("/ws")), command)
+    assert not checks_for_a_proxy(request(), endpoint)
+    # One candidate, five minutes: room for the check only where there is one.
+    found = command.candidates(1, None)
+    checked, unchecked = (plan(found, 5, proof_s=10, checks=c) for c in (True, False))
+    assert checked.check and "slow clients" in checked.describe(5)
+    assert not unchecked.check and "slow clients" not in unchecked.describe(5)
+    assert unchecked.replicates >= checked.replicates  # its room goes to the search
+    # A tune's key, by which --resume finds it: the same as before the option, unless given.
+    assert request().key() != request(behind_proxy=True).key()
 
 
 def test_a_commands_candidates_are_its_grid_and_it_prints_what_it_deploys(
