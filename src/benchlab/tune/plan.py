@@ -302,7 +302,7 @@ def plan(
     least = coarse + search_cost(1, overhead)
     raise UserError(
         f"--budget {budget_min:g}: too small for even one candidate's search: the first pass "
-        f"over {len(found)} candidates and one search take about {minutes(least)}; raise "
+        f"over {len(found)} candidate(s) and one search take about {minutes(least)}; raise "
         f"--budget to {math.ceil(least / 60)} or narrow them (--servers, --workers, --threads)"
     )
 
