@@ -127,10 +127,11 @@ def test_only_a_server_benchlab_starts_over_http_is_checked_for_a_proxy(tmp_path
     # One candidate, five minutes: room for the check only where there is one.
     found = command.candidates(1, None)
     checked, unchecked = (plan(found, 5, proof_s=10, checks=c) for c in (True, False))
-    assert checked.check and "slow clients" in checked.describe(5)
+    assert checked.check and "slow clients" in checked.describe(5) and checked.answer_checked
     assert not unchecked.check and "slow clients" not in unchecked.describe(5)
+    assert not unchecked.answer_checked  # not run either when the budget leaves time
     assert unchecked.replicates >= checked.replicates  # its room goes to the search
-    # A tune's key, by which --resume finds it: the same as before the option, unless given.
+    # The option is part of a tune's key: --resume continues only a tune asked the same.
     assert request().key() != request(behind_proxy=True).key()
 
 

@@ -180,17 +180,13 @@ def run_tune(
                 session, measurer, request.check_answer, found, coarse_cells, request, say
             )
         else:
-            survivors = _measure(
-                session, measurer, request, tune_plan, found, coarse_cells, say,
-                checks_for_a_proxy(request, subject),
-            )  # fmt: skip
+            survivors = _measure(session, measurer, request, tune_plan, found, coarse_cells, say)
     return TuneResult(outcome, tune_plan, survivors, checked)
 
 
 def _measure(
     session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     found: list[Candidate], coarse_cells: list[Cell], say: Callable[[str], None],
-    slow_clients: bool = True,
 ) -> list[Candidate]:  # fmt: skip
     """The first pass (with --check-only, each candidate's answer checked instead), then the
     cheapest that holds --rate, or the capacity search and its proof; the candidates kept.
@@ -219,21 +215,18 @@ def _measure(
         if held is not None:
             _check_for_a_proxy(
                 session, measurer, request, held, request.rate,
-                _answer_s(session, first_pass, held.candidate), say, slow_clients,
+                _answer_s(session, first_pass, held.candidate), say, tune_plan.answer_checked,
             )  # fmt: skip
             return [held.candidate]
     fitted = _replan(session, tune_plan, request, first_pass_s, say)
     if fitted is None:
         return []
-    return _search_and_prove(
-        session, measurer, request, tune_plan, first_pass, fitted, say, slow_clients
-    )
+    return _search_and_prove(session, measurer, request, tune_plan, first_pass, fitted, say)
 
 
 def _search_and_prove(
     session: TuneSession, measurer: Measurer, request: TuneRequest, tune_plan: TunePlan,
     first_pass: list[Searched], fitted: tuple[int, int, int, bool], say: Callable[[str], None],
-    slow_clients: bool = True,
 ) -> list[Candidate]:  # fmt: skip
     """The capacity search of the survivors of the first pass, then the proof of the best
     and its check beside slow clients."""
@@ -273,7 +266,7 @@ def _search_and_prove(
     if proved is not None:
         _check_for_a_proxy(
             session, measurer, request, proved[0], proved[1],
-            _answer_s(session, first_pass, proved[0].candidate), say, slow_clients,
+            _answer_s(session, first_pass, proved[0].candidate), say, tune_plan.answer_checked,
         )  # fmt: skip
     return survivors
 

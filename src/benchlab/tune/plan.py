@@ -159,6 +159,9 @@ class TunePlan:
     proof_s: int = PROOF_S
     rate: float | None = None  # --rate: replays at it come before any search
     check: bool = False  # room for the answer's check beside slow clients (proxy_check.py)
+    # Whether the answer is checked beside slow clients at all (driver.checks_for_a_proxy):
+    # without room for it, it still runs when the budget has time left
+    answer_checked: bool = True
     check_only: bool = False  # --check-only: nothing measured
     check_answer: StoredAnswer | None = None  # --check-answer: its proof alone
     overhead_s: float = PROBE_OVERHEAD_S  # each load's start (a WebSocket echo's JVM: more)
@@ -296,6 +299,7 @@ def plan(
                 proof_s,
                 rate,
                 check,
+                answer_checked=checks,
                 overhead_s=overhead,
                 unit=unit,
             )
