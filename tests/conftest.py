@@ -34,6 +34,7 @@ from tests.temp_watch import (  # noqa: F401 (hooks: no temporary directory left
 if TYPE_CHECKING:
     from benchlab.stacks import Stack
     from tests.killed_tunes import KilledTune
+    from tests.spec_tune import SpecTune
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -116,6 +117,15 @@ def command_tune_killed(tmp_path_factory: pytest.TempPathFactory) -> KilledTune:
 
     _not_beside_other_tests("command_tune_killed")
     return command_tune(traversable_dir(tmp_path_factory, "command_tune"))
+
+
+@pytest.fixture(scope="session")
+def app_tuned_by_spec(tmp_path_factory: pytest.TempPathFactory) -> SpecTune:
+    """The known server's app tuned by its app spec under one CPU (tests/spec_tune.py)."""
+    from tests.spec_tune import spec_tune
+
+    _not_beside_other_tests("app_tuned_by_spec")
+    return spec_tune(traversable_dir(tmp_path_factory, "spec_tune"))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -38,8 +37,9 @@ from benchlab.tune.plan import TuneRequest, plan, tune_recipe
 from benchlab.tune.proxy_check import BEHIND_PROXY
 from benchlab.tune.requests import EchoEndpoint
 from tests.conftest import benchlab, check_against_schema, error_line
-from tests.killed_tunes import BUDGET_MIN, PROOF_S, KilledTune, connect
+from tests.killed_tunes import KilledTune, connect
 from tests.known_server import BURNS, BURNS_COMMAND, MOST, SERVICE_S, free_port, known_server
+from tests.spec_tune import SpecTune
 
 ALONE = (pytest.mark.alone, pytest.mark.slow)
 
@@ -402,18 +402,13 @@ def test_the_go_server_by_its_command_over_gomaxprocs_on_one_core(tmp_path: Path
 
 @alone
 def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
-    tmp_path: Path, command_tune_killed: KilledTune
+    app_tuned_by_spec: SpecTune, command_tune_killed: KilledTune
 ) -> None:
-    (tmp_path / "burn.py").write_text(BURNS)
-    tmp_path.chmod(0o755)
-    # One worker of one thread by its app spec (gunicorn's gthread: connections kept alive);
-    # by --command, the tune tests/test_tune_kept.py kills and resumes: one such worker, of
-    # one thread or two (they share its interpreter lock: two carry what one does).
-    by_spec = _tune(
-        tmp_path, "burn.py:app", "--python", sys.executable, "--servers", "gunicorn-gthread",
-        "--workers", "1", "--threads", "1", "--check-body", "done", "--budget", BUDGET_MIN,
-        "--proof", PROOF_S, "--behind-proxy",
-    )  # fmt: skip
+    # One worker of one thread by its app spec (gunicorn's gthread: connections kept alive;
+    # under one CPU, which one such worker cannot exceed: tests/spec_tune.py); by --command,
+    # the tune tests/test_tune_kept.py kills and resumes: one such worker, of one thread or
+    # two (they share its interpreter lock: two carry what one does).
+    by_spec = app_tuned_by_spec.report  # its JSON checked against the schema as it came
     by_command = _resumed(command_tune_killed)
     a = by_spec["recommendation"]["capacity_rps"]
     b = by_command["recommendation"]["capacity_rps"]
@@ -421,7 +416,7 @@ def test_a_python_app_by_command_and_by_app_spec_holds_the_same(
     replicates = [
         _answer_replicates(where, tuned["recommendation"]["candidate"])
         for where, tuned in (
-            (tmp_path / "r.db", by_spec),
+            (app_tuned_by_spec.results, by_spec),
             (command_tune_killed.results, by_command),
         )
     ]
