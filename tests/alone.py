@@ -1,6 +1,6 @@
 """Which tests run alone, and a watch that holds the others to it.
 
-`./lab test` runs the suite in two phases: first every test not marked `alone`, one per core
+`./lab test` runs the suite in two phases: first every test not marked `alone`, two per core
 (pytest-xdist), then the `alone` ones one at a time. A test is `alone` when it puts load on a
 server (two loads at once make both sets of figures false), takes the machine's run lock
 (`benchlab run`, `tune`, `selfcheck`, the checks), or judges the whole machine. While tests
