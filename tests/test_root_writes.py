@@ -40,8 +40,11 @@ NAMES = (
     "hypercorn.toml", "setup.log", "server.key", "vegeta-targets.json",
 )  # fmt: skip
 # Names the daemon writes first and root wrote over (pg_hba.conf, in PostgreSQL's data after
-# initdb): a link replaces the file once it is there.
+# initdb): a link replaces the file once it is there and the daemon is done with it (written
+# SETTLED_S ago: initdb writes pg_hba.conf, then sets its mode, and a link between the two
+# made initdb fail on the link's target, the daemon stopped by its own user, not root's write).
 OVER = ("pg_hba.conf",)
+SETTLED_S = 1.0
 # A process of the daemon's user, planting links at every name, in every directory it can
 # write, over and over (a link over a file root wrote once, too: root may write it again).
 # The run's directories are traversable, not listable: it guesses them (benchlab's layout is
@@ -54,6 +57,7 @@ PLANTER = """
 import os, sys, time
 root, target, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 names, over, guessed = sys.argv[4].split(","), sys.argv[5].split(","), sys.argv[6].split(",")
+settled = float(sys.argv[7])
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline and not os.path.exists(stop):
     found = [d for g in guessed for d, _, _ in os.walk(os.path.join(root, g))]
@@ -68,6 +72,8 @@ while time.monotonic() < deadline and not os.path.exists(stop):
             if os.path.islink(path) or (name in over and not os.path.isfile(path)):
                 continue
             try:
+                if name in over and time.time() - os.lstat(path).st_mtime < settled:
+                    continue
                 os.symlink(target, path + ".planting")
                 os.replace(path + ".planting", path)
             except OSError:
@@ -92,7 +98,7 @@ def planters(root: Path, target: Path) -> Iterator[None]:
     argv = [sys.executable, "-I", "-c", PLANTER, str(root), str(target), str(stop)]
     started = [
         subprocess.Popen(
-            [*become(user), *argv, ",".join(NAMES), ",".join(OVER), ",".join(GUESSED)],
+            [*become(user), *argv, *(",".join(n) for n in (NAMES, OVER, GUESSED)), f"{SETTLED_S}"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
