@@ -24,9 +24,8 @@ ONE_CPU = "1"
 
 @dataclass(frozen=True)
 class SpecTune:
-    """Where the tune ran (its store is results) and the JSON it printed."""
+    """The tune's store and the JSON it printed."""
 
-    where: Path
     results: Path
     report: dict[str, Any]
     cpus: str | None  # the quota it ran under; None where no quota can be set (not root)
@@ -45,4 +44,4 @@ def spec_tune(where: Path) -> SpecTune:
         "--results", str(results), "-f", "json", cwd=where, timeout=420,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return SpecTune(where, results, json.loads(done.stdout), cpus)
+    return SpecTune(results, json.loads(done.stdout), cpus)

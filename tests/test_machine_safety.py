@@ -19,6 +19,7 @@ import pytest
 from benchlab.core.errors import ExitCode
 from benchlab.stacks import CATALOGUE
 from benchlab.system.journal import journal_dir
+from tests.alone import measuring
 from tests.conftest import benchlab, benchlab_process, error_line, living, write_recipe
 from tests.test_failures import _children, _named, _processes_under, _stored_trials, _wait_for
 
@@ -43,15 +44,8 @@ duration = 2
 def _under_load(pid: int, stack: str) -> list[psutil.Process]:
     """The processes of `stack` under `pid` while LONG's load tool (wrk) runs, else none."""
     under = _children(pid)
-    loading = any(_name(process) == "wrk" for process in under)
+    loading = any(measuring(process) == "wrk" for process in under)
     return _named(under, stack) if loading else []
-
-
-def _name(process: psutil.Process) -> str | None:
-    try:
-        return process.name()
-    except psutil.Error:
-        return None
 
 
 def _status(results: Path) -> str:

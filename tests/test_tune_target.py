@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import benchlab
 from tests.known_server import SERVICE_S
-from tests.spec_tune import SpecTune
+from tests.spec_tune import ONE_CPU, SpecTune
 
 # A tune that measures or checks takes the machine's run lock: one at a time (tests/alone.py).
 ALONE = (pytest.mark.alone, pytest.mark.slow)
@@ -324,7 +324,7 @@ def test_an_app_of_fixed_cpu_under_one_cpu_holds_what_one_cpu_holds(
     one gthread worker of one thread) by its app spec, the tune test_tune_subjects compares
     with the same app's by --command (tests/spec_tune.py): 1 ÷ its CPU a request, within
     15 %, bracketed."""
-    assert app_tuned_by_spec.cpus == "1"
+    assert app_tuned_by_spec.cpus == ONE_CPU
     _holds_what_its_quota_holds(app_tuned_by_spec.report, 1.0, SERVICE_S)
 
 
